@@ -1,0 +1,35 @@
+"""What every command receives: the parsed arguments' shared parts and the process streams."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from codeflux.store.location import DataLocation, resolve_data_location
+
+__all__ = ["CliContext"]
+
+
+@dataclass(slots=True, kw_only=True)
+class CliContext:
+    """Streams and environment for one command run (tests pass their own)."""
+
+    data_dir: str | None = None
+    stdin: TextIO = field(default_factory=lambda: sys.stdin)
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    def location(self) -> DataLocation:
+        return resolve_data_location(self.data_dir, self.environ)
+
+    def say(self, text: str) -> None:
+        self.stdout.write(text + "\n")
+        self.stdout.flush()
+
+    def warn(self, text: str) -> None:
+        self.stderr.write(text + "\n")
+        self.stderr.flush()

@@ -1,0 +1,76 @@
+"""The one exit-code table for every command, and the map from error class to exit code.
+
+Adding a code is a compatibility change. ``--help`` prints :data:`EXIT_CODE_MEANINGS`; a test checks
+that every :class:`CodefluxError` subclass has an explicit entry in :data:`EXIT_CODE_FOR_ERROR`.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from codeflux.domain import errors as e
+
+__all__ = ["EXIT_CODE_FOR_ERROR", "EXIT_CODE_MEANINGS", "ExitCode", "exit_code_for", "exit_code_table_text"]
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    PREREQUISITE = 3
+    DECISION_NEEDED = 4
+    STALLED = 5
+
+
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "done / completed",
+    ExitCode.FAILED: "the operation failed",
+    ExitCode.USAGE: "usage error (unknown command or flag, missing or invalid value)",
+    ExitCode.PREREQUISITE: "prerequisite missing or refused by state (no credential store, newer database, ...)",
+    ExitCode.DECISION_NEEDED: "a decision is needed and prompting is off (approval, plan approval, hard budget)",
+    ExitCode.STALLED: "stalled (the ladder is exhausted or a circuit is broken)",
+}
+
+EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
+    e.CodefluxError: ExitCode.FAILED,
+    e.UsageError: ExitCode.USAGE,
+    e.OutputExistsError: ExitCode.USAGE,
+    e.PrerequisiteError: ExitCode.PREREQUISITE,
+    e.DataDirectoryError: ExitCode.PREREQUISITE,
+    e.DatabaseMissingError: ExitCode.PREREQUISITE,
+    e.DatabaseNewerError: ExitCode.PREREQUISITE,
+    e.DatabaseNeedsMigrationError: ExitCode.PREREQUISITE,
+    e.MigrationFailedError: ExitCode.PREREQUISITE,
+    e.MigrationLockedError: ExitCode.PREREQUISITE,
+    e.MigrationChecksumError: ExitCode.PREREQUISITE,
+    e.CredentialStoreUnavailableError: ExitCode.PREREQUISITE,
+    e.CredentialNotFoundError: ExitCode.PREREQUISITE,
+    e.DecisionNeededError: ExitCode.DECISION_NEEDED,
+    e.StalledError: ExitCode.STALLED,
+    e.NotFoundError: ExitCode.FAILED,
+    e.ConflictError: ExitCode.FAILED,
+    e.StaleRevisionError: ExitCode.FAILED,
+    e.IdempotencyConflictError: ExitCode.FAILED,
+    e.TransitionNotAllowedError: ExitCode.FAILED,
+    e.SecretLeakError: ExitCode.FAILED,
+    e.OperationFailedError: ExitCode.FAILED,
+    e.StoreError: ExitCode.FAILED,
+    e.StoreBusyError: ExitCode.FAILED,
+    e.StoreCorruptError: ExitCode.FAILED,
+    e.StoreUnavailableError: ExitCode.FAILED,
+    e.StorePolicyError: ExitCode.FAILED,
+    e.StoreClosedError: ExitCode.FAILED,
+}
+
+
+def exit_code_for(error: e.CodefluxError) -> ExitCode:
+    for cls in type(error).__mro__:
+        if cls in EXIT_CODE_FOR_ERROR:
+            return EXIT_CODE_FOR_ERROR[cls]
+    return ExitCode.FAILED
+
+
+def exit_code_table_text() -> str:
+    lines = ["exit codes:"]
+    lines += [f"  {code.value}  {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()]
+    return "\n".join(lines)

@@ -1,0 +1,152 @@
+"""The ``codeflux`` entry point: one argparse tree, one error-to-exit-code map, no tracebacks."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import NoReturn, Protocol
+
+import codeflux
+from codeflux.cli.context import CliContext
+from codeflux.cli.exit_codes import ExitCode, exit_code_for, exit_code_table_text
+from codeflux.domain.errors import CodefluxError, UsageError
+
+__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+
+# One module per command, in the order --help lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "version",
+    "migrate",
+)
+
+
+class CommandModule(Protocol):
+    NAME: str
+    SUMMARY: str
+
+    def configure(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace, ctx: CliContext) -> int: ...
+
+
+class CliParser(argparse.ArgumentParser):
+    """An ArgumentParser that raises UsageError (with a did-you-mean) instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(_with_suggestion(self, message))
+
+
+def _all_option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    found: list[str] = []
+    for action in parser._actions:
+        found += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _all_option_strings(sub)
+    return sorted(set(found))
+
+
+def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    marker = "unrecognized arguments: "
+    if marker in message:
+        candidates = _all_option_strings(parser)
+        hints = []
+        for token in message.split(marker, 1)[1].split():
+            flag = token.split("=", 1)[0]
+            close = difflib.get_close_matches(flag, candidates, n=1, cutoff=0.6)
+            if close:
+                hints.append(f"did you mean {close[0]}?")
+        if hints:
+            return f"{message}; {' '.join(hints)}"
+    return message
+
+
+def _load_commands() -> list[ModuleType]:
+    return [importlib.import_module(f"codeflux.cli.{name}") for name in COMMAND_MODULES]
+
+
+def build_parser(commands: Sequence[ModuleType] | None = None) -> CliParser:
+    modules = list(commands) if commands is not None else _load_commands()
+    parser = CliParser(
+        prog="codeflux",
+        description="codeflux: a local-first coordinator for an AI coding agent.",
+        epilog=exit_code_table_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument("--data-dir", default=None, metavar="PATH",
+                        help="data directory (default: $CODEFLUX_HOME, else the platform's user data dir)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CliParser)
+    for module in modules:
+        command = sub.add_parser(
+            module.NAME,
+            help=module.SUMMARY,
+            description=module.SUMMARY,
+            epilog=exit_code_table_text(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
+        )
+        command.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH",
+                             help="data directory (default: $CODEFLUX_HOME, else the platform's user data dir)")
+        module.configure(command)
+        command.set_defaults(_module=module)
+    return parser
+
+
+def _check_command_name(argv: Sequence[str], names: Sequence[str]) -> None:
+    """Refuse an unknown command with a did-you-mean before argparse's generic message."""
+    skip_next = False
+    for token in argv:
+        if skip_next:
+            skip_next = False
+            continue
+        if token == "--data-dir":
+            skip_next = True
+            continue
+        if token.startswith("-"):
+            continue
+        if token not in names:
+            close = difflib.get_close_matches(token, names, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(f"unknown command {token!r}{hint} (see `codeflux --help`)")
+        return
+
+
+def main(argv: Sequence[str] | None = None, ctx: CliContext | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    context = ctx or CliContext()
+    command_name = "codeflux"
+    try:
+        modules = _load_commands()
+        _check_command_name(arguments, [m.NAME for m in modules])
+        parser = build_parser(modules)
+        try:
+            args = parser.parse_args(arguments)
+        except SystemExit as stop:  # --help / --version printed; argparse exits 0
+            return int(stop.code or 0)
+        module = getattr(args, "_module", None)
+        if module is None:
+            parser.print_help(context.stderr)
+            return ExitCode.USAGE
+        command_name = f"codeflux {module.NAME}"
+        context.data_dir = args.data_dir
+        return int(module.run(args, context))
+    except CodefluxError as err:
+        context.warn(f"{command_name}: {err}")
+        return int(exit_code_for(err))
+    except KeyboardInterrupt:
+        context.warn(f"{command_name}: interrupted")
+        return int(ExitCode.FAILED)
+    except Exception as err:
+        # Never print the exception text: it may hold paths or values. The type names the bug.
+        context.warn(f"{command_name}: internal error ({type(err).__name__}); this is a bug in codeflux "
+                     f"{codeflux.__version__}")
+        return int(ExitCode.FAILED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

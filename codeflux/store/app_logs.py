@@ -1,0 +1,49 @@
+"""Application log records in SQLite, kept apart from evidence and events.
+
+Records arrive already redacted by the logging pipeline. Purging deletes from ``app_logs`` only and
+records the purge as an event in the system journal (counts only), in the same transaction.
+"""
+
+from __future__ import annotations
+
+from codeflux.store.database import Database, Transaction
+from codeflux.store.events import SYSTEM_SESSION_ID, append_event
+
+__all__ = ["LOG_LEVELS", "append_app_log", "count_app_logs", "purge_app_logs"]
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def append_app_log(db: Database, *, level: str, event: str, fields_json: str, at_us: int) -> None:
+    if level not in LOG_LEVELS:
+        level = "info"
+    db.write(
+        lambda tx: tx.execute(
+            "INSERT INTO app_logs (at_us, level, event, fields_json) VALUES (?, ?, ?, ?)",
+            (at_us, level, event[:200] or "log", fields_json),
+        )
+    )
+
+
+def count_app_logs(db: Database) -> int:
+    return db.read(lambda view: int(view.query_all("SELECT count(*) FROM app_logs")[0][0]))
+
+
+def purge_app_logs(db: Database, *, before_us: int | None) -> int:
+    """Delete application log rows (all, or those older than ``before_us``); returns how many."""
+
+    def purge(tx: Transaction) -> int:
+        if before_us is None:
+            tx.execute("DELETE FROM app_logs")
+        else:
+            tx.execute("DELETE FROM app_logs WHERE at_us < ?", (before_us,))
+        deleted = tx.changes()
+        append_event(
+            tx,
+            session_id=SYSTEM_SESSION_ID,
+            kind="logs-purged",
+            payload={"deleted": deleted, "before_us": before_us},
+        )
+        return deleted
+
+    return db.write(purge)

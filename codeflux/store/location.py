@@ -1,0 +1,88 @@
+"""Where codeflux keeps its data: one directory (0700) holding one SQLite file (0600)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from codeflux.domain.errors import DataDirectoryError, UsageError
+
+__all__ = [
+    "DATABASE_FILENAME",
+    "DataLocation",
+    "ensure_data_directory",
+    "resolve_data_location",
+]
+
+DATABASE_FILENAME = "codeflux.sqlite3"
+DATA_DIR_ENV = "CODEFLUX_HOME"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataLocation:
+    """The data directory and the fixed paths inside it."""
+
+    directory: Path
+
+    @property
+    def database(self) -> Path:
+        return self.directory / DATABASE_FILENAME
+
+    @property
+    def backups(self) -> Path:
+        return self.directory / "backups"
+
+    @property
+    def worktrees(self) -> Path:
+        return self.directory / "worktrees"
+
+    @property
+    def migration_lock(self) -> Path:
+        return self.directory / f"{DATABASE_FILENAME}.migration.lock"
+
+
+def resolve_data_location(explicit: str | None, environ: Mapping[str, str]) -> DataLocation:
+    """`--data-dir` wins, then ``CODEFLUX_HOME``, then the platform's user data directory."""
+    if explicit is not None:
+        chosen, source = explicit, "--data-dir"
+    elif DATA_DIR_ENV in environ:
+        chosen, source = environ[DATA_DIR_ENV], DATA_DIR_ENV
+    else:
+        chosen, source = platformdirs.user_data_dir("codeflux", appauthor=False), "the platform default"
+    if not chosen.strip():
+        raise UsageError(f"{source} is empty; give a directory path")
+    if "\x00" in chosen:
+        raise UsageError(f"{source} contains a NUL byte")
+    return DataLocation(directory=Path(os.path.abspath(os.path.expanduser(chosen))))
+
+
+def ensure_data_directory(location: DataLocation) -> None:
+    """Create the data directory 0700 if absent; refuse a path that is a file or not writable.
+
+    An existing directory's mode is left alone: it may be one the user chose on purpose.
+    """
+    path = location.directory
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        try:
+            path.mkdir(mode=0o700, parents=True)
+        except OSError as err:
+            raise DataDirectoryError(
+                f"cannot create the data directory ({err.strerror}); pass --data-dir with a writable path"
+            ) from err
+        path.chmod(0o700)
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        raise DataDirectoryError(
+            "the data directory path is not a directory; pass --data-dir with a directory path"
+        )
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise DataDirectoryError(
+            "the data directory is not writable; fix its permissions or pass --data-dir"
+        )

@@ -1,0 +1,57 @@
+"""Opening the store the way each kind of command needs it.
+
+Commands that record something call :func:`open_store` with ``create=True, migrate=True``; read-only
+maintenance never creates or migrates anything and says what to do instead.
+"""
+
+from __future__ import annotations
+
+from codeflux.domain.errors import DatabaseMissingError, DatabaseNeedsMigrationError, DatabaseNewerError
+from codeflux.store.connection import open_connection
+from codeflux.store.database import Database
+from codeflux.store.location import DataLocation, ensure_data_directory
+from codeflux.store.migrations import migrate_database, read_schema_version, supported_schema_version
+
+__all__ = ["inspect_schema_version", "open_store", "require_current_schema"]
+
+_NO_DATABASE = (
+    "no codeflux database exists in the data directory yet; it is created by the first command that "
+    "records something (for example `codeflux migrate` or `codeflux provider set`)"
+)
+
+
+def open_store(location: DataLocation, *, create: bool, migrate: bool) -> Database:
+    """Open the database, creating and migrating it when asked; refuse a schema this codeflux can't use."""
+    if not location.database.exists():
+        if not create:
+            raise DatabaseMissingError(_NO_DATABASE)
+        ensure_data_directory(location)
+    if migrate:
+        migrate_database(location)
+    db = Database.open(location.database, create=False)
+    try:
+        require_current_schema(db)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def require_current_schema(db: Database) -> None:
+    version = db.read(lambda view: int(view.query_all("PRAGMA user_version")[0][0]))
+    supported = supported_schema_version()
+    if version > supported:
+        raise DatabaseNewerError(database_version=version, supported_version=supported)
+    if version < supported:
+        raise DatabaseNeedsMigrationError(database_version=version, supported_version=supported)
+
+
+def inspect_schema_version(location: DataLocation) -> int:
+    """The schema version of an existing database, read on a read-only connection."""
+    if not location.database.exists():
+        raise DatabaseMissingError(_NO_DATABASE)
+    conn = open_connection(location.database, readonly=True)
+    try:
+        return read_schema_version(conn)
+    finally:
+        conn.close()
