@@ -18,6 +18,12 @@ class CliContext:
     """Streams and environment for one command run (tests pass their own)."""
 
     data_dir: str | None = None
+    command: str | None = None
+    """The command being run, once parsed (for the application log)."""
+    error_class: str | None = None
+    """The class name of the error that ended the command, if one did."""
+    records_app_log: bool = False
+    """Whether this command changes state and so leaves an application log record."""
     stdin: TextIO = field(default_factory=lambda: sys.stdin)
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     stderr: TextIO = field(default_factory=lambda: sys.stderr)

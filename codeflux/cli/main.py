@@ -6,21 +6,31 @@ import argparse
 import difflib
 import importlib
 import sys
+import time
 from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn, Protocol
 
 import codeflux
+from codeflux.cli.app_log_sink import AppLogSink
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for, exit_code_table_text
 from codeflux.domain.errors import CodefluxError, UsageError
+from codeflux.logs import configure_logging, get_logger, reset_logging
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
 # One module per command, in the order --help lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "version",
+    "doctor",
     "migrate",
+    "provider",
+    "backup",
+    "integrity_check",
+    "inspect",
+    "logs",
+    "diagnostics",
 )
 
 
@@ -55,13 +65,22 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     if marker in message:
         candidates = _all_option_strings(parser)
         hints = []
+        flags: list[str] = []
+        hidden = 0
         for token in message.split(marker, 1)[1].split():
+            if not token.startswith("-"):
+                hidden += 1  # a stray value may be a secret pasted in the wrong place: never echo it
+                continue
             flag = token.split("=", 1)[0]
+            flags.append(flag)
             close = difflib.get_close_matches(flag, candidates, n=1, cutoff=0.6)
             if close:
                 hints.append(f"did you mean {close[0]}?")
-        if hints:
-            return f"{message}; {' '.join(hints)}"
+        parts = [f"unrecognized arguments: {' '.join(flags)}" if flags else "unexpected arguments"]
+        if hidden:
+            parts.append(f"({hidden} value{'s' if hidden > 1 else ''} not shown)")
+        text = " ".join(parts)
+        return f"{text}; {' '.join(hints)}" if hints else text
     return message
 
 
@@ -97,33 +116,81 @@ def build_parser(commands: Sequence[ModuleType] | None = None) -> CliParser:
     return parser
 
 
-def _check_command_name(argv: Sequence[str], names: Sequence[str]) -> None:
-    """Refuse an unknown command with a did-you-mean before argparse's generic message."""
+def _check_flags(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
+    """Refuse a misspelled flag with a did-you-mean before argparse complains about required ones."""
+    known = _all_option_strings(parser)
+    for word in argv:
+        if word == "--":
+            return
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--") and flag not in known and flag not in ("--help",):
+            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise UsageError(f"unknown option {flag}{hint}")
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
     skip_next = False
-    for token in argv:
+    for word in argv:
         if skip_next:
             skip_next = False
-            continue
-        if token == "--data-dir":
+        elif word == "--data-dir":
             skip_next = True
-            continue
-        if token.startswith("-"):
-            continue
-        if token not in names:
-            close = difflib.get_close_matches(token, names, n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise UsageError(f"unknown command {token!r}{hint} (see `codeflux --help`)")
-        return
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def _check_command_name(argv: Sequence[str], names: Sequence[str]) -> None:
+    """Refuse an unknown command with a did-you-mean before argparse's generic message."""
+    word = _command_word(argv)
+    if word is not None and word not in names:
+        close = difflib.get_close_matches(word, names, n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UsageError(f"unknown command {word!r}{hint} (see `codeflux --help`)")
 
 
 def main(argv: Sequence[str] | None = None, ctx: CliContext | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     context = ctx or CliContext()
+    started = time.monotonic()
+    code = _run_command(arguments, context)
+    if context.records_app_log:
+        _record_command_outcome(context, code=code, elapsed_s=time.monotonic() - started)
+    return code
+
+
+def _record_command_outcome(context: CliContext, *, code: int, elapsed_s: float) -> None:
+    """One application log record per state-changing command: which, its exit code, how long it took.
+
+    Read-only commands (inspect, integrity-check, backup, doctor, …) never write to the database.
+    """
+    try:
+        location = context.location()
+    except CodefluxError:
+        return
+    sink = AppLogSink(location)
+    configure_logging(level="info", console_level="warning", persist=sink, stream=context.stderr)
+    try:
+        get_logger("cli").info(
+            "command.finished", command=context.command, exit_code=code, elapsed_ms=int(elapsed_s * 1000),
+            error=context.error_class,
+        )
+    finally:
+        reset_logging()
+        sink.close()
+
+
+def _run_command(arguments: list[str], context: CliContext) -> int:
     command_name = "codeflux"
     try:
         modules = _load_commands()
         _check_command_name(arguments, [m.NAME for m in modules])
+        word = _command_word(arguments)
+        if word is not None:
+            command_name = f"codeflux {word}"
         parser = build_parser(modules)
+        _check_flags(arguments, parser)
         try:
             args = parser.parse_args(arguments)
         except SystemExit as stop:  # --help / --version printed; argparse exits 0
@@ -134,14 +201,18 @@ def main(argv: Sequence[str] | None = None, ctx: CliContext | None = None) -> in
             return ExitCode.USAGE
         command_name = f"codeflux {module.NAME}"
         context.data_dir = args.data_dir
+        context.command = module.NAME
+        context.records_app_log = bool(getattr(module, "RECORDS_APP_LOG", False))
         return int(module.run(args, context))
     except CodefluxError as err:
+        context.error_class = type(err).__name__
         context.warn(f"{command_name}: {err}")
         return int(exit_code_for(err))
     except KeyboardInterrupt:
         context.warn(f"{command_name}: interrupted")
         return int(ExitCode.FAILED)
     except Exception as err:
+        context.error_class = type(err).__name__
         # Never print the exception text: it may hold paths or values. The type names the bug.
         context.warn(f"{command_name}: internal error ({type(err).__name__}); this is a bug in codeflux "
                      f"{codeflux.__version__}")

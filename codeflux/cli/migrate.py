@@ -10,6 +10,7 @@ from codeflux.store.migrations import migrate_database
 
 NAME = "migrate"
 SUMMARY = "create the database, or migrate it to this codeflux's schema (an online backup is taken first)"
+RECORDS_APP_LOG = True
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

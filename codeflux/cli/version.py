@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import platform
 
 import apsw
@@ -27,5 +28,5 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     ctx.say(f"python: {platform.python_version()} ({platform.python_implementation()})")
     ctx.say(f"sqlite: {apsw.sqlite_lib_version()}")
     ctx.say(f"apsw: {apsw.apsw_version()}")
-    ctx.say(f"pygit2: {pygit2.__version__} (libgit2 {pygit2.LIBGIT2_VERSION})")
+    ctx.say(f"pygit2: {importlib.metadata.version('pygit2')} (libgit2 {pygit2.LIBGIT2_VERSION})")
     return 0

@@ -1,0 +1,35 @@
+"""Provider keys in the OS credential store, and the ``Secret`` type that carries them.
+
+Owns: all access to the OS credential store (through ``keyring``: service ``codeflux-provider``,
+account = provider name), the probe that tells ``doctor`` whether a usable store exists and how to get
+one, and :class:`Secret`, which refuses to print, serialize or pickle its value. Keys never reach
+SQLite, logs, workers or the UI: only a :class:`~codeflux.domain.providers.CredentialReference` leaves
+this package, and every key it touches is registered with the redaction pipeline.
+
+May import: the standard library, ``codeflux.domain``, ``codeflux.redact`` and ``keyring``.
+"""
+
+from codeflux.credentials.keystore import (
+    MAX_KEY_LENGTH,
+    CredentialStoreState,
+    CredentialStoreStatus,
+    delete_provider_key,
+    has_provider_key,
+    load_provider_key,
+    probe_credential_store,
+    store_provider_key,
+)
+from codeflux.credentials.secret import REDACTED, Secret
+
+__all__ = [
+    "MAX_KEY_LENGTH",
+    "REDACTED",
+    "CredentialStoreState",
+    "CredentialStoreStatus",
+    "Secret",
+    "delete_provider_key",
+    "has_provider_key",
+    "load_provider_key",
+    "probe_credential_store",
+    "store_provider_key",
+]

@@ -7,7 +7,10 @@ to these classes by the adapter that met them and chained with ``from``.
 
     CodefluxError
     ├── UsageError                       the caller asked for something malformed          (exit 2)
-    │   └── OutputExistsError            an output path already exists; never overwritten  (exit 2)
+    │   ├── OutputExistsError            an output path already exists; never overwritten  (exit 2)
+    │   ├── InvalidValueError            a domain value (id, capability need, operation) is malformed
+    │   ├── ToolRequestInvalidError      unknown tool/argument, missing, wrong type or too large
+    │   └── UnsafeArgumentError          a NUL byte or non-Unicode text in an operation; refused
     ├── PrerequisiteError                something needed is missing, or state refuses     (exit 3)
     │   ├── DataDirectoryError           data directory unusable (a file, not writable)
     │   ├── DatabaseMissingError         no database has been created yet
@@ -27,6 +30,7 @@ to these classes by the adapter that met them and chained with ``from``.
     ├── TransitionNotAllowedError        a state machine refused a transition              (exit 1)
     ├── SecretLeakError                  output would have carried a secret; nothing written (exit 1)
     ├── OperationFailedError             a valid request failed for a stated reason        (exit 1)
+    │   └── IntegrityCheckFailedError    integrity-check found problems; the findings are printed
     └── StoreError                       the database could not do what was asked          (exit 1)
         ├── StoreBusyError               another writer held the database past the timeout
         ├── StoreCorruptError            the file is not a sound SQLite database
@@ -48,8 +52,10 @@ __all__ = [
     "DatabaseNewerError",
     "DecisionNeededError",
     "IdempotencyConflictError",
-    "MigrationFailedError",
+    "IntegrityCheckFailedError",
+    "InvalidValueError",
     "MigrationChecksumError",
+    "MigrationFailedError",
     "MigrationLockedError",
     "NotFoundError",
     "OperationFailedError",
@@ -64,7 +70,9 @@ __all__ = [
     "StoreError",
     "StorePolicyError",
     "StoreUnavailableError",
+    "ToolRequestInvalidError",
     "TransitionNotAllowedError",
+    "UnsafeArgumentError",
     "UsageError",
 ]
 
@@ -83,6 +91,44 @@ class OutputExistsError(UsageError):
     def __init__(self, *, what: str) -> None:
         super().__init__(f"{what} already exists; choose a path that does not exist yet")
         self.what = what
+
+
+class InvalidValueError(UsageError):
+    """A domain value could not be built: ``kind`` names the value, ``reason`` what is wrong with it."""
+
+    def __init__(self, *, kind: str, reason: str) -> None:
+        super().__init__(f"invalid {kind}: {reason}")
+        self.kind = kind
+        self.reason = reason
+
+
+class ToolRequestInvalidError(UsageError):
+    """A tool request does not fit its descriptor; nothing was classified or run.
+
+    ``problem`` is one of ``unknown-tool``, ``unknown-argument``, ``missing-argument``, ``wrong-type``,
+    ``too-large``, ``invalid-value``; ``argument`` names the offending argument when there is one.
+    Argument values are never echoed (they may hold file contents).
+    """
+
+    def __init__(self, *, tool: str, argument: str | None, problem: str, detail: str) -> None:
+        where = f"{tool}" if argument is None else f"{tool}.{argument}"
+        super().__init__(f"tool request {where}: {problem}: {detail}")
+        self.tool = tool
+        self.argument = argument
+        self.problem = problem
+        self.detail = detail
+
+
+class UnsafeArgumentError(UsageError):
+    """A value in an operation carries a NUL byte or is not valid Unicode text; refused before identity.
+
+    ``field`` says where (``argv[2]``, ``env.PATH``, ``cwd``); the value itself is never echoed.
+    """
+
+    def __init__(self, *, field: str, reason: str) -> None:
+        super().__init__(f"{field} {reason}; refused")
+        self.field = field
+        self.reason = reason
 
 
 class PrerequisiteError(CodefluxError):
@@ -220,6 +266,18 @@ class SecretLeakError(CodefluxError):
 
 class OperationFailedError(CodefluxError):
     """A valid request failed for the stated reason."""
+
+
+class IntegrityCheckFailedError(OperationFailedError):
+    """The integrity check ran and found ``finding_count`` problems (each one printed before this)."""
+
+    def __init__(self, *, finding_count: int) -> None:
+        noun = "problem" if finding_count == 1 else "problems"
+        super().__init__(
+            f"found {finding_count} {noun}; keep a copy of the database file before changing anything, "
+            "then restore the newest good backup"
+        )
+        self.finding_count = finding_count
 
 
 class StoreError(CodefluxError):

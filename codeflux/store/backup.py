@@ -19,7 +19,9 @@ from codeflux.store.connection import map_sqlite_errors
 
 __all__ = ["PAGES_PER_STEP", "SnapshotReport", "restore_database_from_snapshot", "write_snapshot"]
 
-PAGES_PER_STEP = 128
+# Copy in one step: with a smaller step, every commit by another process restarts the copy, so a
+# snapshot of a busy database never finishes. One step holds a read snapshot for the whole copy.
+PAGES_PER_STEP = -1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,7 +31,9 @@ class SnapshotReport:
     bytes: int
 
 
-def write_snapshot(source: apsw.Connection, destination: Path, *, pages_per_step: int = PAGES_PER_STEP) -> SnapshotReport:
+def write_snapshot(
+    source: apsw.Connection, destination: Path, *, pages_per_step: int = PAGES_PER_STEP
+) -> SnapshotReport:
     """Copy the ``main`` database of ``source`` into a new file at ``destination``."""
     destination = Path(os.path.abspath(destination))
     parent = destination.parent
@@ -69,9 +73,8 @@ def restore_database_from_snapshot(target: apsw.Connection, snapshot: Path) -> N
     with map_sqlite_errors("restore from snapshot"):
         source = apsw.Connection(str(snapshot), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        with map_sqlite_errors("restore from snapshot"):
-            with target.backup("main", source, "main") as job:
-                while not job.done:
-                    job.step(-1)
+        with map_sqlite_errors("restore from snapshot"), target.backup("main", source, "main") as job:
+            while not job.done:
+                job.step(-1)
     finally:
         source.close()

@@ -47,8 +47,9 @@ def map_sqlite_errors(operation: str) -> Iterator[None]:
         raise StoreBusyError(f"{operation}: the database is busy (another writer held it too long)") from err
     except (apsw.CorruptError, apsw.NotADBError) as err:
         raise StoreCorruptError(f"{operation}: the database file is corrupt or not a database") from err
-    except (apsw.CantOpenError, apsw.IOError, apsw.ReadOnlyError, apsw.PermissionsError,
-            apsw.AuthError, apsw.FullError) as err:
+    except apsw.FullError as err:
+        raise StoreUnavailableError(f"{operation}: the disk is full; free some space and try again") from err
+    except (apsw.CantOpenError, apsw.IOError, apsw.ReadOnlyError, apsw.PermissionsError, apsw.AuthError) as err:
         raise StoreUnavailableError(f"{operation}: the database cannot be opened, read or written") from err
     except apsw.Error as err:
         raise StoreError(f"{operation}: the database refused the operation ({type(err).__name__})") from err

@@ -143,7 +143,7 @@ class Database:
         conn = self._require_writer()
         with self._write_lock:
             try:
-                busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0]
+                busy: Any = next(iter(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")))[0]
             except apsw.Error:
                 return False
             return int(busy) == 0

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import apsw
 
@@ -35,7 +36,7 @@ from codeflux.domain.errors import (
 from codeflux.store.backup import restore_database_from_snapshot, write_snapshot
 from codeflux.store.connection import map_sqlite_errors, open_connection
 from codeflux.store.database import now_us
-from codeflux.store.location import DataLocation
+from codeflux.store.location import DataLocation, ensure_data_directory
 
 __all__ = [
     "MIGRATION_NAME_PATTERN",
@@ -129,9 +130,13 @@ def supported_schema_version() -> int:
     return len(load_shipped_migrations())
 
 
+def _rows(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+    return list(conn.execute(sql, params))
+
+
 def read_schema_version(conn: apsw.Connection) -> int:
     with map_sqlite_errors("read schema version"):
-        return int(conn.execute("PRAGMA user_version").fetchall()[0][0])
+        return int(_rows(conn, "PRAGMA user_version")[0][0])
 
 
 @contextlib.contextmanager
@@ -162,6 +167,7 @@ def migrate_database(
 ) -> MigrationReport:
     """Bring the database at ``location`` to the newest shipped schema, creating it if absent."""
     shipped = migrations if migrations is not None else load_shipped_migrations()
+    ensure_data_directory(location)
     with _migration_lock(location.migration_lock):
         conn = open_connection(location.database, create=True)
         try:
@@ -207,7 +213,7 @@ def _migrate_locked(
             ) from err
         applied.append(migration.version)
     with map_sqlite_errors("verify migrated database"):
-        verdict = conn.execute("PRAGMA integrity_check").fetchall()
+        verdict = _rows(conn, "PRAGMA integrity_check")
     if verdict != [("ok",)]:
         raise OperationFailedError("the migrated database failed its integrity check; run `codeflux integrity-check`")
     return MigrationReport(from_version=current, to_version=latest, applied=tuple(applied), backup_path=backup_path)
@@ -257,9 +263,9 @@ def _insert_history(
 
 def _recover_interrupted_run(conn: apsw.Connection) -> None:
     with map_sqlite_errors("read migration history"):
-        rows = conn.execute(
-            "SELECT version, name, sha256, result, backup_path FROM migration_history ORDER BY id DESC LIMIT 1"
-        ).fetchall()
+        rows = _rows(
+            conn, "SELECT version, name, sha256, result, backup_path FROM migration_history ORDER BY id DESC LIMIT 1"
+        )
     if not rows or rows[0][3] != "started":
         return
     version, name, sha256, _, backup = rows[0]
@@ -298,10 +304,11 @@ def _undo_run(conn: apsw.Connection, backup_path: Path | None) -> None:
 
 def _verify_applied_checksums(conn: apsw.Connection, shipped: tuple[Migration, ...], current: int) -> None:
     with map_sqlite_errors("read migration history"):
-        rows = conn.execute(
+        rows = _rows(
+            conn,
             "SELECT version, sha256 FROM migration_history WHERE result = 'succeeded' AND version <= ?",
             (current,),
-        ).fetchall()
+        )
     by_version = {m.version: m.sha256 for m in shipped}
     for version, sha256 in rows:
         if by_version.get(version) != sha256:
@@ -310,11 +317,12 @@ def _verify_applied_checksums(conn: apsw.Connection, shipped: tuple[Migration, .
 
 def _refuse_known_failure(conn: apsw.Connection, next_migration: Migration) -> None:
     with map_sqlite_errors("read migration history"):
-        row = conn.execute(
+        row = _rows(
+            conn,
             "SELECT error, backup_path FROM migration_history WHERE version = ? AND sha256 = ? AND result = 'failed'"
             " ORDER BY id DESC LIMIT 1",
             (next_migration.version, next_migration.sha256),
-        ).fetchall()
+        )
     if row:
         raise MigrationFailedError(
             version=next_migration.version,

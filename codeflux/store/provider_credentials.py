@@ -73,4 +73,7 @@ def list_provider_credential_references(db: Database) -> list[ProviderCredential
             "SELECT provider, credential_ref, revision, updated_at_us FROM provider_credentials ORDER BY provider"
         )
     )
-    return [ProviderCredentialRow(provider=r[0], credential_ref=r[1], revision=int(r[2]), updated_at_us=int(r[3])) for r in rows]
+    return [
+        ProviderCredentialRow(provider=r[0], credential_ref=r[1], revision=int(r[2]), updated_at_us=int(r[3]))
+        for r in rows
+    ]

@@ -27,4 +27,5 @@ def compare_and_set_revision(tx: Transaction, *, table: str, key: str, expected:
     if rows:
         return int(rows[0][0])
     current = tx.query_one(f"SELECT revision FROM {table} WHERE {column} = ?", (key,))  # noqa: S608
-    raise StaleRevisionError(kind=kind, entity_id=key, expected=expected, actual=None if current is None else int(current[0]))
+    actual = None if current is None else int(current[0])
+    raise StaleRevisionError(kind=kind, entity_id=key, expected=expected, actual=actual)

@@ -1,0 +1,134 @@
+"""`codeflux provider set|test|delete|list`: provider keys live in the OS credential store only.
+
+The key is read from standard input (without echo on a terminal), never from argv; SQLite keeps only
+the reference ``os://codeflux-provider/<name>``. Nothing here contacts a provider.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+
+from codeflux.cli.context import CliContext
+from codeflux.credentials import (
+    MAX_KEY_LENGTH,
+    Secret,
+    delete_provider_key,
+    has_provider_key,
+    load_provider_key,
+    probe_credential_store,
+    store_provider_key,
+)
+from codeflux.domain.errors import CredentialStoreUnavailableError, DatabaseMissingError, UsageError
+from codeflux.domain.providers import ProviderName
+from codeflux.store.opening import open_store
+from codeflux.store.provider_credentials import (
+    delete_provider_credential_reference,
+    list_provider_credential_references,
+    record_provider_credential_reference,
+)
+
+NAME = "provider"
+SUMMARY = "store, test, delete or list model-provider keys (kept in the OS credential store, read from stdin)"
+RECORDS_APP_LOG = True
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    names = ", ".join(p.value for p in ProviderName)
+    for action, text in (
+        ("set", "store or rotate a key; the key is read from standard input, never from arguments"),
+        ("test", "check locally that a stored key can be read back (the provider is not contacted)"),
+        ("delete", "delete a stored key (succeeds when nothing is stored)"),
+    ):
+        sub = actions.add_parser(action, help=text, description=text, allow_abbrev=False)
+        sub.add_argument("--name", required=True, metavar="NAME", help=f"provider: {names}")
+        # Captured only to refuse it: a key in argv is visible to every process and kept in shell history.
+        sub.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
+        sub.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
+    listing = actions.add_parser("list", help="list providers and whether a key is stored", allow_abbrev=False)
+    listing.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
+
+
+def _read_key(ctx: CliContext) -> Secret:
+    if ctx.stdin.isatty():
+        line = getpass.getpass("provider key (input hidden): ", stream=ctx.stderr)
+    else:
+        line = ctx.stdin.readline(MAX_KEY_LENGTH + 2)
+    value = line.strip()
+    if not value:
+        raise UsageError("no key on standard input; pipe it in, e.g. `codeflux provider set --name NAME < keyfile`")
+    return Secret(value)  # length and character checks happen in the keystore, once
+
+
+def _require_credential_store() -> None:
+    status = probe_credential_store(timeout_s=5.0)
+    if not status.usable:
+        raise CredentialStoreUnavailableError(
+            f"no usable OS credential store ({status.backend}): {status.reason}; {status.fix}"
+        )
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    if args.action == "list":
+        return _list(ctx)
+    if args.stray:
+        raise UsageError(
+            "a key given as an argument is refused (other processes and your shell history can see it); "
+            "pipe it on standard input: `codeflux provider set --name NAME < keyfile`"
+        )
+    provider = ProviderName.parse(args.name)
+    _require_credential_store()
+    if args.action == "set":
+        key = _read_key(ctx)
+        reference = store_provider_key(provider, key)
+        db = open_store(ctx.location(), create=True, migrate=True)
+        try:
+            rotated = record_provider_credential_reference(db, provider=provider.value, credential_ref=str(reference))
+        finally:
+            db.close()
+        verb = "updated" if rotated else "stored"
+        ctx.say(f"provider {provider.value}: credential {verb} in the OS credential store "
+                "(codeflux keeps only a reference)")
+    elif args.action == "test":
+        load_provider_key(provider)
+        ctx.say(f"provider {provider.value}: a credential is stored and readable; "
+                "codeflux did not contact the provider")
+    else:
+        removed_key = delete_provider_key(provider)
+        removed_ref = False
+        try:
+            db = open_store(ctx.location(), create=False, migrate=False)
+        except DatabaseMissingError:
+            pass
+        else:
+            try:
+                removed_ref = delete_provider_credential_reference(db, provider=provider.value)
+            finally:
+                db.close()
+        if removed_key or removed_ref:
+            ctx.say(f"provider {provider.value}: credential deleted")
+        else:
+            ctx.say(f"provider {provider.value}: nothing was stored; nothing to delete")
+    return 0
+
+
+def _list(ctx: CliContext) -> int:
+    status = probe_credential_store(timeout_s=5.0)
+    references: set[str] = set()
+    try:
+        db = open_store(ctx.location(), create=False, migrate=False)
+    except DatabaseMissingError:
+        pass
+    else:
+        try:
+            references = {row.provider for row in list_provider_credential_references(db)}
+        finally:
+            db.close()
+    for provider in ProviderName:
+        stored = ("yes" if has_provider_key(provider) else "no") if status.usable else "unknown"
+        recorded = "yes" if provider.value in references else "no"
+        ctx.say(f"{provider.value:<18} stored: {stored:<7} reference recorded: {recorded}")
+    if not status.usable:
+        ctx.say(f"provider: the OS credential store is not usable ({status.reason}); {status.fix}")
+    return 0

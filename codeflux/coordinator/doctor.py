@@ -1,0 +1,304 @@
+"""`doctor`: every prerequisite of codeflux, each with a status and, when not ok, a concrete next step.
+
+Statuses: ``ok``; ``missing`` (not set up yet, nothing broken); ``degraded`` (works, but poorly or
+needs an action soon); ``failed`` (present and broken); ``unknown`` (the check itself could not run —
+never coerced into ok). A check blocks work when it is failed or unknown, or missing where the
+prerequisite is required. Doctor never creates the data directory or the database and never contacts
+a model provider.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import enum
+import errno
+import fcntl
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from codeflux.credentials import has_provider_key, probe_credential_store
+from codeflux.domain.errors import CodefluxError, StoreCorruptError
+from codeflux.domain.providers import ProviderName
+from codeflux.store.connection import open_connection
+from codeflux.store.location import DataLocation
+from codeflux.store.migrations import read_schema_version, supported_schema_version
+
+__all__ = [
+    "DEFAULT_PORT",
+    "CheckResult",
+    "CheckStatus",
+    "DoctorReport",
+    "run_doctor",
+]
+
+DEFAULT_PORT = 47311
+MIN_FREE_BYTES = 512 * 1024 * 1024
+CHECK_TIMEOUT_S = 8.0
+MIN_SQLITE = (3, 37, 0)  # STRICT tables
+
+
+class CheckStatus(enum.StrEnum):
+    OK = "ok"
+    MISSING = "missing"
+    DEGRADED = "degraded"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckResult:
+    id: str
+    title: str
+    status: CheckStatus
+    summary: str
+    remediation: str | None = None
+    required: bool = True
+
+    def __post_init__(self) -> None:
+        if self.status is not CheckStatus.OK and not self.remediation:
+            raise ValueError(f"doctor check {self.id} is {self.status} without a next step")
+
+    @property
+    def blocks(self) -> bool:
+        if self.status in (CheckStatus.FAILED, CheckStatus.UNKNOWN):
+            return True
+        return self.status is CheckStatus.MISSING and self.required
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DoctorReport:
+    checks: tuple[CheckResult, ...]
+
+    @property
+    def blocking(self) -> tuple[CheckResult, ...]:
+        return tuple(c for c in self.checks if c.blocks)
+
+
+def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT) -> DoctorReport:
+    checks: list[Callable[[], CheckResult]] = [
+        _check_python_and_sqlite,
+        _check_git,
+        lambda: _check_data_directory(location),
+        lambda: _check_database(location),
+        _check_credential_store,
+        lambda: _check_provider_credentials(location),
+        lambda: _check_worktree_space(location),
+        lambda: _check_loopback_port(location, port),
+        lambda: _check_tasks_needing_recovery(location),
+    ]
+    return DoctorReport(checks=tuple(_run_bounded(check) for check in checks))
+
+
+def _run_bounded(check: Callable[[], CheckResult]) -> CheckResult:
+    """Run one check in a thread with a timeout, so a hung D-Bus or disk can't hang doctor."""
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(check).result(timeout=CHECK_TIMEOUT_S)
+    except concurrent.futures.TimeoutError:
+        name = getattr(check, "__name__", "check").removeprefix("_check_").replace("_", "-")
+        return CheckResult(id=name, title=name, status=CheckStatus.UNKNOWN,
+                           summary=f"did not finish within {CHECK_TIMEOUT_S:.0f} s",
+                           remediation="run `codeflux doctor` again; if it repeats, that component is hung")
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _check_python_and_sqlite() -> CheckResult:
+    version = apsw.sqlite_lib_version()
+    parts = tuple(int(p) for p in version.split(".")[:3])
+    summary = f"Python {platform.python_version()}, SQLite {version} (apsw {apsw.apsw_version()})"
+    if parts < MIN_SQLITE:
+        return CheckResult(id="python-sqlite", title="Python and SQLite", status=CheckStatus.FAILED,
+                           summary=f"{summary}; SQLite 3.37 or newer is needed",
+                           remediation="reinstall codeflux so pip brings a current apsw wheel")
+    return CheckResult(id="python-sqlite", title="Python and SQLite", status=CheckStatus.OK, summary=summary)
+
+
+def _check_git() -> CheckResult:
+    git = shutil.which("git")
+    fix = "install Git (Debian/Ubuntu: `apt-get install git`) and make sure it is on PATH"
+    if git is None:
+        return CheckResult(id="git", title="git", status=CheckStatus.MISSING, summary="git is not on PATH",
+                           remediation=fix)
+    try:
+        out = subprocess.run([git, "--version"], capture_output=True, text=True, timeout=5, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return CheckResult(id="git", title="git", status=CheckStatus.FAILED,
+                           summary="git is on PATH but `git --version` failed", remediation=fix)
+    return CheckResult(id="git", title="git", status=CheckStatus.OK, summary=out.stdout.strip())
+
+
+def _nearest_existing(path: Path) -> Path:
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return probe
+
+
+def _check_data_directory(location: DataLocation) -> CheckResult:
+    path = location.directory
+    title = "data directory"
+    fix_choose = "pass --data-dir (or set CODEFLUX_HOME) to a writable directory"
+    if path.exists() and not path.is_dir():
+        return CheckResult(id="data-directory", title=title, status=CheckStatus.FAILED,
+                           summary=f"{path} is not a directory", remediation=fix_choose)
+    if not path.exists():
+        parent = _nearest_existing(path)
+        if parent.is_dir() and os.access(parent, os.W_OK | os.X_OK):
+            return CheckResult(id="data-directory", title=title, status=CheckStatus.OK,
+                               summary=f"{path} will be created (0700) at first use")
+        return CheckResult(id="data-directory", title=title, status=CheckStatus.FAILED,
+                           summary=f"{path} cannot be created: {parent} is not writable", remediation=fix_choose)
+    try:
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".codeflux-write-probe-"):
+            pass
+    except OSError as err:
+        return CheckResult(id="data-directory", title=title, status=CheckStatus.FAILED,
+                           summary=f"{path} is not writable ({err.strerror})",
+                           remediation="fix the directory's permissions, or " + fix_choose)
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        return CheckResult(id="data-directory", title=title, status=CheckStatus.DEGRADED,
+                           summary=f"{path} is writable but readable by others (mode {mode:04o})",
+                           remediation=f"run `chmod 700 {path}`", required=False)
+    return CheckResult(id="data-directory", title=title, status=CheckStatus.OK, summary=f"{path} is writable (0700)")
+
+
+def _check_database(location: DataLocation) -> CheckResult:
+    title = "database"
+    if not location.database.exists():
+        return CheckResult(id="database", title=title, status=CheckStatus.MISSING, required=False,
+                           summary="no database yet (nothing is broken)",
+                           remediation="it is created at first use, or now with `codeflux migrate`")
+    supported = supported_schema_version()
+    try:
+        conn = open_connection(location.database, readonly=True)
+    except StoreCorruptError:
+        return _corrupt_database()
+    except CodefluxError as err:
+        return CheckResult(id="database", title=title, status=CheckStatus.FAILED,
+                           summary=f"the database exists but cannot be opened ({err})",
+                           remediation="check the file's permissions; `codeflux integrity-check` explains more")
+    try:
+        verdict = [row[0] for row in conn.execute("PRAGMA quick_check")]
+        version = read_schema_version(conn)
+    except (apsw.CorruptError, apsw.NotADBError, StoreCorruptError):
+        return _corrupt_database()
+    finally:
+        conn.close()
+    if verdict != ["ok"]:
+        return _corrupt_database()
+    if version > supported:
+        return CheckResult(id="database", title=title, status=CheckStatus.FAILED,
+                           summary=f"schema version {version} is newer than this codeflux ({supported})",
+                           remediation="install the newer codeflux that wrote it; never run an older one on it")
+    if version < supported:
+        return CheckResult(id="database", title=title, status=CheckStatus.DEGRADED,
+                           summary=f"schema version {version}; this codeflux uses {supported}",
+                           remediation="run `codeflux migrate` (it takes a backup first)")
+    return CheckResult(id="database", title=title, status=CheckStatus.OK,
+                       summary=f"opens fine, schema version {version}, quick check ok")
+
+
+def _corrupt_database() -> CheckResult:
+    return CheckResult(id="database", title="database", status=CheckStatus.FAILED,
+                       summary="the database file is corrupt",
+                       remediation="run `codeflux integrity-check` for details, then restore a backup "
+                                   "(`<data dir>/backups/` or one made with `codeflux backup`)")
+
+
+def _check_credential_store() -> CheckResult:
+    status = probe_credential_store(timeout_s=5.0)
+    if status.usable:
+        return CheckResult(id="credential-store", title="OS credential store", status=CheckStatus.OK,
+                           summary=f"usable ({status.backend})")
+    return CheckResult(id="credential-store", title="OS credential store", status=CheckStatus.MISSING,
+                       summary=f"not usable ({status.backend}): {status.reason}",
+                       remediation=status.fix or "install and unlock an OS credential store")
+
+
+def _check_provider_credentials(location: DataLocation) -> CheckResult:
+    title = "provider credentials"
+    stored = []
+    for name in ProviderName:
+        try:
+            if has_provider_key(name):
+                stored.append(name.value)
+        except CodefluxError:
+            return CheckResult(id="provider-credentials", title=title, status=CheckStatus.MISSING, required=False,
+                               summary="cannot be listed: the credential store is not usable",
+                               remediation="fix the OS credential store first (see above)")
+    if not stored:
+        return CheckResult(id="provider-credentials", title=title, status=CheckStatus.MISSING, required=False,
+                           summary="no provider key stored (the scripted demo needs none)",
+                           remediation="store one with `codeflux provider set --name anthropic` (the key is read "
+                                       "from standard input)")
+    return CheckResult(id="provider-credentials", title=title, status=CheckStatus.OK,
+                       summary="stored for " + ", ".join(stored) + " (not contacted)")
+
+
+def _check_worktree_space(location: DataLocation) -> CheckResult:
+    title = "worktree space"
+    probe = _nearest_existing(location.worktrees)
+    try:
+        stats = os.statvfs(probe)
+    except OSError:
+        return CheckResult(id="worktree-space", title=title, status=CheckStatus.UNKNOWN,
+                           summary="free space could not be read",
+                           remediation="check that the data directory's file system is mounted and readable")
+    free = stats.f_bavail * stats.f_frsize
+    mib = free // (1024 * 1024)
+    if free < MIN_FREE_BYTES:
+        return CheckResult(id="worktree-space", title=title, status=CheckStatus.DEGRADED, required=False,
+                           summary=f"{mib} MiB free where task worktrees go",
+                           remediation="free at least 512 MiB, or pass --data-dir on a larger disk")
+    return CheckResult(id="worktree-space", title=title, status=CheckStatus.OK, summary=f"{mib} MiB free")
+
+
+def _instance_lock_held(location: DataLocation) -> bool:
+    lock = location.directory / "codeflux.sqlite3.instance.lock"
+    if not lock.exists():
+        return False
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _check_loopback_port(location: DataLocation, port: int) -> CheckResult:
+    title = f"loopback port {port}"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as err:
+            if err.errno != errno.EADDRINUSE:
+                return CheckResult(id="loopback-port", title=title, status=CheckStatus.FAILED,
+                                   summary=f"127.0.0.1:{port} cannot be bound ({err.strerror})",
+                                   remediation="check loopback networking, or pass --address with another port")
+            if _instance_lock_held(location):
+                return CheckResult(id="loopback-port", title=title, status=CheckStatus.OK,
+                                   summary="in use by the codeflux instance of this data directory")
+            return CheckResult(id="loopback-port", title=title, status=CheckStatus.DEGRADED, required=False,
+                               summary=f"127.0.0.1:{port} is in use by another program",
+                               remediation="stop that program, or start codeflux with --address 127.0.0.1:PORT")
+    return CheckResult(id="loopback-port", title=title, status=CheckStatus.OK, summary=f"127.0.0.1:{port} is free")
+
+
+def _check_tasks_needing_recovery(location: DataLocation) -> CheckResult:
+    del location  # tasks are not stored yet; the count is truthfully zero
+    return CheckResult(id="recovery", title="tasks needing recovery", status=CheckStatus.OK,
+                       summary="0 (no tasks are stored yet)")
+

@@ -1,0 +1,229 @@
+"""Read-only inspection: a closed set of entities, each one fixed parameterized SELECT.
+
+No free SQL reaches the database: the caller names an entity from :data:`INSPECTABLE_ENTITIES`, an
+optional id (bound as a parameter, only for entities where an id means something) and a limit of
+1..:data:`MAX_INSPECT_LIMIT`. Each query fetches ``limit + 1`` rows so the ``truncated`` flag is exact.
+The connection is opened read-only with ``query_only`` on, so inspection can never change the file.
+
+Later features add their entities (tasks, approvals, plans, checkpoints, ...) as entries in the
+``_ENTITIES`` tuple below; the mapping is closed at import time and cannot be extended at runtime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import apsw
+
+from codeflux.domain.errors import (
+    DatabaseMissingError,
+    DatabaseNeedsMigrationError,
+    DatabaseNewerError,
+    DataDirectoryError,
+    UsageError,
+)
+from codeflux.store.connection import open_connection
+from codeflux.store.database import ReadView
+from codeflux.store.location import DataLocation
+from codeflux.store.migrations import supported_schema_version
+
+__all__ = [
+    "INSPECTABLE_ENTITIES",
+    "MAX_INSPECT_LIMIT",
+    "NULL_TEXT",
+    "InspectableEntity",
+    "InspectionResult",
+    "find_inspectable_entity",
+    "inspect_entity",
+    "readonly_database",
+]
+
+MAX_INSPECT_LIMIT = 500
+NULL_TEXT = "(null)"
+
+IdValue = str | int
+
+_NO_DATABASE = (
+    "no codeflux database exists in the data directory yet; check --data-dir or CODEFLUX_HOME "
+    "(`codeflux migrate` creates a new one)"
+)
+
+
+@contextlib.contextmanager
+def readonly_database(location: DataLocation) -> Iterator[apsw.Connection]:
+    """A read-only (``query_only``) connection to the existing database; never creates or migrates.
+
+    Closing it never fails the caller: a read-only connection has nothing to flush or checkpoint, so
+    work that completed (a written snapshot, printed rows) is never reported as failed afterwards.
+    """
+    directory = location.directory
+    if directory.exists() and not directory.is_dir():
+        raise DataDirectoryError(
+            "the data directory path is not a directory; pass --data-dir with a directory path"
+        )
+    if not location.database.exists():
+        raise DatabaseMissingError(_NO_DATABASE)
+    conn = open_connection(location.database, readonly=True)
+    try:
+        yield conn
+    finally:
+        with contextlib.suppress(apsw.Error):
+            conn.close()
+
+
+def _text_id(raw: str) -> IdValue:
+    return raw
+
+
+def _version_id(raw: str) -> IdValue:
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 9:
+        raise UsageError("--id for migrations is a migration version number (for example 1)")
+    return int(raw)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InspectableEntity:
+    """One entity: its columns, its fixed query, and (optionally) what ``--id`` filters on.
+
+    ``query`` has a ``{where}`` slot that is either empty or the fixed ``id_filter``; both are
+    constants of this module, and the id and limit are always bound parameters.
+    """
+
+    name: str
+    description: str
+    columns: tuple[str, ...]
+    query: str
+    id_filter: str | None = None
+    id_meaning: str | None = None
+    parse_id: Callable[[str], IdValue] = _text_id
+    since_schema_version: int = 1
+
+    def sql(self, *, with_id: bool) -> str:
+        where = self.id_filter if with_id and self.id_filter else ""
+        return self.query.format(columns=", ".join(self.columns), where=where)
+
+
+_ENTITIES: tuple[InspectableEntity, ...] = (
+    InspectableEntity(
+        name="settings",
+        description="stored settings, by key",
+        columns=("key", "value_json", "revision", "created_at_us", "updated_at_us"),
+        query="SELECT {columns} FROM settings {where} ORDER BY key LIMIT ?",
+        id_filter="WHERE key = ?",
+        id_meaning="setting key",
+    ),
+    InspectableEntity(
+        name="migrations",
+        description="every recorded migration attempt, oldest first",
+        columns=("id", "version", "name", "sha256", "result", "at_us", "codeflux_version", "backup_path",
+                 "error"),
+        query="SELECT {columns} FROM migration_history {where} ORDER BY id LIMIT ?",
+        id_filter="WHERE version = ?",
+        id_meaning="migration version",
+        parse_id=_version_id,
+        since_schema_version=0,  # the history exists before the first migration completes
+    ),
+    InspectableEntity(
+        name="events",
+        description="journal events by session and sequence",
+        columns=("session_id", "sequence", "kind", "payload_version", "payload_json", "created_at_us"),
+        query="SELECT {columns} FROM events {where} ORDER BY session_id, sequence LIMIT ?",
+        id_filter="WHERE session_id = ?",
+        id_meaning="session id",
+    ),
+    InspectableEntity(
+        name="logs",
+        description="application log records, newest first",
+        columns=("id", "at_us", "level", "event", "fields_json"),
+        query="SELECT {columns} FROM app_logs {where} ORDER BY id DESC LIMIT ?",
+    ),
+    InspectableEntity(
+        name="providers",
+        description="provider credential references (the keys stay in the OS credential store)",
+        columns=("provider", "credential_ref", "revision", "created_at_us", "updated_at_us"),
+        query="SELECT {columns} FROM provider_credentials {where} ORDER BY provider LIMIT ?",
+        id_filter="WHERE provider = ?",
+        id_meaning="provider name",
+    ),
+    InspectableEntity(
+        name="sessions",
+        description="event sessions and their current sequence",
+        columns=("id", "kind", "current_sequence", "created_at_us"),
+        query="SELECT {columns} FROM sessions {where} ORDER BY id LIMIT ?",
+        id_filter="WHERE id = ?",
+        id_meaning="session id",
+    ),
+)
+
+INSPECTABLE_ENTITIES: Mapping[str, InspectableEntity] = MappingProxyType({e.name: e for e in _ENTITIES})
+"""Every entity ``codeflux inspect`` can show, by name. Closed: extended only by editing ``_ENTITIES``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InspectionResult:
+    """Rows of one entity as strings (NULL shown as ``(null)``) and whether more rows exist."""
+
+    entity: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    truncated: bool
+    limit: int
+
+
+def find_inspectable_entity(name: str) -> InspectableEntity:
+    """The entity called ``name``, or a UsageError listing the entities (with a did-you-mean)."""
+    entity = INSPECTABLE_ENTITIES.get(name)
+    if entity is not None:
+        return entity
+    known = sorted(INSPECTABLE_ENTITIES)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    shown = repr(name) if len(name) <= 40 and name.isprintable() else "(name not shown)"
+    raise UsageError(f"unknown entity {shown}; {hint}choose one of: {', '.join(known)}")
+
+
+def inspect_entity(
+    location: DataLocation, *, entity: str, entity_id: str | None, limit: int
+) -> InspectionResult:
+    """Up to ``limit`` rows of ``entity`` (filtered by ``entity_id`` where meaningful), read-only."""
+    chosen = find_inspectable_entity(entity)
+    if not 1 <= limit <= MAX_INSPECT_LIMIT:
+        raise UsageError(f"--limit must be between 1 and {MAX_INSPECT_LIMIT}")
+    params: list[IdValue] = []
+    if entity_id is not None:
+        if chosen.id_filter is None:
+            raise UsageError(f"{chosen.name} cannot be filtered by --id; leave it out")
+        params.append(chosen.parse_id(entity_id))
+    params.append(limit + 1)
+    with readonly_database(location) as conn:
+        view = ReadView(conn)
+        _require_readable_schema(view, chosen)
+        rows = view.query_all(chosen.sql(with_id=entity_id is not None), params)
+    return InspectionResult(
+        entity=chosen.name,
+        columns=chosen.columns,
+        rows=tuple(tuple(_as_text(value) for value in row) for row in rows[:limit]),
+        truncated=len(rows) > limit,
+        limit=limit,
+    )
+
+
+def _require_readable_schema(view: ReadView, entity: InspectableEntity) -> None:
+    version = int(view.query_all("PRAGMA user_version")[0][0])
+    supported = supported_schema_version()
+    if version > supported:
+        raise DatabaseNewerError(database_version=version, supported_version=supported)
+    if version < entity.since_schema_version:
+        raise DatabaseNeedsMigrationError(database_version=version, supported_version=supported)
+
+
+def _as_text(value: object) -> str:
+    if value is None:
+        return NULL_TEXT
+    if isinstance(value, bytes):
+        return f"({len(value)} bytes)"
+    return str(value)

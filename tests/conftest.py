@@ -1,0 +1,43 @@
+"""Shared fixtures. Every test runs with a scrubbed environment: no provider keys, no proxies, a temp HOME."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codeflux.store.database import Database
+from codeflux.store.location import DataLocation
+from codeflux.store.opening import open_store
+
+pytest_plugins = ["tests.fixtures.keyring_service"]
+
+_SCRUBBED_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+_SCRUBBED_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
+                   "all_proxy", "no_proxy", "CODEFLUX_HOME", "SSH_AUTH_SOCK")
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No keys, proxies or codeflux settings leak into a test from the developer's shell."""
+    for name in list(os.environ):
+        if name.endswith(_SCRUBBED_SUFFIXES) or name in _SCRUBBED_NAMES:
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
+
+
+@pytest.fixture
+def data_location(tmp_path: Path) -> DataLocation:
+    return DataLocation(directory=tmp_path / "data")
+
+
+@pytest.fixture
+def db(data_location: DataLocation) -> Iterator[Database]:
+    """A fresh, migrated database file under the production connection policy."""
+    database = open_store(data_location, create=True, migrate=True)
+    try:
+        yield database
+    finally:
+        database.close()

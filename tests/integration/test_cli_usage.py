@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codeflux.cli.main import COMMAND_MODULES, main
+from tests.fixtures.cli import run_codeflux
+
+
+def test_an_unknown_command_exits_2_with_a_did_you_mean(tmp_path: Path) -> None:
+    run = run_codeflux("doctr", data_dir=tmp_path)
+    assert run.code == 2
+    assert "did you mean 'doctor'" in run.err
+    assert "Traceback" not in run.err
+
+
+def test_a_misspelled_flag_exits_2_with_a_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["backup", "--ouput", "x"]) == 2
+    assert "did you mean --output?" in capsys.readouterr().err
+
+
+def test_a_missing_or_empty_value_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--data-dir", str(tmp_path), "backup"]) == 2
+    assert "--output" in capsys.readouterr().err
+    assert main(["--data-dir", "", "doctor"]) == 2
+    assert "empty" in capsys.readouterr().err
+
+
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "usage: codeflux" in capsys.readouterr().err
+
+
+def test_every_command_has_help_with_the_exit_code_table(capsys: pytest.CaptureFixture[str]) -> None:
+    for module in COMMAND_MODULES:
+        name = module.replace("_", "-")
+        assert main([name, "--help"]) == 0, name
+        assert "exit codes:" in capsys.readouterr().out
+
+
+def test_stray_values_are_never_echoed_in_an_error(tmp_path: Path) -> None:
+    run = run_codeflux("version", "sk-ant-api03-notarealkeybutlooksone", data_dir=tmp_path)
+    assert run.code == 2
+    assert "sk-ant" not in run.err
+    assert "not shown" in run.err
+
+
+def test_a_data_dir_that_is_a_file_gets_a_one_line_fix(tmp_path: Path) -> None:
+    file = tmp_path / "plain-file"
+    file.write_text("x")
+    run = run_codeflux("migrate", data_dir=file)
+    assert run.code == 3
+    assert run.err.count("\n") == 1
+    assert "not a directory" in run.err and "--data-dir" in run.err
+    assert file.read_text() == "x"
+
+
+def test_version_names_schema_sqlite_and_libgit2() -> None:
+    run = run_codeflux("version")
+    assert run.code == 0
+    for label in ("codeflux:", "schema-version: 1", "sqlite:", "apsw:", "libgit2"):
+        assert label in run.out

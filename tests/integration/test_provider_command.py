@@ -1,0 +1,114 @@
+"""`codeflux provider …` against the real Secret Service, through the real CLI process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import keyring.backend
+import pytest
+
+from codeflux.domain.providers import CREDENTIAL_SERVICE
+from tests.fixtures.cli import run_codeflux
+
+KEY = "sk-ant-api03-" + "Q" * 40 + "-provider-command-test"
+
+pytestmark = pytest.mark.keyring
+
+
+def _database_bytes(data_dir: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(data_dir.glob("codeflux.sqlite3*")) if p.is_file())
+
+
+def test_set_reads_the_key_from_stdin_and_sqlite_keeps_only_a_reference(
+    tmp_path: Path, secret_service: keyring.backend.KeyringBackend
+) -> None:
+    run = run_codeflux("provider", "set", "--name", "anthropic", data_dir=tmp_path, stdin=KEY + "\n")
+    assert run.code == 0, run.err
+    assert "credential stored" in run.out
+    assert secret_service.get_password(CREDENTIAL_SERVICE, "anthropic") == KEY
+    stored = _database_bytes(tmp_path)
+    assert b"os://codeflux-provider/anthropic" in stored
+    assert KEY.encode() not in stored
+    assert KEY not in run.out + run.err
+
+
+def test_setting_again_rotates_the_key(tmp_path: Path, secret_service: keyring.backend.KeyringBackend) -> None:
+    assert run_codeflux("provider", "set", "--name", "openai", data_dir=tmp_path, stdin=KEY).code == 0
+    again = run_codeflux("provider", "set", "--name", "openai", data_dir=tmp_path, stdin=KEY + "-rotated")
+    assert again.code == 0
+    assert "credential updated" in again.out
+    assert secret_service.get_password(CREDENTIAL_SERVICE, "openai") == KEY + "-rotated"
+
+
+def test_test_reads_back_locally_and_says_the_provider_was_not_contacted(
+    tmp_path: Path, secret_service: keyring.backend.KeyringBackend
+) -> None:
+    missing = run_codeflux("provider", "test", "--name", "anthropic", data_dir=tmp_path)
+    assert missing.code == 3
+    assert "provider set --name anthropic" in missing.err
+    run_codeflux("provider", "set", "--name", "anthropic", data_dir=tmp_path, stdin=KEY)
+    present = run_codeflux("provider", "test", "--name", "anthropic", data_dir=tmp_path)
+    assert present.code == 0
+    assert "did not contact the provider" in present.out
+    assert KEY not in present.out
+
+
+def test_delete_is_idempotent_and_removes_key_and_reference(
+    tmp_path: Path, secret_service: keyring.backend.KeyringBackend
+) -> None:
+    run_codeflux("provider", "set", "--name", "openai-compatible", data_dir=tmp_path, stdin=KEY)
+    first = run_codeflux("provider", "delete", "--name", "openai-compatible", data_dir=tmp_path)
+    assert first.code == 0 and "credential deleted" in first.out
+    assert secret_service.get_password(CREDENTIAL_SERVICE, "openai-compatible") is None
+    inspect = run_codeflux("inspect", "providers", data_dir=tmp_path)
+    assert inspect.code == 0
+    assert "openai-compatible" not in inspect.out
+    second = run_codeflux("provider", "delete", "--name", "openai-compatible", data_dir=tmp_path)
+    assert second.code == 0 and "nothing was stored" in second.out
+
+
+def test_list_shows_names_and_stored_yes_or_no_never_values(
+    tmp_path: Path, secret_service: keyring.backend.KeyringBackend
+) -> None:
+    run_codeflux("provider", "set", "--name", "openai", data_dir=tmp_path, stdin=KEY)
+    listing = run_codeflux("provider", "list", data_dir=tmp_path)
+    assert listing.code == 0
+    lines = {line.split()[0]: line for line in listing.out.splitlines()}
+    assert "stored: yes" in lines["openai"]
+    assert "stored: no" in lines["anthropic"]
+    assert KEY not in listing.out
+
+
+def test_an_empty_stdin_is_a_usage_error_and_stores_nothing(
+    tmp_path: Path, secret_service: keyring.backend.KeyringBackend
+) -> None:
+    run = run_codeflux("provider", "set", "--name", "anthropic", data_dir=tmp_path, stdin="")
+    assert run.code == 2
+    assert "no key on standard input" in run.err
+    assert secret_service.get_password(CREDENTIAL_SERVICE, "anthropic") is None
+    assert not (tmp_path / "codeflux.sqlite3").exists()
+
+
+@pytest.mark.security
+def test_a_key_given_as_an_argument_is_refused_and_never_echoed(
+    tmp_path: Path, secret_service: keyring.backend.KeyringBackend
+) -> None:
+    run = run_codeflux("provider", "set", "--name", "anthropic", KEY, data_dir=tmp_path)
+    assert run.code == 2
+    assert "standard input" in run.err
+    assert KEY not in run.out + run.err
+    assert secret_service.get_password(CREDENTIAL_SERVICE, "anthropic") is None
+
+
+def test_without_a_credential_store_set_exits_3_with_the_fix_and_changes_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    run = run_codeflux(
+        "provider", "set", "--name", "anthropic", data_dir=tmp_path / "data", stdin=KEY,
+        env={"HOME": str(home)}, drop_env=("DBUS_SESSION_BUS_ADDRESS",),
+    )
+    assert run.code == 3
+    assert "gnome-keyring" in run.err and "dbus-run-session" in run.err
+    assert run.err.count("\n") == 1
+    assert not (tmp_path / "data").exists()
+    assert KEY not in run.err
