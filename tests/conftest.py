@@ -12,6 +12,11 @@ from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
 
+# Hypothesis keeps its example database and constants under this directory; keep it inside the
+# git-ignored .artifacts/ even when pytest is run directly rather than through cmd/codeflux-dev.
+_HYPOTHESIS_DIR = Path(__file__).resolve().parents[1] / ".artifacts" / "hypothesis"
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(_HYPOTHESIS_DIR))
+
 pytest_plugins = ["tests.fixtures.keyring_service"]
 
 _SCRUBBED_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")

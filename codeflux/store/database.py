@@ -82,6 +82,9 @@ class Database:
         self._reader: apsw.Connection | None = None
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
+        # The -wal/-shm files appear with the first write and stay while a connection is open, so
+        # their modes are narrowed once, after the first commit (not on every commit).
+        self._side_files_restricted = False
 
     @classmethod
     def open(cls, path: Path, *, create: bool = False) -> Database:
@@ -117,7 +120,9 @@ class Database:
                     if not conn.get_autocommit():
                         conn.execute("ROLLBACK")
                     raise
-            restrict_database_file_modes(self.path)
+            if not self._side_files_restricted:
+                restrict_database_file_modes(self.path)
+                self._side_files_restricted = True
         for callback in tx._after_commit:
             callback()
         return result
