@@ -1,0 +1,2 @@
+"""Generated code for the protobuf package codeflux.v1. Do not edit; see codeflux.api.
+"""
