@@ -1,0 +1,31 @@
+"""The user documents mention every command, error class and exit code (they drift otherwise)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+from codeflux.cli.exit_codes import EXIT_CODE_MEANINGS
+from codeflux.cli.main import COMMAND_MODULES
+from codeflux.domain import errors
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_using_md_names_every_command() -> None:
+    text = (DOCS / "using.md").read_text()
+    for module in COMMAND_MODULES:
+        assert f"codeflux {module.replace('_', '-')}" in text, module
+
+
+def test_using_md_names_every_error_class() -> None:
+    text = (DOCS / "using.md").read_text()
+    for name, obj in inspect.getmembers(errors, inspect.isclass):
+        if issubclass(obj, errors.CodefluxError):
+            assert name in text, name
+
+
+def test_using_md_lists_every_exit_code() -> None:
+    text = (DOCS / "using.md").read_text()
+    for code in EXIT_CODE_MEANINGS:
+        assert f"| {code.value} |" in text
