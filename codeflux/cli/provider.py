@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import getpass
+from collections.abc import Callable
+from typing import TypeVar
 
 from codeflux.cli.context import CliContext
 from codeflux.credentials import (
@@ -21,6 +23,7 @@ from codeflux.credentials import (
 )
 from codeflux.domain.errors import CredentialStoreUnavailableError, DatabaseMissingError, UsageError
 from codeflux.domain.providers import ProviderName
+from codeflux.store.database import Database
 from codeflux.store.opening import open_store
 from codeflux.store.provider_credentials import (
     delete_provider_credential_reference,
@@ -31,6 +34,8 @@ from codeflux.store.provider_credentials import (
 NAME = "provider"
 SUMMARY = "store, test, delete or list model-provider keys (kept in the OS credential store, read from stdin)"
 RECORDS_APP_LOG = True
+
+T = TypeVar("T")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -96,16 +101,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
                 "codeflux did not contact the provider")
     else:
         removed_key = delete_provider_key(provider)
-        removed_ref = False
-        try:
-            db = open_store(ctx.location(), create=False, migrate=False)
-        except DatabaseMissingError:
-            pass
-        else:
-            try:
-                removed_ref = delete_provider_credential_reference(db, provider=provider.value)
-            finally:
-                db.close()
+        removed_ref = _with_existing_store(
+            ctx, lambda db: delete_provider_credential_reference(db, provider=provider.value), default=False
+        )
         if removed_key or removed_ref:
             ctx.say(f"provider {provider.value}: credential deleted")
         else:
@@ -113,18 +111,23 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     return 0
 
 
-def _list(ctx: CliContext) -> int:
-    status = probe_credential_store(timeout_s=5.0)
-    references: set[str] = set()
+def _with_existing_store(ctx: CliContext, work: Callable[[Database], T], *, default: T) -> T:
+    """Run ``work`` on the database if one exists (never creating it); ``default`` when there is none."""
     try:
         db = open_store(ctx.location(), create=False, migrate=False)
     except DatabaseMissingError:
-        pass
-    else:
-        try:
-            references = {row.provider for row in list_provider_credential_references(db)}
-        finally:
-            db.close()
+        return default
+    try:
+        return work(db)
+    finally:
+        db.close()
+
+
+def _list(ctx: CliContext) -> int:
+    status = probe_credential_store(timeout_s=5.0)
+    references: set[str] = _with_existing_store(
+        ctx, lambda db: {row.provider for row in list_provider_credential_references(db)}, default=set()
+    )
     for provider in ProviderName:
         stored = ("yes" if has_provider_key(provider) else "no") if status.usable else "unknown"
         recorded = "yes" if provider.value in references else "no"
