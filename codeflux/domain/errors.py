@@ -9,8 +9,13 @@ to these classes by the adapter that met them and chained with ``from``.
     ├── UsageError                       the caller asked for something malformed          (exit 2)
     │   ├── OutputExistsError            an output path already exists; never overwritten  (exit 2)
     │   ├── InvalidValueError            a domain value (id, capability need, operation) is malformed
+    │   │   ├── InexactNumberError       a float or bool offered where money or a price must be exact
+    │   │   └── CurrencyMismatchError    money in two currencies added, subtracted or compared
     │   ├── ToolRequestInvalidError      unknown tool/argument, missing, wrong type or too large
-    │   └── UnsafeArgumentError          a NUL byte or non-Unicode text in an operation; refused
+    │   ├── UnsafeArgumentError          a NUL byte or non-Unicode text in an operation; refused
+    │   ├── EndpointRefusedError         a provider base URL breaks the endpoint rules; never used
+    │   └── PathRefusedError             a worktree path is absolute, has '..', '.git', a symlink…
+    │       └── PathNotFoundError        a worktree path that must exist does not
     ├── PrerequisiteError                something needed is missing, or state refuses     (exit 3)
     │   ├── DataDirectoryError           data directory unusable (a file, not writable)
     │   ├── DatabaseMissingError         no database has been created yet
@@ -20,17 +25,31 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── MigrationLockedError         another process is migrating this database
     │   ├── MigrationChecksumError       an applied migration differs from the shipped file
     │   ├── CredentialStoreUnavailableError  no usable OS credential store
-    │   └── CredentialNotFoundError      no credential stored for that provider
+    │   ├── CredentialNotFoundError      no credential stored for that provider
+    │   └── AuthorityRefusedError        the authority engine refused the operation; it did not run
+    │       ├── CapabilityDeniedError    a recorded denial covers a capability the request needs
+    │       └── TaskInactiveError        the task is not running or validating; only reads may run
     ├── DecisionNeededError              a person must decide and prompting is off         (exit 4)
+    │   └── ApprovalRequiredError        the tool request waits for allow-once/allow-for-task/deny
     ├── StalledError                     retries are exhausted / circuit broken            (exit 5)
     ├── NotFoundError                    an entity of a kind with an id does not exist     (exit 1)
     ├── ConflictError                    the request conflicts with recorded state         (exit 1)
     │   ├── StaleRevisionError           compare-and-set on an aggregate revision failed
-    │   └── IdempotencyConflictError     same idempotency key, different request
+    │   ├── IdempotencyConflictError     same idempotency key, different request
+    │   └── DecisionAlreadyRecordedError  the tool request was already decided differently
     ├── TransitionNotAllowedError        a state machine refused a transition              (exit 1)
     ├── SecretLeakError                  output would have carried a secret; nothing written (exit 1)
     ├── OperationFailedError             a valid request failed for a stated reason        (exit 1)
-    │   └── IntegrityCheckFailedError    integrity-check found problems; the findings are printed
+    │   ├── IntegrityCheckFailedError    integrity-check found problems; the findings are printed
+    │   ├── ToolFailedError              a tool met a stated failure (no match, hash mismatch, …)
+    │   ├── WorkerStartError             a worker process did not start or announce readiness
+    │   └── WorkerClosedError            a worker handle was used after stop()
+    ├── ProviderError                    a model provider call gave no usable reply         (exit 1)
+    │   ├── ProviderRejectedError        the provider refused the request (4xx: key, model, body)
+    │   ├── ProviderUnavailableError     unreachable, rate limited or failing (429/5xx) after retries
+    │   ├── ProviderReplyInvalidError    the reply was malformed, oversize or a redirect; refused
+    │   ├── ProviderOutcomeUnknownError  the request may have been processed; no complete reply came
+    │   └── ScriptExhaustedError         the scripted provider (not a model) has no turn left
     └── StoreError                       the database could not do what was asked          (exit 1)
         ├── StoreBusyError               another writer held the database past the timeout
         ├── StoreCorruptError            the file is not a sound SQLite database
@@ -42,16 +61,23 @@ to these classes by the adapter that met them and chained with ``from``.
 from __future__ import annotations
 
 __all__ = [
+    "ApprovalRequiredError",
+    "AuthorityRefusedError",
+    "CapabilityDeniedError",
     "CodefluxError",
     "ConflictError",
     "CredentialNotFoundError",
     "CredentialStoreUnavailableError",
+    "CurrencyMismatchError",
     "DataDirectoryError",
     "DatabaseMissingError",
     "DatabaseNeedsMigrationError",
     "DatabaseNewerError",
+    "DecisionAlreadyRecordedError",
     "DecisionNeededError",
+    "EndpointRefusedError",
     "IdempotencyConflictError",
+    "InexactNumberError",
     "IntegrityCheckFailedError",
     "InvalidValueError",
     "MigrationChecksumError",
@@ -60,7 +86,15 @@ __all__ = [
     "NotFoundError",
     "OperationFailedError",
     "OutputExistsError",
+    "PathNotFoundError",
+    "PathRefusedError",
     "PrerequisiteError",
+    "ProviderError",
+    "ProviderOutcomeUnknownError",
+    "ProviderRejectedError",
+    "ProviderReplyInvalidError",
+    "ProviderUnavailableError",
+    "ScriptExhaustedError",
     "SecretLeakError",
     "StaleRevisionError",
     "StalledError",
@@ -70,10 +104,14 @@ __all__ = [
     "StoreError",
     "StorePolicyError",
     "StoreUnavailableError",
+    "TaskInactiveError",
+    "ToolFailedError",
     "ToolRequestInvalidError",
     "TransitionNotAllowedError",
     "UnsafeArgumentError",
     "UsageError",
+    "WorkerClosedError",
+    "WorkerStartError",
 ]
 
 
@@ -102,6 +140,31 @@ class InvalidValueError(UsageError):
         self.reason = reason
 
 
+class InexactNumberError(InvalidValueError):
+    """A float or a bool was offered where money, a rate or a token count must be exact; refused.
+
+    ``kind`` names the value (``money``, ``price``, ``scale factor``), ``got`` the offered type. Exact
+    inputs are integers, :class:`fractions.Fraction` values or decimal strings such as ``"3.00"``.
+    """
+
+    def __init__(self, *, kind: str, got: str) -> None:
+        super().__init__(
+            kind=kind,
+            reason=f"a {got} is not exact; give an integer, a Fraction or a decimal string such as '3.00'",
+        )
+        self.got = got
+
+
+class CurrencyMismatchError(InvalidValueError):
+    """Two amounts in different currencies met in one operation (``+``, ``-``, a comparison, a range)."""
+
+    def __init__(self, *, operation: str, left: str, right: str) -> None:
+        super().__init__(kind="money", reason=f"cannot {operation} {left} and {right} amounts")
+        self.operation = operation
+        self.left = left
+        self.right = right
+
+
 class ToolRequestInvalidError(UsageError):
     """A tool request does not fit its descriptor; nothing was classified or run.
 
@@ -128,6 +191,41 @@ class UnsafeArgumentError(UsageError):
     def __init__(self, *, field: str, reason: str) -> None:
         super().__init__(f"{field} {reason}; refused")
         self.field = field
+        self.reason = reason
+
+
+class PathRefusedError(UsageError):
+    """A worktree-relative path was refused before anything was touched.
+
+    ``reason`` says why in words (``contains a '..' component``, ``passes through a symbolic link``);
+    ``failure_kind`` is the stable tool-result reason. The path itself is never echoed.
+    """
+
+    failure_kind = "path-refused"
+
+    def __init__(self, *, reason: str) -> None:
+        super().__init__(f"path refused: {reason}")
+        self.reason = reason
+
+
+class PathNotFoundError(PathRefusedError):
+    """A worktree-relative path that had to exist does not (or the worktree itself is gone)."""
+
+    failure_kind = "not-found"
+
+    def __init__(self, *, reason: str = "it does not exist") -> None:
+        super().__init__(reason=reason)
+
+
+class EndpointRefusedError(UsageError):
+    """A provider base URL breaks the endpoint rules (scheme, loopback-only http, userinfo, query, fragment).
+
+    The URL itself is never echoed: userinfo or a query string may carry a credential.
+    """
+
+    def __init__(self, *, provider: str, reason: str) -> None:
+        super().__init__(f"the {provider} endpoint is refused: {reason}")
+        self.provider = provider
         self.reason = reason
 
 
@@ -208,8 +306,53 @@ class CredentialNotFoundError(PrerequisiteError):
         self.provider = provider
 
 
+class AuthorityRefusedError(PrerequisiteError):
+    """The authority engine refused a tool request; nothing ran. ``request_id`` names the request."""
+
+    def __init__(self, message: str, *, request_id: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+class CapabilityDeniedError(AuthorityRefusedError):
+    """A recorded denial (``denial_id``) covers ``need``, a capability the request needs."""
+
+    def __init__(self, *, request_id: str, need: str, denial_id: str) -> None:
+        super().__init__(
+            f"tool request {request_id} needs {need}, which was denied for this task ({denial_id})",
+            request_id=request_id,
+        )
+        self.need = need
+        self.denial_id = denial_id
+
+
+class TaskInactiveError(AuthorityRefusedError):
+    """The task is in ``state``, where only reads inside the worktree may run."""
+
+    def __init__(self, *, request_id: str, task_id: str, state: str) -> None:
+        super().__init__(
+            f"tool request {request_id} was refused: task {task_id} is {state}; only reads run "
+            "unless the task is running or validating",
+            request_id=request_id,
+        )
+        self.task_id = task_id
+        self.state = state
+
+
 class DecisionNeededError(CodefluxError):
     """A person has to decide (approval, plan approval, budget) and prompting is off."""
+
+
+class ApprovalRequiredError(DecisionNeededError):
+    """Tool request ``request_id`` needs ``needs`` and waits for allow-once, allow-for-task or deny."""
+
+    def __init__(self, *, request_id: str, needs: tuple[str, ...]) -> None:
+        super().__init__(
+            f"tool request {request_id} needs {', '.join(needs) or 'a decision'}; "
+            "decide allow-once, allow-for-task or deny first"
+        )
+        self.request_id = request_id
+        self.needs = needs
 
 
 class StalledError(CodefluxError):
@@ -250,6 +393,15 @@ class IdempotencyConflictError(ConflictError):
         self.key = key
 
 
+class DecisionAlreadyRecordedError(ConflictError):
+    """Tool request ``request_id`` is no longer pending: its decision is already ``outcome``."""
+
+    def __init__(self, *, request_id: str, outcome: str) -> None:
+        super().__init__(f"tool request {request_id} was already decided ({outcome}); it cannot be decided again")
+        self.request_id = request_id
+        self.outcome = outcome
+
+
 class TransitionNotAllowedError(CodefluxError):
     """A state machine refused a transition; the error knows the machine and both states."""
 
@@ -278,6 +430,130 @@ class IntegrityCheckFailedError(OperationFailedError):
             "then restore the newest good backup"
         )
         self.finding_count = finding_count
+
+
+class ToolFailedError(OperationFailedError):
+    """A tool ran into a stated failure; ``failure_kind`` is its stable kebab-case reason.
+
+    The message is one safe line for people (it names what went wrong, never file contents).
+    """
+
+    def __init__(self, *, failure_kind: str, message: str) -> None:
+        super().__init__(message)
+        self.failure_kind = failure_kind
+        self.message = message
+
+
+class WorkerStartError(OperationFailedError):
+    """A worker process did not start, or did not announce readiness in time; nothing ran in it."""
+
+    def __init__(self, *, reason: str) -> None:
+        super().__init__(f"the worker did not start: {reason}")
+        self.reason = reason
+
+
+class WorkerClosedError(OperationFailedError):
+    """A worker handle was used after ``stop()``."""
+
+    def __init__(self) -> None:
+        super().__init__("the worker was stopped; start a new one")
+
+
+class ProviderError(CodefluxError):
+    """A call to model provider ``provider`` gave no usable reply.
+
+    ``may_have_been_processed`` tells the gateway whether the provider may have done (and billed) the
+    work: when it is true the call is never retried automatically and its usage counts as unknown.
+    Every text field was redacted by the adapter before it reached this error.
+    """
+
+    def __init__(self, message: str, *, provider: str, may_have_been_processed: bool) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.may_have_been_processed = may_have_been_processed
+
+
+class ProviderRejectedError(ProviderError):
+    """The provider refused the request with a 4xx status (bad key, unknown model, malformed body).
+
+    ``error_type`` is the provider's error type when it sent one; ``detail`` its redacted message.
+    """
+
+    def __init__(self, *, provider: str, status: int, error_type: str | None, detail: str) -> None:
+        kind = f", {error_type}" if error_type else ""
+        super().__init__(
+            f"{provider} refused the request (HTTP {status}{kind}): {detail}",
+            provider=provider,
+            may_have_been_processed=False,
+        )
+        self.status = status
+        self.error_type = error_type
+        self.detail = detail
+
+
+class ProviderUnavailableError(ProviderError):
+    """The provider could not be reached, or kept answering 429/5xx, after ``attempts`` attempts.
+
+    ``status`` is the last HTTP status (None for a connection failure); ``retry_after_s`` is what the
+    provider asked for when that was longer than codeflux will wait.
+    """
+
+    def __init__(
+        self, *, provider: str, reason: str, status: int | None, attempts: int, retry_after_s: int | None
+    ) -> None:
+        later = f"; the provider asked to wait {retry_after_s} s" if retry_after_s is not None else ""
+        noun = "attempt" if attempts == 1 else "attempts"
+        super().__init__(
+            f"{provider} is unavailable: {reason} (after {attempts} {noun}){later}",
+            provider=provider,
+            may_have_been_processed=False,
+        )
+        self.reason = reason
+        self.status = status
+        self.attempts = attempts
+        self.retry_after_s = retry_after_s
+
+
+class ProviderReplyInvalidError(ProviderError):
+    """The provider's reply was refused: ``problem`` is ``malformed``, ``too-large`` or ``redirect``.
+
+    After a 2xx status the provider may have billed the work, which ``may_have_been_processed`` says.
+    """
+
+    def __init__(self, *, provider: str, problem: str, detail: str, may_have_been_processed: bool) -> None:
+        super().__init__(
+            f"{provider} reply refused ({problem}): {detail}",
+            provider=provider,
+            may_have_been_processed=may_have_been_processed,
+        )
+        self.problem = problem
+        self.detail = detail
+
+
+class ProviderOutcomeUnknownError(ProviderError):
+    """The request may have been processed (and billed) but no complete reply arrived: a stream cut
+    mid-way, a read timeout after sending. It is never retried automatically."""
+
+    def __init__(self, *, provider: str, reason: str) -> None:
+        super().__init__(
+            f"{provider} call outcome unknown: {reason}; not retried, since the provider may have "
+            "processed it",
+            provider=provider,
+            may_have_been_processed=True,
+        )
+        self.reason = reason
+
+
+class ScriptExhaustedError(ProviderError):
+    """The scripted provider (not a model) was called after its last scripted turn."""
+
+    def __init__(self, *, turns: int) -> None:
+        super().__init__(
+            f"scripted (not a model) has no turn left: all {turns} scripted turns were used",
+            provider="scripted",
+            may_have_been_processed=False,
+        )
+        self.turns = turns
 
 
 class StoreError(CodefluxError):

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.cli.main import COMMAND_MODULES, main
+from codeflux.store.migrations import supported_schema_version
 from tests.fixtures.cli import run_codeflux
 
 
@@ -59,5 +60,5 @@ def test_a_data_dir_that_is_a_file_gets_a_one_line_fix(tmp_path: Path) -> None:
 def test_version_names_schema_sqlite_and_libgit2() -> None:
     run = run_codeflux("version")
     assert run.code == 0
-    for label in ("codeflux:", "schema-version: 1", "sqlite:", "apsw:", "libgit2"):
+    for label in ("codeflux:", f"schema-version: {supported_schema_version()}", "sqlite:", "apsw:", "libgit2"):
         assert label in run.out

@@ -18,9 +18,13 @@ from codeflux.cli.main import main
 from codeflux.store.database import Database, Transaction
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event
 from codeflux.store.location import DATABASE_FILENAME, DataLocation
+from codeflux.store.migrations import supported_schema_version
 
 REPO_ROOT = Path(codeflux.__file__).resolve().parent.parent
 SOUND = "integrity-check: ok — structurally sound; this does not mean the contents are correct"
+
+# A schema version one past what this codeflux ships: "from the future".
+FUTURE = supported_schema_version() + 1
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -190,13 +194,13 @@ def test_a_migration_started_and_never_finished_is_a_finding(
     directory = copy_database(db, tmp_path, "interrupted")
     tamper(
         directory / DATABASE_FILENAME,
-        (HISTORY_ROW, (2, "next", "a" * 64, "started", "0.0.0")),
+        (HISTORY_ROW, (FUTURE, "next", "a" * 64, "started", "0.0.0")),
     )
 
     code, out, _ = check(capsys, directory)
 
     assert code == 1
-    assert "migration 000002 was started and never finished" in out
+    assert f"migration {FUTURE:06d} was started and never finished" in out
 
 
 def test_a_database_newer_than_this_codeflux_is_still_checked_and_refused_with_exit_3(
@@ -205,15 +209,15 @@ def test_a_database_newer_than_this_codeflux_is_still_checked_and_refused_with_e
     directory = copy_database(db, tmp_path, "newer")
     tamper(
         directory / DATABASE_FILENAME,
-        (HISTORY_ROW, (2, "from_the_future", "b" * 64, "succeeded", "9.0.0")),
-        "PRAGMA user_version = 2",
+        (HISTORY_ROW, (FUTURE, "from_the_future", "b" * 64, "succeeded", "9.0.0")),
+        f"PRAGMA user_version = {FUTURE}",
     )
 
     code, out, err = check(capsys, directory)
 
     assert code == 3
     assert "ran sqlite-integrity, foreign-keys, migration-history, event-journal" in out
-    assert "[schema-version] the database has schema version 2, newer than this codeflux" in out
+    assert f"[schema-version] the database has schema version {FUTURE}, newer than this codeflux" in out
     assert "needs a newer codeflux" in err
 
 

@@ -23,6 +23,7 @@ from codeflux.store.app_logs import append_app_log
 from codeflux.store.database import Database, Transaction
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event
 from codeflux.store.location import DataLocation
+from codeflux.store.migrations import supported_schema_version
 from codeflux.store.provider_credentials import record_provider_credential_reference
 
 pytestmark = pytest.mark.security
@@ -93,12 +94,13 @@ def test_the_bundle_holds_versions_counts_and_states_but_no_content_or_paths(
                            "prerequisites", "secret_scan", "excluded"}
     assert bundle["versions"]["codeflux"] == codeflux.__version__
     assert set(bundle["versions"]) >= {"python", "sqlite", "apsw", "pygit2", "libgit2"}
-    assert bundle["schema"] == {"database": 1, "supported": 1}
+    current = supported_schema_version()
+    assert bundle["schema"] == {"database": current, "supported": current}
     storage = bundle["storage"]
     assert storage["status"] == "ok"
     assert storage["table_rows"]["app_logs"] == 1 and storage["table_rows"]["settings"] == 1
     assert storage["providers_stored"] == {"anthropic": True, "openai": False, "openai-compatible": False}
-    assert storage["migrations_succeeded"] == 1 and storage["migrations_failed"] == 0
+    assert storage["migrations_succeeded"] == current and storage["migrations_failed"] == 0
     assert storage["database_bytes"] > 0
     assert {"os", "arch", "cpu_count"} <= set(bundle["host"])
     assert {entry["check"] for entry in bundle["prerequisites"]} >= {"git", "database", "credential-store"}

@@ -25,6 +25,17 @@ def test_using_md_names_every_error_class() -> None:
             assert name in text, name
 
 
+def test_using_md_draws_the_same_error_tree_as_the_errors_module() -> None:
+    doc_lines = (errors.__doc__ or "").splitlines()
+    start = next(i for i, line in enumerate(doc_lines) if line.strip() == "CodefluxError")
+    tree = []
+    for line in doc_lines[start:]:
+        if not line.strip():
+            break
+        tree.append(line.removeprefix("    "))
+    assert "\n".join(tree) in (DOCS / "using.md").read_text()
+
+
 def test_using_md_lists_every_exit_code() -> None:
     text = (DOCS / "using.md").read_text()
     for code in EXIT_CODE_MEANINGS:

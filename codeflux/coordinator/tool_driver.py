@@ -1,0 +1,412 @@
+"""The programmatic driver of tool requests: submit, see what waits for a person, decide, execute, read.
+
+Used by tests now and by the task service and UI later. One :class:`ToolDriver` per coordinator; it
+starts one worker per task on first execution and stops them all on :meth:`ToolDriver.close`::
+
+    driver = ToolDriver(db, state_dir=data / "workers")
+    submitted = driver.submit_tool_request(task_id, "run_command", {"argv": ["pytest", "-q"]},
+                                           idempotency_key="model-call-17")
+    if submitted.outcome is DecisionOutcome.PENDING:
+        driver.decide(submitted.request_id, UserDecision.ALLOW_ONCE, reason="run the tests")
+    record = driver.execute(submitted.request_id)
+
+* **Submit** binds the raw arguments to the tool descriptor, computes path facts with the worker's
+  symlink-safe resolver, pins ``run_command``'s program (resolved on the worker's ``PATH``, real path,
+  content sha256), classifies, and records request + decision + event in one transaction.
+* **Execute** commits the intent, consuming an allow-once approval, in one transaction (a refusal or a
+  failed commit raises and nothing runs); then asks the worker once; then commits the result, whose text
+  has been redacted (exact loaded secrets + patterns) and capped *before* it reaches SQLite. A request
+  executes at most once: executing it again returns the recorded execution.
+* **After a crash**, :func:`reconcile_interrupted_executions` (called once at coordinator start, never
+  while another driver may be executing) marks intents without a result ``outcome-unknown``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Final
+
+from codeflux.authority.classify import ClassifiedNeed, WorktreeFacts, classify_tool_request
+from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
+from codeflux.authority.service import AuthorityService, DecisionView, ExecutionIntent, RequestView
+from codeflux.coordinator.workers import WorkerExecution, WorkerHandle, WorkerOutcome
+from codeflux.domain.capabilities import CapabilityNeed
+from codeflux.domain.errors import (
+    PathNotFoundError,
+    PathRefusedError,
+    SecretLeakError,
+    ToolFailedError,
+    WorkerClosedError,
+    WorkerStartError,
+)
+from codeflux.domain.execution import FailureKind
+from codeflux.domain.ids import TaskId, ToolRequestId
+from codeflux.domain.operations import (
+    ExecutablePin,
+    OperationIdentity,
+    derive_operation_identity,
+    describe_operation,
+)
+from codeflux.domain.tools import ArgumentType, BoundToolRequest, bind_tool_request
+from codeflux.redact import SecretKind, default_redactor
+from codeflux.store.authority import ExecutionResultValues, ExecutionRow
+from codeflux.store.database import Database
+from codeflux.store.tasks import TaskRow, require_task
+from codeflux.worker.environment import build_worker_environment
+from codeflux.worker.paths import resolve_worktree_path
+
+__all__ = [
+    "DriverFault",
+    "ExecutionRecord",
+    "SubmittedRequest",
+    "ToolDriver",
+    "reconcile_interrupted_executions",
+    "resolve_executable_pin",
+]
+
+STORED_CONTENT_CHARS: Final = 1024 * 1024
+STORED_STREAM_CHARS: Final = 256 * 1024
+STORED_MESSAGE_CHARS: Final = 1024
+_HASH_CHUNK: Final = 1024 * 1024
+
+
+class DriverFault(StrEnum):
+    """Named points where tests inject a failure or a real process kill into an execution."""
+
+    BEFORE_INTENT_COMMIT = "before-intent-commit"  # inside the intent transaction: raising rolls it back
+    AFTER_INTENT_COMMIT = "after-intent-commit"  # committed; the worker has not been asked yet
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubmittedRequest:
+    """A recorded tool request and the decision in force for it."""
+
+    request_id: str
+    task_id: TaskId
+    tool: str
+    operation_identity: OperationIdentity
+    needs: tuple[ClassifiedNeed, ...]
+    compound: bool
+    decision: DecisionView
+
+    @property
+    def outcome(self) -> DecisionOutcome:
+        return self.decision.outcome
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutionRecord:
+    """A stored execution: ``state`` is ``intended``, ``running`` or an end state; text is redacted."""
+
+    execution_id: str
+    request_id: str
+    task_id: TaskId
+    state: str
+    failure_kind: str | None
+    message: str | None
+    exit_code: int | None
+    content: str | None
+    stdout: str | None
+    stderr: str | None
+    content_truncated: bool
+    stdout_truncated: bool
+    stderr_truncated: bool
+    content_sha256: str | None
+    duration_ms: int | None
+
+
+def _record(row: ExecutionRow) -> ExecutionRecord:
+    result = row.result
+    return ExecutionRecord(
+        execution_id=row.execution_id, request_id=row.request_id, task_id=row.task_id, state=result.state,
+        failure_kind=result.failure_kind, message=result.message, exit_code=result.exit_code, content=result.content,
+        stdout=result.stdout, stderr=result.stderr, content_truncated=result.content_truncated,
+        stdout_truncated=result.stdout_truncated, stderr_truncated=result.stderr_truncated,
+        content_sha256=result.content_sha256, duration_ms=result.duration_ms,
+    )
+
+
+def _submitted(view: RequestView) -> SubmittedRequest:
+    return SubmittedRequest(request_id=view.request_id, task_id=view.task_id, tool=view.tool,
+                            operation_identity=view.identity,
+                            needs=view.classification.needs, compound=view.classification.compound,
+                            decision=view.decision)
+
+
+_PIN_CACHE: dict[tuple[str, int, int, int, int, int], str] = {}
+_PIN_LOCK = threading.Lock()
+
+
+def _sha256_of_file(path: Path) -> str:
+    """The content sha256 of a regular file, cached by (path, device, inode, size, mtime, ctime)."""
+    info = path.stat()
+    key = (str(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    with _PIN_LOCK:
+        cached = _PIN_CACHE.get(key)
+    if cached is not None:
+        return cached
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    with _PIN_LOCK:
+        _PIN_CACHE[key] = digest.hexdigest()
+    return digest.hexdigest()
+
+
+def resolve_executable_pin(program: str, *, worktree: Path, search_path: str) -> ExecutablePin:
+    """``argv[0]`` as the worker would run it: looked up on ``search_path`` (a bare name) or inside the
+    worktree (a relative path, through the symlink-safe resolver) or taken as written (absolute); then
+    its real path and content sha256. The worker re-hashes before exec, so a swap is refused there.
+
+    Raises :class:`ToolFailedError` (``command-not-found``, ``not-executable``) or
+    :class:`PathRefusedError` (a relative program path that is not plainly inside the worktree).
+    """
+    if "/" not in program:
+        found = shutil.which(program, path=search_path)
+        if found is None:
+            raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND.value,
+                                  message="the program is not on the worker's PATH")
+        candidate = Path(found)
+    elif program.startswith("/"):
+        candidate = Path(program)
+    else:
+        relative = "/".join(part for part in program.split("/") if part not in {"", "."})
+        candidate = resolve_worktree_path(worktree, relative, must_exist=True)
+    try:
+        real = Path(os.path.realpath(candidate, strict=True))
+        info = real.stat()
+    except OSError:
+        raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND.value,
+                              message="the program does not exist") from None
+    if not stat.S_ISREG(info.st_mode) or not os.access(real, os.X_OK):
+        raise ToolFailedError(failure_kind=FailureKind.NOT_EXECUTABLE.value,
+                              message="the program is not an executable file")
+    return ExecutablePin(path=str(real), sha256=_sha256_of_file(real))
+
+
+def _worktree_facts(request: BoundToolRequest, worktree: Path) -> WorktreeFacts:
+    """Path arguments the resolver refuses (symlinks, ``..``, ``.git``…) count as leaving the worktree."""
+    escaping = set()
+    for spec, value in request.typed_values():
+        if spec.type not in {ArgumentType.PATH, ArgumentType.GLOB} or not isinstance(value, str):
+            continue
+        try:
+            resolve_worktree_path(worktree, value, must_exist=False)
+        except PathNotFoundError:
+            continue  # the worktree itself is gone: the worker reports worktree-missing
+        except PathRefusedError:
+            escaping.add(value)
+    return WorktreeFacts(escaping_paths=frozenset(escaping))
+
+
+def _cap(text: str | None, limit: int) -> tuple[str | None, bool]:
+    if text is None or len(text) <= limit:
+        return text, False
+    return text[:limit], True
+
+
+class ToolDriver:
+    """Submit, decide and execute tool requests of tasks recorded in ``db`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        state_dir: Path,
+        base_environment: Mapping[str, str] | None = None,
+        fault: Callable[[DriverFault], None] | None = None,
+    ) -> None:
+        self._db = db
+        self._authority = AuthorityService(db)
+        self._state_dir = state_dir
+        self._base_environment = dict(os.environ if base_environment is None else base_environment)
+        self._search_path = build_worker_environment(base=self._base_environment, home=state_dir,
+                                                     tmpdir=state_dir)["PATH"]
+        self._fault = fault
+        self._redactor = default_redactor()
+        self._workers: dict[TaskId, WorkerHandle] = {}
+        self._worktrees: dict[TaskId, Path] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # ─── requests and decisions ──────────────────────────────────────────────────────────────────
+
+    def submit_tool_request(
+        self, task_id: TaskId, tool: str, raw_args: Mapping[str, object], *, idempotency_key: str,
+        source: str = "model",
+    ) -> SubmittedRequest:
+        """Bind, pin, classify and record a request with its first decision (one transaction).
+
+        Raises :class:`ToolRequestInvalidError`/:class:`UnsafeArgumentError` for a request that does not
+        fit its tool, :class:`ToolFailedError` for a program that cannot be found, and
+        :class:`SecretLeakError` for a request carrying a loaded secret (nothing is recorded then).
+        """
+        worktree = self._worktree_of(task_id)
+        request = bind_tool_request(tool, raw_args)
+        pin = None
+        if request.descriptor.runs_program:
+            pin = resolve_executable_pin(request.argv()[0], worktree=worktree, search_path=self._search_path)
+        operation = describe_operation(request, task_id=task_id, executable=pin)
+        self._refuse_loaded_secrets(request)
+        classification = classify_tool_request(request, facts=_worktree_facts(request, worktree))
+        view = self._authority.record_request(operation=operation, classification=classification, source=source,
+                                              idempotency_key=idempotency_key)
+        return _submitted(view)
+
+    def pending_decisions(self, task_id: TaskId) -> list[SubmittedRequest]:
+        """Requests of ``task_id`` waiting for allow-once, allow-for-task or deny, oldest first."""
+        return [_submitted(view) for view in self._authority.pending_requests(task_id)]
+
+    def read_request(self, request_id: str) -> SubmittedRequest:
+        return _submitted(self._authority.read_request(request_id))
+
+    def decide(
+        self, request_id: str, decision: UserDecision, *, reason: str,
+        deny: tuple[CapabilityNeed, ...] | None = None, decided_by: Decider = Decider.USER,
+    ) -> SubmittedRequest:
+        """Record a person's (or the headless policy's) answer to a pending request (one transaction)."""
+        return _submitted(self._authority.record_user_decision(request_id, decision, reason=reason,
+                                                               decided_by=decided_by, deny=deny))
+
+    # ─── execution ───────────────────────────────────────────────────────────────────────────────
+
+    def execute(self, request_id: str) -> ExecutionRecord:
+        """Run an allowed request once in its task's worker and return the stored execution."""
+        intent = self._authority.record_execution_intent(
+            request_id, before_commit=lambda: self._inject(DriverFault.BEFORE_INTENT_COMMIT))
+        if intent.existing is not None:
+            return _record(intent.existing)
+        self._inject(DriverFault.AFTER_INTENT_COMMIT)
+        try:
+            outcome = self._run_in_worker(intent)
+        except BaseException:
+            self._store(intent, ExecutionResultValues(
+                state="outcome-unknown", failure_kind=FailureKind.INTERNAL_ERROR.value,
+                message="the coordinator failed while the request was with the worker; the effect is unknown"))
+            raise
+        return self._store(intent, self._result_values(outcome))
+
+    def read_result(self, request_id: str) -> ExecutionRecord | None:
+        """The stored execution of ``request_id``, or None if it was never executed."""
+        row = self._authority.read_execution(request_id)
+        return None if row is None else _record(row)
+
+    def close(self) -> None:
+        """Stop every worker this driver started (idempotent)."""
+        with self._lock:
+            self._closed = True
+            workers = list(self._workers.values())
+            self._workers.clear()
+        for worker in workers:
+            worker.stop()
+
+    def __enter__(self) -> ToolDriver:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # ─── inner ───────────────────────────────────────────────────────────────────────────────────
+
+    def _worktree_of(self, task_id: TaskId) -> Path:
+        # A task's worktree never changes (a trigger refuses it), so it is read once per task.
+        with self._lock:
+            known = self._worktrees.get(task_id)
+        if known is None:
+            known = self._db.read(lambda view: require_task(view, task_id)).worktree
+            with self._lock:
+                self._worktrees[task_id] = known
+        return known
+
+    def _inject(self, point: DriverFault) -> None:
+        if self._fault is not None:
+            self._fault(point)
+
+    def _refuse_loaded_secrets(self, request: BoundToolRequest) -> None:
+        for argument in request.arguments:
+            values = argument.value if isinstance(argument.value, tuple) else (argument.value,)
+            for value in values:
+                if isinstance(value, str) and SecretKind.LOADED_SECRET in self._redactor.scan(value):
+                    raise SecretLeakError(f"argument {argument.name} carries a loaded secret; the request was refused")
+
+    def _worker_for(self, task: TaskRow) -> WorkerHandle:
+        with self._lock:
+            if self._closed:
+                raise WorkerClosedError()
+            worker = self._workers.get(task.task_id)
+            if worker is not None and worker.is_alive():
+                return worker
+            self._workers.pop(task.task_id, None)
+        if worker is not None:
+            worker.stop()
+        started = WorkerHandle.start(task_id=task.task_id, worktree=task.worktree,
+                                     state_dir=self._state_dir / task.task_id.value, base_commit=task.base_revision,
+                                     base_environment=self._base_environment)
+        with self._lock:
+            racing = self._workers.get(task.task_id)
+            keep = racing if racing is not None and racing.is_alive() and not self._closed else None
+            if keep is None and not self._closed:
+                self._workers[task.task_id] = started
+        if keep is not None or self._closed:
+            started.stop()  # closed meanwhile, or another thread started this task's worker first
+            if keep is None:
+                raise WorkerClosedError()
+            return keep
+        return started
+
+    def _run_in_worker(self, intent: ExecutionIntent) -> WorkerOutcome | ExecutionResultValues:
+        operation = intent.operation
+        request = bind_tool_request(operation.tool, dict(operation.arguments))
+        execution = WorkerExecution.for_request(
+            request_id=ToolRequestId.parse(intent.request_id), task_id=operation.task_id,
+            operation_identity=derive_operation_identity(operation), request=request, executable=operation.executable,
+            env_overrides=dict(operation.env),
+        )
+        try:
+            worker = self._worker_for(intent.task)
+        except (WorkerStartError, WorkerClosedError) as error:
+            return ExecutionResultValues(state="failed", failure_kind=FailureKind.WORKER_UNAVAILABLE.value,
+                                         message=str(error))
+        return worker.execute(execution)
+
+    def _result_values(self, outcome: WorkerOutcome | ExecutionResultValues) -> ExecutionResultValues:
+        if isinstance(outcome, ExecutionResultValues):
+            return replace(outcome, message=_cap(self._redactor.redact(outcome.message or ""),
+                                                 STORED_MESSAGE_CHARS)[0])
+        # The wire layer already redacted with the process-wide redactor; redacting again is idempotent
+        # and keeps this boundary correct on its own. Redact first, then cap: a cut must never split a
+        # secret before it could be recognised.
+        redact = self._redactor.redact
+        message, _ = _cap(redact(outcome.message), STORED_MESSAGE_CHARS)
+        content, content_cut = _cap(redact(outcome.content), STORED_CONTENT_CHARS)
+        stdout, stdout_cut = _cap(redact(outcome.stdout), STORED_STREAM_CHARS)
+        stderr, stderr_cut = _cap(redact(outcome.stderr), STORED_STREAM_CHARS)
+        return ExecutionResultValues(
+            state=outcome.state.value,
+            failure_kind=None if outcome.failure_kind is None else outcome.failure_kind.value,
+            message=message, exit_code=outcome.exit_code, content=content, stdout=stdout, stderr=stderr,
+            content_truncated=outcome.content_truncated or content_cut,
+            stdout_truncated=outcome.stdout_truncated or stdout_cut,
+            stderr_truncated=outcome.stderr_truncated or stderr_cut,
+            content_sha256=outcome.content_sha256, duration_ms=max(outcome.duration_ms, 0),
+        )
+
+    def _store(self, intent: ExecutionIntent, values: ExecutionResultValues) -> ExecutionRecord:
+        row = self._authority.record_execution_result(task=intent.task, execution_id=intent.execution_id,
+                                                      result=values)
+        return _record(row)
+
+
+def reconcile_interrupted_executions(db: Database) -> list[str]:
+    """Mark executions left ``intended``/``running`` by a stopped coordinator ``outcome-unknown``; never
+    re-run them. Call once at startup, before any driver executes. Returns the execution ids."""
+    return AuthorityService(db).reconcile_interrupted_executions()

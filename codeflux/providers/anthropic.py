@@ -1,0 +1,329 @@
+"""The Anthropic Messages API adapter (``POST {base}/v1/messages``), JSON or SSE streaming, with tool use.
+
+Effort maps to extended thinking: ``low`` (and no effort) sends no thinking; ``medium``, ``high`` and
+``max`` send a thinking budget of 4k, 16k and 32k tokens, kept below ``max_output_tokens`` (thinking
+needs at least 1,024 tokens, so a smaller output bound sends none). Thinking blocks come back as
+:class:`ReasoningPart` values with their signatures, to be sent back unchanged on the next request.
+
+Usage: ``input_tokens`` is uncached input, ``cache_read_input_tokens`` and
+``cache_creation_input_tokens`` are the cache reads and writes; Anthropic reports no separate
+reasoning count (thinking is billed as output). When streaming, the output count is taken only from
+``message_delta`` (``message_start`` carries a placeholder); a stream without it has unknown output.
+A stream that ends before ``message_stop``, or reports an ``error`` event, has an unknown outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Self
+
+from pydantic import Field
+
+from codeflux.credentials import load_provider_key
+from codeflux.domain.errors import ProviderOutcomeUnknownError
+from codeflux.domain.ladder import Effort
+from codeflux.domain.models import (
+    AssistantPart,
+    Message,
+    ModelReply,
+    ModelRequest,
+    ReasoningPart,
+    StopReason,
+    TextPart,
+    ToolCall,
+    ToolResult,
+)
+from codeflux.domain.pricing import TokenUsage
+from codeflux.domain.providers import ProviderName
+from codeflux.providers.endpoints import DEFAULT_BASE_URLS, normalize_base_url
+from codeflux.providers.sse import iter_sse_events
+from codeflux.providers.transport import HttpPolicy, ProviderHttp, ProviderResponse
+from codeflux.providers.wire import KeyLoader, StrictReply, TextSink, load_key_for_call, parse_reply
+from codeflux.redact import Redactor, default_redactor
+
+__all__ = ["ANTHROPIC_VERSION", "AnthropicAdapter"]
+
+ANTHROPIC_VERSION = "2023-06-01"
+_THINKING_BUDGET = {Effort.MEDIUM: 4_096, Effort.HIGH: 16_384, Effort.MAX: 32_768}
+_MIN_THINKING = 1_024
+_STOP_REASONS = {
+    "end_turn": StopReason.END_TURN,
+    "stop_sequence": StopReason.END_TURN,
+    "tool_use": StopReason.TOOL_USE,
+    "max_tokens": StopReason.MAX_TOKENS,
+    "model_context_window_exceeded": StopReason.MAX_TOKENS,
+    "refusal": StopReason.REFUSED,
+}
+
+
+class _Usage(StrictReply):
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    cache_creation_input_tokens: int | None = Field(default=None, ge=0)
+    cache_read_input_tokens: int | None = Field(default=None, ge=0)
+
+
+class _Block(StrictReply):
+    type: str
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: dict[str, object] | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    data: str | None = None
+
+
+class _Message(StrictReply):
+    id: str | None = None
+    model: str | None = None
+    content: list[_Block]
+    stop_reason: str | None = None
+    usage: _Usage | None = None
+
+
+class _StartMessage(StrictReply):
+    id: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
+
+
+class _Delta(StrictReply):
+    type: str | None = None
+    text: str | None = None
+    partial_json: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    stop_reason: str | None = None
+
+
+class _Error(StrictReply):
+    type: str | None = None
+
+
+class _Event(StrictReply):
+    type: str
+    message: _StartMessage | None = None
+    index: int | None = None
+    content_block: _Block | None = None
+    delta: _Delta | None = None
+    usage: _Usage | None = None
+    error: _Error | None = None
+
+
+@dataclass(slots=True)
+class _OpenBlock:
+    kind: str
+    text: list[str] = field(default_factory=list)
+    call_id: str = ""
+    name: str = ""
+    signature: str = ""
+
+
+class AnthropicAdapter:
+    """Claude models through the Messages API. Use as a context manager or call :meth:`close`."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str = DEFAULT_BASE_URLS[ProviderName.ANTHROPIC],
+        key_loader: KeyLoader = load_provider_key,
+        redactor: Redactor | None = None,
+        http: ProviderHttp | None = None,
+        policy: HttpPolicy | None = None,
+    ) -> None:
+        self.base_url = normalize_base_url(ProviderName.ANTHROPIC, base_url)
+        self._key_loader = key_loader
+        self._redactor = redactor or default_redactor()
+        self._http = http or ProviderHttp(provider=self.display_name, redactor=self._redactor, policy=policy)
+
+    @property
+    def display_name(self) -> str:
+        return "Anthropic"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelReply:
+        """Send ``request`` to ``/v1/messages``; stream it when ``on_text`` is given."""
+        key = load_key_for_call(ProviderName.ANTHROPIC, loader=self._key_loader, redactor=self._redactor)
+        headers = {
+            "x-api-key": key.reveal(),
+            "anthropic-version": ANTHROPIC_VERSION,
+            "content-type": "application/json",
+            "accept": "text/event-stream" if on_text is not None else "application/json",
+        }
+        body = json.dumps(_request_body(request, stream=on_text is not None), ensure_ascii=False).encode()
+
+        def read(response: ProviderResponse) -> ModelReply:
+            request_id = response.header("request-id")
+            if on_text is None:
+                return self._reply_from_json(response.read_body(), request, request_id)
+            return self._reply_from_stream(response, request, request_id, on_text)
+
+        return self._http.post(f"{self.base_url}/v1/messages", headers=headers, body=body, read=read)
+
+    def _reply_from_json(self, body: bytes, request: ModelRequest, request_id: str | None) -> ModelReply:
+        message = parse_reply(_Message, body, provider=self.display_name, what="the reply")
+        parts = tuple(part for block in message.content if (part := _part_from_block(block)) is not None)
+        return ModelReply(
+            provider=self.display_name,
+            model=message.model or request.model,
+            parts=parts,
+            stop_reason=_STOP_REASONS.get(message.stop_reason or "", StopReason.OTHER),
+            usage=_usage(message.usage, message.usage),
+            request_id=request_id,
+        )
+
+    def _reply_from_stream(
+        self, response: ProviderResponse, request: ModelRequest, request_id: str | None, on_text: TextSink
+    ) -> ModelReply:
+        policy = self._http.policy
+        blocks: dict[int, _OpenBlock] = {}
+        start: _StartMessage | None = None
+        final_usage: _Usage | None = None
+        stop_reason: str | None = None
+        chunks = response.chunks(limit=policy.max_stream_bytes)
+        for sse in iter_sse_events(chunks, provider=self.display_name, max_event_bytes=policy.max_event_bytes):
+            event = parse_reply(_Event, sse.data, provider=self.display_name, what="a stream event")
+            if event.type == "message_start":
+                start = event.message
+            elif event.type == "content_block_start" and event.index is not None and event.content_block:
+                blocks[event.index] = _open_block(event.content_block)
+            elif event.type == "content_block_delta" and event.index in blocks and event.delta:
+                _apply_delta(blocks[event.index], event.delta, on_text)
+            elif event.type == "message_delta":
+                stop_reason = event.delta.stop_reason if event.delta else None
+                final_usage = event.usage
+            elif event.type == "error":
+                kind = event.error.type if event.error and event.error.type else "an error"
+                raise ProviderOutcomeUnknownError(provider=self.display_name, reason=f"the stream reported {kind}")
+            elif event.type == "message_stop":
+                parts = tuple(part for _, block in sorted(blocks.items()) if (part := _close_block(block)))
+                return ModelReply(
+                    provider=self.display_name,
+                    model=(start.model if start else None) or request.model,
+                    parts=parts,
+                    stop_reason=_STOP_REASONS.get(stop_reason or "", StopReason.OTHER),
+                    usage=_usage(start.usage if start else None, final_usage),
+                    request_id=request_id,
+                )
+        raise ProviderOutcomeUnknownError(provider=self.display_name, reason="the stream ended before message_stop")
+
+
+def _request_body(request: ModelRequest, *, stream: bool) -> dict[str, object]:
+    body: dict[str, object] = {
+        "model": request.model,
+        "max_tokens": request.max_output_tokens,
+        "messages": [_wire_message(message) for message in request.messages],
+        "stream": stream,
+    }
+    if request.system:
+        body["system"] = request.system
+    if request.tools:
+        body["tools"] = [
+            {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema()}
+            for tool in request.tools
+        ]
+    budget = min(_THINKING_BUDGET.get(request.effort, 0) if request.effort else 0, request.max_output_tokens - 1)
+    if budget >= _MIN_THINKING:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    return body
+
+
+def _wire_message(message: Message) -> dict[str, object]:
+    content: list[dict[str, object]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                content.append({"type": "text", "text": part.text})
+        elif isinstance(part, ReasoningPart):
+            content.append(
+                {"type": "redacted_thinking", "data": part.signature}
+                if part.redacted
+                else {"type": "thinking", "thinking": part.text, "signature": part.signature}
+            )
+        elif isinstance(part, ToolCall):
+            try:
+                arguments = json.loads(part.arguments_json or "{}")
+            except ValueError:
+                arguments = {}
+            content.append({"type": "tool_use", "id": part.call_id, "name": part.name, "input": arguments})
+        elif isinstance(part, ToolResult):
+            content.append(
+                {"type": "tool_result", "tool_use_id": part.call_id, "content": part.content, "is_error": part.is_error}
+            )
+    return {"role": message.role.value, "content": content}
+
+
+def _part_from_block(block: _Block) -> AssistantPart | None:
+    if block.type == "text":
+        return TextPart(text=block.text or "")
+    if block.type == "tool_use" and block.id and block.name:
+        arguments = json.dumps(block.input or {}, ensure_ascii=False, separators=(",", ":"))
+        return ToolCall(call_id=block.id, name=block.name, arguments_json=arguments)
+    if block.type == "thinking":
+        return ReasoningPart(text=block.thinking or "", signature=block.signature or "")
+    if block.type == "redacted_thinking":
+        return ReasoningPart(text="", signature=block.data or "", redacted=True)
+    return None
+
+
+def _open_block(block: _Block) -> _OpenBlock:
+    opened = _OpenBlock(kind=block.type, call_id=block.id or "", name=block.name or "")
+    if block.type == "redacted_thinking":
+        opened.signature = block.data or ""
+    elif block.type == "text" and block.text:
+        opened.text.append(block.text)
+    return opened
+
+
+def _apply_delta(block: _OpenBlock, delta: _Delta, on_text: TextSink) -> None:
+    if delta.type == "text_delta" and delta.text:
+        block.text.append(delta.text)
+        on_text(delta.text)
+    elif delta.type == "input_json_delta" and delta.partial_json:
+        block.text.append(delta.partial_json)
+    elif delta.type == "thinking_delta" and delta.thinking:
+        block.text.append(delta.thinking)
+    elif delta.type == "signature_delta" and delta.signature:
+        block.signature += delta.signature
+
+
+def _close_block(block: _OpenBlock) -> AssistantPart | None:
+    text = "".join(block.text)
+    if block.kind == "text":
+        return TextPart(text=text)
+    if block.kind == "tool_use" and block.call_id and block.name:
+        return ToolCall(call_id=block.call_id, name=block.name, arguments_json=text or "{}")
+    if block.kind == "thinking":
+        return ReasoningPart(text=text, signature=block.signature)
+    if block.kind == "redacted_thinking":
+        return ReasoningPart(text="", signature=block.signature, redacted=True)
+    return None
+
+
+def _usage(start: _Usage | None, final: _Usage | None) -> TokenUsage:
+    """Usage from the start and final reports: later values win; output only from the final one."""
+
+    def pick(name: str) -> int | None:
+        for report in (final, start):
+            value = getattr(report, name, None) if report is not None else None
+            if value is not None:
+                return int(value)
+        return None
+
+    return TokenUsage(
+        input_tokens=pick("input_tokens"),
+        output_tokens=final.output_tokens if final is not None else None,
+        cache_read_tokens=pick("cache_read_input_tokens"),
+        cache_write_tokens=pick("cache_creation_input_tokens"),
+        reasoning_tokens=None,
+    )

@@ -1,0 +1,99 @@
+"""The scripted provider: replays a fixed script of model turns, for offline use and tests.
+
+It is not a model, and says so: its display name is ``scripted (not a model)`` everywhere a user sees a
+provider. Each call takes the next :class:`ScriptedTurn` (text and tool calls) and records the request
+it received, so a test can assert exactly what the gateway sent. Each turn's usage is configurable,
+unknown included (the default, since a script has no tokenizer). A call after the last turn raises
+:class:`ScriptExhaustedError` — and is still recorded. No network, no key.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from codeflux.domain.errors import InvalidValueError, ScriptExhaustedError
+from codeflux.domain.models import AssistantPart, ModelReply, ModelRequest, StopReason, TextPart, ToolCall
+from codeflux.domain.pricing import TokenUsage
+from codeflux.providers.wire import TextSink
+
+__all__ = ["SCRIPTED_DISPLAY_NAME", "ScriptedAdapter", "ScriptedTurn"]
+
+SCRIPTED_DISPLAY_NAME = "scripted (not a model)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScriptedTurn:
+    """One reply of the script. ``stop_reason`` defaults to tool-use when there are tool calls, else
+    end-turn; ``model`` to the requested model; ``usage`` to unknown."""
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    stop_reason: StopReason | None = None
+    model: str | None = None
+
+    @classmethod
+    def calling(
+        cls,
+        name: str,
+        arguments: Mapping[str, object],
+        *,
+        call_id: str,
+        text: str = "",
+        usage: TokenUsage | None = None,
+    ) -> ScriptedTurn:
+        """A turn that calls tool ``name`` with ``arguments`` (written as JSON, as a model would)."""
+        call = ToolCall(call_id=call_id, name=name, arguments_json=json.dumps(dict(arguments), ensure_ascii=False))
+        return cls(text=text, tool_calls=(call,), usage=usage or TokenUsage())
+
+
+class ScriptedAdapter:
+    """Replays ``turns`` in order and records every request. Thread-safe."""
+
+    def __init__(self, turns: Iterable[ScriptedTurn], *, stream_chunk_chars: int = 16) -> None:
+        if stream_chunk_chars < 1:
+            raise InvalidValueError(kind="scripted provider", reason="stream chunks need at least one character")
+        self._turns = tuple(turns)
+        self._chunk = stream_chunk_chars
+        self._lock = threading.Lock()
+        self._requests: list[ModelRequest] = []
+
+    @property
+    def display_name(self) -> str:
+        return SCRIPTED_DISPLAY_NAME
+
+    @property
+    def requests(self) -> tuple[ModelRequest, ...]:
+        """Every request received, in order (including one that found the script exhausted)."""
+        with self._lock:
+            return tuple(self._requests)
+
+    @property
+    def remaining_turns(self) -> int:
+        with self._lock:
+            return max(0, len(self._turns) - len(self._requests))
+
+    def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelReply:
+        """The next scripted turn as a reply; its text is streamed to ``on_text`` in small pieces."""
+        with self._lock:
+            index = len(self._requests)
+            self._requests.append(request)
+        if index >= len(self._turns):
+            raise ScriptExhaustedError(turns=len(self._turns))
+        turn = self._turns[index]
+        if on_text is not None:
+            for start in range(0, len(turn.text), self._chunk):
+                on_text(turn.text[start : start + self._chunk])
+        parts: tuple[AssistantPart, ...] = ((TextPart(text=turn.text),) if turn.text else ()) + turn.tool_calls
+        default_stop = StopReason.TOOL_USE if turn.tool_calls else StopReason.END_TURN
+        return ModelReply(
+            provider=SCRIPTED_DISPLAY_NAME,
+            model=turn.model or request.model,
+            parts=parts,
+            stop_reason=turn.stop_reason or default_stop,
+            usage=turn.usage,
+            request_id=f"scripted-{index + 1}",
+        )

@@ -1,0 +1,341 @@
+"""HTTP for provider adapters: one hardened httpx client, bounded reads, retries, and error mapping.
+
+- ``trust_env=False``: proxy variables, ``.netrc`` and ``SSL_CERT_*`` from the environment are ignored;
+  a prompt and a key go straight to the endpoint the user approved.
+- ``follow_redirects=False``: a 3xx answer is refused (:class:`ProviderReplyInvalidError`, problem
+  ``redirect``) and its ``Location`` is never shown.
+- Bounded: a JSON body above :attr:`HttpPolicy.max_response_bytes`, a stream above
+  ``max_stream_bytes``, an SSE event above ``max_event_bytes`` or a call past ``total_timeout_s`` is
+  refused while reading (decoded bytes are counted, so a compressed bomb is caught too). Error bodies
+  are read up to ``max_error_bytes`` and only a redacted, single-line message is kept.
+- Timeouts: connect, read (between bytes), write and a total deadline.
+
+**Retries.** A call is retried (up to ``max_attempts`` in all) only when the provider cannot have
+processed it or says it did not:
+
+- the connection was never made (connect error or timeout, no free connection): nothing was sent;
+- the provider answered ``x-should-retry: true``, or, without that header, one of the statuses its
+  documentation and official SDKs declare retryable — 408, 429, 500, 502, 503, 504 and Anthropic's
+  529 — which are answered instead of processing the request. ``x-should-retry: false`` always wins.
+
+The wait is the provider's ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date) when it
+sends one, else exponential backoff (``backoff_base_s`` doubling per attempt, at most
+``backoff_cap_s``) with jitter (a random 50–100 % of it). A ``Retry-After`` longer than
+``retry_after_cap_s`` is not waited for: the call fails at once with
+:class:`ProviderUnavailableError` naming the requested wait.
+
+Everything else after the request may have reached the provider — a write or read error, a read
+timeout, a connection closed mid-reply, a stream cut before its final event — is
+:class:`ProviderOutcomeUnknownError` and is never retried: the provider may have done, and billed,
+the work. Every httpx exception stops here (:func:`provider_error_for`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Final, TypeVar
+
+import httpx
+
+from codeflux.domain.errors import (
+    ProviderError,
+    ProviderOutcomeUnknownError,
+    ProviderRejectedError,
+    ProviderReplyInvalidError,
+    ProviderUnavailableError,
+)
+from codeflux.redact import Redactor
+
+__all__ = ["HttpPolicy", "ProviderHttp", "ProviderResponse", "provider_error_for"]
+
+T = TypeVar("T")
+KIB: Final = 1024
+MIB: Final = 1024 * KIB
+RETRYABLE_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504, 529})
+_NOT_SENT: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError)
+_DETAIL_LENGTH: Final = 300
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f\s]+")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpPolicy:
+    """Limits of one adapter's HTTP use (seconds and bytes)."""
+
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 300.0
+    write_timeout_s: float = 60.0
+    total_timeout_s: float = 1800.0
+    max_request_bytes: int = 8 * MIB
+    max_response_bytes: int = 8 * MIB
+    max_stream_bytes: int = 64 * MIB
+    max_event_bytes: int = MIB
+    max_error_bytes: int = 64 * KIB
+    max_attempts: int = 4
+    retry_after_cap_s: float = 60.0
+    backoff_base_s: float = 0.5
+    backoff_cap_s: float = 20.0
+
+
+class ProviderResponse:
+    """A 2xx response being read: its headers, and its body as bounded chunks (see :meth:`chunks`)."""
+
+    def __init__(self, response: httpx.Response, *, provider: str, policy: HttpPolicy, deadline: float) -> None:
+        self._response = response
+        self._provider = provider
+        self._policy = policy
+        self._deadline = deadline
+
+    def header(self, name: str) -> str | None:
+        value: str | None = self._response.headers.get(name)
+        return value
+
+    def chunks(self, *, limit: int) -> Iterator[bytes]:
+        """The decoded body in chunks; more than ``limit`` bytes or past the deadline is refused."""
+        seen = 0
+        try:
+            for chunk in self._response.iter_bytes():
+                seen += len(chunk)
+                if seen > limit:
+                    raise ProviderReplyInvalidError(
+                        provider=self._provider,
+                        problem="too-large",
+                        detail=f"the reply is larger than {limit} bytes",
+                        may_have_been_processed=True,
+                    )
+                if time.monotonic() > self._deadline:
+                    raise ProviderOutcomeUnknownError(provider=self._provider, reason="the call ran past its deadline")
+                yield chunk
+        except httpx.HTTPError as exc:
+            raise provider_error_for(exc, provider=self._provider) from exc
+
+    def read_body(self) -> bytes:
+        """The whole body, at most ``max_response_bytes`` (a larger declared length is refused at once)."""
+        declared = self._response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._policy.max_response_bytes:
+            raise _invalid(
+                self._provider,
+                "too-large",
+                f"the reply declares {declared} bytes; the limit is {self._policy.max_response_bytes}",
+                processed=True,
+            )
+        return b"".join(self.chunks(limit=self._policy.max_response_bytes))
+
+
+class ProviderHttp:
+    """The one HTTP client of an adapter. ``sleep``, ``jitter`` and ``now`` are injectable for tests."""
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        redactor: Redactor,
+        policy: HttpPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self._provider = provider
+        self._redactor = redactor
+        self._policy = policy or HttpPolicy()
+        self._sleep = sleep
+        self._jitter = jitter
+        self._now = now
+        timeout = httpx.Timeout(
+            connect=self._policy.connect_timeout_s,
+            read=self._policy.read_timeout_s,
+            write=self._policy.write_timeout_s,
+            pool=self._policy.connect_timeout_s,
+        )
+        self._client: httpx.Client | None = httpx.Client(trust_env=False, follow_redirects=False, timeout=timeout)
+
+    @property
+    def policy(self) -> HttpPolicy:
+        return self._policy
+
+    def close(self) -> None:
+        """Close the connection pool; idempotent. Calls after it fail with ProviderUnavailableError."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def post(self, url: str, *, headers: Mapping[str, str], body: bytes, read: Callable[[ProviderResponse], T]) -> T:
+        """POST ``body`` to ``url`` with retries as documented, and give a 2xx response to ``read``."""
+        client = self._client
+        if client is None:
+            raise ProviderUnavailableError(
+                provider=self._provider, reason="the adapter was closed", status=None, attempts=0, retry_after_s=None
+            )
+        if len(body) > self._policy.max_request_bytes:
+            raise ProviderRejectedError(
+                provider=self._provider,
+                status=413,
+                error_type=None,
+                detail=f"the request is {len(body)} bytes; codeflux sends at most {self._policy.max_request_bytes}",
+            )
+        deadline = time.monotonic() + self._policy.total_timeout_s
+        attempt = 0
+        while True:
+            attempt += 1
+            outcome = self._attempt(client, url, headers=headers, body=body, read=read, deadline=deadline)
+            if not isinstance(outcome, _Retry):
+                return outcome
+            if outcome.final_now or outcome.refused_wait_s is not None or attempt >= self._policy.max_attempts:
+                raise outcome.final(attempts=attempt)
+            delay = outcome.delay_s if outcome.delay_s is not None else self._backoff(attempt)
+            self._sleep(delay)
+
+    def _attempt(
+        self,
+        client: httpx.Client,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        read: Callable[[ProviderResponse], T],
+        deadline: float,
+    ) -> T | _Retry:
+        try:
+            response = client.send(client.build_request("POST", url, headers=dict(headers), content=body), stream=True)
+        except _NOT_SENT as exc:
+            return _Retry(provider=self._provider, reason=f"cannot connect ({type(exc).__name__})", status=None)
+        except httpx.HTTPError as exc:
+            raise provider_error_for(exc, provider=self._provider) from exc
+        try:
+            status = response.status_code
+            if 200 <= status < 300:
+                return read(ProviderResponse(response, provider=self._provider, policy=self._policy, deadline=deadline))
+            if 300 <= status < 400:
+                raise ProviderReplyInvalidError(
+                    provider=self._provider,
+                    problem="redirect",
+                    detail=f"HTTP {status}; codeflux does not follow redirects, check the base URL",
+                    may_have_been_processed=False,
+                )
+            error_type, detail = self._error_detail(response)
+            reason = f"HTTP {status}: {detail}"
+            if not self._should_retry(response):
+                if status < 500:
+                    raise ProviderRejectedError(
+                        provider=self._provider, status=status, error_type=error_type, detail=detail
+                    )
+                return _Retry(provider=self._provider, reason=reason, status=status, final_now=True)
+            wait = self._retry_after(response)
+            if wait is not None and wait > self._policy.retry_after_cap_s:
+                return _Retry(provider=self._provider, reason=reason, status=status, refused_wait_s=int(-(-wait // 1)))
+            return _Retry(provider=self._provider, reason=reason, status=status, delay_s=wait)
+        finally:
+            response.close()
+
+    def _should_retry(self, response: httpx.Response) -> bool:
+        advice = str(response.headers.get("x-should-retry", "")).strip().lower()
+        if advice in ("true", "false"):
+            return advice == "true"
+        return int(response.status_code) in RETRYABLE_STATUSES
+
+    def _retry_after(self, response: httpx.Response) -> float | None:
+        milliseconds = str(response.headers.get("retry-after-ms", "")).strip()
+        if re.fullmatch(r"\d{1,9}(?:\.\d{1,3})?", milliseconds):
+            return float(milliseconds) / 1000
+        value = str(response.headers.get("retry-after", "")).strip()
+        if re.fullmatch(r"\d{1,9}", value):
+            return float(value)
+        if value:
+            try:
+                when = parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                return None
+            wait: float = max(0.0, when.timestamp() - self._now())
+            return wait
+        return None
+
+    def _backoff(self, attempt: int) -> float:
+        ceiling = min(self._policy.backoff_cap_s, self._policy.backoff_base_s * (1 << (attempt - 1)))
+        return ceiling * (0.5 + 0.5 * self._jitter())
+
+    def _error_detail(self, response: httpx.Response) -> tuple[str | None, str]:
+        """The provider's error type and a redacted one-line message from a bounded error body."""
+        body = bytearray()
+        truncated = False
+        try:
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > self._policy.max_error_bytes:
+                    truncated = True
+                    break
+        except httpx.HTTPError:
+            truncated = True
+        if truncated:
+            # A cut body could end inside a key the exact-match redactor would no longer recognise.
+            return None, "the error body was not shown (too large or cut off)"
+        text = body.decode("utf-8", errors="replace")
+        error_type, message = _error_fields(text)
+        message = self._redactor.redact(message)
+        error_type = self._redactor.redact(error_type)[:64] if error_type else None
+        line = _CONTROL.sub(" ", message).strip()
+        return error_type, (line[:_DETAIL_LENGTH] + "…" if len(line) > _DETAIL_LENGTH else line) or "no message"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Retry:
+    provider: str
+    reason: str
+    status: int | None
+    delay_s: float | None = None
+    refused_wait_s: int | None = None  # the provider asked for a wait longer than the cap
+    final_now: bool = False  # a failure the provider said not to retry
+
+    def final(self, *, attempts: int) -> ProviderUnavailableError:
+        return ProviderUnavailableError(
+            provider=self.provider,
+            reason=self.reason,
+            status=self.status,
+            attempts=attempts,
+            retry_after_s=self.refused_wait_s,
+        )
+
+
+def _error_fields(text: str) -> tuple[str | None, str]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None, text
+    error = value.get("error") if isinstance(value, dict) else None
+    if isinstance(error, dict):
+        kind, message = error.get("type") or error.get("code"), error.get("message")
+        return (kind if isinstance(kind, str) else None), (message if isinstance(message, str) else "")
+    if isinstance(error, str):
+        return None, error
+    message = value.get("message") if isinstance(value, dict) else None
+    return None, message if isinstance(message, str) else ""
+
+
+def _invalid(provider: str, problem: str, detail: str, *, processed: bool) -> ProviderReplyInvalidError:
+    return ProviderReplyInvalidError(
+        provider=provider, problem=problem, detail=detail, may_have_been_processed=processed
+    )
+
+
+def provider_error_for(exc: httpx.HTTPError | httpx.InvalidURL, *, provider: str) -> ProviderError:
+    """The codeflux error for an httpx exception met while calling ``provider`` (the caller chains it).
+
+    Not sent (connect, proxy, pool, an invalid URL, a local protocol error) → unavailable; a redirect
+    loop → reply invalid; a body that cannot be decoded → reply invalid (possibly billed); anything
+    after sending began → outcome unknown.
+    """
+    name = type(exc).__name__
+    if isinstance(exc, (*_NOT_SENT, httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.InvalidURL)):
+        reason = f"the request could not be sent ({name})"
+        return ProviderUnavailableError(provider=provider, reason=reason, status=None, attempts=1, retry_after_s=None)
+    if isinstance(exc, httpx.TooManyRedirects):
+        return _invalid(provider, "redirect", "codeflux does not follow redirects", processed=False)
+    if isinstance(exc, httpx.DecodingError):
+        return _invalid(provider, "malformed", "the reply could not be decoded", processed=True)
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderOutcomeUnknownError(provider=provider, reason=f"the connection timed out after sending ({name})")
+    return ProviderOutcomeUnknownError(provider=provider, reason=f"the connection failed after sending ({name})")

@@ -1,0 +1,437 @@
+"""SQL of the authority aggregate: tool requests, decisions, approvals, denials and executions.
+
+Every function works inside the caller's transaction or read view; the authority service composes
+them so that one user-visible outcome is one transaction (request + decision + event; decision +
+approval/denials + event; intent + allow-once consumption + event; result + event).
+
+Values cross this boundary as domain types where the domain has them (ids, needs, identities) and as
+their stored kebab-case text otherwise (outcomes, scopes, states — vocabularies owned by the authority
+rules and the worker protocol above this package). Output text must be redacted before it gets here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codeflux.domain.capabilities import CapabilityNeed
+from codeflux.domain.errors import ConflictError, NotFoundError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.operations import OperationIdentity
+from codeflux.store.database import ReadView, Row, Transaction, now_us
+
+__all__ = [
+    "ApprovalRow",
+    "DecisionRow",
+    "DenialRow",
+    "ExecutionResultValues",
+    "ExecutionRow",
+    "ToolRequestRow",
+    "approval_by_id",
+    "approval_for_request",
+    "consume_allow_once_approval",
+    "decisions_of_request",
+    "denials_of_decision",
+    "denials_of_task",
+    "execution_of_request",
+    "insert_approval",
+    "insert_decision",
+    "insert_denial",
+    "insert_execution_intent",
+    "insert_tool_request",
+    "latest_decision",
+    "mark_execution_running",
+    "pending_requests_of_task",
+    "read_tool_request",
+    "record_execution_result",
+    "task_approvals_of_identity",
+    "unfinished_executions",
+]
+
+_REQUEST = ("id, task_id, tool, operation_json, operation_identity, needs_json, compound, source,"
+            " idempotency_key, requested_at_us")
+_DECISION = ("id, request_id, task_id, supersedes_decision_id, outcome, covered_needs_json, decided_by, reason,"
+             " approval_id, denial_id, decided_at_us")
+_APPROVAL = ("id, task_id, request_id, decision_id, operation_identity, scope, consumed_at_us,"
+             " consumed_by_execution_id, revision, created_at_us")
+_DENIAL = "id, task_id, capability, resource, decision_id, reason, created_at_us"
+_EXECUTION = ("id, request_id, task_id, decision_id, approval_id, operation_identity, state, failure_kind,"
+              " message, exit_code, content, stdout, stderr, content_truncated, stdout_truncated,"
+              " stderr_truncated, content_sha256, duration_ms, intended_at_us, started_at_us, finished_at_us")
+
+
+def _text(value: object) -> str:
+    return str(value)
+
+
+def _maybe_text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _maybe_int(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRequestRow:
+    request_id: str
+    task_id: TaskId
+    tool: str
+    operation_json: str
+    identity: OperationIdentity
+    needs_json: str
+    compound: bool
+    source: str
+    idempotency_key: str
+    requested_at_us: int
+
+
+def _request(row: Row) -> ToolRequestRow:
+    return ToolRequestRow(
+        request_id=_text(row[0]), task_id=TaskId.parse(_text(row[1])), tool=_text(row[2]),
+        operation_json=_text(row[3]), identity=OperationIdentity(digest=_text(row[4])), needs_json=_text(row[5]),
+        compound=bool(row[6]), source=_text(row[7]), idempotency_key=_text(row[8]), requested_at_us=int(row[9]),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecisionRow:
+    decision_id: str
+    request_id: str
+    task_id: TaskId
+    supersedes_decision_id: str | None
+    outcome: str
+    covered_needs_json: str
+    decided_by: str
+    reason: str
+    approval_id: str | None
+    denial_id: str | None
+    decided_at_us: int
+
+
+def _decision(row: Row) -> DecisionRow:
+    return DecisionRow(
+        decision_id=_text(row[0]), request_id=_text(row[1]), task_id=TaskId.parse(_text(row[2])),
+        supersedes_decision_id=_maybe_text(row[3]), outcome=_text(row[4]), covered_needs_json=_text(row[5]),
+        decided_by=_text(row[6]), reason=_text(row[7]), approval_id=_maybe_text(row[8]),
+        denial_id=_maybe_text(row[9]), decided_at_us=int(row[10]),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRow:
+    approval_id: str
+    task_id: TaskId
+    request_id: str
+    decision_id: str
+    identity: OperationIdentity
+    scope: str
+    consumed_at_us: int | None
+    consumed_by_execution_id: str | None
+    revision: int
+    created_at_us: int
+
+
+def _approval(row: Row) -> ApprovalRow:
+    return ApprovalRow(
+        approval_id=_text(row[0]), task_id=TaskId.parse(_text(row[1])), request_id=_text(row[2]),
+        decision_id=_text(row[3]), identity=OperationIdentity(digest=_text(row[4])), scope=_text(row[5]),
+        consumed_at_us=_maybe_int(row[6]), consumed_by_execution_id=_maybe_text(row[7]), revision=int(row[8]),
+        created_at_us=int(row[9]),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DenialRow:
+    denial_id: str
+    task_id: TaskId
+    need: CapabilityNeed
+    decision_id: str
+    reason: str
+    created_at_us: int
+
+
+def _denial(row: Row) -> DenialRow:
+    need = CapabilityNeed.parse(_text(row[2]) if row[3] is None else f"{row[2]}:{row[3]}")
+    return DenialRow(denial_id=_text(row[0]), task_id=TaskId.parse(_text(row[1])), need=need,
+                     decision_id=_text(row[4]), reason=_text(row[5]), created_at_us=int(row[6]))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutionResultValues:
+    """The end of an execution as stored: already redacted and capped by the caller."""
+
+    state: str
+    failure_kind: str | None = None
+    message: str | None = None
+    exit_code: int | None = None
+    content: str | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    content_truncated: bool = False
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    content_sha256: str | None = None
+    duration_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutionRow:
+    execution_id: str
+    request_id: str
+    task_id: TaskId
+    decision_id: str
+    approval_id: str | None
+    identity: OperationIdentity
+    result: ExecutionResultValues
+    intended_at_us: int
+    started_at_us: int | None
+    finished_at_us: int | None
+
+    @property
+    def state(self) -> str:
+        return self.result.state
+
+
+def _execution(row: Row) -> ExecutionRow:
+    result = ExecutionResultValues(
+        state=_text(row[6]), failure_kind=_maybe_text(row[7]), message=_maybe_text(row[8]),
+        exit_code=_maybe_int(row[9]), content=_maybe_text(row[10]), stdout=_maybe_text(row[11]),
+        stderr=_maybe_text(row[12]), content_truncated=bool(row[13]), stdout_truncated=bool(row[14]),
+        stderr_truncated=bool(row[15]), content_sha256=_maybe_text(row[16]), duration_ms=_maybe_int(row[17]),
+    )
+    return ExecutionRow(
+        execution_id=_text(row[0]), request_id=_text(row[1]), task_id=TaskId.parse(_text(row[2])),
+        decision_id=_text(row[3]), approval_id=_maybe_text(row[4]),
+        identity=OperationIdentity(digest=_text(row[5])), result=result, intended_at_us=int(row[18]),
+        started_at_us=_maybe_int(row[19]), finished_at_us=_maybe_int(row[20]),
+    )
+
+
+# ─── tool requests ────────────────────────────────────────────────────────────────────────────────
+
+
+def insert_tool_request(
+    tx: Transaction,
+    *,
+    request_id: str,
+    task_id: TaskId,
+    tool: str,
+    operation_json: str,
+    identity: OperationIdentity,
+    needs_json: str,
+    compound: bool,
+    source: str,
+    idempotency_key: str,
+) -> ToolRequestRow:
+    """Record a bound, classified request."""
+    rows = tx.execute(
+        f"INSERT INTO tool_requests ({_REQUEST}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_REQUEST}",  # noqa: S608
+        (request_id, task_id.value, tool, operation_json, identity.digest, needs_json, int(compound), source,
+         idempotency_key, now_us()),
+    )
+    return _request(rows[0])
+
+
+def read_tool_request(view: ReadView, request_id: str) -> ToolRequestRow:
+    """The request ``request_id`` or :class:`NotFoundError`."""
+    row = view.query_one(f"SELECT {_REQUEST} FROM tool_requests WHERE id = ?", (request_id,))  # noqa: S608
+    if row is None:
+        raise NotFoundError(kind="tool request", entity_id=request_id[:80])
+    return _request(row)
+
+
+# ─── decisions ────────────────────────────────────────────────────────────────────────────────────
+
+
+def insert_decision(
+    tx: Transaction,
+    *,
+    decision_id: str,
+    request: ToolRequestRow,
+    outcome: str,
+    covered_needs_json: str,
+    decided_by: str,
+    reason: str,
+    supersedes_decision_id: str | None = None,
+    approval_id: str | None = None,
+    denial_id: str | None = None,
+) -> DecisionRow:
+    """Record one immutable decision about ``request`` (its first, or the resolution of its pending one)."""
+    rows = tx.execute(
+        f"INSERT INTO authority_decisions ({_DECISION}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"  # noqa: S608
+        f" RETURNING {_DECISION}",
+        (decision_id, request.request_id, request.task_id.value, supersedes_decision_id, outcome,
+         covered_needs_json, decided_by, reason, approval_id, denial_id, now_us()),
+    )
+    return _decision(rows[0])
+
+
+def decisions_of_request(view: ReadView, request_id: str) -> list[DecisionRow]:
+    """Every decision about ``request_id``, first first."""
+    rows = view.query_all(
+        f"SELECT {_DECISION} FROM authority_decisions WHERE request_id = ? ORDER BY decided_at_us, rowid",  # noqa: S608
+        (request_id,),
+    )
+    return [_decision(row) for row in rows]
+
+
+def latest_decision(view: ReadView, request_id: str) -> DecisionRow:
+    """The decision in force for ``request_id``: the one no other decision supersedes."""
+    row = view.query_one(
+        f"SELECT {_DECISION} FROM authority_decisions d WHERE request_id = ?"  # noqa: S608
+        " AND NOT EXISTS (SELECT 1 FROM authority_decisions s WHERE s.supersedes_decision_id = d.id)",
+        (request_id,),
+    )
+    if row is None:
+        raise NotFoundError(kind="authority decision for tool request", entity_id=request_id[:80])
+    return _decision(row)
+
+
+def pending_requests_of_task(view: ReadView, task_id: TaskId) -> list[tuple[ToolRequestRow, DecisionRow]]:
+    """Requests of ``task_id`` whose decision in force is ``pending``, oldest first."""
+    request_columns = ", ".join(f"r.{name.strip()}" for name in _REQUEST.split(","))
+    decision_columns = ", ".join(f"d.{name.strip()}" for name in _DECISION.split(","))
+    rows = view.query_all(
+        f"SELECT {request_columns}, {decision_columns} FROM authority_decisions d"  # noqa: S608
+        " JOIN tool_requests r ON r.id = d.request_id"
+        " WHERE d.task_id = ? AND d.outcome = 'pending'"
+        " AND NOT EXISTS (SELECT 1 FROM authority_decisions s WHERE s.supersedes_decision_id = d.id)"
+        " ORDER BY r.requested_at_us, r.rowid",
+        (task_id.value,),
+    )
+    width = len(_REQUEST.split(","))
+    return [(_request(row[:width]), _decision(row[width:])) for row in rows]
+
+
+# ─── approvals ────────────────────────────────────────────────────────────────────────────────────
+
+
+def insert_approval(
+    tx: Transaction, *, approval_id: str, request: ToolRequestRow, decision_id: str, scope: str
+) -> ApprovalRow:
+    """Record an approval of ``request``'s exact operation identity in its task."""
+    rows = tx.execute(
+        f"INSERT INTO approvals ({_APPROVAL}) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, 0, ?) RETURNING {_APPROVAL}",  # noqa: S608
+        (approval_id, request.task_id.value, request.request_id, decision_id, request.identity.digest, scope,
+         now_us()),
+    )
+    return _approval(rows[0])
+
+
+def approval_by_id(view: ReadView, approval_id: str) -> ApprovalRow | None:
+    row = view.query_one(f"SELECT {_APPROVAL} FROM approvals WHERE id = ?", (approval_id,))  # noqa: S608
+    return None if row is None else _approval(row)
+
+
+def approval_for_request(view: ReadView, request_id: str) -> ApprovalRow | None:
+    """The approval a person gave when deciding ``request_id``, if any."""
+    row = view.query_one(f"SELECT {_APPROVAL} FROM approvals WHERE request_id = ?", (request_id,))  # noqa: S608
+    return None if row is None else _approval(row)
+
+
+def task_approvals_of_identity(view: ReadView, task_id: TaskId, identity: OperationIdentity) -> list[ApprovalRow]:
+    """Approvals recorded in ``task_id`` for exactly ``identity``."""
+    rows = view.query_all(
+        f"SELECT {_APPROVAL} FROM approvals WHERE task_id = ? AND operation_identity = ? ORDER BY created_at_us",  # noqa: S608
+        (task_id.value, identity.digest),
+    )
+    return [_approval(row) for row in rows]
+
+
+def consume_allow_once_approval(tx: Transaction, *, approval_id: str, execution_id: str) -> None:
+    """Mark an allow-once approval used by ``execution_id``; :class:`ConflictError` if it already was."""
+    rows = tx.execute(
+        "UPDATE approvals SET consumed_at_us = ?, consumed_by_execution_id = ?, revision = revision + 1"
+        " WHERE id = ? AND scope = 'allow-once' AND consumed_at_us IS NULL RETURNING id",
+        (now_us(), execution_id, approval_id),
+    )
+    if not rows:
+        raise ConflictError(f"allow-once approval {approval_id} was already used")
+
+
+# ─── denials ──────────────────────────────────────────────────────────────────────────────────────
+
+
+def insert_denial(
+    tx: Transaction, *, denial_id: str, task_id: TaskId, need: CapabilityNeed, decision_id: str, reason: str
+) -> DenialRow:
+    """Record that ``need`` is denied in ``task_id`` (for every tool, wrapper and working directory)."""
+    rows = tx.execute(
+        f"INSERT INTO denials ({_DENIAL}) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {_DENIAL}",  # noqa: S608
+        (denial_id, task_id.value, need.capability.value, need.resource, decision_id, reason, now_us()),
+    )
+    return _denial(rows[0])
+
+
+def denials_of_task(view: ReadView, task_id: TaskId) -> list[DenialRow]:
+    rows = view.query_all(
+        f"SELECT {_DENIAL} FROM denials WHERE task_id = ? ORDER BY created_at_us, rowid",  # noqa: S608
+        (task_id.value,),
+    )
+    return [_denial(row) for row in rows]
+
+
+def denials_of_decision(view: ReadView, decision_id: str) -> list[DenialRow]:
+    rows = view.query_all(
+        f"SELECT {_DENIAL} FROM denials WHERE decision_id = ? ORDER BY rowid", (decision_id,)  # noqa: S608
+    )
+    return [_denial(row) for row in rows]
+
+
+# ─── executions ───────────────────────────────────────────────────────────────────────────────────
+
+
+def insert_execution_intent(
+    tx: Transaction,
+    *,
+    execution_id: str,
+    request: ToolRequestRow,
+    decision_id: str,
+    approval_id: str | None,
+) -> ExecutionRow:
+    """Record that ``request`` is about to run (state ``intended``); at most one execution per request."""
+    rows = tx.execute(
+        f"INSERT INTO tool_executions (id, request_id, task_id, decision_id, approval_id, operation_identity,"  # noqa: S608
+        f" state, intended_at_us) VALUES (?, ?, ?, ?, ?, ?, 'intended', ?) RETURNING {_EXECUTION}",
+        (execution_id, request.request_id, request.task_id.value, decision_id, approval_id, request.identity.digest,
+         now_us()),
+    )
+    return _execution(rows[0])
+
+
+def execution_of_request(view: ReadView, request_id: str) -> ExecutionRow | None:
+    row = view.query_one(f"SELECT {_EXECUTION} FROM tool_executions WHERE request_id = ?", (request_id,))  # noqa: S608
+    return None if row is None else _execution(row)
+
+
+def mark_execution_running(tx: Transaction, *, execution_id: str) -> None:
+    """``intended`` → ``running`` (the worker accepted the request)."""
+    tx.execute(
+        "UPDATE tool_executions SET state = 'running', started_at_us = ? WHERE id = ? AND state = 'intended'",
+        (now_us(), execution_id),
+    )
+
+
+def record_execution_result(tx: Transaction, *, execution_id: str, result: ExecutionResultValues) -> ExecutionRow:
+    """End an unfinished execution with ``result``; :class:`ConflictError` if it already ended."""
+    rows = tx.execute(
+        "UPDATE tool_executions SET state = ?, failure_kind = ?, message = ?, exit_code = ?, content = ?,"  # noqa: S608
+        " stdout = ?, stderr = ?, content_truncated = ?, stdout_truncated = ?, stderr_truncated = ?,"
+        " content_sha256 = ?, duration_ms = ?, finished_at_us = ?"
+        f" WHERE id = ? AND state IN ('intended', 'running') RETURNING {_EXECUTION}",
+        (result.state, result.failure_kind, result.message, result.exit_code, result.content, result.stdout,
+         result.stderr, int(result.content_truncated), int(result.stdout_truncated), int(result.stderr_truncated),
+         result.content_sha256, result.duration_ms, now_us(), execution_id),
+    )
+    if not rows:
+        raise ConflictError(f"execution {execution_id} has already ended")
+    return _execution(rows[0])
+
+
+def unfinished_executions(view: ReadView) -> list[ExecutionRow]:
+    """Executions still ``intended`` or ``running`` (after a crash: their outcome is unknown)."""
+    rows = view.query_all(
+        f"SELECT {_EXECUTION} FROM tool_executions WHERE state IN ('intended', 'running')"  # noqa: S608
+        " ORDER BY intended_at_us, rowid"
+    )
+    return [_execution(row) for row in rows]

@@ -1,0 +1,98 @@
+"""The worker's startup configuration: one JSON line on stdin, never argv, never the environment.
+
+The token must not appear where other processes can read it (``/proc/<pid>/cmdline`` and ``environ``
+are readable by the same user), so the coordinator writes it to the worker's stdin. The line is bounded
+(64 KiB), must hold exactly the known fields, and every field is validated before anything is served.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from codeflux.domain.errors import InvalidValueError
+from codeflux.domain.ids import TaskId, WorkerLeaseId
+
+__all__ = ["MAX_SOCKET_PATH_BYTES", "STARTUP_PROTOCOL", "StartupConfig", "read_startup_config"]
+
+STARTUP_PROTOCOL: Final = 1
+MAX_SOCKET_PATH_BYTES: Final = 104  # sun_path holds 108 bytes on Linux, 104 on the BSDs; keep the smaller
+_MAX_LINE: Final = 64 * 1024
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{32,255}")
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_FIELDS: Final = frozenset({"protocol", "socket_path", "lease_id", "lease_token", "worktree", "task_id",
+                            "lease_interval_ms", "base_commit"})
+_KIND: Final = "worker startup configuration"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StartupConfig:
+    """Everything a worker needs to serve one lease."""
+
+    socket_path: Path
+    lease_id: WorkerLeaseId
+    lease_token: str
+    worktree: Path
+    task_id: TaskId
+    lease_interval_ms: int
+    base_commit: str | None
+
+    def __repr__(self) -> str:  # the token never reaches a log or a traceback
+        return f"StartupConfig(lease_id={self.lease_id}, task_id={self.task_id}, worktree={self.worktree!s})"
+
+
+def read_startup_config(stream: BinaryIO) -> StartupConfig:
+    """Read and validate exactly one line; :class:`InvalidValueError` for anything off."""
+    line = stream.readline(_MAX_LINE + 1)
+    if len(line) > _MAX_LINE or not line.endswith(b"\n"):
+        raise InvalidValueError(kind=_KIND, reason="expected one JSON line of at most 64 KiB on stdin")
+    try:
+        document = json.loads(line)
+    except ValueError:
+        raise InvalidValueError(kind=_KIND, reason="not valid JSON") from None
+    if not isinstance(document, dict) or set(document) != _FIELDS:
+        raise InvalidValueError(kind=_KIND, reason=f"expected exactly the fields {sorted(_FIELDS)}")
+    if document["protocol"] != STARTUP_PROTOCOL:
+        raise InvalidValueError(kind=_KIND, reason=f"unsupported protocol (this worker speaks {STARTUP_PROTOCOL})")
+    token = _text(document, "lease_token")
+    if _TOKEN.fullmatch(token) is None:
+        raise InvalidValueError(kind=_KIND, reason="lease_token must be 32-255 characters of [A-Za-z0-9_-]")
+    base_commit = document["base_commit"]
+    if base_commit is not None and (not isinstance(base_commit, str) or _COMMIT.fullmatch(base_commit) is None):
+        raise InvalidValueError(kind=_KIND, reason="base_commit must be a full lowercase commit id or null")
+    interval = document["lease_interval_ms"]
+    if type(interval) is not int or not 100 <= interval <= 60_000:
+        raise InvalidValueError(kind=_KIND, reason="lease_interval_ms must be an integer in 100..60000")
+    return StartupConfig(
+        socket_path=_socket_path(_text(document, "socket_path")),
+        lease_id=WorkerLeaseId.parse(_text(document, "lease_id")),
+        lease_token=token,
+        worktree=_absolute(_text(document, "worktree"), "worktree"),
+        task_id=TaskId.parse(_text(document, "task_id")),
+        lease_interval_ms=interval,
+        base_commit=base_commit,
+    )
+
+
+def _text(document: dict[str, object], name: str) -> str:
+    value = document[name]
+    if not isinstance(value, str) or "\x00" in value:
+        raise InvalidValueError(kind=_KIND, reason=f"{name} must be text without NUL bytes")
+    return value
+
+
+def _absolute(value: str, name: str) -> Path:
+    path = Path(value)
+    if not path.is_absolute():
+        raise InvalidValueError(kind=_KIND, reason=f"{name} must be an absolute path")
+    return path
+
+
+def _socket_path(value: str) -> Path:
+    path = _absolute(value, "socket_path")
+    if len(value.encode("utf-8")) > MAX_SOCKET_PATH_BYTES:
+        raise InvalidValueError(kind=_KIND, reason=f"socket_path is over {MAX_SOCKET_PATH_BYTES} bytes")
+    return path

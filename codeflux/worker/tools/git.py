@@ -1,0 +1,167 @@
+"""``inspect_diff``, ``git_status`` and ``git_log``, and the one way the worker runs git.
+
+git runs argv-only, in its own process group (killed when it ends), with a scrubbed environment —
+``GIT_CONFIG_NOSYSTEM=1``, ``GIT_CONFIG_GLOBAL=/dev/null``, ``GIT_TERMINAL_PROMPT=0``, literal pathspecs,
+discovery stopped at the worktree (``GIT_CEILING_DIRECTORIES``) — and with
+``-c core.hooksPath=/dev/null -c core.fsmonitor=false -c protocol.allow=never``, so no repository hook,
+fsmonitor program, external diff, text conversion or network transport ever runs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from codeflux.domain.errors import CodefluxError, ToolFailedError
+from codeflux.domain.execution import FailureKind
+from codeflux.domain.tools import BoundToolRequest
+from codeflux.worker.paths import resolve_worktree_path
+from codeflux.worker.tools.arguments import integer_argument, text_argument
+from codeflux.worker.tools.beneath import read_file_beneath
+from codeflux.worker.tools.context import ToolContext
+from codeflux.worker.tools.pump import OutputCapture, PumpEnd, pump_process
+from codeflux.worker.tools.results import ToolResult, succeeded_result
+
+__all__ = ["GitRun", "git_log", "git_status", "inspect_diff", "run_git"]
+
+GIT_OPTIONS: Final = (
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.fsmonitor=false",
+    "-c", "protocol.allow=never",
+    "-c", "core.pager=cat",
+    "-c", "color.ui=false",
+    "-c", "log.showSignature=false",
+    "-c", "core.quotePath=false",
+    "--no-pager",
+)  # fmt: skip
+_STDERR_LIMIT: Final = 16 * 1024
+_MAX_UNTRACKED_SHOWN: Final = 200
+_DEFAULT_LOG_COUNT: Final = 20
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GitRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+
+    def first_error_line(self) -> str:
+        lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        return lines[0][:300] if lines else f"git exited with code {self.returncode}"
+
+
+def run_git(context: ToolContext, arguments: Sequence[str], *, stdin: bytes = b"") -> GitRun:
+    """Run ``git <GIT_OPTIONS> arguments…`` in the worktree; raise on timeout, cancel or no git."""
+    environment = _git_environment(context)
+    git = shutil.which("git", path=environment["PATH"])
+    if git is None:
+        raise ToolFailedError(failure_kind=FailureKind.GIT_FAILED, message="git is not installed")
+    stdout = OutputCapture(limit=context.limits.max_output_bytes, redact=False)
+    stderr = OutputCapture(limit=_STDERR_LIMIT, redact=False)
+    try:
+        process = context.processes.spawn([git, *GIT_OPTIONS, *arguments], executable=None, cwd=context.worktree,
+                                          env=environment, stdin_piped=bool(stdin))
+    except OSError:
+        raise ToolFailedError(failure_kind=FailureKind.GIT_FAILED, message="git could not be started") from None
+    texts: dict[str, list[str]] = {"stdout": [], "stderr": []}
+    try:
+        pumping = pump_process(process, stdin=stdin, context=context, stdout=stdout, stderr=stderr)
+        while True:
+            try:
+                name, text = next(pumping)
+            except StopIteration as stop:
+                end: PumpEnd = stop.value
+                break
+            texts[name].append(text)
+    finally:
+        returncode = context.processes.finish(process)
+    if end is PumpEnd.TIMED_OUT:
+        raise ToolFailedError(failure_kind=FailureKind.TIMED_OUT, message="git ran past the time limit")
+    if end is PumpEnd.CANCELLED:
+        raise ToolFailedError(failure_kind=FailureKind.CANCELLED, message="cancelled")
+    return GitRun(returncode=returncode, stdout="".join(texts["stdout"]), stderr="".join(texts["stderr"]),
+                  stdout_truncated=stdout.truncated)
+
+
+def _git_environment(context: ToolContext) -> dict[str, str]:
+    environment = {name: context.environment[name] for name in ("PATH", "HOME", "TMPDIR")
+                   if name in context.environment}
+    environment.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    environment.update({
+        "LC_ALL": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_LITERAL_PATHSPECS": "1",
+        "GIT_CEILING_DIRECTORIES": str(context.worktree.parent),
+        "GIT_PAGER": "cat",
+    })  # fmt: skip
+    return environment
+
+
+def _pathspec(context: ToolContext, request: BoundToolRequest) -> list[str]:
+    relative = text_argument(request, "path")
+    if relative is None:
+        return []
+    resolved = resolve_worktree_path(context.worktree, relative, must_exist=False)
+    return ["--", "/".join(resolved.relative_to(context.worktree).parts)]
+
+
+def _checked(run: GitRun) -> GitRun:
+    if run.returncode != 0:
+        raise ToolFailedError(failure_kind=FailureKind.GIT_FAILED, message=run.first_error_line())
+    return run
+
+
+def inspect_diff(request: BoundToolRequest, context: ToolContext) -> ToolResult:
+    """The worktree's changes against the task's base commit (HEAD if none), untracked files included."""
+    base = context.base_commit or "HEAD"
+    pathspec = _pathspec(context, request)
+    tracked = _checked(run_git(context, ["diff", "--no-ext-diff", "--no-textconv", "--no-color",
+                                         "--find-renames", base, *(pathspec or ["--"])]))
+    listing = _checked(run_git(context, ["ls-files", "--others", "--exclude-standard", "-z",
+                                         *(pathspec or ["--"])]))
+    untracked = [name for name in listing.stdout.split("\x00") if name]
+    parts = [tracked.stdout, *(_new_file_diff(context, name) for name in untracked[:_MAX_UNTRACKED_SHOWN])]
+    changed = tracked.stdout.count("diff --git ") + len(untracked)
+    message = f"{changed} files differ from {'HEAD' if base == 'HEAD' else base[:12]}"
+    if len(untracked) > _MAX_UNTRACKED_SHOWN:
+        message += f" ({len(untracked) - _MAX_UNTRACKED_SHOWN} untracked files not shown)"
+    return succeeded_result(message, content="".join(parts), max_bytes=context.limits.max_output_bytes)
+
+
+def _new_file_diff(context: ToolContext, relative: str) -> str:
+    header = f"diff --git a/{relative} b/{relative}\n"
+    try:
+        file = read_file_beneath(context.worktree, relative.split("/"), max_bytes=context.limits.max_file_bytes)
+    except (CodefluxError, OSError):  # too large, a symlink (never followed), gone since listed
+        return header + "new file (content not shown: too large, a symbolic link or not a regular file)\n"
+    header += f"new file mode {'100755' if file.mode & 0o111 else '100644'}\n"
+    data = file.data
+    if b"\x00" in data:
+        return header + f"Binary file {relative} added\n"
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    body = "".join(f"+{line}\n" for line in lines)
+    return header + f"--- /dev/null\n+++ b/{relative}\n@@ -0,0 +1,{len(lines)} @@\n{body}"
+
+
+def git_status(request: BoundToolRequest, context: ToolContext) -> ToolResult:
+    """``git status`` in porcelain v1 form with the branch line, every untracked file listed."""
+    run = _checked(run_git(context, ["status", "--porcelain=v1", "--branch", "--untracked-files=all"]))
+    changes = max(len(run.stdout.splitlines()) - 1, 0)
+    return succeeded_result(f"{changes} changed or untracked paths", content=run.stdout,
+                            max_bytes=context.limits.max_output_bytes)
+
+
+def git_log(request: BoundToolRequest, context: ToolContext) -> ToolResult:
+    """The most recent commits (hash, date, author, subject), optionally only those touching ``path``."""
+    count = integer_argument(request, "max_count") or _DEFAULT_LOG_COUNT
+    run = _checked(run_git(context, ["log", f"--max-count={count}", "--date=iso-strict",
+                                     "--format=%H %ad %an%n    %s", *_pathspec(context, request)]))
+    commits = run.stdout.count("\n    ")
+    return succeeded_result(f"{commits} commits", content=run.stdout, max_bytes=context.limits.max_output_bytes)

@@ -1,0 +1,194 @@
+"""Moving bytes between a running program and the worker: stdin in, stdout and stderr out, bounded.
+
+:func:`pump_process` feeds the request's stdin, reads both output pipes as they fill, and yields text
+as it becomes releasable; it returns when the program has exited (and its pipes are drained), when the
+deadline passes, or when the execution is cancelled. It never kills anything itself: the caller ends
+every path with :meth:`ProcessGroups.finish`, which kills the whole group.
+
+Each stream goes through an :class:`OutputCapture`: raw bytes are capped at ``limit`` (the rest is read
+and dropped, so the program never blocks on a full pipe, and ``truncated`` is set), decoded as UTF-8 with
+replacement characters (non-UTF-8 output cannot break anything downstream), and — for command output —
+pattern-redacted through a :class:`~codeflux.redact.StreamRedactor`, so a secret split across reads is
+still caught. A program that exits while a background child keeps its pipes open is not waited for:
+whatever is already buffered is read for a short grace period, then the pump returns.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import os
+import selectors
+import subprocess
+import time
+from collections.abc import Generator
+from enum import StrEnum
+from typing import Final
+
+from codeflux.redact import StreamRedactor
+from codeflux.worker.processes import ProcessGroups
+from codeflux.worker.tools.context import ToolContext
+
+__all__ = ["OutputCapture", "PumpEnd", "pump_process"]
+
+_READ_SIZE: Final = 64 * 1024
+_TICK_S: Final = 0.05
+_DRAIN_GRACE_S: Final = 0.3
+
+
+class PumpEnd(StrEnum):
+    EXITED = "exited"
+    TIMED_OUT = "timed-out"
+    CANCELLED = "cancelled"
+
+
+class OutputCapture:
+    """One output stream: capped bytes → UTF-8 text (with replacement) → optionally redacted text."""
+
+    def __init__(self, *, limit: int, redact: bool) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._redactor = StreamRedactor() if redact else None
+        self._limit = limit
+        self.captured_bytes = 0
+        self.truncated = False
+
+    def feed(self, data: bytes) -> str:
+        """Text that can be released now for ``data`` (possibly empty)."""
+        room = self._limit - self.captured_bytes
+        if len(data) > room:
+            self.truncated = True
+            data = data[: max(room, 0)]
+        if not data:
+            return ""
+        self.captured_bytes += len(data)
+        text = self._decoder.decode(data)
+        return self._redactor.feed(text) if self._redactor is not None else text
+
+    def finish(self) -> str:
+        """The rest of the stream, once the program is done."""
+        text = self._decoder.decode(b"", final=True)
+        if self._redactor is None:
+            return text
+        return self._redactor.feed(text) + self._redactor.flush()
+
+
+def pump_process(
+    process: subprocess.Popen[bytes],
+    *,
+    stdin: bytes,
+    context: ToolContext,
+    stdout: OutputCapture,
+    stderr: OutputCapture,
+) -> Generator[tuple[str, str], None, PumpEnd]:
+    """Yield ``("stdout"|"stderr", text)`` as output arrives; return how the pumping ended."""
+    end = yield from _pump(process, stdin=stdin, context=context, captures={"stdout": stdout, "stderr": stderr})
+    for name, capture in (("stdout", stdout), ("stderr", stderr)):
+        rest = capture.finish()
+        if rest:
+            yield name, rest
+    return end
+
+
+def _pump(
+    process: subprocess.Popen[bytes], *, stdin: bytes, context: ToolContext, captures: dict[str, OutputCapture]
+) -> Generator[tuple[str, str], None, PumpEnd]:
+    with _Pipes(process, stdin=stdin) as pipes:
+        exited_at: float | None = None
+        while pipes.open():
+            stop = _stop_reason(context)
+            if stop is not None:
+                return stop
+            now = time.monotonic()
+            if exited_at is None and ProcessGroups.has_exited(process):
+                exited_at = now
+            if exited_at is not None and now - exited_at > _DRAIN_GRACE_S:
+                break  # a background child holds the pipes open; the caller kills the group
+            for name, data in pipes.exchange(timeout=min(_TICK_S, max(context.deadline - now, 0.0))):
+                text = captures[name].feed(data)
+                if text:
+                    yield name, text
+    pause = 0.0005
+    while not ProcessGroups.has_exited(process):  # pipes closed (usually: exiting right now)
+        stop = _stop_reason(context)
+        if stop is not None:
+            return stop
+        time.sleep(pause)
+        pause = min(pause * 2, _TICK_S)
+    return PumpEnd.EXITED
+
+
+class _Pipes:
+    """The program's three pipes under one selector: stdin written as it drains, outputs read as they fill."""
+
+    def __init__(self, process: subprocess.Popen[bytes], *, stdin: bytes) -> None:
+        self._process = process
+        self._selector = selectors.DefaultSelector()
+        self._streams: dict[int, str] = {}
+        self._pending = memoryview(stdin)
+        for name, pipe in (("stdout", process.stdout), ("stderr", process.stderr)):
+            if pipe is not None:
+                self._selector.register(pipe.fileno(), selectors.EVENT_READ)
+                self._streams[pipe.fileno()] = name
+        if process.stdin is not None:
+            os.set_blocking(process.stdin.fileno(), False)
+            self._selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
+
+    def __enter__(self) -> _Pipes:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._selector.close()
+
+    def open(self) -> bool:
+        return bool(self._selector.get_map())
+
+    def exchange(self, *, timeout: float) -> list[tuple[str, bytes]]:
+        """Write what stdin accepts, read what has arrived: ``(stream, bytes)`` pairs, EOFs unregistered."""
+        arrived: list[tuple[str, bytes]] = []
+        for key, _ in self._selector.select(timeout):
+            descriptor = int(key.fd)
+            if descriptor not in self._streams:
+                self._write_stdin()
+                continue
+            data = _read_some(descriptor)
+            if data is None:
+                continue
+            if data:
+                arrived.append((self._streams[descriptor], data))
+            else:
+                self._selector.unregister(descriptor)
+        return arrived
+
+    def _write_stdin(self) -> None:
+        pipe = self._process.stdin
+        if pipe is None:
+            return
+        try:
+            written = os.write(pipe.fileno(), self._pending[:_READ_SIZE]) if self._pending else 0
+        except BlockingIOError:
+            return
+        except OSError:  # the program closed its stdin (EPIPE): the rest is dropped
+            written = len(self._pending)
+        self._pending = self._pending[written:]
+        if not self._pending:
+            self._selector.unregister(pipe.fileno())
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
+def _stop_reason(context: ToolContext) -> PumpEnd | None:
+    if context.cancelled.is_set():
+        return PumpEnd.CANCELLED
+    if time.monotonic() >= context.deadline:
+        return PumpEnd.TIMED_OUT
+    return None
+
+
+def _read_some(descriptor: int) -> bytes | None:
+    """Bytes read (``b""`` at end of stream), or None when nothing is there after all."""
+    try:
+        return os.read(descriptor, _READ_SIZE)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""

@@ -1,0 +1,163 @@
+"""Benchmark: authority classification + identity throughput, and the full tool round trip vs a bare spawn.
+
+Run with `cmd/codeflux-dev bench authority`. Prints:
+
+* classification + identity: bind a raw request to its descriptor, describe the operation (pinned
+  executable), derive its sha256 identity and classify it — per request, over a mix of file tools and
+  commands (wrappers, shell strings, interpreters);
+* the full round trip of `run_command ["true"]`: request recorded with its decision (one transaction;
+  the exact operation was allowed for the task beforehand, so the system decides) → intent committed →
+  the real worker process runs `true` → redacted result committed; against a bare
+  `subprocess.run(["true"])` in the same run, rounds interleaved. Target: round trip ≤ 4× the bare spawn
+  at p50. For the breakdown it also times the worker's own share: `WorkerHandle.execute` of the same
+  pinned `true` with no database work.
+
+Nothing is asserted on time: the figures go to docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from codeflux.authority.classify import classify_tool_request
+from codeflux.authority.decide import DecisionOutcome, UserDecision
+from codeflux.coordinator.tool_driver import ToolDriver, resolve_executable_pin
+from codeflux.coordinator.workers import WorkerExecution, WorkerHandle
+from codeflux.domain.ids import TaskId, ToolRequestId
+from codeflux.domain.operations import ExecutablePin, derive_operation_identity, describe_operation
+from codeflux.domain.tasks import TaskState
+from codeflux.domain.tools import bind_tool_request
+from codeflux.store.location import DataLocation
+from codeflux.store.opening import open_store
+from codeflux.store.tasks import insert_task
+
+CLASSIFICATIONS = int(os.environ.get("CODEFLUX_BENCH_CLASSIFICATIONS", "20000"))
+ROUND_TRIPS = int(os.environ.get("CODEFLUX_BENCH_ROUNDTRIPS", "200"))
+ROUNDS = 3
+TARGET_RATIO = 4.0
+TASK = TaskId.parse("tsk_0123456789abcdef0123456789abcdef")
+PIN = ExecutablePin(path="/usr/bin/program", sha256="e" * 64)
+MIX: list[tuple[str, dict[str, object]]] = [
+    ("read_file", {"path": "src/app.py", "start_line": 1, "line_count": 200}),
+    ("grep", {"pattern": "def .*", "path": "src", "glob": "*.py"}),
+    ("write_file", {"path": "src/app.py", "content": "print('hello')\n" * 40}),
+    ("apply_patch", {"patch": "--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-a\n+b\n"}),
+    ("run_command", {"argv": ["pytest", "-q", "tests/unit"]}),
+    ("run_command", {"argv": ["curl", "-s", "https://example.com/api"]}),
+    ("run_command", {"argv": ["sh", "-c", "cd src && make test | tee ../log.txt"]}),
+    ("run_command", {"argv": ["env", "FOO=1", "timeout", "30", "python3", "-c", "import urllib.request"]}),
+]
+
+
+def _percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def _timed(count: int, step: Callable[[int], object]) -> list[float]:
+    latencies = []
+    for n in range(count):
+        started = time.perf_counter()
+        step(n)
+        latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+def classify_and_identify(n: int) -> None:
+    tool, raw = MIX[n % len(MIX)]
+    request = bind_tool_request(tool, raw)
+    operation = describe_operation(request, task_id=TASK, executable=PIN if request.descriptor.runs_program else None)
+    derive_operation_identity(operation)
+    classify_tool_request(request)
+
+
+def make_repository(root: Path) -> Path:
+    repository = root / "repo"
+    repository.mkdir()
+    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "GIT_CONFIG_NOSYSTEM": "1",
+                   "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid",
+                   "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}
+    (repository / "README.md").write_text("bench\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "bench"]):
+        subprocess.run(["git", "-c", "core.hooksPath=/dev/null", *args], cwd=repository, env=environment,
+                       check=True, capture_output=True)
+    return repository
+
+
+def main() -> int:
+    print(f"authority benchmark: {CLASSIFICATIONS} classifications; {ROUNDS} x {ROUND_TRIPS} round trips per side")
+    classify_and_identify(0)
+    started = time.perf_counter()
+    latencies = _timed(CLASSIFICATIONS, classify_and_identify)
+    elapsed = time.perf_counter() - started
+    print(f"  classification + identity   {CLASSIFICATIONS / elapsed:8.0f} /s   "
+          f"p50 {statistics.median(latencies) * 1e6:6.1f} us   p99 {_percentile(latencies, 0.99) * 1e6:6.1f} us")
+
+    with tempfile.TemporaryDirectory(prefix="codeflux-bench-") as folder:
+        root = Path(folder)
+        repository = make_repository(root)
+        db = open_store(DataLocation(directory=root / "data"), create=True, migrate=True)
+        db.write(lambda tx: insert_task(tx, task_id=TASK, repository_root=repository, worktree=repository,
+                                        state=TaskState.RUNNING))
+        try:
+            with ToolDriver(db, state_dir=root / "data" / "workers") as driver:
+                first = driver.submit_tool_request(TASK, "run_command", {"argv": ["true"]}, idempotency_key="warm")
+                driver.decide(first.request_id, UserDecision.ALLOW_FOR_TASK, reason="benchmark")
+                driver.execute(first.request_id)
+
+                def round_trip(n: int) -> None:
+                    key = f"bench-{time.perf_counter_ns()}-{n}"
+                    submitted = driver.submit_tool_request(TASK, "run_command", {"argv": ["true"]},
+                                                           idempotency_key=key)
+                    if submitted.outcome is not DecisionOutcome.ALLOWED_FOR_TASK:
+                        raise SystemExit(f"unexpected decision {submitted.outcome}")
+                    record = driver.execute(submitted.request_id)
+                    if record.state != "succeeded":
+                        raise SystemExit(f"unexpected result {record.state}: {record.message}")
+
+                def bare(_: int) -> None:
+                    subprocess.run(["true"], check=True)
+
+                request = bind_tool_request("run_command", {"argv": ["true"]})
+                pin = resolve_executable_pin("true", worktree=repository, search_path=os.environ.get("PATH", ""))
+                identity = derive_operation_identity(describe_operation(request, task_id=TASK, executable=pin))
+                with WorkerHandle.start(task_id=TASK, worktree=repository, state_dir=root / "solo") as solo:
+
+                    def worker_only(_: int) -> None:
+                        solo.execute(WorkerExecution.for_request(
+                            request_id=ToolRequestId.from_entropy(os.urandom(16)), task_id=TASK,
+                            operation_identity=identity, request=request, executable=pin))
+
+                    bare_samples: list[float] = []
+                    trip_samples: list[float] = []
+                    worker_samples: list[float] = []
+                    for _ in range(ROUNDS):
+                        bare_samples += _timed(ROUND_TRIPS, bare)
+                        trip_samples += _timed(ROUND_TRIPS, round_trip)
+                        worker_samples += _timed(ROUND_TRIPS, worker_only)
+        finally:
+            db.close()
+
+    bare_p50, trip_p50 = statistics.median(bare_samples), statistics.median(trip_samples)
+    ratio = trip_p50 / bare_p50
+    print(f"  bare subprocess.run(true)   p50 {bare_p50 * 1e3:6.2f} ms   p99 "
+          f"{_percentile(bare_samples, 0.99) * 1e3:6.2f} ms")
+    print(f"  full round trip (true)      p50 {trip_p50 * 1e3:6.2f} ms   p99 "
+          f"{_percentile(trip_samples, 0.99) * 1e3:6.2f} ms")
+    worker_p50 = statistics.median(worker_samples)
+    print(f"  of which worker.execute     p50 {worker_p50 * 1e3:6.2f} ms   p99 "
+          f"{_percentile(worker_samples, 0.99) * 1e3:6.2f} ms   ({worker_p50 / bare_p50:4.2f}x the bare spawn alone)")
+    verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
+    print(f"  round trip / bare spawn       {ratio:5.2f}x   target <= {TARGET_RATIO:.2f}x at p50   {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
