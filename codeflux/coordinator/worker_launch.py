@@ -76,7 +76,9 @@ def launch_worker(
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
         process = subprocess.Popen(
-            [sys.executable, "-I", "-m", "codeflux.worker"],
+            # -I: no PYTHON* variables, no cwd on sys.path; -B: never write __pycache__ (isolated mode
+            # ignores PYTHONDONTWRITEBYTECODE, and the install tree is not the worker's to change).
+            [sys.executable, "-I", "-B", "-m", "codeflux.worker"],
             cwd=worktree,
             env=build_worker_environment(base=base_environment, home=home, tmpdir=tmpdir),
             stdin=subprocess.PIPE,

@@ -100,7 +100,7 @@ def test_a_worker_for_a_missing_worktree_does_not_start(tmp_path: Path) -> None:
 
 def test_bad_startup_configuration_exits_2_without_echoing_the_token(task: TaskWorktree) -> None:
     line = json.dumps({"protocol": 1, "lease_token": "short-" + "t" * 10, "extra": True}) + "\n"
-    completed = subprocess.run([sys.executable, "-I", "-m", "codeflux.worker"], input=line.encode(),
+    completed = subprocess.run([sys.executable, "-I", "-B", "-m", "codeflux.worker"], input=line.encode(),
                                capture_output=True, cwd=task.worktree, timeout=60, check=False)
     assert completed.returncode == 2
     assert b"startup configuration" in completed.stderr
