@@ -1,0 +1,307 @@
+"""The stage catalog: 37 stages in 7 phases, each with its gate, prerequisites and abilities.
+
+A stage's **name is its identity** (:class:`StageName`); the number only orders (the ledger stores
+both). Each :class:`Stage` says:
+
+* ``gate`` — what must hold for the stage to count as ``satisfied``. For a stage codeflux performs today
+  the gate states exactly what is checked, never more (a gate that claims more than its check is the
+  reference's over-claiming we avoid).
+* ``prerequisites`` — earlier stages whose gate must have held. A stage whose prerequisite failed or was
+  blocked is itself blocked (see :mod:`codeflux.domain.pipeline.outcomes`). Every edge points to a
+  lower number, and every stage is reachable from ``instructions``.
+* ``sends_back`` — a failure returns the work to the implementation loop (possibly on a higher rung of
+  the ladder) instead of ending the run: ``atom-verification``, ``assembly``, ``end-to-end-tests``,
+  ``adversarial``.
+* ``performable`` — codeflux can evaluate the gate today. Every other stage is recorded honestly as
+  ``not-implemented``, and may never be recorded ``satisfied``, ``failed`` or ``skipped``.
+
+The order inside a phase is an argument, and the prerequisites encode it: test cases come from the
+contract, not the implementation; tests exist before the thing they test; anti-pattern detection comes
+after verification; optimization only after mutation scoring; documentation last.
+
+``evidence-bundle`` depends only on ``instructions`` and ``atomic-instructions``, not on the checks
+before it holding: the bundle is where failed and unexamined checks are reported, so it must be built
+precisely when they did not hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Final
+
+from codeflux.domain.errors import InvalidValueError
+
+__all__ = [
+    "PERFORMABLE_STAGES",
+    "SEND_BACK_STAGES",
+    "STAGES",
+    "PipelinePhase",
+    "Stage",
+    "StageName",
+    "stage_named",
+    "transitive_prerequisites",
+]
+
+
+class PipelinePhase(StrEnum):
+    """The seven phases, stored and shown by letter; :attr:`label` is the phase's name."""
+
+    SPECIFICATION = "A"
+    ATOMS = "B"
+    MOLECULES = "C"
+    CONTROL_FLOW = "D"
+    PROGRAM = "E"
+    VERIFICATION_DEPTH = "F"
+    DELIVERY = "G"
+
+    @property
+    def label(self) -> str:
+        """The phase's name as people read it (``Specification``, ``Verification depth``)."""
+        return self.name.replace("_", " ").capitalize()
+
+
+class StageName(StrEnum):
+    """The identity of each stage, in stage-number order."""
+
+    INSTRUCTIONS = "instructions"
+    CLARIFICATION = "clarification"
+    ATOMIC_INSTRUCTIONS = "atomic-instructions"
+    DECOMPOSITION_COVERAGE = "decomposition-coverage"
+    CONTRACTS = "contracts"
+    RECALL = "recall"
+    ATOM_CASE_SYNTHESIS = "atom-case-synthesis"
+    ATOM_EXAMPLE_TESTS = "atom-example-tests"
+    ATOM_PROPERTY_TESTS = "atom-property-tests"
+    ATOMS = "atoms"
+    ATOM_VERIFICATION = "atom-verification"
+    ATOM_FUZZ = "atom-fuzz"
+    ATOM_MUTATION = "atom-mutation"
+    ANTI_PATTERNS = "anti-patterns"
+    ATOM_OPTIMIZATION = "atom-optimization"
+    ATOM_COMPLEXITY = "atom-complexity"
+    ATOM_DOCUMENTATION = "atom-documentation"
+    COMPOSITION_OBLIGATIONS = "composition-obligations"
+    MOLECULE_TESTS = "molecule-tests"
+    MOLECULES = "molecules"
+    MOLECULE_VERIFICATION = "molecule-verification"
+    CONTROL_OBLIGATIONS = "control-obligations"
+    CONTROL_TESTS = "control-tests"
+    CONTROL_FLOW = "control-flow"
+    PATH_COVERAGE = "path-coverage"
+    ASSEMBLY = "assembly"
+    PROGRAM = "program"
+    INTEGRATION_TESTS = "integration-tests"
+    END_TO_END_TESTS = "end-to-end-tests"
+    GLOBAL_INVARIANTS = "global-invariants"
+    ADVERSARIAL = "adversarial"
+    REPETITION = "repetition"
+    PLATFORM_MATRIX = "platform-matrix"
+    NON_FUNCTIONAL = "non-functional"
+    EVIDENCE_BUNDLE = "evidence-bundle"
+    HUMAN_ACCEPTANCE = "human-acceptance"
+    DELIVER = "deliver"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stage:
+    """One declared stage of the pipeline."""
+
+    number: int
+    name: StageName
+    phase: PipelinePhase
+    gate: str
+    prerequisites: tuple[StageName, ...]
+    sends_back: bool
+    performable: bool
+
+
+_N = StageName
+_P = PipelinePhase
+
+
+def _stage(
+    number: int,
+    name: StageName,
+    phase: PipelinePhase,
+    gate: str,
+    *prerequisites: StageName,
+    sends_back: bool = False,
+    performable: bool = False,
+) -> Stage:
+    return Stage(
+        number=number,
+        name=name,
+        phase=phase,
+        gate=gate,
+        prerequisites=prerequisites,
+        sends_back=sends_back,
+        performable=performable,
+    )
+
+
+STAGES: Final[tuple[Stage, ...]] = (
+    # A Specification
+    _stage(1, _N.INSTRUCTIONS, _P.SPECIFICATION,
+           "At least one executable acceptance example is derived from the requirement "
+           "(a command with its expected output, or a named test).",
+           performable=True),
+    _stage(2, _N.CLARIFICATION, _P.SPECIFICATION,
+           "No material ambiguity is left: each was asked and answered, or a bounded reading is stated "
+           "as an assumption.",
+           _N.INSTRUCTIONS),
+    _stage(3, _N.ATOMIC_INSTRUCTIONS, _P.SPECIFICATION,
+           "A plan splits the requirement into single-purpose steps, each with its expected files and "
+           "the part of the requirement it serves.",
+           _N.CLARIFICATION, performable=True),
+    _stage(4, _N.DECOMPOSITION_COVERAGE, _P.SPECIFICATION,
+           "Every acceptance criterion maps to at least one step, and every step to a criterion.",
+           _N.INSTRUCTIONS, _N.ATOMIC_INSTRUCTIONS),
+    _stage(5, _N.CONTRACTS, _P.SPECIFICATION,
+           "Each unit to write has a declared contract: signature, types, pre- and postconditions, "
+           "effects and errors.",
+           _N.ATOMIC_INSTRUCTIONS),
+    _stage(6, _N.RECALL, _P.SPECIFICATION,
+           "Where a verified unit with the same contract is known, it is reused and re-verified against "
+           "this run's cases.",
+           _N.CONTRACTS),
+    # B Atoms
+    _stage(7, _N.ATOM_CASE_SYNTHESIS, _P.ATOMS,
+           "A ladder of inputs is derived from each atom's contract (straightforward, degenerate, edge, "
+           "complex, wrong, pathological), and every case is executed by a test.",
+           _N.CONTRACTS),
+    _stage(8, _N.ATOM_EXAMPLE_TESTS, _P.ATOMS,
+           "Example tests exist for every atom before its body does, and they fail against a stub.",
+           _N.ATOM_CASE_SYNTHESIS),
+    _stage(9, _N.ATOM_PROPERTY_TESTS, _P.ATOMS,
+           "Every postcondition has at least one property test over generated inputs.",
+           _N.CONTRACTS),
+    _stage(10, _N.ATOMS, _P.ATOMS,
+           "Each atom meets its contract and reads nothing outside its arguments.",
+           _N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS),
+    _stage(11, _N.ATOM_VERIFICATION, _P.ATOMS,
+           "All atom tests pass, repeated with recorded seeds.",
+           _N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS, _N.ATOMS, sends_back=True),
+    _stage(12, _N.ATOM_FUZZ, _P.ATOMS,
+           "Every parsing boundary is fuzzed within its time budget without an undeclared exception or "
+           "a hang.",
+           _N.ATOMS),
+    _stage(13, _N.ATOM_MUTATION, _P.ATOMS,
+           "The mutation score on changed lines reaches the configured threshold.",
+           _N.ATOM_VERIFICATION),
+    _stage(14, _N.ANTI_PATTERNS, _P.ATOMS,
+           "Changed lines carry no swallowed error, mutable global, flag argument, shadowing, untyped "
+           "parameter, exit outside main or deep nesting.",
+           _N.ATOM_VERIFICATION),
+    _stage(15, _N.ATOM_OPTIMIZATION, _P.ATOMS,
+           "A simpler rewrite keeps identical test results and agrees with the original on generated "
+           "inputs.",
+           _N.ATOM_MUTATION),
+    _stage(16, _N.ATOM_COMPLEXITY, _P.ATOMS,
+           "Each atom's claimed complexity bound is confirmed by measured growth.",
+           _N.ATOM_OPTIMIZATION),
+    _stage(17, _N.ATOM_DOCUMENTATION, _P.ATOMS,
+           "Each atom documents its purpose, inputs, outputs, algorithm and reuse facts.",
+           _N.ATOM_VERIFICATION, _N.ATOM_FUZZ, _N.ATOM_MUTATION, _N.ANTI_PATTERNS, _N.ATOM_OPTIMIZATION,
+           _N.ATOM_COMPLEXITY),
+    # C Molecules
+    _stage(18, _N.COMPOSITION_OBLIGATIONS, _P.MOLECULES,
+           "Each composition of atoms records a durable obligation.",
+           _N.ATOM_VERIFICATION),
+    _stage(19, _N.MOLECULE_TESTS, _P.MOLECULES,
+           "Tests written from the composition obligations exist and fail against a stub.",
+           _N.COMPOSITION_OBLIGATIONS),
+    _stage(20, _N.MOLECULES, _P.MOLECULES,
+           "No composition obligation is left open.",
+           _N.MOLECULE_TESTS),
+    _stage(21, _N.MOLECULE_VERIFICATION, _P.MOLECULES,
+           "Composition obligations are discharged by passing tests, or the open ones are named.",
+           _N.MOLECULE_TESTS, _N.MOLECULES),
+    # D Control flow
+    _stage(22, _N.CONTROL_OBLIGATIONS, _P.CONTROL_FLOW,
+           "Every branch arc of changed control flow records a durable obligation.",
+           _N.MOLECULE_VERIFICATION),
+    _stage(23, _N.CONTROL_TESTS, _P.CONTROL_FLOW,
+           "Every control obligation is reached by a test.",
+           _N.CONTROL_OBLIGATIONS),
+    _stage(24, _N.CONTROL_FLOW, _P.CONTROL_FLOW,
+           "Every control obligation is discharged by a passing test.",
+           _N.CONTROL_TESTS),
+    _stage(25, _N.PATH_COVERAGE, _P.CONTROL_FLOW,
+           "Branch coverage of changed lines reaches the configured threshold.",
+           _N.CONTROL_TESTS, _N.CONTROL_FLOW),
+    # E Program
+    _stage(26, _N.ASSEMBLY, _P.PROGRAM,
+           "The changed package compiles and imports in the task worktree before anything else runs.",
+           _N.CONTROL_FLOW, sends_back=True, performable=True),
+    _stage(27, _N.PROGRAM, _P.PROGRAM,
+           "A runnable program or installable build is produced from the worktree.",
+           _N.ASSEMBLY),
+    _stage(28, _N.INTEGRATION_TESTS, _P.PROGRAM,
+           "The repository's detected test command (pytest with junit XML) runs on this diff and every "
+           "collected test passes.",
+           _N.PROGRAM, performable=True),
+    _stage(29, _N.END_TO_END_TESTS, _P.PROGRAM,
+           "Every acceptance example is reproduced exactly against the built program.",
+           _N.INSTRUCTIONS, _N.PROGRAM, sends_back=True),
+    # F Verification depth
+    _stage(30, _N.GLOBAL_INVARIANTS, _P.VERIFICATION_DEPTH,
+           "Whole-program properties hold: no forbidden capability (network, subprocess, unsafe "
+           "deserialization) is reachable from the change.",
+           _N.PROGRAM),
+    _stage(31, _N.ADVERSARIAL, _P.VERIFICATION_DEPTH,
+           "Hostile input (nothing, garbage, empty, huge) causes no crash, hang or leaked secret.",
+           _N.PROGRAM, sends_back=True),
+    _stage(32, _N.REPETITION, _P.VERIFICATION_DEPTH,
+           "Repeated runs with recorded seeds give the same results: no flaky test.",
+           _N.INTEGRATION_TESTS, _N.END_TO_END_TESTS),
+    _stage(33, _N.PLATFORM_MATRIX, _P.VERIFICATION_DEPTH,
+           "The suite runs on every local interpreter the project claims; other platforms are stated as "
+           "claimed, not run.",
+           _N.PROGRAM),
+    _stage(34, _N.NON_FUNCTIONAL, _P.VERIFICATION_DEPTH,
+           "The suite's time stays within tolerance of this host's recorded baseline.",
+           _N.INTEGRATION_TESTS, _N.END_TO_END_TESTS),
+    # G Delivery
+    _stage(35, _N.EVIDENCE_BUNDLE, _P.DELIVERY,
+           "Every claim links to its evidence: what ran, on which diff identity, with what result, and "
+           "what was not examined.",
+           _N.INSTRUCTIONS, _N.ATOMIC_INSTRUCTIONS, performable=True),
+    _stage(36, _N.HUMAN_ACCEPTANCE, _P.DELIVERY,
+           "A person accepted, rejected or asked for changes to this exact diff, having seen its evidence.",
+           _N.EVIDENCE_BUNDLE, performable=True),
+    _stage(37, _N.DELIVER, _P.DELIVERY,
+           "The accepted change landed on the user's branch, with its evidence and provenance recorded.",
+           _N.EVIDENCE_BUNDLE, _N.HUMAN_ACCEPTANCE, performable=True),
+)  # fmt: skip
+"""The 37 stages in number order."""
+
+_BY_NAME: Final[Mapping[str, Stage]] = MappingProxyType({stage.name.value: stage for stage in STAGES})
+
+SEND_BACK_STAGES: Final = frozenset(stage.name for stage in STAGES if stage.sends_back)
+"""The gates whose failure returns work to the implementation loop."""
+
+PERFORMABLE_STAGES: Final = frozenset(stage.name for stage in STAGES if stage.performable)
+"""The stages codeflux evaluates today; every other one is recorded ``not-implemented``."""
+
+
+def stage_named(name: str) -> Stage:
+    """The stage whose identity is ``name``; :class:`InvalidValueError` for any other text."""
+    stage = _BY_NAME.get(name)
+    if stage is None:
+        raise InvalidValueError(kind="pipeline stage", reason=f"no stage is named {name!r}")
+    return stage
+
+
+def transitive_prerequisites(name: StageName) -> frozenset[StageName]:
+    """Every stage that must have held, directly or through another prerequisite, before ``name`` runs."""
+    found: set[StageName] = set()
+    pending = list(stage_named(name).prerequisites)
+    while pending:
+        prerequisite = pending.pop()
+        if prerequisite not in found:
+            found.add(prerequisite)
+            pending.extend(stage_named(prerequisite).prerequisites)
+    return frozenset(found)
