@@ -13,6 +13,7 @@ to these classes by the adapter that met them and chained with ``from``.
     │   │   └── CurrencyMismatchError    money in two currencies added, subtracted or compared
     │   ├── ToolRequestInvalidError      unknown tool/argument, missing, wrong type or too large
     │   ├── UnsafeArgumentError          a NUL byte or non-Unicode text in an operation; refused
+    │   ├── PlanInvalidError             a plan does not fit the plan schema (fields, types, sizes, paths)
     │   ├── EndpointRefusedError         a provider base URL breaks the endpoint rules; never used
     │   └── PathRefusedError             a worktree path is absolute, has '..', '.git', a symlink…
     │       └── PathNotFoundError        a worktree path that must exist does not
@@ -26,22 +27,39 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── MigrationChecksumError       an applied migration differs from the shipped file
     │   ├── CredentialStoreUnavailableError  no usable OS credential store
     │   ├── CredentialNotFoundError      no credential stored for that provider
+    │   ├── RepositoryNotUsableError     not a git repository with a commit (the error says which)
+    │   ├── WorktreeNotUsableError       a task worktree is missing, foreign, off its branch or base
+    │   ├── CheckoutNotCleanError        the user's checkout has uncommitted changes or an operation
+    │   ├── DetachedHeadError            the user's checkout has no current branch to land a change on
+    │   ├── ModelCallRefusedError        the task's state lets no model call start (paused, ended)
+    │   ├── TaskLimitReachedError        4 tasks are active, or one already holds the repository
+    │   ├── RepositoryChangedError       the repository is not the one the task was created for
     │   └── AuthorityRefusedError        the authority engine refused the operation; it did not run
     │       ├── CapabilityDeniedError    a recorded denial covers a capability the request needs
     │       └── TaskInactiveError        the task is not running or validating; only reads may run
     ├── DecisionNeededError              a person must decide and prompting is off         (exit 4)
-    │   └── ApprovalRequiredError        the tool request waits for allow-once/allow-for-task/deny
+    │   ├── ApprovalRequiredError        the tool request waits for allow-once/allow-for-task/deny
+    │   ├── BudgetExhaustedError         the task's hard budget is reached; it is paused until raised
+    │   ├── BudgetDecisionNeededError    an overrun, unknown charge, unknown price or no budget
+    │   ├── EndpointApprovalRequiredError  a non-default provider base URL is not approved yet
+    │   ├── DirtyTreeNotAcknowledgedError  uncommitted changes not acknowledged (or changed since)
+    │   ├── PlanNotApprovedError         the task's current plan revision has no approval yet
+    │   └── RungApprovalRequiredError    the ladder rung capable:max asks before its first call
     ├── StalledError                     retries are exhausted / circuit broken            (exit 5)
     ├── NotFoundError                    an entity of a kind with an id does not exist     (exit 1)
     ├── ConflictError                    the request conflicts with recorded state         (exit 1)
     │   ├── StaleRevisionError           compare-and-set on an aggregate revision failed
     │   ├── IdempotencyConflictError     same idempotency key, different request
+    │   ├── PlanChangedError             the plan revision or its hash is not the current one
+    │   ├── StageAlreadyRecordedError    the stage already has its outcome in this run's ledger
+    │   ├── DiffChangedError             the task diff changed since it was reviewed
     │   └── DecisionAlreadyRecordedError  the tool request was already decided differently
     ├── TransitionNotAllowedError        a state machine refused a transition              (exit 1)
     ├── SecretLeakError                  output would have carried a secret; nothing written (exit 1)
     ├── OperationFailedError             a valid request failed for a stated reason        (exit 1)
     │   ├── IntegrityCheckFailedError    integrity-check found problems; the findings are printed
     │   ├── ToolFailedError              a tool met a stated failure (no match, hash mismatch, …)
+    │   ├── GitOperationFailedError      git (libgit2) could not do what was asked
     │   ├── WorkerStartError             a worker process did not start or announce readiness
     │   └── WorkerClosedError            a worker handle was used after stop()
     ├── ProviderError                    a model provider call gave no usable reply         (exit 1)
@@ -63,7 +81,10 @@ from __future__ import annotations
 __all__ = [
     "ApprovalRequiredError",
     "AuthorityRefusedError",
+    "BudgetDecisionNeededError",
+    "BudgetExhaustedError",
     "CapabilityDeniedError",
+    "CheckoutNotCleanError",
     "CodefluxError",
     "ConflictError",
     "CredentialNotFoundError",
@@ -75,7 +96,11 @@ __all__ = [
     "DatabaseNewerError",
     "DecisionAlreadyRecordedError",
     "DecisionNeededError",
+    "DetachedHeadError",
+    "DiffChangedError",
+    "EndpointApprovalRequiredError",
     "EndpointRefusedError",
+    "GitOperationFailedError",
     "IdempotencyConflictError",
     "InexactNumberError",
     "IntegrityCheckFailedError",
@@ -83,6 +108,7 @@ __all__ = [
     "MigrationChecksumError",
     "MigrationFailedError",
     "MigrationLockedError",
+    "ModelCallRefusedError",
     "NotFoundError",
     "OperationFailedError",
     "OutputExistsError",
@@ -94,6 +120,8 @@ __all__ = [
     "ProviderRejectedError",
     "ProviderReplyInvalidError",
     "ProviderUnavailableError",
+    "RepositoryNotUsableError",
+    "RungApprovalRequiredError",
     "ScriptExhaustedError",
     "SecretLeakError",
     "StaleRevisionError",
@@ -112,6 +140,7 @@ __all__ = [
     "UsageError",
     "WorkerClosedError",
     "WorkerStartError",
+    "WorktreeNotUsableError",
 ]
 
 
@@ -306,6 +335,71 @@ class CredentialNotFoundError(PrerequisiteError):
         self.provider = provider
 
 
+class RepositoryNotUsableError(PrerequisiteError):
+    """``path`` cannot be opened as a repository; ``problem`` says which requirement failed.
+
+    ``problem`` is one of ``not-a-directory``, ``not-a-repository``, ``bare``, ``no-commits``,
+    ``unreadable``; ``detail`` says what to do in words.
+    """
+
+    def __init__(self, *, path: str, problem: str, detail: str) -> None:
+        super().__init__(f"{path} cannot be used as a repository ({problem}): {detail}")
+        self.path = path
+        self.problem = problem
+        self.detail = detail
+
+
+class WorktreeNotUsableError(PrerequisiteError):
+    """Task ``task_id``'s worktree cannot be created or used; ``problem`` names the failed check.
+
+    ``problem`` is one of ``missing``, ``path-exists``, ``not-a-worktree``, ``foreign-repository``,
+    ``wrong-branch``, ``not-descended-from-base``, ``branch-exists``, ``name-taken``, ``base-missing``,
+    ``overlaps-repository``. Nothing was edited or diffed.
+    """
+
+    def __init__(self, *, task_id: str, problem: str, detail: str) -> None:
+        super().__init__(f"the worktree of task {task_id} cannot be used ({problem}): {detail}")
+        self.task_id = task_id
+        self.problem = problem
+        self.detail = detail
+
+
+class CheckoutNotCleanError(PrerequisiteError):
+    """The user's checkout cannot take a change: uncommitted ``paths`` and/or in-progress ``operations``.
+
+    ``paths`` lists every path in the way, sorted (the message shows the first few); ``operations``
+    lists git operations in progress (``merge``, ``rebase``, …). Nothing was changed.
+    """
+
+    _SHOWN = 5
+
+    def __init__(self, *, paths: tuple[str, ...], operations: tuple[str, ...] = ()) -> None:
+        problems = []
+        if operations:
+            problems.append(f"a {' and a '.join(operations)} in progress")
+        if paths:
+            shown = ", ".join(paths[: self._SHOWN]) + (", …" if len(paths) > self._SHOWN else "")
+            noun = "path" if len(paths) == 1 else "paths"
+            problems.append(f"{len(paths)} {noun} with changes in the way ({shown})")
+        super().__init__(
+            f"the checkout has {' and '.join(problems) or 'changes'}; commit, stash or finish them, "
+            "then try again"
+        )
+        self.paths = paths
+        self.operations = operations
+
+
+class DetachedHeadError(PrerequisiteError):
+    """The user's checkout is on a detached HEAD (at ``head``), so there is no branch to land a change on."""
+
+    def __init__(self, *, head: str) -> None:
+        super().__init__(
+            f"the checkout has a detached HEAD (at {head[:12]}); check out the branch the change should "
+            "land on, then try again"
+        )
+        self.head = head
+
+
 class AuthorityRefusedError(PrerequisiteError):
     """The authority engine refused a tool request; nothing ran. ``request_id`` names the request."""
 
@@ -339,6 +433,17 @@ class TaskInactiveError(AuthorityRefusedError):
         self.state = state
 
 
+class ModelCallRefusedError(PrerequisiteError):
+    """Task ``task_id`` is ``state``, where no model call may start (paused, waiting for a person, ended)."""
+
+    def __init__(self, *, task_id: str, state: str) -> None:
+        super().__init__(
+            f"task {task_id} is {state}; a model call starts only while it is forecasting, running or validating"
+        )
+        self.task_id = task_id
+        self.state = state
+
+
 class DecisionNeededError(CodefluxError):
     """A person has to decide (approval, plan approval, budget) and prompting is off."""
 
@@ -353,6 +458,50 @@ class ApprovalRequiredError(DecisionNeededError):
         )
         self.request_id = request_id
         self.needs = needs
+
+
+class BudgetExhaustedError(DecisionNeededError):
+    """Task ``task_id`` reached its hard budget: no new paid call starts, calls in flight settle, and the
+    task is paused until the person raises the limit, finishes or stops it. ``reason`` gives the figures."""
+
+    def __init__(self, *, task_id: str, reason: str) -> None:
+        super().__init__(
+            f"task {task_id} reached its hard budget: {reason}; raise the limit, finish or stop the task"
+        )
+        self.task_id = task_id
+        self.reason = reason
+
+
+class BudgetDecisionNeededError(DecisionNeededError):
+    """Task ``task_id``'s paid calls wait for a person: an overrun or unknown charge awaits
+    acknowledgement, the call's price is unknown, or no budget is set. ``reason`` says which."""
+
+    def __init__(self, *, task_id: str, reason: str) -> None:
+        super().__init__(f"task {task_id} needs a budget decision: {reason}")
+        self.task_id = task_id
+        self.reason = reason
+
+
+class EndpointApprovalRequiredError(DecisionNeededError):
+    """``base_url`` (normalized, so it holds no userinfo, query or fragment) is not ``provider``'s default
+    endpoint and was not approved; nothing was sent to it."""
+
+    def __init__(self, *, provider: str, base_url: str) -> None:
+        super().__init__(
+            f"the {provider} endpoint {base_url} is not the default and has not been approved; "
+            "approve that exact base URL first"
+        )
+        self.provider = provider
+        self.base_url = base_url
+
+
+class RungApprovalRequiredError(DecisionNeededError):
+    """Ladder rung ``rung`` (``capable:max``) asks before its first call in task ``task_id``."""
+
+    def __init__(self, *, task_id: str, rung: str) -> None:
+        super().__init__(f"task {task_id}: the {rung} rung asks before its first call; approve it to spend on it")
+        self.task_id = task_id
+        self.rung = rung
 
 
 class StalledError(CodefluxError):
@@ -391,6 +540,18 @@ class IdempotencyConflictError(ConflictError):
         super().__init__(f"idempotency key {key!r} in {scope} was already used for a different request")
         self.scope = scope
         self.key = key
+
+
+class DiffChangedError(ConflictError):
+    """The task diff's identity is ``current`` now, not the ``reviewed`` one; nothing was landed."""
+
+    def __init__(self, *, reviewed: str, current: str) -> None:
+        super().__init__(
+            f"the task diff changed since it was reviewed (reviewed {reviewed[:12]}, now {current[:12]}); "
+            "review the current diff first"
+        )
+        self.reviewed = reviewed
+        self.current = current
 
 
 class DecisionAlreadyRecordedError(ConflictError):
@@ -442,6 +603,20 @@ class ToolFailedError(OperationFailedError):
         super().__init__(message)
         self.failure_kind = failure_kind
         self.message = message
+
+
+class GitOperationFailedError(OperationFailedError):
+    """libgit2 could not ``operation``; ``problem`` is the kind of failure (``not-found``, ``failed``, …).
+
+    ``detail`` keeps libgit2's own message for logs; it is not part of ``str(err)`` because it may name
+    paths or refs the caller did not ask about.
+    """
+
+    def __init__(self, *, operation: str, problem: str, detail: str) -> None:
+        super().__init__(f"git could not {operation} ({problem})")
+        self.operation = operation
+        self.problem = problem
+        self.detail = detail
 
 
 class WorkerStartError(OperationFailedError):
