@@ -26,6 +26,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "doctor",
     "migrate",
     "provider",
+    "prices",
+    "budget",
     "backup",
     "integrity_check",
     "inspect",

@@ -98,6 +98,7 @@ __all__ = [
     "DecisionNeededError",
     "DetachedHeadError",
     "DiffChangedError",
+    "DirtyTreeNotAcknowledgedError",
     "EndpointApprovalRequiredError",
     "EndpointRefusedError",
     "GitOperationFailedError",
@@ -114,16 +115,21 @@ __all__ = [
     "OutputExistsError",
     "PathNotFoundError",
     "PathRefusedError",
+    "PlanChangedError",
+    "PlanInvalidError",
+    "PlanNotApprovedError",
     "PrerequisiteError",
     "ProviderError",
     "ProviderOutcomeUnknownError",
     "ProviderRejectedError",
     "ProviderReplyInvalidError",
     "ProviderUnavailableError",
+    "RepositoryChangedError",
     "RepositoryNotUsableError",
     "RungApprovalRequiredError",
     "ScriptExhaustedError",
     "SecretLeakError",
+    "StageAlreadyRecordedError",
     "StaleRevisionError",
     "StalledError",
     "StoreBusyError",
@@ -133,6 +139,7 @@ __all__ = [
     "StorePolicyError",
     "StoreUnavailableError",
     "TaskInactiveError",
+    "TaskLimitReachedError",
     "ToolFailedError",
     "ToolRequestInvalidError",
     "TransitionNotAllowedError",
@@ -244,6 +251,21 @@ class PathNotFoundError(PathRefusedError):
 
     def __init__(self, *, reason: str = "it does not exist") -> None:
         super().__init__(reason=reason)
+
+
+class PlanInvalidError(UsageError):
+    """A plan (from a model, a person or a script) does not fit the plan schema; nothing was recorded.
+
+    ``problems`` lists each problem as ``location: what is wrong`` (the message shows the first few);
+    the offered values are never echoed.
+    """
+
+    _SHOWN = 3
+
+    def __init__(self, *, problems: tuple[str, ...]) -> None:
+        shown = "; ".join(problems[: self._SHOWN]) + ("; …" if len(problems) > self._SHOWN else "")
+        super().__init__(f"the plan was refused: {shown or 'it does not fit the plan schema'}")
+        self.problems = problems
 
 
 class EndpointRefusedError(UsageError):
@@ -444,6 +466,43 @@ class ModelCallRefusedError(PrerequisiteError):
         self.state = state
 
 
+class TaskLimitReachedError(PrerequisiteError):
+    """Task ``task_id`` cannot become active; nothing changed.
+
+    ``limit`` is ``active-tasks`` (``holders`` are the ``maximum`` tasks already active) or ``repository``
+    (``holders`` is the one task already active in the same repository).
+    """
+
+    def __init__(self, *, task_id: str, limit: str, holders: tuple[str, ...], maximum: int) -> None:
+        listed = ", ".join(holders)
+        if limit == "repository":
+            text = (f"task {task_id} cannot start: task {listed} is already active in the same repository; "
+                    "pause, finish or cancel it first")
+        else:
+            text = (f"task {task_id} cannot start: {maximum} tasks are already active ({listed}); "
+                    "pause, finish or cancel one of them first")
+        super().__init__(text)
+        self.task_id = task_id
+        self.limit = limit
+        self.holders = holders
+        self.maximum = maximum
+
+
+class RepositoryChangedError(PrerequisiteError):
+    """The repository at ``path`` is not the one task ``task_id`` was created for: its identity (location
+    and first commits) is ``found``, the task's is ``expected``. Nothing changed."""
+
+    def __init__(self, *, task_id: str, path: str, expected: str, found: str) -> None:
+        super().__init__(
+            f"{path} is not the repository task {task_id} was created for (identity {found[:12]}, expected "
+            f"{expected[:12]}); it moved or its history was replaced"
+        )
+        self.task_id = task_id
+        self.path = path
+        self.expected = expected
+        self.found = found
+
+
 class DecisionNeededError(CodefluxError):
     """A person has to decide (approval, plan approval, budget) and prompting is off."""
 
@@ -504,6 +563,39 @@ class RungApprovalRequiredError(DecisionNeededError):
         self.rung = rung
 
 
+class DirtyTreeNotAcknowledgedError(DecisionNeededError):
+    """The checkout at ``path`` has ``change_count`` uncommitted changes listed under ``current_hash``;
+    ``acknowledged_hash`` is None (nothing acknowledged) or the hash of a list that no longer holds."""
+
+    def __init__(self, *, path: str, change_count: int, current_hash: str, acknowledged_hash: str | None) -> None:
+        if acknowledged_hash is None:
+            noun = "change" if change_count == 1 else "changes"
+            text = (f"{path} has {change_count} uncommitted {noun}; look at the list and acknowledge exactly "
+                    f"it (hash {current_hash[:12]}) first")
+        else:
+            text = (f"the uncommitted changes in {path} changed since they were acknowledged (acknowledged "
+                    f"{acknowledged_hash[:12]}, now {current_hash[:12]}); look at the list again and acknowledge it")
+        super().__init__(text)
+        self.path = path
+        self.change_count = change_count
+        self.current_hash = current_hash
+        self.acknowledged_hash = acknowledged_hash
+
+
+class PlanNotApprovedError(DecisionNeededError):
+    """Task ``task_id`` cannot go on: its current plan revision ``revision`` (None: no plan yet) has no
+    approval."""
+
+    def __init__(self, *, task_id: str, revision: int | None) -> None:
+        if revision is None:
+            text = f"task {task_id} has no plan yet; a plan must be drafted and approved first"
+        else:
+            text = f"task {task_id}: plan revision {revision} is not approved; read it and approve or send it back"
+        super().__init__(text)
+        self.task_id = task_id
+        self.revision = revision
+
+
 class StalledError(CodefluxError):
     """The work cannot make progress: the ladder is exhausted or a circuit is broken."""
 
@@ -540,6 +632,39 @@ class IdempotencyConflictError(ConflictError):
         super().__init__(f"idempotency key {key!r} in {scope} was already used for a different request")
         self.scope = scope
         self.key = key
+
+
+class PlanChangedError(ConflictError):
+    """A decision named plan revision ``offered_revision`` with hash ``offered_sha256``, but task ``task_id``'s
+    current plan is ``current_revision`` / ``current_sha256`` (None: no plan). Nothing was recorded."""
+
+    def __init__(
+        self, *, task_id: str, offered_revision: int, offered_sha256: str, current_revision: int | None,
+        current_sha256: str | None,
+    ) -> None:
+        now = "it has no plan" if current_revision is None else (
+            f"the current plan is revision {current_revision} ({(current_sha256 or '')[:12]})")
+        super().__init__(
+            f"task {task_id}: plan revision {offered_revision} ({offered_sha256[:12]}) is not the current plan; "
+            f"{now}; read the current plan first"
+        )
+        self.task_id = task_id
+        self.offered_revision = offered_revision
+        self.offered_sha256 = offered_sha256
+        self.current_revision = current_revision
+        self.current_sha256 = current_sha256
+
+
+class StageAlreadyRecordedError(ConflictError):
+    """Stage ``stage`` of task ``task_id``'s run ``attempt`` already has its outcome ``outcome``; ledger rows
+    never change."""
+
+    def __init__(self, *, task_id: str, attempt: int, stage: str, outcome: str) -> None:
+        super().__init__(f"task {task_id} run {attempt}: stage {stage} is already recorded as {outcome}")
+        self.task_id = task_id
+        self.attempt = attempt
+        self.stage = stage
+        self.outcome = outcome
 
 
 class DiffChangedError(ConflictError):

@@ -1,0 +1,449 @@
+"""The model gateway: the only place in codeflux that calls a model.
+
+:meth:`ModelGateway.call` runs every call through the same steps, each journaled on the task's session:
+
+1. **Check** (nothing is written if a check fails, except the refusal's event and, for the budget, the
+   pause): the task is forecasting, running or validating; the route's endpoint is the provider's
+   default or the person approved that exact normalized base URL; the rung, when it asks before
+   spending (``capable:max``), was approved for the task; the budget lets a paid call start
+   (:func:`~codeflux.coordinator.budget.check_paid_call`). A budget refusal commits a
+   ``model-call-refused`` event and pauses a running task in the same transaction, then raises
+   :class:`BudgetExhaustedError` or :class:`BudgetDecisionNeededError`.
+2. **Intent**: the request row (``planned``), its reservation and ``model-call-planned`` commit in one
+   transaction. Then ``in-flight`` and ``model-call-started`` commit, right before the adapter is called.
+3. **Call** the adapter once (its transport retries only what the provider cannot have processed).
+4. **Settle** in one transaction: usage, cost, the closing ledger entries and ``model-call-finished``.
+   A failure that may have been billed charges the reserved bound as an unknown charge, which blocks
+   further paid calls until acknowledged; a failure before anything was sent releases it.
+
+A process that dies between 2 and 4 leaves ``planned`` or ``in-flight`` rows:
+:func:`reconcile_interrupted_model_requests` fails the planned ones (nothing was sent; released) and
+marks the in-flight ones ``outcome-unknown`` (the bound is charged). Nothing is ever retried.
+
+The rung comes from the caller's :class:`~codeflux.domain.ladder.LadderPosition`: its tier picks the
+route's cheap or capable model and its effort is sent as the request's effort (whatever model and
+effort the caller put in the request are replaced). Streamed text reaches ``on_text`` redacted; the
+returned reply is the provider's, unredacted, for the loop to act on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Final
+
+from codeflux.coordinator.budget import (
+    BudgetRefusal,
+    BudgetRefusalKind,
+    BudgetSummary,
+    LedgerKind,
+    LedgerMove,
+    bound_input_tokens,
+    check_paid_call,
+    closing_moves,
+    read_budget_summary,
+    reservation_bound,
+)
+from codeflux.coordinator.prices import PriceCatalog
+from codeflux.domain.errors import (
+    BudgetDecisionNeededError,
+    BudgetExhaustedError,
+    CodefluxError,
+    ConflictError,
+    CredentialNotFoundError,
+    CredentialStoreUnavailableError,
+    EndpointApprovalRequiredError,
+    IdempotencyConflictError,
+    InvalidValueError,
+    ModelCallRefusedError,
+    ProviderError,
+    ProviderOutcomeUnknownError,
+    ProviderRejectedError,
+    ProviderReplyInvalidError,
+    ProviderUnavailableError,
+    RungApprovalRequiredError,
+    ScriptExhaustedError,
+)
+from codeflux.domain.ids import TaskId
+from codeflux.domain.ladder import LadderPosition, ModelTier, Rung
+from codeflux.domain.models import ModelReply, ModelRequest
+from codeflux.domain.money import Cost, Currency, Money, UnknownCost
+from codeflux.domain.pricing import TokenUsage
+from codeflux.domain.providers import ProviderName
+from codeflux.domain.tasks import TaskState
+from codeflux.providers.endpoints import is_default_endpoint, normalize_base_url
+from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, PriceSnapshot
+from codeflux.providers.wire import ModelAdapter, TextSink
+from codeflux.redact import Redactor, StreamRedactor, default_redactor
+from codeflux.store import model_requests as model_rows
+from codeflux.store import money as ledger
+from codeflux.store import prices as price_rows
+from codeflux.store.database import Database, Transaction, now_us
+from codeflux.store.events import append_event
+from codeflux.store.tasks import TaskRow, change_task_state, require_task
+
+__all__ = [
+    "SCRIPTED_PROVIDER",
+    "GatewayReply",
+    "ModelGateway",
+    "ModelRoute",
+    "reconcile_interrupted_model_requests",
+]
+
+SCRIPTED_PROVIDER: Final = "scripted"
+_CALLING_STATES: Final = frozenset({TaskState.FORECASTING, TaskState.RUNNING, TaskState.VALIDATING})
+_PAUSABLE_STATES: Final = _CALLING_STATES
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRoute:
+    """A provider the gateway may call: its adapter and the models of the ladder's two tiers.
+
+    ``provider`` is a :class:`ProviderName` value or ``scripted``. The endpoint checked is the adapter's
+    own ``base_url``, so the URL approved is the URL called.
+    """
+
+    provider: str
+    adapter: ModelAdapter
+    cheap_model: str
+    capable_model: str
+    redactor: Redactor = field(default_factory=default_redactor)
+
+    def __post_init__(self) -> None:
+        if self.provider != SCRIPTED_PROVIDER:
+            ProviderName.parse(self.provider)
+            if not isinstance(getattr(self.adapter, "base_url", None), str):
+                raise InvalidValueError(kind="model route", reason="the adapter does not say which endpoint it calls")
+        if not self.cheap_model or not self.capable_model:
+            raise InvalidValueError(kind="model route", reason="name a cheap and a capable model")
+
+    @property
+    def base_url(self) -> str | None:
+        """The normalized endpoint, or None for the scripted provider (no network)."""
+        if self.provider == SCRIPTED_PROVIDER:
+            return None
+        return normalize_base_url(ProviderName(self.provider), str(getattr(self.adapter, "base_url", "")))
+
+    def model_for(self, tier: ModelTier) -> str:
+        return self.cheap_model if tier is ModelTier.CHEAP else self.capable_model
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GatewayReply:
+    """A finished call: the reply, what was reserved, the actual cost (maybe unknown), what the ledger
+    charged, any overrun, and the task's budget after settling."""
+
+    request_id: str
+    provider: str
+    model: str
+    rung: Rung
+    reply: ModelReply
+    reserved: Cost
+    cost: Cost
+    charged: Cost
+    overrun: Money | None
+    budget: BudgetSummary
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Planned:
+    task: TaskRow
+    plan: model_rows.ModelRequestPlan
+    price: price_rows.PriceRevisionRow | None
+    reserved: Cost
+
+
+class ModelGateway:
+    """See the module docstring. ``routes`` maps a provider key to its route; ``prices`` are the shipped
+    defaults (user revisions recorded in the store win); ``clock`` gives UTC microseconds."""
+
+    def __init__(
+        self, db: Database, routes: Mapping[str, ModelRoute] | Sequence[ModelRoute], *,
+        prices: Sequence[PriceSnapshot] = DEFAULT_PRICE_SNAPSHOTS, clock: Callable[[], int] = now_us,
+        entropy: Callable[[int], bytes] = os.urandom,
+    ) -> None:  # fmt: skip
+        listed = list(routes.values()) if isinstance(routes, Mapping) else list(routes)
+        self._routes = {route.provider: route for route in listed}
+        if not self._routes or len(self._routes) != len(listed):
+            raise InvalidValueError(kind="model gateway", reason="give at least one route, one per provider")
+        self._db = db
+        self._catalog = PriceCatalog(db, shipped=prices, clock=clock)
+        self._clock = clock
+        self._entropy = entropy
+
+    def call(
+        self, task_id: TaskId, request: ModelRequest, *, position: LadderPosition, idempotency_key: str,
+        provider: str | None = None, on_text: TextSink | None = None,
+    ) -> GatewayReply:  # fmt: skip
+        """Reserve, record the intent, call the model once, settle. Refusals raise (see the module docstring);
+        a provider failure is recorded and settled, then re-raised."""
+        route = self._route(provider)
+        rung = position.rung
+        sent = replace(request, model=route.model_for(rung.tier), effort=rung.effort)
+        planned = self._plan(task_id, route, sent, rung, idempotency_key)
+        self._db.write(lambda tx: self._mark_in_flight(tx, planned))
+        stream = StreamRedactor(route.redactor) if on_text is not None else None
+        sink = None if stream is None or on_text is None else _redacting(stream, on_text)
+        try:
+            reply = route.adapter.complete(sent, on_text=sink)
+        except Exception as error:
+            self._db.write(partial(self._record_failure, planned=planned, error=error, redactor=route.redactor))
+            raise
+        finally:
+            if stream is not None and on_text is not None and (rest := stream.flush()):
+                on_text(rest)
+        return self._db.write(partial(self._settle, planned=planned, reply=reply, route=route, rung=rung))
+
+    def _route(self, provider: str | None) -> ModelRoute:
+        if provider is None:
+            if len(self._routes) != 1:
+                raise InvalidValueError(kind="model call", reason="name the provider: several routes are configured")
+            return next(iter(self._routes.values()))
+        route = self._routes.get(provider)
+        if route is None:
+            raise InvalidValueError(kind="model call", reason=f"no route for provider {provider[:40]!r}")
+        return route
+
+    # ─── 1 + 2: checks and the intent ────────────────────────────────────────────────────────────
+
+    def _plan(
+        self, task_id: TaskId, route: ModelRoute, sent: ModelRequest, rung: Rung, key: str
+    ) -> _Planned:
+        digest = hashlib.sha256(f"{route.provider}\x00{rung}\x00{sent!r}".encode()).hexdigest()
+
+        def work(tx: Transaction) -> _Planned | CodefluxError:
+            task = require_task(tx, task_id)
+            existing = model_rows.model_request_by_key(tx, task_id=task_id, idempotency_key=key)
+            if existing is not None:
+                if existing.plan.request_sha256 != digest:
+                    raise IdempotencyConflictError(scope=f"model-request:{task_id.value}", key=key)
+                raise ConflictError(f"model request {existing.request_id} was already made under this key "
+                                    f"({existing.state}); a model call is never sent twice")
+            if task.state not in _CALLING_STATES:
+                raise ModelCallRefusedError(task_id=task_id.value, state=task.state.value)
+            refusal = self._approval_refusal(tx, task, route, rung)
+            if refusal is not None:
+                return self._refuse(tx, task, refusal, pause=False)
+            budget = ledger.read_budget(tx, task_id)
+            if budget is None:
+                error = BudgetDecisionNeededError(task_id=task_id.value, reason="no budget is set for the task")
+                return self._refuse(tx, task, error, pause=True)
+            price = self._catalog.price_in_force(tx, provider=route.provider, model=sent.model)
+            tokens_in = bound_input_tokens(sent)
+            bound = reservation_bound(None if price is None else price.price, input_tokens=tokens_in,
+                                      max_output_tokens=sent.max_output_tokens, model=sent.model)
+            tokens = tokens_in + sent.max_output_tokens
+            verdict = check_paid_call(read_budget_summary(tx, task_id), bound=bound, tokens=tokens)
+            if verdict is not None:
+                return self._refuse(tx, task, _budget_error(task_id, verdict), pause=True, bound=bound)
+            plan = model_rows.ModelRequestPlan(
+                request_id=f"mreq_{self._entropy(16).hex()}", task_id=task_id, idempotency_key=key,
+                request_sha256=digest, provider=route.provider, base_url=route.base_url, model=sent.model,
+                rung=str(rung), price_snapshot_id=None if price is None else price.snapshot_id,
+                currency=budget.currency, reserved_minor=bound.minor if isinstance(bound, Money) else None,
+                reserved_reason=None if isinstance(bound, Money) else "; ".join(bound.reasons)[:1024],
+                reserved_tokens=tokens, max_output_tokens=sent.max_output_tokens,
+            )
+            at = self._clock()
+            model_rows.insert_model_request(tx, plan, at_us=at)
+            ledger.insert_budget_entry(tx, task_id=task_id, request_id=plan.request_id, kind=LedgerKind.RESERVE.value,
+                                       amount_minor=plan.reserved_minor, currency=budget.currency,
+                                       reason=plan.reserved_reason, at_us=at)
+            append_event(tx, session_id=task.session_id, kind="model-call-planned", payload={
+                "request_id": plan.request_id, "provider": route.provider, "model": plan.model, "rung": plan.rung,
+                "reserved": str(bound), "reserved_minor": plan.reserved_minor, "currency": budget.currency.code,
+                "price_snapshot_id": plan.price_snapshot_id,
+            })
+            return _Planned(task=task, plan=plan, price=price, reserved=bound)
+
+        outcome = self._db.write(work)
+        if isinstance(outcome, CodefluxError):
+            raise outcome
+        return outcome
+
+    def _approval_refusal(self, tx: Transaction, task: TaskRow, route: ModelRoute, rung: Rung) -> CodefluxError | None:
+        base_url = route.base_url
+        if base_url is not None:
+            provider = ProviderName(route.provider)
+            approved = is_default_endpoint(provider, base_url) or price_rows.is_endpoint_approved(
+                tx, provider=provider.value, base_url=base_url)  # fmt: skip
+            if not approved:
+                return EndpointApprovalRequiredError(provider=provider.value, base_url=base_url)
+        if rung.asks_before_spending and not price_rows.is_rung_approved(tx, task_id=task.task_id, rung=str(rung)):
+            return RungApprovalRequiredError(task_id=task.task_id.value, rung=str(rung))
+        return None
+
+    def _refuse(
+        self, tx: Transaction, task: TaskRow, error: CodefluxError, *, pause: bool, bound: Cost | None = None
+    ) -> CodefluxError:
+        """Commit why the call was refused (and pause the task for a budget refusal); the caller raises."""
+        payload: dict[str, object] = {"task_id": task.task_id.value, "refusal": type(error).__name__,
+                                      "reason": str(error)[:1024]}
+        if bound is not None:
+            payload["reserve"] = str(bound)
+        if isinstance(error, BudgetExhaustedError):
+            summary = read_budget_summary(tx, task.task_id)
+            append_event(tx, session_id=task.session_id, kind="budget-exhausted", payload={
+                "task_id": task.task_id.value, "hard_limit_minor": summary.hard_limit.minor,
+                "spent_minor": summary.spent_known.minor, "reserved_minor": summary.reserved_known.minor,
+                "currency": summary.hard_limit.currency.code, "spent": str(summary.spent),
+                "remaining": str(summary.remaining),
+            })
+        append_event(tx, session_id=task.session_id, kind="model-call-refused", payload=payload)
+        if pause and task.state in _PAUSABLE_STATES:
+            change_task_state(tx, task_id=task.task_id, expected_revision=task.revision, state=TaskState.PAUSED)
+        return error
+
+    def _mark_in_flight(self, tx: Transaction, planned: _Planned) -> None:
+        model_rows.mark_model_request_in_flight(tx, request_id=planned.plan.request_id, at_us=self._clock())
+        append_event(tx, session_id=planned.task.session_id, kind="model-call-started",
+                     payload={"request_id": planned.plan.request_id})
+
+    # ─── 4: settle ───────────────────────────────────────────────────────────────────────────────
+
+    def _settle(
+        self, tx: Transaction, *, planned: _Planned, reply: ModelReply, route: ModelRoute, rung: Rung
+    ) -> GatewayReply:
+        plan = planned.plan
+        request_id = plan.request_id
+        cost: Cost = UnknownCost.because(f"no price for model {plan.model}")
+        if planned.price is not None:
+            cost = planned.price.price.cost_of(reply.usage, model=plan.model)
+        if isinstance(cost, Money) and cost.currency != plan.currency:
+            cost = UnknownCost.because(f"the price is in {cost.currency.code}, the budget in {plan.currency.code}")
+        end = model_rows.ModelRequestEnd(
+            state="succeeded", usage=reply.usage, cost_minor=cost.minor if isinstance(cost, Money) else None,
+            cost_reason=None if isinstance(cost, Money) else "; ".join(cost.reasons)[:1024],
+            stop_reason=reply.stop_reason.value,
+            provider_request_id=reply.request_id[:256] if reply.request_id else None,
+        )
+        model_rows.record_model_request_end(tx, request_id=request_id, end=end, at_us=self._clock())
+        moves = closing_moves(reserved_minor=plan.reserved_minor, actual=cost)
+        summary = self._close(tx, planned, moves, state="succeeded", cost=cost)
+        overrun = next((m.amount_minor for m in moves if m.kind is LedgerKind.OVERRUN), None)
+        return GatewayReply(
+            request_id=request_id, provider=route.adapter.display_name, model=plan.model, rung=rung, reply=reply,
+            reserved=planned.reserved, cost=cost, charged=_charged(moves, plan.currency),
+            overrun=None if overrun is None else Money(minor=overrun, currency=plan.currency), budget=summary,
+        )
+
+    def _record_failure(self, tx: Transaction, *, planned: _Planned, error: Exception, redactor: Redactor) -> None:
+        state, kind, processed = _classify_failure(error)
+        reason = f"{kind}: the provider may have processed (and billed) the call"
+        actual: Cost | None = UnknownCost.because(reason) if processed else None
+        end = model_rows.ModelRequestEnd(
+            state=state, usage=TokenUsage(), cost_minor=None if processed else 0,
+            cost_reason=reason if processed else None, error_kind=kind,
+            # A foreign exception's text may hold anything; only its type is kept.
+            error_message=redactor.redact(str(error) if isinstance(error, CodefluxError) else type(error).__name__)
+            [:1024],
+        )
+        model_rows.record_model_request_end(tx, request_id=planned.plan.request_id, end=end, at_us=self._clock())
+        moves = closing_moves(reserved_minor=planned.plan.reserved_minor, actual=actual)
+        cost = Money.zero(planned.plan.currency) if actual is None else actual
+        self._close(tx, planned, moves, state=state, cost=cost)
+
+    def _close(
+        self, tx: Transaction, planned: _Planned, moves: tuple[LedgerMove, ...], *, state: str, cost: Cost
+    ) -> BudgetSummary:
+        """Append the closing entries, let the standing allowance accept an unknown-price charge, journal."""
+        plan, task = planned.plan, planned.task
+        allowance = ledger.require_budget(tx, plan.task_id).allow_unknown_price
+        at = self._clock()
+        for move in moves:
+            entry = ledger.insert_budget_entry(tx, task_id=plan.task_id, request_id=plan.request_id,
+                                               kind=move.kind.value, amount_minor=move.amount_minor,
+                                               currency=plan.currency, reason=move.reason, at_us=at)
+            if move.kind is LedgerKind.UNKNOWN_CHARGE and move.amount_minor is None and allowance:
+                ledger.insert_acknowledgement(tx, task_id=plan.task_id, entry_id=entry,
+                                              acknowledged_by="standing-allowance", note=None, at_us=at)
+        after = read_budget_summary(tx, plan.task_id)
+        append_event(tx, session_id=task.session_id, kind="model-call-finished", payload={
+            "request_id": plan.request_id, "state": state, "cost": str(cost),
+            "ledger": [{"kind": m.kind.value, "amount_minor": m.amount_minor} for m in moves],
+            "spent": str(after.spent), "remaining": str(after.remaining),
+        })
+        warning = after.warning
+        charged = sum(m.amount_minor or 0 for m in moves if m.kind is not LedgerKind.RELEASE)
+        if warning is not None and after.spent_known.minor - charged < warning.minor <= after.spent_known.minor:
+            append_event(tx, session_id=task.session_id, kind="budget-warning", payload={
+                "task_id": plan.task_id.value, "warning_minor": warning.minor, "spent_minor": after.spent_known.minor,
+            })
+        return after
+
+
+def _redacting(stream: StreamRedactor, sink: TextSink) -> TextSink:
+    def feed(chunk: str) -> None:
+        released = stream.feed(chunk)
+        if released:
+            sink(released)
+
+    return feed
+
+
+def _budget_error(task_id: TaskId, refusal: BudgetRefusal) -> CodefluxError:
+    if refusal.kind is BudgetRefusalKind.EXHAUSTED:
+        return BudgetExhaustedError(task_id=task_id.value, reason=refusal.reason)
+    return BudgetDecisionNeededError(task_id=task_id.value, reason=refusal.reason)
+
+
+def _charged(moves: tuple[LedgerMove, ...], currency: Currency) -> Cost:
+    """What the ledger charged for the call: settled + overrun + unknown charge (unknown if any is)."""
+    charges = (LedgerKind.SETTLE, LedgerKind.OVERRUN, LedgerKind.UNKNOWN_CHARGE)
+    amounts = [move.amount_minor for move in moves if move.kind in charges]
+    if any(amount is None for amount in amounts):
+        reasons = tuple(move.reason for move in moves if move.amount_minor is None and move.reason)
+        return UnknownCost(reasons or ("the charge is unknown",))
+    return Money(minor=sum(amount for amount in amounts if amount is not None), currency=currency)
+
+
+def _classify_failure(error: Exception) -> tuple[str, str, bool]:
+    """(state, error kind, may have been billed) for an exception raised by an adapter."""
+    if isinstance(error, ProviderOutcomeUnknownError):
+        return "outcome-unknown", "outcome-unknown", True
+    if isinstance(error, ProviderError):
+        kinds = ((ProviderRejectedError, "rejected"), (ProviderUnavailableError, "unavailable"),
+                 (ProviderReplyInvalidError, "reply-invalid"), (ScriptExhaustedError, "script-exhausted"))
+        kind = next((name for cls, name in kinds if isinstance(error, cls)), "provider-error")
+        return "failed", kind, error.may_have_been_processed
+    if isinstance(error, CredentialNotFoundError | CredentialStoreUnavailableError):
+        return "failed", "credential-unavailable", False  # the key is fetched before anything is sent
+    return "outcome-unknown", "internal-error", True
+
+
+# ─── recovery ──────────────────────────────────────────────────────────────────────────────────
+
+
+def reconcile_interrupted_model_requests(db: Database, *, clock: Callable[[], int] = now_us) -> list[str]:
+    """After a crash: every ``planned`` request fails (nothing was sent; its reservation is released) and
+    every ``in-flight`` one becomes ``outcome-unknown`` (its bound is charged as an unknown charge that
+    blocks paid calls until acknowledged). One transaction each, journaled; nothing is retried."""
+    reconciled = []
+    for request in db.read(model_rows.unfinished_model_requests):
+
+        def work(tx: Transaction, request: model_rows.ModelRequestRow = request) -> None:
+            task = require_task(tx, request.plan.task_id)
+            sent = request.state == "in-flight"
+            reason = "codeflux stopped while the call was in flight; it may have been processed and billed"
+            end = model_rows.ModelRequestEnd(
+                state="outcome-unknown" if sent else "failed", usage=TokenUsage(),
+                cost_minor=None if sent else 0, cost_reason=reason if sent else None,
+                error_kind="interrupted" if sent else "interrupted-before-sending",
+                error_message=reason if sent else "codeflux stopped before the call was sent",
+            )
+            model_rows.record_model_request_end(tx, request_id=request.request_id, end=end, at_us=clock())
+            actual = UnknownCost.because(reason) if sent else None
+            at = clock()
+            for move in closing_moves(reserved_minor=request.plan.reserved_minor, actual=actual):
+                ledger.insert_budget_entry(tx, task_id=task.task_id, request_id=request.request_id,
+                                           kind=move.kind.value, amount_minor=move.amount_minor,
+                                           currency=request.plan.currency, reason=move.reason, at_us=at)
+            append_event(tx, session_id=task.session_id, kind="model-call-reconciled",
+                         payload={"request_id": request.request_id, "state": end.state})
+
+        db.write(work)
+        reconciled.append(request.request_id)
+    return reconciled

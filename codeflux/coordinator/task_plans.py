@@ -1,0 +1,127 @@
+"""Plan revisions and the decisions on them, as task changes.
+
+- Recording a revision (the planner's output, or a person's plan) stores it immutably with its hash and
+  moves the task from ``forecasting`` to ``awaiting-plan-approval``.
+- Approving binds to the revision *and* its hash, and only the newest revision: a stale revision or hash
+  is refused with :class:`PlanChangedError`, nothing recorded. The task becomes ``ready``.
+- Sending back records the feedback as that revision's decision and returns the task to
+  ``forecasting``; the planner's next revision carries the feedback and needs its own approval before
+  work continues (:mod:`codeflux.coordinator.task_gates` checks that before anything becomes active).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Final
+
+from codeflux.coordinator import task_gates as gates
+from codeflux.coordinator.plan_schema import require_plan_size
+from codeflux.coordinator.task_changes import (
+    Actor,
+    TaskChange,
+    TaskChanges,
+    check_text,
+    deciding_actor,
+    require_revision,
+)
+from codeflux.domain.errors import ConflictError, PlanChangedError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.plans import Plan, plan_sha256
+from codeflux.domain.tasks import TaskState, validate_task_transition
+from codeflux.store import plans as plan_rows
+from codeflux.store import task_records as records
+from codeflux.store.database import ReadView, Transaction
+from codeflux.store.events import JournalEvent, append_event
+
+__all__ = ["MAX_FEEDBACK_CHARS", "PlanAuthor", "decide_plan", "read_pending_feedback", "record_plan_revision"]
+
+MAX_FEEDBACK_CHARS: Final = 8192
+
+
+class PlanAuthor(StrEnum):
+    """Who wrote a plan revision; ``scripted`` is the scripted provider, never a model."""
+
+    MODEL = "model"
+    USER = "user"
+    SCRIPTED = "scripted"
+
+
+def record_plan_revision(
+    changes: TaskChanges, task_id: TaskId, plan: Plan, *, created_by: PlanAuthor, feedback: str | None,
+    expected_revision: int, idempotency_key: str,
+) -> TaskChange:  # fmt: skip
+    """Record ``plan`` as the task's next revision; the task moves to ``awaiting-plan-approval``."""
+    require_plan_size(plan)
+    if feedback is not None:
+        check_text(feedback, kind="plan feedback", limit=MAX_FEEDBACK_CHARS)
+    author = PlanAuthor(created_by)
+
+    def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
+        task = records.require_task_record(tx, task_id)
+        require_revision(task, expected_revision)
+        validate_task_transition(task.state, TaskState.AWAITING_PLAN_APPROVAL)
+        gates.require_entry_allowed(tx, task, TaskState.AWAITING_PLAN_APPROVAL, dedicated_ok=True)
+        row = plan_rows.insert_plan_revision(tx, task_id=task_id, plan=plan, created_by=author.value,
+                                             feedback=feedback, at_us=changes.clock())
+        events.append(append_event(tx, session_id=task.session_id, kind="plan-revision-recorded", payload={
+            "task_id": task_id.value, "revision": row.revision, "sha256": row.sha256, "created_by": author.value}))
+        actor = Actor.USER if author is PlanAuthor.USER else Actor.SYSTEM
+        record = changes.transition(tx, events, task, TaskState.AWAITING_PLAN_APPROVAL, actor=actor,
+                                    reason=f"plan revision {row.revision} ({author.value}) awaits approval")
+        return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision,
+                "plan_revision": row.revision}
+
+    return changes.mutate(scope=f"task:{task_id.value}", key=idempotency_key, work=work, request={
+        "operation": "record-plan-revision", "sha256": plan_sha256(plan), "created_by": author.value,
+        "feedback": feedback, "expected_revision": expected_revision})
+
+
+def decide_plan(
+    changes: TaskChanges, task_id: TaskId, *, revision: int, sha256: str, feedback: str | None, decided_by: Actor,
+    idempotency_key: str,
+) -> TaskChange:  # fmt: skip
+    """Approve (``feedback`` None) or send back revision ``revision`` with hash ``sha256``."""
+    actor = deciding_actor(decided_by)
+    if feedback is not None:
+        check_text(feedback, kind="plan feedback", limit=MAX_FEEDBACK_CHARS)
+    approving = feedback is None
+    to_state = TaskState.READY if approving else TaskState.FORECASTING
+
+    def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
+        task = records.require_task_record(tx, task_id)
+        _require_current(tx, task_id, revision=revision, sha256=sha256)
+        validate_task_transition(task.state, to_state)
+        plan_rows.insert_plan_decision(tx, task_id=task_id, revision=revision, sha256=sha256,
+                                       decision="approved" if approving else "sent-back", feedback=feedback,
+                                       decided_by=actor.value, at_us=changes.clock())
+        events.append(append_event(tx, session_id=task.session_id,
+                                   kind="plan-approved" if approving else "plan-sent-back",
+                                   payload={"task_id": task_id.value, "revision": revision, "sha256": sha256,
+                                            "by": actor.value}))
+        reason = f"plan revision {revision} approved" if approving else f"plan revision {revision} sent back"
+        record = changes.transition(tx, events, task, to_state, reason=reason, actor=actor)
+        return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision,
+                "plan_revision": revision}
+
+    return changes.mutate(scope=f"task:{task_id.value}", key=idempotency_key, work=work, request={
+        "operation": "approve-plan" if approving else "send-back-plan", "revision": revision, "sha256": sha256,
+        "feedback": feedback, "by": actor.value})
+
+
+def _require_current(view: ReadView, task_id: TaskId, *, revision: int, sha256: str) -> None:
+    latest = plan_rows.latest_plan_revision(view, task_id)
+    if latest is None or latest.revision != revision or latest.sha256 != sha256:
+        raise PlanChangedError(task_id=task_id.value, offered_revision=revision, offered_sha256=sha256,
+                               current_revision=None if latest is None else latest.revision,
+                               current_sha256=None if latest is None else latest.sha256)
+    decided = plan_rows.plan_decision(view, task_id, revision)
+    if decided is not None:
+        raise ConflictError(f"task {task_id}: plan revision {revision} was already {decided.decision}")
+
+
+def read_pending_feedback(view: ReadView, task_id: TaskId) -> str | None:
+    """The feedback the newest revision was sent back with (what the planner's next revision answers)."""
+    latest = plan_rows.latest_plan_revision(view, task_id)
+    decision = None if latest is None else plan_rows.plan_decision(view, task_id, latest.revision)
+    return None if decision is None else decision.feedback

@@ -1,0 +1,402 @@
+"""Plans: what a task will do, as immutable values with one canonical JSON form and its sha256.
+
+A :class:`Plan` states the task's class and scope, the steps with the files each expects to touch, the
+checks it will run (argv, never a shell string), the permissions it expects (capability needs, each with
+its reason), the assumptions it makes, and — attached by codeflux, never by the planner — the forecast
+range shown next to it. Approval binds to a plan revision *and* its hash (:func:`plan_sha256`), so a
+person approves exactly the plan they read; any new revision needs a new approval.
+
+Every file a plan names is a repository-relative path: not absolute, no ``..`` or ``.`` component, no
+backslash, no ``.git`` component, no control character. A plan naming a file outside the repository is
+refused with :class:`InvalidValueError` before anything is recorded.
+
+The canonical JSON (:func:`canonical_plan_json`) is compact, sorted by key and UTF-8; the sha256 is over
+those bytes. :func:`plan_from_document` reads a stored document back and is strict: an unknown or
+missing key is refused. Untrusted input (model or user JSON) goes through the pydantic schema in
+``codeflux.coordinator.plan_schema`` first; the limits it enforces are the constants here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Final
+
+from codeflux.domain.capabilities import CapabilityNeed
+from codeflux.domain.errors import InvalidValueError
+from codeflux.domain.forecast import CountRange, Forecast, TaskClass
+from codeflux.domain.money import Cost, CostRange, Currency, Money, UnknownCost
+
+__all__ = [
+    "MAX_ARGUMENT_CHARS",
+    "MAX_ARGV_ITEMS",
+    "MAX_ASSUMPTIONS",
+    "MAX_CHECKS",
+    "MAX_FILES_PER_STEP",
+    "MAX_LONG_TEXT",
+    "MAX_PATH_CHARS",
+    "MAX_PERMISSIONS",
+    "MAX_PLAN_JSON_BYTES",
+    "MAX_SCOPE_PATHS",
+    "MAX_SHORT_TEXT",
+    "MAX_STEPS",
+    "PLAN_SCHEMA",
+    "Plan",
+    "PlanCheck",
+    "PlanForecast",
+    "PlanPermission",
+    "PlanScope",
+    "PlanStep",
+    "canonical_plan_json",
+    "check_repository_path",
+    "plan_from_document",
+    "plan_sha256",
+    "plan_to_document",
+]
+
+PLAN_SCHEMA: Final = "codeflux-plan-v1"
+MAX_PLAN_JSON_BYTES: Final = 256 * 1024
+MAX_STEPS: Final = 50
+MAX_FILES_PER_STEP: Final = 100
+MAX_SCOPE_PATHS: Final = 100
+MAX_CHECKS: Final = 20
+MAX_ARGV_ITEMS: Final = 64
+MAX_ARGUMENT_CHARS: Final = 4096
+MAX_PERMISSIONS: Final = 20
+MAX_ASSUMPTIONS: Final = 50
+MAX_SHORT_TEXT: Final = 200
+MAX_LONG_TEXT: Final = 4000
+MAX_PATH_CHARS: Final = 1024
+
+_KIND: Final = "plan"
+
+
+def _refuse(reason: str) -> InvalidValueError:
+    return InvalidValueError(kind=_KIND, reason=reason)
+
+
+def _check_text(value: object, *, field: str, limit: int) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise _refuse(f"{field} must be non-empty text")
+    if len(value) > limit:
+        raise _refuse(f"{field} is longer than {limit} characters")
+    if "\x00" in value:
+        raise _refuse(f"{field} contains a NUL character")
+
+
+def _check_items(values: object, *, field: str, limit: int, minimum: int = 0) -> tuple[object, ...]:
+    if not isinstance(values, tuple):
+        raise _refuse(f"{field} must be a tuple")
+    if not minimum <= len(values) <= limit:
+        raise _refuse(f"{field} must have {minimum} to {limit} items")
+    return values
+
+
+def check_repository_path(path: object, *, field: str) -> None:
+    """Refuse ``path`` unless it is a clean repository-relative path (see the module docstring)."""
+    _check_text(path, field=field, limit=MAX_PATH_CHARS)
+    text = str(path)
+    if any(ord(character) < 0x20 or character == "\x7f" for character in text):
+        raise _refuse(f"{field} contains a control character")
+    if text.startswith("/") or "\\" in text or (len(text) > 1 and text[1] == ":"):
+        raise _refuse(f"{field} must be relative to the repository (no leading '/', drive or backslash)")
+    for part in text.split("/"):
+        if part in ("", ".", ".."):
+            raise _refuse(f"{field} must stay inside the repository (no empty, '.' or '..' component)")
+        if part.lower() == ".git":
+            raise _refuse(f"{field} must not name git's own files (.git)")
+
+
+def _check_paths(values: object, *, field: str, limit: int) -> None:
+    paths = _check_items(values, field=field, limit=limit)
+    for index, path in enumerate(paths):
+        check_repository_path(path, field=f"{field}[{index}]")
+    if len(set(paths)) != len(paths):
+        raise _refuse(f"{field} lists a path twice")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanScope:
+    """What the change is about (``summary``), where it stays (``paths``) and what it will not do."""
+
+    summary: str
+    paths: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_text(self.summary, field="scope.summary", limit=MAX_LONG_TEXT)
+        _check_paths(self.paths, field="scope.paths", limit=MAX_SCOPE_PATHS)
+        for index, item in enumerate(_check_items(self.excluded, field="scope.excluded", limit=MAX_ASSUMPTIONS)):
+            _check_text(item, field=f"scope.excluded[{index}]", limit=MAX_LONG_TEXT)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanStep:
+    """One step: a short ``title``, what it does (``detail``) and the files it expects to create or change."""
+
+    title: str
+    detail: str
+    expected_files: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_text(self.title, field="step.title", limit=MAX_SHORT_TEXT)
+        _check_text(self.detail, field="step.detail", limit=MAX_LONG_TEXT)
+        _check_paths(self.expected_files, field="step.expected_files", limit=MAX_FILES_PER_STEP)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanCheck:
+    """A check the plan will run: its ``name`` and the exact ``argv`` (a program and its arguments)."""
+
+    name: str
+    argv: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _check_text(self.name, field="check.name", limit=MAX_SHORT_TEXT)
+        for index, argument in enumerate(_check_items(self.argv, field="check.argv", limit=MAX_ARGV_ITEMS,
+                                                      minimum=1)):
+            if not isinstance(argument, str) or len(argument) > MAX_ARGUMENT_CHARS or "\x00" in argument:
+                raise _refuse(f"check.argv[{index}] must be text of at most {MAX_ARGUMENT_CHARS} characters, no NUL")
+        if not self.argv[0].strip():
+            raise _refuse("check.argv[0] must name a program")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanPermission:
+    """A capability the plan expects to need (``network:pypi.org``, ``process``) and why."""
+
+    need: CapabilityNeed
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.need, CapabilityNeed):
+            raise _refuse("permission.need must be a capability need")
+        _check_text(self.reason, field="permission.reason", limit=MAX_LONG_TEXT)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanForecast:
+    """The forecast range shown with a plan (an estimate): P50–P90 time, tokens and cost, with the
+    uncertainty reasons, the heuristic and the hash of the inputs it was computed from."""
+
+    label: str
+    heuristic: str
+    inputs_sha256: str
+    wall_seconds: CountRange
+    tokens: CountRange
+    cost: CostRange
+    uncertainty: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _check_text(self.label, field="forecast.label", limit=MAX_SHORT_TEXT)
+        _check_text(self.heuristic, field="forecast.heuristic", limit=MAX_SHORT_TEXT)
+        if len(self.inputs_sha256) != 64 or not all(c in "0123456789abcdef" for c in self.inputs_sha256):
+            raise _refuse("forecast.inputs_sha256 must be 64 lowercase hex digits")
+        for index, reason in enumerate(_check_items(self.uncertainty, field="forecast.uncertainty", limit=20)):
+            _check_text(reason, field=f"forecast.uncertainty[{index}]", limit=MAX_SHORT_TEXT)
+
+    @classmethod
+    def from_forecast(cls, forecast: Forecast) -> PlanForecast:
+        """The range part of a computed :class:`Forecast`."""
+        return cls(label=forecast.label, heuristic=forecast.heuristic, inputs_sha256=forecast.inputs_sha256,
+                   wall_seconds=forecast.wall_seconds, tokens=forecast.tokens, cost=forecast.cost,
+                   uncertainty=forecast.uncertainty)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """A whole plan. ``steps`` has 1..:data:`MAX_STEPS` items; ``forecast`` is attached by codeflux."""
+
+    task_class: TaskClass
+    scope: PlanScope
+    steps: tuple[PlanStep, ...]
+    checks: tuple[PlanCheck, ...] = ()
+    permissions: tuple[PlanPermission, ...] = ()
+    assumptions: tuple[str, ...] = ()
+    forecast: PlanForecast | None = None
+
+    def __post_init__(self) -> None:
+        TaskClass(self.task_class)
+        _check_items(self.steps, field="steps", limit=MAX_STEPS, minimum=1)
+        _check_items(self.checks, field="checks", limit=MAX_CHECKS)
+        _check_items(self.permissions, field="permissions", limit=MAX_PERMISSIONS)
+        for index, assumption in enumerate(_check_items(self.assumptions, field="assumptions",
+                                                        limit=MAX_ASSUMPTIONS)):
+            _check_text(assumption, field=f"assumptions[{index}]", limit=MAX_LONG_TEXT)
+        if len({check.name for check in self.checks}) != len(self.checks):
+            raise _refuse("two checks have the same name")
+        if len({permission.need for permission in self.permissions}) != len(self.permissions):
+            raise _refuse("a permission is listed twice")
+
+    @property
+    def expected_files(self) -> tuple[str, ...]:
+        """Every file any step expects to touch, sorted, each once."""
+        return tuple(sorted({path for step in self.steps for path in step.expected_files}))
+
+    def with_forecast(self, forecast: PlanForecast | None) -> Plan:
+        """This plan with ``forecast`` attached (or removed)."""
+        return replace(self, forecast=forecast)
+
+
+# ─── canonical form ────────────────────────────────────────────────────────────────────────────────
+
+
+def _cost_document(cost: Cost) -> dict[str, object]:
+    if isinstance(cost, Money):
+        return {"minor": cost.minor, "currency": cost.currency.code}
+    return {"unknown": list(cost.reasons)}
+
+
+def _range_document(value: CountRange) -> dict[str, object]:
+    return {"p50": value.p50, "p90": value.p90}
+
+
+def _forecast_document(forecast: PlanForecast) -> dict[str, object]:
+    return {
+        "label": forecast.label,
+        "heuristic": forecast.heuristic,
+        "inputs_sha256": forecast.inputs_sha256,
+        "wall_seconds": _range_document(forecast.wall_seconds),
+        "tokens": _range_document(forecast.tokens),
+        "cost": {"low": _cost_document(forecast.cost.low), "high": _cost_document(forecast.cost.high)},
+        "uncertainty": list(forecast.uncertainty),
+    }
+
+
+def plan_to_document(plan: Plan) -> dict[str, object]:
+    """The plan as plain JSON values (the shape :func:`plan_from_document` reads back)."""
+    return {
+        "schema": PLAN_SCHEMA,
+        "task_class": plan.task_class.value,
+        "scope": {"summary": plan.scope.summary, "paths": list(plan.scope.paths),
+                  "excluded": list(plan.scope.excluded)},
+        "steps": [{"title": s.title, "detail": s.detail, "expected_files": list(s.expected_files)}
+                  for s in plan.steps],
+        "checks": [{"name": c.name, "argv": list(c.argv)} for c in plan.checks],
+        "permissions": [{"need": str(p.need), "reason": p.reason} for p in plan.permissions],
+        "assumptions": list(plan.assumptions),
+        "forecast": None if plan.forecast is None else _forecast_document(plan.forecast),
+    }
+
+
+def canonical_plan_json(plan: Plan) -> str:
+    """Compact, key-sorted JSON of the plan: the exact text that is stored and hashed."""
+    return json.dumps(plan_to_document(plan), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def plan_sha256(plan: Plan) -> str:
+    """sha256 (hex) of the UTF-8 bytes of :func:`canonical_plan_json`: what an approval binds to."""
+    return hashlib.sha256(canonical_plan_json(plan).encode("utf-8")).hexdigest()
+
+
+# ─── reading a stored document back ────────────────────────────────────────────────────────────────
+
+
+def _object(value: object, *, field: str, keys: frozenset[str]) -> Mapping[str, object]:
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise _refuse(f"{field} must be an object")
+    if set(value) != keys:
+        unknown = sorted(set(value) - keys)
+        missing = sorted(keys - set(value))
+        raise _refuse(f"{field} has unknown keys {unknown} or misses {missing}")
+    return value
+
+
+def _strings(value: object, *, field: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise _refuse(f"{field} must be a list of text")
+    return tuple(value)
+
+
+def _integer(value: object, *, field: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _refuse(f"{field} must be an integer")
+    return value
+
+
+def _list(value: object, *, field: str) -> list[object]:
+    if not isinstance(value, list):
+        raise _refuse(f"{field} must be a list")
+    return value
+
+
+def _count_range(value: object, *, field: str) -> CountRange:
+    document = _object(value, field=field, keys=frozenset({"p50", "p90"}))
+    return CountRange(p50=_integer(document["p50"], field=f"{field}.p50"),
+                      p90=_integer(document["p90"], field=f"{field}.p90"))
+
+
+def _cost(value: object, *, field: str) -> Cost:
+    if isinstance(value, Mapping) and "unknown" in value:
+        document = _object(value, field=field, keys=frozenset({"unknown"}))
+        return UnknownCost(_strings(document["unknown"], field=f"{field}.unknown"))
+    document = _object(value, field=field, keys=frozenset({"minor", "currency"}))
+    currency = document["currency"]
+    if not isinstance(currency, str):
+        raise _refuse(f"{field}.currency must be text")
+    return Money(minor=_integer(document["minor"], field=f"{field}.minor"), currency=Currency.parse(currency))
+
+
+def _text(value: object, *, field: str) -> str:
+    if not isinstance(value, str):
+        raise _refuse(f"{field} must be text")
+    return value
+
+
+def _forecast(value: object) -> PlanForecast | None:
+    if value is None:
+        return None
+    keys = frozenset({"label", "heuristic", "inputs_sha256", "wall_seconds", "tokens", "cost", "uncertainty"})
+    document = _object(value, field="forecast", keys=keys)
+    cost = _object(document["cost"], field="forecast.cost", keys=frozenset({"low", "high"}))
+    return PlanForecast(
+        label=_text(document["label"], field="forecast.label"),
+        heuristic=_text(document["heuristic"], field="forecast.heuristic"),
+        inputs_sha256=_text(document["inputs_sha256"], field="forecast.inputs_sha256"),
+        wall_seconds=_count_range(document["wall_seconds"], field="forecast.wall_seconds"),
+        tokens=_count_range(document["tokens"], field="forecast.tokens"),
+        cost=CostRange(low=_cost(cost["low"], field="forecast.cost.low"),
+                       high=_cost(cost["high"], field="forecast.cost.high")),
+        uncertainty=_strings(document["uncertainty"], field="forecast.uncertainty"),
+    )
+
+
+_PLAN_KEYS: Final = frozenset(
+    {"schema", "task_class", "scope", "steps", "checks", "permissions", "assumptions", "forecast"}
+)
+
+
+def plan_from_document(document: object) -> Plan:
+    """The plan a :func:`plan_to_document` document describes; :class:`InvalidValueError` otherwise."""
+    top = _object(document, field="plan", keys=_PLAN_KEYS)
+    if top["schema"] != PLAN_SCHEMA:
+        raise _refuse(f"schema must be {PLAN_SCHEMA}")
+    try:
+        task_class = TaskClass(_text(top["task_class"], field="task_class"))
+    except ValueError:
+        raise _refuse("task_class is not a known task class") from None
+    scope = _object(top["scope"], field="scope", keys=frozenset({"summary", "paths", "excluded"}))
+    steps = [_object(s, field="step", keys=frozenset({"title", "detail", "expected_files"}))
+             for s in _list(top["steps"], field="steps")]
+    checks = [_object(c, field="check", keys=frozenset({"name", "argv"})) for c in _list(top["checks"], field="checks")]
+    permissions = [_object(p, field="permission", keys=frozenset({"need", "reason"}))
+                   for p in _list(top["permissions"], field="permissions")]
+    return Plan(
+        task_class=task_class,
+        scope=PlanScope(summary=_text(scope["summary"], field="scope.summary"),
+                        paths=_strings(scope["paths"], field="scope.paths"),
+                        excluded=_strings(scope["excluded"], field="scope.excluded")),
+        steps=tuple(PlanStep(title=_text(s["title"], field="step.title"),
+                             detail=_text(s["detail"], field="step.detail"),
+                             expected_files=_strings(s["expected_files"], field="step.expected_files"))
+                    for s in steps),
+        checks=tuple(PlanCheck(name=_text(c["name"], field="check.name"), argv=_strings(c["argv"], field="check.argv"))
+                     for c in checks),
+        permissions=tuple(PlanPermission(need=CapabilityNeed.parse(_text(p["need"], field="permission.need")),
+                                         reason=_text(p["reason"], field="permission.reason"))
+                          for p in permissions),
+        assumptions=_strings(top["assumptions"], field="assumptions"),
+        forecast=_forecast(top["forecast"]),
+    )

@@ -1,0 +1,281 @@
+"""Budget ledger rules: reserve / settle / release never lose or double-count a minor unit, and known +
+unknown stays unknown — for the pure rules and through the real store (its triggers and aggregates)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codeflux.coordinator.budget import (
+    BudgetRefusalKind,
+    LedgerKind,
+    bound_input_tokens,
+    check_paid_call,
+    closing_moves,
+    reservation_bound,
+    summarize_budget,
+)
+from codeflux.domain.errors import StoreError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.models import Message, ModelRequest
+from codeflux.domain.money import USD, Cost, Money, UnknownCost
+from codeflux.domain.pricing import Price
+from codeflux.domain.tasks import TaskState
+from codeflux.store import money as ledger
+from codeflux.store.database import Database, Transaction
+from codeflux.store.model_requests import ModelRequestPlan, insert_model_request
+from codeflux.store.tasks import insert_task
+
+AMOUNTS = st.integers(min_value=0, max_value=10**12)
+ACTUALS = st.one_of(
+    st.none(), st.builds(lambda minor: Money(minor=minor, currency=USD), AMOUNTS),
+    st.just(UnknownCost.because("usage not reported")),
+)  # fmt: skip
+CHARGES = (LedgerKind.SETTLE, LedgerKind.OVERRUN, LedgerKind.UNKNOWN_CHARGE)
+
+
+def total(moves: tuple[object, ...], *kinds: LedgerKind) -> int:
+    return sum(m.amount_minor or 0 for m in moves if m.kind in kinds)  # type: ignore[attr-defined]
+
+
+@given(reserved=AMOUNTS, actual=ACTUALS)
+def test_closing_a_known_reservation_accounts_for_every_minor_unit(reserved: int, actual: Cost | None) -> None:
+    moves = closing_moves(reserved_minor=reserved, actual=actual)
+
+    assert all(m.amount_minor is None or m.amount_minor >= 0 for m in moves)
+    assert len({m.kind for m in moves}) == len(moves)  # each kind at most once per request
+    if actual is None:  # nothing was sent: all of it comes back
+        assert [(m.kind, m.amount_minor) for m in moves] == [(LedgerKind.RELEASE, reserved)]
+    elif isinstance(actual, UnknownCost):  # maybe billed: the bound is charged, once
+        assert [(m.kind, m.amount_minor) for m in moves] == [(LedgerKind.UNKNOWN_CHARGE, reserved)]
+    else:
+        assert total(moves, *CHARGES) == actual.minor  # the charge is exactly the actual cost
+        released = total(moves, LedgerKind.RELEASE)
+        settled = total(moves, LedgerKind.SETTLE)
+        assert settled + released == reserved  # the reservation is used or given back, never both
+        assert total(moves, LedgerKind.OVERRUN) == max(0, actual.minor - reserved)
+
+
+@given(actual=ACTUALS)
+def test_an_unknown_reservation_never_turns_into_a_known_charge_by_itself(actual: Cost | None) -> None:
+    moves = closing_moves(reserved_minor=None, actual=actual)
+
+    if isinstance(actual, Money):
+        assert total(moves, *CHARGES) == actual.minor
+    else:
+        assert all(m.amount_minor is None and m.reason for m in moves)
+
+
+@given(input_tokens=st.integers(0, 10**7), max_output=st.integers(1, 10**6),
+       rates=st.tuples(*(st.fractions(min_value=0, max_value=100, max_denominator=10**6),) * 4))
+def test_the_reservation_bound_is_never_below_any_usage_the_estimate_covers(
+    input_tokens: int, max_output: int, rates: tuple[Fraction, Fraction, Fraction, Fraction]
+) -> None:
+    price = Price(currency=USD, input_minor_per_token=rates[0], output_minor_per_token=rates[1],
+                  cache_read_minor_per_token=rates[2], cache_write_minor_per_token=rates[3])
+    bound = reservation_bound(price, input_tokens=input_tokens, max_output_tokens=max_output, model="m")
+
+    assert isinstance(bound, Money)
+    # Any split of the input among uncached, cache-read and cache-write tokens, and any output up to the cap.
+    for split in ((input_tokens, 0, 0), (0, input_tokens, 0), (0, 0, input_tokens)):
+        exact = split[0] * rates[0] + split[1] * rates[2] + split[2] * rates[3] + max_output * rates[1]
+        assert bound.minor >= exact
+
+
+def test_no_price_or_a_missing_output_rate_makes_the_bound_unknown() -> None:
+    assert isinstance(reservation_bound(None, input_tokens=1, max_output_tokens=1, model="m"), UnknownCost)
+    partial = Price(currency=USD, input_minor_per_token=Fraction(1), output_minor_per_token=None)
+    bound = reservation_bound(partial, input_tokens=1, max_output_tokens=1, model="m")
+    assert bound == UnknownCost.because("no output price for model m")
+
+
+@given(text=st.text(max_size=2000))
+def test_the_input_estimate_counts_at_least_every_byte_of_text(text: str) -> None:
+    request = ModelRequest(model="m", system=text, messages=(Message.user_text(text),))
+    assert bound_input_tokens(request) >= 2 * len(text.encode())
+
+
+# ------------------------------------------------------------------------------------- through the store
+
+
+@dataclass(frozen=True)
+class Call:
+    reserved: int | None
+    outcome: Cost | None  # None: nothing sent
+    closed: bool
+
+
+CALLS = st.lists(
+    st.builds(
+        Call,
+        reserved=st.one_of(st.none(), st.integers(0, 10**9)),
+        outcome=ACTUALS,
+        closed=st.booleans(),
+    ),
+    max_size=12,
+)
+
+
+def new_task(db: Database, tmp_path: Path) -> TaskId:
+    task_id = TaskId.from_entropy(os.urandom(16))
+
+    def work(tx: Transaction) -> None:
+        # Forecasting: it may call models but holds no run slot, so examples can create many tasks.
+        insert_task(tx, task_id=task_id, repository_root=tmp_path / "r", worktree=tmp_path / "w",
+                    state=TaskState.FORECASTING)
+        ledger.insert_budget(tx, task_id=task_id, hard_limit=Money(minor=10**15, currency=USD), warning=None,
+                             token_limit=None, allow_unknown_price=True, at_us=1)
+
+    db.write(work)
+    return task_id
+
+
+def record(db: Database, task_id: TaskId, index: int, call: Call) -> None:
+    request_id = f"mreq_{index:08d}{os.urandom(8).hex()}"
+
+    def work(tx: Transaction) -> None:
+        plan = ModelRequestPlan(
+            request_id=request_id, task_id=task_id, idempotency_key=request_id, request_sha256="0" * 64,
+            provider="scripted", base_url=None, model="m", rung="cheap:low", price_snapshot_id=None, currency=USD,
+            reserved_minor=call.reserved, reserved_reason=None if call.reserved is not None else "no price",
+            reserved_tokens=1, max_output_tokens=1,
+        )
+        insert_model_request(tx, plan, at_us=1)
+        ledger.insert_budget_entry(tx, task_id=task_id, request_id=request_id, kind="reserve",
+                                   amount_minor=call.reserved, currency=USD, reason=plan.reserved_reason, at_us=1)
+        if call.closed:
+            for move in closing_moves(reserved_minor=call.reserved, actual=call.outcome):
+                ledger.insert_budget_entry(tx, task_id=task_id, request_id=request_id, kind=move.kind.value,
+                                           amount_minor=move.amount_minor, currency=USD, reason=move.reason, at_us=1)
+
+    db.write(work)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(calls=CALLS)
+def test_the_stored_ledger_totals_equal_the_sum_of_the_calls(db: Database, tmp_path: Path, calls: list[Call]) -> None:
+    task_id = new_task(db, tmp_path)
+    for index, call in enumerate(calls):
+        record(db, task_id, index, call)
+
+    summary = db.read(lambda view: summarize_budget(ledger.require_budget(view, task_id),
+                                                    ledger.ledger_totals(view, task_id)))
+
+    open_calls = [c for c in calls if not c.closed]
+    expected_reserved = sum(c.reserved or 0 for c in open_calls)
+    charges = [m for c in calls if c.closed for m in closing_moves(reserved_minor=c.reserved, actual=c.outcome)
+               if m.kind in CHARGES]
+    assert summary.reserved_known == Money(minor=expected_reserved, currency=USD)
+    assert summary.spent_known == Money(minor=sum(m.amount_minor or 0 for m in charges), currency=USD)
+    assert summary.open_requests == len(open_calls)
+    unknown_spent = any(m.amount_minor is None for m in charges)
+    unknown_reserved = any(c.reserved is None for c in open_calls)
+    assert isinstance(summary.spent, UnknownCost) is unknown_spent
+    assert isinstance(summary.reserved, UnknownCost) is unknown_reserved
+    # known + unknown stays unknown, and is never shown as a number alone
+    assert isinstance(summary.remaining, UnknownCost) is (unknown_spent or unknown_reserved)
+    if isinstance(summary.remaining, Money):
+        assert summary.remaining == summary.hard_limit - summary.spent_known - summary.reserved_known
+    else:
+        assert str(summary.remaining).startswith("unknown (")
+
+
+def test_the_store_refuses_to_close_a_reservation_twice(db: Database, tmp_path: Path) -> None:
+    task_id = new_task(db, tmp_path)
+    record(db, task_id, 1, Call(reserved=10, outcome=Money(minor=4, currency=USD), closed=True))
+    request_id = db.read(lambda view: ledger.budget_entries_of_task(view, task_id))[0].request_id
+
+    for kind, amount in (("settle", 4), ("release", 6), ("unknown-charge", 10), ("overrun", 1)):
+        with pytest.raises(StoreError):
+            db.write(lambda tx, kind=kind, amount=amount: ledger.insert_budget_entry(
+                tx, task_id=task_id, request_id=request_id, kind=kind, amount_minor=amount, currency=USD,
+                reason="again", at_us=2))
+    with pytest.raises(StoreError):
+        db.write(lambda tx: tx.execute("UPDATE budget_entries SET amount_minor = 0"))
+    with pytest.raises(StoreError):
+        db.write(lambda tx: tx.execute("DELETE FROM budget_entries"))
+
+
+def test_the_store_refuses_a_settlement_above_the_reservation_and_a_release_that_does_not_add_up(
+    db: Database, tmp_path: Path
+) -> None:
+    task_id = new_task(db, tmp_path)
+    record(db, task_id, 1, Call(reserved=10, outcome=None, closed=False))
+    request_id = db.read(lambda view: ledger.budget_entries_of_task(view, task_id))[0].request_id
+
+    def add(kind: str, amount: int | None) -> None:
+        db.write(lambda tx: ledger.insert_budget_entry(tx, task_id=task_id, request_id=request_id, kind=kind,
+                                                       amount_minor=amount, currency=USD, reason="r", at_us=2))
+
+    with pytest.raises(StoreError):
+        add("settle", 11)  # above the reservation: must be settle 10 + overrun 1
+    with pytest.raises(StoreError):
+        add("unknown-charge", 9)  # an unknown charge is exactly the bound
+    add("settle", 7)
+    with pytest.raises(StoreError):
+        add("release", 2)  # 7 + 2 is not 10
+    add("release", 3)
+
+
+@given(spent=AMOUNTS, reserved=AMOUNTS, limit=AMOUNTS, bound=AMOUNTS)
+def test_a_paid_call_starts_only_if_its_bound_fits_in_what_is_left(
+    spent: int, reserved: int, limit: int, bound: int
+) -> None:
+    budget = ledger.BudgetRow(task_id=TaskId.parse("tsk_" + "a" * 32), hard_limit=Money(minor=limit, currency=USD),
+                              warning=None, token_limit=None, allow_unknown_price=False, revision=0, created_at_us=0,
+                              updated_at_us=0)
+    totals = ledger.LedgerTotals(reserved_minor=reserved, reserved_unknown=0, open_requests=1, spent_minor=spent,
+                                 spent_unknown=0, charged_at_bound=0, charged_at_bound_minor=0, overrun_minor=0,
+                                 pending_decisions=(), tokens_used=0, tokens_reserved=0)
+    refusal = check_paid_call(summarize_budget(budget, totals), bound=Money(minor=bound, currency=USD), tokens=1)
+
+    fits = spent + reserved + bound <= limit or bound == 0
+    assert (refusal is None) is fits
+    if refusal is not None:
+        assert refusal.kind is BudgetRefusalKind.EXHAUSTED
+
+
+MONEY_MODULES = [
+    "codeflux/store/money.py", "codeflux/store/prices.py", "codeflux/store/model_requests.py",
+    "codeflux/coordinator/budget.py", "codeflux/coordinator/prices.py", "codeflux/coordinator/gateway.py",
+    "codeflux/cli/prices.py", "codeflux/cli/budget.py",
+]  # fmt: skip
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("path", MONEY_MODULES)
+def test_no_float_takes_part_in_budget_or_gateway_money(path: str) -> None:
+    source = (REPO / path).read_text()
+    code = re.sub(r"#.*", "", re.sub(r'("""|\'\'\')[\s\S]*?\1|"[^"\n]*"|\'[^\'\n]*\'', '""', source))
+    assert "float" not in code
+    assert re.search(r"(?<![\w.])\d+\.\d+(?![\w.])", code) is None, "a float literal"
+
+
+def test_the_money_schema_has_no_real_column() -> None:
+    schema = re.sub(r"--.*", "", (REPO / "migrations" / "000003_money.sql").read_text())
+    assert re.search(r"\b(REAL|FLOAT|DOUBLE|NUMERIC|DECIMAL)\b", schema, flags=re.IGNORECASE) is None
+    assert schema.count(" INTEGER") > 40
+
+
+def test_an_ended_model_request_cannot_change(db: Database, tmp_path: Path) -> None:
+    task_id = new_task(db, tmp_path)
+    record(db, task_id, 1, Call(reserved=5, outcome=None, closed=False))
+    request_id = db.read(lambda view: ledger.budget_entries_of_task(view, task_id))[0].request_id
+    db.write(lambda tx: tx.execute("UPDATE model_requests SET state = 'failed', cost_minor = 0, cost_known = 1,"
+                                   " error_kind = 'interrupted-before-sending', finished_at_us = 2 WHERE id = ?",
+                                   (request_id,)))
+
+    for change in ("state = 'in-flight', started_at_us = 3, finished_at_us = NULL, error_kind = NULL,"
+                   " cost_minor = NULL, cost_known = 0", "cost_minor = 1", "reserved_minor = 0"):
+        with pytest.raises(StoreError):
+            db.write(lambda tx, change=change: tx.execute(
+                f"UPDATE model_requests SET {change} WHERE id = ?", (request_id,)))  # noqa: S608
+    with pytest.raises(StoreError):
+        db.write(lambda tx: tx.execute("DELETE FROM model_requests"))

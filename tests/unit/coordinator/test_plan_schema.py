@@ -1,0 +1,156 @@
+"""Untrusted plan JSON becomes a domain plan only when it fits exactly: strict types, no extra fields, bounded."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from codeflux.coordinator.plan_schema import PlanDocument, parse_plan_json, parse_plan_object
+from codeflux.domain.errors import PlanInvalidError, UsageError
+from codeflux.domain.forecast import TaskClass
+from codeflux.domain.plans import MAX_PLAN_JSON_BYTES, MAX_STEPS, plan_sha256
+
+
+def a_document() -> dict[str, Any]:
+    return {
+        "task_class": "bug-fix",
+        "scope": {"summary": "Make add() handle negatives", "paths": ["pkg"]},
+        "steps": [{"title": "Fix add", "detail": "Correct the sign", "expected_files": ["pkg/calc.py"]}],
+        "checks": [{"name": "unit tests", "argv": ["python", "-m", "pytest", "-q"]}],
+        "permissions": [{"need": "process", "reason": "run the tests"}],
+        "assumptions": ["pytest is installed"],
+    }
+
+
+def test_a_well_formed_plan_becomes_the_domain_plan() -> None:
+    plan = parse_plan_json(json.dumps(a_document()))
+
+    assert plan.task_class is TaskClass.BUG_FIX
+    assert plan.steps[0].expected_files == ("pkg/calc.py",)
+    assert plan.checks[0].argv == ("python", "-m", "pytest", "-q")
+    assert str(plan.permissions[0].need) == "process"
+    assert plan.forecast is None
+
+
+def test_optional_lists_may_be_left_out_and_bytes_parse_like_text() -> None:
+    document = {"task_class": "feature", "scope": {"summary": "s"}, "steps": [{"title": "t", "detail": "d"}]}
+
+    from_text = parse_plan_json(json.dumps(document))
+    from_bytes = parse_plan_json(json.dumps(document).encode("utf-8"))
+
+    assert from_text == from_bytes and from_text.checks == () and from_text.assumptions == ()
+
+
+def test_the_same_plan_from_json_text_or_a_decoded_object_has_the_same_hash() -> None:
+    assert plan_sha256(parse_plan_json(json.dumps(a_document()))) == plan_sha256(parse_plan_object(a_document()))
+
+
+@pytest.mark.parametrize(("where", "mutate"), [
+    ("the top level", lambda d: d.update(forecast={"p50": 1})),
+    ("scope", lambda d: d["scope"].update(owner="me")),
+    ("steps.0", lambda d: d["steps"][0].update(priority=1)),
+    ("checks.0", lambda d: d["checks"][0].update(command="pytest -q")),
+])  # fmt: skip
+def test_extra_fields_are_refused_at_every_level(where: str, mutate: Any) -> None:
+    document = a_document()
+    mutate(document)
+
+    with pytest.raises(PlanInvalidError, match="Extra inputs are not permitted") as caught:
+        parse_plan_json(json.dumps(document))
+
+    assert isinstance(caught.value, UsageError)
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: d.update(task_class=3),
+    lambda d: d.update(steps={"title": "t"}),
+    lambda d: d["steps"][0].update(expected_files="pkg/calc.py"),
+    lambda d: d["checks"][0].update(argv="python -m pytest"),
+    lambda d: d["checks"][0].update(argv=["python", 3]),
+    lambda d: d["scope"].update(summary=None),
+    lambda d: d["permissions"][0].update(need=["process"]),
+    lambda d: d.update(assumptions=[True]),
+])  # fmt: skip
+def test_wrong_types_are_refused_not_coerced(mutate: Any) -> None:
+    document = a_document()
+    mutate(document)
+
+    with pytest.raises(PlanInvalidError):
+        parse_plan_json(json.dumps(document))
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: d.update(task_class="rewrite-everything"),
+    lambda d: d["permissions"][0].update(need="teleport"),
+    lambda d: d["steps"][0].update(expected_files=["../../etc/passwd"]),
+    lambda d: d["scope"].update(paths=["/home/user/.ssh"]),
+    lambda d: d["steps"][0].update(expected_files=[".git/hooks/pre-commit"]),
+    lambda d: d.update(steps=[]),
+    lambda d: d["checks"][0].update(argv=[]),
+    lambda d: d["steps"][0].update(title=""),
+])  # fmt: skip
+def test_values_the_domain_refuses_are_refused_with_a_plan_error(mutate: Any) -> None:
+    document = a_document()
+    mutate(document)
+
+    with pytest.raises(PlanInvalidError):
+        parse_plan_json(json.dumps(document))
+
+
+def test_oversize_lists_and_texts_are_refused() -> None:
+    too_many = a_document()
+    too_many["steps"] = [{"title": "t", "detail": "d"}] * (MAX_STEPS + 1)
+    too_long = a_document()
+    too_long["steps"][0]["title"] = "t" * 201
+
+    for document in (too_many, too_long):
+        with pytest.raises(PlanInvalidError):
+            parse_plan_json(json.dumps(document))
+
+
+def test_a_document_over_the_byte_limit_is_refused_before_it_is_parsed() -> None:
+    huge = '{"task_class": "' + "x" * MAX_PLAN_JSON_BYTES + '"}'
+
+    with pytest.raises(PlanInvalidError, match="bytes"):
+        parse_plan_json(huge)
+
+
+def test_a_plan_whose_canonical_form_is_too_large_is_refused() -> None:
+    document = a_document()
+    document["steps"] = [{"title": f"step {n}", "detail": "d" * 3000, "expected_files": []} for n in range(MAX_STEPS)]
+    document["assumptions"] = ["a" * 3000] * 50
+
+    with pytest.raises(PlanInvalidError, match="bytes"):
+        parse_plan_object(document)
+
+
+@pytest.mark.parametrize("data", ["", "not json", "[]", "null", '{"task_class": "bug-fix"'])
+def test_malformed_json_is_a_plan_error(data: str) -> None:
+    with pytest.raises(PlanInvalidError):
+        parse_plan_json(data)
+
+
+def test_a_value_that_is_not_json_is_refused() -> None:
+    with pytest.raises(PlanInvalidError, match="JSON"):
+        parse_plan_object({"task_class": {1, 2}})
+
+
+def test_refusals_never_echo_the_offered_value() -> None:
+    document = a_document()
+    document["steps"][0]["title"] = "SECRET-" + "q" * 300
+
+    with pytest.raises(PlanInvalidError) as caught:
+        parse_plan_json(json.dumps(document))
+
+    assert "SECRET" not in str(caught.value)
+    assert "steps.0.title" in str(caught.value)
+
+
+def test_the_schema_is_immutable_and_forbids_extra_fields() -> None:
+    document = PlanDocument.model_validate_json(json.dumps(a_document()))
+
+    with pytest.raises(Exception, match="frozen"):
+        document.task_class = "feature"  # type: ignore[misc]
+    assert PlanDocument.model_config.get("extra") == "forbid"

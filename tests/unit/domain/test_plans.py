@@ -1,0 +1,186 @@
+"""Plans are immutable values with one canonical JSON form and its sha256; files stay inside the repository."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codeflux.domain.capabilities import Capability, CapabilityNeed
+from codeflux.domain.errors import InvalidValueError
+from codeflux.domain.forecast import ForecastInputs, TaskClass, forecast_task
+from codeflux.domain.ladder import Effort
+from codeflux.domain.money import USD
+from codeflux.domain.plans import (
+    MAX_STEPS,
+    PLAN_SCHEMA,
+    Plan,
+    PlanCheck,
+    PlanForecast,
+    PlanPermission,
+    PlanScope,
+    PlanStep,
+    canonical_plan_json,
+    check_repository_path,
+    plan_from_document,
+    plan_sha256,
+    plan_to_document,
+)
+from codeflux.domain.pricing import Price
+
+PRICE = Price.from_per_million_tokens(currency=USD, input_per_million="3.00", output_per_million="15.00")
+INPUTS = ForecastInputs(task_class=TaskClass.BUG_FIX, repository_files=10, repository_bytes=1000, likely_files=1,
+                        checks=1, model="claude-sonnet-4-5", effort=Effort.LOW)
+
+
+def a_plan(**changes: object) -> Plan:
+    plan = Plan(
+        task_class=TaskClass.BUG_FIX,
+        scope=PlanScope(summary="Make add() handle negative numbers", paths=("pkg",), excluded=("the CLI",)),
+        steps=(
+            PlanStep(title="Fix add", detail="Correct the sign handling", expected_files=("pkg/calc.py",)),
+            PlanStep(title="Test it", detail="Add a regression test", expected_files=("tests/test_calc.py",
+                                                                                       "pkg/calc.py")),
+        ),
+        checks=(PlanCheck(name="unit tests", argv=("python", "-m", "pytest", "-q")),),
+        permissions=(PlanPermission(need=CapabilityNeed(capability=Capability.PROCESS), reason="run the tests"),),
+        assumptions=("pytest is installed",),
+    )
+    return replace(plan, **changes)  # type: ignore[arg-type]
+
+
+def test_the_canonical_json_is_compact_sorted_and_its_sha256_is_over_those_bytes() -> None:
+    plan = a_plan()
+    text = canonical_plan_json(plan)
+
+    assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert json.loads(text)["schema"] == PLAN_SCHEMA
+    assert plan_sha256(plan) == hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_a_plan_reads_back_from_its_document_unchanged_with_the_same_hash() -> None:
+    plan = a_plan().with_forecast(PlanForecast.from_forecast(forecast_task(INPUTS, price=PRICE)))
+
+    again = plan_from_document(json.loads(canonical_plan_json(plan)))
+
+    assert again == plan
+    assert plan_sha256(again) == plan_sha256(plan)
+
+
+def test_an_unknown_forecast_cost_round_trips_with_its_reasons() -> None:
+    forecast = PlanForecast.from_forecast(forecast_task(INPUTS, price=None))
+    plan = a_plan().with_forecast(forecast)
+
+    again = plan_from_document(plan_to_document(plan))
+
+    assert again.forecast is not None and not again.forecast.cost.is_known
+    assert again.forecast.cost.reasons == forecast.cost.reasons
+
+
+def test_attaching_a_forecast_changes_the_hash_so_an_approval_covers_the_range_shown() -> None:
+    plan = a_plan()
+    with_range = plan.with_forecast(PlanForecast.from_forecast(forecast_task(INPUTS, price=PRICE)))
+
+    assert plan_sha256(with_range) != plan_sha256(plan)
+    assert with_range.with_forecast(None) == plan
+
+
+def test_expected_files_are_every_step_file_once_sorted() -> None:
+    assert a_plan().expected_files == ("pkg/calc.py", "tests/test_calc.py")
+
+
+@pytest.mark.parametrize("path", [
+    "../outside.py", "/etc/passwd", "pkg/../../x", "./pkg/calc.py", "pkg//calc.py", "pkg/", ".git/config",
+    "pkg/.GIT/hooks/pre-commit", "pkg\\calc.py", "C:calc.py", "", " ", "pkg/\x01calc.py", "a\x00b",
+])  # fmt: skip
+def test_a_plan_naming_a_file_outside_the_repository_is_refused(path: str) -> None:
+    with pytest.raises(InvalidValueError):
+        PlanStep(title="t", detail="d", expected_files=(path,))
+    with pytest.raises(InvalidValueError):
+        PlanScope(summary="s", paths=(path,))
+
+
+def test_repository_paths_with_dots_inside_names_are_fine() -> None:
+    for path in ("pkg/calc.py", ".github/workflows/ci.yml", "a..b/c", "docs/.gitignore-notes"):
+        check_repository_path(path, field="path")
+
+
+def test_a_plan_needs_at_least_one_step_and_at_most_the_limit() -> None:
+    step = PlanStep(title="t", detail="d")
+    with pytest.raises(InvalidValueError, match="steps"):
+        a_plan(steps=())
+    with pytest.raises(InvalidValueError, match="steps"):
+        a_plan(steps=(step,) * (MAX_STEPS + 1))
+
+
+@pytest.mark.parametrize("argv", [(), ("",), ("pytest", "a\x00b"), ("x" * 5000,)])
+def test_a_check_is_a_program_and_bounded_arguments(argv: tuple[str, ...]) -> None:
+    with pytest.raises(InvalidValueError):
+        PlanCheck(name="c", argv=argv)
+
+
+def test_two_checks_with_one_name_or_a_permission_twice_are_refused() -> None:
+    check = PlanCheck(name="tests", argv=("pytest",))
+    need = PlanPermission(need=CapabilityNeed.parse("network:pypi.org"), reason="install")
+    with pytest.raises(InvalidValueError, match="same name"):
+        a_plan(checks=(check, check))
+    with pytest.raises(InvalidValueError, match="twice"):
+        a_plan(permissions=(need, need))
+
+
+def test_text_fields_must_be_non_blank_and_bounded() -> None:
+    with pytest.raises(InvalidValueError, match="title"):
+        PlanStep(title="   ", detail="d")
+    with pytest.raises(InvalidValueError, match="title"):
+        PlanStep(title="t" * 201, detail="d")
+    with pytest.raises(InvalidValueError, match="summary"):
+        PlanScope(summary="")
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: d.update(extra=1),
+    lambda d: d.pop("steps"),
+    lambda d: d.update(schema="codeflux-plan-v0"),
+    lambda d: d.update(task_class="rewrite-everything"),
+    lambda d: d["steps"][0].update(expected_files="pkg/calc.py"),
+    lambda d: d["checks"][0].update(argv=[True]),
+    lambda d: d["permissions"][0].update(need="teleport"),
+    lambda d: d.update(forecast={"label": "x"}),
+])  # fmt: skip
+def test_a_stored_document_that_does_not_fit_exactly_is_refused(mutate) -> None:  # type: ignore[no-untyped-def]
+    document = json.loads(canonical_plan_json(a_plan()))
+    mutate(document)
+    with pytest.raises(InvalidValueError):
+        plan_from_document(document)
+
+
+_NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-", min_size=1, max_size=8)
+_PATH = st.lists(_NAME, min_size=1, max_size=3).map("/".join)
+_TEXT = st.text(min_size=1, max_size=40).filter(lambda t: t.strip() and "\x00" not in t)
+_STEP = st.builds(PlanStep, title=_TEXT, detail=_TEXT,
+                  expected_files=st.lists(_PATH, max_size=3, unique=True).map(tuple))
+_PLAN = st.builds(
+    Plan,
+    task_class=st.sampled_from(TaskClass),
+    scope=st.builds(PlanScope, summary=_TEXT, paths=st.lists(_PATH, max_size=2, unique=True).map(tuple)),
+    steps=st.lists(_STEP, min_size=1, max_size=3).map(tuple),
+    checks=st.lists(_NAME, max_size=3, unique=True).map(
+        lambda names: tuple(PlanCheck(name=n, argv=("pytest", n)) for n in names)),
+    assumptions=st.lists(_TEXT, max_size=2).map(tuple),
+)
+
+
+@given(_PLAN)
+def test_every_plan_round_trips_through_its_canonical_json(plan: Plan) -> None:
+    again = plan_from_document(json.loads(canonical_plan_json(plan)))
+    assert again == plan
+    assert canonical_plan_json(again) == canonical_plan_json(plan)
+
+
+@given(_PLAN, _PLAN)
+def test_distinct_plans_have_distinct_hashes(first: Plan, second: Plan) -> None:
+    assert (plan_sha256(first) == plan_sha256(second)) == (first == second)
