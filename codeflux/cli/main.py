@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "provider",
     "prices",
     "budget",
+    "task",
     "backup",
     "integrity_check",
     "inspect",

@@ -28,9 +28,13 @@ import apsw
 from codeflux.credentials import has_provider_key, probe_credential_store
 from codeflux.domain.errors import CodefluxError, StoreCorruptError
 from codeflux.domain.providers import ProviderName
+from codeflux.domain.tasks import TaskState
 from codeflux.store.connection import open_connection
+from codeflux.store.database import ReadView
+from codeflux.store.inspection import readonly_database
 from codeflux.store.location import DataLocation
 from codeflux.store.migrations import read_schema_version, supported_schema_version
+from codeflux.store.task_records import tasks_in_states
 
 __all__ = [
     "DEFAULT_PORT",
@@ -43,6 +47,7 @@ __all__ = [
 DEFAULT_PORT = 47311
 MIN_FREE_BYTES = 512 * 1024 * 1024
 CHECK_TIMEOUT_S = 8.0
+_TASKS_SCHEMA_VERSION = 4  # the migration that added tasks with their states
 MIN_SQLITE = (3, 37, 0)  # STRICT tables
 
 
@@ -298,7 +303,24 @@ def _check_loopback_port(location: DataLocation, port: int) -> CheckResult:
 
 
 def _check_tasks_needing_recovery(location: DataLocation) -> CheckResult:
-    del location  # tasks are not stored yet; the count is truthfully zero
-    return CheckResult(id="recovery", title="tasks needing recovery", status=CheckStatus.OK,
-                       summary="0 (no tasks are stored yet)")
+    """How many tasks are ``recovery-required``, read on a read-only connection (never changed here)."""
+    title = "tasks needing recovery"
+    if not location.database.exists():
+        return CheckResult(id="recovery", title=title, status=CheckStatus.OK, summary="0 (no database yet)")
+    try:
+        with readonly_database(location) as conn:
+            if read_schema_version(conn) < _TASKS_SCHEMA_VERSION:
+                return CheckResult(id="recovery", title=title, status=CheckStatus.OK,
+                                   summary="0 (the database holds no tasks yet)")
+            waiting = tasks_in_states(ReadView(conn), [TaskState.RECOVERY_REQUIRED])
+    except CodefluxError as err:
+        return CheckResult(id="recovery", title=title, status=CheckStatus.UNKNOWN,
+                           summary=f"could not read the tasks ({err})",
+                           remediation="run `codeflux integrity-check`; it explains what is wrong")
+    if not waiting:
+        return CheckResult(id="recovery", title=title, status=CheckStatus.OK, summary="0")
+    listed = ", ".join(task.task_id.value for task in waiting[:5]) + (", …" if len(waiting) > 5 else "")
+    return CheckResult(id="recovery", title=title, status=CheckStatus.DEGRADED, required=False,
+                       summary=f"{len(waiting)} interrupted task(s) wait for you: {listed}",
+                       remediation="`codeflux task recovery` shows what is known, ambiguous and recommended")
 

@@ -34,6 +34,8 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── ModelCallRefusedError        the task's state lets no model call start (paused, ended)
     │   ├── TaskLimitReachedError        4 tasks are active, or one already holds the repository
     │   ├── RepositoryChangedError       the repository is not the one the task was created for
+    │   ├── TaskActionUnavailableError   the task's state does not offer that action (says why)
+    │   ├── OutcomeUnresolvedError       an effect's outcome is unknown; record what happened first
     │   └── AuthorityRefusedError        the authority engine refused the operation; it did not run
     │       ├── CapabilityDeniedError    a recorded denial covers a capability the request needs
     │       └── TaskInactiveError        the task is not running or validating; only reads may run
@@ -53,7 +55,8 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── PlanChangedError             the plan revision or its hash is not the current one
     │   ├── StageAlreadyRecordedError    the stage already has its outcome in this run's ledger
     │   ├── DiffChangedError             the task diff changed since it was reviewed
-    │   └── DecisionAlreadyRecordedError  the tool request was already decided differently
+    │   ├── DecisionAlreadyRecordedError  the tool request was already decided differently
+    │   └── OutcomeAlreadyRecordedError  what happened to that effect was already recorded
     ├── TransitionNotAllowedError        a state machine refused a transition              (exit 1)
     ├── SecretLeakError                  output would have carried a secret; nothing written (exit 1)
     ├── OperationFailedError             a valid request failed for a stated reason        (exit 1)
@@ -61,7 +64,8 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── ToolFailedError              a tool met a stated failure (no match, hash mismatch, …)
     │   ├── GitOperationFailedError      git (libgit2) could not do what was asked
     │   ├── WorkerStartError             a worker process did not start or announce readiness
-    │   └── WorkerClosedError            a worker handle was used after stop()
+    │   ├── WorkerClosedError            a worker handle was used after stop()
+│   └── PlannerFailedError           the planner gave no valid plan, even after one retry
     ├── ProviderError                    a model provider call gave no usable reply         (exit 1)
     │   ├── ProviderRejectedError        the provider refused the request (4xx: key, model, body)
     │   ├── ProviderUnavailableError     unreachable, rate limited or failing (429/5xx) after retries
@@ -112,12 +116,15 @@ __all__ = [
     "ModelCallRefusedError",
     "NotFoundError",
     "OperationFailedError",
+    "OutcomeAlreadyRecordedError",
+    "OutcomeUnresolvedError",
     "OutputExistsError",
     "PathNotFoundError",
     "PathRefusedError",
     "PlanChangedError",
     "PlanInvalidError",
     "PlanNotApprovedError",
+    "PlannerFailedError",
     "PrerequisiteError",
     "ProviderError",
     "ProviderOutcomeUnknownError",
@@ -138,6 +145,7 @@ __all__ = [
     "StoreError",
     "StorePolicyError",
     "StoreUnavailableError",
+    "TaskActionUnavailableError",
     "TaskInactiveError",
     "TaskLimitReachedError",
     "ToolFailedError",
@@ -503,6 +511,32 @@ class RepositoryChangedError(PrerequisiteError):
         self.found = found
 
 
+class TaskActionUnavailableError(PrerequisiteError):
+    """Task ``task_id`` is ``state``, which does not offer ``action``; ``reason`` says why. Nothing changed."""
+
+    def __init__(self, *, task_id: str, action: str, state: str, reason: str) -> None:
+        super().__init__(f"task {task_id}: {reason}")
+        self.task_id = task_id
+        self.action = action
+        self.state = state
+        self.reason = reason
+
+
+class OutcomeUnresolvedError(PrerequisiteError):
+    """Task ``task_id`` has effects whose outcome is unknown (``items``); ``action`` waits until the person
+    records for each whether it happened. Nothing changed, and the effects are never run again."""
+
+    def __init__(self, *, task_id: str, action: str, items: tuple[str, ...]) -> None:
+        listed = ", ".join(items)
+        super().__init__(
+            f"task {task_id}: {action} waits until you record what happened to {listed} "
+            f"(`codeflux task record-outcome {task_id} --item ITEM --happened|--did-not-happen`)"
+        )
+        self.task_id = task_id
+        self.action = action
+        self.items = items
+
+
 class DecisionNeededError(CodefluxError):
     """A person has to decide (approval, plan approval, budget) and prompting is off."""
 
@@ -688,6 +722,16 @@ class DecisionAlreadyRecordedError(ConflictError):
         self.outcome = outcome
 
 
+class OutcomeAlreadyRecordedError(ConflictError):
+    """What happened to ambiguous effect ``item`` of task ``task_id`` was already recorded as ``outcome``."""
+
+    def __init__(self, *, task_id: str, item: str, outcome: str) -> None:
+        super().__init__(f"task {task_id}: the outcome of {item} was already recorded ({outcome}); it stays")
+        self.task_id = task_id
+        self.item = item
+        self.outcome = outcome
+
+
 class TransitionNotAllowedError(CodefluxError):
     """A state machine refused a transition; the error knows the machine and both states."""
 
@@ -757,6 +801,21 @@ class WorkerClosedError(OperationFailedError):
 
     def __init__(self) -> None:
         super().__init__("the worker was stopped; start a new one")
+
+
+class PlannerFailedError(OperationFailedError):
+    """The planner's model gave no plan that fits the schema, even after one retry; nothing was recorded.
+
+    ``problems`` are the schema's findings on the last reply (locations and what is wrong, never the
+    offered values).
+    """
+
+    def __init__(self, *, task_id: str, attempts: int, problems: tuple[str, ...]) -> None:
+        shown = "; ".join(problems[:3]) or "the reply held no plan"
+        super().__init__(f"task {task_id}: the planner gave no valid plan after {attempts} attempts ({shown})")
+        self.task_id = task_id
+        self.attempts = attempts
+        self.problems = problems
 
 
 class ProviderError(CodefluxError):

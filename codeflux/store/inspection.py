@@ -338,6 +338,25 @@ _ENTITIES: tuple[InspectableEntity, ...] = (
         id_meaning="task id",
         since_schema_version=4,
     ),
+    InspectableEntity(
+        name="recovery-assessments",
+        description="assessments of interrupted tasks: known facts, ambiguous effects, the recommended action",
+        columns=("id", "task_id", "interrupted_in", "recommended", "diff_identity", "reason", "known_json",
+                 "ambiguous_json", "assessed_at_us"),
+        query="SELECT {columns} FROM recovery_assessments {where} ORDER BY id LIMIT ?",
+        id_filter="WHERE task_id = ?",
+        id_meaning="task id",
+        since_schema_version=5,
+    ),
+    InspectableEntity(
+        name="ambiguity-resolutions",
+        description="what the person recorded about effects whose outcome was unknown (happened or not)",
+        columns=("id", "task_id", "item_kind", "item_id", "outcome", "note", "recorded_by", "recorded_at_us"),
+        query="SELECT {columns} FROM ambiguity_resolutions {where} ORDER BY id LIMIT ?",
+        id_filter="WHERE task_id = ?",
+        id_meaning="task id",
+        since_schema_version=5,
+    ),
 )
 
 INSPECTABLE_ENTITIES: Mapping[str, InspectableEntity] = MappingProxyType({e.name: e for e in _ENTITIES})

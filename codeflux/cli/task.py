@@ -1,0 +1,321 @@
+"""`codeflux task …`: tasks from the terminal (headless), against the local database.
+
+``create`` opens the repository read-only; uncommitted changes are listed with their hash and need
+``--acknowledge-dirty HASH`` (exactly that list) — without it the command exits 4. ``show`` prints the
+state, every action (the unavailable ones with why), the plan and budget figures. ``approve-plan`` and
+``send-back`` bind to the plan revision and its sha256; ``accept`` and ``reject`` to the reviewed diff
+identity. ``patch`` prints a kept patch. ``recovery`` lists, per interrupted task, what is known, what is
+ambiguous and what is recommended; ``record-outcome`` records whether an ambiguous effect happened;
+``recover`` takes a recovery action; ``cancel`` ends an open task.
+
+Every subcommand first runs startup recovery when no other process is running tasks (see
+:mod:`codeflux.coordinator.recovery`): interrupted work is marked, never resumed. Exit codes come from
+the one table (0 done, 1 failed, 2 usage, 3 refused by state, 4 a decision is needed, 5 stalled).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from codeflux.cli.context import CliContext
+from codeflux.coordinator.budget import BudgetService
+from codeflux.coordinator.recovery import RecoveryService, RecoveryView, exclusive_startup_lock
+from codeflux.coordinator.review import ReviewService, require_task_action
+from codeflux.coordinator.tasks import Actor, TaskService, TaskView
+from codeflux.coordinator.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree
+from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, UsageError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.recovery import EffectOutcome, RecoveryAction
+from codeflux.domain.tasks import TaskAction, TaskState
+from codeflux.gitwork.repository import open_repository
+from codeflux.store.database import Database
+from codeflux.store.opening import open_store
+
+NAME = "task"
+SUMMARY = "create, inspect, approve, review and recover tasks (headless)"
+RECORDS_APP_LOG = True
+
+_ACTIONS = {
+    "create": "create a task for a repository (uncommitted changes must be acknowledged by their hash)",
+    "list": "every task with its state",
+    "show": "a task's state, actions (with why unavailable), plan and budget",
+    "approve-plan": "approve plan revision N with hash H; the task becomes ready",
+    "send-back": "send plan revision N (hash H) back with feedback for a new revision",
+    "accept": "land the reviewed diff (identity H) on your branch and complete the task",
+    "reject": "keep the diff (identity H) as a patch and end the task",
+    "patch": "print the patch kept for a task",
+    "recovery": "interrupted tasks: what is known, what is ambiguous, what is recommended",
+    "record-outcome": "record whether an effect with an unknown outcome happened (it is never re-run)",
+    "recover": "take a recovery action: safe-resume, reconcile, preserve-patch or abandon",
+    "cancel": "cancel an open task (its worktree is removed unless that would lose work)",
+}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for action, text in _ACTIONS.items():
+        sub = actions.add_parser(action, help=text, description=text, allow_abbrev=False)
+        sub.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
+        if action not in ("create", "list", "recovery"):
+            sub.add_argument("task", metavar="ID", help="the task id (tsk_…)")
+        _configure_action(action, sub)
+
+
+def _configure_action(action: str, sub: argparse.ArgumentParser) -> None:
+    if action == "create":
+        sub.add_argument("--repo", required=True, metavar="PATH", help="the git repository (any path inside it)")
+        sub.add_argument("--requirement", required=True, metavar="TEXT", help="what the task must achieve")
+        sub.add_argument("--title", default=None, metavar="TEXT", help="a short title (default: first line)")
+        sub.add_argument("--acknowledge-dirty", default=None, metavar="HASH",
+                         help="the hash of the uncommitted changes you reviewed (printed when they exist)")
+    elif action == "list":
+        sub.add_argument("--limit", type=_parse_count, default=100, metavar="N", help="at most N tasks")
+    elif action in ("approve-plan", "send-back"):
+        sub.add_argument("--revision", required=True, type=_parse_count, metavar="N", help="the plan revision")
+        sub.add_argument("--sha256", required=True, metavar="H", help="the plan revision's sha256")
+        if action == "send-back":
+            sub.add_argument("--feedback", required=True, metavar="TEXT", help="what to change")
+    elif action in ("accept", "reject"):
+        sub.add_argument("--identity", required=True, metavar="H", help="the diff identity you reviewed")
+        if action == "reject":
+            sub.add_argument("--reason", required=True, metavar="TEXT", help="why the diff is rejected")
+    elif action == "record-outcome":
+        sub.add_argument("--item", required=True, metavar="ITEM", help="the effect id (exe_… or mreq_…)")
+        outcome = sub.add_mutually_exclusive_group(required=True)
+        outcome.add_argument("--happened", dest="outcome", action="store_const", const=EffectOutcome.HAPPENED)
+        outcome.add_argument("--did-not-happen", dest="outcome", action="store_const",
+                             const=EffectOutcome.DID_NOT_HAPPEN)
+        sub.add_argument("--note", default=None, metavar="TEXT", help="what you checked")
+    elif action == "recover":
+        sub.add_argument("--action", dest="recovery", required=True, choices=[a.value for a in RecoveryAction])
+
+
+def _parse_count(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or len(text) > 9:
+        raise UsageError("expected a whole number")
+    return int(text)
+
+
+def _key() -> str:
+    return f"cli-{os.urandom(16).hex()}"
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    location = ctx.location()
+    creating = args.action == "create"
+    db = open_store(location, create=creating, migrate=creating)
+    try:
+        with exclusive_startup_lock(location) as alone:
+            if alone:
+                found = RecoveryService(db).recover_at_startup()
+                if found.tasks and args.action != "recovery":
+                    ctx.warn(f"{len(found.tasks)} interrupted task(s) now need recovery: `codeflux task recovery`")
+        service = TaskService(db, worktrees_root=location.worktrees)
+        return _run(args, ctx, db, service)
+    finally:
+        db.close()
+
+
+def _run(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService) -> int:
+    if args.action == "create":
+        return _create(args, ctx, service)
+    if args.action == "list":
+        for task in service.list_tasks(limit=args.limit):
+            ctx.say(f"{task.task_id}  {task.state:<22} {task.title or ''}")
+        return 0
+    if args.action == "recovery":
+        views = RecoveryService(db).tasks_needing_recovery()
+        if not views:
+            ctx.say("no task needs recovery")
+        for view in views:
+            _print_recovery(ctx, view)
+        return 0
+    return _TASK_HANDLERS[args.action](args, ctx, db, service, TaskId.parse(args.task))
+
+
+Handler = Callable[[argparse.Namespace, CliContext, Database, TaskService, TaskId], int]
+
+
+def _show_task(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    _show(ctx, db, service.show(task_id))
+    return 0
+
+
+def _approve(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    change = service.approve_plan(task_id, revision=args.revision, sha256=args.sha256, idempotency_key=_key())
+    ctx.say(f"task {task_id}: plan revision {args.revision} approved; {change.state}")
+    return 0
+
+
+def _send_back(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    change = service.send_back(task_id, revision=args.revision, sha256=args.sha256, feedback=args.feedback,
+                               idempotency_key=_key())
+    ctx.say(f"task {task_id}: plan revision {args.revision} sent back; {change.state}")
+    return 0
+
+
+def _reject(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    result = ReviewService(db).reject_task(task_id, reviewed_identity=args.identity, reason=args.reason)
+    ctx.say(f"task {task_id}: rejected; {result.change.state}; patch {result.patch.diff_identity} kept "
+            f"({len(result.patch.patch)} bytes; `codeflux task patch {task_id}`)")
+    _print_worktree(ctx, result.worktree)
+    return 0
+
+
+def _patch(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    _write_bytes(ctx, ReviewService(db).task_patch(task_id))
+    return 0
+
+
+def _record_outcome(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService,
+                    task_id: TaskId) -> int:
+    view = RecoveryService(db).record_outcome(task_id, item_id=args.item, outcome=args.outcome, note=args.note)
+    ctx.say(f"task {task_id}: {args.item} recorded as {args.outcome}")
+    _print_recovery(ctx, view)
+    return 0
+
+
+def _create(args: argparse.Namespace, ctx: CliContext, service: TaskService) -> int:
+    snapshot = open_repository(Path(args.repo))
+    if snapshot.is_dirty and args.acknowledge_dirty != snapshot.dirty_hash:
+        ctx.say(f"{snapshot.root} has uncommitted changes:")
+        for entry in snapshot.changes:
+            ctx.say(f"  {entry.status!s:<12} {entry.path}  {entry.content_sha256 or '-'}")
+        ctx.say(f"dirty hash {snapshot.dirty_hash}")
+        ctx.say(f"if the task may start from exactly these, add --acknowledge-dirty {snapshot.dirty_hash}")
+        raise DirtyTreeNotAcknowledgedError(path=str(snapshot.root), change_count=len(snapshot.changes),
+                                            current_hash=snapshot.dirty_hash, acknowledged_hash=args.acknowledge_dirty)
+    change = service.create_task(snapshot, args.requirement, title=args.title,
+                                 acknowledged_dirty_hash=args.acknowledge_dirty, acknowledged_by=Actor.USER,
+                                 idempotency_key=_key())
+    ctx.say(f"task {change.task_id} created ({change.state}, revision {change.revision})")
+    return 0
+
+
+def _show(ctx: CliContext, db: Database, view: TaskView) -> None:
+    task = view.task
+    ctx.say(f"task {task.task_id}  {task.title or ''}")
+    ctx.say(f"  state        {task.state} (revision {task.revision})")
+    ctx.say(f"  repository   {task.repository_root}")
+    ctx.say(f"  base         {task.base_revision or '(not started)'}")
+    ctx.say(f"  worktree     {task.worktree}")
+    if view.plan is None:
+        ctx.say("  plan         none yet")
+    else:
+        plan, decision = view.plan, view.plan_decision
+        verdict = "undecided" if decision is None else decision.decision
+        ctx.say(f"  plan         revision {plan.revision} sha256 {plan.sha256} ({verdict})")
+        ctx.say(f"    scope      {plan.plan.scope.summary}")
+        for number, step in enumerate(plan.plan.steps, start=1):
+            ctx.say(f"    step {number}     {step.title}")
+        for check in plan.plan.checks:
+            ctx.say(f"    check      {check.name}: {' '.join(check.argv)}")
+    if view.attempt is not None:
+        ended = "open" if view.attempt.is_open else f"ended at {view.attempt.stopped_at or 'the end'}"
+        ctx.say(f"  attempt      {view.attempt.attempt} under plan revision {view.attempt.plan_revision} ({ended})")
+    budgets = BudgetService(db)
+    if budgets.revision_of(task.task_id) is None:
+        ctx.say("  budget       none set (`codeflux budget set --task ID --limit AMOUNT`)")
+    else:
+        for line in budgets.summary(task.task_id).lines():
+            ctx.say(f"  {line}")
+    ctx.say("  actions")
+    for action in view.actions:
+        ctx.say(f"    {action.action.value:<15} " + ("available" if action.available else f"no: {action.reason}"))
+    if task.state is TaskState.RECOVERY_REQUIRED:
+        _print_recovery(ctx, RecoveryService(db).assess(task.task_id))
+
+
+def _accept(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    result = ReviewService(db).accept_task(task_id, reviewed_identity=args.identity)
+    outcome = result.outcome
+    if result.conflicted:
+        ctx.warn(f"codeflux task: the diff conflicts with {outcome.branch} in: {', '.join(outcome.conflicting_paths)}")
+        ctx.warn("nothing changed; the task still awaits review (repair it, or reject it to keep the patch)")
+        return 1
+    state = "" if result.change is None else f"; {result.change.state}"
+    ctx.say(f"task {task_id}: accepted ({outcome.kind}) on {outcome.branch} "
+            f"{outcome.previous_head[:12]} → {outcome.landed_head[:12]}{state}")
+    _print_worktree(ctx, result.worktree)
+    return 0
+
+
+def _recover(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    recovery = RecoveryService(db)
+    match RecoveryAction(args.recovery):
+        case RecoveryAction.SAFE_RESUME:
+            ctx.say(f"task {task_id}: {recovery.safe_resume(task_id).state}; resume it to go on")
+        case RecoveryAction.RECONCILE:
+            ctx.say(f"task {task_id}: reconciled; {recovery.reconcile(task_id).state}; resume it to go on")
+        case RecoveryAction.PRESERVE_PATCH:
+            row = recovery.preserve_patch(task_id)
+            ctx.say(f"task {task_id}: patch {row.diff_identity} preserved ({len(row.patch)} bytes)")
+        case RecoveryAction.ABANDON:
+            change, disposal = recovery.abandon(task_id)
+            ctx.say(f"task {task_id}: abandoned; {change.state}")
+            _print_worktree(ctx, disposal)
+    return 0
+
+
+def _cancel(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    task = service.show(task_id).task
+    require_task_action(task, TaskAction.CANCEL)
+    change = service.transition(task_id, TaskState.CANCELLED, expected_revision=task.revision,
+                                reason="cancelled by the user", actor=Actor.USER, idempotency_key=_key())
+    ctx.say(f"task {task_id}: {change.state}")
+    stored = [p.diff_identity for p in service.patches(task_id)]
+    _print_worktree(ctx, dispose_task_worktree(db, task_id, saved_patch_identity=stored[-1] if stored else None,
+                                               delete_branch=False))
+    return 0
+
+
+_TASK_HANDLERS: dict[str, Handler] = {
+    "show": _show_task, "approve-plan": _approve, "send-back": _send_back, "accept": _accept, "reject": _reject,
+    "patch": _patch, "record-outcome": _record_outcome, "recover": _recover, "cancel": _cancel,
+}
+
+
+def _print_worktree(ctx: CliContext, disposal: WorktreeDisposal | None) -> None:
+    if disposal is None:
+        return
+    if disposal.removed:
+        ctx.say("  worktree removed" + (" with its branch" if disposal.branch_deleted else ""))
+    else:
+        ctx.say(f"  worktree kept ({disposal.refusal}): {disposal.detail}")
+
+
+def _print_recovery(ctx: CliContext, view: RecoveryView) -> None:
+    known, advice = view.known, view.recommendation
+    ctx.say(f"task {view.task.task_id}  {view.task.state}  {view.task.title or ''}")
+    ctx.say("  known")
+    ctx.say(f"    interrupted while {known.interrupted_in}")
+    plan = "none" if known.plan_revision is None else (
+        f"revision {known.plan_revision} ({'approved' if known.plan_approved else 'not approved'})")
+    ctx.say(f"    plan       {plan}")
+    ctx.say(f"    attempt    {known.attempt or 'none'}; last ledger stage {known.last_stage or 'none'}")
+    head = f"HEAD {known.head[:12]} over base {known.base[:12]}" if known.head and known.base else ""
+    ctx.say(f"    worktree   {known.worktree} {head}".rstrip())
+    if known.diff_identity is not None:
+        ctx.say(f"    diff       {known.diff_identity}" + ("  (stored as a patch)" if known.patch_stored else ""))
+    ctx.say("  ambiguous" + ("" if view.ambiguous else "  nothing"))
+    for effect in view.ambiguous:
+        outcome = "UNRESOLVED" if effect.outcome is None else f"recorded: {effect.outcome}"
+        ctx.say(f"    {effect.item_id}  {effect.kind}  {effect.summary}  [{outcome}]")
+    ctx.say(f"  recommended  {advice.recommended}: {advice.why}")
+    for action, reason in advice.refused:
+        ctx.say(f"    {action.value:<15} no: {reason}")
+    if advice.unresolved:
+        ctx.say(f"  next: codeflux task record-outcome {view.task.task_id} --item ITEM --happened|--did-not-happen")
+
+
+def _write_bytes(ctx: CliContext, data: bytes) -> None:
+    buffer = getattr(ctx.stdout, "buffer", None)
+    if buffer is None:
+        ctx.stdout.write(data.decode("utf-8", errors="replace"))
+    else:
+        ctx.stdout.flush()
+        buffer.write(data)
+        buffer.flush()

@@ -1,0 +1,173 @@
+"""The person's review of a finished task: accept lands the diff, reject keeps the patch; both end the task.
+
+* :meth:`ReviewService.accept_task` lands exactly the reviewed diff on the user's current branch through
+  :func:`codeflux.gitwork.accept.accept_task_diff` (fast-forward, or a merge commit when the branch moved
+  on) and then, in one transaction, records ``awaiting-review → completed`` with its transition row and a
+  ``task-accepted`` event. A conflict is returned as a value: nothing in git changed, the task stays
+  ``awaiting-review`` and an ``accept-conflicted`` event names the paths. A retry after a crash between
+  the landing and the commit finds the task commit already on the branch and completes the task.
+* :meth:`ReviewService.reject_task` takes the worktree's current patch and, in one transaction, stores it
+  (``task_patches``, kind ``rejected``), records the ``patch-stored`` event and moves the task to the
+  domain's reject target (``cancelled``). The patch stays retrievable: :meth:`ReviewService.task_patch`.
+
+After either, the worktree is removed unless that would lose something (:mod:`.worktree_lifecycle`).
+The idempotency key of each decision is derived from the reviewed identity, so repeating the same
+decision replays the first result instead of deciding twice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from codeflux.coordinator import task_gates as gates
+from codeflux.coordinator.task_changes import Actor, TaskChange, TaskChanges, check_text
+from codeflux.coordinator.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
+from codeflux.domain.errors import NotFoundError, TaskActionUnavailableError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.tasks import (
+    TASK_ACTION_TARGETS,
+    TaskAction,
+    TaskState,
+    describe_task_action,
+    validate_task_transition,
+)
+from codeflux.gitwork.accept import AcceptKind, AcceptOutcome, accept_task_diff, reject_task_diff
+from codeflux.gitwork.diff import CommitAuthor
+from codeflux.gitwork.worktrees import TaskWorktree
+from codeflux.store import task_records as records
+from codeflux.store.database import Database, Transaction, now_us
+from codeflux.store.events import JournalEvent, append_event
+
+__all__ = ["AcceptResult", "RejectResult", "ReviewService", "require_task_action"]
+
+_MAX_REASON = 2048
+_REJECT_TARGET: TaskState = next(iter(TASK_ACTION_TARGETS[TaskAction.REJECT]))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcceptResult:
+    """How the accept ended; ``change`` and ``worktree`` are None when nothing landed (a conflict)."""
+
+    outcome: AcceptOutcome
+    change: TaskChange | None
+    worktree: WorktreeDisposal | None
+
+    @property
+    def conflicted(self) -> bool:
+        return self.outcome.kind is AcceptKind.CONFLICT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RejectResult:
+    change: TaskChange
+    patch: records.TaskPatchRow
+    matches_review: bool
+    worktree: WorktreeDisposal | None
+
+
+def require_task_action(task: records.TaskRecord, action: TaskAction) -> None:
+    """Refuse with :class:`TaskActionUnavailableError` unless the task's state offers ``action``."""
+    availability = describe_task_action(task.state, action)
+    if not availability.available:
+        raise TaskActionUnavailableError(task_id=task.task_id.value, action=action.value, state=task.state.value,
+                                         reason=availability.reason or f"{action.value} is not available")
+
+
+class ReviewService:
+    """Accept and reject reviewed task diffs against ``db`` (see the module docstring)."""
+
+    def __init__(
+        self, db: Database, *, clock: Callable[[], int] = now_us, committer: CommitAuthor | None = None,
+        publish: Callable[[JournalEvent], None] | None = None,
+    ) -> None:  # fmt: skip
+        self._db = db
+        self._publish = publish
+        self._committer = committer
+        self._changes = TaskChanges(db, clock=clock, entropy=lambda: os.urandom(16), publish=publish, fault=None)
+
+    def _reviewable(self, task_id: TaskId, action: TaskAction) -> tuple[records.TaskRecord, TaskWorktree]:
+        task = self._db.read(lambda view: records.require_task_record(view, task_id))
+        require_task_action(task, action)
+        binding = task_worktree_binding(task)
+        if binding is None:
+            raise TaskActionUnavailableError(task_id=task_id.value, action=action.value, state=task.state.value,
+                                             reason="the task never ran, so it has no diff to review")
+        return task, binding
+
+    def accept_task(self, task_id: TaskId, *, reviewed_identity: str) -> AcceptResult:
+        """Land the reviewed diff and complete the task, or report a conflict with nothing changed."""
+        task, binding = self._reviewable(task_id, TaskAction.ACCEPT)
+        outcome = accept_task_diff(task.repository_root, binding, reviewed_identity=reviewed_identity,
+                                   committer=self._committer)
+        if outcome.kind is AcceptKind.CONFLICT:
+            self._changes.write(lambda tx, events: events.append(append_event(
+                tx, session_id=task.session_id, kind="accept-conflicted", payload={
+                    "task_id": task_id.value, "diff_identity": reviewed_identity, "branch": outcome.branch,
+                    "conflicting_paths": list(outcome.conflicting_paths)})))
+            return AcceptResult(outcome=outcome, change=None, worktree=None)
+        reason = f"accepted: {outcome.kind.value} of {outcome.branch} to {outcome.landed_head[:12]}"
+
+        def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
+            current = records.require_task_record(tx, task_id)
+            record = self._end_review(tx, events, current, TaskState.COMPLETED, reason=reason)
+            events.append(append_event(tx, session_id=current.session_id, kind="task-accepted", payload={
+                "task_id": task_id.value, "diff_identity": reviewed_identity, "kind": outcome.kind.value,
+                "branch": outcome.branch, "previous_head": outcome.previous_head,
+                "landed_head": outcome.landed_head, "task_commit": outcome.task_commit}))
+            return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision}
+
+        change = self._changes.mutate(scope=f"task:{task_id.value}", key=f"accept:{reviewed_identity}", work=work,
+                                      request={"operation": "accept", "reviewed_identity": reviewed_identity})
+        disposal = dispose_task_worktree(self._db, task_id, saved_patch_identity=None, delete_branch=True,
+                                         publish=self._publish)
+        return AcceptResult(outcome=outcome, change=change, worktree=disposal)
+
+    def reject_task(self, task_id: TaskId, *, reviewed_identity: str, reason: str) -> RejectResult:
+        """Store the worktree's patch and end the task (see the module docstring)."""
+        check_text(reason, kind="rejection reason", limit=_MAX_REASON)
+        _, binding = self._reviewable(task_id, TaskAction.REJECT)
+        rejected = reject_task_diff(binding, reviewed_identity=reviewed_identity)
+        note = reason if rejected.matches_review else (
+            f"{reason} (reviewed {reviewed_identity[:12]}; the worktree now holds {rejected.identity[:12]}, kept)")
+        stored: list[records.TaskPatchRow] = []
+
+        def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
+            current = records.require_task_record(tx, task_id)
+            row, created = records.insert_task_patch(
+                tx, task_id=task_id, kind="rejected", diff_identity=rejected.identity, base_commit=rejected.base,
+                head_commit=rejected.head, patch=rejected.patch, reason=note[:_MAX_REASON],
+                at_us=self._changes.clock())
+            stored.append(row)
+            if created:
+                events.append(append_event(tx, session_id=current.session_id, kind="patch-stored", payload={
+                    "task_id": task_id.value, "kind": "rejected", "diff_identity": rejected.identity,
+                    "patch_sha256": row.patch_sha256, "bytes": len(rejected.patch)}))
+            record = self._end_review(tx, events, current, _REJECT_TARGET, reason=f"rejected: {reason}"[:_MAX_REASON])
+            return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision}
+
+        change = self._changes.mutate(scope=f"task:{task_id.value}", key=f"reject:{reviewed_identity}", work=work,
+                                      request={"operation": "reject", "reviewed_identity": reviewed_identity,
+                                               "reason": reason})
+        patch = stored[0] if stored else self._latest_patch(task_id)
+        disposal = dispose_task_worktree(self._db, task_id, saved_patch_identity=patch.diff_identity,
+                                         delete_branch=False, publish=self._publish)
+        return RejectResult(change=change, patch=patch, matches_review=rejected.matches_review, worktree=disposal)
+
+    def _end_review(self, tx: Transaction, events: list[JournalEvent], task: records.TaskRecord,
+                    to_state: TaskState, *, reason: str) -> records.TaskRecord:
+        validate_task_transition(task.state, to_state)
+        gates.require_entry_allowed(tx, task, to_state, dedicated_ok=False)
+        return self._changes.transition(tx, events, task, to_state, reason=reason, actor=Actor.USER)
+
+    def _latest_patch(self, task_id: TaskId) -> records.TaskPatchRow:
+        patches = self._db.read(lambda view: records.patches_of_task(view, task_id))
+        if not patches:
+            raise NotFoundError(kind="stored patch of task", entity_id=task_id.value)
+        rejected = [p for p in patches if p.kind == "rejected"]
+        return (rejected or patches)[-1]
+
+    def task_patch(self, task_id: TaskId) -> bytes:
+        """The patch kept for the task (the rejected one, else the newest preserved one), exact bytes."""
+        return self._latest_patch(task_id).patch

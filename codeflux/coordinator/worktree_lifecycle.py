@@ -1,0 +1,101 @@
+"""Removing a task's worktree once the task is over — unless that would lose something, and then saying why.
+
+A task in a terminal state (``completed``, ``cancelled``, ``rolled-back``) no longer needs its worktree.
+:func:`dispose_task_worktree` removes it through :func:`codeflux.gitwork.worktrees.remove_task_worktree`
+with ``keep_if_unsaved``, so it is **kept** when:
+
+* the outcome is ambiguous — the task has an effect whose outcome is unknown and nobody has recorded
+  what happened (the worktree may be the only evidence);
+* it holds work stored nowhere else — uncommitted changes whose diff is not the stored patch, content no
+  patch can carry, or a branch with commits the user's branch lacks (when the branch would go too);
+* it fails verification, so what removal would lose is unknown.
+
+Either way one ``worktree-removed`` / ``worktree-kept`` event with the reason is recorded in the task's
+journal. A task that never started a run has no worktree and nothing is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from codeflux.domain.errors import RepositoryNotUsableError, UsageError, WorktreeNotUsableError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.recovery import unresolved_effects
+from codeflux.domain.tasks import is_terminal
+from codeflux.gitwork.worktrees import TaskWorktree, remove_task_worktree
+from codeflux.store import recovery as recovery_rows
+from codeflux.store import task_records as records
+from codeflux.store.database import Database, Transaction
+from codeflux.store.events import JournalEvent, append_event
+
+__all__ = ["WorktreeDisposal", "dispose_task_worktree", "task_worktree_binding"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorktreeDisposal:
+    """What happened to the worktree: ``removed``, or kept with ``refusal`` (a short code) and ``detail``."""
+
+    removed: bool
+    refusal: str | None
+    detail: str
+    branch_deleted: bool
+
+
+def task_worktree_binding(task: records.TaskRecord) -> TaskWorktree | None:
+    """The task's worktree binding, or None when no run ever started (no base commit, so no worktree)."""
+    if task.base_revision is None:
+        return None
+    return TaskWorktree(repo_root=task.repository_root, path=task.worktree, task_id=task.task_id,
+                        base=task.base_revision)
+
+
+def dispose_task_worktree(
+    db: Database, task_id: TaskId, *, saved_patch_identity: str | None, delete_branch: bool,
+    publish: Callable[[JournalEvent], None] | None = None,
+) -> WorktreeDisposal | None:  # fmt: skip
+    """Remove the worktree of a task in a terminal state, or keep it and say why (see the module docstring).
+
+    ``saved_patch_identity`` is the diff identity of a patch stored for the task (its worktree content is
+    then saved); ``delete_branch`` also deletes the task branch (only when nothing would be lost). Returns
+    None when the task has no worktree. Refuses (:class:`UsageError`) a task that is not terminal.
+    """
+    task, unresolved = db.read(lambda view: (
+        records.require_task_record(view, task_id),
+        unresolved_effects(recovery_rows.ambiguous_effects_of_task(view, task_id))))
+    if not is_terminal(task.state):
+        raise UsageError(f"task {task_id} is {task.state}; its worktree stays until the task ends")
+    binding = task_worktree_binding(task)
+    if binding is None:
+        return None
+    try:
+        removal = remove_task_worktree(binding, keep_if_unsaved=True, outcome_ambiguous=bool(unresolved),
+                                       saved_patch_identity=saved_patch_identity, delete_branch=delete_branch)
+        disposal = WorktreeDisposal(removed=removal.removed, branch_deleted=removal.branch_deleted,
+                                    refusal=None if removal.refusal is None else removal.refusal.value,
+                                    detail=removal.detail)
+    except (WorktreeNotUsableError, RepositoryNotUsableError) as error:
+        disposal = WorktreeDisposal(removed=False, refusal="unverifiable", branch_deleted=False,
+                                    detail=f"left alone: {error}")
+    if unresolved and not disposal.removed:
+        disposal = WorktreeDisposal(removed=False, refusal=disposal.refusal, branch_deleted=False,
+                                    detail=f"{disposal.detail} (unknown outcome: {', '.join(unresolved)})")
+    _record(db, task, disposal, publish)
+    return disposal
+
+
+def _record(db: Database, task: records.TaskRecord, disposal: WorktreeDisposal,
+            publish: Callable[[JournalEvent], None] | None) -> None:
+    events: list[JournalEvent] = []
+
+    def work(tx: Transaction) -> None:
+        events.append(append_event(tx, session_id=task.session_id,
+                                   kind="worktree-removed" if disposal.removed else "worktree-kept", payload={
+                                       "task_id": task.task_id.value, "path": str(task.worktree),
+                                       "refusal": disposal.refusal, "detail": disposal.detail,
+                                       "branch_deleted": disposal.branch_deleted}))
+
+    db.write(work)
+    if publish is not None:  # only after the commit, so nothing unrecorded is ever shown
+        for event in events:
+            publish(event)
