@@ -231,7 +231,7 @@ def test_a_damaged_newer_database_still_fails_with_exit_1(
         "DROP TRIGGER events_sequence_equals_session_counter",
         "INSERT INTO events (session_id, sequence, kind, payload_json, created_at_us)"
         " VALUES ('ses_nobody', 1, 'orphan', '{}', 1)",
-        "PRAGMA user_version = 5",
+        f"PRAGMA user_version = {FUTURE}",
     )
 
     code, out, _ = check(capsys, directory)

@@ -1,0 +1,93 @@
+"""Headless runs: what may go ahead without a person, and the recorded denial of everything else.
+
+A :class:`HeadlessPolicy` lists **exact operations**, never capabilities: a tool and every one of its
+arguments exactly as the request binds them (for ``run_command``, the exact argv — program as written,
+every argument, in order). Nothing else is pre-approved: no prefix, no wildcard, no "any pytest", no
+capability such as ``process`` or ``network``. A request that matches is decided ``allow-once`` by the
+headless policy, on that request only (its operation identity, which also pins the resolved program's
+path and sha256 and the task, is what the approval binds to). A pending request that matches nothing is
+decided ``deny`` by the headless policy with a reason that names the operation and the cause — "not in
+the pre-approved operations; prompting is off" — so the refusal is on record and the run ends with an
+outcome the CLI maps to exit 4 (a decision is needed).
+
+Why not operation identities: an identity hashes the task id, so none can be written before the task
+exists; the exact (tool, arguments) pair is what a person can write on a command line and read back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from codeflux.authority.decide import Decider, UserDecision
+from codeflux.coordinator.tool_driver import SubmittedRequest, ToolDriver
+from codeflux.domain.tools import ArgumentValue, ToolName, bind_tool_request
+
+__all__ = ["HeadlessDecision", "HeadlessPolicy", "PreapprovedOperation", "decide_headless"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreapprovedOperation:
+    """One exact operation: ``tool`` and its bound arguments in the descriptor's order."""
+
+    tool: ToolName
+    arguments: tuple[tuple[str, ArgumentValue], ...]
+
+    @classmethod
+    def of(cls, tool: str, arguments: Mapping[str, object]) -> PreapprovedOperation:
+        """The operation ``tool`` with ``arguments`` (validated like a model's request; errors are typed)."""
+        bound = bind_tool_request(tool, arguments)
+        return cls(tool=bound.tool, arguments=tuple((a.name, a.value) for a in bound.arguments))
+
+    @classmethod
+    def command(cls, argv: Sequence[str]) -> PreapprovedOperation:
+        """``run_command`` with exactly ``argv``."""
+        return cls.of(ToolName.RUN_COMMAND.value, {"argv": list(argv)})
+
+    def __str__(self) -> str:
+        if self.tool is ToolName.RUN_COMMAND:
+            argv = dict(self.arguments).get("argv", ())
+            return f"run_command {' '.join(argv) if isinstance(argv, tuple) else argv}"
+        return f"{self.tool} {', '.join(f'{name}={value!r}' for name, value in self.arguments)}"[:300]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeadlessPolicy:
+    """The operations a headless run may perform without asking (see the module docstring)."""
+
+    preapproved_operations: frozenset[PreapprovedOperation] = frozenset()
+
+    @classmethod
+    def allowing(cls, operations: Iterable[PreapprovedOperation]) -> HeadlessPolicy:
+        return cls(preapproved_operations=frozenset(operations))
+
+    def permits(self, operation: PreapprovedOperation) -> bool:
+        return operation in self.preapproved_operations
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeadlessDecision:
+    """What the headless policy decided on one pending request."""
+
+    request_id: str
+    operation: str
+    allowed: bool
+    reason: str
+
+
+def decide_headless(
+    policy: HeadlessPolicy, driver: ToolDriver, request_id: str, *, tool: str, arguments: Mapping[str, object]
+) -> HeadlessDecision:
+    """Decide the pending ``request_id`` for the headless policy: allow-once an exact pre-approved
+    operation, otherwise record a denial naming the operation and why."""
+    operation = PreapprovedOperation.of(tool, arguments)
+    if policy.permits(operation):
+        reason = f"pre-approved for this headless run: {operation}"
+        decided: SubmittedRequest = driver.decide(request_id, UserDecision.ALLOW_ONCE, reason=reason,
+                                                  decided_by=Decider.HEADLESS_POLICY)
+    else:
+        reason = (f"headless run: {operation} is not in the pre-approved operations and prompting is off; "
+                  "allow it exactly to let it run")[:1000]
+        decided = driver.decide(request_id, UserDecision.DENY, reason=reason, decided_by=Decider.HEADLESS_POLICY)
+    return HeadlessDecision(request_id=decided.request_id, operation=str(operation),
+                            allowed=policy.permits(operation), reason=reason)

@@ -1,0 +1,77 @@
+"""The coordinator's side of the pipeline ports: check commands through the tool driver, acceptance.
+
+:class:`DriverCheckCommands` runs a check command (the integration tests) as a ``run_command`` request
+of the task, through the authority engine, in the task's worker. It never asks: the runner settles any
+decision before validation starts (a person, or the headless policy), and a request still pending or
+refused is reported as a refusal naming its cause, so the stage is ``blocked`` and nothing ran. The
+request is submitted under a key derived from (task, attempt, argv), so the runner's pre-flight and the
+stage's execution are the same request and an allow-once approval covers exactly that execution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from codeflux.authority.decide import DecisionOutcome
+from codeflux.coordinator.tool_driver import SubmittedRequest, ToolDriver
+from codeflux.domain.errors import AuthorityRefusedError, ToolFailedError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.tools import ToolName
+from codeflux.pipeline.ports import AcceptanceRecord, CheckCommandRun
+
+__all__ = ["DriverCheckCommands", "NoAcceptanceYet", "check_request_key", "submit_check_command"]
+
+# The request store knows model, user and test as sources; a check command runs because the person
+# approved the plan it validates, so it is recorded as the user's.
+_CHECK_SOURCE = "user"
+
+
+def check_request_key(task_id: TaskId, attempt: int, argv: tuple[str, ...]) -> str:
+    digest = hashlib.sha256("\x00".join(argv).encode()).hexdigest()[:32]
+    return f"check:{task_id.value}:{attempt}:{digest}"
+
+
+def submit_check_command(driver: ToolDriver, task_id: TaskId, argv: tuple[str, ...], *,
+                         attempt: int) -> SubmittedRequest:
+    """Record (or find again) the check command's request; raises :class:`ToolFailedError` when the
+    program cannot be found."""
+    return driver.submit_tool_request(task_id, ToolName.RUN_COMMAND.value, {"argv": list(argv)},
+                                      idempotency_key=check_request_key(task_id, attempt, argv), source=_CHECK_SOURCE)
+
+
+def _not_run(refusal: str, request_id: str | None = None) -> CheckCommandRun:
+    return CheckCommandRun(request_id=request_id, state="not-run", exit_code=None, stdout="", stderr="",
+                           refusal=refusal)
+
+
+class DriverCheckCommands:
+    """A :class:`~codeflux.pipeline.ports.CheckCommandPort` over a :class:`ToolDriver`."""
+
+    def __init__(self, driver: ToolDriver) -> None:
+        self._driver = driver
+
+    def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int) -> CheckCommandRun:
+        try:
+            submitted = submit_check_command(self._driver, task_id, argv, attempt=attempt)
+        except ToolFailedError as error:
+            return _not_run(f"{argv[0]} cannot run ({error.failure_kind}): {error}")
+        outcome = submitted.outcome
+        decision = submitted.decision
+        if outcome is DecisionOutcome.PENDING:
+            return _not_run(f"request {submitted.request_id} still waits for a decision", submitted.request_id)
+        if outcome in (DecisionOutcome.DENIED, DecisionOutcome.REFUSED_DENIED_CAPABILITY,
+                       DecisionOutcome.REFUSED_INACTIVE_TASK):
+            return _not_run(f"{outcome} by {decision.decided_by}: {decision.reason}", submitted.request_id)
+        try:
+            record = self._driver.execute(submitted.request_id)
+        except AuthorityRefusedError as error:
+            return _not_run(f"refused at execution: {error}", submitted.request_id)
+        return CheckCommandRun(request_id=submitted.request_id, state=record.state, exit_code=record.exit_code,
+                               stdout=record.stdout or "", stderr=record.stderr or "")
+
+
+class NoAcceptanceYet:
+    """An :class:`~codeflux.pipeline.ports.AcceptancePort` for a run that has not been reviewed."""
+
+    def acceptance_of(self, task_id: TaskId) -> AcceptanceRecord | None:
+        return None

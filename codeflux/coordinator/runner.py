@@ -1,0 +1,275 @@
+"""Running a task: start → worktree → specification → implementation loop → checks → awaiting review.
+
+:func:`run_task` starts a ``ready`` task (``start_run`` opens attempt 1), creates its worktree, records
+stages 1 and 3, runs the :class:`~codeflux.coordinator.loop.ImplementationLoop`, settles the authority of
+the integration-test command while the task still runs, moves the task to ``validating``, runs the
+pipeline (:func:`codeflux.pipeline.runner.run_pipeline`) and leaves the task in ``awaiting-review``.
+
+What can happen on the way, as :class:`RunOutcome` kinds (the CLI's exit code in brackets):
+
+* ``awaiting-review`` [0; the bundle may still report failed checks: ``clean`` says] — the run went through;
+* ``awaiting-authority`` [4] — a request waits for a person; the task is ``awaiting-authority`` and
+  :func:`resume_run` continues in this process after the decision is recorded;
+* ``decision-needed`` [4] — headless: the policy denied a request that was not pre-approved (recorded,
+  named in ``denials``), or the ladder's next rung asks before spending;
+* ``paused`` / ``cancelled`` / ``stopped`` [4 / 1 / 1] — a person paused or cancelled between turns;
+* ``failed`` [1] — the specification did not hold, or a loop bound was reached;
+* a stall at the top of the ladder raises :class:`StalledError` [5] after the attempt's ledger is finished
+  and the task marked ``failed``.
+
+A stall lower on the ladder, or an assembly failure (a gate that sends work back), ends the attempt and
+opens the next one on the rung the ladder chose, with the failure carried into the new conversation.
+Any attempt that ends early has its ledger finished (``blocked`` from the stop on): 37 rows each.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from codeflux.authority.decide import DecisionOutcome
+from codeflux.coordinator.gateway import ModelGateway
+from codeflux.coordinator.headless import HeadlessPolicy, PreapprovedOperation, decide_headless
+from codeflux.coordinator.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
+from codeflux.coordinator.pipeline_ports import DriverCheckCommands, NoAcceptanceYet, submit_check_command
+from codeflux.coordinator.tasks import Actor, TaskService
+from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.domain.errors import StalledError, ToolFailedError, UsageError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.ladder import FailureKind, LadderDecision, LadderPosition, LadderStep, fingerprint_failure
+from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
+from codeflux.domain.tasks import TaskState
+from codeflux.gitwork.repository import RepositorySnapshot
+from codeflux.gitwork.task_worktree import TaskWorktree, verify_task_worktree
+from codeflux.gitwork.worktrees import create_task_worktree
+from codeflux.pipeline.ports import AcceptancePort, PipelinePorts, TaskFacts
+from codeflux.pipeline.program import detect_test_command
+from codeflux.pipeline.runner import record_specification, run_pipeline
+from codeflux.worker.environment import build_worker_environment
+
+__all__ = ["HeadlessPolicy", "PreapprovedOperation", "RunOutcome", "RunOutcomeKind", "resume_run", "run_task"]
+
+
+class RunOutcomeKind(StrEnum):
+    AWAITING_REVIEW = "awaiting-review"
+    AWAITING_AUTHORITY = "awaiting-authority"
+    DECISION_NEEDED = "decision-needed"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOutcome:
+    """How :func:`run_task` ended; ``verdicts`` is the last attempt's ledger when it was finished."""
+
+    kind: RunOutcomeKind
+    task_id: TaskId
+    attempt: int
+    reason: str
+    verdicts: tuple[StageVerdict, ...] = ()
+    loop: LoopOutcome | None = None
+    denials: tuple[str, ...] = ()
+    pending_request_id: str | None = None
+    resume: Callable[[], RunOutcome] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def clean(self) -> bool:
+        """No stage of the finished ledger failed."""
+        return bool(self.verdicts) and all(v.outcome is not StageOutcome.FAILED for v in self.verdicts)
+
+
+@dataclass(slots=True, kw_only=True)
+class _Run:
+    task_id: TaskId
+    attempt: int
+    tasks: TaskService
+    gateway: ModelGateway
+    driver: ToolDriver
+    ports: PipelinePorts
+    position: LadderPosition
+    limits: LoopLimits
+    policy: HeadlessPolicy | None
+    provider: str | None
+    denials: list[str] = field(default_factory=list)
+
+
+def run_task(
+    task_id: TaskId, *, gateway: ModelGateway, driver: ToolDriver, tasks: TaskService,
+    repo_snapshot: RepositorySnapshot, position: LadderPosition, limits: LoopLimits,
+    headless_policy: HeadlessPolicy | None, acceptance: AcceptancePort | None = None, provider: str | None = None,
+) -> RunOutcome:  # fmt: skip
+    """Run a ``ready`` task to ``awaiting-review`` (see the module docstring for every other ending)."""
+    view = tasks.show(task_id)
+    if view.task.state is not TaskState.READY:
+        raise UsageError(f"task {task_id} is {view.task.state}; run_task starts a ready task")
+    started = tasks.start_run(task_id, repo_snapshot, expected_revision=view.task.revision, actor=Actor.SYSTEM,
+                              idempotency_key=f"run:{task_id.value}:{view.task.revision}")
+    view = tasks.show(task_id)
+    if view.plan is None or view.task.requirement is None or view.task.base_revision is None:
+        raise UsageError(f"task {task_id} has no approved plan, requirement or base commit")
+    worktree = _worktree_of(view.task.repository_root, view.task.worktree, task_id, view.task.base_revision)
+    facts = TaskFacts(task_id=task_id, requirement=view.task.requirement, plan=view.plan.plan,
+                      plan_revision=view.plan.revision, plan_sha256=view.plan.sha256, worktree=worktree)
+    search_path = build_worker_environment(base=os.environ, home=worktree.path, tmpdir=worktree.path)["PATH"]
+    ports = PipelinePorts(facts=facts, ledger=tasks, commands=DriverCheckCommands(driver),
+                          acceptance=acceptance or NoAcceptanceYet(), repository_root=view.task.repository_root,
+                          search_path=search_path)
+    run = _Run(task_id=task_id, attempt=started.attempt or 1, tasks=tasks, gateway=gateway, driver=driver,
+               ports=ports, position=position, limits=limits, policy=headless_policy, provider=provider)
+    failed = record_specification(task_id, run.attempt, ports=ports)
+    if failed is not None:
+        verdicts = _finish(run, failed.stage)
+        _move(run, TaskState.FAILED, f"{failed.stage} did not hold")
+        return _outcome(run, RunOutcomeKind.FAILED, f"{failed.stage} did not hold: {failed.gate_evaluation}",
+                        verdicts=verdicts)
+    return _drive(run, _new_loop(run, carried=None))
+
+
+def resume_run(outcome: RunOutcome) -> RunOutcome:
+    """Continue a run that returned ``awaiting-authority`` once the decision is recorded."""
+    if outcome.resume is None:
+        raise UsageError(f"the run of task {outcome.task_id} ended {outcome.kind}; there is nothing to resume")
+    return outcome.resume()
+
+
+def _worktree_of(repo_root: Path, path: Path, task_id: TaskId, base: str) -> TaskWorktree:
+    if path.exists():
+        binding = TaskWorktree(repo_root=repo_root.resolve(), path=path.resolve(), task_id=task_id, base=base)
+        verify_task_worktree(binding)
+        return binding
+    return create_task_worktree(repo_root, worktrees_root=path.parent.parent, repo_key=path.parent.name,
+                                task_id=task_id, base_commit=base)
+
+
+def _new_loop(run: _Run, *, carried: str | None) -> ImplementationLoop:
+    facts = run.ports.facts
+    requirement = facts.requirement if carried is None else f"{facts.requirement}\n\n{carried}"
+    return ImplementationLoop(run.task_id, attempt=run.attempt, requirement=requirement, plan=facts.plan,
+                              gateway=run.gateway, driver=run.driver, tasks=run.tasks, position=run.position,
+                              limits=run.limits, provider=run.provider)
+
+
+def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
+    """Run the loop to an ending, deciding pending requests for a headless run, then validate."""
+    outcome = loop.run()
+    while outcome.awaiting_authority and run.policy is not None and outcome.pending_call is not None:
+        decision = decide_headless(run.policy, run.driver, outcome.pending_request_id or "",
+                                   tool=outcome.pending_call.name, arguments=outcome.pending_call.arguments())
+        if not decision.allowed:
+            run.denials.append(decision.reason)
+            verdicts = _finish(run, StageName.ASSEMBLY)
+            _move(run, TaskState.PAUSED, f"headless run: {decision.operation} was denied (not pre-approved)")
+            return _outcome(run, RunOutcomeKind.DECISION_NEEDED, decision.reason, verdicts=verdicts, loop=outcome)
+        outcome = loop.run()
+    run.position = outcome.position
+    match outcome.kind:
+        case LoopOutcomeKind.IMPLEMENTATION_COMPLETE:
+            return _validate(run)
+        case LoopOutcomeKind.AWAITING_AUTHORITY:
+            return _outcome(run, RunOutcomeKind.AWAITING_AUTHORITY, outcome.reason, loop=outcome,
+                            pending_request_id=outcome.pending_request_id, resume=lambda: _drive(run, loop))
+        case LoopOutcomeKind.STALLED:
+            step = outcome.ladder_step
+            if step is None:  # pragma: no cover (a stalled loop always carries the ladder's step)
+                raise UsageError("a stalled loop outcome carries no ladder step")
+            return _after_failure(run, gate="implementation", detail=outcome.reason, step=step, loop=outcome,
+                                  verdicts=_finish(run, StageName.ASSEMBLY))
+        case LoopOutcomeKind.LIMIT_REACHED:
+            verdicts = _finish(run, StageName.ASSEMBLY)
+            _move(run, TaskState.FAILED, outcome.reason)
+            return _outcome(run, RunOutcomeKind.FAILED, outcome.reason, verdicts=verdicts, loop=outcome)
+        case LoopOutcomeKind.PAUSED | LoopOutcomeKind.CANCELLED | LoopOutcomeKind.STOPPED:
+            kinds = {LoopOutcomeKind.PAUSED: RunOutcomeKind.PAUSED, LoopOutcomeKind.CANCELLED: RunOutcomeKind.CANCELLED}
+            verdicts = _finish(run, StageName.ASSEMBLY)
+            return _outcome(run, kinds.get(outcome.kind, RunOutcomeKind.STOPPED), outcome.reason, verdicts=verdicts,
+                            loop=outcome)
+    raise UsageError(f"unexpected loop outcome {outcome.kind}")  # pragma: no cover (the match is exhaustive)
+
+
+def _after_failure(run: _Run, *, gate: str, detail: str, step: LadderStep, loop: LoopOutcome | None,
+                   verdicts: tuple[StageVerdict, ...]) -> RunOutcome:
+    """A stall or a send-back ended the attempt (its ledger is finished): the ladder's ``step`` decides
+    whether the next attempt climbs (or stays), asks first, or the run ends stalled."""
+    match step.decision:
+        case LadderDecision.EXHAUSTED:
+            _move(run, TaskState.FAILED, f"stalled at the top of the ladder ({step.rung})")
+            raise StalledError(f"task {run.task_id}: the same failure recurred at the top of the ladder "
+                               f"({step.rung}); the attempt stopped: {detail[:200]}")
+        case LadderDecision.ASK_BEFORE_CLIMB:
+            _move(run, TaskState.PAUSED, f"the next rung {step.rung} asks before spending")
+            return _outcome(run, RunOutcomeKind.DECISION_NEEDED, f"the ladder's next rung {step.rung} asks before "
+                            "spending; approve it and run again", verdicts=verdicts, loop=loop)
+        case LadderDecision.CLIMB | LadderDecision.STAY:
+            if run.tasks.show(run.task_id).task.state is TaskState.VALIDATING:
+                _move(run, TaskState.RUNNING, f"{gate} sent the work back to the loop")
+            opened = run.tasks.begin_next_attempt(run.task_id,
+                                                  idempotency_key=f"attempt:{run.task_id.value}:{run.attempt + 1}")
+            run.attempt = opened.attempt or run.attempt + 1
+            if record_specification(run.task_id, run.attempt, ports=run.ports) is not None:
+                raise UsageError(f"task {run.task_id}: the specification no longer holds")  # pragma: no cover
+            carried = f"The previous attempt was sent back by {gate} on rung {step.rung}: {detail[:2000]}"
+            return _drive(run, _new_loop(run, carried=carried))
+    raise UsageError(f"unexpected ladder decision {step.decision}")  # pragma: no cover
+
+
+def _validate(run: _Run) -> RunOutcome:
+    """Settle the test command's authority while running, then run the pipeline while validating."""
+    facts = run.ports.facts
+    command = detect_test_command(worktree=facts.worktree.path, repository_root=run.ports.repository_root,
+                                  search_path=run.ports.search_path)
+    if command is not None and not command.pytest_missing:
+        try:
+            request = submit_check_command(run.driver, run.task_id, command.argv, attempt=run.attempt)
+        except ToolFailedError:
+            request = None  # the stage reports the program it could not find
+        if request is not None and request.outcome is DecisionOutcome.PENDING:
+            if run.policy is None:
+                _move(run, TaskState.AWAITING_AUTHORITY, f"tool request {request.request_id} waits for a decision")
+                return _outcome(run, RunOutcomeKind.AWAITING_AUTHORITY, f"the test command {request.request_id} "
+                                "waits for a decision", pending_request_id=request.request_id,
+                                resume=lambda: _resume_validation(run))
+            decision = decide_headless(run.policy, run.driver, request.request_id, tool="run_command",
+                                       arguments={"argv": list(command.argv)})
+            if not decision.allowed:
+                run.denials.append(decision.reason)
+    _move(run, TaskState.VALIDATING, "the implementation loop finished; checks run")
+    verdicts = run_pipeline(run.task_id, run.attempt, ports=run.ports)
+    by_stage = {verdict.stage: verdict for verdict in verdicts}
+    assembly = by_stage[StageName.ASSEMBLY]
+    if assembly.outcome is StageOutcome.FAILED:
+        detail = assembly.gate_evaluation or "assembly failed"
+        run.position, step = run.position.record(FailureKind.CHECK, fingerprint_failure(gate="assembly",
+                                                                                        output=detail))
+        return _after_failure(run, gate=StageName.ASSEMBLY.value, detail=detail, step=step, loop=None,
+                              verdicts=verdicts)
+    _move(run, TaskState.AWAITING_REVIEW, "checks recorded; the diff waits for review")
+    kind = RunOutcomeKind.DECISION_NEEDED if run.denials else RunOutcomeKind.AWAITING_REVIEW
+    return _outcome(run, kind, "the diff and its evidence wait for review", verdicts=verdicts)
+
+
+def _resume_validation(run: _Run) -> RunOutcome:
+    if run.tasks.show(run.task_id).task.state is TaskState.AWAITING_AUTHORITY:
+        _move(run, TaskState.RUNNING, "the test command was decided")
+    return _validate(run)
+
+
+def _finish(run: _Run, stopped_at: StageName | None) -> tuple[StageVerdict, ...]:
+    return tuple(row.verdict for row in run.tasks.finish_attempt(run.task_id, run.attempt, stopped_at=stopped_at))
+
+
+def _move(run: _Run, to: TaskState, reason: str) -> None:
+    task = run.tasks.show(run.task_id).task
+    run.tasks.transition(run.task_id, to, expected_revision=task.revision, reason=reason, actor=Actor.SYSTEM,
+                         idempotency_key=f"move:{run.task_id.value}:{task.revision}:{to.value}")
+
+
+def _outcome(run: _Run, kind: RunOutcomeKind, reason: str, *, verdicts: tuple[StageVerdict, ...] = (),
+             loop: LoopOutcome | None = None, pending_request_id: str | None = None,
+             resume: Callable[[], RunOutcome] | None = None) -> RunOutcome:
+    return RunOutcome(kind=kind, task_id=run.task_id, attempt=run.attempt, reason=reason, verdicts=verdicts,
+                      loop=loop, denials=tuple(run.denials), pending_request_id=pending_request_id, resume=resume)

@@ -1,0 +1,98 @@
+"""Phase G: 35 evidence-bundle, 36 human-acceptance, 37 deliver.
+
+**evidence-bundle** gathers one record from the attempt's ledger: every stage with its outcome and what
+was checked (or why it was not), the checks that ran with their argv and results, the diff identity
+they saw, the hard failures, and — stated, never hidden — every stage that was not examined. Stages
+the run went past are included with the outcome the ledger rules give them. The bundle is built
+precisely when checks failed: that is where a reviewer reads about it.
+
+**human-acceptance** holds only when a person accepted this exact diff (the acceptance record's diff
+identity equals the one the checks saw); a rejection fails it. Without a decision the stage is not
+decided: the run stops there and the task waits in ``awaiting-review``. **deliver** holds when the
+accepted change landed on the user's branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict, finalize_run, stage_named
+from codeflux.pipeline.ports import AcceptanceRecord, PipelinePorts
+from codeflux.pipeline.specification import StageResult
+from codeflux.store.stage_ledger import LedgerRow
+
+__all__ = ["evaluate_deliver", "evaluate_evidence_bundle", "evaluate_human_acceptance"]
+
+_HARD_FAILURE = StageOutcome.FAILED
+_CHECK_KEYS = ("argv", "interpreter", "python_version", "pytest_version", "exit_code", "tests", "passed",
+               "failures", "errors", "skipped", "failing", "compiled", "compile_errors")
+
+
+def _claim(verdict: StageVerdict, evidence: dict[str, object]) -> dict[str, object]:
+    claim: dict[str, object] = {"stage": verdict.stage.value, "number": stage_named(verdict.stage).number,
+                                "outcome": verdict.outcome.value}
+    if verdict.gate_evaluation is not None:
+        claim["checked"] = verdict.gate_evaluation
+    if verdict.reason is not None:
+        claim["reason"] = verdict.reason
+    shown = {key: evidence[key] for key in _CHECK_KEYS if key in evidence}
+    if shown:
+        claim["evidence"] = shown
+    return claim
+
+
+def evaluate_evidence_bundle(ports: PipelinePorts, rows: Sequence[LedgerRow], *,
+                             diff_identity: str | None) -> StageResult:
+    """Stage 35 over the ledger ``rows`` recorded so far in this attempt."""
+    bundle_number = stage_named(StageName.EVIDENCE_BUNDLE).number
+    by_stage = {row.verdict.stage: row for row in rows}
+    projected = finalize_run([row.verdict for row in rows], stopped_at=None)
+    claims = [_claim(verdict, dict(by_stage[verdict.stage].evidence) if verdict.stage in by_stage else {})
+              for verdict in projected if stage_named(verdict.stage).number < bundle_number]
+    counts: dict[str, int] = {outcome.value: 0 for outcome in StageOutcome}
+    for claim in claims:
+        counts[str(claim["outcome"])] += 1
+    hard = [str(claim["stage"]) for claim in claims if claim["outcome"] == _HARD_FAILURE.value]
+    examined = {StageOutcome.SATISFIED.value, StageOutcome.FAILED.value, StageOutcome.SKIPPED.value}
+    unexamined = [{"stage": claim["stage"], "outcome": claim["outcome"], "reason": claim.get("reason")}
+                  for claim in claims if claim["outcome"] not in examined]
+    facts = ports.facts
+    evidence: dict[str, object] = {
+        "task_id": facts.task_id.value, "plan_revision": facts.plan_revision, "plan_sha256": facts.plan_sha256,
+        "diff_identity": diff_identity, "claims": claims, "counts": counts, "hard_failures": hard,
+        "not_examined": unexamined, "clean": not hard,
+    }
+    seen = (f"bundle of {len(claims)} stages on diff {(diff_identity or 'unknown')[:12]}: "
+            f"{counts['satisfied']} satisfied, {counts['failed']} failed, {counts['skipped']} skipped, "
+            f"{len(unexamined)} not examined")
+    verdict = StageVerdict(stage=StageName.EVIDENCE_BUNDLE, outcome=StageOutcome.SATISFIED, gate_evaluation=seen)
+    return StageResult(verdict=verdict, evidence=evidence)
+
+
+def evaluate_human_acceptance(record: AcceptanceRecord | None, *, diff_identity: str | None) -> StageResult | None:
+    """Stage 36, or None while no person has decided (the run stops there, awaiting review)."""
+    if record is None:
+        return None
+    evidence: dict[str, object] = {"diff_identity": record.diff_identity, "accepted": record.accepted,
+                                   "decided_by": record.decided_by}
+    if not record.accepted:
+        text = f"{record.decided_by} rejected diff {record.diff_identity[:12]}"
+        outcome = StageOutcome.FAILED
+    elif diff_identity is not None and record.diff_identity != diff_identity:
+        text = f"the accepted diff {record.diff_identity[:12]} is not the one checked ({diff_identity[:12]})"
+        outcome = StageOutcome.FAILED
+    else:
+        text = f"{record.decided_by} accepted diff {record.diff_identity[:12]} after its evidence bundle"
+        outcome = StageOutcome.SATISFIED
+    verdict = StageVerdict(stage=StageName.HUMAN_ACCEPTANCE, outcome=outcome, gate_evaluation=text)
+    return StageResult(verdict=verdict, evidence=evidence)
+
+
+def evaluate_deliver(record: AcceptanceRecord) -> StageResult:
+    """Stage 37: the accepted change landed on the user's branch."""
+    text = (f"diff {record.diff_identity[:12]} landed on the user's branch" if record.landed
+            else f"diff {record.diff_identity[:12]} was accepted but has not landed")
+    outcome = StageOutcome.SATISFIED if record.landed else StageOutcome.FAILED
+    verdict = StageVerdict(stage=StageName.DELIVER, outcome=outcome, gate_evaluation=text)
+    return StageResult(verdict=verdict, evidence={"diff_identity": record.diff_identity, "landed": record.landed})
+

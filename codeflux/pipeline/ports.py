@@ -1,0 +1,111 @@
+"""What the stage runner is handed: the task's facts and the ports to the ledger, the worker and review.
+
+Ports are :class:`typing.Protocol` types; the coordinator passes its services (the task service is a
+:class:`LedgerPort` as it is) or small adapters over them. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from codeflux.domain.ids import TaskId
+from codeflux.domain.pipeline import StageName, StageVerdict
+from codeflux.domain.plans import Plan
+from codeflux.gitwork.task_worktree import TaskWorktree
+from codeflux.store.stage_ledger import LedgerRow
+
+__all__ = [
+    "AcceptancePort",
+    "AcceptanceRecord",
+    "CheckCommandPort",
+    "CheckCommandRun",
+    "LedgerPort",
+    "PipelinePorts",
+    "TaskFacts",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskFacts:
+    """The task as the pipeline sees it: the requirement, the approved plan revision, the worktree."""
+
+    task_id: TaskId
+    requirement: str
+    plan: Plan
+    plan_revision: int
+    plan_sha256: str
+    worktree: TaskWorktree
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckCommandRun:
+    """A check command as the worker ran it — or why it did not run (``refusal`` set, nothing ran).
+
+    ``state`` is the stored execution state (``succeeded``, ``failed``, ``timed-out``…) or ``not-run``.
+    """
+
+    request_id: str | None
+    state: str
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    refusal: str | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.refusal is None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcceptanceRecord:
+    """The person's decision on the reviewed diff: ``accepted`` and whether the change ``landed``."""
+
+    diff_identity: str
+    accepted: bool
+    landed: bool
+    decided_by: str
+
+
+class LedgerPort(Protocol):
+    """Writes and reads the attempt's stage ledger (the task service)."""
+
+    def record_stage_verdicts(
+        self, task_id: TaskId, attempt: int, verdicts: Sequence[StageVerdict], *,
+        evidence: Mapping[StageName, Mapping[str, object]] | None = None,
+    ) -> tuple[LedgerRow, ...]: ...  # fmt: skip
+
+    def finish_attempt(self, task_id: TaskId, attempt: int, *, stopped_at: StageName | None) -> tuple[LedgerRow, ...]:
+        ...
+
+    def ledger(self, task_id: TaskId, attempt: int) -> list[LedgerRow]: ...
+
+
+class CheckCommandPort(Protocol):
+    """Runs one check command in the task's worker, through the authority engine (never prompting)."""
+
+    def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int) -> CheckCommandRun: ...
+
+
+class AcceptancePort(Protocol):
+    """Reads the person's decision on the task's diff, if any."""
+
+    def acceptance_of(self, task_id: TaskId) -> AcceptanceRecord | None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PipelinePorts:
+    """Everything :func:`~codeflux.pipeline.runner.run_pipeline` needs besides the task id and attempt.
+
+    ``repository_root`` is the user's checkout (where a ``.venv`` usually lives); ``search_path`` is the
+    worker's ``PATH``, where the interpreter is looked up when the repository has no environment.
+    """
+
+    facts: TaskFacts
+    ledger: LedgerPort
+    commands: CheckCommandPort
+    acceptance: AcceptancePort
+    repository_root: Path
+    search_path: str

@@ -1,0 +1,235 @@
+"""Phase E, the stages codeflux performs: 26 assembly and 28 integration-tests.
+
+**assembly** verifies the task worktree (its binding to repository, branch and base), takes the diff
+against the base (untracked files included) and its identity, and compiles every added or changed
+Python file with codeflux's own interpreter — ``compile()`` parses and compiles, it never executes the
+repository's code. Importing the package executes repository code, so it happens only in the worker:
+pytest's collection in integration-tests does it, and the evidence says so.
+
+**integration-tests** runs the repository's test command in the task's worker, inside the worktree,
+with the repository's own environment: the first of ``.venv/bin/python`` and ``venv/bin/python`` in the
+worktree, then in the user's checkout, else ``python3`` on the worker's ``PATH``. The argv is fixed —
+``<python> -m pytest -p no:cacheprovider --junitxml=.codeflux-checks/junit.xml`` (see
+:func:`pytest_argv`) — so a headless run can pre-approve exactly that operation. The junit report is
+written inside the worktree (an absolute path elsewhere would need ``outside-write``), read, and removed
+before the diff identity is taken again. The evidence records argv, interpreter, Python and pytest
+versions (from pytest's header), the diff identity seen before and after, and the counts. A missing
+pytest is ``blocked`` naming the tool and how to install it; no collected test is ``skipped``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+from xml.etree import ElementTree
+
+from codeflux.domain.errors import CodefluxError
+from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
+from codeflux.gitwork.diff import FileChangeKind, diff_against_base
+from codeflux.gitwork.task_worktree import verify_task_worktree
+from codeflux.pipeline.ports import PipelinePorts
+from codeflux.pipeline.specification import StageResult
+
+__all__ = [
+    "JUNIT_RELATIVE_PATH",
+    "JunitCounts",
+    "TestCommand",
+    "detect_test_command",
+    "evaluate_assembly",
+    "evaluate_integration_tests",
+    "parse_junit_xml",
+    "pytest_argv",
+]
+
+JUNIT_RELATIVE_PATH: Final = ".codeflux-checks/junit.xml"
+_MAX_JUNIT_BYTES: Final = 16 * 1024 * 1024
+_MAX_FAILING_SHOWN: Final = 50
+_HEADER: Final = re.compile(r"platform \S+ -- Python (?P<python>[\w.+-]+), pytest-(?P<pytest>[\w.+-]+)")
+_NO_PYTEST: Final = re.compile(r"No module named '?pytest'?")
+_PYTEST_NO_TESTS: Final = 5  # pytest's exit status when it collected nothing
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TestCommand:
+    """The detected test command: the interpreter (as argv[0]), where it came from, and the argv."""
+
+    __test__ = False  # not a pytest test class
+
+    interpreter: str
+    source: str
+    argv: tuple[str, ...]
+    pytest_missing: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JunitCounts:
+    tests: int
+    failures: int
+    errors: int
+    skipped: int
+    failing: tuple[str, ...]
+
+    @property
+    def passed(self) -> int:
+        return max(0, self.tests - self.failures - self.errors - self.skipped)
+
+
+def pytest_argv(interpreter: str) -> tuple[str, ...]:
+    """The exact integration-test argv for ``interpreter`` (what a headless run pre-approves)."""
+    return (interpreter, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={JUNIT_RELATIVE_PATH}")
+
+
+def _venv_has_pytest(python: Path) -> bool:
+    return any(python.parent.parent.glob("lib/python*/site-packages/pytest"))
+
+
+def detect_test_command(*, worktree: Path, repository_root: Path, search_path: str) -> TestCommand | None:
+    """The repository's test command, or None when no Python interpreter can be found."""
+    for base, label in ((worktree, "worktree"), (repository_root, "repository")):
+        for folder in (".venv", "venv"):
+            python = base / folder / "bin" / "python"
+            if python.is_file() and os.access(python, os.X_OK):
+                return TestCommand(interpreter=str(python), source=f"{folder} in the {label}",
+                                   argv=pytest_argv(str(python)), pytest_missing=not _venv_has_pytest(python))
+    if shutil.which("python3", path=search_path) is None:
+        return None
+    return TestCommand(interpreter="python3", source="python3 on the worker's PATH", argv=pytest_argv("python3"),
+                       pytest_missing=False)
+
+
+def _verdict(stage: StageName, outcome: StageOutcome, text: str, evidence: dict[str, object]) -> StageResult:
+    if outcome in (StageOutcome.BLOCKED, StageOutcome.SKIPPED):
+        return StageResult(verdict=StageVerdict(stage=stage, outcome=outcome, reason=text), evidence=evidence)
+    return StageResult(verdict=StageVerdict(stage=stage, outcome=outcome, gate_evaluation=text), evidence=evidence)
+
+
+def evaluate_assembly(ports: PipelinePorts) -> StageResult:
+    """Stage 26 (see the module docstring). A worktree that does not verify fails the gate."""
+    worktree = ports.facts.worktree
+    try:
+        verify_task_worktree(worktree)
+        diff = diff_against_base(worktree)
+    except CodefluxError as error:
+        return _verdict(StageName.ASSEMBLY, StageOutcome.FAILED, f"the task worktree does not verify: {error}",
+                        {"worktree": str(worktree.path)})
+    compiled: list[str] = []
+    errors: list[dict[str, object]] = []
+    for change in diff.files:
+        if change.kind is FileChangeKind.DELETED or change.binary or not change.path.endswith(".py"):
+            continue
+        path = worktree.path / change.path
+        if path.is_symlink() or not path.is_file():
+            errors.append({"path": change.path, "problem": "not a regular file"})
+            continue
+        try:
+            compile(path.read_bytes(), change.path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as error:
+            errors.append({"path": change.path, "problem": type(error).__name__,
+                           "line": getattr(error, "lineno", None), "message": str(getattr(error, "msg", ""))[:200]})
+            continue
+        compiled.append(change.path)
+    evidence: dict[str, object] = {
+        "diff_identity": diff.identity, "base": diff.base, "head": diff.head,
+        "files": [{"path": f.path, "kind": f.kind.value, "additions": f.additions, "deletions": f.deletions}
+                  for f in diff.files],
+        "compiled": compiled, "compile_errors": errors, "skipped_paths": list(diff.skipped_paths),
+        "imported": False, "import_checked_by": StageName.INTEGRATION_TESTS.value,
+    }
+    if diff.is_empty:
+        return _verdict(StageName.ASSEMBLY, StageOutcome.FAILED, "the worktree verifies but the diff is empty",
+                        evidence)
+    seen = (f"worktree verified; diff {diff.identity[:12]} changes {len(diff.files)} file(s); "
+            f"{len(compiled)} changed Python file(s) compile")
+    if errors:
+        return _verdict(StageName.ASSEMBLY, StageOutcome.FAILED, seen + f"; {len(errors)} do not", evidence)
+    return _verdict(StageName.ASSEMBLY, StageOutcome.SATISFIED, seen + " (imports run under integration-tests)",
+                    evidence)
+
+
+def parse_junit_xml(data: bytes) -> JunitCounts:
+    """Counts and failing test ids from pytest's junit XML. Entity declarations are refused (the file
+    is written by code from the repository, so it is untrusted)."""
+    if len(data) > _MAX_JUNIT_BYTES or b"<!DOCTYPE" in data or b"<!ENTITY" in data:
+        raise ValueError("the junit report is too large or declares entities")
+    root = ElementTree.fromstring(data)  # noqa: S314 (no DTD allowed above; size bounded)
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    failing: list[str] = []
+    for suite in suites:
+        for key in totals:
+            totals[key] += int(suite.get(key, "0"))
+        for case in suite.iter("testcase"):
+            if case.find("failure") is not None or case.find("error") is not None:
+                name = f"{case.get('classname', '')}::{case.get('name', '')}"
+                if len(failing) < _MAX_FAILING_SHOWN:
+                    failing.append(name)
+    return JunitCounts(failing=tuple(failing), **totals)
+
+
+def _read_junit(worktree: Path) -> bytes | None:
+    report = worktree / JUNIT_RELATIVE_PATH
+    try:
+        if report.is_symlink() or not report.is_file():
+            return None
+        return report.read_bytes()[: _MAX_JUNIT_BYTES + 1]
+    finally:
+        shutil.rmtree(report.parent, ignore_errors=True)
+
+
+def _install_hint(command: TestCommand) -> str:
+    return (f"pytest is not installed for {command.interpreter} ({command.source}); "
+            f"install it with: {command.interpreter} -m pip install pytest")
+
+
+def evaluate_integration_tests(ports: PipelinePorts, *, attempt: int, diff_identity: str | None) -> StageResult:
+    """Stage 28 (see the module docstring)."""
+    facts = ports.facts
+    command = detect_test_command(worktree=facts.worktree.path, repository_root=ports.repository_root,
+                                  search_path=ports.search_path)
+    stage = StageName.INTEGRATION_TESTS
+    if command is None:
+        return _verdict(stage, StageOutcome.BLOCKED, "no Python interpreter found: no .venv/venv in the worktree or "
+                        "repository and no python3 on the worker's PATH; create a .venv with pytest", {})
+    if command.pytest_missing:
+        return _verdict(stage, StageOutcome.BLOCKED, _install_hint(command), {})
+    shutil.rmtree(facts.worktree.path / Path(JUNIT_RELATIVE_PATH).parent, ignore_errors=True)
+    run = ports.commands.run_check_command(facts.task_id, command.argv, attempt=attempt)
+    if not run.ran:
+        return _verdict(stage, StageOutcome.BLOCKED, f"the test command did not run: {run.refusal}", {})
+    report = _read_junit(facts.worktree.path)
+    header = _HEADER.search(run.stdout)
+    evidence: dict[str, object] = {
+        "argv": list(command.argv), "interpreter": command.interpreter, "interpreter_source": command.source,
+        "python_version": header["python"] if header else None, "pytest_version": header["pytest"] if header else None,
+        "diff_identity_before": diff_identity, "request_id": run.request_id, "state": run.state,
+        "exit_code": run.exit_code,
+    }
+    evidence["diff_identity_after"] = _identity_after(ports)
+    if report is None:
+        if _NO_PYTEST.search(run.stderr) or _NO_PYTEST.search(run.stdout):
+            return _verdict(stage, StageOutcome.BLOCKED, _install_hint(command), {})
+        return _verdict(stage, StageOutcome.FAILED, f"pytest ended {run.state} (exit {run.exit_code}) and wrote no "
+                        "junit report", evidence)
+    try:
+        counts = parse_junit_xml(report)
+    except (ValueError, ElementTree.ParseError):
+        return _verdict(stage, StageOutcome.FAILED, "pytest's junit report could not be read", evidence)
+    evidence.update(tests=counts.tests, passed=counts.passed, failures=counts.failures, errors=counts.errors,
+                    skipped=counts.skipped, failing=list(counts.failing))
+    if run.exit_code == _PYTEST_NO_TESTS or counts.tests == 0:
+        return _verdict(stage, StageOutcome.SKIPPED, "pytest collected no tests in this repository", evidence)
+    seen = (f"pytest ran on diff {(diff_identity or 'unknown')[:12]}: {counts.tests} tests, {counts.passed} passed, "
+            f"{counts.failures} failed, {counts.errors} errors, {counts.skipped} skipped (exit {run.exit_code})")
+    held = run.exit_code == 0 and counts.failures == 0 and counts.errors == 0
+    return _verdict(stage, StageOutcome.SATISFIED if held else StageOutcome.FAILED, seen, evidence)
+
+
+def _identity_after(ports: PipelinePorts) -> str | None:
+    try:
+        return diff_against_base(ports.facts.worktree).identity
+    except CodefluxError:
+        return None

@@ -1,0 +1,76 @@
+"""The stage runner: evaluate the real stages of one attempt in stage order and record them.
+
+:func:`record_specification` records 1 instructions and 3 atomic-instructions (the implementation loop
+starts only when both held). :func:`run_pipeline` records what is still missing of those, then 26
+assembly, 28 integration-tests, 35 evidence-bundle and — when a person has decided — 36 and 37, each
+as one ledger write with its evidence, and ends the attempt with ``finish_attempt``:
+
+* a failed specification stage or a failed assembly (a gate that sends work back) stops the run at
+  that stage: everything after it is ``blocked``;
+* failed integration tests do not stop it: the evidence bundle reports them and a person reviews;
+* without an acceptance decision the run stops at human-acceptance (the task awaits review);
+* stages codeflux cannot perform are ``not-implemented`` by the ledger rules, never claimed.
+
+Returns every stage's verdict as stored (37, in stage order).
+"""
+
+from __future__ import annotations
+
+from codeflux.domain.ids import TaskId
+from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
+from codeflux.pipeline.delivery import evaluate_deliver, evaluate_evidence_bundle, evaluate_human_acceptance
+from codeflux.pipeline.ports import PipelinePorts
+from codeflux.pipeline.program import evaluate_assembly, evaluate_integration_tests
+from codeflux.pipeline.specification import StageResult, evaluate_atomic_instructions, evaluate_instructions
+
+__all__ = ["record_specification", "run_pipeline"]
+
+
+def _record(ports: PipelinePorts, task_id: TaskId, attempt: int, result: StageResult) -> StageVerdict:
+    rows = ports.ledger.record_stage_verdicts(task_id, attempt, [result.verdict],
+                                              evidence={result.verdict.stage: result.evidence})
+    # Blocked propagation may have replaced the verdict; the stored one is what counts.
+    return next(row.verdict for row in rows if row.verdict.stage is result.verdict.stage)
+
+
+def _recorded(ports: PipelinePorts, task_id: TaskId, attempt: int) -> dict[StageName, StageVerdict]:
+    return {row.verdict.stage: row.verdict for row in ports.ledger.ledger(task_id, attempt)}
+
+
+def record_specification(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> StageVerdict | None:
+    """Record stages 1 and 3 unless already recorded; return the first that did not hold, else None."""
+    recorded = _recorded(ports, task_id, attempt)
+    for stage, evaluate in ((StageName.INSTRUCTIONS, evaluate_instructions),
+                            (StageName.ATOMIC_INSTRUCTIONS, evaluate_atomic_instructions)):
+        verdict = recorded.get(stage) or _record(ports, task_id, attempt, evaluate(ports.facts))
+        if verdict.outcome is not StageOutcome.SATISFIED:
+            return verdict
+    return None
+
+
+def _finish(ports: PipelinePorts, task_id: TaskId, attempt: int, stopped_at: StageName | None
+            ) -> tuple[StageVerdict, ...]:
+    return tuple(row.verdict for row in ports.ledger.finish_attempt(task_id, attempt, stopped_at=stopped_at))
+
+
+def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tuple[StageVerdict, ...]:
+    """Evaluate, record and finish the attempt (see the module docstring)."""
+    failed_specification = record_specification(task_id, attempt, ports=ports)
+    if failed_specification is not None:
+        return _finish(ports, task_id, attempt, failed_specification.stage)
+    assembly = evaluate_assembly(ports)
+    if _record(ports, task_id, attempt, assembly).outcome is not StageOutcome.SATISFIED:
+        return _finish(ports, task_id, attempt, StageName.ASSEMBLY)
+    identity = assembly.evidence.get("diff_identity")
+    diff_identity = identity if isinstance(identity, str) else None
+    _record(ports, task_id, attempt, evaluate_integration_tests(ports, attempt=attempt, diff_identity=diff_identity))
+    rows = ports.ledger.ledger(task_id, attempt)
+    _record(ports, task_id, attempt, evaluate_evidence_bundle(ports, rows, diff_identity=diff_identity))
+    decision = ports.acceptance.acceptance_of(task_id)
+    acceptance = evaluate_human_acceptance(decision, diff_identity=diff_identity)
+    if decision is None or acceptance is None:
+        return _finish(ports, task_id, attempt, StageName.HUMAN_ACCEPTANCE)
+    if _record(ports, task_id, attempt, acceptance).outcome is StageOutcome.SATISFIED:
+        _record(ports, task_id, attempt, evaluate_deliver(decision))
+    return _finish(ports, task_id, attempt, None)
+

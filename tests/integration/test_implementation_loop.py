@@ -1,0 +1,166 @@
+"""The implementation loop with the scripted provider (not a model), the real gateway, the real authority
+engine and real worker processes: pauses for approvals and resumes after the decision, stops on a stall,
+counts a step done only after a write, and a headless run turns a prompt into a recorded denial."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
+from codeflux.cli.exit_codes import ExitCode, exit_code_for
+from codeflux.coordinator.loop import ImplementationLoop, LoopLimits, LoopOutcomeKind
+from codeflux.coordinator.runner import (
+    HeadlessPolicy,
+    PreapprovedOperation,
+    RunOutcome,
+    RunOutcomeKind,
+    resume_run,
+    run_task,
+)
+from codeflux.coordinator.tasks import Actor
+from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.domain.errors import StalledError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.ladder import Ladder, LadderPosition
+from codeflux.domain.pipeline import StageName, StageOutcome
+from codeflux.domain.tasks import TaskState
+from codeflux.pipeline.program import pytest_argv
+from codeflux.providers.scripted import ScriptedTurn
+from codeflux.store.database import Database
+from tests.fixtures.task_runs import (
+    Harness,
+    done,
+    edit_file,
+    implementing_turns,
+    make_harness,
+    run_command,
+    scripted_gateway,
+)
+from tests.fixtures.tasks import keys
+
+ONE_RUNG = LadderPosition.start(Ladder.parse(["cheap:low"]))
+
+
+@pytest.fixture
+def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
+    with ToolDriver(db, state_dir=tmp_path / "state") as driver:
+        yield make_harness(db, tmp_path, driver)
+
+
+def start(harness: Harness, turns: list[ScriptedTurn], *, position: LadderPosition = ONE_RUNG,
+          policy: HeadlessPolicy | None = None, limits: LoopLimits | None = None) -> tuple[TaskId, RunOutcome]:
+    task_id = harness.ready_task()
+    gateway, _ = scripted_gateway(harness.db, turns)
+    outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=position, limits=limits or LoopLimits(),
+                       headless_policy=policy)
+    return task_id, outcome
+
+
+def state_of(harness: Harness, task_id: TaskId) -> TaskState:
+    return harness.tasks.show(task_id).task.state
+
+
+def test_a_pending_command_pauses_the_loop_and_the_decision_resumes_it(harness: Harness) -> None:
+    pytest_run = run_command([harness.venv_python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], "t1")
+    task_id, outcome = start(harness, [*implementing_turns(), pytest_run, done()])
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_AUTHORITY and outcome.loop is not None
+    assert state_of(harness, task_id) is TaskState.AWAITING_AUTHORITY
+    assert outcome.loop.steps_done == ("Handle negatives", "Test negatives")
+    pending = harness.driver.pending_decisions(task_id)
+    assert [request.request_id for request in pending] == [outcome.pending_request_id]
+    harness.driver.decide(pending[0].request_id, UserDecision.ALLOW_ONCE, reason="run the tests")
+
+    validating = resume_run(outcome)
+
+    record = harness.driver.read_result(pending[0].request_id)
+    assert record is not None and record.exit_code == 0 and "2 passed" in (record.stdout or "")
+    # The pipeline's own test command is another operation: it asks too, and resumes the same way.
+    assert validating.kind is RunOutcomeKind.AWAITING_AUTHORITY
+    harness.driver.decide(validating.pending_request_id or "", UserDecision.ALLOW_ONCE, reason="checks")
+    reviewed = resume_run(validating)
+    assert reviewed.kind is RunOutcomeKind.AWAITING_REVIEW and reviewed.clean
+    assert state_of(harness, task_id) is TaskState.AWAITING_REVIEW
+    assert exit_code_for(StalledError("x")) is ExitCode.STALLED
+
+
+def test_resuming_before_the_decision_is_refused_and_changes_nothing(harness: Harness) -> None:
+    task_id, outcome = start(harness, [run_command(["true"], "t1"), done()])
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_AUTHORITY
+    with pytest.raises(Exception, match="decide allow-once"):
+        resume_run(outcome)
+    assert state_of(harness, task_id) is TaskState.AWAITING_AUTHORITY
+
+
+def test_three_identical_failures_stop_the_attempt_and_exhaust_a_one_rung_ladder(harness: Harness) -> None:
+    missing = [edit_file("pkg/calc.py", "no such text", "x", f"e{n}") for n in range(3)]
+
+    with pytest.raises(StalledError, match="top of the ladder"):
+        start(harness, [*missing, done()])
+
+    task_id = harness.tasks.list_tasks(limit=1)[0].task_id
+    assert state_of(harness, task_id) is TaskState.FAILED
+    rows = {row.verdict.stage: row.verdict for row in harness.tasks.ledger(task_id, 1)}
+    assert len(rows) == 37 and rows[StageName.INSTRUCTIONS].outcome is StageOutcome.SATISFIED
+    assert rows[StageName.ASSEMBLY].outcome is StageOutcome.BLOCKED
+
+
+def test_a_stall_on_a_lower_rung_climbs_into_a_new_attempt(harness: Harness) -> None:
+    missing = [edit_file("pkg/calc.py", "no such text", "x", f"e{n}") for n in range(3)]
+    two_rungs = LadderPosition.start(Ladder.parse(["cheap:low", "capable:low"]))
+
+    task_id, outcome = start(harness, [*missing, *implementing_turns(), done()], position=two_rungs,
+                             policy=HeadlessPolicy.allowing([PreapprovedOperation.command(
+                                 pytest_argv(harness.venv_python))]))
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.attempt == 2
+    assert len(harness.tasks.ledger(task_id, 1)) == 37 and len(harness.tasks.ledger(task_id, 2)) == 37
+
+
+def test_claiming_completion_without_writes_does_not_count_and_stalls(harness: Harness) -> None:
+    with pytest.raises(StalledError):
+        start(harness, [done(), done(), done()])
+
+
+def test_a_headless_run_denies_what_was_not_pre_approved_and_ends_for_exit_4(harness: Harness) -> None:
+    task_id, outcome = start(harness, [run_command(["true"], "t1"), done()],
+                             policy=HeadlessPolicy.allowing([PreapprovedOperation.command(["false"])]))
+
+    assert outcome.kind is RunOutcomeKind.DECISION_NEEDED and outcome.denials
+    assert "run_command true is not in the pre-approved operations" in outcome.denials[0]
+    assert state_of(harness, task_id) is TaskState.PAUSED
+    assert outcome.loop is not None
+    request = harness.driver.read_request(outcome.loop.pending_request_id or "")
+    assert request.outcome is DecisionOutcome.DENIED and request.decision.decided_by is Decider.HEADLESS_POLICY
+    assert harness.driver.read_result(request.request_id) is None  # it never ran
+    assert len(harness.tasks.ledger(task_id, 1)) == 37
+
+
+def test_a_pause_between_turns_is_honoured(harness: Harness) -> None:
+    task_id = harness.ready_task()
+    gateway, adapter = scripted_gateway(harness.db, [*implementing_turns(), done()])
+    started = harness.tasks.start_run(task_id, harness.snapshot(), expected_revision=harness.tasks.show(task_id)
+                                      .task.revision, idempotency_key=keys())
+    view = harness.tasks.show(task_id)
+    assert view.plan is not None
+    loop = ImplementationLoop(task_id, attempt=started.attempt or 1, requirement="r", plan=view.plan.plan,
+                              gateway=gateway, driver=harness.driver, tasks=harness.tasks, position=ONE_RUNG,
+                              limits=LoopLimits())
+    harness.tasks.transition(task_id, TaskState.PAUSED, expected_revision=view.task.revision, reason="lunch",
+                             actor=Actor.USER, idempotency_key=keys())
+
+    outcome = loop.run()
+
+    assert outcome.kind is LoopOutcomeKind.PAUSED and outcome.rounds == 0 and adapter.requests == ()
+
+
+def test_the_round_bound_ends_the_attempt(harness: Harness) -> None:
+    task_id, outcome = start(harness, implementing_turns(), limits=LoopLimits(max_rounds=1))
+
+    assert outcome.kind is RunOutcomeKind.FAILED and "1 rounds" in outcome.reason
+    assert state_of(harness, task_id) is TaskState.FAILED

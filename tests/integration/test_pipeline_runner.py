@@ -1,0 +1,170 @@
+"""Whole runs with the scripted provider (not a model) against a real repository, real workers and the real
+pytest of the repository's own ``.venv``: plan → approve → run → awaiting-review, and the 37-row ledger."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codeflux.coordinator.loop import LoopLimits
+from codeflux.coordinator.planner import propose_plan
+from codeflux.coordinator.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
+from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.domain.errors import PlannerFailedError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.ladder import LadderPosition
+from codeflux.domain.pipeline import PERFORMABLE_STAGES, StageName, StageOutcome
+from codeflux.domain.plans import plan_to_document
+from codeflux.domain.tasks import TaskState
+from codeflux.pipeline.program import pytest_argv
+from codeflux.providers.scripted import ScriptedTurn
+from codeflux.store.database import Database
+from codeflux.store.stage_ledger import LedgerRow
+from tests.fixtures.task_runs import (
+    REQUIREMENT,
+    USAGE,
+    Harness,
+    a_plan_with_two_steps,
+    done,
+    implementing_turns,
+    make_harness,
+    scripted_gateway,
+)
+from tests.fixtures.tasks import keys
+
+REAL = {StageName.INSTRUCTIONS, StageName.ATOMIC_INSTRUCTIONS, StageName.ASSEMBLY, StageName.INTEGRATION_TESTS,
+        StageName.EVIDENCE_BUNDLE}
+
+
+@pytest.fixture
+def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
+    with ToolDriver(db, state_dir=tmp_path / "state") as driver:
+        yield make_harness(db, tmp_path, driver)
+
+
+def policy_for(harness: Harness) -> HeadlessPolicy:
+    return HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
+
+
+def run(harness: Harness, task_id: TaskId, turns: list[ScriptedTurn], *, policy: HeadlessPolicy | None) -> RunOutcome:
+    gateway, _ = scripted_gateway(harness.db, turns)
+    return run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                    repo_snapshot=harness.snapshot(), position=LadderPosition.start(), limits=LoopLimits(),
+                    headless_policy=policy)
+
+
+def ledger(harness: Harness, task_id: TaskId, attempt: int = 1) -> dict[StageName, LedgerRow]:
+    return {row.verdict.stage: row for row in harness.tasks.ledger(task_id, attempt)}
+
+
+def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(harness: Harness) -> None:
+    plan_json = json.dumps({key: value for key, value in plan_to_document(a_plan_with_two_steps()).items()
+                            if key not in {"schema", "forecast"}})
+    task_id = harness.tasks.create_task(harness.snapshot(), _requirement(), idempotency_key=keys()).task_id
+    harness.set_budget(task_id)
+    planner, _ = scripted_gateway(harness.db, [ScriptedTurn(text=plan_json, usage=USAGE)])
+    planned = propose_plan(task_id, gateway=planner, tasks=harness.tasks, position=LadderPosition.start(),
+                           idempotency_key="plan-1")
+    harness.tasks.approve_plan(task_id, revision=planned.revision, sha256=planned.sha256, idempotency_key=keys())
+
+    outcome = run(harness, task_id, [*implementing_turns(), done()], policy=policy_for(harness))
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    assert harness.tasks.show(task_id).task.state is TaskState.AWAITING_REVIEW
+    rows = ledger(harness, task_id)
+    assert len(rows) == 37
+    for stage, row in rows.items():
+        if stage in REAL:
+            assert row.verdict.outcome is StageOutcome.SATISFIED, (stage, row.verdict)
+            assert row.evidence, stage
+        elif stage in (StageName.HUMAN_ACCEPTANCE, StageName.DELIVER):
+            assert row.verdict.outcome is StageOutcome.BLOCKED
+        else:
+            assert stage not in PERFORMABLE_STAGES and row.verdict.outcome is StageOutcome.NOT_IMPLEMENTED
+    tests = rows[StageName.INTEGRATION_TESTS].evidence
+    assert tests["argv"] == list(pytest_argv(harness.venv_python))
+    assert tests["interpreter_source"] == ".venv in the repository"
+    assert (tests["tests"], tests["passed"], tests["failures"]) == (2, 2, 0)
+    assert tests["pytest_version"] and tests["python_version"]
+    identity = rows[StageName.ASSEMBLY].evidence["diff_identity"]
+    assert tests["diff_identity_before"] == identity == tests["diff_identity_after"]
+    bundle = rows[StageName.EVIDENCE_BUNDLE].evidence
+    assert bundle["clean"] is True and bundle["diff_identity"] == tests["diff_identity_before"]
+    assert len(bundle["not_examined"]) == 30  # type: ignore[arg-type]
+    assert not (harness.tasks.show(task_id).task.worktree / ".codeflux-checks").exists()
+
+
+def test_a_failing_test_is_a_failed_integration_stage_with_the_junit_counts(harness: Harness) -> None:
+    task_id = harness.ready_task()
+
+    outcome = run(harness, task_id, [*implementing_turns(expected=3), done()], policy=policy_for(harness))
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and not outcome.clean
+    row = ledger(harness, task_id)[StageName.INTEGRATION_TESTS]
+    assert row.verdict.outcome is StageOutcome.FAILED
+    assert (row.evidence["tests"], row.evidence["passed"], row.evidence["failures"]) == (2, 1, 1)
+    assert row.evidence["failing"] == ["tests.test_calc::test_add_negative"]
+    bundle = ledger(harness, task_id)[StageName.EVIDENCE_BUNDLE]
+    assert bundle.verdict.outcome is StageOutcome.SATISFIED
+    assert bundle.evidence["hard_failures"] == ["integration-tests"] and bundle.evidence["clean"] is False
+
+
+def test_a_headless_run_whose_test_command_is_not_pre_approved_records_the_denial(harness: Harness) -> None:
+    task_id = harness.ready_task()
+
+    outcome = run(harness, task_id, [*implementing_turns(), done()], policy=HeadlessPolicy())
+
+    assert outcome.kind is RunOutcomeKind.DECISION_NEEDED
+    assert len(outcome.denials) == 1 and "not in the pre-approved operations" in outcome.denials[0]
+    row = ledger(harness, task_id)[StageName.INTEGRATION_TESTS]
+    assert row.verdict.outcome is StageOutcome.BLOCKED and "headless-policy" in (row.verdict.reason or "")
+
+
+def test_a_requirement_without_acceptance_examples_fails_instructions_and_the_run(harness: Harness) -> None:
+    task_id = harness.ready_task(requirement="Make add() handle negative numbers.")
+
+    outcome = run(harness, task_id, [], policy=None)
+
+    assert outcome.kind is RunOutcomeKind.FAILED
+    assert harness.tasks.show(task_id).task.state is TaskState.FAILED
+    rows = ledger(harness, task_id)
+    assert len(rows) == 37 and rows[StageName.INSTRUCTIONS].verdict.outcome is StageOutcome.FAILED
+    assert rows[StageName.ASSEMBLY].verdict.outcome is StageOutcome.BLOCKED
+
+
+def test_the_planner_retries_once_with_the_schema_findings_then_records(harness: Harness) -> None:
+    task_id = harness.tasks.create_task(harness.snapshot(), _requirement(), idempotency_key=keys()).task_id
+    harness.set_budget(task_id)
+    valid = json.dumps({key: value for key, value in plan_to_document(a_plan_with_two_steps()).items()
+                        if key not in {"schema", "forecast"}})
+    gateway, adapter = scripted_gateway(harness.db, [ScriptedTurn(text='{"task_class": "bug-fix"}', usage=USAGE),
+                                                     ScriptedTurn(text=f"Here it is: {valid}", usage=USAGE)])
+
+    planned = propose_plan(task_id, gateway=gateway, tasks=harness.tasks, position=LadderPosition.start(),
+                           idempotency_key="plan")
+
+    assert planned.attempts == 2 and planned.revision == 1 and planned.plan.forecast is not None
+    assert "refused" in adapter.requests[1].messages[-1].text
+    assert "UNTRUSTED" in adapter.requests[0].messages[0].text
+    assert harness.tasks.show(task_id).task.state is TaskState.AWAITING_PLAN_APPROVAL
+
+
+def test_two_misfit_plans_fail_the_planner_and_record_nothing(harness: Harness) -> None:
+    task_id = harness.tasks.create_task(harness.snapshot(), _requirement(), idempotency_key=keys()).task_id
+    harness.set_budget(task_id)
+    gateway, _ = scripted_gateway(harness.db, [ScriptedTurn(text="no plan", usage=USAGE),
+                                               ScriptedTurn(text='{"steps": []}', usage=USAGE)])
+
+    with pytest.raises(PlannerFailedError):
+        propose_plan(task_id, gateway=gateway, tasks=harness.tasks, position=LadderPosition.start(),
+                     idempotency_key="plan")
+
+    view = harness.tasks.show(task_id)
+    assert view.plan is None and view.task.state is TaskState.FORECASTING
+
+
+def _requirement() -> str:
+    return REQUIREMENT
