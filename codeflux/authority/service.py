@@ -96,12 +96,14 @@ class RequestView:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExecutionIntent:
     """A committed intent: the operation may now run once. ``existing`` is set (and nothing may run)
-    when the request already had an execution."""
+    when the request already had an execution. ``identity`` is the operation's identity, checked
+    against the stored operation in the intent transaction."""
 
     execution_id: str
     request_id: str
     task: TaskRow
     operation: Operation
+    identity: OperationIdentity
     consumed_approval_id: str | None
     existing: rows.ExecutionRow | None
 
@@ -333,7 +335,8 @@ class AuthorityService:
             existing = rows.execution_of_request(tx, request_id)
             if existing is not None:
                 return ExecutionIntent(execution_id=existing.execution_id, request_id=request_id, task=task,
-                                       operation=operation, consumed_approval_id=None, existing=existing)
+                                       operation=operation, identity=request.identity, consumed_approval_id=None,
+                                       existing=existing)
             decision = rows.latest_decision(tx, request_id)
             approval_row = (rows.approval_by_id(tx, decision.approval_id) if decision.approval_id
                             else rows.approval_for_request(tx, request_id))
@@ -362,7 +365,7 @@ class AuthorityService:
             if before_commit is not None:
                 before_commit()
             return ExecutionIntent(execution_id=execution_id, request_id=request_id, task=task, operation=operation,
-                                   consumed_approval_id=consumed, existing=None)
+                                   identity=request.identity, consumed_approval_id=consumed, existing=None)
 
         return self._db.write(work)
 

@@ -1,4 +1,4 @@
-"""`codeflux budget show|set|acknowledge|resume|stop --task T`: a task's hard budget from the terminal.
+"""`codeflux budget show|set|acknowledge|resume|stop|approve-rung --task T`: a task's hard budget from the terminal.
 
 ``show`` prints the exact figures (limit, spent, reserved, remaining; unknown is never written as 0)
 and, with ``--entries``, the ledger. ``set`` creates the budget or changes it (compare-and-set on its
@@ -14,8 +14,10 @@ import os
 
 from codeflux.cli.context import CliContext
 from codeflux.coordinator.budget import BudgetService
+from codeflux.coordinator.model_approvals import approve_ladder_rung
 from codeflux.domain.errors import UsageError
 from codeflux.domain.ids import TaskId
+from codeflux.domain.ladder import Rung
 from codeflux.domain.money import Currency, Money
 from codeflux.store.database import Database
 from codeflux.store.opening import open_store
@@ -34,6 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "acknowledge": "accept overruns and unknown charges (all pending ones unless --entry is given)",
         "resume": "continue a task paused by its budget (after raising the limit or acknowledging)",
         "stop": "cancel a task paused by its budget",
+        "approve-rung": "allow spending on a ladder rung that asks first (capable:max) in this task",
     }
     for action, text in texts.items():
         sub = actions.add_parser(action, help=text, description=text, allow_abbrev=False)
@@ -51,6 +54,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         if action in ("set", "acknowledge"):
             sub.add_argument("--revision", type=_parse_count, default=None, metavar="N",
                              help="the budget revision you saw (default: the current one)")
+        if action == "approve-rung":
+            sub.add_argument("--rung", required=True, metavar="RUNG", help="the rung, e.g. capable:max")
         if action == "acknowledge":
             sub.add_argument("--entry", type=_parse_count, action="append", default=None, metavar="ID",
                              help="a ledger entry id to accept (repeatable)")
@@ -90,6 +95,11 @@ def _run(args: argparse.Namespace, ctx: CliContext, db: Database, task_id: TaskI
     elif args.action == "stop":
         task = budgets.stop_task(task_id)
         ctx.say(f"task {task_id}: {task.state}")
+        return 0
+    elif args.action == "approve-rung":
+        rung = Rung.parse(args.rung)
+        approve_ladder_rung(db, task_id=task_id, rung=rung)
+        ctx.say(f"task {task_id}: spending on {rung} is allowed; the gateway will no longer stop before it")
         return 0
     state = db.read(lambda view: require_task(view, task_id)).state
     for line in budgets.summary(task_id).lines():

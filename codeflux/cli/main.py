@@ -29,6 +29,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prices",
     "budget",
     "task",
+    "run",
+    "demo",
     "backup",
     "integrity_check",
     "inspect",

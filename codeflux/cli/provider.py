@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from codeflux.cli.context import CliContext
+from codeflux.coordinator.model_approvals import approve_model_endpoint
 from codeflux.credentials import (
     MAX_KEY_LENGTH,
     Secret,
@@ -51,6 +52,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         # Captured only to refuse it: a key in argv is visible to every process and kept in shell history.
         sub.add_argument("stray", nargs="*", help=argparse.SUPPRESS)
         sub.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
+    endpoint_help = ("approve a non-default base URL for a provider (e.g. a local OpenAI-compatible server); "
+                     "codeflux calls it only after this")
+    endpoint = actions.add_parser("approve-endpoint", help=endpoint_help, description=endpoint_help,
+                                  allow_abbrev=False)
+    endpoint.add_argument("--name", required=True, metavar="NAME", help=f"provider: {names}")
+    endpoint.add_argument("--base-url", required=True, metavar="URL",
+                          help="https URL, or http on loopback only; no user, query or fragment")
+    endpoint.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
     listing = actions.add_parser("list", help="list providers and whether a key is stored", allow_abbrev=False)
     listing.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
 
@@ -77,6 +86,15 @@ def _require_credential_store() -> None:
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if args.action == "list":
         return _list(ctx)
+    if args.action == "approve-endpoint":
+        provider = ProviderName.parse(args.name)
+        db = open_store(ctx.location(), create=True, migrate=True)
+        try:
+            url = approve_model_endpoint(db, provider=provider, base_url=args.base_url)
+        finally:
+            db.close()
+        ctx.say(f"provider {provider.value}: endpoint {url} approved (codeflux may now send requests there)")
+        return 0
     if args.stray:
         raise UsageError(
             "a key given as an argument is refused (other processes and your shell history can see it); "

@@ -6,7 +6,11 @@ state, every action (the unavailable ones with why), the plan and budget figures
 ``send-back`` bind to the plan revision and its sha256; ``accept`` and ``reject`` to the reviewed diff
 identity. ``patch`` prints a kept patch. ``recovery`` lists, per interrupted task, what is known, what is
 ambiguous and what is recommended; ``record-outcome`` records whether an ambiguous effect happened;
-``recover`` takes a recovery action; ``cancel`` ends an open task.
+``recover`` takes a recovery action; ``cancel`` ends an open task. ``plan`` drafts a plan revision via the
+gateway; ``start`` runs a ready task in this process under a headless policy (``--allow``); ``pause``
+pauses it between turns; ``resume`` continues a paused task in this process — the loop's conversation
+lived in memory only, so the next attempt begins from the worktree's current state with a fresh
+conversation; ``decide`` answers a pending tool request; ``diff`` prints the unified diff and its identity.
 
 Every subcommand first runs startup recovery when no other process is running tasks (see
 :mod:`codeflux.coordinator.recovery`): interrupted work is marked, never resumed. Exit codes come from
@@ -20,16 +24,28 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from codeflux.authority.decide import UserDecision
 from codeflux.cli.context import CliContext
+from codeflux.cli.run import (
+    add_allow_argument,
+    add_provider_arguments,
+    build_gateway,
+    print_plan,
+    run_ready_task,
+)
 from codeflux.coordinator.budget import BudgetService
+from codeflux.coordinator.planner import propose_plan
 from codeflux.coordinator.recovery import RecoveryService, RecoveryView, exclusive_startup_lock
 from codeflux.coordinator.review import ReviewService, require_task_action
 from codeflux.coordinator.tasks import Actor, TaskService, TaskView
-from codeflux.coordinator.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree
-from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, UsageError
+from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
+from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, TaskActionUnavailableError, UsageError
 from codeflux.domain.ids import TaskId
+from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.recovery import EffectOutcome, RecoveryAction
 from codeflux.domain.tasks import TaskAction, TaskState
+from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import open_repository
 from codeflux.store.database import Database
 from codeflux.store.opening import open_store
@@ -51,6 +67,13 @@ _ACTIONS = {
     "record-outcome": "record whether an effect with an unknown outcome happened (it is never re-run)",
     "recover": "take a recovery action: safe-resume, reconcile, preserve-patch or abandon",
     "cancel": "cancel an open task (its worktree is removed unless that would lose work)",
+    "plan": "draft the next plan revision via the gateway (provider flags as for `codeflux run`)",
+    "start": "run a ready task in this process, headless: only --allow operations run without a person",
+    "pause": "pause a task (a running one stops between turns)",
+    "resume": ("continue a paused task in this process: the conversation was in memory only, so the next attempt "
+               "begins from the worktree's current state with a fresh conversation"),
+    "decide": "answer a pending tool request: --allow-once, --allow-for-task or --deny",
+    "diff": "print the task worktree's unified diff and its identity",
 }
 
 
@@ -91,6 +114,22 @@ def _configure_action(action: str, sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--note", default=None, metavar="TEXT", help="what you checked")
     elif action == "recover":
         sub.add_argument("--action", dest="recovery", required=True, choices=[a.value for a in RecoveryAction])
+    else:
+        _configure_run_action(action, sub)
+
+
+def _configure_run_action(action: str, sub: argparse.ArgumentParser) -> None:
+    if action in ("plan", "start", "resume"):
+        add_provider_arguments(sub)
+        if action != "plan":
+            add_allow_argument(sub)
+    elif action == "decide":
+        sub.add_argument("--request", required=True, metavar="REQ", help="the pending tool request (treq_…)")
+        choice = sub.add_mutually_exclusive_group(required=True)
+        for flag, value in (("--allow-once", UserDecision.ALLOW_ONCE),
+                            ("--allow-for-task", UserDecision.ALLOW_FOR_TASK), ("--deny", UserDecision.DENY)):
+            choice.add_argument(flag, dest="decision", action="store_const", const=value)
+        sub.add_argument("--reason", default="decided on the command line", metavar="TEXT", help="why")
 
 
 def _parse_count(text: str) -> int:
@@ -272,9 +311,63 @@ def _cancel(args: argparse.Namespace, ctx: CliContext, db: Database, service: Ta
     return 0
 
 
+def _plan(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    gateway, provider = build_gateway(db, args, phases=("plan",))
+    planned = propose_plan(task_id, gateway=gateway, tasks=service, position=LadderPosition.start(),
+                           idempotency_key=_key())
+    print_plan(ctx, planned, provider)
+    ctx.say(f"approve it: codeflux task approve-plan {task_id} --revision {planned.revision} --sha256 {planned.sha256}")
+    return 0
+
+
+def _start(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args)
+
+
+def _pause(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    task = service.show(task_id).task
+    change = service.transition(task_id, TaskState.PAUSED, expected_revision=task.revision, reason="paused by the user",
+                                actor=Actor.USER, idempotency_key=_key())
+    ctx.say(f"task {task_id}: {change.state} (a run in progress stops before its next turn)")
+    return 0
+
+
+def _resume(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    task = service.show(task_id).task
+    if task.state is not TaskState.PAUSED:
+        raise TaskActionUnavailableError(task_id=task_id.value, action=TaskAction.RESUME.value,
+                                         state=task.state.value, reason="only a paused task resumes")
+    service.transition(task_id, TaskState.READY, expected_revision=task.revision, reason="resumed by the user",
+                       actor=Actor.USER, idempotency_key=_key())
+    ctx.say(f"task {task_id}: resuming in this process; the previous conversation was in memory only, so the next "
+            "attempt begins from the worktree's current state with a fresh conversation")
+    return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args)
+
+
+def _decide(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    with ToolDriver(db, state_dir=ctx.location().directory / "workers") as driver:
+        if driver.read_request(args.request).task_id != task_id:
+            raise UsageError(f"request {args.request} is not a request of task {task_id}")
+        decided = driver.decide(args.request, args.decision, reason=args.reason)
+    ctx.say(f"task {task_id}: request {decided.request_id} {decided.outcome} ({decided.decision.reason[:200]})")
+    return 0
+
+
+def _diff(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    binding = task_worktree_binding(service.show(task_id).task)
+    if binding is None or not binding.path.exists():
+        raise TaskActionUnavailableError(task_id=task_id.value, action="diff", state=service.show(task_id).task.state,
+                                         reason="the task has no worktree (it never ran, or it was removed)")
+    diff = diff_against_base(binding)
+    _write_bytes(ctx, diff.unified_diff)
+    ctx.say(f"diff identity {diff.identity} (base {diff.base[:12]}, head {diff.head[:12]}, {len(diff.files)} file(s))")
+    return 0
+
+
 _TASK_HANDLERS: dict[str, Handler] = {
     "show": _show_task, "approve-plan": _approve, "send-back": _send_back, "accept": _accept, "reject": _reject,
-    "patch": _patch, "record-outcome": _record_outcome, "recover": _recover, "cancel": _cancel,
+    "patch": _patch, "record-outcome": _record_outcome, "recover": _recover, "cancel": _cancel, "plan": _plan,
+    "start": _start, "pause": _pause, "resume": _resume, "decide": _decide, "diff": _diff,
 }
 
 

@@ -30,6 +30,7 @@ from enum import StrEnum
 from typing import Final
 
 from codeflux.authority.decide import DecisionOutcome
+from codeflux.coordinator.checkpoints import MATERIAL_EDIT_TOOLS, CheckpointService, CheckpointTrigger
 from codeflux.coordinator.gateway import ModelGateway
 from codeflux.coordinator.loop_steps import (
     WRITING_TOOLS,
@@ -153,6 +154,7 @@ class ImplementationLoop:
         self._gateway, self._driver, self._tasks = gateway, driver, tasks
         self._position, self._limits, self._provider, self._clock = position, limits, provider, clock
         self._steps = StepTracker(plan=plan)
+        self._checkpoints = CheckpointService(tasks.changes)
         self._state = _Counters(messages=[Message.user_text(_first_prompt(requirement, plan))])
 
     @property
@@ -234,6 +236,8 @@ class ImplementationLoop:
             return self._failed(call, text)
         if call.name in WRITING_TOOLS:
             self._steps.record_write(paths_written(call.name, arguments))
+        if call.name in MATERIAL_EDIT_TOOLS:
+            self._checkpoints.capture_checkpoint(self._task_id, CheckpointTrigger.MATERIAL_EDIT)
         return ToolResult(call_id=call.call_id, content=text)
 
     def _failed(self, call: ToolCall, text: str) -> ToolResult:
@@ -285,6 +289,7 @@ class ImplementationLoop:
             return stop
         self._state.pending = None
         if request.outcome in (DecisionOutcome.ALLOWED_ONCE, DecisionOutcome.ALLOWED_FOR_TASK):
+            self._checkpoints.capture_checkpoint(self._task_id, CheckpointTrigger.BEFORE_RISKY_ACTION)
             result = self._execute(pending.call, pending.request_id, pending.call.arguments())
         else:
             result = self._failed(pending.call, f"denied by {request.decision.decided_by}: {request.decision.reason}")

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from codeflux.coordinator import task_gates as gates
+from codeflux.coordinator.checkpoints import CheckpointRow, CheckpointService, CheckpointTrigger
 from codeflux.coordinator.gateway import reconcile_interrupted_model_requests
 from codeflux.coordinator.review import require_task_action
 from codeflux.coordinator.task_changes import Actor, TaskChange, TaskChanges, check_text
@@ -54,6 +55,7 @@ from codeflux.domain.recovery import (
 )
 from codeflux.domain.tasks import TaskAction, TaskState, validate_task_transition
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
+from codeflux.store import checkpoints as checkpoint_rows
 from codeflux.store import plans as plan_rows
 from codeflux.store import recovery as recovery_rows
 from codeflux.store import stage_ledger as ledger_rows
@@ -114,6 +116,8 @@ class RecoveryView:
     ambiguous: tuple[AmbiguousEffect, ...]
     recommendation: RecoveryRecommendation
     assessed_diff_identity: str | None
+    last_checkpoint: CheckpointRow | None = None
+    """The last durable checkpoint (part of what is known), or None when none was taken."""
 
 
 def _known_json(known: KnownState) -> dict[str, object]:
@@ -121,6 +125,12 @@ def _known_json(known: KnownState) -> dict[str, object]:
             "plan_approved": known.plan_approved, "attempt": known.attempt, "last_stage": known.last_stage,
             "worktree": known.worktree.value, "base": known.base, "head": known.head,
             "diff_identity": known.diff_identity, "patch_stored": known.patch_stored}
+
+
+def _checkpoint_json(row: CheckpointRow | None) -> dict[str, object]:
+    return {"last_checkpoint": None if row is None else {
+        "sequence": row.sequence, "trigger": row.trigger.value, "commit": row.commit_id, "ref": row.ref_name,
+        "diff_identity": row.diff_identity, "event_sequence": row.event_sequence}}
 
 
 def _effects_json(effects: tuple[AmbiguousEffect, ...]) -> list[Mapping[str, object]]:
@@ -174,7 +184,8 @@ class RecoveryService:
             assessment = recovery_rows.latest_assessment(view, task.task_id)
             return RecoveryView(task=task, known=known, ambiguous=effects,
                                 recommendation=classify_recovery(known, effects),
-                                assessed_diff_identity=None if assessment is None else assessment.diff_identity)
+                                assessed_diff_identity=None if assessment is None else assessment.diff_identity,
+                                last_checkpoint=checkpoint_rows.latest_checkpoint(view, task.task_id))
 
         return self._db.read(read)
 
@@ -212,7 +223,8 @@ class RecoveryService:
                 raise ConflictError(f"task {task.task_id} changed while it was assessed; assess it again")
             row = recovery_rows.insert_assessment(
                 tx, task_id=task.task_id, interrupted_in=view.known.interrupted_in.value,
-                known=_known_json(view.known), ambiguous=_effects_json(view.ambiguous),
+                known=_known_json(view.known) | _checkpoint_json(view.last_checkpoint),
+                ambiguous=_effects_json(view.ambiguous),
                 recommended=view.recommendation.recommended, diff_identity=view.known.diff_identity, reason=reason,
                 at_us=self._changes.clock())
             events.append(append_event(tx, session_id=task.session_id, kind="recovery-assessed", payload={
@@ -277,13 +289,20 @@ class RecoveryService:
             raise TaskActionUnavailableError(
                 task_id=task_id.value, action="safe-resume", state=view.task.state.value,
                 reason="safe-resume: the worktree changed since the assessment; reconcile to take it as it is")
-        return self._leave(view, "safe-resume", reason="safe resume: nothing unaccounted for")
+        left = self._leave(view, "safe-resume", reason="safe resume: nothing unaccounted for")
+        return self._paused_checkpoint(left)
 
     def reconcile(self, task_id: TaskId) -> TaskChange:
         """Take the worktree as it is now as the known state (a new assessment) and move to ``paused``."""
         view = self._require_allowed(task_id, RecoveryAction.RECONCILE)
-        return self._record_assessment(view, to_state=TaskState.PAUSED, key=f"reconcile:{view.task.revision}",
-                                       reason="reconciled: the worktree as it is now is the known state")
+        return self._paused_checkpoint(self._record_assessment(
+            view, to_state=TaskState.PAUSED, key=f"reconcile:{view.task.revision}",
+            reason="reconciled: the worktree as it is now is the known state"))
+
+    def _paused_checkpoint(self, change: TaskChange) -> TaskChange:
+        if not change.replayed:
+            CheckpointService(self._changes).capture_checkpoint(change.task_id, CheckpointTrigger.PAUSED)
+        return change
 
     def _leave(self, view: RecoveryView, action: str, *, reason: str) -> TaskChange:
         target = TaskState.CANCELLED if action == "abandon" else TaskState.PAUSED

@@ -3,12 +3,15 @@
 * :meth:`ReviewService.accept_task` lands exactly the reviewed diff on the user's current branch through
   :func:`codeflux.gitwork.accept.accept_task_diff` (fast-forward, or a merge commit when the branch moved
   on) and then, in one transaction, records ``awaiting-review → completed`` with its transition row and a
-  ``task-accepted`` event. A conflict is returned as a value: nothing in git changed, the task stays
-  ``awaiting-review`` and an ``accept-conflicted`` event names the paths. A retry after a crash between
-  the landing and the commit finds the task commit already on the branch and completes the task.
+  ``task-accepted`` event, and the delivery decision (stages 36 and 37,
+  :func:`~codeflux.coordinator.checkpoints.record_delivery_decision`). A conflict is returned as a value:
+  nothing in git changed, the task stays ``awaiting-review`` and an ``accept-conflicted`` event names the
+  paths. A retry after a crash between the landing and the commit finds the task commit already on the
+  branch and completes the task.
 * :meth:`ReviewService.reject_task` takes the worktree's current patch and, in one transaction, stores it
   (``task_patches``, kind ``rejected``), records the ``patch-stored`` event and moves the task to the
-  domain's reject target (``cancelled``). The patch stays retrievable: :meth:`ReviewService.task_patch`.
+  domain's reject target (``cancelled``) with the delivery decision (36 failed, 37 blocked). The patch
+  stays retrievable: :meth:`ReviewService.task_patch`.
 
 After either, the worktree is removed unless that would lose something (:mod:`.worktree_lifecycle`).
 The idempotency key of each decision is derived from the reviewed identity, so repeating the same
@@ -22,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from codeflux.coordinator import task_gates as gates
+from codeflux.coordinator.checkpoints import record_delivery_decision
 from codeflux.coordinator.task_changes import Actor, TaskChange, TaskChanges, check_text
 from codeflux.coordinator.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
 from codeflux.domain.errors import NotFoundError, TaskActionUnavailableError
@@ -116,6 +120,9 @@ class ReviewService:
                 "task_id": task_id.value, "diff_identity": reviewed_identity, "kind": outcome.kind.value,
                 "branch": outcome.branch, "previous_head": outcome.previous_head,
                 "landed_head": outcome.landed_head, "task_commit": outcome.task_commit}))
+            record_delivery_decision(tx, events, task_id=task_id, diff_identity=reviewed_identity, accepted=True,
+                                     landed_commit=outcome.landed_head, reason=None, decided_by=Actor.USER.value,
+                                     at_us=self._changes.clock())
             return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision}
 
         change = self._changes.mutate(scope=f"task:{task_id.value}", key=f"accept:{reviewed_identity}", work=work,
@@ -144,6 +151,9 @@ class ReviewService:
                 events.append(append_event(tx, session_id=current.session_id, kind="patch-stored", payload={
                     "task_id": task_id.value, "kind": "rejected", "diff_identity": rejected.identity,
                     "patch_sha256": row.patch_sha256, "bytes": len(rejected.patch)}))
+            record_delivery_decision(tx, events, task_id=task_id, diff_identity=reviewed_identity, accepted=False,
+                                     landed_commit=None, reason=reason, decided_by=Actor.USER.value,
+                                     at_us=self._changes.clock())
             record = self._end_review(tx, events, current, _REJECT_TARGET, reason=f"rejected: {reason}"[:_MAX_REASON])
             return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision}
 

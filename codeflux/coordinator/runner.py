@@ -31,6 +31,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from codeflux.authority.decide import DecisionOutcome
+from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
 from codeflux.coordinator.gateway import ModelGateway
 from codeflux.coordinator.headless import HeadlessPolicy, PreapprovedOperation, decide_headless
 from codeflux.coordinator.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
@@ -113,6 +114,7 @@ def run_task(
     if view.plan is None or view.task.requirement is None or view.task.base_revision is None:
         raise UsageError(f"task {task_id} has no approved plan, requirement or base commit")
     worktree = _worktree_of(view.task.repository_root, view.task.worktree, task_id, view.task.base_revision)
+    CheckpointService(tasks.changes).capture_checkpoint(task_id, CheckpointTrigger.PLAN_APPROVED)
     facts = TaskFacts(task_id=task_id, requirement=view.task.requirement, plan=view.plan.plan,
                       plan_revision=view.plan.revision, plan_sha256=view.plan.sha256, worktree=worktree)
     search_path = build_worker_environment(base=os.environ, home=worktree.path, tmpdir=worktree.path)["PATH"]
@@ -164,6 +166,7 @@ def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
             run.denials.append(decision.reason)
             verdicts = _finish(run, StageName.ASSEMBLY)
             _move(run, TaskState.PAUSED, f"headless run: {decision.operation} was denied (not pre-approved)")
+            _checkpoint_paused(run)
             return _outcome(run, RunOutcomeKind.DECISION_NEEDED, decision.reason, verdicts=verdicts, loop=outcome)
         outcome = loop.run()
     run.position = outcome.position
@@ -186,6 +189,8 @@ def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
         case LoopOutcomeKind.PAUSED | LoopOutcomeKind.CANCELLED | LoopOutcomeKind.STOPPED:
             kinds = {LoopOutcomeKind.PAUSED: RunOutcomeKind.PAUSED, LoopOutcomeKind.CANCELLED: RunOutcomeKind.CANCELLED}
             verdicts = _finish(run, StageName.ASSEMBLY)
+            if outcome.kind is LoopOutcomeKind.PAUSED:
+                _checkpoint_paused(run)
             return _outcome(run, kinds.get(outcome.kind, RunOutcomeKind.STOPPED), outcome.reason, verdicts=verdicts,
                             loop=outcome)
     raise UsageError(f"unexpected loop outcome {outcome.kind}")  # pragma: no cover (the match is exhaustive)
@@ -202,6 +207,7 @@ def _after_failure(run: _Run, *, gate: str, detail: str, step: LadderStep, loop:
                                f"({step.rung}); the attempt stopped: {detail[:200]}")
         case LadderDecision.ASK_BEFORE_CLIMB:
             _move(run, TaskState.PAUSED, f"the next rung {step.rung} asks before spending")
+            _checkpoint_paused(run)
             return _outcome(run, RunOutcomeKind.DECISION_NEEDED, f"the ladder's next rung {step.rung} asks before "
                             "spending; approve it and run again", verdicts=verdicts, loop=loop)
         case LadderDecision.CLIMB | LadderDecision.STAY:
@@ -260,6 +266,10 @@ def _resume_validation(run: _Run) -> RunOutcome:
 
 def _finish(run: _Run, stopped_at: StageName | None) -> tuple[StageVerdict, ...]:
     return tuple(row.verdict for row in run.tasks.finish_attempt(run.task_id, run.attempt, stopped_at=stopped_at))
+
+
+def _checkpoint_paused(run: _Run) -> None:
+    CheckpointService(run.tasks.changes).capture_checkpoint(run.task_id, CheckpointTrigger.PAUSED)
 
 
 def _move(run: _Run, to: TaskState, reason: str) -> None:

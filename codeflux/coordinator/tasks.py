@@ -105,6 +105,11 @@ class TaskService:
         self._changes = TaskChanges(db, clock=clock, entropy=entropy, publish=publish, fault=fault)
         self._db = db
 
+    @property
+    def changes(self) -> TaskChanges:
+        """How this service writes (database, clock, publisher); checkpoints are written through it too."""
+        return self._changes
+
     # ─── repositories and tasks ──────────────────────────────────────────────────────────────────────
 
     def _ensure_repository(self, tx: Transaction, events: list[JournalEvent],

@@ -17,13 +17,17 @@ starts one worker per task on first execution and stops them all on :meth:`ToolD
   failed commit raises and nothing runs); then asks the worker once; then commits the result, whose text
   has been redacted (exact loaded secrets + patterns) and capped *before* it reaches SQLite. A request
   executes at most once: executing it again returns the recorded execution.
+* **No ``running`` mark.** The execution goes from ``intended`` straight to its end state. Recording
+  ``running`` from :meth:`WorkerHandle.execute`'s ``on_started`` would be a fourth durable commit (an
+  ``fsync``, about a third of a bare process spawn on the benchmark machine) on the path of every
+  execution, and it would change nothing a person or recovery relies on: after a crash ``intended`` and
+  ``running`` both become ``outcome-unknown``, and neither is ever re-run.
 * **After a crash**, :func:`reconcile_interrupted_executions` (called once at coordinator start, never
   while another driver may be executing) marks intents without a result ``outcome-unknown``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
@@ -52,7 +56,6 @@ from codeflux.domain.ids import TaskId, ToolRequestId
 from codeflux.domain.operations import (
     ExecutablePin,
     OperationIdentity,
-    derive_operation_identity,
     describe_operation,
 )
 from codeflux.domain.tools import ArgumentType, BoundToolRequest, bind_tool_request
@@ -62,6 +65,7 @@ from codeflux.store.database import Database
 from codeflux.store.tasks import TaskRow, require_task
 from codeflux.worker.environment import build_worker_environment
 from codeflux.worker.paths import resolve_worktree_path
+from codeflux.worker.tools.executables import ExecutableDigests
 
 __all__ = [
     "DriverFault",
@@ -75,7 +79,6 @@ __all__ = [
 STORED_CONTENT_CHARS: Final = 1024 * 1024
 STORED_STREAM_CHARS: Final = 256 * 1024
 STORED_MESSAGE_CHARS: Final = 1024
-_HASH_CHUNK: Final = 1024 * 1024
 
 
 class DriverFault(StrEnum):
@@ -141,31 +144,13 @@ def _submitted(view: RequestView) -> SubmittedRequest:
                             decision=view.decision)
 
 
-_PIN_CACHE: dict[tuple[str, int, int, int, int, int], str] = {}
-_PIN_LOCK = threading.Lock()
-
-
-def _sha256_of_file(path: Path) -> str:
-    """The content sha256 of a regular file, cached by (path, device, inode, size, mtime, ctime)."""
-    info = path.stat()
-    key = (str(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-    with _PIN_LOCK:
-        cached = _PIN_CACHE.get(key)
-    if cached is not None:
-        return cached
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_HASH_CHUNK):
-            digest.update(chunk)
-    with _PIN_LOCK:
-        _PIN_CACHE[key] = digest.hexdigest()
-    return digest.hexdigest()
-
-
-def resolve_executable_pin(program: str, *, worktree: Path, search_path: str) -> ExecutablePin:
+def resolve_executable_pin(
+    program: str, *, worktree: Path, search_path: str, digests: ExecutableDigests | None = None
+) -> ExecutablePin:
     """``argv[0]`` as the worker would run it: looked up on ``search_path`` (a bare name) or inside the
     worktree (a relative path, through the symlink-safe resolver) or taken as written (absolute); then
     its real path and content sha256. The worker re-hashes before exec, so a swap is refused there.
+    ``digests`` keeps hashes of unchanged files between calls (see :class:`ExecutableDigests`).
 
     Raises :class:`ToolFailedError` (``command-not-found``, ``not-executable``) or
     :class:`PathRefusedError` (a relative program path that is not plainly inside the worktree).
@@ -182,15 +167,36 @@ def resolve_executable_pin(program: str, *, worktree: Path, search_path: str) ->
         relative = "/".join(part for part in program.split("/") if part not in {"", "."})
         candidate = resolve_worktree_path(worktree, relative, must_exist=True)
     try:
-        real = Path(os.path.realpath(candidate, strict=True))
-        info = real.stat()
+        real = os.path.realpath(candidate, strict=True)
+        info = os.stat(real)
     except OSError:
         raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND.value,
                               message="the program does not exist") from None
     if not stat.S_ISREG(info.st_mode) or not os.access(real, os.X_OK):
         raise ToolFailedError(failure_kind=FailureKind.NOT_EXECUTABLE.value,
                               message="the program is not an executable file")
-    return ExecutablePin(path=str(real), sha256=_sha256_of_file(real))
+    if digests is None:
+        digests = ExecutableDigests(capacity=0)
+    return ExecutablePin(path=real, sha256=_sha256_of_program(real, digests))
+
+
+def _sha256_of_program(path: str, digests: ExecutableDigests) -> str:
+    # O_NONBLOCK: a file swapped for a FIFO after the check above must not block the coordinator.
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND.value,
+                              message="the program does not exist") from None
+    with open(descriptor, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolFailedError(failure_kind=FailureKind.NOT_EXECUTABLE.value,
+                                  message="the program is not an executable file")
+        try:
+            return digests.sha256_of(path, handle, info)
+        except OSError:
+            raise ToolFailedError(failure_kind=FailureKind.NOT_EXECUTABLE.value,
+                                  message="the program cannot be read") from None
 
 
 def _worktree_facts(request: BoundToolRequest, worktree: Path) -> WorktreeFacts:
@@ -206,6 +212,10 @@ def _worktree_facts(request: BoundToolRequest, worktree: Path) -> WorktreeFacts:
         except PathRefusedError:
             escaping.add(value)
     return WorktreeFacts(escaping_paths=frozenset(escaping))
+
+
+def _redacted(redact: Callable[[str], str], text: str) -> str:
+    return redact(text) if text else text
 
 
 def _cap(text: str | None, limit: int) -> tuple[str | None, bool]:
@@ -233,6 +243,7 @@ class ToolDriver:
                                                      tmpdir=state_dir)["PATH"]
         self._fault = fault
         self._redactor = default_redactor()
+        self._executables = ExecutableDigests()
         self._workers: dict[TaskId, WorkerHandle] = {}
         self._worktrees: dict[TaskId, Path] = {}
         self._lock = threading.Lock()
@@ -254,7 +265,8 @@ class ToolDriver:
         request = bind_tool_request(tool, raw_args)
         pin = None
         if request.descriptor.runs_program:
-            pin = resolve_executable_pin(request.argv()[0], worktree=worktree, search_path=self._search_path)
+            pin = resolve_executable_pin(request.argv()[0], worktree=worktree, search_path=self._search_path,
+                                         digests=self._executables)
         operation = describe_operation(request, task_id=task_id, executable=pin)
         self._refuse_loaded_secrets(request)
         classification = classify_tool_request(request, facts=_worktree_facts(request, worktree))
@@ -368,7 +380,7 @@ class ToolDriver:
         request = bind_tool_request(operation.tool, dict(operation.arguments))
         execution = WorkerExecution.for_request(
             request_id=ToolRequestId.parse(intent.request_id), task_id=operation.task_id,
-            operation_identity=derive_operation_identity(operation), request=request, executable=operation.executable,
+            operation_identity=intent.identity, request=request, executable=operation.executable,
             env_overrides=dict(operation.env),
         )
         try:
@@ -386,10 +398,10 @@ class ToolDriver:
         # and keeps this boundary correct on its own. Redact first, then cap: a cut must never split a
         # secret before it could be recognised.
         redact = self._redactor.redact
-        message, _ = _cap(redact(outcome.message), STORED_MESSAGE_CHARS)
-        content, content_cut = _cap(redact(outcome.content), STORED_CONTENT_CHARS)
-        stdout, stdout_cut = _cap(redact(outcome.stdout), STORED_STREAM_CHARS)
-        stderr, stderr_cut = _cap(redact(outcome.stderr), STORED_STREAM_CHARS)
+        message, _ = _cap(_redacted(redact, outcome.message), STORED_MESSAGE_CHARS)
+        content, content_cut = _cap(_redacted(redact, outcome.content), STORED_CONTENT_CHARS)
+        stdout, stdout_cut = _cap(_redacted(redact, outcome.stdout), STORED_STREAM_CHARS)
+        stderr, stderr_cut = _cap(_redacted(redact, outcome.stderr), STORED_STREAM_CHARS)
         return ExecutionResultValues(
             state=outcome.state.value,
             failure_kind=None if outcome.failure_kind is None else outcome.failure_kind.value,

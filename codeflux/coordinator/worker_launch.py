@@ -1,6 +1,6 @@
 """Starting a worker process and waiting for it to say it is ready; the low-level half of ``workers``.
 
-The worker runs as ``sys.executable -I -m codeflux.worker`` — isolated mode, so neither ``PYTHON*``
+The worker runs as ``sys.executable -I -B -m codeflux.worker`` — isolated mode, so neither ``PYTHON*``
 variables nor the worktree (its cwd) can put modules on its path — with cwd = the worktree, a new
 session (so its whole process group can be killed), the allow-listed environment with a per-task
 ``HOME`` and ``TMPDIR``, and stderr appended to ``<state_dir>/worker.log`` (0600). The startup JSON,

@@ -41,6 +41,7 @@ _STREAM_NAMES: Final[dict[worker_pb2.OutputStream, str]] = {
     worker_pb2.OUTPUT_STREAM_STDOUT: "stdout",
     worker_pb2.OUTPUT_STREAM_STDERR: "stderr",
 }
+_FAILURE_KINDS: Final = frozenset(member.value for member in FailureKind)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,16 +188,16 @@ def outcome_from_result(execution: WorkerExecution, result: worker_pb2.Execution
     state = _STATES.get(result.state, ExecutionState.FAILED)
     kind: FailureKind | None = None
     if state is not ExecutionState.SUCCEEDED:
-        known = result.failure_kind in {member.value for member in FailureKind}
+        known = result.failure_kind in _FAILURE_KINDS
         kind = FailureKind(result.failure_kind) if known else FailureKind.INTERNAL_ERROR
     is_command = execution.request.tool is ToolName.RUN_COMMAND
     return WorkerOutcome(
         request_id=execution.request_id,
         state=state,
         failure_kind=kind,
-        message=redact(result.message),
+        message=_redacted(result.message),
         exit_code=result.exit_code if is_command and process_group else None,
-        content=redact(result.content),
+        content=_redacted(result.content),
         content_truncated=result.content_truncated,
         stdout=stdout,
         stderr=stderr,
@@ -237,6 +238,10 @@ def unsent_outcome(execution: WorkerExecution, *, began: float,
     return WorkerOutcome(request_id=execution.request_id, state=ExecutionState.FAILED,
                          failure_kind=FailureKind.WORKER_UNAVAILABLE, message=message,
                          duration_ms=_elapsed_ms(began))
+
+
+def _redacted(text: str) -> str:
+    return redact(text) if text else text
 
 
 def _elapsed_ms(began: float) -> int:

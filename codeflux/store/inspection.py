@@ -357,6 +357,26 @@ _ENTITIES: tuple[InspectableEntity, ...] = (
         id_meaning="task id",
         since_schema_version=5,
     ),
+    InspectableEntity(
+        name="checkpoints",
+        description="preserved worktree commits on private refs: trigger, commit, diff identity, plan, attempt",
+        columns=("id", "task_id", "sequence", "trigger_kind", "commit_id", "ref_name", "head_commit",
+                 "diff_identity", "plan_revision", "attempt", "event_sequence", "created_at_us"),
+        query="SELECT {columns} FROM checkpoints {where} ORDER BY id LIMIT ?",
+        id_filter="WHERE task_id = ?",
+        id_meaning="task id",
+        since_schema_version=6,
+    ),
+    InspectableEntity(
+        name="deliveries",
+        description="the person's decision on a finished attempt: stages 36 human-acceptance and 37 deliver",
+        columns=("id", "task_id", "attempt", "decision", "diff_identity", "human_acceptance", "deliver",
+                 "landed_commit", "reason", "decided_by", "decided_at_us"),
+        query="SELECT {columns} FROM task_deliveries {where} ORDER BY id LIMIT ?",
+        id_filter="WHERE task_id = ?",
+        id_meaning="task id",
+        since_schema_version=6,
+    ),
 )
 
 INSPECTABLE_ENTITIES: Mapping[str, InspectableEntity] = MappingProxyType({e.name: e for e in _ENTITIES})

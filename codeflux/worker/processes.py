@@ -9,7 +9,10 @@ unreaped zombie (``waitid(WNOWAIT)``), so its id cannot have been reused by an u
 Descendants that leave the group (``setsid``, double forks) are caught too: the worker makes itself a
 *child subreaper* (``PR_SET_CHILD_SUBREAPER``), so orphans are re-parented to it instead of ``init``,
 and :meth:`sweep_strays` kills and reaps every child that is not a tracked program (the worker's watchdog
-runs it as soon as a program finishes, see ``sweep_requested``, and on every tick).
+runs it on every tick, and :meth:`finish` as soon as a program ends). The children are read from the
+kernel's per-thread ``children`` lists — a few small files, so the sweep at the end of every command
+costs microseconds and runs inline — with a scan of all of ``/proc`` as the fallback where those lists
+are missing (that sweep is then handed to the watchdog, see ``sweep_requested``, off the result's path).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -123,9 +126,14 @@ class ProcessGroups:
                     stream.close()
         with self._lock:
             self._live.discard(process.pid)
-        # Escaped descendants are swept by the worker's watchdog thread right after, off the result's
-        # path (a sweep reads all of /proc); the program's own group is already dead.
-        self.sweep_requested.set()
+        # The program's own group is dead; descendants that escaped it are swept now when the kernel
+        # lists our children cheaply (microseconds), else by the watchdog thread right after, off the
+        # result's path (a scan of all of /proc costs milliseconds). Either way the watchdog's tick
+        # sweeps again, for strays still being re-parented to us at this moment.
+        if self._sweeps and _children_are_listed():
+            self.sweep_strays(quick=True)
+        else:
+            self.sweep_requested.set()
         return process.returncode if process.returncode is not None else -int(signal.SIGKILL)
 
     def live_groups(self) -> frozenset[int]:
@@ -138,18 +146,22 @@ class ProcessGroups:
         self.sweep_strays(everything=True)
         return killed
 
-    def sweep_strays(self, *, everything: bool = False) -> int:
+    def sweep_strays(self, *, everything: bool = False, quick: bool = False) -> int:
         """Reap dead untracked children; when no program is running (or ``everything``), kill live ones.
 
         Untracked children are descendants that were re-parented to the worker (it is a subreaper):
         they escaped their program's group (``setsid``) or outlived their parent. While some program
         still runs, a live stray may belong to it, so it is left until that program finishes.
+
+        ``quick`` reads only the main thread's list: the kernel re-parents an orphan to the first live
+        thread of its subreaper, which is the main thread while the worker serves. A full sweep (the
+        watchdog's tick) reads every thread's list, or scans ``/proc`` where those lists are missing.
         """
         if not self._sweeps:
             return 0
         me = os.getpid()
         with self._lock:
-            strays = [child for child in _children_of(me) if child.pid not in self._live]
+            strays = _children_of(me, skipping=self._live, quick=quick)
             if everything or not self._live:
                 for child in strays:
                     if not child.zombie:
@@ -168,7 +180,63 @@ class _Child:
     zombie: bool
 
 
-def _children_of(parent: int) -> list[_Child]:
+def _children_are_listed() -> bool:
+    """True where the kernel keeps per-thread ``children`` lists (``CONFIG_PROC_CHILDREN``)."""
+    me = os.getpid()
+    return os.path.exists(f"/proc/{me}/task/{me}/children")
+
+
+def _children_of(parent: int, *, skipping: Set[int], quick: bool = False) -> list[_Child]:
+    """The children of ``parent`` (the current process) except ``skipping``: from the kernel's per-thread
+    ``children`` lists (only the main thread's when ``quick``), else from a scan of all of ``/proc``."""
+    pids = _listed_children(parent, quick=quick)
+    if pids is None:
+        return [child for child in _scanned_children(parent) if child.pid not in skipping]
+    children = []
+    for pid in pids:
+        if pid in skipping:
+            continue
+        zombie = _state_of(pid)
+        if zombie is not None:
+            children.append(_Child(pid=pid, zombie=zombie))
+    return children
+
+
+def _listed_children(parent: int, *, quick: bool) -> list[int] | None:
+    """Pids in ``/proc/<parent>/task/<tid>/children`` for every thread (a child is listed under the
+    thread that forked it, or that adopted it), or None where those lists are missing.
+
+    The kernel builds a list while it is read, so a child that appears or exits meanwhile may be
+    missed; the watchdog sweeps again on its next tick, so a missed stray is only caught later.
+    """
+    try:
+        tids = [str(parent)] if quick else os.listdir(f"/proc/{parent}/task")
+    except OSError:
+        return None
+    pids: list[int] = []
+    listed = False
+    for tid in tids:
+        try:
+            with open(f"/proc/{parent}/task/{tid}/children", "rb") as handle:
+                pids.extend(int(field) for field in handle.read().split())
+        except OSError:  # the thread ended while we looked, or the kernel keeps no lists
+            continue
+        listed = True
+    return pids if listed else None
+
+
+def _state_of(pid: int) -> bool | None:
+    """True if ``pid`` is a zombie, False if it lives, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    fields = text[text.rfind(b")") + 2 :].split()
+    return bool(fields) and fields[0] in (b"Z", b"X")
+
+
+def _scanned_children(parent: int) -> list[_Child]:
     children = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():

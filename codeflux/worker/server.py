@@ -148,7 +148,8 @@ def _watch_stdin(stdin: BinaryIO, stop: threading.Event) -> None:
 
 
 def _watch_lease(lease: LeaseClock, stop: threading.Event, processes: ProcessGroups) -> None:
-    """Stop the worker when the lease lapses; sweep escaped descendants after each program and each tick."""
+    """Stop the worker when the lease lapses; sweep escaped descendants on each tick (a full sweep, every
+    thread's children), and right after a program when ``finish`` hands its sweep over (no cheap listing)."""
     tick = min(lease.interval_s, 1.0)
     while not stop.is_set():
         processes.sweep_requested.wait(tick)

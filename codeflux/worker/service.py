@@ -34,6 +34,7 @@ from codeflux.worker.processes import ProcessGroups
 from codeflux.worker.tools.command import CommandOutput, CommandPin, CommandStarted
 from codeflux.worker.tools.context import ToolContext
 from codeflux.worker.tools.dispatch import execute_tool
+from codeflux.worker.tools.executables import ExecutableDigests
 from codeflux.worker.tools.results import ToolResult, failed_result
 
 __all__ = ["LeaseClock", "WorkerService"]
@@ -92,6 +93,7 @@ class WorkerService(worker_pb2_grpc.WorkerServicer):
         self._stop = stop
         self._lock = threading.Lock()
         self._in_flight: dict[str, _InFlight] = {}
+        self._executables = ExecutableDigests()
 
     def Heartbeat(
         self, request: worker_pb2.HeartbeatRequest, context: grpc.ServicerContext
@@ -169,7 +171,8 @@ class WorkerService(worker_pb2_grpc.WorkerServicer):
             return
         context = ToolContext(worktree=self._worktree, limits=limits, deadline=began + limits.timeout_ms / 1000,
                               cancelled=flight.cancelled, environment=self._environment,
-                              processes=self._processes, base_commit=self._base_commit)
+                              processes=self._processes, base_commit=self._base_commit,
+                              executables=self._executables)
         pin = CommandPin(executable_path=request.executable_path, executable_sha256=request.executable_sha256,
                          env_overrides=dict(request.env_overrides), stdin=bytes(request.stdin))
         events = execute_tool(tool=request.tool, raw_arguments=arguments, context=context, pin=pin)

@@ -2,7 +2,11 @@
 
 - **Exactly the approved binary.** The coordinator resolved ``argv[0]`` and hashed it into the operation
   identity; the worker re-hashes that path right before exec and refuses a mismatch
-  (``executable-mismatch``), then execs that path (``argv[0]`` is kept as written).
+  (``executable-mismatch``), then execs that path (``argv[0]`` is kept as written). The re-hash is
+  skipped while the open file's (device, inode, size, mtime, ctime) still match a settled earlier hash
+  (see :mod:`~codeflux.worker.tools.executables`); the file is still opened and ``fstat``-ed each time.
+  Between that check and the exec the path is not held: swapping the file in that window is not
+  detected (the hash-then-exec race, documented in ``docs/security.md``).
 - **No shell** unless argv names one; the environment is the worker's allow-list plus the request's
   checked overrides; cwd is the worktree; stdin is the request's bytes (or ``/dev/null``).
 - **Bounded.** The descriptor's timeout; each output stream capped at ``max_output_bytes`` (truncation
@@ -16,14 +20,12 @@ The exit status is the program's code, or ``-N`` when signal ``N`` ended it.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import os
 import signal
 import stat
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
-from typing import Final
 
 from codeflux.domain.errors import ToolFailedError
 from codeflux.domain.execution import ExecutionState, FailureKind
@@ -34,8 +36,6 @@ from codeflux.worker.tools.pump import OutputCapture, PumpEnd, pump_process
 from codeflux.worker.tools.results import ToolResult
 
 __all__ = ["CommandOutput", "CommandPin", "CommandStarted", "run_command"]
-
-_HASH_CHUNK: Final = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,7 +66,7 @@ def run_command(
     argv = request.argv()
     if not argv:
         raise ToolFailedError(failure_kind=FailureKind.INVALID_REQUEST, message="run_command needs an argv")
-    _verify_executable(pin)
+    _verify_executable(pin, context)
     environment = command_environment(context.environment, pin.env_overrides)
     context.check_still_running()
     try:
@@ -122,7 +122,7 @@ def _describe_exit(exit_code: int) -> str:
     return f"killed by {name}"
 
 
-def _verify_executable(pin: CommandPin) -> None:
+def _verify_executable(pin: CommandPin, context: ToolContext) -> None:
     path = pin.executable_path
     if not path or not pin.executable_sha256:
         raise ToolFailedError(failure_kind=FailureKind.INVALID_REQUEST,
@@ -130,20 +130,19 @@ def _verify_executable(pin: CommandPin) -> None:
     if not os.path.isabs(path) or "\x00" in path:
         raise ToolFailedError(failure_kind=FailureKind.INVALID_REQUEST, message="the pinned executable is not absolute")
     try:
-        with open(path, "rb") as handle:
+        # O_NONBLOCK: a program swapped for a FIFO since it was pinned must not block the worker here.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode):
                 raise ToolFailedError(failure_kind=FailureKind.NOT_EXECUTABLE, message="the program is not a file")
-            digest = hashlib.sha256()
-            while chunk := handle.read(_HASH_CHUNK):
-                digest.update(chunk)
+            digest = context.executables.sha256_of(path, handle, info)
     except FileNotFoundError:
         raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND,
                               message="the program does not exist") from None
     except OSError as error:
         raise ToolFailedError(failure_kind=FailureKind.NOT_EXECUTABLE,
                               message=f"the program cannot be read ({type(error).__name__})") from None
-    if not hmac.compare_digest(digest.hexdigest(), pin.executable_sha256.lower()):
+    if not hmac.compare_digest(digest, pin.executable_sha256.lower()):
         raise ToolFailedError(failure_kind=FailureKind.EXECUTABLE_MISMATCH,
                               message="the program changed since it was approved (its sha256 differs); refused")
     if not os.access(path, os.X_OK):

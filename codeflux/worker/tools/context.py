@@ -5,12 +5,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from codeflux.domain.errors import ToolFailedError
 from codeflux.domain.execution import ExecutionLimits, FailureKind
 from codeflux.worker.processes import ProcessGroups
+from codeflux.worker.tools.executables import ExecutableDigests
 
 __all__ = ["ToolContext"]
 
@@ -21,6 +22,7 @@ class ToolContext:
 
     ``worktree`` is the real path of the task worktree. ``deadline`` is a ``time.monotonic()`` instant.
     ``environment`` is the worker's allow-listed environment (commands add the request's overrides).
+    ``executables`` caches the sha256 of pinned programs across executions (the worker shares one).
     """
 
     worktree: Path
@@ -30,6 +32,7 @@ class ToolContext:
     environment: Mapping[str, str]
     processes: ProcessGroups
     base_commit: str | None = None
+    executables: ExecutableDigests = field(default_factory=ExecutableDigests)
 
     def remaining_seconds(self) -> float:
         return self.deadline - time.monotonic()

@@ -11,6 +11,11 @@ replacement characters (non-UTF-8 output cannot break anything downstream), and 
 pattern-redacted through a :class:`~codeflux.redact.StreamRedactor`, so a secret split across reads is
 still caught. A program that exits while a background child keeps its pipes open is not waited for:
 whatever is already buffered is read for a short grace period, then the pump returns.
+
+The program's exit wakes the pump directly: a pidfd (``pidfd_open``, Linux 5.3+) sits in the same
+selector as the pipes, so neither output nor exit waits for a polling tick. The tick
+(:data:`_TICK_S`) only bounds how late a cancel is noticed; the deadline is a select timeout of its own.
+Where pidfds are unavailable the pump falls back to polling the exit with a short, doubling pause.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ __all__ = ["OutputCapture", "PumpEnd", "pump_process"]
 
 _READ_SIZE: Final = 64 * 1024
 _TICK_S: Final = 0.05
+_FIRST_PAUSE_S: Final = 0.0005
 _DRAIN_GRACE_S: Final = 0.3
 
 
@@ -94,37 +100,40 @@ def _pump(
 ) -> Generator[tuple[str, str], None, PumpEnd]:
     with _Pipes(process, stdin=stdin) as pipes:
         exited_at: float | None = None
-        while pipes.open():
+        pause = _FIRST_PAUSE_S
+        while True:
             stop = _stop_reason(context)
             if stop is not None:
                 return stop
             now = time.monotonic()
             if exited_at is None and ProcessGroups.has_exited(process):
                 exited_at = now
-            if exited_at is not None and now - exited_at > _DRAIN_GRACE_S:
-                break  # a background child holds the pipes open; the caller kills the group
-            for name, data in pipes.exchange(timeout=min(_TICK_S, max(context.deadline - now, 0.0))):
+                pipes.forget_exit()
+            if exited_at is not None and (not pipes.outputs_open() or now - exited_at > _DRAIN_GRACE_S):
+                # Drained, or a background child holds the pipes open: the caller kills the group.
+                return PumpEnd.EXITED
+            timeout = min(_TICK_S, max(context.deadline - now, 0.0))
+            if exited_at is not None:
+                timeout = min(timeout, max(exited_at + _DRAIN_GRACE_S - now, 0.0))
+            elif not pipes.watches_exit() and not pipes.outputs_open():
+                # No pidfd, nothing left to read: the program is most likely exiting right now; poll.
+                timeout, pause = min(timeout, pause), min(pause * 2, _TICK_S)
+            for name, data in pipes.exchange(timeout=timeout):
                 text = captures[name].feed(data)
                 if text:
                     yield name, text
-    pause = 0.0005
-    while not ProcessGroups.has_exited(process):  # pipes closed (usually: exiting right now)
-        stop = _stop_reason(context)
-        if stop is not None:
-            return stop
-        time.sleep(pause)
-        pause = min(pause * 2, _TICK_S)
-    return PumpEnd.EXITED
 
 
 class _Pipes:
-    """The program's three pipes under one selector: stdin written as it drains, outputs read as they fill."""
+    """The program's pipes (and its pidfd) under one selector: stdin written as it drains, outputs read as
+    they fill, the exit seen as it happens."""
 
     def __init__(self, process: subprocess.Popen[bytes], *, stdin: bytes) -> None:
         self._process = process
-        self._selector = selectors.DefaultSelector()
+        self._selector = selectors.PollSelector()
         self._streams: dict[int, str] = {}
         self._pending = memoryview(stdin)
+        self._pidfd = _open_pidfd(process.pid)
         for name, pipe in (("stdout", process.stdout), ("stderr", process.stderr)):
             if pipe is not None:
                 self._selector.register(pipe.fileno(), selectors.EVENT_READ)
@@ -132,21 +141,45 @@ class _Pipes:
         if process.stdin is not None:
             os.set_blocking(process.stdin.fileno(), False)
             self._selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
+        if self._pidfd is not None:
+            self._selector.register(self._pidfd, selectors.EVENT_READ)
 
     def __enter__(self) -> _Pipes:
         return self
 
     def __exit__(self, *_: object) -> None:
+        self.forget_exit()
         self._selector.close()
 
-    def open(self) -> bool:
-        return bool(self._selector.get_map())
+    def outputs_open(self) -> bool:
+        return any(descriptor in self._streams for descriptor in self._selector.get_map())
+
+    def watches_exit(self) -> bool:
+        return self._pidfd is not None
+
+    def forget_exit(self) -> None:
+        """Stop watching the exit (once seen, a pidfd stays readable and would spin the selector)."""
+        if self._pidfd is None:
+            return
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(self._pidfd)
+        os.close(self._pidfd)
+        self._pidfd = None
 
     def exchange(self, *, timeout: float) -> list[tuple[str, bytes]]:
-        """Write what stdin accepts, read what has arrived: ``(stream, bytes)`` pairs, EOFs unregistered."""
+        """Write what stdin accepts, read what has arrived: ``(stream, bytes)`` pairs, EOFs unregistered.
+
+        Returns early (possibly with nothing) when the program exits; the pidfd is then dropped (it would
+        stay readable) and the caller confirms the exit with ``waitid``."""
         arrived: list[tuple[str, bytes]] = []
+        if not self._selector.get_map():
+            time.sleep(timeout)
+            return arrived
         for key, _ in self._selector.select(timeout):
             descriptor = int(key.fd)
+            if descriptor == self._pidfd:
+                self.forget_exit()
+                continue
             if descriptor not in self._streams:
                 self._write_stdin()
                 continue
@@ -174,6 +207,19 @@ class _Pipes:
             self._selector.unregister(pipe.fileno())
             with contextlib.suppress(OSError):
                 pipe.close()
+
+
+def _open_pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when ``pid`` exits, or None where the kernel has none.
+
+    Safe against pid reuse: ``pid`` is our unreaped child, so it names this program until reaped."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return int(opener(pid))
+    except OSError:  # ENOSYS (old kernel), EPERM (a seccomp filter)
+        return None
 
 
 def _stop_reason(context: ToolContext) -> PumpEnd | None:

@@ -1,0 +1,388 @@
+"""`codeflux run`: one headless shot — open the repository, create a task, set its budget, plan, approve
+(with ``--yes``), run under a headless policy, print the transcript, exit with the one table's code.
+
+The pre-approved operations (``--allow``, repeatable) are exact, never patterns:
+
+* ``run_command:COMMAND LINE`` — ``run_command`` with exactly the argv ``shlex.split(COMMAND LINE)`` gives
+  (program as written, every argument, in order);
+* ``TOOL:JSON`` — any other tool with exactly the arguments of the JSON object.
+
+Anything a run would have to ask a person about becomes a recorded denial naming its cause (exit 4).
+This module also holds the wiring the ``task plan|start|resume`` verbs share (provider routes, the
+scripted provider's script, the transcript printer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Final
+
+from codeflux.authority.decide import Decider, UserDecision
+from codeflux.cli.context import CliContext
+from codeflux.cli.exit_codes import ExitCode
+from codeflux.coordinator.budget import BudgetService
+from codeflux.coordinator.gateway import ModelGateway, ModelRoute
+from codeflux.coordinator.headless import HeadlessPolicy, PreapprovedOperation
+from codeflux.coordinator.loop import LoopLimits
+from codeflux.coordinator.planner import PlanRevisionRecord, propose_plan
+from codeflux.coordinator.prices import PriceCatalog
+from codeflux.coordinator.recovery import RecoveryService, exclusive_startup_lock, shared_running_lock
+from codeflux.coordinator.runner import RunOutcome, RunOutcomeKind, run_task
+from codeflux.coordinator.tasks import Actor, TaskService
+from codeflux.coordinator.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
+from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
+from codeflux.domain.capabilities import CapabilityNeed
+from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, InvalidValueError, UsageError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.ladder import LadderPosition
+from codeflux.domain.models import ToolCall
+from codeflux.domain.money import USD, Money
+from codeflux.domain.pipeline import StageOutcome
+from codeflux.domain.pricing import Price, TokenUsage
+from codeflux.gitwork.diff import diff_against_base
+from codeflux.gitwork.repository import RepositorySnapshot, open_repository
+from codeflux.providers.registry import build_model_adapter, build_scripted_adapter
+from codeflux.providers.scripted import SCRIPTED_DISPLAY_NAME, ScriptedTurn
+from codeflux.store.database import Database
+from codeflux.store.location import DataLocation
+from codeflux.store.opening import open_store
+
+NAME = "run"
+SUMMARY = "one headless shot: create a task, plan, approve (--yes), run with pre-approved operations, report"
+RECORDS_APP_LOG = True
+
+SCRIPTED = "scripted"
+PROVIDERS: Final = (SCRIPTED, "anthropic", "openai", "openai-compatible")
+_SCRIPTED_MODELS: Final = ("scripted-cheap", "scripted-capable")
+_MAX_SCRIPT_BYTES: Final = 4 * 1024 * 1024
+
+ALLOW_HELP = ("pre-approve exactly one operation (repeatable): 'run_command:COMMAND LINE' is run_command with "
+              "exactly the argv shlex.split gives (e.g. 'run_command:python3 -m pytest -q' allows only that "
+              "argv); 'TOOL:{JSON}' is TOOL with exactly those arguments. No prefixes, no wildcards")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", required=True, metavar="PATH", help="the git repository (any path inside it)")
+    text = parser.add_mutually_exclusive_group(required=True)
+    text.add_argument("--requirement", metavar="TEXT", help="what the task must achieve")
+    text.add_argument("--requirement-file", metavar="FILE", help="read the requirement from FILE (UTF-8)")
+    parser.add_argument("--acknowledge-dirty", default=None, metavar="HASH",
+                        help="the hash of the uncommitted changes you reviewed (printed when they exist)")
+    parser.add_argument("--budget", default="1.00", metavar="AMOUNT", help="hard budget in USD (default 1.00)")
+    parser.add_argument("--yes", action="store_true",
+                        help="approve the plan revision just drafted (exactly its hash) and run; without it the "
+                             "command stops after the plan with exit 4")
+    add_allow_argument(parser)
+    add_provider_arguments(parser)
+
+
+def add_allow_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow", action="append", default=[], metavar="OPERATION", help=ALLOW_HELP)
+
+
+def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--provider", choices=PROVIDERS, default=SCRIPTED,
+                        help="who answers: scripted (not a model; offline, the default) or a model provider "
+                             "whose key is in the OS credential store (`codeflux provider set`)")
+    parser.add_argument("--script", default=None, metavar="FILE",
+                        help="the scripted provider's turns (JSON: {\"plan\": [turns], \"run\": [turns]}; "
+                             "default: the demo's shipped script)")
+    parser.add_argument("--cheap-model", default=None, metavar="MODEL", help="the ladder's cheap model (providers)")
+    parser.add_argument("--capable-model", default=None, metavar="MODEL",
+                        help="the ladder's capable model (providers; default: the cheap one)")
+    parser.add_argument("--base-url", default=None, metavar="URL",
+                        help="the endpoint of an openai-compatible server (a non-default URL must be approved)")
+    parser.add_argument("--no-key", action="store_true", help="the openai-compatible server takes no key")
+
+
+# ─── --allow ─────────────────────────────────────────────────────────────────────────────────────────
+
+
+def parse_operation(text: str) -> PreapprovedOperation:
+    """One ``--allow`` value as an exact operation (see the module docstring)."""
+    tool, colon, rest = text.partition(":")
+    tool = tool.strip()
+    if not colon or not tool or not rest.strip():
+        raise UsageError(f"--allow wants TOOL:ARGUMENTS, e.g. 'run_command:python3 -m pytest -q' (got {text[:80]!r})")
+    if tool == "run_command":
+        try:
+            argv = shlex.split(rest)
+        except ValueError as error:
+            raise UsageError(f"--allow run_command: the command line does not split: {error}") from None
+        return PreapprovedOperation.command(argv)
+    try:
+        arguments = json.loads(rest)
+    except ValueError:
+        raise UsageError(f"--allow {tool}: the arguments must be one JSON object") from None
+    if not isinstance(arguments, dict):
+        raise UsageError(f"--allow {tool}: the arguments must be one JSON object")
+    return PreapprovedOperation.of(tool, arguments)
+
+
+def headless_policy(allowed: Sequence[str]) -> HeadlessPolicy:
+    return HeadlessPolicy.allowing(parse_operation(text) for text in allowed)
+
+
+# ─── providers and the script ────────────────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Script:
+    plan: tuple[ScriptedTurn, ...]
+    run: tuple[ScriptedTurn, ...]
+
+
+def _turn(raw: object, where: str) -> ScriptedTurn:
+    if not isinstance(raw, dict):
+        raise InvalidValueError(kind="script", reason=f"{where} is not an object")
+    text = json.dumps(raw["json"]) if "json" in raw else raw.get("text", "")
+    usage_raw = raw.get("usage") or {}
+    calls_raw = raw.get("tool_calls") or []
+    if not isinstance(text, str) or not isinstance(usage_raw, dict) or not isinstance(calls_raw, list):
+        raise InvalidValueError(kind="script", reason=f"{where}: text, usage or tool_calls has the wrong type")
+    calls = []
+    for index, call in enumerate(calls_raw):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(
+                call.get("arguments"), dict):
+            raise InvalidValueError(kind="script", reason=f"{where} tool call {index + 1} needs name and arguments")
+        calls.append(ToolCall(call_id=str(call.get("id") or f"call-{index + 1}"), name=call["name"],
+                              arguments_json=json.dumps(call["arguments"], ensure_ascii=False)))
+    usage = TokenUsage(input_tokens=usage_raw.get("input_tokens"), output_tokens=usage_raw.get("output_tokens"),
+                       cache_read_tokens=0 if usage_raw else None, cache_write_tokens=0 if usage_raw else None)
+    return ScriptedTurn(text=text, tool_calls=tuple(calls), usage=usage)
+
+
+def load_script(path: str | None) -> Script:
+    """The scripted provider's turns from ``path``, or the demo's shipped script."""
+    if path is None:
+        data = resources.files("codeflux.cli").joinpath("demo_files", "script.json").read_text("utf-8")
+    else:
+        file = Path(path)
+        if not file.is_file() or file.stat().st_size > _MAX_SCRIPT_BYTES:
+            raise InvalidValueError(kind="script", reason=f"{path} is not a readable file under 4 MiB")
+        data = file.read_text("utf-8")
+    try:
+        raw = json.loads(data)
+    except ValueError:
+        raise InvalidValueError(kind="script", reason="the file is not JSON") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("plan", []), list) or not isinstance(
+            raw.get("run", []), list):
+        raise InvalidValueError(kind="script", reason='expected {"plan": [turns], "run": [turns]}')
+    return Script(plan=tuple(_turn(t, f"plan turn {i + 1}") for i, t in enumerate(raw.get("plan", []))),
+                  run=tuple(_turn(t, f"run turn {i + 1}") for i, t in enumerate(raw.get("run", []))))
+
+
+def build_gateway(db: Database, args: argparse.Namespace, *, phases: Sequence[str]) -> tuple[ModelGateway, str]:
+    """The real gateway over the chosen provider, and the provider's display name."""
+    if args.provider == SCRIPTED:
+        script = load_script(args.script)
+        turns = [turn for phase in phases for turn in getattr(script, phase)]
+        _price_scripted_at_zero(db)
+        route = ModelRoute(provider=SCRIPTED, adapter=build_scripted_adapter(turns), cheap_model=_SCRIPTED_MODELS[0],
+                           capable_model=_SCRIPTED_MODELS[1])
+        return ModelGateway(db, [route]), SCRIPTED_DISPLAY_NAME
+    if args.script is not None:
+        raise UsageError("--script is for --provider scripted only")
+    if not args.cheap_model:
+        raise UsageError(f"--provider {args.provider} needs --cheap-model (and optionally --capable-model)")
+    adapter = build_model_adapter(args.provider, base_url=args.base_url, uses_key=not args.no_key)
+    route = ModelRoute(provider=args.provider, adapter=adapter, cheap_model=args.cheap_model,
+                       capable_model=args.capable_model or args.cheap_model)
+    return ModelGateway(db, [route]), str(getattr(adapter, "display_name", args.provider))
+
+
+def _price_scripted_at_zero(db: Database) -> None:
+    """The scripted provider costs nothing: record that price once, so its calls settle at exactly 0."""
+    catalog = PriceCatalog(db)
+    known = {listing.model for listing in catalog.list_prices(SCRIPTED)}
+    free = Price.from_per_million_tokens(currency=USD, input_per_million="0", output_per_million="0")
+    for model in _SCRIPTED_MODELS:
+        if model not in known:
+            catalog.set_user_price(provider=SCRIPTED, model=model, price=free, effective_date=dt.date(2000, 1, 1),
+                                   detail="scripted (not a model): costs nothing")
+
+
+# ─── the transcript ──────────────────────────────────────────────────────────────────────────────────
+
+
+def _brief(tool: str, arguments: Mapping[str, object]) -> str:
+    argv = arguments.get("argv")
+    if tool == "run_command" and isinstance(argv, list):
+        return shlex.join(str(a) for a in argv)[:160]
+    return ", ".join(f"{k}={v!r}" for k, v in arguments.items() if k in ("path", "pattern", "old_text"))[:160]
+
+
+class TranscriptDriver(ToolDriver):
+    """The tool driver, saying every request, decision and execution as it happens."""
+
+    def __init__(self, db: Database, *, state_dir: Path, say: Callable[[str], None]) -> None:
+        super().__init__(db, state_dir=state_dir)
+        self._say = say
+        self._seen: set[str] = set()
+
+    def submit_tool_request(self, task_id: TaskId, tool: str, raw_args: Mapping[str, object], *,
+                            idempotency_key: str, source: str = "model") -> SubmittedRequest:
+        request = super().submit_tool_request(task_id, tool, raw_args, idempotency_key=idempotency_key,
+                                              source=source)
+        if request.request_id in self._seen:
+            return request
+        self._seen.add(request.request_id)
+        self._say(f"  tool call   {request.request_id}  {tool}  {_brief(tool, raw_args)}  [{source}]")
+        self._say(f"    decision  {request.outcome} by {request.decision.decided_by}: {request.decision.reason[:200]}")
+        return request
+
+    def decide(self, request_id: str, decision: UserDecision, *, reason: str,
+               deny: tuple[CapabilityNeed, ...] | None = None, decided_by: Decider = Decider.USER) -> SubmittedRequest:
+        decided = super().decide(request_id, decision, reason=reason, deny=deny, decided_by=decided_by)
+        self._say(f"    decision  {request_id}  {decided.outcome} by {decided.decision.decided_by}: "
+                  f"{decided.decision.reason[:200]}")
+        return decided
+
+    def execute(self, request_id: str) -> ExecutionRecord:
+        record = super().execute(request_id)
+        code = "" if record.exit_code is None else f" exit {record.exit_code}"
+        failure = f" ({record.failure_kind})" if record.failure_kind else ""
+        self._say(f"    ran       {request_id}  {record.state}{code}{failure}")
+        return record
+
+
+def print_plan(ctx: CliContext, planned: PlanRevisionRecord, provider: str) -> None:
+    plan = planned.plan
+    ctx.say(f"plan revision {planned.revision} sha256 {planned.sha256} (drafted by {provider})")
+    ctx.say(f"  scope     {plan.scope.summary}")
+    for number, step in enumerate(plan.steps, start=1):
+        ctx.say(f"  step {number}    {step.title}: {', '.join(step.expected_files)}")
+    for check in plan.checks:
+        ctx.say(f"  check     {check.name}: {shlex.join(check.argv)}")
+
+
+_EXIT_OF: Final = {RunOutcomeKind.AWAITING_REVIEW: ExitCode.OK, RunOutcomeKind.AWAITING_AUTHORITY:
+                   ExitCode.DECISION_NEEDED, RunOutcomeKind.DECISION_NEEDED: ExitCode.DECISION_NEEDED,
+                   RunOutcomeKind.PAUSED: ExitCode.DECISION_NEEDED, RunOutcomeKind.CANCELLED: ExitCode.FAILED,
+                   RunOutcomeKind.STOPPED: ExitCode.FAILED, RunOutcomeKind.FAILED: ExitCode.FAILED}
+
+
+def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> int:
+    """The ledger summary, the diff identity and the ending; returns the exit code."""
+    task_id = outcome.task_id
+    rows = tasks.ledger(task_id, outcome.attempt)
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.verdict.outcome.value] = counts.get(row.verdict.outcome.value, 0) + 1
+    ctx.say(f"stage ledger (attempt {outcome.attempt}): {len(rows)} rows; "
+            + ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items())))
+    for row in rows:
+        if row.verdict.outcome is not StageOutcome.NOT_IMPLEMENTED:
+            text = row.verdict.gate_evaluation or row.verdict.reason or ""
+            ctx.say(f"  {row.number:>2} {row.verdict.stage.value:<22} {row.verdict.outcome.value:<9} {text[:150]}")
+    for denial in outcome.denials:
+        ctx.say(f"denied: {denial}")
+    task = tasks.show(task_id).task
+    binding = task_worktree_binding(task)
+    identity = None
+    if binding is not None and binding.path.exists():
+        identity = diff_against_base(binding).identity
+        ctx.say(f"diff identity {identity} (`codeflux task diff {task_id}`)")
+    ctx.say(f"task {task_id}: {task.state} — {outcome.kind}: {outcome.reason[:300]}")
+    code = _EXIT_OF[outcome.kind]
+    if outcome.kind is RunOutcomeKind.AWAITING_REVIEW and identity is not None:
+        ctx.say(f"next: codeflux task accept {task_id} --identity {identity}  (or reject it with --reason)")
+    elif code is ExitCode.DECISION_NEEDED:
+        ctx.say(f"next: `codeflux task show {task_id}`; allow what is needed exactly (--allow) and "
+                f"`codeflux task resume {task_id}`")
+    ctx.say(f"exit {int(code)}")
+    return int(code)
+
+
+def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks: TaskService, task_id: TaskId,
+                   *, args: argparse.Namespace, phases: Sequence[str] = ("run",),
+                   gateway: tuple[ModelGateway, str] | None = None) -> int:
+    """Run a ``ready`` task in this process under the headless policy of ``args.allow``; holds the
+    shared running lock throughout. Returns the exit code."""
+    policy = headless_policy(args.allow)
+    chosen, provider = gateway or build_gateway(db, args, phases=phases)
+    task = tasks.show(task_id).task
+    ctx.say(f"running task {task_id} with {provider}; {len(policy.preapproved_operations)} pre-approved "
+            "operation(s); prompting is off")
+    with shared_running_lock(location), TranscriptDriver(db, state_dir=location.directory / "workers",
+                                                         say=ctx.say) as driver:
+        outcome = run_task(task_id, gateway=chosen, driver=driver, tasks=tasks,
+                           repo_snapshot=open_repository(task.repository_root), position=LadderPosition.start(),
+                           limits=LoopLimits(), headless_policy=policy,
+                           provider=SCRIPTED if provider == SCRIPTED_DISPLAY_NAME else None)
+    return report_outcome(ctx, tasks, outcome)
+
+
+def key() -> str:
+    return f"cli-{os.urandom(16).hex()}"
+
+
+def require_acknowledged(ctx: CliContext, snapshot: RepositorySnapshot, acknowledged: str | None) -> None:
+    if snapshot.is_dirty and acknowledged != snapshot.dirty_hash:
+        ctx.say(f"{snapshot.root} has uncommitted changes:")
+        for entry in snapshot.changes:
+            ctx.say(f"  {entry.status!s:<12} {entry.path}  {entry.content_sha256 or '-'}")
+        ctx.say(f"if the task may start from exactly these, add --acknowledge-dirty {snapshot.dirty_hash}")
+        raise DirtyTreeNotAcknowledgedError(path=str(snapshot.root), change_count=len(snapshot.changes),
+                                            current_hash=snapshot.dirty_hash, acknowledged_hash=acknowledged)
+
+
+def startup_recovery(ctx: CliContext, db: Database, location: DataLocation) -> None:
+    with exclusive_startup_lock(location) as alone:
+        if alone:
+            found = RecoveryService(db).recover_at_startup()
+            if found.tasks:
+                ctx.warn(f"{len(found.tasks)} interrupted task(s) now need recovery: `codeflux task recovery`")
+
+
+# ─── the command ─────────────────────────────────────────────────────────────────────────────────────
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    headless_policy(args.allow)  # a malformed --allow is a usage error before anything is written
+    requirement = args.requirement if args.requirement is not None else _read_requirement(args.requirement_file)
+    budget = Money.parse_decimal(args.budget, currency=USD)
+    location = ctx.location()
+    db = open_store(location, create=True, migrate=True)
+    try:
+        startup_recovery(ctx, db, location)
+        tasks = TaskService(db, worktrees_root=location.worktrees)
+        snapshot = open_repository(Path(args.repo))
+        require_acknowledged(ctx, snapshot, args.acknowledge_dirty)
+        with shared_running_lock(location):
+            change = tasks.create_task(snapshot, requirement, acknowledged_dirty_hash=args.acknowledge_dirty,
+                                       acknowledged_by=Actor.USER, idempotency_key=key())
+            task_id = change.task_id
+            ctx.say(f"task {task_id} created for {snapshot.root} on {snapshot.branch or 'its branch'}")
+            BudgetService(db).set_budget(task_id, hard_limit=budget, expected_revision=None, idempotency_key=key())
+            ctx.say(f"budget {budget} hard limit")
+            gateway = build_gateway(db, args, phases=("plan", "run"))
+            planned = propose_plan(task_id, gateway=gateway[0], tasks=tasks, position=LadderPosition.start(),
+                                   idempotency_key=key())
+            print_plan(ctx, planned, gateway[1])
+            if not args.yes:
+                ctx.say(f"plan approval needed and prompting is off: approve with `codeflux task approve-plan "
+                        f"{task_id} --revision {planned.revision} --sha256 {planned.sha256}` and `codeflux task "
+                        f"start {task_id}`, or run again with --yes")
+                ctx.say(f"exit {int(ExitCode.DECISION_NEEDED)}")
+                return int(ExitCode.DECISION_NEEDED)
+            tasks.approve_plan(task_id, revision=planned.revision, sha256=planned.sha256, idempotency_key=key())
+            ctx.say(f"plan revision {planned.revision} approved (--yes) by its hash {planned.sha256[:12]}")
+            return run_ready_task(ctx, db, location, tasks, task_id, args=args, gateway=gateway)
+    finally:
+        db.close()
+
+
+def _read_requirement(path: str) -> str:
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"--requirement-file {path}: no such file")
+    return file.read_text("utf-8")

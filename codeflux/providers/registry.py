@@ -1,0 +1,36 @@
+"""Building a model adapter by provider name: the one place outside the gateway that constructs one.
+
+Callers (the CLI, later the coordinator's settings) name a provider; the adapter itself is only ever
+*called* by ``codeflux/coordinator/gateway.py`` (a test scans the codebase for that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from codeflux.domain.errors import UsageError
+from codeflux.providers.anthropic import AnthropicAdapter
+from codeflux.providers.openai import OpenAIAdapter
+from codeflux.providers.openai_compatible import OpenAICompatibleAdapter
+from codeflux.providers.scripted import ScriptedAdapter, ScriptedTurn
+from codeflux.providers.wire import ModelAdapter
+
+__all__ = ["build_model_adapter", "build_scripted_adapter"]
+
+
+def build_model_adapter(provider: str, *, base_url: str | None = None, uses_key: bool = True) -> ModelAdapter:
+    """The adapter for ``provider`` (``anthropic``, ``openai`` or ``openai-compatible``)."""
+    if provider == "anthropic":
+        return AnthropicAdapter()
+    if provider == "openai":
+        return OpenAIAdapter()
+    if provider == "openai-compatible":
+        if not base_url:
+            raise UsageError("the openai-compatible provider needs a base URL (--base-url)")
+        return OpenAICompatibleAdapter(base_url=base_url, uses_key=uses_key)
+    raise UsageError(f"unknown provider {provider!r}; choose anthropic, openai or openai-compatible")
+
+
+def build_scripted_adapter(turns: Sequence[ScriptedTurn]) -> ScriptedAdapter:
+    """The scripted provider (not a model): replays ``turns`` in order."""
+    return ScriptedAdapter(list(turns))

@@ -1,0 +1,102 @@
+"""The headless "Done means" through the real CLI as subprocesses, keyring-free (the scripted provider, not a
+model, needs no key): `codeflux demo init` → `codeflux run … --yes` → `codeflux task accept`, checked with
+the git CLI; and the two exit-4 endings (no --yes; the test command not pre-approved)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codeflux.cli.demo import DEMO_TEST_COMMAND
+from tests.fixtures.cli import CliRun, run_codeflux
+
+pytestmark = pytest.mark.slow
+
+# python3 on the worker's PATH must be an interpreter with pytest: the one running these tests.
+ENV = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+
+def cli(data: Path, *args: str) -> CliRun:
+    result = run_codeflux(*args, data_dir=data, env=ENV)
+    print(f"$ codeflux {' '.join(args)}\n{result.out}{result.err}exit {result.code}\n")
+    return result
+
+
+def demo(tmp_path: Path) -> tuple[Path, Path]:
+    repo, data = tmp_path / "demo", tmp_path / "data"
+    made = cli(data, "demo", "init", str(repo))
+    assert made.code == 0, made.err
+    assert "--provider scripted" in made.out and DEMO_TEST_COMMAND in made.out
+    return repo, data
+
+
+def run_args(repo: Path, *extra: str) -> list[str]:
+    return ["run", "--repo", str(repo), "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted",
+            "--budget", "1.00", *extra]
+
+
+def test_demo_run_accept_lands_the_fix_on_the_users_branch(tmp_path: Path) -> None:
+    repo, data = demo(tmp_path)
+    before = git(repo, "rev-parse", "HEAD").strip()
+
+    ran = cli(data, *run_args(repo, "--allow", f"run_command:{DEMO_TEST_COMMAND}", "--yes"))
+
+    assert ran.code == 0, ran.out + ran.err
+    assert "scripted (not a model)" in ran.out
+    assert re.search(r"integration-tests\s+satisfied .*3 tests, 3 passed, 0 failed", ran.out), ran.out
+    assert "awaiting-review" in ran.out
+    found = re.search(r"codeflux task accept (tsk_[0-9a-f]+) --identity ([0-9a-f]{64})", ran.out)
+    assert found, ran.out
+    task_id, identity = found.groups()
+    worktrees = git(repo, "worktree", "list")
+    assert task_id in worktrees
+
+    accepted = cli(data, "task", "accept", task_id, "--identity", identity)
+
+    assert accepted.code == 0, accepted.err
+    assert "calc/ops.py" in git(repo, "log", "--stat", "-1")
+    assert git(repo, "rev-parse", "HEAD").strip() != before
+    assert "return a + b" in (repo / "calc" / "ops.py").read_text()
+    assert git(repo, "status", "--porcelain") == ""
+    subprocess.run(["git", "-C", str(repo), "fsck", "--strict"], check=True, capture_output=True)
+    assert task_id not in git(repo, "worktree", "list")
+    shown = cli(data, "task", "show", task_id)
+    assert "completed" in shown.out
+
+
+def test_without_yes_the_run_stops_after_the_plan_with_exit_4(tmp_path: Path) -> None:
+    repo, data = demo(tmp_path)
+
+    ran = cli(data, *run_args(repo, "--allow", f"run_command:{DEMO_TEST_COMMAND}"))
+
+    assert ran.code == 4, ran.out + ran.err
+    assert "plan approval needed and prompting is off" in ran.out
+    assert "codeflux task approve-plan" in ran.out
+
+
+def test_without_the_allow_the_test_command_is_a_recorded_denial_and_exit_4(tmp_path: Path) -> None:
+    repo, data = demo(tmp_path)
+
+    ran = cli(data, *run_args(repo, "--yes"))
+
+    assert ran.code == 4, ran.out + ran.err
+    assert "denied by headless-policy" in ran.out
+    assert "not in the pre-approved operations and prompting is off" in ran.out
+    assert DEMO_TEST_COMMAND in ran.out
+
+
+def test_a_malformed_allow_is_a_usage_error(tmp_path: Path) -> None:
+    repo, data = demo(tmp_path)
+
+    ran = cli(data, *run_args(repo, "--allow", "run_command", "--yes"))
+
+    assert ran.code == 2 and "--allow wants TOOL:ARGUMENTS" in ran.err
