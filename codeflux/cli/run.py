@@ -8,6 +8,9 @@ The pre-approved operations (``--allow``, repeatable) are exact, never patterns:
 * ``TOOL:JSON`` — any other tool with exactly the arguments of the JSON object.
 
 Anything a run would have to ask a person about becomes a recorded denial naming its cause (exit 4).
+SIGINT / SIGTERM while a task runs (here and in ``task start|resume``) pause the task through the task
+service, so the loop stops before its next turn; a ``shutdown`` checkpoint follows and the exit is 4
+(:class:`ShutdownOnSignal`).
 This module also holds the wiring the ``task plan|start|resume`` verbs share (provider routes, the
 scripted provider's script, the transcript printer).
 """
@@ -19,6 +22,9 @@ import datetime as dt
 import json
 import os
 import shlex
+import signal
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -29,6 +35,7 @@ from codeflux.authority.decide import Decider, UserDecision
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode
 from codeflux.coordinator.budget import BudgetService
+from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
 from codeflux.coordinator.gateway import ModelGateway, ModelRoute
 from codeflux.coordinator.headless import HeadlessPolicy, PreapprovedOperation
 from codeflux.coordinator.loop import LoopLimits
@@ -40,13 +47,21 @@ from codeflux.coordinator.tasks import Actor, TaskService
 from codeflux.coordinator.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
 from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.capabilities import CapabilityNeed
-from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, InvalidValueError, UsageError
+from codeflux.domain.errors import (
+    ConflictError,
+    DirtyTreeNotAcknowledgedError,
+    InvalidValueError,
+    TaskActionUnavailableError,
+    TransitionNotAllowedError,
+    UsageError,
+)
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import ToolCall
 from codeflux.domain.money import USD, Money
 from codeflux.domain.pipeline import StageOutcome
 from codeflux.domain.pricing import Price, TokenUsage
+from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.providers.registry import build_model_adapter, build_scripted_adapter
@@ -313,12 +328,83 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
     ctx.say(f"running task {task_id} with {provider}; {len(policy.preapproved_operations)} pre-approved "
             "operation(s); prompting is off")
     with shared_running_lock(location), TranscriptDriver(db, state_dir=location.directory / "workers",
-                                                         say=ctx.say) as driver:
+                                                         say=ctx.say) as driver, ShutdownOnSignal(
+            ctx, location, task_id) as shutdown:
         outcome = run_task(task_id, gateway=chosen, driver=driver, tasks=tasks,
                            repo_snapshot=open_repository(task.repository_root), position=LadderPosition.start(),
                            limits=LoopLimits(), headless_policy=policy,
                            provider=SCRIPTED if provider == SCRIPTED_DISPLAY_NAME else None)
+        if shutdown.requested is not None:
+            shutdown.settle()
+            row = CheckpointService(tasks.changes).capture_checkpoint(task_id, CheckpointTrigger.SHUTDOWN)
+            if row is not None:
+                ctx.say(f"shutdown checkpoint {row.sequence} on {row.ref_name} ({row.commit_id[:12]})")
     return report_outcome(ctx, tasks, outcome)
+
+
+class ShutdownOnSignal:
+    """SIGINT / SIGTERM while a task runs: stop between loop turns, resumable.
+
+    The handler does not write anything itself (the main thread may be inside a transaction on its own
+    connection): it starts one thread that, over a connection of its own, pauses the task through the
+    task service — the honest path, since the loop reads the task's state before every turn (and the
+    runner checks it between its phases). The run then ends ``paused`` at the next turn boundary (a tool
+    already executing finishes first; nothing is killed half-way), :func:`run_ready_task` takes a
+    ``shutdown`` checkpoint and the exit code is the one table's 4 (``codeflux task resume`` goes on).
+    A task that is not in a pausable state (say, already awaiting review) is left as it is. A second
+    signal only repeats that the stop is under way.
+    """
+
+    def __init__(self, ctx: CliContext, location: DataLocation, task_id: TaskId) -> None:
+        self._ctx, self._location, self._task_id = ctx, location, task_id
+        self.requested: str | None = None
+        self._thread: threading.Thread | None = None
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> ShutdownOnSignal:
+        if threading.current_thread() is threading.main_thread():
+            for number in (signal.SIGINT, signal.SIGTERM):
+                self._previous[number] = signal.signal(number, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, previous in self._previous.items():
+            signal.signal(number, previous)  # type: ignore[arg-type]
+        self.settle()
+
+    def _handle(self, number: int, frame: object) -> None:
+        name = signal.Signals(number).name
+        if self.requested is not None:
+            self._ctx.warn(f"codeflux: {name}: already stopping before the next turn")
+            return
+        self.requested = name
+        self._ctx.warn(f"codeflux: {name}: pausing task {self._task_id} before its next turn "
+                       "(a running tool finishes first); a shutdown checkpoint follows")
+        self._thread = threading.Thread(target=self._pause, name="codeflux-shutdown", daemon=True)
+        self._thread.start()
+
+    def settle(self) -> None:
+        """Wait for the pausing thread (it ends after one transaction)."""
+        if self._thread is not None:
+            self._thread.join()
+
+    def _pause(self) -> None:
+        db = open_store(self._location, create=False, migrate=False)
+        try:
+            tasks = TaskService(db, worktrees_root=self._location.worktrees)
+            for _ in range(50):
+                task = tasks.show(self._task_id).task
+                if not describe_task_action(task.state, TaskAction.PAUSE).available:
+                    return
+                try:
+                    tasks.transition(self._task_id, TaskState.PAUSED, expected_revision=task.revision,
+                                     reason=f"{self.requested}: codeflux is shutting down", actor=Actor.USER,
+                                     idempotency_key=key())
+                    return
+                except (ConflictError, TaskActionUnavailableError, TransitionNotAllowedError):
+                    time.sleep(0.05)  # the run moved the task meanwhile: look again
+        finally:
+            db.close()
 
 
 def key() -> str:

@@ -10,7 +10,8 @@ ambiguous and what is recommended; ``record-outcome`` records whether an ambiguo
 gateway; ``start`` runs a ready task in this process under a headless policy (``--allow``); ``pause``
 pauses it between turns; ``resume`` continues a paused task in this process — the loop's conversation
 lived in memory only, so the next attempt begins from the worktree's current state with a fresh
-conversation; ``decide`` answers a pending tool request; ``diff`` prints the unified diff and its identity.
+conversation (a task paused before its plan was approved drafts the plan again instead); ``decide``
+answers a pending tool request; ``diff`` prints the unified diff and its identity.
 
 Every subcommand first runs startup recovery when no other process is running tasks (see
 :mod:`codeflux.coordinator.recovery`): interrupted work is marked, never resumed. Exit codes come from
@@ -326,6 +327,7 @@ def _start(args: argparse.Namespace, ctx: CliContext, db: Database, service: Tas
 
 def _pause(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
     task = service.show(task_id).task
+    require_task_action(task, TaskAction.PAUSE)
     change = service.transition(task_id, TaskState.PAUSED, expected_revision=task.revision, reason="paused by the user",
                                 actor=Actor.USER, idempotency_key=_key())
     ctx.say(f"task {task_id}: {change.state} (a run in progress stops before its next turn)")
@@ -337,6 +339,13 @@ def _resume(args: argparse.Namespace, ctx: CliContext, db: Database, service: Ta
     if task.state is not TaskState.PAUSED:
         raise TaskActionUnavailableError(task_id=task_id.value, action=TaskAction.RESUME.value,
                                          state=task.state.value, reason="only a paused task resumes")
+    view = service.show(task_id)
+    if not view.plan_approved:
+        # paused while planning (e.g. no budget yet): resuming drafts the plan again
+        service.transition(task_id, TaskState.FORECASTING, expected_revision=task.revision,
+                           reason="resumed by the user: the plan is drafted again", actor=Actor.USER,
+                           idempotency_key=_key())
+        return _plan(args, ctx, db, service, task_id)
     service.transition(task_id, TaskState.READY, expected_revision=task.revision, reason="resumed by the user",
                        actor=Actor.USER, idempotency_key=_key())
     ctx.say(f"task {task_id}: resuming in this process; the previous conversation was in memory only, so the next "
@@ -375,7 +384,9 @@ def _print_worktree(ctx: CliContext, disposal: WorktreeDisposal | None) -> None:
     if disposal is None:
         return
     if disposal.removed:
-        ctx.say("  worktree removed" + (" with its branch" if disposal.branch_deleted else ""))
+        deleted = disposal.checkpoint_refs_deleted
+        refs = f"; {deleted} checkpoint ref(s) deleted" if deleted else ""
+        ctx.say("  worktree removed" + (" with its branch" if disposal.branch_deleted else "") + refs)
     else:
         ctx.say(f"  worktree kept ({disposal.refusal}): {disposal.detail}")
 

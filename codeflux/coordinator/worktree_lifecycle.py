@@ -10,20 +10,28 @@ with ``keep_if_unsaved``, so it is **kept** when:
   patch can carry, or a branch with commits the user's branch lacks (when the branch would go too);
 * it fails verification, so what removal would lose is unknown.
 
-Either way one ``worktree-removed`` / ``worktree-kept`` event with the reason is recorded in the task's
-journal. A task that never started a run has no worktree and nothing is recorded.
+When the worktree is removed, the task's checkpoint refs (``refs/codeflux/checkpoints/<task>/<n>``) go
+too: only refs a ``checkpoints`` row names, and only while each still points at the commit that row
+recorded (:func:`codeflux.gitwork.checkpoint_refs.delete_checkpoint_ref`). The rows stay — they are
+history. A kept worktree keeps its refs (they may be what recovery or the person needs).
+
+Either way one ``worktree-removed`` / ``worktree-kept`` event with the reason (and, for a removal, the
+number of checkpoint refs deleted) is recorded in the task's journal. A task that never started a run has
+no worktree and nothing is recorded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from codeflux.domain.errors import RepositoryNotUsableError, UsageError, WorktreeNotUsableError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.recovery import unresolved_effects
 from codeflux.domain.tasks import is_terminal
+from codeflux.gitwork.checkpoint_refs import delete_checkpoint_ref
 from codeflux.gitwork.worktrees import TaskWorktree, remove_task_worktree
+from codeflux.store import checkpoints as checkpoint_rows
 from codeflux.store import recovery as recovery_rows
 from codeflux.store import task_records as records
 from codeflux.store.database import Database, Transaction
@@ -40,6 +48,7 @@ class WorktreeDisposal:
     refusal: str | None
     detail: str
     branch_deleted: bool
+    checkpoint_refs_deleted: int = 0
 
 
 def task_worktree_binding(task: records.TaskRecord) -> TaskWorktree | None:
@@ -80,8 +89,21 @@ def dispose_task_worktree(
     if unresolved and not disposal.removed:
         disposal = WorktreeDisposal(removed=False, refusal=disposal.refusal, branch_deleted=False,
                                     detail=f"{disposal.detail} (unknown outcome: {', '.join(unresolved)})")
+    if disposal.removed:
+        disposal = replace(disposal, checkpoint_refs_deleted=_prune_checkpoint_refs(db, task))
     _record(db, task, disposal, publish)
     return disposal
+
+
+def _prune_checkpoint_refs(db: Database, task: records.TaskRecord) -> int:
+    """Delete the checkpoint refs the task's rows name, each only while it names the recorded commit."""
+    deleted = 0
+    for row in db.read(lambda view: checkpoint_rows.checkpoints_of_task(view, task.task_id)):
+        try:
+            deleted += delete_checkpoint_ref(task.repository_root, row.ref_name, commit=row.commit_id)
+        except (RepositoryNotUsableError, WorktreeNotUsableError):
+            break  # the repository is gone or unusable: nothing to prune there
+    return deleted
 
 
 def _record(db: Database, task: records.TaskRecord, disposal: WorktreeDisposal,
@@ -93,7 +115,8 @@ def _record(db: Database, task: records.TaskRecord, disposal: WorktreeDisposal,
                                    kind="worktree-removed" if disposal.removed else "worktree-kept", payload={
                                        "task_id": task.task_id.value, "path": str(task.worktree),
                                        "refusal": disposal.refusal, "detail": disposal.detail,
-                                       "branch_deleted": disposal.branch_deleted}))
+                                       "branch_deleted": disposal.branch_deleted,
+                                       "checkpoint_refs_deleted": disposal.checkpoint_refs_deleted}))
 
     db.write(work)
     if publish is not None:  # only after the commit, so nothing unrecorded is ever shown
