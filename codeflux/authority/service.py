@@ -15,6 +15,8 @@ and outcomes — never argument values or output.
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 from collections.abc import Callable
@@ -42,8 +44,10 @@ from codeflux.domain.errors import (
     CodefluxError,
     ConflictError,
     DecisionAlreadyRecordedError,
+    IdempotencyConflictError,
     InvalidValueError,
     TaskInactiveError,
+    UsageError,
 )
 from codeflux.domain.ids import ApprovalId, DecisionId, TaskId, ToolRequestId
 from codeflux.domain.operations import (
@@ -57,7 +61,6 @@ from codeflux.domain.tools import parse_tool_name
 from codeflux.store import authority as rows
 from codeflux.store.database import Database, ReadView, Transaction
 from codeflux.store.events import append_event
-from codeflux.store.idempotency import run_idempotent
 from codeflux.store.tasks import TaskRow, require_task
 
 __all__ = ["AuthorityService", "DecisionView", "ExecutionIntent", "RequestSource", "RequestView"]
@@ -186,45 +189,43 @@ class AuthorityService:
         identity = derive_operation_identity(operation)
         task_id = operation.task_id
 
-        recorded: list[RequestView] = []
+        if not 1 <= len(idempotency_key) <= 255:
+            raise UsageError("an idempotency key must be 1 to 255 characters")
 
         def work(tx: Transaction) -> RequestView:
             task = require_task(tx, task_id)
-
-            def record() -> dict[str, object]:
-                request = rows.insert_tool_request(
-                    tx, request_id=ToolRequestId.from_entropy(self._entropy(16)).value, task_id=task_id,
-                    tool=operation.tool, operation_json=operation_json, identity=identity,
-                    needs_json=_needs_json(classification), compound=classification.compound, source=source,
-                    idempotency_key=idempotency_key,
-                )
-                approvals = [_standing_approval(row) for row in rows.task_approvals_of_identity(tx, task_id, identity)]
-                ruling = rule_on_request(task_id=task_id, task_state=task.state, identity=identity,
-                                         classification=classification,
-                                         denials=_standing_denials(tx, task_id), approvals=approvals)
-                decision = rows.insert_decision(
-                    tx, decision_id=DecisionId.from_entropy(self._entropy(16)).value, request=request,
-                    outcome=ruling.outcome.value, covered_needs_json=_covered_json(ruling.covered),
-                    decided_by=Decider.SYSTEM.value, reason=ruling.reason, approval_id=ruling.approval_id,
-                    denial_id=ruling.denial_id,
-                )
-                append_event(tx, session_id=task.session_id, kind="tool-requested", payload={
-                    "request_id": request.request_id, "tool": operation.tool, "operation": str(identity),
-                    "needs": [str(item.need) for item in classification.needs],
-                    "decision_id": decision.decision_id, "outcome": decision.outcome,
-                })
-                recorded.append(RequestView(request_id=request.request_id, task_id=task_id, tool=operation.tool,
-                                            operation=operation, identity=identity,
-                                            classification=classification,
-                                            decision=_decision_view(decision)))
-                return {"request_id": request.request_id}
-
-            result = run_idempotent(
-                tx, scope=f"tool-request:{task_id.value}", key=idempotency_key,
-                request={"operation": str(identity), "source": source}, work=record,
+            # The request row is the idempotency record: UNIQUE (task_id, idempotency_key) holds the key,
+            # and the identity + source are what a retry must repeat (no second copy in
+            # idempotency_records, one index entry less per submission).
+            existing = rows.tool_request_by_key(tx, task_id=task_id, idempotency_key=idempotency_key)
+            if existing is not None:
+                if existing.identity != identity or existing.source != source:
+                    raise IdempotencyConflictError(scope=f"tool-request:{task_id.value}", key=idempotency_key)
+                return _request_view(tx, existing.request_id)
+            request = rows.insert_tool_request(
+                tx, request_id=ToolRequestId.from_entropy(self._entropy(16)).value, task_id=task_id,
+                tool=operation.tool, operation_json=operation_json, identity=identity,
+                needs_json=_needs_json(classification), compound=classification.compound, source=source,
+                idempotency_key=idempotency_key,
             )
-            # A fresh request is returned as recorded; an identical retry reads the original back.
-            return recorded[-1] if recorded else _request_view(tx, str(result["request_id"]))
+            approvals = [_standing_approval(row) for row in rows.task_approvals_of_identity(tx, task_id, identity)]
+            ruling = rule_on_request(task_id=task_id, task_state=task.state, identity=identity,
+                                     classification=classification,
+                                     denials=_standing_denials(tx, task_id), approvals=approvals)
+            decision = rows.insert_decision(
+                tx, decision_id=DecisionId.from_entropy(self._entropy(16)).value, request=request,
+                outcome=ruling.outcome.value, covered_needs_json=_covered_json(ruling.covered),
+                decided_by=Decider.SYSTEM.value, reason=ruling.reason, approval_id=ruling.approval_id,
+                denial_id=ruling.denial_id,
+            )
+            append_event(tx, session_id=task.session_id, kind="tool-requested", payload={
+                "request_id": request.request_id, "tool": operation.tool, "operation": str(identity),
+                "needs": [str(item.need) for item in classification.needs],
+                "decision_id": decision.decision_id, "outcome": decision.outcome,
+            })
+            return RequestView(request_id=request.request_id, task_id=task_id, tool=operation.tool,
+                               operation=operation, identity=identity, classification=classification,
+                               decision=_decision_view(decision))
 
         return self._db.write(work)
 
@@ -268,6 +269,11 @@ class AuthorityService:
             current = rows.latest_decision(tx, request_id)
             classification = _classification_of(request)
             ruling = rule_on_user_decision(decision=decision, classification=classification, deny=deny)
+            if decided_by is Decider.HEADLESS_POLICY:
+                # The headless policy refuses *this request* because nobody pre-approved it; that is not a
+                # person's judgement against a capability, so it records no standing denial. Otherwise a
+                # later `resume --allow <this exact operation>` could never run it.
+                ruling = dataclasses.replace(ruling, denied=())
             if current.outcome != DecisionOutcome.PENDING.value:
                 if current.outcome == ruling.outcome.value and current.decided_by == decided_by.value:
                     return
@@ -436,7 +442,7 @@ def _refusal_error(
                 return CapabilityDeniedError(request_id=request_id, need=str(need), denial_id=denial.denial_id)
             denial_id = decision.denial_id
             if denial_id is None:
-                recorded = rows.denials_of_decision(view, decision.decision_id)
+                recorded = rows.denials_of_decision(view, task_id=request.task_id, decision_id=decision.decision_id)
                 denial_id = recorded[0].denial_id if recorded else decision.decision_id
             shown = ", ".join(json.loads(decision.covered_needs_json)) or "a capability"
             return CapabilityDeniedError(request_id=request_id, need=shown, denial_id=denial_id)

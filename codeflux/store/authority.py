@@ -44,6 +44,7 @@ __all__ = [
     "read_tool_request",
     "record_execution_result",
     "task_approvals_of_identity",
+    "tool_request_by_key",
     "unfinished_executions",
 ]
 
@@ -250,6 +251,15 @@ def read_tool_request(view: ReadView, request_id: str) -> ToolRequestRow:
     return _request(row)
 
 
+def tool_request_by_key(view: ReadView, *, task_id: TaskId, idempotency_key: str) -> ToolRequestRow | None:
+    """The request recorded in ``task_id`` under ``idempotency_key`` (the UNIQUE index), if any."""
+    row = view.query_one(
+        f"SELECT {_REQUEST} FROM tool_requests WHERE task_id = ? AND idempotency_key = ?",  # noqa: S608
+        (task_id.value, idempotency_key),
+    )
+    return None if row is None else _request(row)
+
+
 # ─── decisions ────────────────────────────────────────────────────────────────────────────────────
 
 
@@ -382,11 +392,13 @@ def denials_of_task(view: ReadView, task_id: TaskId) -> list[DenialRow]:
     return [_denial(row) for row in _oldest_first(rows, created_at=6)]
 
 
-def denials_of_decision(view: ReadView, decision_id: str) -> list[DenialRow]:
+def denials_of_decision(view: ReadView, *, task_id: TaskId, decision_id: str) -> list[DenialRow]:
+    """Denials ``decision_id`` recorded in ``task_id``, oldest first (found through the task's denials)."""
     rows = view.query_all(
-        f"SELECT {_DENIAL} FROM denials WHERE decision_id = ? ORDER BY rowid", (decision_id,)  # noqa: S608
+        f"SELECT {_DENIAL}, rowid FROM denials WHERE task_id = ? AND decision_id = ?",  # noqa: S608
+        (task_id.value, decision_id),
     )
-    return [_denial(row) for row in rows]
+    return [_denial(row) for row in _oldest_first(rows, created_at=6)]
 
 
 # ─── executions ───────────────────────────────────────────────────────────────────────────────────

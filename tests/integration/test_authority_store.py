@@ -303,3 +303,24 @@ def test_a_task_keeps_its_worktree_and_its_revision_advances_by_one(db: Database
         db.write(lambda tx: tx.execute("UPDATE tasks SET state = 'paused', revision = revision + 2"))
     moved = db.write(lambda tx: change_task_state(tx, task_id=task_id, expected_revision=0, state=TaskState.PAUSED))
     assert (moved.state, moved.revision) == (TaskState.PAUSED, 1)
+
+
+def test_a_headless_refusal_denies_that_request_only_and_a_person_denial_blocks_the_capability(
+    db: Database, service: AuthorityService
+) -> None:
+    task_id = new_task(db)
+    first = submit(service, task_id, "run_command", "k1", argv=["pytest", "-q"])
+
+    refused = service.record_user_decision(first.request_id, UserDecision.DENY, reason="not pre-approved",
+                                           decided_by=Decider.HEADLESS_POLICY)
+
+    assert refused.decision.outcome is DecisionOutcome.DENIED
+    assert count(db, "denials") == 0
+    again = submit(service, task_id, "run_command", "k2", argv=["pytest", "-q"])
+    assert again.decision.outcome is DecisionOutcome.PENDING
+
+    service.record_user_decision(again.request_id, UserDecision.DENY, reason="no processes here")
+
+    assert count(db, "denials") == 1
+    later = submit(service, task_id, "run_command", "k3", argv=["ls"])
+    assert later.decision.outcome is not DecisionOutcome.PENDING
