@@ -15,12 +15,10 @@ and outcomes — never argument values or output.
 
 from __future__ import annotations
 
-import dataclasses
-
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import assert_never
 
 from codeflux.authority.classify import Classification, ClassifiedNeed
@@ -273,7 +271,7 @@ class AuthorityService:
                 # The headless policy refuses *this request* because nobody pre-approved it; that is not a
                 # person's judgement against a capability, so it records no standing denial. Otherwise a
                 # later `resume --allow <this exact operation>` could never run it.
-                ruling = dataclasses.replace(ruling, denied=())
+                ruling = replace(ruling, denied=())
             if current.outcome != DecisionOutcome.PENDING.value:
                 if current.outcome == ruling.outcome.value and current.decided_by == decided_by.value:
                     return
