@@ -1,0 +1,261 @@
+"""Launch tokens and the HTTP request policy of the loopback server (issue 6 item 2)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codeflux.server.http import respond_to_http
+from codeflux.server.launch import COOKIE_NAME, LaunchTokens
+
+ORIGIN = "127.0.0.1:47311"
+HOST = [("Host", ORIGIN)]
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; "
+    "connect-src ws://127.0.0.1:47311",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def request(
+    tokens: LaunchTokens, path: str = "/", *, method: str = "GET", headers: list[tuple[str, str]] | None = None
+) -> tuple[int, dict[str, str], str]:
+    status, response_headers, body = respond_to_http(
+        method, path, HOST if headers is None else headers, origin_host=ORIGIN, tokens=tokens
+    )
+    names = [name for name, _ in response_headers]
+    assert len(names) == len(set(names))
+    return status, dict(response_headers), body.decode()
+
+
+def session_secret(set_cookie: str) -> str:
+    first = set_cookie.split(";", maxsplit=1)[0]
+    name, _, secret = first.partition("=")
+    assert name == COOKIE_NAME
+    return secret
+
+
+# --- LaunchTokens --------------------------------------------------------------------------------------
+
+
+def test_a_token_is_long_random_and_url_safe() -> None:
+    tokens = LaunchTokens()
+    first, second = tokens.issue(), tokens.issue()
+    assert first != second
+    assert len(first) >= 43
+    assert set(first) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def test_a_token_redeems_once_for_the_session_cookie() -> None:
+    tokens = LaunchTokens()
+    token = tokens.issue()
+    cookie = tokens.redeem(token)
+    assert cookie is not None
+    header = cookie.set_cookie_header()
+    assert header.endswith("; Path=/; HttpOnly; SameSite=Strict")
+    assert tokens.is_session(session_secret(header))
+    assert tokens.redeem(token) is None
+
+
+def test_a_late_token_fails_and_stays_used() -> None:
+    clock = FakeClock()
+    tokens = LaunchTokens(clock=clock, window=120.0)
+    token = tokens.issue()
+    clock.now += 120.0
+    assert tokens.redeem(token) is None
+    clock.now -= 60.0
+    assert tokens.redeem(token) is None
+
+
+def test_a_token_just_inside_the_window_works() -> None:
+    clock = FakeClock()
+    tokens = LaunchTokens(clock=clock, window=120.0)
+    token = tokens.issue()
+    clock.now += 119.9
+    assert tokens.redeem(token) is not None
+
+
+def test_unknown_tokens_and_foreign_cookies_fail() -> None:
+    tokens = LaunchTokens()
+    tokens.issue()
+    assert tokens.redeem("") is None
+    assert tokens.redeem("not-a-token-é") is None
+    assert not tokens.is_session("")
+    assert not tokens.is_session("forged-é")
+
+
+def test_the_secret_never_shows_in_a_repr() -> None:
+    tokens = LaunchTokens()
+    cookie = tokens.redeem(tokens.issue())
+    assert cookie is not None
+    secret = session_secret(cookie.set_cookie_header())
+    for text in (repr(cookie), str(cookie), repr(tokens), f"{cookie}"):
+        assert secret not in text
+
+
+@given(st.lists(st.integers(min_value=0, max_value=4), min_size=1, max_size=20))
+def test_each_token_works_exactly_once_in_any_order(order: list[int]) -> None:
+    tokens = LaunchTokens()
+    issued = [tokens.issue() for _ in range(5)]
+    redeemed: set[int] = set()
+    for index in order:
+        cookie = tokens.redeem(issued[index])
+        assert (cookie is not None) == (index not in redeemed)
+        redeemed.add(index)
+
+
+def test_the_window_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        LaunchTokens(window=0)
+
+
+# --- respond_to_http ----------------------------------------------------------------------------------
+
+
+def test_launch_redirects_home_with_the_cookie_then_refuses_the_second_time() -> None:
+    tokens = LaunchTokens()
+    token = tokens.issue()
+    status, headers, body = request(tokens, f"/launch?token={token}")
+    assert status == 303
+    assert headers["Location"] == "/"
+    secret = session_secret(headers["Set-Cookie"])
+    assert headers["Set-Cookie"] == f"{COOKIE_NAME}={secret}; Path=/; HttpOnly; SameSite=Strict"
+    assert secret not in body
+    status, headers, body = request(tokens, f"/launch?token={token}")
+    assert status == 403
+    assert "Set-Cookie" not in headers
+    assert "codeflux start" in body
+
+
+@pytest.mark.parametrize("path", ["/launch", "/launch?token=", "/launch?token=nope", "/launch?token=a&token=b"])
+def test_a_bad_launch_is_forbidden_and_explains(path: str) -> None:
+    tokens = LaunchTokens()
+    tokens.issue()
+    status, headers, body = request(tokens, path)
+    assert status == 403
+    assert "Set-Cookie" not in headers
+    assert "codeflux start" in body
+
+
+def test_an_expired_launch_is_forbidden() -> None:
+    clock = FakeClock()
+    tokens = LaunchTokens(clock=clock)
+    token = tokens.issue()
+    clock.now += 3600
+    assert request(tokens, f"/launch?token={token}")[0] == 403
+
+
+def test_home_without_the_cookie_explains_and_gives_no_session() -> None:
+    status, headers, body = request(LaunchTokens())
+    assert status == 200
+    assert "Set-Cookie" not in headers
+    assert "codeflux start" in body
+    assert "<script" not in body
+
+
+def test_home_with_the_cookie_is_the_honest_placeholder() -> None:
+    tokens = LaunchTokens()
+    _, headers, _ = request(tokens, f"/launch?token={tokens.issue()}")
+    secret = session_secret(headers["Set-Cookie"])
+    cookie_header = ("Cookie", f"theme=dark; {COOKIE_NAME}={secret}")
+    status, headers, body = request(tokens, headers=[*HOST, cookie_header])
+    assert status == 200
+    assert "Set-Cookie" not in headers
+    assert "not built yet" in body
+    assert "<script" not in body
+    assert secret not in body
+
+
+def test_a_forged_cookie_gets_the_explanation() -> None:
+    tokens = LaunchTokens()
+    status, _, body = request(tokens, headers=[*HOST, ("Cookie", f"{COOKIE_NAME}=forged")])
+    assert status == 200
+    assert "not built yet" not in body
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"])
+def test_only_get_is_allowed(method: str) -> None:
+    tokens = LaunchTokens()
+    token = tokens.issue()
+    status, headers, _ = request(tokens, f"/launch?token={token}", method=method)
+    assert status == 405
+    assert headers["Allow"] == "GET"
+    assert tokens.redeem(token) is not None  # a refused method does not spend the token
+
+
+@pytest.mark.parametrize("path", ["/favicon.ico", "/launch/", "/ws", "/../etc/passwd"])
+def test_unknown_paths_are_not_found(path: str) -> None:
+    assert request(LaunchTokens(), path)[0] == 404
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:47311", "localhost:47311", "[::1]:47311", "LOCALHOST:47311"])
+def test_loopback_hosts_are_served_and_the_csp_names_that_origin(host: str) -> None:
+    status, headers, _ = request(LaunchTokens(), headers=[("Host", host)])
+    assert status == 200
+    assert headers["Content-Security-Policy"].endswith(f"; connect-src ws://{host.lower()}")
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [],
+        [("Host", "evil.example:47311")],
+        [("Host", "127.0.0.1")],
+        [("Host", "127.0.0.1:1")],
+        [("Host", "127.0.0.1:47311"), ("Host", "evil.example")],
+    ],
+)
+def test_a_missing_wrong_or_doubled_host_is_misdirected(headers: list[tuple[str, str]]) -> None:
+    status, response_headers, _ = request(LaunchTokens(), headers=headers)
+    assert status == 421
+    assert response_headers["Content-Security-Policy"] == SECURITY_HEADERS["Content-Security-Policy"]
+
+
+@pytest.mark.parametrize("path", ["http://127.0.0.1:47311/", "//evil.example/", "*"])
+def test_a_request_target_that_is_not_a_local_path_is_misdirected(path: str) -> None:
+    assert request(LaunchTokens(), path)[0] == 421
+
+
+@pytest.mark.security
+@given(st.text(max_size=40))
+def test_any_host_that_is_not_loopback_gets_421(host: str) -> None:
+    if host.strip().lower() in {"127.0.0.1:47311", "localhost:47311", "[::1]:47311"}:
+        return
+    tokens = LaunchTokens()
+    token = tokens.issue()
+    status, headers, _ = request(tokens, f"/launch?token={token}", headers=[("Host", host)])
+    assert status == 421
+    assert "Set-Cookie" not in headers
+    assert tokens.redeem(token) is not None
+
+
+@pytest.mark.security
+def test_every_response_carries_the_security_headers() -> None:
+    tokens = LaunchTokens()
+    cases = [
+        ("GET", "/", HOST),
+        ("GET", f"/launch?token={tokens.issue()}", HOST),
+        ("GET", "/launch?token=bad", HOST),
+        ("GET", "/nowhere", HOST),
+        ("POST", "/", HOST),
+        ("GET", "/", [("Host", "evil.example")]),
+    ]
+    statuses = set()
+    for method, path, headers in cases:
+        status, response_headers, _ = request(tokens, path, method=method, headers=headers)
+        statuses.add(status)
+        for name, value in SECURITY_HEADERS.items():
+            assert response_headers[name] == value
+    assert statuses == {200, 303, 403, 404, 405, 421}
