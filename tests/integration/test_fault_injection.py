@@ -42,6 +42,7 @@ from codeflux.store.events import SYSTEM_SESSION_ID, JournalEvent, read_events_a
 from codeflux.store.location import DataLocation
 from codeflux.store.task_records import require_task_record
 from tests.fixtures.cli import run_codeflux
+from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.task_runs import Harness, done, implementing_turns, make_harness, scripted_gateway
 
 REPO = Path(__file__).resolve().parents[2]
@@ -151,25 +152,9 @@ def kill(child: subprocess.Popen[bytes], worktree: Path | None) -> None:
         child.stderr.close()
     if worktree is None:
         return
-    deadline = time.monotonic() + 15
-    while _working_under(worktree) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _working_under(worktree) == []
+    assert wait_until_no_process_works_under(worktree, timeout_s=15) == []
 
 
-def _working_under(root: Path) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cwd = os.readlink(f"/proc/{entry.name}/cwd")
-            state = Path(f"/proc/{entry.name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in (b"Z", b"X") and Path(cwd).is_relative_to(root):
-            found.append(int(entry.name))
-    return found
 
 
 def journal(db: Database, task_id: TaskId) -> set[tuple[str, int, str]]:

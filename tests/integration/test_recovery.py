@@ -33,6 +33,7 @@ from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from codeflux.store.task_records import transitions_of_task
 from tests.fixtures.cli import run_codeflux
+from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.provider_servers import ProviderServer, Reply, a_test_key
 from tests.fixtures.reviews import a_running_task_with_worktree
 from tests.fixtures.tasks import a_repository
@@ -98,19 +99,6 @@ def kill(child: subprocess.Popen[bytes]) -> None:
         child.stderr.close()
 
 
-def processes_working_under(root: Path) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cwd = os.readlink(f"/proc/{entry.name}/cwd")
-            state = Path(f"/proc/{entry.name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in (b"Z", b"X") and Path(cwd).is_relative_to(root):
-            found.append(int(entry.name))
-    return found
 
 
 def startup(db: Database, location: DataLocation) -> RecoveryService:
@@ -143,10 +131,7 @@ def test_a_child_killed_mid_command_leaves_the_task_recovery_required_and_the_co
             assert not alone  # a live run holds the shared lock: startup must not mark it interrupted
     finally:
         kill(child)
-    deadline = time.monotonic() + 15
-    while processes_working_under(binding.path) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert processes_working_under(binding.path) == []
+    assert wait_until_no_process_works_under(binding.path, timeout_s=15) == []
 
     recovery = startup(db, data_location)
 

@@ -38,6 +38,7 @@ from codeflux.redact import default_redactor
 from codeflux.store.database import Database, Transaction
 from codeflux.store.location import DataLocation
 from codeflux.store.tasks import change_task_state, insert_task, require_task
+from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.worktrees import git, make_task_worktree
 
 pytestmark = pytest.mark.security
@@ -53,27 +54,8 @@ class Tasks:
     second_worktree: Path
 
 
-def processes_working_under(root: Path) -> list[int]:
-    """Live processes whose working directory is inside ``root`` (workers and the commands they ran)."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cwd = os.readlink(f"/proc/{entry.name}/cwd")
-            state = Path(f"/proc/{entry.name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in (b"Z", b"X") and Path(cwd).is_relative_to(root):
-            found.append(int(entry.name))
-    return found
 
 
-def wait_until_no_process_works_under(root: Path, *, timeout_s: float = 10.0) -> list[int]:
-    deadline = time.monotonic() + timeout_s
-    while (alive := processes_working_under(root)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive
 
 
 @pytest.fixture
