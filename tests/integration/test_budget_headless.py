@@ -20,7 +20,6 @@ cache write tokens). The request is 4,000 input tokens by the gateway's estimate
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import keyring.backend
@@ -51,12 +50,6 @@ pytestmark = pytest.mark.keyring
 REPO = Path(__file__).resolve().parents[2]
 REQUEST = ModelRequest(model="set-by-the-rung", system="", messages=(Message.user_text("x" * 3960),),
                        max_output_tokens=1024)
-
-
-@pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    with ProviderServer() as running:
-        yield running
 
 
 def reply_using(input_tokens: int, output_tokens: int, *, cache_read: int = 0, cache_write: int = 0) -> object:

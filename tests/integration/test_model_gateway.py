@@ -18,13 +18,11 @@ from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
-import keyring.backend
 import pytest
 
 from codeflux.coordinator.budget import BudgetService, bound_input_tokens
 from codeflux.coordinator.gateway import ModelGateway, ModelRoute, reconcile_interrupted_model_requests
 from codeflux.coordinator.model_approvals import approve_ladder_rung, approve_model_endpoint
-from codeflux.credentials import Secret, store_provider_key
 from codeflux.domain.errors import (
     BudgetDecisionNeededError,
     BudgetExhaustedError,
@@ -52,7 +50,6 @@ from tests.fixtures.provider_servers import (
     ProviderServer,
     Reply,
     SleepRecorder,
-    a_test_key,
     anthropic_message,
     anthropic_stream,
     json_reply,
@@ -105,24 +102,6 @@ def event_kinds(db: Database, task_id: TaskId) -> list[str]:
     events = db.read(lambda view: read_events_after(view, session_id=task_session_id(task_id), after_sequence=0,
                                                     limit=1000))
     return [event.kind for event in events]
-
-
-@pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    with ProviderServer() as running:
-        yield running
-
-
-@pytest.fixture
-def anthropic_key(secret_service: keyring.backend.KeyringBackend) -> str:
-    key = a_test_key()
-    store_provider_key(ProviderName.ANTHROPIC, Secret(key))
-    return key
-
-
-@pytest.fixture
-def waits() -> SleepRecorder:
-    return SleepRecorder()
 
 
 @pytest.fixture

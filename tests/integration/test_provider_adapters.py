@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-import keyring.backend
 import pytest
 
 from codeflux.credentials import Secret, store_provider_key
@@ -61,24 +60,6 @@ REQUEST = ModelRequest(
     tools=TOOLS,
     max_output_tokens=1024,
 )
-
-
-@pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    with ProviderServer() as running:
-        yield running
-
-
-@pytest.fixture
-def anthropic_key(secret_service: keyring.backend.KeyringBackend) -> str:
-    key = a_test_key()
-    store_provider_key(ProviderName.ANTHROPIC, Secret(key))
-    return key
-
-
-@pytest.fixture
-def waits() -> SleepRecorder:
-    return SleepRecorder()
 
 
 @pytest.fixture

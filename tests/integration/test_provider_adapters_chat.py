@@ -59,12 +59,6 @@ REQUEST = ModelRequest(
 
 
 @pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    with ProviderServer() as running:
-        yield running
-
-
-@pytest.fixture
 def openai_key(secret_service: keyring.backend.KeyringBackend) -> str:
     key = a_test_key()
     store_provider_key(ProviderName.OPENAI, Secret(key))

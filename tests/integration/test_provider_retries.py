@@ -10,13 +10,10 @@ import json
 from collections.abc import Iterator
 from email.utils import formatdate
 
-import keyring.backend
 import pytest
 
-from codeflux.credentials import Secret, store_provider_key
 from codeflux.domain.errors import ProviderOutcomeUnknownError, ProviderUnavailableError
 from codeflux.domain.models import Message, ModelRequest
-from codeflux.domain.providers import ProviderName
 from codeflux.providers.anthropic import AnthropicAdapter
 from codeflux.providers.transport import HttpPolicy, ProviderHttp
 from codeflux.redact import Redactor
@@ -24,7 +21,6 @@ from tests.fixtures.provider_servers import (
     ProviderServer,
     Reply,
     SleepRecorder,
-    a_test_key,
     anthropic_message,
     json_reply,
 )
@@ -32,24 +28,6 @@ from tests.fixtures.provider_servers import (
 FAST = HttpPolicy(backoff_base_s=0.25, backoff_cap_s=1.0, retry_after_cap_s=30.0, max_attempts=4)
 FULL_USAGE = {"input_tokens": 20, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 REQUEST = ModelRequest(model="claude-haiku-4-5", system="", messages=(Message.user_text("hi"),))
-
-
-@pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    with ProviderServer() as running:
-        yield running
-
-
-@pytest.fixture
-def anthropic_key(secret_service: keyring.backend.KeyringBackend) -> str:
-    key = a_test_key()
-    store_provider_key(ProviderName.ANTHROPIC, Secret(key))
-    return key
-
-
-@pytest.fixture
-def waits() -> SleepRecorder:
-    return SleepRecorder()
 
 
 @pytest.fixture
