@@ -41,7 +41,8 @@ from codeflux.store import money as rows
 from codeflux.store.database import Database, ReadView, Transaction, now_us
 from codeflux.store.events import append_event
 from codeflux.store.idempotency import run_idempotent
-from codeflux.store.tasks import TaskRow, change_task_state, require_task
+from codeflux.store.task_records import change_task_state
+from codeflux.store.tasks import TaskRow, require_task
 
 __all__ = [
     "BudgetRefusal",
@@ -378,7 +379,8 @@ class BudgetService:
                 raise InvalidValueError(kind="resume", reason="nothing is left of the hard limit; raise it first")
             if task.state is not TaskState.PAUSED:
                 raise InvalidValueError(kind="resume", reason=f"the task is {task.state}, not paused")
-            return change_task_state(tx, task_id=task_id, expected_revision=task.revision, state=TaskState.RUNNING)
+            return change_task_state(tx, task_id=task_id, expected_revision=task.revision, state=TaskState.RUNNING,
+                                     reason="resumed after the budget allowed it", actor="user")
 
         return self._db.write(work)
 
@@ -389,6 +391,7 @@ class BudgetService:
             task = require_task(tx, task_id)
             if task.state is not TaskState.PAUSED:
                 raise InvalidValueError(kind="stop", reason=f"the task is {task.state}, not paused")
-            return change_task_state(tx, task_id=task_id, expected_revision=task.revision, state=TaskState.CANCELLED)
+            return change_task_state(tx, task_id=task_id, expected_revision=task.revision, state=TaskState.CANCELLED,
+                                     reason="stopped while paused by its budget", actor="user")
 
         return self._db.write(work)

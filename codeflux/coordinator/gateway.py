@@ -83,7 +83,8 @@ from codeflux.store import money as ledger
 from codeflux.store import prices as price_rows
 from codeflux.store.database import Database, Transaction, now_us
 from codeflux.store.events import append_event
-from codeflux.store.tasks import TaskRow, change_task_state, require_task
+from codeflux.store.task_records import change_task_state
+from codeflux.store.tasks import TaskRow, require_task
 
 __all__ = [
     "SCRIPTED_PROVIDER",
@@ -294,7 +295,8 @@ class ModelGateway:
             })
         append_event(tx, session_id=task.session_id, kind="model-call-refused", payload=payload)
         if pause and task.state in _PAUSABLE_STATES:
-            change_task_state(tx, task_id=task.task_id, expected_revision=task.revision, state=TaskState.PAUSED)
+            change_task_state(tx, task_id=task.task_id, expected_revision=task.revision, state=TaskState.PAUSED,
+                              reason=f"model call refused: {error}")
         return error
 
     def _mark_in_flight(self, tx: Transaction, planned: _Planned) -> None:

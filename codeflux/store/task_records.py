@@ -19,14 +19,15 @@ from pathlib import Path
 from codeflux.domain.errors import ConflictError, NotFoundError, StaleRevisionError
 from codeflux.domain.ids import RepositoryId, TaskId
 from codeflux.domain.tasks import TaskState
-from codeflux.store.database import ReadView, Row, Transaction
+from codeflux.store.database import ReadView, Row, Transaction, now_us
 from codeflux.store.events import JournalEvent, append_event
-from codeflux.store.tasks import task_session_id
+from codeflux.store.tasks import TaskRow, require_task, task_session_id
 
 __all__ = [
     "TaskPatchRow",
     "TaskRecord",
     "TransitionRow",
+    "change_task_state",
     "insert_task_patch",
     "insert_task_record",
     "list_task_records",
@@ -183,6 +184,16 @@ def record_task_transition(
     )
     return require_task_record(tx, task_id), _transition(inserted[0]), event
 
+
+
+def change_task_state(
+    tx: Transaction, *, task_id: TaskId, expected_revision: int, state: TaskState, reason: str, actor: str = "system"
+) -> TaskRow:
+    """Move the task to ``state`` (the caller validated the move) through :func:`record_task_transition`,
+    so every state change — budget pauses and resumes included — has its event *and* its transition row."""
+    record_task_transition(tx, task_id=task_id, expected_revision=expected_revision, to_state=state, reason=reason,
+                           actor=actor, at_us=now_us())
+    return require_task(tx, task_id)
 
 def transitions_of_task(view: ReadView, task_id: TaskId) -> list[TransitionRow]:
     """Every recorded state change of the task, oldest first."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from codeflux.domain.errors import NotFoundError, StaleRevisionError
+from codeflux.domain.errors import NotFoundError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import TaskState
 from codeflux.store.database import ReadView, Transaction, now_us
@@ -21,7 +21,6 @@ from codeflux.store.events import append_event
 
 __all__ = [
     "TaskRow",
-    "change_task_state",
     "insert_task",
     "read_task",
     "require_task",
@@ -105,23 +104,3 @@ def require_task(view: ReadView, task_id: TaskId) -> TaskRow:
         raise NotFoundError(kind="task", entity_id=task_id.value)
     return row
 
-
-def change_task_state(tx: Transaction, *, task_id: TaskId, expected_revision: int, state: TaskState) -> TaskRow:
-    """Set the task's state if it is still at ``expected_revision``; append ``task-state-changed``.
-
-    Raises :class:`StaleRevisionError` when the task moved on (or :class:`NotFoundError`). The caller
-    validated the transition.
-    """
-    before = require_task(tx, task_id)
-    rows = tx.execute(
-        "UPDATE tasks SET state = ?, revision = revision + 1, updated_at_us = max(updated_at_us, ?)"
-        " WHERE id = ? AND revision = ? RETURNING revision",
-        (state.value, now_us(), task_id.value, expected_revision),
-    )
-    if not rows:
-        raise StaleRevisionError(kind="task", entity_id=task_id.value, expected=expected_revision,
-                                 actual=before.revision)
-    append_event(tx, session_id=before.session_id, kind="task-state-changed",
-                 payload={"task_id": task_id.value, "from": before.state.value, "to": state.value,
-                          "revision": int(rows[0][0])})
-    return require_task(tx, task_id)

@@ -28,7 +28,8 @@ from codeflux.domain.tools import bind_tool_request
 from codeflux.store.authority import ExecutionResultValues
 from codeflux.store.database import Database, Transaction
 from codeflux.store.events import find_journal_gaps, read_events_after
-from codeflux.store.tasks import change_task_state, insert_task, require_task, task_session_id
+from codeflux.store.task_records import change_task_state
+from codeflux.store.tasks import insert_task, require_task, task_session_id
 
 PIN = ExecutablePin(path="/usr/bin/true", sha256="c" * 64)
 
@@ -210,7 +211,8 @@ def test_pausing_the_task_refuses_an_approved_execution(db: Database, service: A
     task_id = new_task(db)
     view = submit(service, task_id, "run_command", "k1", argv=["true"])
     service.record_user_decision(view.request_id, UserDecision.ALLOW_FOR_TASK, reason="ok")
-    db.write(lambda tx: change_task_state(tx, task_id=task_id, expected_revision=0, state=TaskState.PAUSED))
+    db.write(lambda tx: change_task_state(tx, task_id=task_id, expected_revision=0, state=TaskState.PAUSED,
+                                          reason="test"))
 
     with pytest.raises(TaskInactiveError):
         service.record_execution_intent(view.request_id)
@@ -301,7 +303,8 @@ def test_a_task_keeps_its_worktree_and_its_revision_advances_by_one(db: Database
         db.write(lambda tx: tx.execute("UPDATE tasks SET worktree_path = '/elsewhere', revision = revision + 1"))
     with pytest.raises(StoreError):
         db.write(lambda tx: tx.execute("UPDATE tasks SET state = 'paused', revision = revision + 2"))
-    moved = db.write(lambda tx: change_task_state(tx, task_id=task_id, expected_revision=0, state=TaskState.PAUSED))
+    moved = db.write(lambda tx: change_task_state(tx, task_id=task_id, expected_revision=0, state=TaskState.PAUSED,
+                                          reason="test"))
     assert (moved.state, moved.revision) == (TaskState.PAUSED, 1)
 
 

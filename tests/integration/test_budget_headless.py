@@ -41,7 +41,8 @@ from codeflux.providers.anthropic import AnthropicAdapter
 from codeflux.redact import Redactor
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
-from codeflux.store.tasks import change_task_state, insert_task, require_task
+from codeflux.store.task_records import change_task_state, transitions_of_task
+from codeflux.store.tasks import insert_task, require_task
 from tests.fixtures.cli import run_codeflux
 from tests.fixtures.provider_servers import ProviderServer, a_test_key, anthropic_message, json_reply
 
@@ -99,6 +100,9 @@ def test_hitting_the_hard_budget_pauses_the_task_with_exact_figures_and_raising_
         assert "the next call reserves $0.04 and $0.03 is left of $0.06" in str(exhausted.value)
         assert len(server.requests) == 2  # nothing was sent for the refused call
         assert state_of(db, task_id) is TaskState.PAUSED
+        moves = db.read(lambda view: transitions_of_task(view, task_id))
+        assert (moves[-1].from_state, moves[-1].to_state, moves[-1].actor) == (
+            TaskState.RUNNING, TaskState.PAUSED, "system")
         paused = budgets.summary(task_id)
         assert (paused.hard_limit.minor, paused.spent_known.minor, paused.reserved_known.minor) == (6, 3, 0)
         assert paused.remaining == Money(minor=3, currency=USD) and paused.tokens_used == 1100 + 3950
@@ -124,7 +128,7 @@ def test_hitting_the_hard_budget_pauses_the_task_with_exact_figures_and_raising_
         assert [third.charged, fourth.charged] == [Money(minor=2, currency=USD), Money(minor=1, currency=USD)]
 
     db.write(lambda tx: change_task_state(tx, task_id=task_id, expected_revision=require_task(tx, task_id).revision,
-                                          state=TaskState.VALIDATING))
+                                          state=TaskState.VALIDATING, reason="the work moves on to checks"))
     final = budgets.summary(task_id)
     assert (final.hard_limit.minor, final.spent_known.minor, final.reserved_known.minor) == (10, 6, 0)
     assert final.spent == Money(minor=6, currency=USD) and final.remaining == Money(minor=4, currency=USD)

@@ -37,7 +37,8 @@ from codeflux.domain.tasks import TaskState
 from codeflux.redact import default_redactor
 from codeflux.store.database import Database, Transaction
 from codeflux.store.location import DataLocation
-from codeflux.store.tasks import change_task_state, insert_task, require_task
+from codeflux.store.task_records import change_task_state
+from codeflux.store.tasks import insert_task, require_task
 from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.worktrees import git, make_task_worktree
 
@@ -351,7 +352,8 @@ def test_an_inactive_task_denies_everything_but_reads(
     granted = run(driver, tasks.first, *APPEND)
     driver.decide(granted.request_id, UserDecision.ALLOW_FOR_TASK, reason="allowed while running")
     revision = db.read(lambda view: require_task(view, tasks.first)).revision
-    db.write(lambda tx: change_task_state(tx, task_id=tasks.first, expected_revision=revision, state=state))
+    db.write(lambda tx: change_task_state(tx, task_id=tasks.first, expected_revision=revision, state=state,
+                                          reason="test"))
 
     read = submit(driver, tasks.first, "read_file", path="README.md")
     write = submit(driver, tasks.first, "write_file", path="README.md", content="changed",
