@@ -1,0 +1,800 @@
+from . import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GetOverviewRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ProviderStatus(_message.Message):
+    __slots__ = ("name", "credential_stored", "reference_recorded", "detail")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CREDENTIAL_STORED_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_RECORDED_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    credential_stored: bool
+    reference_recorded: bool
+    detail: str
+    def __init__(self, name: _Optional[str] = ..., credential_stored: _Optional[bool] = ..., reference_recorded: _Optional[bool] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class Overview(_message.Message):
+    __slots__ = ("version", "provider_label", "scripted", "providers", "repositories", "data_directory_name", "system_session_id", "first_run")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    SCRIPTED_FIELD_NUMBER: _ClassVar[int]
+    PROVIDERS_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORIES_FIELD_NUMBER: _ClassVar[int]
+    DATA_DIRECTORY_NAME_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_RUN_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    provider_label: str
+    scripted: bool
+    providers: _containers.RepeatedCompositeFieldContainer[ProviderStatus]
+    repositories: _containers.RepeatedCompositeFieldContainer[RepositoryView]
+    data_directory_name: str
+    system_session_id: str
+    first_run: bool
+    def __init__(self, version: _Optional[str] = ..., provider_label: _Optional[str] = ..., scripted: _Optional[bool] = ..., providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ..., repositories: _Optional[_Iterable[_Union[RepositoryView, _Mapping]]] = ..., data_directory_name: _Optional[str] = ..., system_session_id: _Optional[str] = ..., first_run: _Optional[bool] = ...) -> None: ...
+
+class InspectRepositoryRequest(_message.Message):
+    __slots__ = ("path",)
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    def __init__(self, path: _Optional[str] = ...) -> None: ...
+
+class ChangedPath(_message.Message):
+    __slots__ = ("path", "status", "content_sha256")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_SHA256_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    status: str
+    content_sha256: str
+    def __init__(self, path: _Optional[str] = ..., status: _Optional[str] = ..., content_sha256: _Optional[str] = ...) -> None: ...
+
+class RepositoryView(_message.Message):
+    __slots__ = ("root", "head", "branch", "detached", "operations_in_progress", "changes", "dirty_hash", "dirty", "repository_id")
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
+    BRANCH_FIELD_NUMBER: _ClassVar[int]
+    DETACHED_FIELD_NUMBER: _ClassVar[int]
+    OPERATIONS_IN_PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    DIRTY_HASH_FIELD_NUMBER: _ClassVar[int]
+    DIRTY_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_ID_FIELD_NUMBER: _ClassVar[int]
+    root: str
+    head: str
+    branch: str
+    detached: bool
+    operations_in_progress: _containers.RepeatedScalarFieldContainer[str]
+    changes: _containers.RepeatedCompositeFieldContainer[ChangedPath]
+    dirty_hash: str
+    dirty: bool
+    repository_id: str
+    def __init__(self, root: _Optional[str] = ..., head: _Optional[str] = ..., branch: _Optional[str] = ..., detached: _Optional[bool] = ..., operations_in_progress: _Optional[_Iterable[str]] = ..., changes: _Optional[_Iterable[_Union[ChangedPath, _Mapping]]] = ..., dirty_hash: _Optional[str] = ..., dirty: _Optional[bool] = ..., repository_id: _Optional[str] = ...) -> None: ...
+
+class CreateDemoRepositoryRequest(_message.Message):
+    __slots__ = ("control",)
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ...) -> None: ...
+
+class ListTasksRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class TaskSummary(_message.Message):
+    __slots__ = ("task_id", "title", "state", "revision", "repository_root", "session_id", "needs_attention")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_ROOT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    NEEDS_ATTENTION_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    title: str
+    state: str
+    revision: int
+    repository_root: str
+    session_id: str
+    needs_attention: bool
+    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., session_id: _Optional[str] = ..., needs_attention: _Optional[bool] = ...) -> None: ...
+
+class ListTasksReply(_message.Message):
+    __slots__ = ("tasks",)
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[TaskSummary]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[TaskSummary, _Mapping]]] = ...) -> None: ...
+
+class GetTaskRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class TaskActionView(_message.Message):
+    __slots__ = ("action", "available", "reason")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    available: bool
+    reason: str
+    def __init__(self, action: _Optional[str] = ..., available: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class PlanStepView(_message.Message):
+    __slots__ = ("title", "detail", "expected_files")
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_FILES_FIELD_NUMBER: _ClassVar[int]
+    title: str
+    detail: str
+    expected_files: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, title: _Optional[str] = ..., detail: _Optional[str] = ..., expected_files: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PlanCheckView(_message.Message):
+    __slots__ = ("name", "argv")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PlanPermissionView(_message.Message):
+    __slots__ = ("capability", "resource", "reason")
+    CAPABILITY_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    capability: str
+    resource: str
+    reason: str
+    def __init__(self, capability: _Optional[str] = ..., resource: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CountRange(_message.Message):
+    __slots__ = ("low", "high")
+    LOW_FIELD_NUMBER: _ClassVar[int]
+    HIGH_FIELD_NUMBER: _ClassVar[int]
+    low: int
+    high: int
+    def __init__(self, low: _Optional[int] = ..., high: _Optional[int] = ...) -> None: ...
+
+class ForecastView(_message.Message):
+    __slots__ = ("label", "heuristic", "wall_seconds", "tokens", "cost", "uncertainty")
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    HEURISTIC_FIELD_NUMBER: _ClassVar[int]
+    WALL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    UNCERTAINTY_FIELD_NUMBER: _ClassVar[int]
+    label: str
+    heuristic: str
+    wall_seconds: CountRange
+    tokens: CountRange
+    cost: _common_pb2.MoneyRange
+    uncertainty: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, label: _Optional[str] = ..., heuristic: _Optional[str] = ..., wall_seconds: _Optional[_Union[CountRange, _Mapping]] = ..., tokens: _Optional[_Union[CountRange, _Mapping]] = ..., cost: _Optional[_Union[_common_pb2.MoneyRange, _Mapping]] = ..., uncertainty: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PlanView(_message.Message):
+    __slots__ = ("revision", "sha256", "task_class", "scope_summary", "scope_paths", "scope_excluded", "steps", "checks", "permissions", "assumptions", "forecast", "decision", "feedback", "author_label")
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    TASK_CLASS_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_PATHS_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_EXCLUDED_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    CHECKS_FIELD_NUMBER: _ClassVar[int]
+    PERMISSIONS_FIELD_NUMBER: _ClassVar[int]
+    ASSUMPTIONS_FIELD_NUMBER: _ClassVar[int]
+    FORECAST_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    FEEDBACK_FIELD_NUMBER: _ClassVar[int]
+    AUTHOR_LABEL_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    sha256: str
+    task_class: str
+    scope_summary: str
+    scope_paths: _containers.RepeatedScalarFieldContainer[str]
+    scope_excluded: _containers.RepeatedScalarFieldContainer[str]
+    steps: _containers.RepeatedCompositeFieldContainer[PlanStepView]
+    checks: _containers.RepeatedCompositeFieldContainer[PlanCheckView]
+    permissions: _containers.RepeatedCompositeFieldContainer[PlanPermissionView]
+    assumptions: _containers.RepeatedScalarFieldContainer[str]
+    forecast: ForecastView
+    decision: str
+    feedback: str
+    author_label: str
+    def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ...) -> None: ...
+
+class BudgetView(_message.Message):
+    __slots__ = ("set", "revision", "hard_limit", "warning", "spent", "reserved", "remaining", "tokens_used", "tokens_reserved", "token_limit", "token_limit_set", "pending_decisions", "exhausted", "lines")
+    SET_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    HARD_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    WARNING_FIELD_NUMBER: _ClassVar[int]
+    SPENT_FIELD_NUMBER: _ClassVar[int]
+    RESERVED_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_USED_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_RESERVED_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_LIMIT_SET_FIELD_NUMBER: _ClassVar[int]
+    PENDING_DECISIONS_FIELD_NUMBER: _ClassVar[int]
+    EXHAUSTED_FIELD_NUMBER: _ClassVar[int]
+    LINES_FIELD_NUMBER: _ClassVar[int]
+    set: bool
+    revision: int
+    hard_limit: _common_pb2.Money
+    warning: _common_pb2.Money
+    spent: _common_pb2.MaybeMoney
+    reserved: _common_pb2.MaybeMoney
+    remaining: _common_pb2.MaybeMoney
+    tokens_used: int
+    tokens_reserved: int
+    token_limit: int
+    token_limit_set: bool
+    pending_decisions: _containers.RepeatedScalarFieldContainer[int]
+    exhausted: bool
+    lines: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, set: _Optional[bool] = ..., revision: _Optional[int] = ..., hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., warning: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., spent: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., reserved: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., remaining: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., tokens_used: _Optional[int] = ..., tokens_reserved: _Optional[int] = ..., token_limit: _Optional[int] = ..., token_limit_set: _Optional[bool] = ..., pending_decisions: _Optional[_Iterable[int]] = ..., exhausted: _Optional[bool] = ..., lines: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class PendingApproval(_message.Message):
+    __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    tool: str
+    arguments: _containers.RepeatedCompositeFieldContainer[Argument]
+    capabilities: _containers.RepeatedScalarFieldContainer[str]
+    scope: str
+    operation_identity: str
+    reason: str
+    cwd: str
+    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., operation_identity: _Optional[str] = ..., reason: _Optional[str] = ..., cwd: _Optional[str] = ...) -> None: ...
+
+class Argument(_message.Message):
+    __slots__ = ("name", "value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+
+class AttemptView(_message.Message):
+    __slots__ = ("attempt", "plan_revision", "open", "stopped_at")
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    PLAN_REVISION_FIELD_NUMBER: _ClassVar[int]
+    OPEN_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_AT_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    plan_revision: int
+    open: bool
+    stopped_at: str
+    def __init__(self, attempt: _Optional[int] = ..., plan_revision: _Optional[int] = ..., open: _Optional[bool] = ..., stopped_at: _Optional[str] = ...) -> None: ...
+
+class TaskView(_message.Message):
+    __slots__ = ("task_id", "title", "requirement", "state", "revision", "repository_root", "base_revision", "worktree", "session_id", "actions", "plan", "budget", "pending_approvals", "attempt", "run_active", "provider_label", "through_sequence", "last_outcome")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    REQUIREMENT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_ROOT_FIELD_NUMBER: _ClassVar[int]
+    BASE_REVISION_FIELD_NUMBER: _ClassVar[int]
+    WORKTREE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    PENDING_APPROVALS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    RUN_ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    THROUGH_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    LAST_OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    title: str
+    requirement: str
+    state: str
+    revision: int
+    repository_root: str
+    base_revision: str
+    worktree: str
+    session_id: str
+    actions: _containers.RepeatedCompositeFieldContainer[TaskActionView]
+    plan: PlanView
+    budget: BudgetView
+    pending_approvals: _containers.RepeatedCompositeFieldContainer[PendingApproval]
+    attempt: AttemptView
+    run_active: bool
+    provider_label: str
+    through_sequence: int
+    last_outcome: str
+    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., requirement: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., base_revision: _Optional[str] = ..., worktree: _Optional[str] = ..., session_id: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[TaskActionView, _Mapping]]] = ..., plan: _Optional[_Union[PlanView, _Mapping]] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., pending_approvals: _Optional[_Iterable[_Union[PendingApproval, _Mapping]]] = ..., attempt: _Optional[_Union[AttemptView, _Mapping]] = ..., run_active: _Optional[bool] = ..., provider_label: _Optional[str] = ..., through_sequence: _Optional[int] = ..., last_outcome: _Optional[str] = ...) -> None: ...
+
+class CreateTaskRequest(_message.Message):
+    __slots__ = ("control", "repository_path", "requirement", "title", "acknowledged_dirty_hash")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_PATH_FIELD_NUMBER: _ClassVar[int]
+    REQUIREMENT_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    ACKNOWLEDGED_DIRTY_HASH_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    repository_path: str
+    requirement: str
+    title: str
+    acknowledged_dirty_hash: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., repository_path: _Optional[str] = ..., requirement: _Optional[str] = ..., title: _Optional[str] = ..., acknowledged_dirty_hash: _Optional[str] = ...) -> None: ...
+
+class DraftPlanRequest(_message.Message):
+    __slots__ = ("control", "task_id")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ...) -> None: ...
+
+class ApprovePlanRequest(_message.Message):
+    __slots__ = ("control", "task_id", "revision", "sha256")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    revision: int
+    sha256: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., revision: _Optional[int] = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class SendBackPlanRequest(_message.Message):
+    __slots__ = ("control", "task_id", "revision", "sha256", "feedback")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    FEEDBACK_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    revision: int
+    sha256: str
+    feedback: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., revision: _Optional[int] = ..., sha256: _Optional[str] = ..., feedback: _Optional[str] = ...) -> None: ...
+
+class StartTaskRequest(_message.Message):
+    __slots__ = ("control", "task_id", "plan_revision")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    PLAN_REVISION_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    plan_revision: int
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., plan_revision: _Optional[int] = ...) -> None: ...
+
+class TaskActionRequest(_message.Message):
+    __slots__ = ("control", "task_id", "reason")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    reason: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class SetBudgetRequest(_message.Message):
+    __slots__ = ("control", "task_id", "choice", "hard_limit", "currency")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    CHOICE_FIELD_NUMBER: _ClassVar[int]
+    HARD_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    choice: str
+    hard_limit: str
+    currency: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., choice: _Optional[str] = ..., hard_limit: _Optional[str] = ..., currency: _Optional[str] = ...) -> None: ...
+
+class GetTimelineRequest(_message.Message):
+    __slots__ = ("task_id", "after_sequence", "limit")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    after_sequence: int
+    limit: int
+    def __init__(self, task_id: _Optional[str] = ..., after_sequence: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class Timeline(_message.Message):
+    __slots__ = ("events", "has_more")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    HAS_MORE_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[SessionEvent]
+    has_more: bool
+    def __init__(self, events: _Optional[_Iterable[_Union[SessionEvent, _Mapping]]] = ..., has_more: _Optional[bool] = ...) -> None: ...
+
+class ListPendingRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class ListPendingReply(_message.Message):
+    __slots__ = ("pending", "denials")
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    DENIALS_FIELD_NUMBER: _ClassVar[int]
+    pending: _containers.RepeatedCompositeFieldContainer[PendingApproval]
+    denials: _containers.RepeatedCompositeFieldContainer[DenialView]
+    def __init__(self, pending: _Optional[_Iterable[_Union[PendingApproval, _Mapping]]] = ..., denials: _Optional[_Iterable[_Union[DenialView, _Mapping]]] = ...) -> None: ...
+
+class DenialView(_message.Message):
+    __slots__ = ("capability", "resource", "reason")
+    CAPABILITY_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    capability: str
+    resource: str
+    reason: str
+    def __init__(self, capability: _Optional[str] = ..., resource: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DecideRequest(_message.Message):
+    __slots__ = ("control", "task_id", "request_id", "decision", "reason")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    request_id: str
+    decision: str
+    reason: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., request_id: _Optional[str] = ..., decision: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DecideReply(_message.Message):
+    __slots__ = ("request_id", "outcome", "task")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    outcome: str
+    task: TaskView
+    def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[str] = ..., task: _Optional[_Union[TaskView, _Mapping]] = ...) -> None: ...
+
+class GetReviewRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class DiffFileView(_message.Message):
+    __slots__ = ("path", "status")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    status: str
+    def __init__(self, path: _Optional[str] = ..., status: _Optional[str] = ...) -> None: ...
+
+class CheckView(_message.Message):
+    __slots__ = ("name", "outcome", "detail")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    outcome: str
+    detail: str
+    def __init__(self, name: _Optional[str] = ..., outcome: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class ReviewView(_message.Message):
+    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    BASE_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    UNIFIED_DIFF_FIELD_NUMBER: _ClassVar[int]
+    DIFF_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    CHECKS_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_FIELD_NUMBER: _ClassVar[int]
+    NOT_EXAMINED_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_MATCHES_DIFF_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    diff_identity: str
+    base: str
+    head: str
+    files: _containers.RepeatedCompositeFieldContainer[DiffFileView]
+    unified_diff: str
+    diff_truncated: bool
+    checks: _containers.RepeatedCompositeFieldContainer[CheckView]
+    evidence: _containers.RepeatedScalarFieldContainer[str]
+    not_examined: _containers.RepeatedScalarFieldContainer[str]
+    evidence_matches_diff: bool
+    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ...) -> None: ...
+
+class ListStagesRequest(_message.Message):
+    __slots__ = ("task_id", "attempt")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    attempt: int
+    def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class StageView(_message.Message):
+    __slots__ = ("number", "name", "phase", "outcome", "detail", "gate")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    GATE_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    name: str
+    phase: str
+    outcome: str
+    detail: str
+    gate: str
+    def __init__(self, number: _Optional[int] = ..., name: _Optional[str] = ..., phase: _Optional[str] = ..., outcome: _Optional[str] = ..., detail: _Optional[str] = ..., gate: _Optional[str] = ...) -> None: ...
+
+class ListStagesReply(_message.Message):
+    __slots__ = ("attempt", "stages")
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    STAGES_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    stages: _containers.RepeatedCompositeFieldContainer[StageView]
+    def __init__(self, attempt: _Optional[int] = ..., stages: _Optional[_Iterable[_Union[StageView, _Mapping]]] = ...) -> None: ...
+
+class AcceptChangeRequest(_message.Message):
+    __slots__ = ("control", "task_id", "diff_identity")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    diff_identity: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ...) -> None: ...
+
+class AcceptChangeReply(_message.Message):
+    __slots__ = ("kind", "branch", "previous_head", "landed_head", "conflicting_paths", "task")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    BRANCH_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_HEAD_FIELD_NUMBER: _ClassVar[int]
+    LANDED_HEAD_FIELD_NUMBER: _ClassVar[int]
+    CONFLICTING_PATHS_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    branch: str
+    previous_head: str
+    landed_head: str
+    conflicting_paths: _containers.RepeatedScalarFieldContainer[str]
+    task: TaskView
+    def __init__(self, kind: _Optional[str] = ..., branch: _Optional[str] = ..., previous_head: _Optional[str] = ..., landed_head: _Optional[str] = ..., conflicting_paths: _Optional[_Iterable[str]] = ..., task: _Optional[_Union[TaskView, _Mapping]] = ...) -> None: ...
+
+class RejectChangeRequest(_message.Message):
+    __slots__ = ("control", "task_id", "diff_identity", "reason")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    diff_identity: str
+    reason: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ListRecoveryRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AmbiguousEffectView(_message.Message):
+    __slots__ = ("item_id", "kind", "summary", "outcome")
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    item_id: str
+    kind: str
+    summary: str
+    outcome: str
+    def __init__(self, item_id: _Optional[str] = ..., kind: _Optional[str] = ..., summary: _Optional[str] = ..., outcome: _Optional[str] = ...) -> None: ...
+
+class RefusedAction(_message.Message):
+    __slots__ = ("action", "reason")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    action: str
+    reason: str
+    def __init__(self, action: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RecoveryView(_message.Message):
+    __slots__ = ("task_id", "title", "state", "known", "ambiguous", "recommended", "why", "allowed", "refused", "revision")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    KNOWN_FIELD_NUMBER: _ClassVar[int]
+    AMBIGUOUS_FIELD_NUMBER: _ClassVar[int]
+    RECOMMENDED_FIELD_NUMBER: _ClassVar[int]
+    WHY_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    title: str
+    state: str
+    known: _containers.RepeatedScalarFieldContainer[str]
+    ambiguous: _containers.RepeatedCompositeFieldContainer[AmbiguousEffectView]
+    recommended: str
+    why: str
+    allowed: _containers.RepeatedScalarFieldContainer[str]
+    refused: _containers.RepeatedCompositeFieldContainer[RefusedAction]
+    revision: int
+    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., state: _Optional[str] = ..., known: _Optional[_Iterable[str]] = ..., ambiguous: _Optional[_Iterable[_Union[AmbiguousEffectView, _Mapping]]] = ..., recommended: _Optional[str] = ..., why: _Optional[str] = ..., allowed: _Optional[_Iterable[str]] = ..., refused: _Optional[_Iterable[_Union[RefusedAction, _Mapping]]] = ..., revision: _Optional[int] = ...) -> None: ...
+
+class ListRecoveryReply(_message.Message):
+    __slots__ = ("tasks",)
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[RecoveryView]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[RecoveryView, _Mapping]]] = ...) -> None: ...
+
+class RecordOutcomeRequest(_message.Message):
+    __slots__ = ("control", "task_id", "item_id", "outcome", "note")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    item_id: str
+    outcome: str
+    note: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., item_id: _Optional[str] = ..., outcome: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
+
+class RecoveryActionRequest(_message.Message):
+    __slots__ = ("control", "task_id", "action")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    action: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., action: _Optional[str] = ...) -> None: ...
+
+class GetSettingsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class EndpointApprovalView(_message.Message):
+    __slots__ = ("provider", "base_url", "approved_at")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    APPROVED_AT_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    base_url: str
+    approved_at: str
+    def __init__(self, provider: _Optional[str] = ..., base_url: _Optional[str] = ..., approved_at: _Optional[str] = ...) -> None: ...
+
+class SettingsView(_message.Message):
+    __slots__ = ("providers", "endpoint_approvals", "default_hard_limit", "provider_label")
+    PROVIDERS_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_APPROVALS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_HARD_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    providers: _containers.RepeatedCompositeFieldContainer[ProviderStatus]
+    endpoint_approvals: _containers.RepeatedCompositeFieldContainer[EndpointApprovalView]
+    default_hard_limit: _common_pb2.Money
+    provider_label: str
+    def __init__(self, providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ..., endpoint_approvals: _Optional[_Iterable[_Union[EndpointApprovalView, _Mapping]]] = ..., default_hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., provider_label: _Optional[str] = ...) -> None: ...
+
+class SetBudgetDefaultsRequest(_message.Message):
+    __slots__ = ("control", "hard_limit", "currency")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    HARD_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    hard_limit: str
+    currency: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., hard_limit: _Optional[str] = ..., currency: _Optional[str] = ...) -> None: ...
+
+class RunDoctorRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DoctorCheckView(_message.Message):
+    __slots__ = ("name", "status", "detail")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    status: str
+    detail: str
+    def __init__(self, name: _Optional[str] = ..., status: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class DoctorReport(_message.Message):
+    __slots__ = ("checks", "healthy")
+    CHECKS_FIELD_NUMBER: _ClassVar[int]
+    HEALTHY_FIELD_NUMBER: _ClassVar[int]
+    checks: _containers.RepeatedCompositeFieldContainer[DoctorCheckView]
+    healthy: bool
+    def __init__(self, checks: _Optional[_Iterable[_Union[DoctorCheckView, _Mapping]]] = ..., healthy: _Optional[bool] = ...) -> None: ...
+
+class CreateBackupRequest(_message.Message):
+    __slots__ = ("control",)
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ...) -> None: ...
+
+class BackupView(_message.Message):
+    __slots__ = ("file_name", "bytes", "pages")
+    FILE_NAME_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    PAGES_FIELD_NUMBER: _ClassVar[int]
+    file_name: str
+    bytes: int
+    pages: int
+    def __init__(self, file_name: _Optional[str] = ..., bytes: _Optional[int] = ..., pages: _Optional[int] = ...) -> None: ...
+
+class SubscribeRequest(_message.Message):
+    __slots__ = ("session_id", "after_sequence")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    after_sequence: int
+    def __init__(self, session_id: _Optional[str] = ..., after_sequence: _Optional[int] = ...) -> None: ...
+
+class SessionEvent(_message.Message):
+    __slots__ = ("session_id", "sequence", "kind", "created_at_us", "payload_json")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_US_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    sequence: int
+    kind: str
+    created_at_us: int
+    payload_json: str
+    def __init__(self, session_id: _Optional[str] = ..., sequence: _Optional[int] = ..., kind: _Optional[str] = ..., created_at_us: _Optional[int] = ..., payload_json: _Optional[str] = ...) -> None: ...
+
+class ReplayBoundary(_message.Message):
+    __slots__ = ("through_sequence",)
+    THROUGH_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    through_sequence: int
+    def __init__(self, through_sequence: _Optional[int] = ...) -> None: ...
+
+class SessionFrame(_message.Message):
+    __slots__ = ("event", "replay_boundary")
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_BOUNDARY_FIELD_NUMBER: _ClassVar[int]
+    event: SessionEvent
+    replay_boundary: ReplayBoundary
+    def __init__(self, event: _Optional[_Union[SessionEvent, _Mapping]] = ..., replay_boundary: _Optional[_Union[ReplayBoundary, _Mapping]] = ...) -> None: ...
+
+class GetHeadRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class SessionHead(_message.Message):
+    __slots__ = ("session_id", "through_sequence")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    THROUGH_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    through_sequence: int
+    def __init__(self, session_id: _Optional[str] = ..., through_sequence: _Optional[int] = ...) -> None: ...
