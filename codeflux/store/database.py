@@ -85,6 +85,7 @@ class Database:
         # The -wal/-shm files appear with the first write and stay while a connection is open, so
         # their modes are narrowed once, after the first commit (not on every commit).
         self._side_files_restricted = False
+        self._commit_listeners: list[Callable[[], None]] = []
 
     @classmethod
     def open(cls, path: Path, *, create: bool = False) -> Database:
@@ -125,7 +126,22 @@ class Database:
                 self._side_files_restricted = True
         for callback in tx._after_commit:
             callback()
+        for listener in tuple(self._commit_listeners):
+            listener()
         return result
+
+    def add_commit_listener(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` after every commit on this database (after the transaction's own callbacks).
+
+        Listeners run on the committing thread and must not block or write; the session stream uses one
+        to wake its subscribers, which then read the committed rows themselves. Returns the remover."""
+        self._commit_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._commit_listeners:
+                self._commit_listeners.remove(listener)
+
+        return remove
 
     def read(self, work: Callable[[ReadView], T]) -> T:
         """Run ``work`` against a consistent snapshot on the reader connection."""

@@ -1,0 +1,7 @@
+"""The product's service implementations behind ``api/codeflux/v1/product.proto``.
+
+One implementation per RPC, registered in a :class:`~codeflux.services.registry.MethodTable` that both
+transports dispatch to: the browser's WebSocket envelope and the gRPC server on the Unix socket
+(:mod:`codeflux.server`). Handlers are thin: they validate the request, call the coordinator and turn
+its records into protobuf views. May import every package except ``server`` and ``cli``.
+"""
