@@ -8,9 +8,13 @@ The pre-approved operations (``--allow``, repeatable) are exact, never patterns:
 * ``TOOL:JSON`` — any other tool with exactly the arguments of the JSON object.
 
 Anything a run would have to ask a person about becomes a recorded denial naming its cause (exit 4).
-SIGINT / SIGTERM while a task runs (here and in ``task start|resume``) pause the task through the task
-service, so the loop stops before its next turn; a ``shutdown`` checkpoint follows and the exit is 4
-(:class:`ShutdownOnSignal`).
+SIGINT / SIGTERM (here and in ``task plan|start|resume``; :class:`ShutdownOnSignal`) never cut anything
+off half-way: while a plan is drafted, the model call under way finishes and its plan is recorded, then
+the command stops before approving or running anything (exit 4; the task awaits plan approval, or is
+paused if no plan was recorded); while a task runs, it is paused through the task service, so the run
+stops at the next boundary — between turns, between tool calls, at the handover to validation — with
+its attempt's ledger finished, a ``shutdown`` checkpoint follows and the exit is 4. ``codeflux task
+resume`` continues the run's conversation (kept in SQLite, redacted) with the plan steps already done.
 This module also holds the wiring the ``task plan|start|resume`` verbs share (provider routes, the
 scripted provider's script, the transcript printer).
 """
@@ -18,6 +22,7 @@ scripted provider's script, the transcript printer).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -33,7 +38,7 @@ from typing import Final
 
 from codeflux.authority.decide import Decider, UserDecision
 from codeflux.cli.context import CliContext
-from codeflux.cli.exit_codes import ExitCode
+from codeflux.cli.exit_codes import ExitCode, exit_code_for
 from codeflux.coordinator.budget import BudgetService
 from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
 from codeflux.coordinator.gateway import ModelGateway, ModelRoute
@@ -244,9 +249,10 @@ class TranscriptDriver(ToolDriver):
         self._seen: set[str] = set()
 
     def submit_tool_request(self, task_id: TaskId, tool: str, raw_args: Mapping[str, object], *,
-                            idempotency_key: str, source: str = "model") -> SubmittedRequest:
+                            idempotency_key: str, source: str = "model",
+                            intend_if_allowed: bool = False) -> SubmittedRequest:
         request = super().submit_tool_request(task_id, tool, raw_args, idempotency_key=idempotency_key,
-                                              source=source)
+                                              source=source, intend_if_allowed=intend_if_allowed)
         if request.request_id in self._seen:
             return request
         self._seen.add(request.request_id)
@@ -307,9 +313,14 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
         identity = diff_against_base(binding).identity
         ctx.say(f"diff identity {identity} (`codeflux task diff {task_id}`)")
     ctx.say(f"task {task_id}: {task.state} — {outcome.kind}: {outcome.reason[:300]}")
-    code = _EXIT_OF[outcome.kind]
+    # A failed model call ends the run with the error's own code in the one table (1 for a provider
+    # failure such as a script that ran out of turns, 4 for a budget refusal); every other ending by kind.
+    code = _EXIT_OF[outcome.kind] if outcome.error is None else exit_code_for(outcome.error)
     if outcome.kind is RunOutcomeKind.AWAITING_REVIEW and identity is not None:
         ctx.say(f"next: codeflux task accept {task_id} --identity {identity}  (or reject it with --reason)")
+    elif outcome.error is not None and task.state is TaskState.PAUSED:
+        ctx.say(f"next: `codeflux task resume {task_id}` with a provider (or script) that can answer continues the "
+                f"conversation; `codeflux task cancel {task_id}` ends it")
     elif code is ExitCode.DECISION_NEEDED:
         ctx.say(f"next: `codeflux task show {task_id}`; allow what is needed exactly (--allow) and "
                 f"`codeflux task resume {task_id}`")
@@ -319,47 +330,64 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
 
 def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks: TaskService, task_id: TaskId,
                    *, args: argparse.Namespace, phases: Sequence[str] = ("run",),
-                   gateway: tuple[ModelGateway, str] | None = None) -> int:
+                   gateway: tuple[ModelGateway, str] | None = None,
+                   shutdown: ShutdownOnSignal | None = None) -> int:
     """Run a ``ready`` task in this process under the headless policy of ``args.allow``; holds the
-    shared running lock throughout. Returns the exit code."""
+    shared running lock throughout. ``shutdown``: the command's own signal handling, already installed
+    (one is installed here otherwise). Returns the exit code."""
     policy = headless_policy(args.allow)
     chosen, provider = gateway or build_gateway(db, args, phases=phases)
     task = tasks.show(task_id).task
-    ctx.say(f"running task {task_id} with {provider}; {len(policy.preapproved_operations)} pre-approved "
-            "operation(s); prompting is off")
-    with shared_running_lock(location), TranscriptDriver(db, state_dir=location.directory / "workers",
-                                                         say=ctx.say) as driver, ShutdownOnSignal(
-            ctx, location, task_id) as shutdown:
-        outcome = run_task(task_id, gateway=chosen, driver=driver, tasks=tasks,
-                           repo_snapshot=open_repository(task.repository_root), position=LadderPosition.start(),
-                           limits=LoopLimits(), headless_policy=policy,
-                           provider=SCRIPTED if provider == SCRIPTED_DISPLAY_NAME else None)
-        if shutdown.requested is not None:
-            shutdown.settle()
-            row = CheckpointService(tasks.changes).capture_checkpoint(task_id, CheckpointTrigger.SHUTDOWN)
-            if row is not None:
-                ctx.say(f"shutdown checkpoint {row.sequence} on {row.ref_name} ({row.commit_id[:12]})")
-    return report_outcome(ctx, tasks, outcome)
+    handling = contextlib.nullcontext(shutdown) if shutdown is not None else ShutdownOnSignal(ctx, location)
+    with handling as stopping:
+        if stopping.requested is not None:
+            ctx.say(f"{stopping.requested}: stopped before the run of task {task_id} started; it is "
+                    f"{tasks.show(task_id).task.state} (`codeflux task start {task_id}` runs it)")
+            ctx.say(f"exit {int(ExitCode.DECISION_NEEDED)}")
+            return int(ExitCode.DECISION_NEEDED)
+        ctx.say(f"running task {task_id} with {provider}; {len(policy.preapproved_operations)} pre-approved "
+                "operation(s); prompting is off")
+        with shared_running_lock(location), TranscriptDriver(db, state_dir=location.directory / "workers",
+                                                             say=ctx.say) as driver:
+            stopping.pause_task_on_signal(task_id)
+            outcome = run_task(task_id, gateway=chosen, driver=driver, tasks=tasks,
+                               repo_snapshot=open_repository(task.repository_root), position=LadderPosition.start(),
+                               limits=LoopLimits(), headless_policy=policy,
+                               provider=SCRIPTED if provider == SCRIPTED_DISPLAY_NAME else None)
+            if stopping.requested is not None:
+                stopping.settle()
+                row = CheckpointService(tasks.changes).capture_checkpoint(task_id, CheckpointTrigger.SHUTDOWN)
+                if row is not None:
+                    ctx.say(f"shutdown checkpoint {row.sequence} on {row.ref_name} ({row.commit_id[:12]})")
+        return report_outcome(ctx, tasks, outcome)
 
 
 class ShutdownOnSignal:
-    """SIGINT / SIGTERM while a task runs: stop between loop turns, resumable.
+    """SIGINT / SIGTERM during a command that plans or runs a task: stop at the next boundary, resumable.
+
+    Two phases. Until :meth:`pause_task_on_signal` names the task that runs, a signal is only recorded
+    (``requested``): the command finishes what is under way — the plan being drafted is validated and
+    recorded — and then stops before approving or running anything (the planner is asked not to make a
+    further model call). Once a task runs, a signal pauses it.
 
     The handler does not write anything itself (the main thread may be inside a transaction on its own
     connection): it starts one thread that, over a connection of its own, pauses the task through the
-    task service — the honest path, since the loop reads the task's state before every turn (and the
-    runner checks it between its phases). The run then ends ``paused`` at the next turn boundary (a tool
-    already executing finishes first; nothing is killed half-way), :func:`run_ready_task` takes a
-    ``shutdown`` checkpoint and the exit code is the one table's 4 (``codeflux task resume`` goes on).
-    A task that is not in a pausable state (say, already awaiting review) is left as it is. A second
-    signal only repeats that the stop is under way.
+    task service — the honest path, since the loop reads the task's state before every turn and every
+    tool call, and the runner at every hand-over. The run then ends ``paused`` at the next boundary (a
+    tool already executing finishes first; nothing is killed half-way) with its attempt's ledger
+    finished, :func:`run_ready_task` takes a ``shutdown`` checkpoint and the exit code is the one table's
+    4 (``codeflux task resume`` goes on). A task still ``ready`` (the run is about to start it) is watched
+    until it runs and then paused; a task that is not in a pausable state otherwise (say, already awaiting
+    review) is left as it is. A second signal only repeats that the stop is under way.
     """
 
-    def __init__(self, ctx: CliContext, location: DataLocation, task_id: TaskId) -> None:
-        self._ctx, self._location, self._task_id = ctx, location, task_id
+    def __init__(self, ctx: CliContext, location: DataLocation, task_id: TaskId | None = None) -> None:
+        self._ctx, self._location = ctx, location
+        self._task_id: TaskId | None = task_id
         self.requested: str | None = None
         self._thread: threading.Thread | None = None
         self._previous: dict[int, object] = {}
+        self._watching = threading.Event()  # cleared by settle(): the pausing thread stops watching
 
     def __enter__(self) -> ShutdownOnSignal:
         if threading.current_thread() is threading.main_thread():
@@ -370,39 +398,64 @@ class ShutdownOnSignal:
     def __exit__(self, *exc: object) -> None:
         for number, previous in self._previous.items():
             signal.signal(number, previous)  # type: ignore[arg-type]
+        self._previous.clear()
         self.settle()
+
+    def stop_requested(self) -> str | None:
+        """The signal's name once one arrived (what the planner asks before each model call)."""
+        return self.requested
+
+    def pause_task_on_signal(self, task_id: TaskId) -> None:
+        """From now on a signal pauses ``task_id`` (and one that already arrived does so now)."""
+        self._task_id = task_id
+        if self.requested is not None and self._thread is None:
+            self._start_pausing()
 
     def _handle(self, number: int, frame: object) -> None:
         name = signal.Signals(number).name
         if self.requested is not None:
-            self._ctx.warn(f"codeflux: {name}: already stopping before the next turn")
+            self._ctx.warn(f"codeflux: {name}: already stopping at the next boundary")
             return
         self.requested = name
+        if self._task_id is None:
+            self._ctx.warn(f"codeflux: {name}: stopping once the step under way is recorded (a model call in "
+                           "progress finishes first); nothing else starts")
+            return
         self._ctx.warn(f"codeflux: {name}: pausing task {self._task_id} before its next turn "
                        "(a running tool finishes first); a shutdown checkpoint follows")
+        self._start_pausing()
+
+    def _start_pausing(self) -> None:
+        self._watching.set()
         self._thread = threading.Thread(target=self._pause, name="codeflux-shutdown", daemon=True)
         self._thread.start()
 
     def settle(self) -> None:
-        """Wait for the pausing thread (it ends after one transaction)."""
+        """Stop watching and wait for the pausing thread (it ends after at most one transaction)."""
+        self._watching.clear()
         if self._thread is not None:
             self._thread.join()
 
     def _pause(self) -> None:
+        task_id = self._task_id
+        if task_id is None:  # pragma: no cover (started only once a task is named)
+            return
         db = open_store(self._location, create=False, migrate=False)
         try:
             tasks = TaskService(db, worktrees_root=self._location.worktrees)
-            for _ in range(50):
-                task = tasks.show(self._task_id).task
-                if not describe_task_action(task.state, TaskAction.PAUSE).available:
-                    return
-                try:
-                    tasks.transition(self._task_id, TaskState.PAUSED, expected_revision=task.revision,
-                                     reason=f"{self.requested}: codeflux is shutting down", actor=Actor.USER,
-                                     idempotency_key=key())
-                    return
-                except (ConflictError, TaskActionUnavailableError, TransitionNotAllowedError):
-                    time.sleep(0.05)  # the run moved the task meanwhile: look again
+            while self._watching.is_set():
+                task = tasks.show(task_id).task
+                if describe_task_action(task.state, TaskAction.PAUSE).available:
+                    try:
+                        tasks.transition(task_id, TaskState.PAUSED, expected_revision=task.revision,
+                                         reason=f"{self.requested}: codeflux is shutting down", actor=Actor.USER,
+                                         idempotency_key=key())
+                        return
+                    except (ConflictError, TaskActionUnavailableError, TransitionNotAllowedError):
+                        pass  # the run moved the task meanwhile: look again
+                elif task.state is not TaskState.READY:
+                    return  # nothing runs that a pause could stop
+                time.sleep(0.05)
         finally:
             db.close()
 
@@ -443,7 +496,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         tasks = TaskService(db, worktrees_root=location.worktrees)
         snapshot = open_repository(Path(args.repo))
         require_acknowledged(ctx, snapshot, args.acknowledge_dirty)
-        with shared_running_lock(location):
+        with shared_running_lock(location), ShutdownOnSignal(ctx, location) as shutdown:
             change = tasks.create_task(snapshot, requirement, acknowledged_dirty_hash=args.acknowledge_dirty,
                                        acknowledged_by=Actor.USER, idempotency_key=key())
             task_id = change.task_id
@@ -452,17 +505,22 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             ctx.say(f"budget {budget} hard limit")
             gateway = build_gateway(db, args, phases=("plan", "run"))
             planned = propose_plan(task_id, gateway=gateway[0], tasks=tasks, position=LadderPosition.start(),
-                                   idempotency_key=key())
+                                   idempotency_key=key(), stop_requested=shutdown.stop_requested)
             print_plan(ctx, planned, gateway[1])
+            approve = (f"`codeflux task approve-plan {task_id} --revision {planned.revision} --sha256 "
+                       f"{planned.sha256}` and `codeflux task start {task_id}`")
+            if shutdown.requested is not None:
+                ctx.say(f"{shutdown.requested}: stopped after recording plan revision {planned.revision}; nothing "
+                        f"was approved or run. Go on with {approve}")
+                ctx.say(f"exit {int(ExitCode.DECISION_NEEDED)}")
+                return int(ExitCode.DECISION_NEEDED)
             if not args.yes:
-                ctx.say(f"plan approval needed and prompting is off: approve with `codeflux task approve-plan "
-                        f"{task_id} --revision {planned.revision} --sha256 {planned.sha256}` and `codeflux task "
-                        f"start {task_id}`, or run again with --yes")
+                ctx.say(f"plan approval needed and prompting is off: approve with {approve}, or run again with --yes")
                 ctx.say(f"exit {int(ExitCode.DECISION_NEEDED)}")
                 return int(ExitCode.DECISION_NEEDED)
             tasks.approve_plan(task_id, revision=planned.revision, sha256=planned.sha256, idempotency_key=key())
             ctx.say(f"plan revision {planned.revision} approved (--yes) by its hash {planned.sha256[:12]}")
-            return run_ready_task(ctx, db, location, tasks, task_id, args=args, gateway=gateway)
+            return run_ready_task(ctx, db, location, tasks, task_id, args=args, gateway=gateway, shutdown=shutdown)
     finally:
         db.close()
 

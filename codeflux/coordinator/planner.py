@@ -9,9 +9,18 @@ computes itself; and records the revision with
 
 A reply that does not fit gets exactly one retry, which carries the schema's findings (locations and
 what is wrong, never the values offered). A second misfit raises :class:`PlannerFailedError` and nothing
-is recorded: no half plan, no revision. Repository content in the prompt (the file listing) is
-labelled untrusted data, never instructions, and the model's text never widens the plan's authority:
-permissions in a plan are only what a person approves by approving the revision.
+is recorded: no half plan, no revision.
+
+Stopping: ``stop_requested`` (a signal, in the CLI) is asked before each model call; once it names a
+cause, no further call is made, the task moves from ``forecasting`` to ``paused`` (resuming it drafts
+the plan again) and :class:`DecisionNeededError` says so. A call already under way is never cut off: its
+plan is validated and recorded first. A provider that fails (the scripted provider's script running out,
+an unreachable provider, a missing key) pauses a ``forecasting`` task the same way before the error is
+raised, so no task is left ``forecasting`` with nobody drafting its plan.
+
+Repository content in the prompt (the file listing) is labelled untrusted data, never instructions, and
+the model's text never widens the plan's authority: permissions in a plan are only what a person
+approves by approving the revision.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -26,7 +36,17 @@ from typing import Final
 from codeflux.coordinator.gateway import ModelGateway
 from codeflux.coordinator.plan_schema import PlanDocument, parse_plan_object
 from codeflux.coordinator.tasks import Actor, PlanAuthor, TaskChange, TaskService
-from codeflux.domain.errors import PlanInvalidError, PlannerFailedError, UsageError
+from codeflux.domain.errors import (
+    ConflictError,
+    CredentialNotFoundError,
+    CredentialStoreUnavailableError,
+    DecisionNeededError,
+    PlanInvalidError,
+    PlannerFailedError,
+    ProviderError,
+    TransitionNotAllowedError,
+    UsageError,
+)
 from codeflux.domain.forecast import ForecastInputs, forecast_task
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
@@ -147,12 +167,14 @@ def _ask(gateway: ModelGateway, task_id: TaskId, messages: list[Message], *, pos
 
 def propose_plan(
     task_id: TaskId, *, gateway: ModelGateway, tasks: TaskService, position: LadderPosition, idempotency_key: str,
+    stop_requested: Callable[[], str | None] | None = None,
 ) -> PlanRevisionRecord:  # fmt: skip
     """Draft, validate, forecast and record the task's next plan revision (see the module docstring).
 
     The task must be ``draft`` or ``forecasting`` (after a send-back). Raises :class:`PlannerFailedError`
-    after two misfit replies, the gateway's refusals (budget, rung, endpoint) as they come, and
-    :class:`UsageError` for a task in another state or without a requirement.
+    after two misfit replies, the gateway's refusals (budget, rung, endpoint) and provider failures as
+    they come (the task paused), :class:`DecisionNeededError` when ``stop_requested`` named a cause before
+    a call, and :class:`UsageError` for a task in another state or without a requirement.
     """
     view = tasks.show(task_id)
     task = view.task
@@ -170,8 +192,16 @@ def propose_plan(
     request_ids: list[str] = []
     problems: tuple[str, ...] = ()
     for attempt in range(1, PLANNER_ATTEMPTS + 1):
-        text, request_id, model, provider = _ask(gateway, task_id, messages, position=position,
-                                                 key=f"{idempotency_key}:plan-{attempt}")
+        if stop_requested is not None and (cause := stop_requested()) is not None:
+            _pause_planning(tasks, task_id, f"{cause}: stopped while planning; resuming drafts the plan again")
+            raise DecisionNeededError(f"task {task_id}: {cause} while planning; the task is paused and "
+                                      f"`codeflux task resume {task_id}` drafts the plan again")
+        try:
+            text, request_id, model, provider = _ask(gateway, task_id, messages, position=position,
+                                                     key=f"{idempotency_key}:plan-{attempt}")
+        except (ProviderError, CredentialNotFoundError, CredentialStoreUnavailableError) as error:
+            _pause_planning(tasks, task_id, f"the plan could not be drafted: {error}"[:2000])
+            raise
         request_ids.append(request_id)
         try:
             plan = parse_plan_object(_plan_in(text))
@@ -191,3 +221,17 @@ def propose_plan(
                                   plan=planned, change=change, request_ids=tuple(request_ids), attempts=attempt,
                                   created_by=author)
     raise PlannerFailedError(task_id=task_id.value, attempts=PLANNER_ATTEMPTS, problems=problems)
+
+
+def _pause_planning(tasks: TaskService, task_id: TaskId, reason: str) -> None:
+    """``forecasting`` → ``paused`` (a task already elsewhere — paused by its budget — is left as it is)."""
+    for _ in range(5):
+        task = tasks.show(task_id).task
+        if task.state is not TaskState.FORECASTING:
+            return
+        try:
+            tasks.transition(task_id, TaskState.PAUSED, expected_revision=task.revision, reason=reason,
+                             actor=Actor.SYSTEM, idempotency_key=f"planning-paused:{task_id.value}:{task.revision}")
+            return
+        except (ConflictError, TransitionNotAllowedError):
+            continue

@@ -11,15 +11,35 @@ What can happen on the way, as :class:`RunOutcome` kinds (the CLI's exit code in
 * ``awaiting-authority`` [4] — a request waits for a person; the task is ``awaiting-authority`` and
   :func:`resume_run` continues in this process after the decision is recorded;
 * ``decision-needed`` [4] — headless: the policy denied a request that was not pre-approved (recorded,
-  named in ``denials``), or the ladder's next rung asks before spending;
-* ``paused`` / ``cancelled`` / ``stopped`` [4 / 1 / 1] — a person paused or cancelled between turns;
+  named in ``denials``), or the ladder's next rung asks before spending; or the gateway refused a model
+  call until a person decides (budget, rung, endpoint: ``error`` holds the refusal, the task is paused);
+* ``paused`` / ``cancelled`` / ``stopped`` [4 / 1 / 1] — a person (or a signal, through the task service)
+  paused or cancelled the task: between turns, between the tool calls of a turn, at the handover to
+  validation or while checks ran;
+* ``paused`` with ``error`` [the error's code in the one table: 1 for a provider failure, 3 for a missing
+  credential] — a model call failed (the scripted provider's script ran out of turns, the provider was
+  unreachable or refused): the attempt's ledger is finished, the task is **paused** with the failure as
+  its reason and the conversation kept, so ``codeflux task resume`` (with a script or provider that can
+  answer) continues where it stopped;
 * ``failed`` [1] — the specification did not hold, or a loop bound was reached;
 * a stall at the top of the ladder raises :class:`StalledError` [5] after the attempt's ledger is finished
   and the task marked ``failed``.
 
 A stall lower on the ladder, or an assembly failure (a gate that sends work back), ends the attempt and
-opens the next one on the rung the ladder chose, with the failure carried into the new conversation.
+opens the next one on the rung the ladder chose, with the failure carried into a new conversation.
 Any attempt that ends early has its ledger finished (``blocked`` from the stop on): 37 rows each.
+
+**Resuming.** Every other ending keeps the loop's conversation (in SQLite, redacted): the next
+:func:`run_task` of the task — after ``codeflux task resume``, in this process or a new one — opens the
+next attempt and continues that conversation with the plan steps already done, instead of starting
+over; a conversation that had finished the implementation goes straight to validation. An attempt a
+crash left open is finished first (its ledger ``blocked`` from the stage it had reached). Reaching review
+or failing closes the conversation (a retry starts a new one).
+
+**Concurrent state changes.** The task's state is read again at each hand-over (loop → validation,
+validation → review, a send-back), and a move the task no longer allows is not forced: a task paused or
+cancelled meanwhile ends the run ``paused`` / ``cancelled`` with its ledger finished and nothing
+half-written.
 """
 
 from __future__ import annotations
@@ -29,19 +49,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Final
 
 from codeflux.authority.decide import DecisionOutcome
 from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
 from codeflux.coordinator.gateway import ModelGateway
 from codeflux.coordinator.headless import HeadlessPolicy, PreapprovedOperation, decide_headless
 from codeflux.coordinator.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
+from codeflux.coordinator.loop_steps import close_conversation
 from codeflux.coordinator.pipeline_ports import DriverCheckCommands, NoAcceptanceYet, submit_check_command
 from codeflux.coordinator.tasks import Actor, TaskService
 from codeflux.coordinator.tool_driver import ToolDriver
-from codeflux.domain.errors import StalledError, ToolFailedError, UsageError
+from codeflux.domain.errors import (
+    CodefluxError,
+    ConflictError,
+    DecisionNeededError,
+    StalledError,
+    ToolFailedError,
+    TransitionNotAllowedError,
+    UsageError,
+)
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import FailureKind, LadderDecision, LadderPosition, LadderStep, fingerprint_failure
-from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
+from codeflux.domain.pipeline import STAGES, StageName, StageOutcome, StageVerdict
 from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.gitwork.task_worktree import TaskWorktree, verify_task_worktree
@@ -52,6 +82,8 @@ from codeflux.pipeline.runner import record_specification, run_pipeline
 from codeflux.worker.environment import build_worker_environment
 
 __all__ = ["HeadlessPolicy", "PreapprovedOperation", "RunOutcome", "RunOutcomeKind", "resume_run", "run_task"]
+
+_MOVE_ATTEMPTS: Final = 20
 
 
 class RunOutcomeKind(StrEnum):
@@ -77,6 +109,8 @@ class RunOutcome:
     denials: tuple[str, ...] = ()
     pending_request_id: str | None = None
     resume: Callable[[], RunOutcome] | None = field(default=None, repr=False, compare=False)
+    error: CodefluxError | None = None
+    """Why a model call failed, when that ended the run (its exit code comes from the one table)."""
 
     @property
     def clean(self) -> bool:
@@ -108,6 +142,8 @@ def run_task(
     view = tasks.show(task_id)
     if view.task.state is not TaskState.READY:
         raise UsageError(f"task {task_id} is {view.task.state}; run_task starts a ready task")
+    if view.attempt is not None and view.attempt.is_open:
+        _finish_interrupted_attempt(tasks, task_id, view.attempt.attempt)
     started = tasks.start_run(task_id, repo_snapshot, expected_revision=view.task.revision, actor=Actor.SYSTEM,
                               idempotency_key=f"run:{task_id.value}:{view.task.revision}")
     view = tasks.show(task_id)
@@ -125,10 +161,8 @@ def run_task(
                ports=ports, position=position, limits=limits, policy=headless_policy, provider=provider)
     failed = record_specification(task_id, run.attempt, ports=ports)
     if failed is not None:
-        verdicts = _finish(run, failed.stage)
-        _move(run, TaskState.FAILED, f"{failed.stage} did not hold")
-        return _outcome(run, RunOutcomeKind.FAILED, f"{failed.stage} did not hold: {failed.gate_evaluation}",
-                        verdicts=verdicts)
+        return _fail(run, f"{failed.stage} did not hold: {failed.gate_evaluation}",
+                     verdicts=_finish(run, failed.stage), loop=None)
     return _drive(run, _new_loop(run, carried=None))
 
 
@@ -148,12 +182,20 @@ def _worktree_of(repo_root: Path, path: Path, task_id: TaskId, base: str) -> Tas
                                 task_id=task_id, base_commit=base)
 
 
+def _finish_interrupted_attempt(tasks: TaskService, task_id: TaskId, attempt: int) -> None:
+    """A ready task whose newest attempt is still open was interrupted (a crash, then recovery): end that
+    attempt's ledger honestly — ``blocked`` from the first stage it had not reached — before the next opens."""
+    recorded = {row.verdict.stage for row in tasks.ledger(task_id, attempt)}
+    stopped_at = next((stage.name for stage in STAGES if stage.name not in recorded), None)
+    tasks.finish_attempt(task_id, attempt, stopped_at=stopped_at)
+
+
 def _new_loop(run: _Run, *, carried: str | None) -> ImplementationLoop:
     facts = run.ports.facts
     requirement = facts.requirement if carried is None else f"{facts.requirement}\n\n{carried}"
     return ImplementationLoop(run.task_id, attempt=run.attempt, requirement=requirement, plan=facts.plan,
                               gateway=run.gateway, driver=run.driver, tasks=run.tasks, position=run.position,
-                              limits=run.limits, provider=run.provider)
+                              limits=run.limits, provider=run.provider, continue_conversation=carried is None)
 
 
 def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
@@ -165,7 +207,10 @@ def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
         if not decision.allowed:
             run.denials.append(decision.reason)
             verdicts = _finish(run, StageName.ASSEMBLY)
-            _move(run, TaskState.PAUSED, f"headless run: {decision.operation} was denied (not pre-approved)")
+            if (stop := _move(run, TaskState.PAUSED, f"headless run: {decision.operation} was denied "
+                                                     "(not pre-approved)")) is not None \
+                    and stop is not TaskState.PAUSED:
+                return _stopped(run, stop, verdicts=verdicts, loop=outcome)
             _checkpoint_paused(run)
             return _outcome(run, RunOutcomeKind.DECISION_NEEDED, decision.reason, verdicts=verdicts, loop=outcome)
         outcome = loop.run()
@@ -183,17 +228,47 @@ def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
             return _after_failure(run, gate="implementation", detail=outcome.reason, step=step, loop=outcome,
                                   verdicts=_finish(run, StageName.ASSEMBLY))
         case LoopOutcomeKind.LIMIT_REACHED:
-            verdicts = _finish(run, StageName.ASSEMBLY)
-            _move(run, TaskState.FAILED, outcome.reason)
-            return _outcome(run, RunOutcomeKind.FAILED, outcome.reason, verdicts=verdicts, loop=outcome)
+            return _fail(run, outcome.reason, verdicts=_finish(run, StageName.ASSEMBLY), loop=outcome)
+        case LoopOutcomeKind.MODEL_CALL_FAILED:
+            return _model_call_failed(run, outcome)
         case LoopOutcomeKind.PAUSED | LoopOutcomeKind.CANCELLED | LoopOutcomeKind.STOPPED:
-            kinds = {LoopOutcomeKind.PAUSED: RunOutcomeKind.PAUSED, LoopOutcomeKind.CANCELLED: RunOutcomeKind.CANCELLED}
-            verdicts = _finish(run, StageName.ASSEMBLY)
-            if outcome.kind is LoopOutcomeKind.PAUSED:
-                _checkpoint_paused(run)
-            return _outcome(run, kinds.get(outcome.kind, RunOutcomeKind.STOPPED), outcome.reason, verdicts=verdicts,
-                            loop=outcome)
+            state = run.tasks.show(run.task_id).task.state
+            return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY), loop=outcome,
+                            reason=outcome.reason)
     raise UsageError(f"unexpected loop outcome {outcome.kind}")  # pragma: no cover (the match is exhaustive)
+
+
+def _model_call_failed(run: _Run, outcome: LoopOutcome) -> RunOutcome:
+    """A model call failed or was refused: end the attempt, leave the task paused (the gateway pauses it
+    itself for a budget refusal) with the failure as the reason, and keep the conversation for a resume."""
+    error = outcome.error
+    verdicts = _finish(run, StageName.ASSEMBLY)
+    state = _move(run, TaskState.PAUSED, f"{outcome.reason[:1900]}; resume to continue the conversation")
+    if state is not None and state is not TaskState.PAUSED:
+        return _stopped(run, state, verdicts=verdicts, loop=outcome)
+    _checkpoint_paused(run)
+    kind = RunOutcomeKind.DECISION_NEEDED if isinstance(error, DecisionNeededError) else RunOutcomeKind.PAUSED
+    return _outcome(run, kind, outcome.reason, verdicts=verdicts, loop=outcome, error=error)
+
+
+def _stopped(run: _Run, state: TaskState, *, verdicts: tuple[StageVerdict, ...], loop: LoopOutcome | None = None,
+             reason: str | None = None) -> RunOutcome:
+    """The task left the run's path (a pause, a cancellation, recovery): report it as it is."""
+    if state is TaskState.PAUSED:
+        _checkpoint_paused(run)
+        return _outcome(run, RunOutcomeKind.PAUSED, reason or "the task was paused", verdicts=verdicts, loop=loop)
+    if state is TaskState.CANCELLED:
+        return _outcome(run, RunOutcomeKind.CANCELLED, reason or "the task was cancelled", verdicts=verdicts,
+                        loop=loop)
+    return _outcome(run, RunOutcomeKind.STOPPED, reason or f"the task is {state}", verdicts=verdicts, loop=loop)
+
+
+def _fail(run: _Run, reason: str, *, verdicts: tuple[StageVerdict, ...], loop: LoopOutcome | None) -> RunOutcome:
+    state = _move(run, TaskState.FAILED, reason[:2000])
+    if state is not None:
+        return _stopped(run, state, verdicts=verdicts, loop=loop)
+    close_conversation(run.tasks.changes, run.task_id, reason=f"the run failed: {reason}")
+    return _outcome(run, RunOutcomeKind.FAILED, reason, verdicts=verdicts, loop=loop)
 
 
 def _after_failure(run: _Run, *, gate: str, detail: str, step: LadderStep, loop: LoopOutcome | None,
@@ -202,17 +277,27 @@ def _after_failure(run: _Run, *, gate: str, detail: str, step: LadderStep, loop:
     whether the next attempt climbs (or stays), asks first, or the run ends stalled."""
     match step.decision:
         case LadderDecision.EXHAUSTED:
-            _move(run, TaskState.FAILED, f"stalled at the top of the ladder ({step.rung})")
+            reason = f"stalled at the top of the ladder ({step.rung})"
+            if (state := _move(run, TaskState.FAILED, reason)) is None:
+                close_conversation(run.tasks.changes, run.task_id, reason=reason)
+            elif state is TaskState.PAUSED:
+                _checkpoint_paused(run)
             raise StalledError(f"task {run.task_id}: the same failure recurred at the top of the ladder "
                                f"({step.rung}); the attempt stopped: {detail[:200]}")
         case LadderDecision.ASK_BEFORE_CLIMB:
-            _move(run, TaskState.PAUSED, f"the next rung {step.rung} asks before spending")
+            if (state := _move(run, TaskState.PAUSED, f"the next rung {step.rung} asks before spending")) not in (
+                    None, TaskState.PAUSED):
+                return _stopped(run, state, verdicts=verdicts, loop=loop)
+            close_conversation(run.tasks.changes, run.task_id,
+                               reason=f"{gate} sent the work back; the next rung asks before spending")
             _checkpoint_paused(run)
             return _outcome(run, RunOutcomeKind.DECISION_NEEDED, f"the ladder's next rung {step.rung} asks before "
                             "spending; approve it and run again", verdicts=verdicts, loop=loop)
         case LadderDecision.CLIMB | LadderDecision.STAY:
-            if run.tasks.show(run.task_id).task.state is TaskState.VALIDATING:
-                _move(run, TaskState.RUNNING, f"{gate} sent the work back to the loop")
+            if run.tasks.show(run.task_id).task.state is TaskState.VALIDATING and (state := _move(
+                    run, TaskState.RUNNING, f"{gate} sent the work back to the loop", from_state=TaskState.VALIDATING)
+                    ) is not None:
+                return _stopped(run, state, verdicts=verdicts, loop=loop)
             opened = run.tasks.begin_next_attempt(run.task_id,
                                                   idempotency_key=f"attempt:{run.task_id.value}:{run.attempt + 1}")
             run.attempt = opened.attempt or run.attempt + 1
@@ -224,10 +309,16 @@ def _after_failure(run: _Run, *, gate: str, detail: str, step: LadderStep, loop:
 
 
 def _validate(run: _Run) -> RunOutcome:
-    """Settle the test command's authority while running, then run the pipeline while validating."""
+    """Settle the test command's authority while running, then run the pipeline while validating.
+
+    The task's state is read again first: a pause (a signal) that landed after the loop's last turn ends
+    the run here, ``paused``, before anything of the validation is recorded — a resumed run validates."""
     facts = run.ports.facts
     command = detect_test_command(worktree=facts.worktree.path, repository_root=run.ports.repository_root,
                                   search_path=run.ports.search_path)
+    if (current := run.tasks.show(run.task_id).task.state) is not TaskState.RUNNING:
+        return _stopped(run, current, verdicts=_finish(run, StageName.ASSEMBLY),
+                        reason=f"the task was {current} at the handover from the loop to validation")
     if command is not None and not command.pytest_missing:
         try:
             request = submit_check_command(run.driver, run.task_id, command.argv, attempt=run.attempt)
@@ -235,7 +326,9 @@ def _validate(run: _Run) -> RunOutcome:
             request = None  # the stage reports the program it could not find
         if request is not None and request.outcome is DecisionOutcome.PENDING:
             if run.policy is None:
-                _move(run, TaskState.AWAITING_AUTHORITY, f"tool request {request.request_id} waits for a decision")
+                reason = f"tool request {request.request_id} waits for a decision"
+                if (state := _move(run, TaskState.AWAITING_AUTHORITY, reason)) is not None:
+                    return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY))
                 return _outcome(run, RunOutcomeKind.AWAITING_AUTHORITY, f"the test command {request.request_id} "
                                 "waits for a decision", pending_request_id=request.request_id,
                                 resume=lambda: _resume_validation(run))
@@ -243,7 +336,9 @@ def _validate(run: _Run) -> RunOutcome:
                                        arguments={"argv": list(command.argv)})
             if not decision.allowed:
                 run.denials.append(decision.reason)
-    _move(run, TaskState.VALIDATING, "the implementation loop finished; checks run")
+    if (state := _move(run, TaskState.VALIDATING, "the implementation loop finished; checks run")) is not None:
+        return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY),
+                        reason=f"the task was {state} at the handover from the loop to validation")
     verdicts = run_pipeline(run.task_id, run.attempt, ports=run.ports)
     by_stage = {verdict.stage: verdict for verdict in verdicts}
     assembly = by_stage[StageName.ASSEMBLY]
@@ -253,14 +348,20 @@ def _validate(run: _Run) -> RunOutcome:
                                                                                         output=detail))
         return _after_failure(run, gate=StageName.ASSEMBLY.value, detail=detail, step=step, loop=None,
                               verdicts=verdicts)
-    _move(run, TaskState.AWAITING_REVIEW, "checks recorded; the diff waits for review")
+    if (state := _move(run, TaskState.AWAITING_REVIEW, "checks recorded; the diff waits for review",
+                       from_state=TaskState.VALIDATING)) is not None:
+        return _stopped(run, state, verdicts=verdicts, reason=f"the task was {state} while its checks ran; "
+                        "the recorded checks stand and a resumed run validates again")
+    close_conversation(run.tasks.changes, run.task_id, reason="the implementation went through validation")
     kind = RunOutcomeKind.DECISION_NEEDED if run.denials else RunOutcomeKind.AWAITING_REVIEW
     return _outcome(run, kind, "the diff and its evidence wait for review", verdicts=verdicts)
 
 
 def _resume_validation(run: _Run) -> RunOutcome:
-    if run.tasks.show(run.task_id).task.state is TaskState.AWAITING_AUTHORITY:
-        _move(run, TaskState.RUNNING, "the test command was decided")
+    if run.tasks.show(run.task_id).task.state is TaskState.AWAITING_AUTHORITY and (state := _move(
+            run, TaskState.RUNNING, "the test command was decided", from_state=TaskState.AWAITING_AUTHORITY)
+            ) is not None:
+        return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY))
     return _validate(run)
 
 
@@ -272,14 +373,39 @@ def _checkpoint_paused(run: _Run) -> None:
     CheckpointService(run.tasks.changes).capture_checkpoint(run.task_id, CheckpointTrigger.PAUSED)
 
 
-def _move(run: _Run, to: TaskState, reason: str) -> None:
-    task = run.tasks.show(run.task_id).task
-    run.tasks.transition(run.task_id, to, expected_revision=task.revision, reason=reason, actor=Actor.SYSTEM,
-                         idempotency_key=f"move:{run.task_id.value}:{task.revision}:{to.value}")
+_MOVES_FROM: Final = {
+    TaskState.PAUSED: frozenset({TaskState.RUNNING, TaskState.AWAITING_AUTHORITY, TaskState.VALIDATING}),
+    TaskState.FAILED: frozenset({TaskState.RUNNING, TaskState.VALIDATING}),
+    TaskState.VALIDATING: frozenset({TaskState.RUNNING}),
+    TaskState.AWAITING_AUTHORITY: frozenset({TaskState.RUNNING}),
+}
+
+
+def _move(run: _Run, to: TaskState, reason: str, *, from_state: TaskState | None = None) -> TaskState | None:
+    """Move the task to ``to`` along the run's path; None when it moved (or already was there).
+
+    When the task is no longer where the run left it — a person or a signal paused or cancelled it
+    meanwhile — nothing is forced: the state it is in is returned for the caller to end the run with.
+    """
+    allowed = frozenset({from_state}) if from_state is not None else _MOVES_FROM.get(to, frozenset())
+    for _ in range(_MOVE_ATTEMPTS):
+        task = run.tasks.show(run.task_id).task
+        if task.state is to:
+            return None
+        if task.state not in allowed:
+            return task.state
+        try:
+            run.tasks.transition(run.task_id, to, expected_revision=task.revision, reason=reason, actor=Actor.SYSTEM,
+                                 idempotency_key=f"move:{run.task_id.value}:{task.revision}:{to.value}")
+            return None
+        except (ConflictError, TransitionNotAllowedError):
+            continue  # the task changed between the read and the write: look again
+    return run.tasks.show(run.task_id).task.state
 
 
 def _outcome(run: _Run, kind: RunOutcomeKind, reason: str, *, verdicts: tuple[StageVerdict, ...] = (),
              loop: LoopOutcome | None = None, pending_request_id: str | None = None,
-             resume: Callable[[], RunOutcome] | None = None) -> RunOutcome:
+             resume: Callable[[], RunOutcome] | None = None, error: CodefluxError | None = None) -> RunOutcome:
     return RunOutcome(kind=kind, task_id=run.task_id, attempt=run.attempt, reason=reason, verdicts=verdicts,
-                      loop=loop, denials=tuple(run.denials), pending_request_id=pending_request_id, resume=resume)
+                      loop=loop, denials=tuple(run.denials), pending_request_id=pending_request_id, resume=resume,
+                      error=error)

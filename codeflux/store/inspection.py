@@ -377,6 +377,26 @@ _ENTITIES: tuple[InspectableEntity, ...] = (
         id_meaning="task id",
         since_schema_version=6,
     ),
+    InspectableEntity(
+        name="loop-conversations",
+        description="the implementation loop's kept conversations: plan revision, opening attempt, when closed",
+        columns=("id", "task_id", "plan_revision", "plan_sha256", "opened_in_attempt", "opened_at_us",
+                 "closed_at_us", "closed_reason"),
+        query="SELECT {columns} FROM loop_conversations {where} ORDER BY id LIMIT ?",
+        id_filter="WHERE task_id = ?",
+        id_meaning="task id",
+        since_schema_version=8,
+    ),
+    InspectableEntity(
+        name="loop-messages",
+        description="messages of the kept conversations as stored (redacted, bounded), with the steps done",
+        columns=("conversation_id", "sequence", "task_id", "attempt", "role", "turn_key", "redacted",
+                 "steps_done_json", "parts_json", "recorded_at_us"),
+        query="SELECT {columns} FROM loop_messages {where} ORDER BY conversation_id, sequence LIMIT ?",
+        id_filter="WHERE task_id = ?",
+        id_meaning="task id",
+        since_schema_version=8,
+    ),
 )
 
 INSPECTABLE_ENTITIES: Mapping[str, InspectableEntity] = MappingProxyType({e.name: e for e in _ENTITIES})

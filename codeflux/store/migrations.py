@@ -6,6 +6,14 @@ to ``<data>/backups/``. A failed migration is rolled back, the whole run is undo
 and the failure is recorded; the same (version, sha256) is then refused until a codeflux with different
 migration content runs. A process that died mid-run leaves a ``started`` row: the next run restores the
 snapshot, records ``interrupted`` and reports it; the run after that retries.
+
+A migration that rebuilds a table other tables reference (SQLite changes a ``CHECK`` constraint only by
+rebuilding the table: create the new shape, copy, drop, rename) declares it on a line of its own,
+:data:`REBUILDS_TABLES_DIRECTIVE`. It then runs the way SQLite's documented 12-step procedure asks:
+``PRAGMA foreign_keys`` is turned off *before* its transaction (dropping a referenced table would
+otherwise count every referencing row as a violation), ``PRAGMA foreign_key_check`` must find nothing
+before the commit (a violation rolls the migration back like any other failure), and foreign keys are
+turned on again afterwards, whatever happened.
 """
 
 from __future__ import annotations
@@ -40,17 +48,21 @@ from codeflux.store.location import DataLocation, ensure_data_directory
 
 __all__ = [
     "MIGRATION_NAME_PATTERN",
+    "REBUILDS_TABLES_DIRECTIVE",
     "Migration",
     "MigrationFault",
     "MigrationReport",
     "load_shipped_migrations",
     "migrate_database",
     "read_schema_version",
+    "rebuilds_tables",
     "supported_schema_version",
 ]
 
 MIGRATION_NAME_PATTERN = re.compile(r"^(?P<version>[0-9]{6})_(?P<name>[a-z0-9]+(?:_[a-z0-9]+)*)\.sql$")
 LOCK_WAIT_SECONDS = 10.0
+REBUILDS_TABLES_DIRECTIVE = "-- codeflux-migration: rebuilds-tables"
+"""A line of a migration that rebuilds referenced tables (see the module docstring)."""
 
 _HISTORY_DDL = """
 CREATE TABLE IF NOT EXISTS migration_history (
@@ -225,9 +237,37 @@ def _apply_one(
     backup_path: Path | None,
     fault: Callable[[MigrationFault], None] | None,
 ) -> None:
+    rebuilds = rebuilds_tables(migration)
+    if rebuilds:
+        conn.execute("PRAGMA foreign_keys = OFF")  # a no-op inside a transaction: set before BEGIN
+    try:
+        _apply_in_transaction(conn, migration, backup_path, fault, check_foreign_keys=rebuilds)
+    finally:
+        if rebuilds:
+            conn.execute("PRAGMA legacy_alter_table = OFF")  # in case the migration failed before resetting it
+            conn.execute("PRAGMA foreign_keys = ON")
+            if _rows(conn, "PRAGMA foreign_keys") != [(1,)]:
+                raise OperationFailedError("foreign keys could not be turned on again after a table rebuild")
+
+
+def rebuilds_tables(migration: Migration) -> bool:
+    """True when ``migration`` declares :data:`REBUILDS_TABLES_DIRECTIVE` on a line of its own."""
+    return any(line.strip() == REBUILDS_TABLES_DIRECTIVE for line in migration.sql.splitlines())
+
+
+def _apply_in_transaction(
+    conn: apsw.Connection,
+    migration: Migration,
+    backup_path: Path | None,
+    fault: Callable[[MigrationFault], None] | None,
+    *,
+    check_foreign_keys: bool,
+) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(migration.sql)
+        if check_foreign_keys and _rows(conn, "PRAGMA foreign_key_check"):
+            raise apsw.ConstraintError("the rebuilt tables break a foreign key")
         conn.execute(f"PRAGMA user_version = {int(migration.version)}")
         conn.execute(
             "INSERT INTO migration_history (version, name, sha256, result, at_us, codeflux_version, backup_path)"

@@ -22,14 +22,18 @@ from pathlib import Path
 
 import pytest
 
+from codeflux.coordinator.budget import BudgetService
 from codeflux.coordinator.loop import LoopLimits
 from codeflux.coordinator.recovery import RecoveryService, exclusive_startup_lock
 from codeflux.coordinator.review import ReviewService
-from codeflux.coordinator.runner import HeadlessPolicy, PreapprovedOperation, RunOutcomeKind, run_task
+from codeflux.coordinator.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
+from codeflux.coordinator.tasks import Actor
 from codeflux.coordinator.tool_driver import ToolDriver
 from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
+from codeflux.domain.errors import BudgetDecisionNeededError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
+from codeflux.domain.models import Message
 from codeflux.domain.pipeline import StageOutcome
 from codeflux.domain.recovery import EffectKind, EffectOutcome, RecoveryAction
 from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action
@@ -44,6 +48,7 @@ from codeflux.store.task_records import require_task_record
 from tests.fixtures.cli import run_codeflux
 from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.task_runs import Harness, done, implementing_turns, make_harness, scripted_gateway
+from tests.fixtures.tasks import keys
 
 REPO = Path(__file__).resolve().parents[2]
 COUNTED = ["sh", "-c", "echo ran >> counter.log; exec sleep 60"]  # counter.log is git-ignored (*.log)
@@ -59,6 +64,7 @@ from codeflux.coordinator.tasks import TaskService
 from codeflux.coordinator.tool_driver import DriverFault, ToolDriver
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
+from codeflux.domain.models import Message
 from codeflux.gitwork.repository import open_repository
 from codeflux.providers.scripted import ScriptedAdapter
 from codeflux.store.location import DataLocation
@@ -232,6 +238,38 @@ def test_a_task_run_killed_mid_effect_recovers_with_the_effect_ambiguous_and_nev
     assert action(task_id).state is TaskState.PAUSED
     assert counter_lines(worktree) == ran  # never run again by codeflux
     assert run_codeflux("integrity-check", data_dir=data_location.directory).code == 0
+
+    # The ordinary resume: the next attempt continues the kept conversation (the writes of the killed run
+    # count as done, a turn the kill left unanswered is answered from its recorded request) and the
+    # interrupted effect is still never run again.
+    resumed, sent = _resume(harness, task_id)
+    if kind is EffectKind.MODEL_REQUEST:
+        # the interrupted call's reserved bound was charged as unknown: the resumed run stops honestly
+        # (paused, its attempt finished) until a person acknowledges the charge; then it goes on
+        assert resumed.kind is RunOutcomeKind.DECISION_NEEDED, resumed.reason
+        assert isinstance(resumed.error, BudgetDecisionNeededError) and sent == []
+        assert harness.tasks.show(task_id).task.state is TaskState.PAUSED
+        assert len(harness.tasks.ledger(task_id, resumed.attempt)) == 37
+        budgets = BudgetService(db)
+        budgets.acknowledge(task_id, expected_revision=budgets.revision_of(task_id) or 0)
+        resumed, sent = _resume(harness, task_id)
+    assert resumed.kind is RunOutcomeKind.AWAITING_REVIEW, resumed.reason
+    assert len(sent) >= 5 and "Make add() handle negative numbers" in sent[0].text
+    assert counter_lines(worktree) == ran
+    assert len(harness.tasks.ledger(task_id, 1)) == 37 and resumed.attempt >= 2
+    assert run_codeflux("integrity-check", data_dir=data_location.directory).code == 0
+
+
+def _resume(harness: Harness, task_id: TaskId) -> tuple[RunOutcome, list[Message]]:
+    task = harness.tasks.show(task_id).task
+    harness.tasks.transition(task_id, TaskState.READY, expected_revision=task.revision, reason="resumed",
+                             actor=Actor.USER, idempotency_key=keys())
+    gateway, adapter = scripted_gateway(harness.db, [done()])
+    policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
+    outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=LadderPosition.start(), limits=LoopLimits(),
+                       headless_policy=policy)
+    return outcome, list(adapter.requests[0].messages) if adapter.requests else []
 
 
 def _json(value: object) -> str:

@@ -143,19 +143,24 @@ def test_pause_a_running_task_from_another_process_then_decide_a_pending_request
     assert "paused" in out and state(data, task_id) == "paused"
     assert rows(data, "SELECT trigger_kind FROM checkpoints WHERE task_id = ? AND trigger_kind = 'paused'", task_id)
 
-    # the resumed attempt starts from the worktree's state (add() already fixed: the tests pass at once)
-    # with a fresh conversation; a plan step counts only for a write in this attempt, so it writes again
+    # the resumed attempt (a new process) continues the kept conversation: the fix of add() in attempt 1
+    # already counts as the plan's step, so the script goes on with the tests and ends; nothing is written again
     resumed_script = script(tmp_path / "resume.json", turn("test", ("run_command", {"argv": DEMO_ARGV})),
-                            turn("doc", ("edit_file", {"path": "calc/ops.py",
-                                                       "old_text": "Return the sum of a and b.",
-                                                       "new_text": "Return the sum of a and b, signs kept."})),
                             turn("Every step is done."))
     resumed = cli(data, "task", "resume", task_id, "--provider", "scripted", "--script", str(resumed_script),
                   "--allow", f"run_command:{DEMO_TEST_COMMAND}")
     assert resumed.code == 0, resumed.out + resumed.err
-    assert "fresh conversation" in resumed.out and "stage ledger (attempt 2)" in resumed.out
-    assert "3 passed" in resumed.out
+    assert "the run's conversation continues" in resumed.out and "1 of 1 plan step(s) done" in resumed.out
+    assert "stage ledger (attempt 2)" in resumed.out and "3 passed" in resumed.out
     assert state(data, task_id) == "awaiting-review"
+    # one conversation, written by both attempts, closed once the diff went to review
+    assert rows(data, "SELECT count(*), min(closed_reason) FROM loop_conversations WHERE task_id = ?", task_id) == [
+        (1, "the implementation went through validation")]
+    attempts = rows(data, "SELECT DISTINCT m.attempt FROM loop_messages m JOIN loop_conversations c"
+                    " ON c.id = m.conversation_id WHERE c.task_id = ? ORDER BY 1", task_id)
+    assert attempts == [(1,), (2,)]
+    assert rows(data, "SELECT count(*) FROM tool_requests WHERE task_id = ? AND tool IN ('write_file', 'edit_file')",
+                task_id) == [(1,)]
 
 
 def _wait_for_sleep(data: Path, task_id: str | None) -> None:
