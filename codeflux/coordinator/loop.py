@@ -13,9 +13,24 @@ tool driver, which records it, classifies it and lets the authority engine decid
   continues where it stopped: an allowed request executes, a denied one becomes an error result.
 
 Bounds (:class:`LoopLimits`): rounds, tool calls (in all and per turn), known tokens and wall time; a
-bound reached ends the attempt (``limit-reached``). The task's state is read before every turn, so a
-pause or a cancellation takes effect between turns. A plan step is done only when a compatible tool
-succeeded on its files (:mod:`.loop_steps`); a turn without tool calls while steps remain is told which.
+bound reached ends the attempt (``limit-reached``). The task's state is read before every turn and before
+every tool call, so a pause or a cancellation takes effect between turns — or between the tool calls of
+one turn: a call not yet submitted is left for the resumed run, and a call already running finishes first.
+A model call the gateway refuses or a provider fails ends the attempt as ``model-call-failed`` with the
+error (the script of the scripted provider running out of turns is one); the conversation stays open.
+
+The conversation is kept in SQLite (:class:`~codeflux.coordinator.loop_steps.LoopTranscript`): every
+message, redacted and bounded, with the plan steps done after it. A new loop for a task whose open
+conversation carries out the same approved plan revision **continues** it — the next attempt after a
+pause, a refused model call or a crash, in this process or another — with the steps already done; a
+gate that sends the work back starts a new one (``continue_conversation=False``). When the stored
+conversation ends in an assistant turn (the run stopped before answering it), that turn is answered
+first: each of its tool calls is submitted again under the key it had, so a request already recorded is
+found again and a request already executed returns its recorded execution — nothing runs twice. The
+bounds count per attempt.
+
+A plan step is done only when a compatible tool succeeded on its files (:mod:`.loop_steps`); a turn
+without tool calls while steps remain is told which.
 Every failed tool call, and every premature claim of completion, is fingerprinted
 (:func:`~codeflux.domain.ladder.fingerprint_failure`); when one fingerprint recurs ``stall_threshold``
 times on the rung, the attempt stops as ``stalled`` with the ladder's decision (climb, ask, exhausted).
@@ -34,6 +49,7 @@ from codeflux.coordinator.checkpoints import MATERIAL_EDIT_TOOLS, CheckpointServ
 from codeflux.coordinator.gateway import ModelGateway
 from codeflux.coordinator.loop_steps import (
     WRITING_TOOLS,
+    LoopTranscript,
     StepTracker,
     describe_execution,
     execution_failed,
@@ -44,8 +60,16 @@ from codeflux.coordinator.tool_driver import ToolDriver
 from codeflux.domain.errors import (
     ApprovalRequiredError,
     AuthorityRefusedError,
+    CodefluxError,
+    ConflictError,
+    CredentialNotFoundError,
+    CredentialStoreUnavailableError,
+    DecisionNeededError,
+    ModelCallRefusedError,
+    ProviderError,
     SecretLeakError,
     ToolFailedError,
+    TransitionNotAllowedError,
     UsageError,
 )
 from codeflux.domain.ids import TaskId
@@ -54,6 +78,7 @@ from codeflux.domain.models import Message, ModelReply, ModelRequest, Role, Tool
 from codeflux.domain.plans import Plan
 from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import TOOL_CATALOG
+from codeflux.store.loop_transcripts import MAX_CONVERSATION_MESSAGES
 
 __all__ = ["ImplementationLoop", "LoopLimits", "LoopOutcome", "LoopOutcomeKind"]
 
@@ -99,6 +124,7 @@ class LoopOutcomeKind(StrEnum):
     STOPPED = "stopped"  # the task left running some other way (recovery, failure)
     LIMIT_REACHED = "limit-reached"
     STALLED = "stalled"
+    MODEL_CALL_FAILED = "model-call-failed"  # the gateway refused the call or the provider failed: ``error``
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,6 +141,10 @@ class LoopOutcome:
     pending_request_id: str | None = None
     pending_call: ToolCall | None = None
     ladder_step: LadderStep | None = None
+    error: CodefluxError | None = None
+    """Why a model call failed (``model-call-failed``): a provider error or a refusal needing a decision."""
+    continued_conversation: bool = False
+    """This attempt continued a stored conversation instead of starting one."""
 
     @property
     def awaiting_authority(self) -> bool:
@@ -127,6 +157,8 @@ class _Pending:
     call: ToolCall
     remaining: list[ToolCall]
     results: list[ToolResult]
+    turn_key: str
+    replaying: bool
 
 
 @dataclass(slots=True)
@@ -139,23 +171,34 @@ class _Counters:
     stall: LadderStep | None = None
     pending: _Pending | None = None
     messages: list[Message] = field(default_factory=list)
+    loaded: bool = False
+    continued: bool = False
+    unanswered: tuple[Message, str] | None = None  # a stored assistant turn (and its key) still to answer
 
 
 class ImplementationLoop:
-    """One attempt of the loop for ``task_id`` (see the module docstring)."""
+    """One attempt of the loop for ``task_id`` (see the module docstring).
+
+    ``continue_conversation`` (default): continue the task's open conversation when it carries out the
+    attempt's plan (``requirement`` then goes unused: the stored conversation already begins with it);
+    False: start a new conversation, closing the old one (a gate sent the work back).
+    """
 
     def __init__(
         self, task_id: TaskId, *, attempt: int, requirement: str, plan: Plan, gateway: ModelGateway,
         driver: ToolDriver, tasks: TaskService, position: LadderPosition, limits: LoopLimits,
-        provider: str | None = None, clock: Callable[[], float] = time.monotonic,
+        provider: str | None = None, clock: Callable[[], float] = time.monotonic, continue_conversation: bool = True,
     ) -> None:  # fmt: skip
-        self._task_id = task_id
+        self._task_id, self._attempt = task_id, attempt
         self._key = f"loop:{task_id.value}:{attempt}"
         self._gateway, self._driver, self._tasks = gateway, driver, tasks
         self._position, self._limits, self._provider, self._clock = position, limits, provider, clock
         self._steps = StepTracker(plan=plan)
         self._checkpoints = CheckpointService(tasks.changes)
-        self._state = _Counters(messages=[Message.user_text(_first_prompt(requirement, plan))])
+        self._transcript = LoopTranscript(tasks.changes, task_id)
+        self._first_prompt = _first_prompt(requirement, plan)
+        self._continue = continue_conversation
+        self._state = _Counters()
 
     @property
     def position(self) -> LadderPosition:
@@ -165,70 +208,128 @@ class ImplementationLoop:
         """Run (or continue) the attempt until it completes, waits, stops or reaches a bound."""
         if self._state.started is None:
             self._state.started = self._clock()
+        if not self._state.loaded:
+            self._begin_conversation()
         if self._state.pending is not None and (stop := self._resume_pending()) is not None:
+            return stop
+        if self._state.unanswered is not None and (stop := self._answer_stored_turn()) is not None:
             return stop
         while True:
             if (stop := self._stop_before_turn()) is not None:
                 return stop
-            reply = self._model_turn()
-            self._state.messages.append(reply.as_message())
-            stop = self._run_calls(list(reply.tool_calls), []) if reply.tool_calls else self._on_no_tool_calls()
-            if stop is not None:
+            turn = self._model_turn()
+            if isinstance(turn, LoopOutcome):
+                return turn
+            reply, turn_key = turn
+            if (stop := self._after_reply(reply.tool_calls, turn_key)) is not None:
                 return stop
+
+    def _begin_conversation(self) -> None:
+        restored = self._transcript.begin(attempt=self._attempt, first_prompt=self._first_prompt,
+                                          continue_open=self._continue)
+        state = self._state
+        state.messages, state.loaded, state.continued = list(restored.messages), True, restored.continued
+        self._steps.restore(restored.steps_done)
+        last = restored.messages[-1]
+        if restored.continued and last.role is Role.ASSISTANT and restored.last_turn_key is not None:
+            state.unanswered = (last, restored.last_turn_key)
+
+    def _answer_stored_turn(self) -> LoopOutcome | None:
+        """The stored conversation ends in an assistant turn the run stopped before answering: answer it."""
+        if self._state.unanswered is None:
+            return None
+        message, turn_key = self._state.unanswered
+        self._state.unanswered = None
+        calls = tuple(part for part in message.parts if isinstance(part, ToolCall))
+        return self._after_reply(calls, turn_key, replaying=True)
+
+    def _after_reply(self, calls: tuple[ToolCall, ...], turn_key: str, *,
+                     replaying: bool = False) -> LoopOutcome | None:
+        if calls:
+            return self._run_calls(list(calls), [], turn_key, replaying=replaying)
+        return self._on_no_tool_calls()
+
+    def _append(self, message: Message, *, turn_key: str | None = None) -> None:
+        """Add ``message`` to the conversation, in memory and (redacted, bounded) in SQLite."""
+        self._state.messages.append(message)
+        self._transcript.record(message, attempt=self._attempt, turn_key=turn_key, steps_done=self._steps.done)
 
     # ─── one turn ────────────────────────────────────────────────────────────────────────────────
 
-    def _model_turn(self) -> ModelReply:
+    def _model_turn(self) -> tuple[ModelReply, str] | LoopOutcome:
         state = self._state
         state.rounds += 1
+        turn_key = f"{self._key}:turn-{state.rounds}"
         request = ModelRequest(model="chosen-by-the-rung", system=_SYSTEM, messages=tuple(state.messages),
                                tools=_TOOLS, max_output_tokens=self._limits.max_output_tokens)
-        answer = self._gateway.call(self._task_id, request, position=self._position, provider=self._provider,
-                                    idempotency_key=f"{self._key}:turn-{state.rounds}")
+        try:
+            answer = self._gateway.call(self._task_id, request, position=self._position, provider=self._provider,
+                                        idempotency_key=turn_key)
+        except ModelCallRefusedError:
+            # the task left running meanwhile (a pause, a cancellation): stop as its state says
+            task = self._tasks.show(self._task_id).task
+            return self._stop_for_state(task.state) or self._outcome(
+                LoopOutcomeKind.STOPPED, f"the model call was refused while the task was {task.state}")
+        except (ProviderError, DecisionNeededError, CredentialNotFoundError, CredentialStoreUnavailableError) as error:
+            return self._outcome(LoopOutcomeKind.MODEL_CALL_FAILED, f"the model call failed: {error}", error=error)
         usage = answer.reply.usage
         if usage.input_tokens is None or usage.output_tokens is None:
             state.unknown_usage_turns += 1
         state.tokens += (usage.input_tokens or 0) + (usage.output_tokens or 0)
-        return answer.reply
+        self._append(answer.reply.as_message(), turn_key=turn_key)
+        return answer.reply, turn_key
 
-    def _run_calls(self, calls: list[ToolCall], results: list[ToolResult]) -> LoopOutcome | None:
+    def _run_calls(self, calls: list[ToolCall], results: list[ToolResult], turn_key: str, *,
+                   replaying: bool = False) -> LoopOutcome | None:
         while calls:
+            if (stop := self._stop_for_state(self._tasks.show(self._task_id).task.state)) is not None:
+                return stop  # the calls not yet submitted are answered by the resumed run
             call = calls.pop(0)
             if len(results) >= self._limits.max_tool_calls_per_turn:
                 results.append(ToolResult(call_id=call.call_id, is_error=True,
                                           content="refused: too many tool calls in one turn; ask again next turn"))
                 continue
             self._state.tool_calls += 1
-            result = self._tool_call(call)
+            result = self._tool_call(call, turn_key, replaying=replaying)
             if isinstance(result, str):  # a request id waiting for a decision
-                self._state.pending = _Pending(request_id=result, call=call, remaining=calls, results=results)
+                self._state.pending = _Pending(request_id=result, call=call, remaining=calls, results=results,
+                                               turn_key=turn_key, replaying=replaying)
                 return self._await_authority(result, call)
             results.append(result)
             if self._state.stall is not None:
                 return self._outcome(LoopOutcomeKind.STALLED, "the same failure recurred on this rung",
                                      ladder_step=self._state.stall)
-        self._state.messages.append(Message(role=Role.USER, parts=tuple(results)))
+        self._append(Message(role=Role.USER, parts=tuple(results)))
         return None
 
-    def _tool_call(self, call: ToolCall) -> ToolResult | str:
+    def _tool_call(self, call: ToolCall, turn_key: str, *, replaying: bool = False) -> ToolResult | str:
         try:
             arguments = call.arguments()
-            submitted = self._driver.submit_tool_request(
-                self._task_id, call.name, arguments, source="model",
-                idempotency_key=f"{self._key}:turn-{self._state.rounds}:{call.call_id}")
+            # A fresh call whose first decision allows it commits its intent with the request (one
+            # commit fewer); a replayed call keeps the separate intent so that a result recorded before
+            # the interruption is found first.
+            submitted = self._driver.submit_tool_request(self._task_id, call.name, arguments, source="model",
+                                                         idempotency_key=f"{turn_key}:{call.call_id}",
+                                                         intend_if_allowed=not replaying)
         except (UsageError, ToolFailedError, SecretLeakError) as error:
             return self._failed(call, f"refused: {error}")
+        except ConflictError as error:
+            if not replaying:
+                raise
+            return self._failed(call, f"the interrupted call does not match its recorded request: {error}")
         outcome = submitted.outcome
         if outcome is DecisionOutcome.PENDING:
             return submitted.request_id
         if outcome in (DecisionOutcome.DENIED, DecisionOutcome.REFUSED_DENIED_CAPABILITY,
                        DecisionOutcome.REFUSED_INACTIVE_TASK):
             return self._failed(call, f"refused ({outcome}): {submitted.decision.reason}")
-        return self._execute(call, submitted.request_id, arguments)
+        return self._execute(call, submitted.request_id, arguments, replaying=replaying)
 
-    def _execute(self, call: ToolCall, request_id: str, arguments: dict[str, object]) -> ToolResult:
+    def _execute(self, call: ToolCall, request_id: str, arguments: dict[str, object], *,
+                 replaying: bool = False) -> ToolResult:
         try:
-            record = self._driver.execute(request_id)
+            recorded = self._driver.read_result(request_id) if replaying else None
+            record = recorded or self._driver.execute(request_id)
         except AuthorityRefusedError as error:
             return self._failed(call, f"refused: {error}")
         text = describe_execution(record)
@@ -236,7 +337,7 @@ class ImplementationLoop:
             return self._failed(call, text)
         if call.name in WRITING_TOOLS:
             self._steps.record_write(paths_written(call.name, arguments))
-        if call.name in MATERIAL_EDIT_TOOLS:
+        if call.name in MATERIAL_EDIT_TOOLS and recorded is None:
             self._checkpoints.capture_checkpoint(self._task_id, CheckpointTrigger.MATERIAL_EDIT)
         return ToolResult(call_id=call.call_id, content=text)
 
@@ -254,7 +355,7 @@ class ImplementationLoop:
         if self._state.stall is not None:
             return self._outcome(LoopOutcomeKind.STALLED, "the model kept claiming completion with steps left",
                                  ladder_step=self._state.stall)
-        self._state.messages.append(Message.user_text(text))
+        self._append(Message.user_text(text))
         return None
 
     def _record_failure_fingerprint(self, gate: str, text: str) -> None:
@@ -266,11 +367,18 @@ class ImplementationLoop:
 
     def _await_authority(self, request_id: str, call: ToolCall) -> LoopOutcome:
         task = self._tasks.show(self._task_id).task
-        self._tasks.transition(self._task_id, TaskState.AWAITING_AUTHORITY, expected_revision=task.revision,
-                               reason=f"tool request {request_id} waits for a decision", actor=Actor.SYSTEM,
-                               idempotency_key=f"{self._key}:await:{request_id}")
-        return self._outcome(LoopOutcomeKind.AWAITING_AUTHORITY, f"tool request {request_id} waits for a decision",
-                             pending_request_id=request_id, pending_call=call)
+        if task.state is TaskState.RUNNING:
+            try:
+                self._tasks.transition(self._task_id, TaskState.AWAITING_AUTHORITY, expected_revision=task.revision,
+                                       reason=f"tool request {request_id} waits for a decision", actor=Actor.SYSTEM,
+                                       idempotency_key=f"{self._key}:await:{request_id}")
+                return self._outcome(LoopOutcomeKind.AWAITING_AUTHORITY,
+                                     f"tool request {request_id} waits for a decision",
+                                     pending_request_id=request_id, pending_call=call)
+            except (ConflictError, TransitionNotAllowedError):
+                task = self._tasks.show(self._task_id).task
+        # paused or cancelled meanwhile: the request stays pending; a resumed run finds it again
+        return self._stop_for_state(task.state) or self._outcome(LoopOutcomeKind.STOPPED, f"the task is {task.state}")
 
     def _resume_pending(self) -> LoopOutcome | None:
         pending = self._state.pending
@@ -282,9 +390,14 @@ class ImplementationLoop:
                                         needs=tuple(str(need.need) for need in request.needs))
         task = self._tasks.show(self._task_id).task
         if task.state is TaskState.AWAITING_AUTHORITY:
-            self._tasks.transition(self._task_id, TaskState.RUNNING, expected_revision=task.revision,
-                                   actor=Actor.SYSTEM, reason=f"tool request {pending.request_id} was decided",
-                                   idempotency_key=f"{self._key}:resume:{pending.request_id}")
+            try:
+                self._tasks.transition(self._task_id, TaskState.RUNNING, expected_revision=task.revision,
+                                       actor=Actor.SYSTEM, reason=f"tool request {pending.request_id} was decided",
+                                       idempotency_key=f"{self._key}:resume:{pending.request_id}")
+            except (ConflictError, TransitionNotAllowedError):  # paused or cancelled meanwhile
+                task = self._tasks.show(self._task_id).task
+                if (stop := self._stop_for_state(task.state)) is not None:
+                    return stop
         elif (stop := self._stop_for_state(task.state)) is not None:
             return stop
         self._state.pending = None
@@ -297,7 +410,7 @@ class ImplementationLoop:
         if self._state.stall is not None:
             return self._outcome(LoopOutcomeKind.STALLED, "the same failure recurred on this rung",
                                  ladder_step=self._state.stall)
-        return self._run_calls(pending.remaining, pending.results)
+        return self._run_calls(pending.remaining, pending.results, pending.turn_key, replaying=pending.replaying)
 
     def _stop_for_state(self, state: TaskState) -> LoopOutcome | None:
         if state is TaskState.RUNNING:
@@ -312,6 +425,9 @@ class ImplementationLoop:
         if (stop := self._stop_for_state(self._tasks.show(self._task_id).task.state)) is not None:
             return stop
         state, limits = self._state, self._limits
+        if len(state.messages) > MAX_CONVERSATION_MESSAGES - 2:
+            return self._outcome(LoopOutcomeKind.LIMIT_REACHED,
+                                 f"the conversation reached its bound of {MAX_CONVERSATION_MESSAGES} messages")
         elapsed = self._clock() - (state.started or self._clock())
         for reached, what in ((state.rounds >= limits.max_rounds, f"{limits.max_rounds} rounds"),
                               (state.tool_calls >= limits.max_tool_calls, f"{limits.max_tool_calls} tool calls"),
@@ -322,13 +438,14 @@ class ImplementationLoop:
         return None
 
     def _outcome(self, kind: LoopOutcomeKind, reason: str, *, pending_request_id: str | None = None,
-                 pending_call: ToolCall | None = None, ladder_step: LadderStep | None = None) -> LoopOutcome:
+                 pending_call: ToolCall | None = None, ladder_step: LadderStep | None = None,
+                 error: CodefluxError | None = None) -> LoopOutcome:
         state = self._state
         return LoopOutcome(kind=kind, reason=reason, rounds=state.rounds, tool_calls=state.tool_calls,
                            tokens=state.tokens, unknown_usage_turns=state.unknown_usage_turns,
                            steps_done=self._steps.done_titles, steps_pending=self._steps.pending_titles,
                            position=self._position, pending_request_id=pending_request_id, pending_call=pending_call,
-                           ladder_step=ladder_step)
+                           ladder_step=ladder_step, error=error, continued_conversation=state.continued)
 
 
 def _first_prompt(requirement: str, plan: Plan) -> str:

@@ -1,9 +1,10 @@
 """The coordinator's side of the pipeline ports: check commands through the tool driver, acceptance.
 
 :class:`DriverCheckCommands` runs a check command (the integration tests) as a ``run_command`` request
-of the task, through the authority engine, in the task's worker. It never asks: the runner settles any
-decision before validation starts (a person, or the headless policy), and a request still pending or
-refused is reported as a refusal naming its cause, so the stage is ``blocked`` and nothing ran. The
+of the task with source ``pipeline``, through the authority engine, in the task's worker. It never asks:
+the runner settles any decision before validation starts (a person, or the headless policy), and a
+request still pending or refused is reported as a refusal naming its cause, so the stage is ``blocked``
+and nothing ran. The
 request is submitted under a key derived from (task, attempt, argv), so the runner's pre-flight and the
 stage's execution are the same request and an allow-once approval covers exactly that execution.
 """
@@ -21,9 +22,9 @@ from codeflux.pipeline.ports import AcceptanceRecord, CheckCommandRun
 
 __all__ = ["DriverCheckCommands", "NoAcceptanceYet", "check_request_key", "submit_check_command"]
 
-# The request store knows model, user and test as sources; a check command runs because the person
-# approved the plan it validates, so it is recorded as the user's.
-_CHECK_SOURCE = "user"
+# A check command is the pipeline's own request (not the model's, not a person's): recorded as such, so
+# what asked for it is never misattributed. Its authority is settled like any other request.
+_CHECK_SOURCE = "pipeline"
 
 
 def check_request_key(task_id: TaskId, attempt: int, argv: tuple[str, ...]) -> str:
@@ -32,11 +33,14 @@ def check_request_key(task_id: TaskId, attempt: int, argv: tuple[str, ...]) -> s
 
 
 def submit_check_command(driver: ToolDriver, task_id: TaskId, argv: tuple[str, ...], *,
-                         attempt: int) -> SubmittedRequest:
+                         attempt: int, intend_if_allowed: bool = False) -> SubmittedRequest:
     """Record (or find again) the check command's request; raises :class:`ToolFailedError` when the
-    program cannot be found."""
+    program cannot be found. ``intend_if_allowed`` (only where it is executed right away) commits the
+    intent with a request recorded now whose first decision allows it — see
+    :meth:`ToolDriver.submit_tool_request`; the runner's pre-flight records without an intent."""
     return driver.submit_tool_request(task_id, ToolName.RUN_COMMAND.value, {"argv": list(argv)},
-                                      idempotency_key=check_request_key(task_id, attempt, argv), source=_CHECK_SOURCE)
+                                      idempotency_key=check_request_key(task_id, attempt, argv), source=_CHECK_SOURCE,
+                                      intend_if_allowed=intend_if_allowed)
 
 
 def _not_run(refusal: str, request_id: str | None = None) -> CheckCommandRun:
@@ -52,7 +56,7 @@ class DriverCheckCommands:
 
     def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int) -> CheckCommandRun:
         try:
-            submitted = submit_check_command(self._driver, task_id, argv, attempt=attempt)
+            submitted = submit_check_command(self._driver, task_id, argv, attempt=attempt, intend_if_allowed=True)
         except ToolFailedError as error:
             return _not_run(f"{argv[0]} cannot run ({error.failure_kind}): {error}")
         outcome = submitted.outcome

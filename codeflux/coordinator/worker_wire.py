@@ -151,8 +151,8 @@ class OutputCollector:
         self._texts.setdefault(name, []).append(text)
 
 
-def encode_execution(execution: WorkerExecution) -> worker_pb2.ExecuteRequest:
-    """The wire request for ``execution``."""
+def encode_execution(execution: WorkerExecution, *, lease_token: str) -> worker_pb2.ExecuteRequest:
+    """The wire request for ``execution``, carrying the lease's token (checked on every request)."""
     arguments = []
     for argument in execution.request.arguments:
         value = argument.value
@@ -178,6 +178,7 @@ def encode_execution(execution: WorkerExecution) -> worker_pb2.ExecuteRequest:
         executable_sha256="" if pin is None else pin.sha256,
         env_overrides=dict(execution.env_overrides),
         stdin=execution.stdin,
+        lease_token=lease_token,
     )
 
 

@@ -21,6 +21,11 @@ One :class:`WorkerHandle` per active run::
   the request is in flight, the outcome is ``outcome-unknown`` — never retried here — and the command's
   process group is killed. If the worker was already gone before the request was sent, the outcome is
   ``failed``/``worker-unavailable``: nothing ran.
+- **Streams.** Requests travel on long-lived ``Execute`` streams, one at a time per stream (see
+  ``worker_streams``), so a request pays for no new gRPC call; every request repeats the lease token,
+  which the worker checks. The lease thread also enforces each request's deadline: it wakes for the next
+  heartbeat or the earliest deadline, whichever comes first (a heartbeat that hangs delays it by at most
+  the heartbeat's own timeout), and cancels an overdue request's stream.
 - **Stop** (idempotent; also on ``with`` exit and when the handle is garbage collected): ``Shutdown``,
   then ``SIGKILL`` to the worker's whole process group, reap, remove the socket directory.
 
@@ -30,6 +35,7 @@ Thread-safe: ``execute``, ``cancel`` and ``heartbeat`` may be called from severa
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -39,10 +45,10 @@ from pathlib import Path
 from typing import Final, Self
 
 import grpc
-import grpc.experimental
 
 from codeflux.api.v1 import worker_pb2, worker_pb2_grpc
 from codeflux.coordinator.worker_launch import LaunchedWorker, has_exited, launch_worker, reap_worker
+from codeflux.coordinator.worker_streams import ExecuteStream, StreamPool
 from codeflux.coordinator.worker_wire import (
     OutputCollector,
     WorkerExecution,
@@ -74,14 +80,7 @@ RESULT_GRACE_S: Final = 10.0
 """How long past the tool's own timeout the coordinator waits for a result before killing the worker."""
 
 _RPC_TIMEOUT_S: Final = 5.0
-_CHANNEL_OPTIONS: Final = (
-    ("grpc.enable_http_proxy", 0),
-    # ``Execute`` streams are read on the calling thread itself: without this, every call wakes the
-    # channel's spin thread (started afresh when the channel was idle) and hands each event over to the
-    # caller through a condition variable, which costs more than the rest of the client side.
-    # ``cancel()`` from another thread (lease loss, stop) still ends a blocked read.
-    (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1),
-)
+_CHANNEL_OPTIONS: Final = (("grpc.enable_http_proxy", 0),)
 
 OutputCallback = Callable[[str, str], None]
 StartedCallback = Callable[[int], None]
@@ -102,13 +101,16 @@ class WorkerHandle:
         self._stopped = False
         self._lease_lost = False
         self._last_renewal = time.monotonic()
-        self._calls: dict[str, grpc.Future] = {}
         self._orphan_groups: set[int] = set()
         self._quit = threading.Event()
-        self._finalizer = weakref.finalize(self, kill_process_group, launched.process.pid)
+        self._wake = threading.Event()
+        # Nothing here refers to the handle, so the finalizer below does not keep it alive.
+        self._streams = StreamPool(functools.partial(ExecuteStream, self._stub, self._metadata), wake=self._wake.set)
+        self._finalizer = weakref.finalize(self, _abandon, launched.process.pid, self._streams)
         # The thread holds only a weak reference, so an abandoned handle is still collected (and its
         # finalizer kills the worker's group).
-        self._beat = threading.Thread(target=_keep_lease, args=(weakref.ref(self), self._quit, lease_interval_s),
+        self._beat = threading.Thread(target=_keep_lease,
+                                      args=(weakref.ref(self), self._quit, self._wake, lease_interval_s),
                                       name=f"cf-lease-{launched.process.pid}", daemon=True)
         self._beat.start()
 
@@ -197,15 +199,16 @@ class WorkerHandle:
         began = time.monotonic()
         if not self.is_alive():
             return unsent_outcome(execution, began=began)
-        collector = OutputCollector(limit=execution.limits.max_output_bytes, on_output=on_output)
-        call = self._stub.Execute(encode_execution(execution), metadata=self._metadata,
-                                  timeout=execution.limits.timeout_ms / 1000 + RESULT_GRACE_S)
         key = str(execution.request_id)
-        with self._lock:
-            self._calls[key] = call
+        flight = self._streams.board(key, deadline=began + execution.limits.timeout_ms / 1000 + RESULT_GRACE_S)
+        if flight is None:  # stopped or lost meanwhile
+            return unsent_outcome(execution, began=began)
+        collector = OutputCollector(limit=execution.limits.max_output_bytes, on_output=on_output)
         process_group = 0
+        finished = False
         try:
-            for event in call:
+            flight.stream.send(encode_execution(execution, lease_token=self._launched.lease_token))
+            for event in flight.stream.call:
                 kind = event.WhichOneof("event")
                 if kind == "started":
                     process_group = event.started.process_group_id
@@ -214,14 +217,13 @@ class WorkerHandle:
                 elif kind == "output":
                     collector.feed(event.output.stream, event.output.text)
                 elif kind == "result":
+                    finished = True
                     return outcome_from_result(execution, event.result, collector, process_group=process_group)
             return self._lost(execution, collector, process_group, began, FailureKind.WORKER_LOST)
         except grpc.RpcError as error:
-            return self._failed_call(execution, collector, process_group, began, error)
+            return self._failed_call(execution, collector, process_group, began, error, expired=flight.expired)
         finally:
-            call.cancel()
-            with self._lock:
-                self._calls.pop(key, None)
+            self._streams.land(key, flight, finished=finished)
 
     def cancel(self, request_id: ToolRequestId) -> bool:
         """Ask the worker to cancel an in-flight request (its process group is killed); True if it ran."""
@@ -240,16 +242,16 @@ class WorkerHandle:
             if self._stopped:
                 return
             self._stopped = True
-            calls = list(self._calls.values())
         self._quit.set()
+        self._wake.set()
+        self._streams.close(in_flight=False)
         if not has_exited(self._launched.process):
             # Already gone or hung: the group kill below ends it either way.
             with contextlib.suppress(grpc.RpcError):
                 self._stub.Shutdown(worker_pb2.ShutdownRequest(reason="stop"), metadata=self._metadata,
                                     timeout=_RPC_TIMEOUT_S)
             _wait_for_exit(self._launched, timeout_s=_RPC_TIMEOUT_S)
-        for call in calls:
-            call.cancel()
+        self._streams.close()
         reap_worker(self._launched)
         for group in self._orphan_groups:
             kill_process_group(group)
@@ -283,16 +285,14 @@ class WorkerHandle:
     def _lose_lease(self) -> None:
         with self._lock:
             self._lease_lost = True
-            calls = list(self._calls.values())
-        for call in calls:
-            call.cancel()  # the blocked execute() returns outcome-unknown
+        self._streams.close()  # a blocked execute() returns outcome-unknown
 
     def _failed_call(self, execution: WorkerExecution, collector: OutputCollector, process_group: int,
-                     began: float, error: grpc.RpcError) -> WorkerOutcome:
+                     began: float, error: grpc.RpcError, *, expired: bool) -> WorkerOutcome:
         code = error.code() if isinstance(error, grpc.Call) else None
         if code is grpc.StatusCode.UNAUTHENTICATED:
             return unsent_outcome(execution, began=began, message="the worker refused the lease token; nothing ran")
-        if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+        if expired or code is grpc.StatusCode.DEADLINE_EXCEEDED:
             return self._lost(execution, collector, process_group, began, FailureKind.WORKER_UNRESPONSIVE)
         return self._lost(execution, collector, process_group, began, FailureKind.WORKER_LOST)
 
@@ -314,12 +314,29 @@ class WorkerHandle:
         return unknown_outcome(execution, collector, kind=kind, began=began, process_group=process_group)
 
 
-def _keep_lease(handle_ref: weakref.ref[WorkerHandle], quit_: threading.Event, interval_s: float) -> None:
-    while not quit_.wait(interval_s):
+def _keep_lease(handle_ref: weakref.ref[WorkerHandle], quit_: threading.Event, wake: threading.Event,
+                interval_s: float) -> None:
+    """Heartbeat every ``interval_s`` and cancel overdue executions, waking for whichever comes first."""
+    next_beat = time.monotonic() + interval_s
+    while not quit_.is_set():
         handle = handle_ref()
-        if handle is None or not handle._renew_or_lose_lease():
+        if handle is None:
             return
+        now = time.monotonic()
+        if now >= next_beat:
+            if not handle._renew_or_lose_lease():
+                return
+            next_beat = time.monotonic() + interval_s
+        at = handle._streams.watch(now, until=next_beat)
         del handle
+        wake.wait(max(at - time.monotonic(), 0.0))
+        wake.clear()
+
+
+def _abandon(pid: int, streams: StreamPool) -> None:
+    """The finalizer of a handle that was never stopped: kill the worker's group, close its streams."""
+    kill_process_group(pid)
+    streams.close()
 
 
 def _wait_for_exit(launched: LaunchedWorker, *, timeout_s: float) -> None:

@@ -3,7 +3,8 @@
 The socket lives in a directory the coordinator created for it (``mkdtemp``: 0700, ours — checked
 here); it is created under umask 077 and ``chmod``-ed 0600 before readiness is announced. A server
 interceptor compares the ``x-codeflux-lease-token`` metadata with ``hmac.compare_digest`` on every call
-and answers UNAUTHENTICATED otherwise (a missing, repeated or wrong token alike).
+and answers UNAUTHENTICATED otherwise (a missing, repeated or wrong token alike); on the long-lived
+``Execute`` stream the service compares the token each request repeats as well.
 
 The worker ends — killing every process group it started first — on ``Shutdown``, on ``SIGTERM``/
 ``SIGINT``/``SIGHUP``, when its stdin reaches end-of-file (the coordinator that holds the other end died),
@@ -58,13 +59,10 @@ class LeaseTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
             return handler
         if handler is None:
             return None
-        if handler.response_streaming:
-            return grpc.unary_stream_rpc_method_handler(
-                _refuse_stream, request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer)
-        return grpc.unary_unary_rpc_method_handler(
-            _refuse, request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer)
+        factory = _REFUSING_HANDLERS[(handler.request_streaming, handler.response_streaming)]
+        return factory(_refuse_stream if handler.response_streaming else _refuse,
+                       request_deserializer=handler.request_deserializer,
+                       response_serializer=handler.response_serializer)
 
 
 def _refuse(request: object, context: grpc.ServicerContext) -> None:
@@ -76,6 +74,14 @@ def _refuse_stream(request: object, context: grpc.ServicerContext) -> Any:
     yield from ()
 
 
+_REFUSING_HANDLERS: Final[dict[tuple[bool, bool], Callable[..., Any]]] = {
+    (False, False): grpc.unary_unary_rpc_method_handler,
+    (False, True): grpc.unary_stream_rpc_method_handler,
+    (True, False): grpc.stream_unary_rpc_method_handler,
+    (True, True): grpc.stream_stream_rpc_method_handler,
+}
+
+
 def serve(config: StartupConfig, *, environment: Mapping[str, str], stdin: BinaryIO, stdout: TextIO) -> int:
     """Serve until told to stop; return the process exit code."""
     _check_socket_directory(config.socket_path.parent)
@@ -84,7 +90,7 @@ def serve(config: StartupConfig, *, environment: Mapping[str, str], stdin: Binar
     lease = LeaseClock(interval_s=config.lease_interval_ms / 1000)
     service = WorkerService(lease_id=config.lease_id, task_id=config.task_id, worktree=config.worktree.resolve(),
                             base_commit=config.base_commit, environment=environment, processes=processes,
-                            lease=lease, stop=stop)
+                            lease=lease, stop=stop, lease_token=config.lease_token)
     server = grpc.server(
         ThreadPoolExecutor(max_workers=_RPC_THREADS, thread_name_prefix="cfw-rpc"),
         interceptors=[LeaseTokenInterceptor(config.lease_token)],

@@ -1,18 +1,22 @@
 """The worker's gRPC ``Worker`` service: heartbeat, execute, cancel, shutdown.
 
 This is the worker's RPC edge. Every request is decoded from the wire here and every outcome encoded
-back; an ``Execute`` stream always carries exactly one ``started`` (process group id, 0 for tools that
-start no process), any number of redacted ``output`` chunks, then exactly one ``result``. Expected
-failures are values (see ``tools.dispatch``); the one bare ``except Exception`` below turns a bug into a
-FAILED ``internal-error`` result with a safe message, so a worker never dies mid-stream.
+back. An ``Execute`` stream lives for many requests, run one after the other: for each, the stream
+carries exactly one ``started`` (process group id, 0 for tools that start no process), any number of
+redacted ``output`` chunks, then exactly one ``result``. Every request repeats the lease token, compared
+in constant time before anything of it runs (the call's metadata was checked when the stream opened); a
+mismatch ends the stream with UNAUTHENTICATED. Expected failures are values (see ``tools.dispatch``); the
+one bare ``except Exception`` below turns a bug into a FAILED ``internal-error`` result with a safe
+message, so a worker never dies mid-stream.
 
-If the coordinator goes away mid-stream (its RPC is cancelled), the execution is cancelled: the tool's
-process group is killed before the handler returns.
+If the coordinator goes away mid-stream (its RPC is cancelled), the execution in progress is cancelled:
+the tool's process group is killed before the handler returns.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hmac
 import os
 import sys
 import threading
@@ -68,6 +72,32 @@ class _InFlight:
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
+class _StreamState:
+    """The execution an ``Execute`` stream is running now; cancelled if the stream ends under it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._current: _InFlight | None = None
+        self._ended = False
+
+    def begin(self, flight: _InFlight) -> None:
+        with self._lock:
+            self._current = flight
+            if self._ended:
+                flight.cancelled.set()
+
+    def done(self) -> None:
+        with self._lock:
+            self._current = None
+
+    def end(self) -> None:
+        """The RPC terminated (the client cancelled, went away, or the stream finished)."""
+        with self._lock:
+            self._ended = True
+            if self._current is not None:
+                self._current.cancelled.set()
+
+
 class WorkerService(worker_pb2_grpc.WorkerServicer):
     """Serves one lease of one task in one worktree."""
 
@@ -82,8 +112,10 @@ class WorkerService(worker_pb2_grpc.WorkerServicer):
         processes: ProcessGroups,
         lease: LeaseClock,
         stop: threading.Event,
+        lease_token: str,
     ) -> None:
         self._lease_id = lease_id
+        self._token = lease_token.encode("ascii")
         self._task_id = task_id
         self._worktree = worktree
         self._base_commit = base_commit
@@ -126,8 +158,24 @@ class WorkerService(worker_pb2_grpc.WorkerServicer):
         return worker_pb2.ShutdownReply(killed_process_groups=killed)
 
     def Execute(
-        self, request: worker_pb2.ExecuteRequest, context: grpc.ServicerContext
+        self, requests: Iterator[worker_pb2.ExecuteRequest], context: grpc.ServicerContext
     ) -> Iterator[worker_pb2.ExecuteEvent]:
+        stream = _StreamState()
+        if not context.add_callback(stream.end):  # the coordinator went away: stop the running tool
+            stream.end()
+        try:
+            for request in requests:
+                if not self._token_matches(request.lease_token):
+                    context.abort(grpc.StatusCode.UNAUTHENTICATED, "lease token refused")
+                yield from self._serve_one(request, stream)
+        except grpc.RpcError:
+            return  # the stream was cancelled while it waited for the next request
+
+    def _token_matches(self, presented: str) -> bool:
+        return presented.isascii() and hmac.compare_digest(presented.encode("ascii"), self._token)
+
+    def _serve_one(self, request: worker_pb2.ExecuteRequest,
+                   stream: _StreamState) -> Iterator[worker_pb2.ExecuteEvent]:
         began = time.monotonic()
         flight = _InFlight()
         refusal = self._admit(request, flight)
@@ -135,10 +183,11 @@ class WorkerService(worker_pb2_grpc.WorkerServicer):
             yield _started(request.request_id, 0)
             yield _result(request.request_id, refusal, began)
             return
-        context.add_callback(flight.cancelled.set)  # the coordinator went away: stop the tool
+        stream.begin(flight)
         try:
             yield from self._execute(request, flight, began)
         finally:
+            stream.done()
             with self._lock:
                 self._in_flight.pop(request.request_id, None)
 

@@ -24,7 +24,14 @@ from codeflux.coordinator.workers import WorkerHandle
 from codeflux.domain.errors import InvalidValueError, WorkerClosedError, WorkerStartError
 from codeflux.domain.execution import ExecutionState, FailureKind
 from codeflux.domain.ids import TaskId
-from tests.fixtures.workers import TASK, execution_of, pin_executable, running_worker, wait_until_group_is_gone
+from tests.fixtures.workers import (
+    TASK,
+    execute_on_one_stream,
+    execution_of,
+    pin_executable,
+    running_worker,
+    wait_until_group_is_gone,
+)
 from tests.fixtures.worktrees import TaskWorktree, git, make_task_worktree
 
 TOKEN_KEY = "x-codeflux-lease-token"
@@ -188,10 +195,11 @@ def test_a_call_without_the_lease_token_is_unauthenticated(raw: LaunchedWorker) 
             with pytest.raises(grpc.RpcError) as refused:
                 stub.Heartbeat(worker_pb2.HeartbeatRequest(lease_id=str(raw.lease_id)), metadata=metadata, timeout=5)
             assert refused.value.code() is grpc.StatusCode.UNAUTHENTICATED
+            # The request itself carries the right token: the call's metadata is refused first.
             request = worker_pb2.ExecuteRequest(request_id="treq_0123456789abcdef", task_id=str(TASK),
-                                                tool="git_status")
+                                                tool="git_status", lease_token=raw.lease_token)
             with pytest.raises(grpc.RpcError) as refused:
-                list(stub.Execute(request, metadata=metadata, timeout=5))
+                list(stub.Execute(iter([request]), metadata=metadata, timeout=5))
             assert refused.value.code() is grpc.StatusCode.UNAUTHENTICATED
         reply = stub.Heartbeat(worker_pb2.HeartbeatRequest(lease_id=str(raw.lease_id)),
                                metadata=((TOKEN_KEY, raw.lease_token),), timeout=5)
@@ -231,12 +239,11 @@ def test_bad_wire_input_gets_one_started_and_one_typed_failed_result(  # noqa: P
     raw: LaunchedWorker, task: TaskWorktree, case: str, tool: str, arguments: list[worker_pb2.ToolArgument],
     kind: str
 ) -> None:
-    stub, channel = stub_for(raw)
     request = worker_pb2.ExecuteRequest(
         request_id="treq_0123456789abcdef", task_id=str(TASK), operation_identity="op_" + "0" * 64, tool=tool,
-        arguments=arguments, limits=worker_pb2.ExecutionLimits(timeout_ms=5000, max_output_bytes=4096))
-    with channel:
-        events = list(stub.Execute(request, metadata=((TOKEN_KEY, raw.lease_token),), timeout=30))
+        arguments=arguments, limits=worker_pb2.ExecutionLimits(timeout_ms=5000, max_output_bytes=4096),
+        lease_token=raw.lease_token)
+    events = execute_on_one_stream(raw, request)
     assert [event.WhichOneof("event") for event in events] == ["started", "result"]
     assert events[0].started.process_group_id == 0
     result = events[1].result
@@ -255,12 +262,10 @@ def test_a_request_with_a_foreign_or_malformed_identity_is_refused(raw: Launched
     fields: dict[str, Any] = {
         "request_id": "treq_0123456789abcdef", "task_id": str(TASK), "operation_identity": "op_" + "0" * 64,
         "tool": "git_status", "limits": worker_pb2.ExecutionLimits(timeout_ms=5000, max_output_bytes=4096),
+        "lease_token": raw.lease_token,
     }
     fields[field] = value
-    stub, channel = stub_for(raw)
-    with channel:
-        events = list(stub.Execute(worker_pb2.ExecuteRequest(**fields), metadata=((TOKEN_KEY, raw.lease_token),),
-                                   timeout=30))
+    events = execute_on_one_stream(raw, worker_pb2.ExecuteRequest(**fields))
     assert events[-1].result.failure_kind == kind
 
 

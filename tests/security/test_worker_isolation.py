@@ -12,15 +12,21 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import grpc
 import pytest
 
-from codeflux.api.v1 import worker_pb2, worker_pb2_grpc
+from codeflux.api.v1 import worker_pb2
 from codeflux.coordinator.worker_launch import LaunchedWorker, launch_worker, reap_worker
 from codeflux.coordinator.worker_wire import encode_execution
 from codeflux.coordinator.workers import WorkerHandle, WorkerOutcome
 from codeflux.domain.execution import ExecutionState, FailureKind
-from tests.fixtures.workers import TASK, execution_of, live_processes_in_group, running_worker, wait_until_group_is_gone
+from tests.fixtures.workers import (
+    TASK,
+    execute_on_one_stream,
+    execution_of,
+    live_processes_in_group,
+    running_worker,
+    wait_until_group_is_gone,
+)
 from tests.fixtures.worktrees import TaskWorktree, git, make_task_worktree
 
 pytestmark = pytest.mark.security
@@ -182,11 +188,7 @@ def test_a_secret_printed_by_a_command_is_redacted_in_every_chunk_and_the_result
 @pytest.mark.parametrize("printer", list(PRINTERS))
 def test_the_worker_itself_redacts_before_anything_leaves_it(raw: LaunchedWorker, printer: str) -> None:
     execution = execution_of("run_command", {"argv": PRINTERS[printer]})
-    channel = grpc.insecure_channel(f"unix:{raw.socket_path}")
-    with channel:
-        stub = worker_pb2_grpc.WorkerStub(channel)  # type: ignore[no-untyped-call]
-        events = list(stub.Execute(
-            encode_execution(execution), metadata=(("x-codeflux-lease-token", raw.lease_token),), timeout=60))
+    events = execute_on_one_stream(raw, encode_execution(execution, lease_token=raw.lease_token), timeout_s=60)
     assert events[-1].result.state == worker_pb2.RESULT_STATE_SUCCEEDED
     wire = "".join(event.output.text for event in events if event.WhichOneof("event") == "output")
     assert "[REDACTED]" in wire

@@ -39,7 +39,7 @@ class WorkerStub:
                 request_serializer=codeflux_dot_v1_dot_worker__pb2.HeartbeatRequest.SerializeToString,
                 response_deserializer=codeflux_dot_v1_dot_worker__pb2.HeartbeatReply.FromString,
                 _registered_method=True)
-        self.Execute = channel.unary_stream(
+        self.Execute = channel.stream_stream(
                 '/codeflux.v1.Worker/Execute',
                 request_serializer=codeflux_dot_v1_dot_worker__pb2.ExecuteRequest.SerializeToString,
                 response_deserializer=codeflux_dot_v1_dot_worker__pb2.ExecuteEvent.FromString,
@@ -67,9 +67,13 @@ class WorkerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Execute(self, request, context):
-        """Execute one authorized tool request. The stream carries exactly one `started`, any number of
-        `output` chunks, then exactly one `result`, and ends.
+    def Execute(self, request_iterator, context):
+        """Execute authorized tool requests, one after the other, on one long-lived stream (so a request does
+        not pay for a new call). For each request the worker answers exactly one `started`, any number of
+        `output` chunks, then exactly one `result`; the client sends the next request only after that result.
+        The stream ends when the client half-closes; if it is cancelled (or the client goes away) while a
+        request runs, that request is cancelled and its process group killed. A request whose `lease_token`
+        is not the lease's token ends the stream with UNAUTHENTICATED before anything of it runs.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -97,7 +101,7 @@ def add_WorkerServicer_to_server(servicer, server):
                     request_deserializer=codeflux_dot_v1_dot_worker__pb2.HeartbeatRequest.FromString,
                     response_serializer=codeflux_dot_v1_dot_worker__pb2.HeartbeatReply.SerializeToString,
             ),
-            'Execute': grpc.unary_stream_rpc_method_handler(
+            'Execute': grpc.stream_stream_rpc_method_handler(
                     servicer.Execute,
                     request_deserializer=codeflux_dot_v1_dot_worker__pb2.ExecuteRequest.FromString,
                     response_serializer=codeflux_dot_v1_dot_worker__pb2.ExecuteEvent.SerializeToString,
@@ -151,7 +155,7 @@ class Worker:
             _registered_method=True)
 
     @staticmethod
-    def Execute(request,
+    def Execute(request_iterator,
             target,
             options=(),
             channel_credentials=None,
@@ -161,8 +165,8 @@ class Worker:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
+        return grpc.experimental.stream_stream(
+            request_iterator,
             target,
             '/codeflux.v1.Worker/Execute',
             codeflux_dot_v1_dot_worker__pb2.ExecuteRequest.SerializeToString,
