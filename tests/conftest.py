@@ -17,7 +17,8 @@ from codeflux.store.opening import open_store
 _HYPOTHESIS_DIR = Path(__file__).resolve().parents[1] / ".artifacts" / "hypothesis"
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(_HYPOTHESIS_DIR))
 
-pytest_plugins = ["tests.fixtures.keyring_service", "tests.fixtures.provider_fixtures"]
+pytest_plugins = ["tests.fixtures.browser", "tests.fixtures.keyring_service", "tests.fixtures.provider_fixtures",
+                  "tests.fixtures.service_runs"]
 
 _SCRUBBED_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 _SCRUBBED_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",

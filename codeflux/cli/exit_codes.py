@@ -51,6 +51,7 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.DatabaseNeedsMigrationError: ExitCode.PREREQUISITE,
     e.MigrationFailedError: ExitCode.PREREQUISITE,
     e.MigrationLockedError: ExitCode.PREREQUISITE,
+    e.CoordinatorRunningError: ExitCode.PREREQUISITE,
     e.MigrationChecksumError: ExitCode.PREREQUISITE,
     e.CredentialStoreUnavailableError: ExitCode.PREREQUISITE,
     e.CredentialNotFoundError: ExitCode.PREREQUISITE,

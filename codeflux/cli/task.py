@@ -8,10 +8,12 @@ identity. ``patch`` prints a kept patch. ``recovery`` lists, per interrupted tas
 ambiguous and what is recommended; ``record-outcome`` records whether an ambiguous effect happened;
 ``recover`` takes a recovery action; ``cancel`` ends an open task. ``plan`` drafts a plan revision via the
 gateway; ``start`` runs a ready task in this process under a headless policy (``--allow``); ``pause``
-pauses it between turns; ``resume`` continues a paused task in this process — the loop's conversation
-lived in memory only, so the next attempt begins from the worktree's current state with a fresh
-conversation (a task paused before its plan was approved drafts the plan again instead); ``decide``
-answers a pending tool request; ``diff`` prints the unified diff and its identity.
+pauses it between turns; ``resume`` continues a paused task in this process, in the next attempt — the
+loop's conversation is kept in SQLite (redacted), so the resumed run continues it with the plan steps
+already done, from the worktree as it is (a task paused before its plan was approved drafts the plan
+again instead); ``decide`` answers a pending tool request; ``diff`` prints the unified diff and its
+identity. SIGINT / SIGTERM during ``plan``, ``start`` or ``resume`` stop at the next boundary with nothing
+half-written (see :mod:`codeflux.cli.run`).
 
 Every subcommand first runs startup recovery when no other process is running tasks (see
 :mod:`codeflux.coordinator.recovery`): interrupted work is marked, never resumed. Exit codes come from
@@ -27,7 +29,10 @@ from pathlib import Path
 
 from codeflux.authority.decide import UserDecision
 from codeflux.cli.context import CliContext
+from codeflux.cli.exit_codes import ExitCode
+from codeflux.cli.remote import run_remote
 from codeflux.cli.run import (
+    ShutdownOnSignal,
     add_allow_argument,
     add_provider_arguments,
     build_gateway,
@@ -35,6 +40,7 @@ from codeflux.cli.run import (
     run_ready_task,
 )
 from codeflux.coordinator.budget import BudgetService
+from codeflux.coordinator.loop_steps import conversation_summary
 from codeflux.coordinator.planner import propose_plan
 from codeflux.coordinator.recovery import RecoveryService, RecoveryView, exclusive_startup_lock
 from codeflux.coordinator.review import ReviewService, require_task_action
@@ -71,8 +77,8 @@ _ACTIONS = {
     "plan": "draft the next plan revision via the gateway (provider flags as for `codeflux run`)",
     "start": "run a ready task in this process, headless: only --allow operations run without a person",
     "pause": "pause a task (a running one stops between turns)",
-    "resume": ("continue a paused task in this process: the conversation was in memory only, so the next attempt "
-               "begins from the worktree's current state with a fresh conversation"),
+    "resume": ("continue a paused task in this process: the next attempt continues the run's conversation (kept "
+               "in SQLite, redacted) with the plan steps already done"),
     "decide": "answer a pending tool request: --allow-once, --allow-for-task or --deny",
     "diff": "print the task worktree's unified diff and its identity",
 }
@@ -145,6 +151,9 @@ def _key() -> str:
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     location = ctx.location()
+    remote = run_remote(args, ctx, location)
+    if remote is not None:  # a coordinator runs: it owns the tasks, the command went to it
+        return remote
     creating = args.action == "create"
     db = open_store(location, create=creating, migrate=creating)
     try:
@@ -313,16 +322,27 @@ def _cancel(args: argparse.Namespace, ctx: CliContext, db: Database, service: Ta
 
 
 def _plan(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    with ShutdownOnSignal(ctx, ctx.location()) as shutdown:
+        return _draft(args, ctx, db, service, task_id, shutdown=shutdown)
+
+
+def _draft(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId, *,
+           shutdown: ShutdownOnSignal) -> int:
     gateway, provider = build_gateway(db, args, phases=("plan",))
     planned = propose_plan(task_id, gateway=gateway, tasks=service, position=LadderPosition.start(),
-                           idempotency_key=_key())
+                           idempotency_key=_key(), stop_requested=shutdown.stop_requested)
     print_plan(ctx, planned, provider)
     ctx.say(f"approve it: codeflux task approve-plan {task_id} --revision {planned.revision} --sha256 {planned.sha256}")
+    if shutdown.requested is not None:
+        ctx.say(f"{shutdown.requested}: stopped after recording plan revision {planned.revision}")
+        ctx.say(f"exit {int(ExitCode.DECISION_NEEDED)}")
+        return int(ExitCode.DECISION_NEEDED)
     return 0
 
 
 def _start(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args)
+    with ShutdownOnSignal(ctx, ctx.location()) as shutdown:
+        return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args, shutdown=shutdown)
 
 
 def _pause(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
@@ -335,6 +355,12 @@ def _pause(args: argparse.Namespace, ctx: CliContext, db: Database, service: Tas
 
 
 def _resume(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+    with ShutdownOnSignal(ctx, ctx.location()) as shutdown:
+        return _resume_paused(args, ctx, db, service, task_id, shutdown=shutdown)
+
+
+def _resume_paused(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId,
+                   *, shutdown: ShutdownOnSignal) -> int:
     task = service.show(task_id).task
     if task.state is not TaskState.PAUSED:
         raise TaskActionUnavailableError(task_id=task_id.value, action=TaskAction.RESUME.value,
@@ -345,12 +371,18 @@ def _resume(args: argparse.Namespace, ctx: CliContext, db: Database, service: Ta
         service.transition(task_id, TaskState.FORECASTING, expected_revision=task.revision,
                            reason="resumed by the user: the plan is drafted again", actor=Actor.USER,
                            idempotency_key=_key())
-        return _plan(args, ctx, db, service, task_id)
+        return _draft(args, ctx, db, service, task_id, shutdown=shutdown)
     service.transition(task_id, TaskState.READY, expected_revision=task.revision, reason="resumed by the user",
                        actor=Actor.USER, idempotency_key=_key())
-    ctx.say(f"task {task_id}: resuming in this process; the previous conversation was in memory only, so the next "
-            "attempt begins from the worktree's current state with a fresh conversation")
-    return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args)
+    kept = conversation_summary(service.changes, task_id)
+    if kept is not None and kept.is_open and view.plan is not None and kept.plan_revision == view.plan.revision:
+        steps = len(view.plan.plan.steps)
+        ctx.say(f"task {task_id}: resuming in this process; the run's conversation continues ({kept.messages} "
+                f"message(s) kept, {len(kept.steps_done)} of {steps} plan step(s) done)")
+    else:
+        ctx.say(f"task {task_id}: resuming in this process; no conversation is kept for plan revision "
+                f"{view.plan.revision if view.plan else '?'}, so the run starts one from the worktree's current state")
+    return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args, shutdown=shutdown)
 
 
 def _decide(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:

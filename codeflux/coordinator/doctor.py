@@ -12,7 +12,6 @@ from __future__ import annotations
 import concurrent.futures
 import enum
 import errno
-import fcntl
 import os
 import platform
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import apsw
 
+from codeflux.coordinator.instance import running_coordinator
 from codeflux.credentials import has_provider_key, probe_credential_store
 from codeflux.domain.errors import CodefluxError, StoreCorruptError
 from codeflux.domain.providers import ProviderName
@@ -269,20 +269,6 @@ def _check_worktree_space(location: DataLocation) -> CheckResult:
     return CheckResult(id="worktree-space", title=title, status=CheckStatus.OK, summary=f"{mib} MiB free")
 
 
-def _instance_lock_held(location: DataLocation) -> bool:
-    lock = location.directory / "codeflux.sqlite3.instance.lock"
-    if not lock.exists():
-        return False
-    fd = os.open(lock, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
 def _check_loopback_port(location: DataLocation, port: int) -> CheckResult:
     title = f"loopback port {port}"
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -293,7 +279,7 @@ def _check_loopback_port(location: DataLocation, port: int) -> CheckResult:
                 return CheckResult(id="loopback-port", title=title, status=CheckStatus.FAILED,
                                    summary=f"127.0.0.1:{port} cannot be bound ({err.strerror})",
                                    remediation="check loopback networking, or pass --address with another port")
-            if _instance_lock_held(location):
+            if running_coordinator(location) is not None:
                 return CheckResult(id="loopback-port", title=title, status=CheckStatus.OK,
                                    summary="in use by the codeflux instance of this data directory")
             return CheckResult(id="loopback-port", title=title, status=CheckStatus.DEGRADED, required=False,

@@ -1,21 +1,51 @@
-"""The implementation loop's bookkeeping: which plan steps are done, and what a tool result says.
+"""The implementation loop's bookkeeping: which plan steps are done, what a tool result says, and the
+conversation kept in SQLite.
 
 A plan step counts as done only when a compatible tool **succeeded** on one of its expected files:
 ``write_file`` or ``edit_file`` on that path, or ``apply_patch`` whose diff names it. A step that names
 no file is done once any such write succeeded. What the model says about its progress never counts.
+
+:class:`LoopTranscript` keeps the loop's conversation (``migrations/000008_loop_transcripts.sql``) so a
+resumed run — the next attempt after a pause, a refused model call or a crash, in this process or
+another — continues it with the plan steps already done. Every message passes the redaction pipeline
+(exact loaded secrets and key patterns, :func:`codeflux.redact.default_redactor`) and is bounded before
+it is written: what is stored is what a resumed run sends, so a resumed conversation never carries a
+secret either. A conversation continues only under the plan revision (and hash) it was opened for.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
+from codeflux.coordinator.task_changes import TaskChanges
 from codeflux.coordinator.tool_driver import ExecutionRecord
+from codeflux.domain.errors import UsageError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.models import Message, MessagePart, ReasoningPart, Role, TextPart, ToolCall, ToolResult
 from codeflux.domain.plans import Plan
 from codeflux.domain.tools import ToolName
+from codeflux.redact import REDACTED, Redactor, default_redactor
+from codeflux.store import loop_transcripts as transcript_rows
+from codeflux.store import stage_ledger as ledger_rows
+from codeflux.store.database import ReadView, Transaction
+from codeflux.store.events import append_event
+from codeflux.store.task_records import require_task_record
 
-__all__ = ["WRITING_TOOLS", "StepTracker", "describe_execution", "execution_failed", "paths_written"]
+__all__ = [
+    "WRITING_TOOLS",
+    "ConversationSummary",
+    "LoopTranscript",
+    "RestoredConversation",
+    "StepTracker",
+    "close_conversation",
+    "conversation_summary",
+    "describe_execution",
+    "execution_failed",
+    "paths_written",
+]
 
 WRITING_TOOLS: Final = frozenset({ToolName.WRITE_FILE.value, ToolName.EDIT_FILE.value, ToolName.APPLY_PATCH.value})
 _SHOWN_CHARS: Final = 16_000
@@ -47,10 +77,14 @@ def paths_written(tool: str, arguments: Mapping[str, object]) -> frozenset[str]:
 
 @dataclass(slots=True)
 class StepTracker:
-    """The plan's steps and which of them a successful write has completed."""
+    """The plan's steps and which of them a successful write has completed (by index in the plan)."""
 
     plan: Plan
     done: set[int] = field(default_factory=set)
+
+    def restore(self, done: tuple[int, ...]) -> None:
+        """Take the steps a stored conversation had done (indexes outside the plan are ignored)."""
+        self.done |= {index for index in done if 0 <= index < len(self.plan.steps)}
 
     def record_write(self, paths: frozenset[str]) -> None:
         if not paths:
@@ -90,3 +124,211 @@ def describe_execution(record: ExecutionRecord) -> str:
         if text:
             lines.append(f"{label}:\n{text[-_SHOWN_CHARS:]}")
     return "\n".join(lines)
+
+
+# ─── the conversation kept in SQLite ─────────────────────────────────────────────────────────────────
+
+_PART_CHARS: Final = 256 * 1024  # one text, reasoning or tool result part as stored
+_ARGUMENT_CHARS: Final = 1024 * 1024  # one tool call's arguments as stored
+_CUT_CHARS: Final = 1024  # what is left of a part when a whole message is still too large
+_EVENT_TEXT_CHARS: Final = 4000  # what an agent-message event carries of the agent's words
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[codeflux: {len(text) - limit} characters not kept]"
+
+
+def _redact_strings(value: object, redact: Redactor) -> object:
+    if isinstance(value, str):
+        return redact.redact(value)
+    if isinstance(value, list):
+        return [_redact_strings(item, redact) for item in value]
+    if isinstance(value, dict):
+        return {redact.redact(str(key)): _redact_strings(item, redact) for key, item in value.items()}
+    return value
+
+
+def _redacted_arguments(text: str, redact: Redactor) -> str:
+    """Tool-call arguments with secrets hidden, still a JSON object when they were one."""
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return redact.redact(text)  # never valid JSON: redact it as text
+    hidden = redact.redact(text)
+    cleaned = _redact_strings(parsed, redact)
+    if hidden == text and cleaned == parsed:
+        return text
+    dumped = json.dumps(cleaned, ensure_ascii=False)
+    if redact.redact(dumped) == dumped:
+        return dumped
+    return json.dumps({"codeflux": f"{REDACTED}: the arguments held a secret and were not kept"})
+
+
+def _redacted_part(part: MessagePart, redact: Redactor) -> MessagePart:
+    if isinstance(part, TextPart):
+        return TextPart(text=_cut(redact.redact(part.text), _PART_CHARS))
+    if isinstance(part, ReasoningPart):
+        return ReasoningPart(text=_cut(redact.redact(part.text), _PART_CHARS), signature=redact.redact(part.signature),
+                             redacted=part.redacted)
+    if isinstance(part, ToolCall):
+        arguments = _redacted_arguments(part.arguments_json, redact)
+        if len(arguments) > _ARGUMENT_CHARS:
+            arguments = "{}"
+        return ToolCall(call_id=redact.redact(part.call_id), name=redact.redact(part.name), arguments_json=arguments)
+    return ToolResult(call_id=redact.redact(part.call_id), content=_cut(redact.redact(part.content), _PART_CHARS),
+                      is_error=part.is_error)
+
+
+def stored_form(message: Message, redact: Redactor | None = None) -> tuple[Message, bool]:
+    """``message`` as it is stored and resumed: redacted, each part bounded, the whole under the bound;
+    and whether redaction hid anything."""
+    chosen = redact or default_redactor()
+    parts = [_redacted_part(part, chosen) for part in message.parts]
+    hidden = any(chosen.redact(_texts(part)) != _texts(part) for part in message.parts)
+    return Message(role=message.role, parts=_shrunk(message.role, parts)), hidden
+
+
+def _shrunk(role: Role, parts: list[MessagePart]) -> tuple[MessagePart, ...]:
+    """Cut the largest parts until the message fits the stored bound (a message of thousands of parts
+    that still does not fit is replaced by a note saying so)."""
+    shrunk = list(parts)
+    for _ in range(2 * len(shrunk)):
+        if _stored_size(role, shrunk) <= transcript_rows.MAX_MESSAGE_BYTES:
+            return tuple(shrunk)
+        index = max(range(len(shrunk)), key=lambda i: len(_texts(shrunk[i])))
+        part = shrunk[index]
+        if isinstance(part, ToolCall):
+            shrunk[index] = replace(part, arguments_json="{}")
+        elif isinstance(part, ToolResult):
+            shrunk[index] = replace(part, content=_cut(part.content, _CUT_CHARS))
+        else:
+            shrunk[index] = replace(part, text=_cut(part.text, _CUT_CHARS))
+    if _stored_size(role, shrunk) <= transcript_rows.MAX_MESSAGE_BYTES:
+        return tuple(shrunk)
+    return (TextPart(text=f"[codeflux: a message of {len(parts)} parts was too large to keep]"),)
+
+
+def _stored_size(role: Role, parts: list[MessagePart]) -> int:
+    return len(transcript_rows.message_to_json(Message(role=role, parts=tuple(parts))).encode())
+
+
+def _texts(part: MessagePart) -> str:
+    if isinstance(part, ToolCall):
+        return part.call_id + part.name + part.arguments_json
+    if isinstance(part, ToolResult):
+        return part.call_id + part.content
+    if isinstance(part, ReasoningPart):
+        return part.text + part.signature
+    return part.text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RestoredConversation:
+    """The conversation an attempt of the loop works in: continued (as stored) or just opened."""
+
+    conversation_id: int
+    messages: tuple[Message, ...]
+    steps_done: tuple[int, ...]
+    last_turn_key: str | None
+    """The key prefix the tool calls of the last message were submitted under, when it is an assistant turn."""
+    continued: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationSummary:
+    """What is kept of a task's newest conversation (for people: ``codeflux task resume`` says it)."""
+
+    conversation_id: int
+    plan_revision: int
+    messages: int
+    steps_done: tuple[int, ...]
+    is_open: bool
+    closed_reason: str | None
+
+
+class LoopTranscript:
+    """The conversation of one task's loop in SQLite (see the module docstring); writes through ``changes``."""
+
+    def __init__(self, changes: TaskChanges, task_id: TaskId, *, redactor: Redactor | None = None) -> None:
+        self._changes, self._task_id = changes, task_id
+        self._redactor = redactor or default_redactor()
+        self._conversation_id: int | None = None
+
+    def begin(self, *, attempt: int, first_prompt: str, continue_open: bool) -> RestoredConversation:
+        """Continue the task's open conversation when ``continue_open`` and it carries out the plan of the
+        open ``attempt``; otherwise open a new one (closing the old) that starts with ``first_prompt``."""
+        task_id = self._task_id
+
+        def work(tx: Transaction) -> RestoredConversation:
+            run = ledger_rows.require_run_attempt(tx, task_id, attempt)
+            if not run.is_open:
+                raise UsageError(f"task {task_id} attempt {attempt} has ended; the loop runs in an open attempt")
+            latest = transcript_rows.latest_loop_conversation(tx, task_id)
+            same_plan = latest is not None and (latest.plan_revision, latest.plan_sha256) == (
+                run.plan_revision, run.plan_sha256)
+            if continue_open and latest is not None and latest.is_open and same_plan:
+                rows = transcript_rows.loop_messages_of(tx, latest.conversation_id)
+                if rows:
+                    last = rows[-1]
+                    return RestoredConversation(
+                        conversation_id=latest.conversation_id, messages=tuple(row.message for row in rows),
+                        steps_done=last.steps_done, last_turn_key=last.turn_key, continued=True)
+            at = self._changes.clock()
+            superseded = ("a gate sent the work back: the next attempt starts a new conversation" if same_plan
+                          else "the approved plan changed: a new conversation carries out the new revision")
+            opened = transcript_rows.open_loop_conversation(
+                tx, task_id=task_id, plan_revision=run.plan_revision, plan_sha256=run.plan_sha256, attempt=attempt,
+                at_us=at, superseding_reason=superseded)
+            first = Message.user_text(first_prompt)
+            stored, hidden = stored_form(first, self._redactor)
+            transcript_rows.append_loop_message(tx, conversation_id=opened.conversation_id, task_id=task_id,
+                                                attempt=attempt, message=stored, turn_key=None, steps_done=(),
+                                                redacted=hidden, at_us=at)
+            return RestoredConversation(conversation_id=opened.conversation_id, messages=(first,), steps_done=(),
+                                        last_turn_key=None, continued=False)
+
+        restored = self._changes.db.write(work)
+        self._conversation_id = restored.conversation_id
+        return restored
+
+    def record(self, message: Message, *, attempt: int, turn_key: str | None, steps_done: set[int]) -> None:
+        """Append ``message`` (redacted and bounded here) with the steps done after it."""
+        if self._conversation_id is None:
+            raise UsageError("the conversation is recorded only after it began")
+        conversation_id, task_id = self._conversation_id, self._task_id
+        stored, hidden = stored_form(message, self._redactor)
+
+        def work(tx: Transaction) -> None:
+            transcript_rows.append_loop_message(
+                tx, conversation_id=conversation_id, task_id=task_id, attempt=attempt, message=stored,
+                turn_key=turn_key, steps_done=steps_done, redacted=hidden, at_us=self._changes.clock())
+            said = stored.text.strip() if stored.role is Role.ASSISTANT else ""
+            if said:  # what the agent said, for the UI's timeline: already redacted and bounded
+                session_id = require_task_record(tx, task_id).session_id
+                append_event(tx, session_id=session_id, kind="agent-message", payload={
+                    "conversation_id": conversation_id, "attempt": attempt, "text": said[:_EVENT_TEXT_CHARS],
+                    "truncated": len(said) > _EVENT_TEXT_CHARS, "redacted": hidden})
+
+        self._changes.db.write(work)
+
+
+def close_conversation(changes: TaskChanges, task_id: TaskId, *, reason: str) -> bool:
+    """Close the task's open conversation (the next run starts a new one); False when none was open."""
+    return changes.db.write(lambda tx: transcript_rows.close_loop_conversation(
+        tx, task_id=task_id, reason=reason, at_us=changes.clock())) is not None
+
+
+def conversation_summary(changes: TaskChanges, task_id: TaskId) -> ConversationSummary | None:
+    """The task's newest conversation in brief, or None before its first."""
+    def read(view: ReadView) -> ConversationSummary | None:
+        latest = transcript_rows.latest_loop_conversation(view, task_id)
+        if latest is None:
+            return None
+        rows = transcript_rows.loop_messages_of(view, latest.conversation_id)
+        return ConversationSummary(conversation_id=latest.conversation_id, plan_revision=latest.plan_revision,
+                                   messages=len(rows), steps_done=rows[-1].steps_done if rows else (),
+                                   is_open=latest.is_open, closed_reason=latest.closed_reason)
+
+    return changes.db.read(read)

@@ -17,6 +17,15 @@ starts one worker per task on first execution and stops them all on :meth:`ToolD
   failed commit raises and nothing runs); then asks the worker once; then commits the result, whose text
   has been redacted (exact loaded secrets + patterns) and capped *before* it reaches SQLite. A request
   executes at most once: executing it again returns the recorded execution.
+* **Submit and execute at once** (:meth:`ToolDriver.submit_and_execute`, or
+  ``submit_tool_request(..., intend_if_allowed=True)`` followed by ``execute``): when the first decision
+  already allows the request (``automatic``, or ``allowed-for-task`` by a standing approval of the exact
+  identity), the execution intent commits in the submission's transaction and ``execute`` runs it without
+  another commit — two durable commits per such tool call instead of three. The intent is still committed
+  before anything runs (if that commit fails, nothing is recorded and nothing runs); a crash after it
+  leaves an intent that startup recovery marks ``outcome-unknown``. A pending request records no intent
+  until its decision, exactly as above. A retried submission (same key) records nothing new and never
+  runs again: ``execute`` finds the recorded execution.
 * **No ``running`` mark.** The execution goes from ``intended`` straight to its end state. Recording
   ``running`` from :meth:`WorkerHandle.execute`'s ``on_started`` would be a fourth durable commit (an
   ``fsync``, about a third of a bare process spawn on the benchmark machine) on the path of every
@@ -41,6 +50,7 @@ from typing import Final
 from codeflux.authority.classify import ClassifiedNeed, WorktreeFacts, classify_tool_request
 from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
 from codeflux.authority.service import AuthorityService, DecisionView, ExecutionIntent, RequestView
+from codeflux.coordinator.live_output import LiveOutput
 from codeflux.coordinator.workers import WorkerExecution, WorkerHandle, WorkerOutcome
 from codeflux.domain.capabilities import CapabilityNeed
 from codeflux.domain.errors import (
@@ -84,7 +94,9 @@ STORED_MESSAGE_CHARS: Final = 1024
 class DriverFault(StrEnum):
     """Named points where tests inject a failure or a real process kill into an execution."""
 
-    BEFORE_INTENT_COMMIT = "before-intent-commit"  # inside the intent transaction: raising rolls it back
+    # inside the transaction that writes the intent (the intent transaction, or the submission's when it
+    # carries the intent): raising rolls it back
+    BEFORE_INTENT_COMMIT = "before-intent-commit"
     AFTER_INTENT_COMMIT = "after-intent-commit"  # committed; the worker has not been asked yet
 
 
@@ -99,6 +111,9 @@ class SubmittedRequest:
     needs: tuple[ClassifiedNeed, ...]
     compound: bool
     decision: DecisionView
+    intended_execution_id: str | None = None
+    """Set when the submission's transaction also committed the execution intent (see the module
+    docstring); :meth:`ToolDriver.execute` then runs it without another commit."""
 
     @property
     def outcome(self) -> DecisionOutcome:
@@ -137,11 +152,14 @@ def _record(row: ExecutionRow) -> ExecutionRecord:
     )
 
 
-def _submitted(view: RequestView) -> SubmittedRequest:
+def _submitted(view: RequestView, *, intended_execution_id: str | None = None) -> SubmittedRequest:
     return SubmittedRequest(request_id=view.request_id, task_id=view.task_id, tool=view.tool,
                             operation_identity=view.identity,
                             needs=view.classification.needs, compound=view.classification.compound,
-                            decision=view.decision)
+                            decision=view.decision, intended_execution_id=intended_execution_id)
+
+
+_ALLOWED: Final = frozenset({DecisionOutcome.AUTOMATIC, DecisionOutcome.ALLOWED_ONCE, DecisionOutcome.ALLOWED_FOR_TASK})
 
 
 def resolve_executable_pin(
@@ -245,6 +263,7 @@ class ToolDriver:
         self._redactor = default_redactor()
         self._executables = ExecutableDigests()
         self._workers: dict[TaskId, WorkerHandle] = {}
+        self._intended: dict[str, ExecutionIntent] = {}  # committed at submission, not yet run (by request id)
         self._worktrees: dict[TaskId, Path] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -253,9 +272,14 @@ class ToolDriver:
 
     def submit_tool_request(
         self, task_id: TaskId, tool: str, raw_args: Mapping[str, object], *, idempotency_key: str,
-        source: str = "model",
+        source: str = "model", intend_if_allowed: bool = False,
     ) -> SubmittedRequest:
         """Bind, pin, classify and record a request with its first decision (one transaction).
+
+        With ``intend_if_allowed``, a first decision that already allows the request also commits its
+        execution intent in that transaction (``intended_execution_id`` is set); call :meth:`execute`
+        next, which runs it without another commit. Until then the intent is held by this driver only:
+        another driver (or a restart) finds it recorded and never runs it.
 
         Raises :class:`ToolRequestInvalidError`/:class:`UnsafeArgumentError` for a request that does not
         fit its tool, :class:`ToolFailedError` for a program that cannot be found, and
@@ -270,9 +294,33 @@ class ToolDriver:
         operation = describe_operation(request, task_id=task_id, executable=pin)
         self._refuse_loaded_secrets(request)
         classification = classify_tool_request(request, facts=_worktree_facts(request, worktree))
-        view = self._authority.record_request(operation=operation, classification=classification, source=source,
-                                              idempotency_key=idempotency_key)
-        return _submitted(view)
+        if not intend_if_allowed:
+            return _submitted(self._authority.record_request(operation=operation, classification=classification,
+                                                             source=source, idempotency_key=idempotency_key))
+        view, intent = self._authority.record_request_with_intent(
+            operation=operation, classification=classification, source=source, idempotency_key=idempotency_key,
+            before_commit=lambda: self._inject(DriverFault.BEFORE_INTENT_COMMIT))
+        if intent is None or intent.existing is not None:
+            return _submitted(view)  # nothing new intended: execute goes through the intent transaction
+        with self._lock:
+            self._intended[view.request_id] = intent
+        return _submitted(view, intended_execution_id=intent.execution_id)
+
+    def submit_and_execute(
+        self, task_id: TaskId, tool: str, raw_args: Mapping[str, object], *, idempotency_key: str,
+        source: str = "model",
+    ) -> tuple[SubmittedRequest, ExecutionRecord | None]:
+        """Submit with ``intend_if_allowed`` and, if the decision in force allows the request, execute it.
+
+        Returns the request and its execution, or None for a request that waits for a person or was
+        refused (nothing ran). A retry with the same key returns the recorded execution and runs nothing.
+        Raises what :meth:`submit_tool_request` and :meth:`execute` raise.
+        """
+        submitted = self.submit_tool_request(task_id, tool, raw_args, idempotency_key=idempotency_key,
+                                             source=source, intend_if_allowed=True)
+        if submitted.outcome not in _ALLOWED:
+            return submitted, None
+        return submitted, self.execute(submitted.request_id)
 
     def pending_decisions(self, task_id: TaskId) -> list[SubmittedRequest]:
         """Requests of ``task_id`` waiting for allow-once, allow-for-task or deny, oldest first."""
@@ -292,9 +340,15 @@ class ToolDriver:
     # ─── execution ───────────────────────────────────────────────────────────────────────────────
 
     def execute(self, request_id: str) -> ExecutionRecord:
-        """Run an allowed request once in its task's worker and return the stored execution."""
-        intent = self._authority.record_execution_intent(
-            request_id, before_commit=lambda: self._inject(DriverFault.BEFORE_INTENT_COMMIT))
+        """Run an allowed request once in its task's worker and return the stored execution.
+
+        An intent this driver committed with the submission runs as it is; otherwise the intent
+        transaction re-checks the request and commits the intent first."""
+        with self._lock:
+            intent = self._intended.pop(request_id, None)
+        if intent is None:
+            intent = self._authority.record_execution_intent(
+                request_id, before_commit=lambda: self._inject(DriverFault.BEFORE_INTENT_COMMIT))
         if intent.existing is not None:
             return _record(intent.existing)
         self._inject(DriverFault.AFTER_INTENT_COMMIT)
@@ -388,7 +442,12 @@ class ToolDriver:
         except (WorkerStartError, WorkerClosedError) as error:
             return ExecutionResultValues(state="failed", failure_kind=FailureKind.WORKER_UNAVAILABLE.value,
                                          message=str(error))
-        return worker.execute(execution)
+        live = LiveOutput(self._db, session_id=intent.task.session_id, request_id=intent.request_id,
+                          execution_id=intent.execution_id)
+        try:
+            return worker.execute(execution, on_output=live)
+        finally:
+            live.close()  # its events commit before the result's
 
     def _result_values(self, outcome: WorkerOutcome | ExecutionResultValues) -> ExecutionResultValues:
         if isinstance(outcome, ExecutionResultValues):

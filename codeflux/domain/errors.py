@@ -24,6 +24,7 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── DatabaseNeedsMigrationError  the database is older; it must be migrated first
     │   ├── MigrationFailedError         a migration failed or was interrupted; restored from backup
     │   ├── MigrationLockedError         another process is migrating this database
+    │   ├── CoordinatorRunningError      another codeflux coordinator serves this data directory
     │   ├── MigrationChecksumError       an applied migration differs from the shipped file
     │   ├── CredentialStoreUnavailableError  no usable OS credential store
     │   ├── CredentialNotFoundError      no credential stored for that provider
@@ -91,6 +92,7 @@ __all__ = [
     "CheckoutNotCleanError",
     "CodefluxError",
     "ConflictError",
+    "CoordinatorRunningError",
     "CredentialNotFoundError",
     "CredentialStoreUnavailableError",
     "CurrencyMismatchError",
@@ -337,6 +339,15 @@ class MigrationFailedError(PrerequisiteError):
 
 class MigrationLockedError(PrerequisiteError):
     """Another process holds the migration lock of this database."""
+
+
+class CoordinatorRunningError(PrerequisiteError):
+    """Another ``codeflux start`` holds the instance lock of this data directory (one coordinator per database)."""
+
+    def __init__(self, *, holder: str) -> None:
+        super().__init__(f"another codeflux coordinator already serves this data directory ({holder}); "
+                         "use that one, or stop it first")
+        self.holder = holder
 
 
 class MigrationChecksumError(PrerequisiteError):

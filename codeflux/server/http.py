@@ -1,25 +1,42 @@
 """The HTTP request policy of the loopback server (ARCHITECTURE §11, issue 6 item 2).
 
 `respond_to_http` is pure: method, path and headers in; status, headers and body out. The websockets
-server calls it from `process_request` (see `make_process_request`), so every plain HTTP request —
-including any attempted WebSocket upgrade, until the envelope transport exists — is answered here.
+server calls it from `process_request` (see `make_process_request`), so every plain HTTP request is
+answered here. A WebSocket upgrade (``GET /ws`` with ``Upgrade: websocket``) goes through
+`upgrade_refusal` first: loopback Host (else 421), GET (else 405), exactly one ``Origin`` equal to
+``http://<that Host>`` and the session cookie (else 403) — all before the handshake. The caller (the
+websocket transport) then applies its rate and connection caps and binds the authentication to the
+connection object; nothing downstream trusts a header.
+
+Routes: ``/launch?token=…`` (redeem once → 303 + cookie), ``/`` and the app routes (:data:`APP_ROUTE`;
+the web client's ``index.html`` with the cookie, a page explaining how to open codeflux without it),
+``/static/<file>`` (the web client's files; cookie required), everything else 404.
 """
 
 from __future__ import annotations
 
 import html
 import logging
+import re
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
+from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from codeflux.server.assets import StaticFiles
 from codeflux.server.launch import COOKIE_NAME, LaunchTokens
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+WEBSOCKET_PATH: Final = "/ws"
+# The client-side routes of the web client: each serves index.html (with the cookie).
+APP_ROUTE: Final = re.compile(
+    r"/(?:(?:app|first-run|repositories|workspace|tasks|settings|diagnostics|review|ledger|recovery)"
+    r"(?:/[A-Za-z0-9_.~-]{1,128}){0,6}/?)?"
+)
 
 HttpResult = tuple[int, list[tuple[str, str]], bytes]
 
@@ -29,8 +46,8 @@ def security_headers(host: str) -> list[tuple[str, str]]:
     return [
         (
             "Content-Security-Policy",
-            "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; "
-            f"connect-src ws://{host}",
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; "
+            f"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; connect-src ws://{host}",
         ),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
@@ -79,9 +96,44 @@ def _page(title: str, body_html: str) -> bytes:
     ).encode()
 
 
-def _result(status: HTTPStatus, host: str, body: bytes, extra: Iterable[tuple[str, str]] = ()) -> HttpResult:
-    headers = [*security_headers(host), ("Content-Type", "text/html; charset=utf-8"), *extra]
+def _result(
+    status: HTTPStatus,
+    host: str,
+    body: bytes,
+    extra: Iterable[tuple[str, str]] = (),
+    *,
+    content_type: str = "text/html; charset=utf-8",
+) -> HttpResult:
+    headers = [*security_headers(host), ("Content-Type", content_type), *extra]
     return int(status), headers, body
+
+
+def _misdirected(origin_host: str) -> HttpResult:
+    return _result(
+        HTTPStatus.MISDIRECTED_REQUEST,
+        origin_host,
+        _page("Misdirected request", "<p>codeflux only answers requests addressed to the loopback host.</p>"),
+    )
+
+
+def _not_allowed(host: str) -> HttpResult:
+    return _result(
+        HTTPStatus.METHOD_NOT_ALLOWED,
+        host,
+        _page("Method not allowed", "<p>codeflux only answers GET requests over HTTP.</p>"),
+        [("Allow", "GET")],
+    )
+
+
+def _has_session(headers: list[tuple[str, str]], tokens: LaunchTokens) -> bool:
+    # Every value is compared (no early exit), each in constant time.
+    results = [tokens.is_session(value) for value in _session_cookie_values(headers)]
+    return any(results)
+
+
+def _placeholder() -> bytes:
+    return _page("codeflux", "<p>You are signed in to this codeflux session. The browser interface is not "
+                 "built yet: this page is a placeholder and does nothing.</p>")
 
 
 def respond_to_http(
@@ -91,23 +143,16 @@ def respond_to_http(
     *,
     origin_host: str,
     tokens: LaunchTokens,
+    static: StaticFiles | None = None,
 ) -> HttpResult:
-    """Answer one plain HTTP request. `origin_host` is the host:port the server listens on."""
+    """Answer one plain HTTP request. `origin_host` is the host:port the server listens on; `static` is
+    where the web client's files are read from (the package's ``static/`` directory by default)."""
     header_list = list(headers)
     host = _loopback_host(header_list, origin_host)
     if host is None or not path.startswith("/") or path.startswith("//"):
-        return _result(
-            HTTPStatus.MISDIRECTED_REQUEST,
-            origin_host,
-            _page("Misdirected request", "<p>codeflux only answers requests addressed to the loopback host.</p>"),
-        )
+        return _misdirected(origin_host)
     if method != "GET":
-        return _result(
-            HTTPStatus.METHOD_NOT_ALLOWED,
-            host,
-            _page("Method not allowed", "<p>codeflux only answers GET requests over HTTP.</p>"),
-            [("Allow", "GET")],
-        )
+        return _not_allowed(host)
     target = urlsplit(path)
     if target.path == "/launch":
         tokens_given = parse_qs(target.query).get("token", [])
@@ -125,16 +170,70 @@ def respond_to_http(
             _page("Opening codeflux", '<p><a href="/">Continue</a></p>'),
             [("Location", "/"), ("Set-Cookie", cookie.set_cookie_header())],
         )
-    if target.path == "/":
-        if any(tokens.is_session(value) for value in _session_cookie_values(header_list)):
-            return _result(
-                HTTPStatus.OK,
-                host,
-                _page("codeflux", "<p>You are signed in to this codeflux session. The browser interface is not "
-                      "built yet: this page is a placeholder and does nothing.</p>"),
-            )
+    files = static if static is not None else StaticFiles()
+    if APP_ROUTE.fullmatch(target.path):
+        if _has_session(header_list, tokens):
+            index = files.index()
+            return _result(HTTPStatus.OK, host, index.body if index is not None else _placeholder())
         return _result(HTTPStatus.OK, host, _page("Open codeflux from your terminal", _HOW_TO_OPEN))
+    if target.path.startswith("/static/"):
+        if not _has_session(header_list, tokens):
+            return _result(HTTPStatus.FORBIDDEN, host, _page("Open codeflux from your terminal", _HOW_TO_OPEN))
+        asset = files.get(target.path.removeprefix("/static/"))
+        if asset is not None:
+            return _result(HTTPStatus.OK, host, asset.body, content_type=asset.content_type)
     return _result(HTTPStatus.NOT_FOUND, host, _page("Not found", "<p>There is nothing at this address.</p>"))
+
+
+def is_upgrade_request(path: str, headers: Iterable[tuple[str, str]]) -> bool:
+    """Whether the request asks for the WebSocket (``/ws`` with an ``Upgrade: websocket`` header)."""
+    if urlsplit(path).path != WEBSOCKET_PATH:
+        return False
+    return any(name.lower() == "upgrade" and value.strip().lower() == "websocket" for name, value in headers)
+
+
+def upgrade_refusal(
+    method: str,
+    path: str,
+    headers: Iterable[tuple[str, str]],
+    *,
+    origin_host: str,
+    tokens: LaunchTokens,
+) -> HttpResult | None:
+    """None if this WebSocket upgrade may proceed; else the response refusing it before the handshake.
+
+    The upgrade needs a loopback Host on this port (421), GET (405), the exact path ``/ws`` without a
+    query, exactly one ``Origin`` equal to ``http://<Host>`` (a foreign site, another loopback port,
+    ``null`` or no Origin at all are refused: 403) and the session cookie, compared in constant time (403).
+    """
+    header_list = list(headers)
+    host = _loopback_host(header_list, origin_host)
+    if host is None or not path.startswith("/") or path.startswith("//"):
+        return _misdirected(origin_host)
+    if method != "GET":
+        return _not_allowed(host)
+    origins = [value for name, value in header_list if name.lower() == "origin"]
+    refused = _result(
+        HTTPStatus.FORBIDDEN,
+        host,
+        _page("Not allowed", "<p>This connection needs the codeflux page opened from <code>codeflux start</code>."
+              "</p>"),
+    )
+    same_origin = len(origins) == 1 and origins[0] == f"http://{host}"
+    signed_in = _has_session(header_list, tokens)
+    if path != WEBSOCKET_PATH or not same_origin or not signed_in:
+        return refused
+    return None
+
+
+def too_many(host: str, what: str) -> HttpResult:
+    """429 for an upgrade over the server's rate or connection cap (`what` says which, safely)."""
+    return _result(
+        HTTPStatus.TOO_MANY_REQUESTS,
+        host,
+        _page("Too many connections", f"<p>{html.escape(what)} Wait a moment and reload the page.</p>"),
+        [("Retry-After", "5")],
+    )
 
 
 def transport_logger() -> logging.Logger:
@@ -150,20 +249,34 @@ def _origin_host_of(connection: ServerConnection) -> str:
     return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
 
 
-def make_process_request(tokens: LaunchTokens) -> Callable[[ServerConnection, Request], Response]:
-    """A websockets `process_request` hook answering every request with `respond_to_http`."""
+def to_response(result: HttpResult) -> Response:
+    status, headers, body = result
+    response_headers = Headers(headers)
+    response_headers["Content-Length"] = str(len(body))
+    response_headers["Connection"] = "close"
+    return Response(status, HTTPStatus(status).phrase, response_headers, body)
 
-    def process_request(connection: ServerConnection, request: Request) -> Response:
-        status, headers, body = respond_to_http(
-            request.method,
-            request.path,
-            request.headers.raw_items(),
-            origin_host=_origin_host_of(connection),
-            tokens=tokens,
+
+UpgradeGate = Callable[[ServerConnection, Request, str], Response | None]
+
+
+def make_process_request(
+    tokens: LaunchTokens,
+    *,
+    upgrade: UpgradeGate | None = None,
+    static: StaticFiles | None = None,
+) -> Callable[[ServerConnection, Request], Response | None]:
+    """A websockets `process_request` hook: plain HTTP is answered with `respond_to_http`; a WebSocket
+    upgrade is handed to `upgrade` (connection, request, origin host) — None lets the handshake proceed.
+    Without an `upgrade` gate every request, upgrades included, is answered as plain HTTP."""
+
+    def process_request(connection: ServerConnection, request: Request) -> Response | None:
+        origin_host = _origin_host_of(connection)
+        raw = list(request.headers.raw_items())
+        if upgrade is not None and is_upgrade_request(request.path, raw):
+            return upgrade(connection, request, origin_host)
+        return to_response(
+            respond_to_http(request.method, request.path, raw, origin_host=origin_host, tokens=tokens, static=static)
         )
-        response_headers = Headers(headers)
-        response_headers["Content-Length"] = str(len(body))
-        response_headers["Connection"] = "close"
-        return Response(status, HTTPStatus(status).phrase, response_headers, body)
 
     return process_request

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from codeflux.coordinator.gateway import ModelGateway
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
+
+if TYPE_CHECKING:
+    from codeflux.services.runs import BackgroundRuns
 
 __all__ = ["SCRIPTED_DEMO_LABEL", "CoordinatorApp", "ModelAccess"]
 
@@ -45,11 +48,15 @@ class ModelAccess(Protocol):
 
 @dataclass(slots=True, kw_only=True)
 class CoordinatorApp:
-    """What every service implementation gets. ``runs`` is created by the services layer itself."""
+    """What every service implementation gets. ``runs`` is created by the services layer itself
+    (:func:`codeflux.services.methods.build_method_table`); ``codeflux start`` calls ``runs.shutdown()``
+    on SIGINT/SIGTERM."""
 
     db: Database
     location: DataLocation
     models: ModelAccess
     version: str
-    # Filled by codeflux.services.methods.build_method_table: the background run manager.
+    # The background run manager; set by codeflux.services.methods.build_method_table when missing.
+    runs: BackgroundRuns | None = None
+    # Anything else a services module keeps per coordinator (keyed by the module's name).
     extras: dict[str, object] = field(default_factory=dict)

@@ -17,9 +17,12 @@ from codeflux.store.database import ReadView, Transaction, now_us
 __all__ = [
     "SYSTEM_SESSION_ID",
     "JournalEvent",
+    "StoredEvent",
     "append_event",
     "find_journal_gaps",
     "read_events_after",
+    "read_stored_events_after",
+    "session_head",
 ]
 
 SYSTEM_SESSION_ID = "ses_system"
@@ -65,6 +68,42 @@ def read_events_after(view: ReadView, *, session_id: str, after_sequence: int, l
     )
     return [
         JournalEvent(session_id=r[0], sequence=int(r[1]), kind=r[2], payload=json.loads(r[3]), created_at_us=int(r[4]))
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredEvent:
+    """A committed event with its payload as the stored JSON text (for transports that forward it)."""
+
+    session_id: str
+    sequence: int
+    kind: str
+    payload_json: str
+    created_at_us: int
+
+
+def session_head(view: ReadView, session_id: str) -> int | None:
+    """The last committed sequence of ``session_id`` (0 before its first event); None if no such session."""
+    row = view.query_one("SELECT current_sequence FROM sessions WHERE id = ?", (session_id,))
+    return None if row is None else int(row[0])
+
+
+def read_stored_events_after(
+    view: ReadView, *, session_id: str, after_sequence: int, through_sequence: int | None = None, limit: int
+) -> list[StoredEvent]:
+    """Committed events in ``(after_sequence, through_sequence]`` (no upper bound when None), oldest first,
+    at most ``limit``, with the payload left as its stored JSON text."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise UsageError(f"limit must be between 1 and {MAX_PAGE}")
+    upper = through_sequence if through_sequence is not None else (1 << 62)
+    rows = view.query_all(
+        "SELECT session_id, sequence, kind, payload_json, created_at_us FROM events"
+        " WHERE session_id = ? AND sequence > ? AND sequence <= ? ORDER BY sequence LIMIT ?",
+        (session_id, after_sequence, upper, limit),
+    )
+    return [
+        StoredEvent(session_id=r[0], sequence=int(r[1]), kind=r[2], payload_json=r[3], created_at_us=int(r[4]))
         for r in rows
     ]
 

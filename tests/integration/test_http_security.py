@@ -122,8 +122,8 @@ def test_launch_gives_the_cookie_once_and_home_needs_it(server: RunningServer) -
     assert set_cookie.startswith(f"{COOKIE_NAME}=")
     assert set_cookie.endswith("; Path=/; HttpOnly; SameSite=Strict")
     assert launched.getheader("Content-Security-Policy") == (
-        "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; "
-        f"connect-src ws://127.0.0.1:{server.port}"
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; "
+        f"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; connect-src ws://127.0.0.1:{server.port}"
     )
 
     again = server.get(f"/launch?token={token}")

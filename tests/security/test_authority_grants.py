@@ -4,6 +4,7 @@ inactive task only reads, text gains no authority, and a printed secret never re
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -410,6 +411,10 @@ def test_a_printed_secret_never_reaches_sqlite(driver: ToolDriver, db: Database,
     assert printed.stdout is not None and printed.stdout.count("[REDACTED]") == 4
     assert "filler line 99" in printed.stdout and "[REDACTED]" in (printed.stderr or "")
     assert content is not None and "[REDACTED]" in content
+    live = db.read(lambda view: view.query_all(
+        "SELECT payload_json FROM events WHERE kind = 'tool-output' ORDER BY session_id, sequence"))
+    streamed = "".join(json.loads(row[0])["text"] for row in live)
+    assert "filler line 99" in streamed and streamed.count("[REDACTED]") >= 4  # live output, redacted too
     stored = _database_bytes(db)
     half = len(secret) // 2
     for fragment in (secret, secret[:half], secret[half:], secret.encode().hex()):

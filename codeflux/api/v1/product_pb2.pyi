@@ -60,7 +60,7 @@ class ChangedPath(_message.Message):
     def __init__(self, path: _Optional[str] = ..., status: _Optional[str] = ..., content_sha256: _Optional[str] = ...) -> None: ...
 
 class RepositoryView(_message.Message):
-    __slots__ = ("root", "head", "branch", "detached", "operations_in_progress", "changes", "dirty_hash", "dirty", "repository_id")
+    __slots__ = ("root", "head", "branch", "detached", "operations_in_progress", "changes", "dirty_hash", "dirty", "repository_id", "suggested_requirement")
     ROOT_FIELD_NUMBER: _ClassVar[int]
     HEAD_FIELD_NUMBER: _ClassVar[int]
     BRANCH_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +70,7 @@ class RepositoryView(_message.Message):
     DIRTY_HASH_FIELD_NUMBER: _ClassVar[int]
     DIRTY_FIELD_NUMBER: _ClassVar[int]
     REPOSITORY_ID_FIELD_NUMBER: _ClassVar[int]
+    SUGGESTED_REQUIREMENT_FIELD_NUMBER: _ClassVar[int]
     root: str
     head: str
     branch: str
@@ -79,13 +80,66 @@ class RepositoryView(_message.Message):
     dirty_hash: str
     dirty: bool
     repository_id: str
-    def __init__(self, root: _Optional[str] = ..., head: _Optional[str] = ..., branch: _Optional[str] = ..., detached: _Optional[bool] = ..., operations_in_progress: _Optional[_Iterable[str]] = ..., changes: _Optional[_Iterable[_Union[ChangedPath, _Mapping]]] = ..., dirty_hash: _Optional[str] = ..., dirty: _Optional[bool] = ..., repository_id: _Optional[str] = ...) -> None: ...
+    suggested_requirement: str
+    def __init__(self, root: _Optional[str] = ..., head: _Optional[str] = ..., branch: _Optional[str] = ..., detached: _Optional[bool] = ..., operations_in_progress: _Optional[_Iterable[str]] = ..., changes: _Optional[_Iterable[_Union[ChangedPath, _Mapping]]] = ..., dirty_hash: _Optional[str] = ..., dirty: _Optional[bool] = ..., repository_id: _Optional[str] = ..., suggested_requirement: _Optional[str] = ...) -> None: ...
 
 class CreateDemoRepositoryRequest(_message.Message):
     __slots__ = ("control",)
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     control: _common_pb2.MutationControl
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ...) -> None: ...
+
+class GetToolActivityRequest(_message.Message):
+    __slots__ = ("task_id", "request_id")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    request_id: str
+    def __init__(self, task_id: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class ToolActivityView(_message.Message):
+    __slots__ = ("request_id", "tool", "arguments", "capabilities", "operation_identity", "decision", "decision_reason", "state", "exit_code_known", "exit_code", "stdout", "stdout_truncated", "stderr", "stderr_truncated", "content", "content_truncated", "message", "failure_kind", "duration_known", "duration_ms")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    OPERATION_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    DECISION_FIELD_NUMBER: _ClassVar[int]
+    DECISION_REASON_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_KNOWN_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    STDERR_FIELD_NUMBER: _ClassVar[int]
+    STDERR_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    FAILURE_KIND_FIELD_NUMBER: _ClassVar[int]
+    DURATION_KNOWN_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    tool: str
+    arguments: _containers.RepeatedCompositeFieldContainer[Argument]
+    capabilities: _containers.RepeatedScalarFieldContainer[str]
+    operation_identity: str
+    decision: str
+    decision_reason: str
+    state: str
+    exit_code_known: bool
+    exit_code: int
+    stdout: str
+    stdout_truncated: bool
+    stderr: str
+    stderr_truncated: bool
+    content: str
+    content_truncated: bool
+    message: str
+    failure_kind: str
+    duration_known: bool
+    duration_ms: int
+    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., operation_identity: _Optional[str] = ..., decision: _Optional[str] = ..., decision_reason: _Optional[str] = ..., state: _Optional[str] = ..., exit_code_known: _Optional[bool] = ..., exit_code: _Optional[int] = ..., stdout: _Optional[str] = ..., stdout_truncated: _Optional[bool] = ..., stderr: _Optional[str] = ..., stderr_truncated: _Optional[bool] = ..., content: _Optional[str] = ..., content_truncated: _Optional[bool] = ..., message: _Optional[str] = ..., failure_kind: _Optional[str] = ..., duration_known: _Optional[bool] = ..., duration_ms: _Optional[int] = ...) -> None: ...
 
 class ListTasksRequest(_message.Message):
     __slots__ = ("limit",)

@@ -265,6 +265,11 @@ class TaskServiceStub:
                 request_serializer=codeflux_dot_v1_dot_product__pb2.GetTimelineRequest.SerializeToString,
                 response_deserializer=codeflux_dot_v1_dot_product__pb2.Timeline.FromString,
                 _registered_method=True)
+        self.GetToolActivity = channel.unary_unary(
+                '/codeflux.v1.TaskService/GetToolActivity',
+                request_serializer=codeflux_dot_v1_dot_product__pb2.GetToolActivityRequest.SerializeToString,
+                response_deserializer=codeflux_dot_v1_dot_product__pb2.ToolActivityView.FromString,
+                _registered_method=True)
 
 
 class TaskServiceServicer:
@@ -349,6 +354,14 @@ class TaskServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetToolActivity(self, request, context):
+        """One tool request as recorded: the exact operation, its decision and its result (output redacted
+        before it was stored, capped, with truncation flags).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TaskServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -411,6 +424,11 @@ def add_TaskServiceServicer_to_server(servicer, server):
                     servicer.GetTimeline,
                     request_deserializer=codeflux_dot_v1_dot_product__pb2.GetTimelineRequest.FromString,
                     response_serializer=codeflux_dot_v1_dot_product__pb2.Timeline.SerializeToString,
+            ),
+            'GetToolActivity': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetToolActivity,
+                    request_deserializer=codeflux_dot_v1_dot_product__pb2.GetToolActivityRequest.FromString,
+                    response_serializer=codeflux_dot_v1_dot_product__pb2.ToolActivityView.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -739,6 +757,33 @@ class TaskService:
             '/codeflux.v1.TaskService/GetTimeline',
             codeflux_dot_v1_dot_product__pb2.GetTimelineRequest.SerializeToString,
             codeflux_dot_v1_dot_product__pb2.Timeline.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetToolActivity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/codeflux.v1.TaskService/GetToolActivity',
+            codeflux_dot_v1_dot_product__pb2.GetToolActivityRequest.SerializeToString,
+            codeflux_dot_v1_dot_product__pb2.ToolActivityView.FromString,
             options,
             channel_credentials,
             insecure,

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from codeflux.server.assets import StaticFiles
 from codeflux.server.http import respond_to_http
 from codeflux.server.launch import COOKIE_NAME, LaunchTokens
 
 ORIGIN = "127.0.0.1:47311"
+NO_WEB_CLIENT = Path("/nonexistent-codeflux-static")  # a static directory without the web client
 HOST = [("Host", ORIGIN)]
 SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; frame-ancestors 'none'; "
-    "connect-src ws://127.0.0.1:47311",
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; connect-src ws://127.0.0.1:47311",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cross-Origin-Opener-Policy": "same-origin",
@@ -30,10 +34,16 @@ class FakeClock:
 
 
 def request(
-    tokens: LaunchTokens, path: str = "/", *, method: str = "GET", headers: list[tuple[str, str]] | None = None
+    tokens: LaunchTokens,
+    path: str = "/",
+    *,
+    method: str = "GET",
+    headers: list[tuple[str, str]] | None = None,
+    static: StaticFiles | None = None,
 ) -> tuple[int, dict[str, str], str]:
     status, response_headers, body = respond_to_http(
-        method, path, HOST if headers is None else headers, origin_host=ORIGIN, tokens=tokens
+        method, path, HOST if headers is None else headers, origin_host=ORIGIN, tokens=tokens,
+        static=static or StaticFiles(NO_WEB_CLIENT),
     )
     names = [name for name, _ in response_headers]
     assert len(names) == len(set(names))
@@ -259,3 +269,57 @@ def test_every_response_carries_the_security_headers() -> None:
         for name, value in SECURITY_HEADERS.items():
             assert response_headers[name] == value
     assert statuses == {200, 303, 403, 404, 405, 421}
+
+
+# --- the web client's files -----------------------------------------------------------------------------
+
+
+def signed_in(tokens: LaunchTokens) -> list[tuple[str, str]]:
+    _, headers, _ = request(tokens, f"/launch?token={tokens.issue()}")
+    return [*HOST, ("Cookie", headers["Set-Cookie"].split(";")[0])]
+
+
+def web_client(tmp_path: Path) -> StaticFiles:
+    (tmp_path / "index.html").write_text("<!DOCTYPE html><title>app</title><script type=module src=/static/app.js>"
+                                         "</script>")
+    (tmp_path / "app.js").write_text("export const x = 1;\n")
+    (tmp_path / "app.css").write_text("body{}\n")
+    (tmp_path / "views").mkdir()
+    (tmp_path / "views" / "task.js").write_text("export {};\n")
+    return StaticFiles(tmp_path)
+
+
+@pytest.mark.parametrize("path", ["/", "/tasks/tsk_1", "/settings", "/workspace/repo/thread/t1", "/first-run"])
+def test_app_routes_serve_the_web_client_only_with_the_cookie(tmp_path: Path, path: str) -> None:
+    tokens, static = LaunchTokens(), web_client(tmp_path)
+    status, headers, body = request(tokens, path, headers=signed_in(tokens), static=static)
+    assert (status, headers["Content-Type"]) == (200, "text/html; charset=utf-8")
+    assert "<title>app</title>" in body
+    status, headers, body = request(tokens, path, static=static)
+    assert status == 200
+    assert "app.js" not in body
+    assert "Set-Cookie" not in headers
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [("/static/app.js", "text/javascript; charset=utf-8"), ("/static/app.css", "text/css; charset=utf-8"),
+     ("/static/views/task.js", "text/javascript; charset=utf-8"), ("/static/index.html", "text/html; charset=utf-8")],
+)
+def test_static_files_have_their_exact_type(tmp_path: Path, path: str, content_type: str) -> None:
+    tokens, static = LaunchTokens(), web_client(tmp_path)
+    status, headers, _ = request(tokens, path, headers=signed_in(tokens), static=static)
+    assert (status, headers["Content-Type"]) == (200, content_type)
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert request(tokens, path, static=static)[0] == 403  # no cookie, no file
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/static/../index.html", "/static/views/../app.js", "/static/.env.js", "/static/app.py", "/static/",
+     "/static/views", "/static/link.js", "/static/app.js/", "/static/APP.JS"],
+)
+def test_static_names_outside_the_strict_pattern_or_links_are_not_found(tmp_path: Path, path: str) -> None:
+    tokens, static = LaunchTokens(), web_client(tmp_path)
+    (tmp_path / "link.js").symlink_to(tmp_path / "app.js")
+    assert request(tokens, path, headers=signed_in(tokens), static=static)[0] == 404

@@ -1,0 +1,188 @@
+"""`codeflux start`: the coordinator with its loopback browser UI (ARCHITECTURE §11).
+
+In order: refuse a non-loopback ``--address`` (exit 2); take the data directory's instance lock (a second
+``start`` on the same database exits 3 naming the holder); migrate the database (with a backup) and run
+startup recovery — interrupted work is marked and shown, never resumed; then serve HTTP + the WebSocket
+envelope on the address and gRPC on a 0600 Unix socket for the CLI; print the URL and open the browser
+(``--no-browser`` skips that). The printed URL carries a one-time launch token, redeemed once for the
+session cookie — the session secret itself is never printed, logged or stored.
+
+SIGINT / SIGTERM: every active run pauses between turns and gets a ``shutdown`` checkpoint, workers stop,
+the WAL is checkpointed, and the command exits 0. ``--demo`` creates the sample repository and uses the
+scripted provider, labelled "scripted demo — not an AI model" wherever it appears.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import signal
+import webbrowser
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import codeflux
+from codeflux.cli.context import CliContext
+from codeflux.cli.run import SCRIPTED, add_provider_arguments, build_gateway
+from codeflux.coordinator.gateway import ModelGateway
+from codeflux.coordinator.instance import coordinator_socket_path, hold_instance_lock
+from codeflux.coordinator.recovery import RecoveryService, exclusive_startup_lock, shared_running_lock
+from codeflux.domain.errors import UsageError
+from codeflux.server.launch import LaunchTokens
+from codeflux.server.serve import ServingInfo, serve_coordinator
+from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
+from codeflux.services.methods import build_method_table, shutdown_runs
+from codeflux.services.workspace import create_demo_repository
+from codeflux.store.database import Database
+from codeflux.store.location import ensure_data_directory
+from codeflux.store.opening import open_store
+
+NAME = "start"
+SUMMARY = "run the coordinator and open its browser UI on loopback"
+RECORDS_APP_LOG = True
+
+DEFAULT_ADDRESS: Final = "127.0.0.1:47311"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--address",
+        default=DEFAULT_ADDRESS,
+        metavar="HOST:PORT",
+        help=f"loopback address to serve on (default {DEFAULT_ADDRESS}; port 0 picks a free one)",
+    )
+    parser.add_argument("--no-browser", action="store_true", help="print the URL but do not open a browser")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="create the sample repository and use the scripted provider (not an AI model)",
+    )
+    add_provider_arguments(parser)
+
+
+def parse_loopback_address(text: str) -> tuple[str, int]:
+    """``127.0.0.1:47311``, ``[::1]:8080`` or ``localhost:0`` → (host, port); anything else is refused."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isascii() or not port_text.isdigit() or len(port_text) > 5:
+        raise UsageError("--address must be HOST:PORT with a loopback host, e.g. 127.0.0.1:47311")
+    port = int(port_text)
+    if port > 65535:
+        raise UsageError("--address: the port must be between 0 and 65535")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if host == "localhost":
+        return "127.0.0.1", port
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise UsageError("--address: the host must be a loopback address (127.0.0.1, ::1 or localhost)") from None
+    if not address.is_loopback or (address.version == 6 and address.ipv4_mapped is not None):
+        raise UsageError("--address: codeflux serves only on loopback (127.0.0.1, ::1 or localhost)")
+    return str(address), port
+
+
+class CliModelAccess:
+    """The provider chosen by ``start``'s flags (see :class:`codeflux.services.app.ModelAccess`)."""
+
+    def __init__(self, db: Database, args: argparse.Namespace) -> None:
+        self._db, self._args = db, args
+        build_gateway(db, args, phases=("plan",))  # refuse bad provider flags before serving
+
+    @property
+    def scripted(self) -> bool:
+        return bool(self._args.provider == SCRIPTED)
+
+    @property
+    def label(self) -> str:
+        return SCRIPTED_DEMO_LABEL if self.scripted else str(self._args.provider)
+
+    def gateway(self, phases: Sequence[str]) -> ModelGateway:
+        return build_gateway(self._db, self._args, phases=phases)[0]
+
+    def use_scripted_demo(self) -> None:
+        self._args.provider, self._args.script = SCRIPTED, None
+
+
+def open_url(url: str) -> bool:
+    """Hand a loopback http URL to the OS browser; anything else is never passed on."""
+    if not url.startswith(("http://127.0.0.1:", "http://[::1]:")) or any(c in url for c in "@#\\ "):
+        return False
+    try:
+        return bool(webbrowser.open(url, new=2))
+    except webbrowser.Error:
+        return False
+
+
+def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    host, port = parse_loopback_address(args.address)
+    location = ctx.location()
+    ensure_data_directory(location)
+    with hold_instance_lock(location) as instance:
+        db = open_store(location, create=True, migrate=True)
+        try:
+            with exclusive_startup_lock(location) as alone:
+                if alone:
+                    found = RecoveryService(db).recover_at_startup()
+                    if found.tasks:
+                        ctx.say(f"{len(found.tasks)} interrupted task(s) need recovery (shown in the UI)")
+                else:
+                    ctx.warn("another codeflux process is running tasks; startup recovery was left to it")
+            # From here on this process runs tasks: no other process's startup may mark them interrupted.
+            with shared_running_lock(location):
+                app = CoordinatorApp(
+                    db=db, location=location, models=CliModelAccess(db, args), version=codeflux.__version__
+                )
+                if args.demo:
+                    _create_demo(ctx, app)
+                _serve(ctx, app, host=host, port=port, open_browser=not args.no_browser, announce=instance.announce)
+        finally:
+            db.checkpoint_wal()
+            db.close()
+    ctx.say("codeflux stopped: active runs paused with a shutdown checkpoint; the database is checkpointed")
+    return 0
+
+
+def _create_demo(ctx: CliContext, app: CoordinatorApp) -> None:
+    root = create_demo_repository(app)
+    ctx.say(f"demo: sample repository at {root}; the provider is the {SCRIPTED_DEMO_LABEL}")
+
+
+def _serve(
+    ctx: CliContext, app: CoordinatorApp, *, host: str, port: int, open_browser: bool, announce: Callable[[str], None]
+) -> None:
+    tokens = LaunchTokens()
+    table = build_method_table(app)
+
+    def ready(info: ServingInfo) -> None:
+        origin = f"http://{info.host_for_url}:{info.port}"
+        announce(origin)
+        launch = f"{origin}/launch?token={tokens.issue()}"
+        ctx.say(f"codeflux {app.version} is serving on {origin} (provider: {app.models.label})")
+        ctx.say(f"open: {launch}")
+        ctx.say("  (that link works once, within two minutes; the session secret is never printed)")
+        if open_browser and not open_url(launch):
+            ctx.say("  (no browser could be opened here; open the link yourself)")
+        ctx.say("stop with Ctrl-C")
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(number, stop.set)
+        try:
+            await serve_coordinator(
+                app,
+                table,
+                host=host,
+                port=port,
+                tokens=tokens,
+                socket_path=coordinator_socket_path(app.location),
+                ready=ready,
+                stop=stop,
+            )
+        finally:
+            ctx.say("stopping: pausing active runs between turns …")
+            await asyncio.to_thread(shutdown_runs, app)
+
+    asyncio.run(main())

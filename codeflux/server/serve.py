@@ -1,0 +1,214 @@
+"""Serving the coordinator: HTTP + WebSocket on loopback and the gRPC Unix socket, until told to stop.
+
+:func:`serve_coordinator` is what ``codeflux start`` awaits. :func:`start_in_thread` runs the same
+thing on its own event loop in a thread and returns a :class:`RunningServer` — for tests, Playwright
+tests and benchmarks (Playwright's sync API cannot run inside a running loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from codeflux.coordinator.instance import coordinator_socket_path
+from codeflux.domain.errors import UsageError
+from codeflux.server.assets import StaticFiles
+from codeflux.server.grpc_socket import start_unix_server
+from codeflux.server.launch import LaunchTokens
+from codeflux.server.limits import TransportLimits
+from codeflux.server.websocket import WebSocketTransport, bound_port
+from codeflux.services.app import CoordinatorApp
+from codeflux.services.registry import MethodTable
+
+__all__ = ["LOOPBACK_HOSTS", "RunningServer", "ServingInfo", "serve_coordinator", "start_in_thread"]
+
+LOOPBACK_HOSTS: Final = ("127.0.0.1", "::1", "localhost")
+_CLOSE_GOING_AWAY: Final = 1001
+_READY_TIMEOUT_S: Final = 30.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServingInfo:
+    """Where the coordinator is serving. ``url`` is the origin (no token); ``port`` is the bound port."""
+
+    host: str
+    port: int
+    url: str
+    socket_path: Path
+    transport: WebSocketTransport = field(repr=False)
+
+    @property
+    def host_for_url(self) -> str:
+        """The host as it appears in a URL (``[::1]`` for IPv6)."""
+        return _url_host(self.host)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+async def serve_coordinator(
+    app: CoordinatorApp | None,
+    table: MethodTable,
+    *,
+    host: str,
+    port: int,
+    tokens: LaunchTokens,
+    socket_path: Path,
+    ready: Callable[[ServingInfo], None],
+    stop: asyncio.Event,
+    limits: TransportLimits | None = None,
+    static: StaticFiles | None = None,
+) -> None:
+    """Serve ``table`` over HTTP+WebSocket on ``host:port`` (0 = a free port) and gRPC on ``socket_path``;
+    call ``ready`` once both listen; return after ``stop`` is set and every connection is closed.
+
+    ``host`` must be a loopback literal or ``localhost``. ``app`` is the composition root the table was
+    built from (kept here so the serving lifetime and the app's are visibly the same)."""
+    if host not in LOOPBACK_HOSTS:
+        raise UsageError("codeflux serves only on a loopback address (127.0.0.1, ::1 or localhost)")
+    transport = WebSocketTransport(table, tokens, limits=limits, static=static)
+    grpc_server = await start_unix_server(table, socket_path, limits=limits)
+    try:
+        async with transport.serve(host, port) as ws_server:
+            actual = bound_port(ws_server)
+            ready(ServingInfo(host=host, port=actual, url=f"http://{_url_host(host)}:{actual}",
+                              socket_path=socket_path, transport=transport))
+            await stop.wait()
+            await transport.drop_connections(code=_CLOSE_GOING_AWAY)
+    finally:
+        await grpc_server.stop(grace=2.0)
+        with contextlib.suppress(FileNotFoundError):
+            socket_path.unlink()
+
+
+class RunningServer:
+    """A coordinator served on its own event loop thread. Use as a context manager or call :meth:`stop`."""
+
+    def __init__(self, info: ServingInfo, tokens: LaunchTokens, *, loop: asyncio.AbstractEventLoop,
+                 stop_event: asyncio.Event, thread: threading.Thread, scratch: Path | None = None) -> None:
+        self.info = info
+        self.tokens = tokens
+        self._loop = loop
+        self._stop_event = stop_event
+        self._thread = thread
+        self._scratch = scratch
+
+    @property
+    def url(self) -> str:
+        return self.info.url
+
+    @property
+    def port(self) -> int:
+        return self.info.port
+
+    @property
+    def host(self) -> str:
+        return self.info.host
+
+    @property
+    def socket_path(self) -> Path:
+        return self.info.socket_path
+
+    @property
+    def origin(self) -> str:
+        """``http://host:port`` — the page's origin (the WebSocket upgrade's required ``Origin``)."""
+        return self.info.url
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{_url_host(self.info.host)}:{self.info.port}/ws"
+
+    def launch_url(self) -> str:
+        """A fresh one-time launch URL (what ``codeflux start`` prints and opens)."""
+        return f"{self.info.url}/launch?token={self.tokens.issue()}"
+
+    def drop_connections(self) -> int:
+        """Close every open WebSocket from the server side (the reconnect test hook); returns how many."""
+        future = asyncio.run_coroutine_threadsafe(self.info.transport.drop_connections(), self._loop)
+        return future.result(_READY_TIMEOUT_S)
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._stop_event.set)
+            self._thread.join(_READY_TIMEOUT_S)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_in_thread(
+    table: MethodTable,
+    *,
+    app: CoordinatorApp | None = None,
+    tokens: LaunchTokens | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    socket_path: Path | None = None,
+    limits: TransportLimits | None = None,
+    static: StaticFiles | None = None,
+) -> RunningServer:
+    """Start :func:`serve_coordinator` in a new thread; return once it serves (raise if it could not).
+
+    The gRPC socket goes to ``socket_path``, else the app's data directory, else a fresh private
+    temporary directory removed by :meth:`RunningServer.stop`."""
+    launch = tokens or LaunchTokens()
+    scratch: Path | None = None
+    if socket_path is not None:
+        path = socket_path
+    elif app is not None:
+        path = coordinator_socket_path(app.location)
+    else:
+        scratch = Path(tempfile.mkdtemp(prefix="codeflux-"))
+        path = scratch / "coordinator" / "coordinator.sock"
+    started = threading.Event()
+    state: dict[str, object] = {}
+
+    async def main() -> None:
+        stop_event = asyncio.Event()
+        state["loop"], state["stop"] = asyncio.get_running_loop(), stop_event
+
+        def ready(info: ServingInfo) -> None:
+            state["info"] = info
+            started.set()
+
+        await serve_coordinator(app, table, host=host, port=port, tokens=launch, socket_path=path,
+                                ready=ready, stop=stop_event, limits=limits, static=static)
+
+    def run() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as error:  # reported to the starting thread below
+            state["error"] = error
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=run, name="codeflux-server", daemon=True)
+    thread.start()
+    started.wait(_READY_TIMEOUT_S)
+    info = state.get("info")
+    if not isinstance(info, ServingInfo):
+        thread.join(_READY_TIMEOUT_S)
+        error = state.get("error")
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if isinstance(error, BaseException):
+            raise error
+        raise RuntimeError("the coordinator did not start serving")
+    loop, stop_event = state["loop"], state["stop"]
+    if not isinstance(loop, asyncio.AbstractEventLoop) or not isinstance(stop_event, asyncio.Event):
+        raise RuntimeError("the coordinator did not start serving")
+    return RunningServer(info, launch, loop=loop, stop_event=stop_event, thread=thread, scratch=scratch)

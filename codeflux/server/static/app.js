@@ -1,0 +1,283 @@
+// The codeflux web client: one RpcClient (one WebSocket), views per screen, and the selected task's
+// session stream. Mutating controls are enabled only while that stream is live.
+
+import { Code, RpcClient } from "./rpc.js";
+import { SessionStream, State } from "./session.js";
+import { clear, el } from "./dom.js";
+import { Timeline } from "./timeline.js";
+import { commands } from "./commands.js";
+import { TaskPanel, composer, streamBanner, taskList } from "./workspace.js";
+import { chooserView, firstRunView, providerLabel } from "./screens.js";
+import { ledgerView, reviewDrawer } from "./review.js";
+import { recoveryView } from "./recovery.js";
+import { diagnosticsView, settingsView } from "./settings.js";
+
+
+class App {
+  constructor(root) {
+    this.rpc = new RpcClient();
+    this.root = root;
+    this.view = "loading";
+    this.overview = null;
+    this.repository = null;
+    this.acknowledgedHash = "";
+    this.chooser = { path: "", view: null };
+    this.tasks = [];
+    this.taskId = null;
+    this.task = null;
+    this.session = null;
+    this.streamState = { state: State.IDLE, info: {} };
+    this.busy = 0;
+    this.drawer = null;
+    this.refreshTimer = null;
+    this.buildShell();
+    this.rpc.onConnection((connected) => {
+      this.connection.textContent = connected ? "coordinator: connected" : "coordinator: disconnected";
+      this.connection.dataset.connected = connected ? "1" : "0";
+    });
+  }
+
+  buildShell() {
+    const nav = [["workspace", "Workspace"], ["chooser", "Repositories"], ["recovery", "Recovery"],
+      ["settings", "Settings"], ["diagnostics", "Diagnostics"]];
+    this.connection = el("span", { class: "connection", testid: "connection", text: "coordinator: connecting" });
+    this.provider = el("span", { class: "provider" });
+    this.errors = el("div", { class: "errors", testid: "error", role: "alert" });
+    this.main = el("main", { id: "main", tabindex: "-1" });
+    this.drawerSlot = el("div", { class: "drawer-slot" });
+    clear(this.root).append(
+      el("header", { class: "appbar" }, el("h1", { text: "codeflux" }), this.provider, this.connection,
+        el("nav", { "aria-label": "Screens" }, nav.map(([name, label]) =>
+          el("button", { type: "button", testid: `nav-${name}`, onclick: () => this.showView(name), text: label })))),
+      this.errors, el("div", { class: "layout" }, this.main, this.drawerSlot));
+  }
+
+  async boot() {
+    try {
+      this.overview = await this.rpc.unary("WorkspaceService/GetOverview", {});
+    } catch (error) {
+      this.showError(error);
+      return;
+    }
+    clear(this.provider).append(providerLabel(this.overview, "appbar-provider"));
+    try {
+      this.settings = await this.rpc.unary("SettingsService/GetSettings", {});
+    } catch (error) {
+      this.settings = null;
+    }
+    const repos = this.overview.repositories || [];
+    if (repos.length) this.repository = repos[repos.length - 1];
+    await this.loadTasks();
+    if (this.view !== "loading") return; // the person already navigated somewhere
+    this.showView(this.overview.firstRun && !repos.length && !this.tasks.length ? "first-run" : "workspace");
+  }
+
+  // ------------------------------------------------------------------------------------- plumbing
+
+  showNotice(text, testid) {
+    clear(this.errors).append(el("p", { testid }, `${text} `,
+      el("button", { type: "button", testid: "error-dismiss", onclick: () => clear(this.errors), text: "Dismiss" })));
+  }
+
+  showError(error) {
+    const text = typeof error === "string" ? error : error.safeMessage || error.message || "something went wrong";
+    const code = typeof error === "object" && error.code ? ` (status ${error.code})` : "";
+    clear(this.errors).append(el("p", {}, `${text}${code} `,
+      el("button", { type: "button", testid: "error-dismiss", onclick: () => clear(this.errors), text: "Dismiss" })));
+  }
+
+  // Run one user mutation: disables controls while it settles, shows a safe error on failure. A task
+  // mutation sent with a revision the task no longer has is refused (ABORTED / STALE_REVISION): then the
+  // task is re-read (`reload`, default: the selected task) and the person is told so, never silently.
+  async mutate(work, reload) {
+    this.busy += 1;
+    this.gate();
+    try {
+      clear(this.errors);
+      return await work();
+    } catch (error) {
+      if (isStaleRevision(error)) {
+        this.showNotice("This task changed since you looked; reloaded. Check it and try again.", "stale-revision");
+        await (reload ? reload() : this.refreshTask());
+      } else {
+        this.showError(error);
+      }
+      return null;
+    } finally {
+      this.busy -= 1;
+      this.gate();
+    }
+  }
+
+  // Enable a mutating control only when: it is available, no other command is settling and (for a task
+  // control) the task's stream is live.
+  gate() {
+    const live = this.session !== null && this.session.live;
+    for (const button of this.root.querySelectorAll("[data-mutating]")) {
+      let reason = button.dataset.unavailable === "1" ? button.dataset.reason || "not available" : "";
+      if (!reason && button.dataset.scope === "task" && !live) reason = `waiting for the live stream (${this.streamState.state})`;
+      if (!reason && this.busy > 0) reason = "another command is settling";
+      button.disabled = reason !== "";
+      if (reason) button.title = reason;
+      else button.removeAttribute("title");
+    }
+  }
+
+  showView(name) {
+    this.view = name;
+    this.closeDrawer();
+    clear(this.main);
+    if (name === "first-run") this.main.append(firstRunView(this, this.overview || {}));
+    else if (name === "chooser") this.main.append(chooserView(this, this.chooser));
+    else if (name === "workspace") this.renderWorkspace();
+    else if (name === "recovery") this.load("RecoveryService/ListRecovery", (r) => recoveryView(this, r));
+    else if (name === "settings") this.load("SettingsService/GetSettings", (s) => settingsView(this, s));
+    else if (name === "diagnostics") this.main.append(diagnosticsView(this, null, null));
+    this.gate();
+  }
+
+  async load(method, render) {
+    const slot = el("div", { class: "loading", text: "Loading…" });
+    this.main.append(slot);
+    try {
+      const reply = await this.rpc.unary(method, {});
+      slot.replaceWith(render(reply));
+      this.gate();
+    } catch (error) {
+      slot.textContent = "Could not load this screen.";
+      this.showError(error);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------ workspace
+
+  renderWorkspace() {
+    if (!this.repository && !this.tasks.length) { this.showView("first-run"); return; }
+    this.listSlot = taskList(this);
+    this.bannerSlot = el("div", {});
+    this.center = el("div", { class: "center" });
+    this.main.append(el("div", { class: "workspace", testid: "workspace" }, this.listSlot,
+      el("div", { class: "column" }, this.bannerSlot, this.center)));
+    if (this.taskId && this.panel) {
+      this.center.append(this.panel.root);
+      this.renderBanner();
+    } else {
+      this.center.append(composer(this));
+    }
+  }
+
+  async loadTasks() {
+    try {
+      const reply = await this.rpc.unary("TaskService/ListTasks", { limit: 100 });
+      this.tasks = reply.tasks || [];
+    } catch (error) {
+      this.showError(error);
+    }
+    if (this.view === "workspace" && this.listSlot) {
+      const fresh = taskList(this);
+      this.listSlot.replaceWith(fresh);
+      this.listSlot = fresh;
+    }
+  }
+
+  async selectTask(taskId) {
+    if (this.session) this.session.stop();
+    this.session = null;
+    this.task = null;
+    this.taskId = taskId;
+    this.panel = null;
+    this.streamState = { state: State.IDLE, info: {} };
+    if (!taskId) { this.showView("workspace"); return; }
+    let task;
+    try {
+      task = await this.rpc.unary("TaskService/GetTask", { taskId });
+    } catch (error) {
+      this.showError(error);
+      return;
+    }
+    if (this.taskId !== taskId) return;
+    this.timeline = new Timeline(this);
+    this.panel = new TaskPanel(this, this.timeline);
+    this.showView("workspace");
+    this.applyTask(task);
+    this.session = new SessionStream(this.rpc, task.sessionId, {
+      onEvent: (event) => { this.timeline.add(event); this.scheduleRefresh(); this.gate(); },
+      onState: (state, info) => {
+        this.streamState = { state, info };
+        this.renderBanner();
+        if (state === State.LIVE) { this.scheduleRefresh(); this.timeline.tools.retryFailed(); }
+        this.gate();
+      },
+    });
+    this.session.start("0");
+    this.loadTasks();
+  }
+
+  renderBanner() {
+    if (!this.bannerSlot) return;
+    clear(this.bannerSlot).append(streamBanner(this.streamState.state, this.streamState.info,
+      () => this.session && this.session.retryNow()));
+  }
+
+  applyTask(task) {
+    this.task = task;
+    if (this.panel) this.panel.update(task);
+    this.gate();
+  }
+
+  scheduleRefresh() {
+    if (this.refreshTimer) return;
+    this.refreshTimer = setTimeout(() => { this.refreshTimer = null; this.refreshTask(); }, 50);
+  }
+
+  async refreshTask() {
+    const taskId = this.taskId;
+    if (!taskId) return;
+    try {
+      const task = await this.rpc.unary("TaskService/GetTask", { taskId });
+      if (this.taskId === taskId) this.applyTask(task);
+    } catch (error) {
+      if (error.code !== 14) this.showError(error);
+    }
+    this.loadTasks();
+  }
+
+  closeDrawer() {
+    this.drawer = null;
+    if (this.drawerSlot) clear(this.drawerSlot);
+  }
+
+  async openReview() {
+    if (!this.taskId) return;
+    try {
+      const review = await this.rpc.unary("ReviewService/GetReview", { taskId: this.taskId });
+      clear(this.drawerSlot).append(reviewDrawer(this, this.task, review));
+      this.drawer = "review";
+      this.gate();
+    } catch (error) {
+      this.showError(error);
+    }
+  }
+
+  async openLedger() {
+    if (!this.taskId) return;
+    try {
+      const reply = await this.rpc.unary("ReviewService/ListStages", { taskId: this.taskId });
+      clear(this.drawerSlot).append(ledgerView(this, reply));
+      this.drawer = "ledger";
+    } catch (error) {
+      this.showError(error);
+    }
+  }
+
+}
+
+function isStaleRevision(error) {
+  const detail = (error && error.detail) || {};
+  return error && error.code === Code.ABORTED && (detail.errorType === "StaleRevisionError" || detail.code === "STALE_REVISION");
+}
+
+Object.assign(App.prototype, commands);
+
+const app = new App(document.getElementById("app"));
+app.boot();

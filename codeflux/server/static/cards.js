@@ -1,0 +1,103 @@
+// Cards built from the TaskView: the plan, the budget and the task's actions.
+
+import { badge, el, facts, mutatingButton, textList } from "./dom.js";
+import { countRange, maybeMoney, money, moneyRange } from "./format.js";
+
+const TASK_SCOPE = { mutating: "1", scope: "task" };
+
+export function planCard(app, task) {
+  const plan = task.plan;
+  if (!plan || !plan.revision) {
+    return el("section", { class: "card plan", testid: "plan-card-missing" },
+      el("h3", { text: "Plan" }), el("p", { class: "empty", text: "No plan has been drafted yet." }));
+  }
+  const decision = plan.decision || "undecided";
+  const author = plan.authorLabel ? el("p", { class: "label-scripted", testid: "plan-author", text: `Drafted by: ${plan.authorLabel}` }) : null;
+  const forecast = plan.forecast || {};
+  const steps = el("ol", { class: "steps", testid: "plan-steps" }, (plan.steps || []).map((step) =>
+    el("li", {}, el("strong", { text: step.title }), step.detail ? el("p", { text: step.detail }) : null,
+      el("p", { class: "files" }, "Expected files: ", (step.expectedFiles || []).length ? step.expectedFiles.join(", ") : "none listed"))));
+  const checks = textList((plan.checks || []).map((c) => `${c.name}: ${(c.argv || []).join(" ")}`), "No checks listed.", "plan-checks");
+  const permissions = textList((plan.permissions || []).map((p) => `${p.capability} on ${p.resource || "any"} — ${p.reason || "no reason given"}`),
+    "No permissions requested.", "plan-permissions");
+  const body = el("section", { class: "card plan", testid: "plan-card", dataset: { revision: String(plan.revision), decision } },
+    el("h3", {}, `Plan revision ${plan.revision} `, badge(decision)), author,
+    el("h4", { text: "Scope" }), el("p", { testid: "plan-scope", text: plan.scopeSummary || "No scope summary." }),
+    facts([["Paths", (plan.scopePaths || []).join(", ")], ["Excluded", (plan.scopeExcluded || []).join(", ")],
+      ["Task class", plan.taskClass]]),
+    el("h4", { text: "Steps" }), steps,
+    el("h4", { text: "Checks" }), checks,
+    el("h4", { text: "Permissions" }), permissions,
+    el("h4", { text: "Assumptions" }), textList(plan.assumptions, "None stated."),
+    el("h4", { text: "Forecast" }),
+    el("p", { class: "estimate", testid: "forecast-label", text: forecast.label || "Estimate, not a promise." }),
+    facts([["Cost (estimate)", moneyRange(forecast.cost)], ["Tokens (estimate)", countRange(forecast.tokens, "tokens")],
+      ["Wall time (estimate)", countRange(forecast.wallSeconds, "s")], ["Method", forecast.heuristic]], "forecast"),
+    textList(forecast.uncertainty, "No uncertainty notes.", "forecast-uncertainty"));
+  if (decision === "undecided" && task.state === "awaiting-plan-approval") {
+    const feedback = el("textarea", { id: "plan-feedback", testid: "plan-feedback", rows: 2,
+      placeholder: "What should change in the plan?" });
+    body.append(el("div", { class: "actions" },
+      mutatingButton("Approve plan and start", () => app.approvePlan(plan), "plan-approve", { dataset: TASK_SCOPE }),
+      el("label", { for: "plan-feedback", text: "Feedback" }), feedback,
+      mutatingButton("Send back", () => app.sendBackPlan(plan, feedback.value), "plan-send-back", { dataset: TASK_SCOPE })));
+  }
+  return body;
+}
+
+export function budgetCard(app, task) {
+  const b = task.budget || {};
+  const rows = [
+    ["Hard limit", b.set ? money(b.hardLimit) : "not set (the task asks before its first paid call)"],
+    ["Warning at", b.warning ? money(b.warning) : "none"],
+    ["Spent (measured)", maybeMoney(b.spent)],
+    ["Reserved (estimate)", maybeMoney(b.reserved)],
+    ["Remaining", maybeMoney(b.remaining)],
+    ["Tokens used", String(b.tokensUsed || "0")],
+    ["Token limit", b.tokenLimitSet ? String(b.tokenLimit || "0") : "none"],
+  ];
+  const amount = el("input", { id: "budget-amount", testid: "budget-amount", inputmode: "decimal", placeholder: "e.g. 2.50" });
+  const currency = b.hardLimit && b.hardLimit.currency ? b.hardLimit.currency : "USD";
+  const choices = el("div", { class: "actions", testid: "budget-choices" },
+    el("label", { for: "budget-amount", text: `New hard limit (${currency})` }), amount,
+    mutatingButton(b.exhausted ? "Raise the limit" : "Set the limit", () => app.setBudget("set", amount.value, currency), "budget-raise", { dataset: TASK_SCOPE }));
+  if (b.exhausted) {
+    choices.append(
+      mutatingButton("Finish (allow reserved calls, then stop)", () => app.setBudget("finish", "", currency), "budget-finish", { dataset: TASK_SCOPE }),
+      mutatingButton("Stop at the budget", () => app.setBudget("stop", "", currency), "budget-stop", { dataset: TASK_SCOPE }));
+  }
+  return el("section", { class: "card budget", testid: "budget-card" },
+    el("h3", {}, "Cost and budget ", b.exhausted ? badge("blocked") : null),
+    b.exhausted ? el("p", { class: "notice", text: "The hard budget is exhausted: raise it, finish, or stop." }) : null,
+    facts(rows, "budget-facts"), textList(b.lines, "", "budget-lines"), choices);
+}
+
+const ACTION_LABELS = {
+  plan: "Draft a plan", "approve-plan": "Approve plan", "send-back": "Send plan back", "change-budget": "Change budget",
+  start: "Start", pause: "Pause", resume: "Resume", "decide-approval": "Decide the tool request", accept: "Accept",
+  reject: "Reject", repair: "Repair", rollback: "Roll back", retry: "Retry", "safe-resume": "Safe resume",
+  reconcile: "Reconcile", "preserve-patch": "Preserve patch", "record-outcome": "Record an outcome",
+  abandon: "Abandon", cancel: "Cancel the task",
+};
+
+// Every action of the task's state: available ones are buttons; unavailable ones are disabled with
+// their reason in the button's title and as visible text.
+export function actionBar(app, task) {
+  const bar = el("div", { class: "action-bar", testid: "task-actions", role: "group", "aria-label": "Task actions" });
+  const actions = task.actions || [];
+  if (actions.length === 0) bar.append(el("p", { class: "empty", text: "No actions in this state." }));
+  for (const action of actions) {
+    const handler = app.actionHandler(action.action);
+    let reason = action.available ? "" : action.reason || "not available now";
+    if (!reason && !handler) reason = "not offered by the browser client yet";
+    const button = el("button", {
+      type: "button", testid: `action-${action.action}`, class: "mutating",
+      dataset: { mutating: "1", scope: "task", unavailable: reason ? "1" : "", action: action.action },
+      onclick: handler || undefined,
+    }, ACTION_LABELS[action.action] || action.action);
+    if (reason) button.dataset.reason = reason;
+    bar.append(el("span", { class: "action" }, button,
+      reason ? el("span", { class: "reason", testid: `reason-${action.action}`, text: reason }) : null));
+  }
+  return bar;
+}

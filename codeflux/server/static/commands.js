@@ -1,0 +1,222 @@
+// The user's commands (every mutation goes through app.mutate: one at a time, safe errors), mixed into
+// the App class of app.js. `this` is the App.
+
+import { clear, el, idempotencyKey } from "./dom.js";
+import { settingsView, diagnosticsView } from "./settings.js";
+import { providerLabel } from "./screens.js";
+
+// A mutation's control: a fresh idempotency key and, for a task mutation, the task revision the person
+// saw (the service refuses a stale one with ABORTED / STALE_REVISION; see app.mutate).
+const control = (prefix, revision) => {
+  const made = { idempotencyKey: idempotencyKey(prefix) };
+  if (revision !== undefined && revision !== null && String(revision) !== "0") made.expectedRevision = String(revision);
+  return made;
+};
+
+export const commands = {
+  // ------------------------------------------------------------------------------------- commands
+
+  createDemo() {
+    return this.mutate(async () => {
+      const repo = await this.rpc.unary("WorkspaceService/CreateDemoRepository", { control: control("demo") });
+      this.overview = await this.rpc.unary("WorkspaceService/GetOverview", {});
+      clear(this.provider).append(providerLabel(this.overview, "appbar-provider"));
+      this.useRepository(repo, "");
+    });
+  },
+
+  // The repository's suggested requirement (a codeflux sample's TASK.md), read once with
+  // InspectRepository when the repository came from the overview list (which carries only root and id).
+  async loadSuggestion(repo) {
+    if (!repo || repo.suggestionLoaded || repo.suggestedRequirement !== undefined) return;
+    repo.suggestionLoaded = true;
+    try {
+      const view = await this.rpc.unary("WorkspaceService/InspectRepository", { path: repo.root });
+      repo.suggestedRequirement = view.suggestedRequirement || "";
+    } catch {
+      repo.suggestedRequirement = "";
+    }
+    if (this.repository === repo && this.composerSuggest) this.composerSuggest(repo.suggestedRequirement);
+  },
+
+  async inspectRepository(path) {
+    this.chooser.path = path;
+    try {
+      this.chooser.view = await this.rpc.unary("WorkspaceService/InspectRepository", { path });
+    } catch (error) {
+      this.chooser.view = null;
+      this.showError(error);
+    }
+    this.showView("chooser");
+  },
+
+  useRepository(repo, acknowledgedHash) {
+    // A full RepositoryView (it has a HEAD) carries its suggestion; proto3 JSON omits an empty one.
+    if (repo.head && repo.suggestedRequirement === undefined) repo.suggestedRequirement = "";
+    this.repository = repo;
+    this.acknowledgedHash = acknowledgedHash;
+    this.taskId = null;
+    this.showView("workspace");
+  },
+
+  createTask(requirement, title, hardLimit) {
+    if (!requirement.trim()) { this.showError("Describe the outcome first."); return null; }
+    return this.mutate(async () => {
+      const request = { control: control("create"), repositoryPath: this.repository.root, requirement };
+      if (title.trim()) request.title = title.trim();
+      if (this.acknowledgedHash) request.acknowledgedDirtyHash = this.acknowledgedHash;
+      let task = await this.rpc.unary("TaskService/CreateTask", request);
+      await this.selectTask(task.taskId);
+      if (hardLimit.trim()) {
+        task = await this.rpc.unary("TaskService/SetBudget", { control: control("budget", task.revision),
+          taskId: task.taskId, choice: "set", hardLimit: hardLimit.trim(), currency: "USD" });
+      }
+      const drafted = await this.rpc.unary("TaskService/DraftPlan",
+        { control: control("draft", task.revision), taskId: task.taskId });
+      if (this.taskId === task.taskId) this.applyTask(drafted);
+    });
+  },
+
+  draftPlan() {
+    return this.mutate(async () => {
+      this.applyTask(await this.rpc.unary("TaskService/DraftPlan",
+        { control: control("draft", this.task.revision), taskId: this.taskId }));
+    });
+  },
+
+  approvePlan(plan) {
+    return this.mutate(async () => {
+      const taskId = this.taskId;
+      const approved = await this.rpc.unary("TaskService/ApprovePlan",
+        { control: control("approve", this.task.revision), taskId, revision: plan.revision, sha256: plan.sha256 });
+      const task = await this.rpc.unary("TaskService/StartTask",
+        { control: control("start", approved.revision), taskId, planRevision: plan.revision });
+      this.applyTask(task);
+    });
+  },
+
+  sendBackPlan(plan, feedback) {
+    if (!feedback.trim()) { this.showError("Say what should change before sending the plan back."); return null; }
+    return this.mutate(async () => {
+      this.applyTask(await this.rpc.unary("TaskService/SendBackPlan",
+        { control: control("sendback", this.task.revision), taskId: this.taskId, revision: plan.revision, sha256: plan.sha256,
+          feedback }));
+    });
+  },
+
+  taskCommand(method, prefix) {
+    return this.mutate(async () => {
+      this.applyTask(await this.rpc.unary(method, { control: control(prefix, this.task.revision), taskId: this.taskId }));
+    });
+  },
+
+  decide(requestId, decision) {
+    return this.mutate(async () => {
+      const reply = await this.rpc.unary("ApprovalService/Decide",
+        { control: control("decide", this.task.revision), taskId: this.taskId, requestId, decision });
+      if (reply.task) this.applyTask(reply.task);
+    });
+  },
+
+  setBudget(choice, amount, currency) {
+    return this.mutate(async () => {
+      const request = { control: control("budget", this.task.revision), taskId: this.taskId, choice, currency };
+      if (choice === "set") request.hardLimit = amount.trim();
+      this.applyTask(await this.rpc.unary("TaskService/SetBudget", request));
+    });
+  },
+
+  accept(diffIdentity) {
+    return this.mutate(async () => {
+      const reply = await this.rpc.unary("ReviewService/AcceptChange", { control: control("accept"), taskId: this.taskId, diffIdentity });
+      if (reply.task) this.applyTask(reply.task);
+      clear(this.drawerSlot).append(el("aside", { class: "drawer", testid: "accept-result" },
+        el("h2", { text: "Change accepted" }),
+        el("p", { text: `${reply.kind || "landed"} on ${reply.branch || "the branch"}: ${reply.landedHead || "unknown head"}` }),
+        (reply.conflictingPaths || []).length ? el("p", { text: `Conflicts: ${reply.conflictingPaths.join(", ")}` }) : null,
+        el("button", { type: "button", onclick: () => this.closeDrawer(), text: "Close" })));
+    });
+  },
+
+  reject(diffIdentity, reason) {
+    return this.mutate(async () => {
+      this.applyTask(await this.rpc.unary("ReviewService/RejectChange",
+        { control: control("reject"), taskId: this.taskId, diffIdentity, reason }));
+      this.closeDrawer();
+    });
+  },
+
+  recoveryAction(view, action) {
+    return this.mutate(async () => {
+      await this.rpc.unary("RecoveryService/TakeAction",
+        { control: control("recover", view.revision), taskId: view.taskId, action });
+      this.showView("recovery");
+    }, () => this.showView("recovery"));
+  },
+
+  recordOutcome(view, item, outcome) {
+    return this.mutate(async () => {
+      await this.rpc.unary("RecoveryService/RecordOutcome",
+        { control: control("outcome"), taskId: view.taskId, itemId: item.itemId, outcome });
+      this.showView("recovery");
+    });
+  },
+
+  setBudgetDefaults(amount) {
+    return this.mutate(async () => {
+      const settings = await this.rpc.unary("SettingsService/SetBudgetDefaults",
+        { control: control("defaults"), hardLimit: amount.trim(), currency: "USD" });
+      clear(this.main).append(settingsView(this, settings));
+    });
+  },
+
+  async runDoctor() {
+    try {
+      const report = await this.rpc.unary("DiagnosticsService/RunDoctor", {});
+      clear(this.main).append(diagnosticsView(this, report, null));
+      this.gate();
+    } catch (error) {
+      this.showError(error);
+    }
+  },
+
+  createBackup() {
+    return this.mutate(async () => {
+      const backup = await this.rpc.unary("DiagnosticsService/CreateBackup", { control: control("backup") });
+      clear(this.main).append(diagnosticsView(this, null, backup));
+    });
+  },
+
+  // The handler for a TaskView action, or null when the browser does not offer it.
+  actionHandler(action) {
+    const plan = () => (this.task && this.task.plan) || {};
+    const pending = () => ((this.task && this.task.pendingApprovals) || [])[0];
+    const focus = (testid) => () => { const node = this.root.querySelector(`[data-testid="${testid}"]`); if (node) node.focus(); };
+    const table = {
+      plan: () => this.draftPlan(),
+      "approve-plan": () => this.approvePlan(plan()),
+      "send-back": focus("plan-feedback"),
+      "change-budget": focus("budget-amount"),
+      start: () => this.taskCommandStart(),
+      pause: () => this.taskCommand("TaskService/PauseTask", "pause"),
+      resume: () => this.taskCommand("TaskService/ResumeTask", "resume"),
+      cancel: () => this.taskCommand("TaskService/CancelTask", "cancel"),
+      "decide-approval": () => pending() && focus("approval-allow-once")(),
+      accept: () => this.openReview(),
+      reject: () => this.openReview(),
+      "safe-resume": () => this.recoveryAction(this.task, "safe-resume"),
+      reconcile: () => this.recoveryAction(this.task, "reconcile"),
+      "preserve-patch": () => this.recoveryAction(this.task, "preserve-patch"),
+      abandon: () => this.recoveryAction(this.task, "abandon"),
+      "record-outcome": () => this.showView("recovery"),
+    };
+    return table[action] || null;
+  },
+
+  taskCommandStart() {
+    return this.mutate(async () => {
+      this.applyTask(await this.rpc.unary("TaskService/StartTask",
+        { control: control("start", this.task.revision), taskId: this.taskId, planRevision: (this.task.plan || {}).revision || 0 }));
+    });
+  },
+};

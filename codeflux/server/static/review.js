@@ -1,0 +1,58 @@
+// The review drawer (diff, checks, evidence, what was not examined; accept / reject) and the pipeline
+// ledger (all 37 stages with their outcome as text and icon).
+
+import { badge, el, facts, mutatingButton, textList } from "./dom.js";
+
+function diffView(text, truncated) {
+  const lines = (text || "").split("\n");
+  const pre = el("pre", { class: "diff", testid: "diff-viewer", tabindex: "0", "aria-label": "Unified diff" });
+  for (const line of lines) {
+    let kind = "context";
+    if (line.startsWith("+++") || line.startsWith("---") || line.startsWith("diff ")) kind = "file";
+    else if (line.startsWith("@@")) kind = "hunk";
+    else if (line.startsWith("+")) kind = "add";
+    else if (line.startsWith("-")) kind = "del";
+    pre.append(el("span", { class: `diff-line diff-${kind}`, text: `${line}\n` }));
+  }
+  return el("div", {}, text ? pre : el("p", { class: "empty", text: "The diff is empty." }),
+    truncated ? el("p", { class: "notice", text: "The diff was cut at 1 MiB; the full change is larger." }) : null);
+}
+
+export function reviewDrawer(app, task, review) {
+  const checks = el("ul", { class: "plain checks", testid: "review-checks" },
+    (review.checks || []).map((c) => el("li", { dataset: { outcome: c.outcome || "" } },
+      badge(c.outcome || "not recorded"), ` ${c.name}`, c.detail ? el("span", { class: "detail", text: ` — ${c.detail}` }) : null)));
+  if (!(review.checks || []).length) checks.append(el("li", { class: "empty", text: "No checks recorded." }));
+  const reason = el("input", { id: "reject-reason", testid: "reject-reason", placeholder: "Why reject?" });
+  const canDecide = task.state === "awaiting-review";
+  const decide = canDecide ? el("div", { class: "actions" },
+    mutatingButton("Accept the change", () => app.accept(review.diffIdentity), "review-accept", { dataset: { mutating: "1", scope: "task" } }),
+    el("label", { for: "reject-reason", text: "Reason" }), reason,
+    mutatingButton("Reject", () => app.reject(review.diffIdentity, reason.value), "review-reject", { dataset: { mutating: "1", scope: "task" } }))
+    : el("p", { class: "empty", text: `Review decisions are available when the task awaits review (now: ${task.state}).` });
+  return el("aside", { class: "drawer", testid: "review-drawer", "aria-label": "Review" },
+    el("div", { class: "drawer-head" }, el("h2", { text: "Review" }),
+      el("button", { type: "button", testid: "review-close", onclick: () => app.closeDrawer(), text: "Close" })),
+    facts([["Diff identity", review.diffIdentity], ["Base", review.base], ["Head", review.head],
+      ["Evidence matches this diff", review.evidenceMatchesDiff ? "yes" : "no"]], "review-facts"),
+    el("h3", { text: "Files" }),
+    textList((review.files || []).map((f) => `${f.status}: ${f.path}`), "No files changed.", "review-files"),
+    el("h3", { text: "Diff" }), diffView(review.unifiedDiff, review.diffTruncated),
+    el("h3", { text: "Checks" }), checks,
+    el("h3", { text: "Evidence" }), textList(review.evidence, "No evidence recorded.", "review-evidence"),
+    el("h3", { text: "Not examined" }), textList(review.notExamined, "Nothing listed as not examined.", "review-not-examined"),
+    decide);
+}
+
+export function ledgerView(app, reply) {
+  const rows = (reply.stages || []).map((s) => el("tr", { dataset: { outcome: s.outcome || "" }, testid: "stage-row" },
+    el("td", { text: String(s.number || 0) }), el("td", { text: s.name }), el("td", { text: s.phase }),
+    el("td", {}, badge(s.outcome || "not recorded")), el("td", { text: s.gate || "" }), el("td", { text: s.detail || "" })));
+  return el("aside", { class: "drawer", testid: "ledger", "aria-label": "Pipeline ledger" },
+    el("div", { class: "drawer-head" }, el("h2", { text: `Pipeline ledger — attempt ${reply.attempt || 0}` }),
+      el("button", { type: "button", testid: "ledger-close", onclick: () => app.closeDrawer(), text: "Close" })),
+    el("p", { text: `${rows.length} stages. Outcomes: passed, failed, skipped, blocked, not-implemented.` }),
+    el("table", { class: "ledger" },
+      el("thead", {}, el("tr", {}, ["#", "Stage", "Phase", "Outcome", "Gate", "Detail"].map((h) => el("th", { scope: "col", text: h })))),
+      el("tbody", {}, rows)));
+}

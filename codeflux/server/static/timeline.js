@@ -1,0 +1,222 @@
+// The task's timeline: ONE card per committed event, keyed by its sequence, never duplicated on replay or
+// reconnect. Approval cards (a tool request waiting for a person) get their exact operation from the
+// TaskView's pending approvals, can be answered only while that TaskView shows the task awaiting
+// authority with the request pending, and lose their buttons once an `authority-decided` event resolves
+// them. Tool results and live output: tools.js.
+
+import { badge, clear, el, facts, mutatingButton, textList } from "./dom.js";
+import { parsePayload, timeOf } from "./format.js";
+import { ToolActivity } from "./tools.js";
+
+const WAITING = "waiting for the task to ask for this decision";
+
+export class Timeline {
+  constructor(app) {
+    this.app = app;
+    this.cards = new Map();
+    this.approvals = new Map();
+    this.decisions = new Map();
+    this.operations = new Map();
+    this.tools = new ToolActivity(app);
+    this.root = el("ol", { class: "timeline", testid: "timeline", "aria-live": "polite" });
+    this.empty = el("li", { class: "empty", testid: "timeline-empty", text: "No events yet." });
+    this.root.append(this.empty);
+  }
+
+  has(sequence) {
+    return this.cards.has(String(sequence));
+  }
+
+  add(event) {
+    const sequence = String(event.sequence);
+    if (this.cards.has(sequence)) return;
+    const payload = parsePayload(event);
+    const card = this.render(event, payload);
+    card.dataset.seq = sequence;
+    card.dataset.kind = event.kind;
+    this.cards.set(sequence, card);
+    if (this.empty.isConnected) this.empty.remove();
+    this.root.append(card);
+  }
+
+  render(event, payload) {
+    const builder = CARD_BUILDERS[event.kind] || genericCard;
+    const body = builder.call(this, payload, event);
+    return el("li", { class: `card card-${event.kind}`, testid: body.testid || "timeline-card" },
+      el("div", { class: "card-meta" },
+        el("span", { class: "seq", text: `#${event.sequence}` }),
+        el("span", { class: "committed", text: "committed" }),
+        el("time", { text: timeOf(event.createdAtUs) })),
+      el("h3", { text: body.title }),
+      body.content);
+  }
+
+  // Fill approval cards from TaskView.pending_approvals (the exact ordered arguments etc.); their buttons
+  // are available only while the TaskView shows the task awaiting authority with this request pending
+  // (so a decision is sent with the revision at which the task asked).
+  updateApprovals(task) {
+    const pending = new Map((task.pendingApprovals || []).map((a) => [a.requestId, a]));
+    for (const [requestId, entry] of this.approvals) {
+      const detail = pending.get(requestId);
+      if (detail && !entry.detailShown) {
+        clear(entry.detail).append(approvalDetail(detail));
+        entry.detailShown = true;
+      }
+      if (!entry.resolved && !detail && this.decisions.has(requestId)) this.resolve(requestId);
+      const asking = Boolean(detail) && task.state === "awaiting-authority";
+      for (const button of entry.buttons.querySelectorAll("button")) {
+        button.dataset.unavailable = asking ? "" : "1";
+        button.dataset.reason = asking ? "" : `${WAITING} (the task is ${task.state || "unknown"})`;
+      }
+    }
+    this.app.gate();
+  }
+
+  resolve(requestId) {
+    const entry = this.approvals.get(requestId);
+    const decision = this.decisions.get(requestId);
+    if (!entry || !decision || entry.resolved) return;
+    entry.resolved = true;
+    entry.card.dataset.resolved = decision.outcome;
+    clear(entry.buttons).append(
+      el("p", { class: "outcome", testid: "approval-outcome" }, "Resolved: ", badge(decision.outcome),
+        decision.decided_by ? ` by ${decision.decided_by}` : ""));
+  }
+}
+
+function approvalDetail(a) {
+  const args = el("ol", { class: "arguments", testid: "approval-arguments" },
+    (a.arguments || []).map((arg) => el("li", {}, el("code", { text: arg.name }), " = ", el("code", { text: arg.value }))));
+  return el("div", {},
+    facts([["Tool", a.tool], ["Operation identity", a.operationIdentity], ["Scope", a.scope],
+      ["Working directory", a.cwd], ["Reason", a.reason]], "approval-facts"),
+    el("h4", { text: "Arguments (exact, in order)" }), args,
+    el("h4", { text: "Capabilities" }), textList(a.capabilities, "none", "approval-capabilities"));
+}
+
+function toolRequested(payload) {
+  if (payload.outcome !== "pending") {
+    const content = el("div", {}, facts([["Operation", payload.operation], ["Needs", (payload.needs || []).join(", ")]]),
+      el("p", {}, "Decision: ", badge(payload.outcome || "unknown")));
+    this.tools.attach(payload.request_id, content);
+    return { title: `Tool requested: ${payload.tool || "unknown tool"}`, testid: "tool-card", content };
+  }
+  const requestId = payload.request_id;
+  const detail = el("div", { class: "approval-detail" },
+    facts([["Tool", payload.tool], ["Operation", payload.operation], ["Needs", (payload.needs || []).join(", ")]]));
+  const buttons = el("div", { class: "actions", testid: "approval-buttons" },
+    ["allow-once", "allow-for-task", "deny"].map((decision) => mutatingButton(
+      { "allow-once": "Allow once", "allow-for-task": "Allow for this task", deny: "Deny" }[decision],
+      () => this.app.decide(requestId, decision), `approval-${decision}`,
+      { dataset: { mutating: "1", scope: "task", unavailable: "1", reason: WAITING } })));
+  const content = el("div", { class: "approval", dataset: { requestId } },
+    el("p", { class: "notice", text: "The agent asks to run this exact operation. Nothing runs until you decide." }),
+    detail, buttons);
+  this.tools.attach(requestId, content);
+  queueMicrotask(() => {
+    const card = content.closest("li");
+    this.approvals.set(requestId, { card, detail, buttons, resolved: false, detailShown: false });
+    if (card) card.dataset.requestId = requestId;
+    if (this.app.task) this.updateApprovals(this.app.task);
+    this.resolve(requestId);
+  });
+  return { title: `Approval needed: ${payload.tool || "tool"}`, testid: "approval-card", content };
+}
+
+function authorityDecided(payload) {
+  this.decisions.set(payload.request_id, payload);
+  queueMicrotask(() => this.resolve(payload.request_id));
+  const denied = payload.denied && payload.denied.length
+    ? el("p", { testid: "denied-capabilities" }, `Blocked for this task: ${payload.denied.join(", ")}`) : null;
+  return {
+    title: "Decision recorded",
+    testid: "decision-card",
+    content: el("div", {}, el("p", {}, "Outcome: ", badge(payload.outcome), ` (by ${payload.decided_by || "unknown"})`),
+      denied),
+  };
+}
+
+function executionIntended(payload) {
+  this.operations.set(payload.execution_id, payload.operation);
+  const content = el("div", {}, facts([["Operation", payload.operation], ["Execution", payload.execution_id],
+    ["Used approval", payload.consumed_approval_id || "none"]]));
+  this.tools.attach(payload.request_id, content);
+  return { title: "Tool execution started", testid: "tool-card", content };
+}
+
+// The event says how it ended; the card then reads the committed result (tools.js).
+function executionFinished(payload, event) {
+  const exit = payload.exit_code === null || payload.exit_code === undefined ? "none reported" : String(payload.exit_code);
+  return {
+    title: "Tool execution finished",
+    testid: "tool-card",
+    content: el("div", { testid: "tool-result", dataset: { requestId: payload.request_id || "" } },
+      el("p", {}, "Ended: ", badge(payload.state || "unknown")),
+      facts([["Operation", this.operations.get(payload.execution_id) || "unknown"], ["Execution", payload.execution_id],
+        ["Request", payload.request_id], ["Exit code (event)", exit], ["Failure", payload.failure_kind || "none"]]),
+      this.tools.finished(payload, event)),
+  };
+}
+
+function modelCall(payload, event) {
+  const pairs = [["Request", payload.request_id], ["State", payload.state], ["Model", payload.model]];
+  if ("cost" in payload) pairs.push(["Cost (measured)", payload.cost]);
+  if ("reserved" in payload) pairs.push(["Reserved (estimate)", payload.reserved]);
+  if ("spent" in payload) pairs.push(["Spent so far", payload.spent]);
+  if ("remaining" in payload) pairs.push(["Remaining", payload.remaining]);
+  return { title: event.kind.replaceAll("-", " "), testid: "cost-card",
+    content: facts(pairs.filter(([, v]) => v !== undefined && v !== null).map(([k, v]) => [k, String(v)])) };
+}
+
+function stateChanged(payload) {
+  return { title: `Task state: ${payload.to}`, testid: "state-card",
+    content: el("p", {}, badge(payload.from), " → ", badge(payload.to), payload.reason ? ` — ${payload.reason}` : "") };
+}
+
+function stagesRecorded(payload) {
+  const stages = (payload.stages || []).map(([name, outcome]) => `${name}: ${outcome}`);
+  return { title: `Pipeline stages recorded (attempt ${payload.attempt})`, testid: "stages-card",
+    content: el("div", {}, textList(stages, "no stages"),
+      el("button", { type: "button", onclick: () => this.app.openLedger(), text: "Open the pipeline ledger" })) };
+}
+
+function recoveryAssessed(payload) {
+  return { title: "Recovery needed", testid: "timeline-card",
+    content: el("div", {}, facts([["Recommended", payload.recommended]]),
+      el("button", { type: "button", onclick: () => this.app.showView("recovery"), text: "Open recovery" })) };
+}
+
+function agentMessage(payload) {
+  const notes = [];
+  if (payload.truncated) notes.push("(cut for the timeline)");
+  if (payload.redacted) notes.push("(secrets redacted before it was stored)");
+  return { title: "The agent said", testid: "agent-message-card",
+    content: el("div", {}, el("p", { class: "agent-text" }, payload.text || ""),
+      notes.length ? el("p", { class: "note" }, notes.join(" ")) : null,
+      el("p", { class: "note" }, `attempt ${payload.attempt} · committed`)) };
+}
+
+function genericCard(payload, event) {
+  const summary = Object.entries(payload).slice(0, 8).map(([key, value]) =>
+    [key, typeof value === "object" && value !== null ? JSON.stringify(value) : String(value)]);
+  return { title: event.kind.replaceAll("-", " "), testid: "timeline-card", content: facts(summary) };
+}
+
+const CARD_BUILDERS = {
+  "tool-requested": toolRequested,
+  "authority-decided": authorityDecided,
+  "tool-execution-intended": executionIntended,
+  "tool-execution-finished": executionFinished,
+  "tool-output": function toolOutput(payload, event) { return this.tools.output(payload, event); },
+  "model-call-planned": modelCall,
+  "model-call-finished": modelCall,
+  "model-call-refused": modelCall,
+  "task-state-changed": stateChanged,
+  "stage-verdicts-recorded": stagesRecorded,
+  "task-created": (p) => ({ title: "Task created", testid: "timeline-card",
+    content: facts([["Requirement", p.requirement], ["Title", p.title]].filter(([, v]) => v)) }),
+  "task-accepted": (p) => ({ title: "Change accepted", testid: "accepted-card",
+    content: facts([["Branch", p.branch], ["Landed", p.landed_head], ["How", p.kind]]) }),
+  "recovery-assessed": recoveryAssessed,
+  "agent-message": agentMessage,
+};

@@ -1,0 +1,135 @@
+// The workspace: the task list (threads) on the left, the selected task (header, actions, plan,
+// budget, timeline of cards) in the middle, the composer below, and a drawer for review / ledger.
+
+import { badge, clear, el, mutatingButton } from "./dom.js";
+import { actionBar, budgetCard, planCard } from "./cards.js";
+
+export function taskList(app) {
+  const items = (app.tasks || []).map((t) => el("li", {},
+    el("button", { type: "button", class: `task-item${t.taskId === app.taskId ? " selected" : ""}`,
+      testid: "task-item", dataset: { taskId: t.taskId, state: t.state }, "aria-current": t.taskId === app.taskId ? "true" : undefined,
+      onclick: () => app.selectTask(t.taskId) },
+    el("span", { class: "task-title", text: t.title || t.taskId }), " ", badge(t.state),
+    t.needsAttention ? el("span", { class: "attention", text: " needs you" }) : null)));
+  return el("nav", { class: "threads", "aria-label": "Tasks", testid: "task-list" },
+    el("h2", { text: "Tasks" }),
+    el("button", { type: "button", testid: "new-task", onclick: () => app.selectTask(null), text: "New task" }),
+    items.length ? el("ul", { class: "plain" }, items) : el("p", { class: "empty", text: "No tasks yet." }));
+}
+
+// The composer. A codeflux sample repository suggests its TASK.md as the requirement (prefilled, editable);
+// the budget is prefilled with the default hard limit, else with a visible, editable suggestion of 1.00.
+export const SUGGESTED_BUDGET = "1.00";
+
+export function composer(app) {
+  const repo = app.repository;
+  app.composerSuggest = null;
+  if (!repo) {
+    return el("section", { class: "composer", testid: "composer" },
+      el("p", { text: "Choose a repository to describe a task." }),
+      el("button", { type: "button", onclick: () => app.showView("chooser"), text: "Choose a repository" }));
+  }
+  const title = el("input", { id: "task-title", testid: "task-title", placeholder: "Short title (optional)" });
+  const text = el("textarea", { id: "requirement", testid: "requirement", rows: 6,
+    placeholder: "Describe the outcome you want, e.g. 'make the failing test pass'" });
+  const origin = el("span", { class: "suggested", testid: "requirement-origin" });
+  let typed = false;
+  text.addEventListener("input", () => { typed = true; });
+  const suggest = (suggestion) => {
+    if (!suggestion || typed || text.value !== "") return;
+    text.value = suggestion;
+    origin.textContent = "prefilled from the sample's TASK.md — edit it as you like";
+    text.dataset.prefilled = "1";
+  };
+  if (repo.suggestedRequirement !== undefined) suggest(repo.suggestedRequirement);
+  else { app.composerSuggest = (suggestion) => { if (text.isConnected) suggest(suggestion); }; app.loadSuggestion(repo); }
+  const preset = app.settings && app.settings.defaultHardLimit ? decimalOf(app.settings.defaultHardLimit) : "";
+  const budget = el("input", { id: "task-budget", testid: "task-budget", inputmode: "decimal", value: preset || SUGGESTED_BUDGET,
+    placeholder: "e.g. 2.00" });
+  const budgetNote = preset ? el("span", { class: "suggested", testid: "budget-origin", text: "your default hard limit" })
+    : el("span", { class: "suggested", testid: "budget-origin", text: "suggested — no default budget is set; edit it as you like" });
+  return el("section", { class: "composer", testid: "composer" },
+    el("h2", { text: "Describe the outcome" }),
+    el("p", { class: "repo-line" }, "Repository: ", el("code", { testid: "repo-root", text: repo.root }),
+      app.acknowledgedHash ? " (starting from acknowledged uncommitted changes)" : ""),
+    el("label", { for: "task-title", text: "Title" }), title,
+    el("label", { for: "requirement" }, "Requirement ", origin), text,
+    el("label", { for: "task-budget", text: "Hard budget (USD) — a plan is drafted only once the task has one" }),
+    el("p", { class: "budget-line" }, budget, budgetNote),
+    el("div", { class: "actions" }, mutatingButton("Create task and draft a plan",
+      () => app.createTask(text.value, title.value, budget.value), "create-task")));
+}
+
+// Money → the decimal text SetBudget takes ("2.50"), exact from integer minor units.
+function decimalOf(m) {
+  const places = Number(m.decimalPlaces || 0);
+  const text = String(m.minorUnits || "0").padStart(places + 1, "0");
+  return places ? `${text.slice(0, -places)}.${text.slice(-places)}` : text;
+}
+
+// The task panel keeps its timeline node across refreshes; the other parts re-render only when their
+// data changed (so typed feedback or a budget amount is not lost).
+export class TaskPanel {
+  constructor(app, timeline) {
+    this.app = app;
+    this.timeline = timeline;
+    this.header = el("div", { class: "task-header", testid: "task-header" });
+    this.actions = el("div", {});
+    this.plan = el("div", {});
+    this.budget = el("div", {});
+    this.keys = { plan: "", budget: "", actions: "" };
+    this.root = el("section", { class: "task", testid: "task-panel" }, this.header, this.actions, this.plan, this.budget,
+      el("h3", { text: "Timeline" }), timeline.root);
+  }
+
+  update(task) {
+    clear(this.header).append(
+      el("h2", {}, el("span", { testid: "task-title-text", text: task.title || task.taskId }), " "),
+      el("p", {}, "State: ", el("span", { testid: "task-state", dataset: { state: task.state } }, badge(task.state)),
+        task.runActive ? el("span", { class: "running", testid: "run-active", text: " (the coordinator is running it)" }) : "",
+        task.lastOutcome ? ` — ${task.lastOutcome}` : ""),
+      task.providerLabel ? el("p", { class: "label-scripted", testid: "task-provider-label", text: `Provider: ${task.providerLabel}` }) : null,
+      el("p", { class: "requirement", text: task.requirement || "" }),
+      el("p", { class: "repo-line" }, "Repository: ", el("code", { testid: "task-repository", text: task.repositoryRoot || "unknown" }),
+        task.baseRevision ? ` at ${task.baseRevision.slice(0, 12)}` : ""),
+      el("div", { class: "actions" },
+        el("button", { type: "button", testid: "open-review", onclick: () => this.app.openReview(), text: "Open review" }),
+        el("button", { type: "button", testid: "open-ledger", onclick: () => this.app.openLedger(), text: "Pipeline ledger" })));
+    const actionsKey = JSON.stringify(task.actions || []);
+    if (actionsKey !== this.keys.actions) {
+      this.keys.actions = actionsKey;
+      clear(this.actions).append(actionBar(this.app, task));
+    }
+    const planKey = JSON.stringify([task.plan || null, task.state]);
+    if (planKey !== this.keys.plan) {
+      this.keys.plan = planKey;
+      clear(this.plan).append(planCard(this.app, task));
+    }
+    const budgetKey = JSON.stringify(task.budget || null);
+    if (budgetKey !== this.keys.budget) {
+      this.keys.budget = budgetKey;
+      clear(this.budget).append(budgetCard(this.app, task));
+    }
+    this.timeline.updateApprovals(task);
+  }
+}
+
+export function streamBanner(state, info, onRetry) {
+  const texts = {
+    idle: "Not subscribed.", connecting: "Connecting to the task's stream…",
+    replaying: "Replaying committed events… controls are disabled until the stream is live.",
+    live: "Live: showing committed events as they happen.",
+    reconnecting: `Reconnecting (attempt ${info.attempts || 0})… controls are disabled; the task may still be running.`,
+    gap: "Missed an event: catching up from the last one shown… controls are disabled.",
+    stopped: "Not following this task.",
+    failed: "disconnected — the task may still be running",
+  };
+  const banner = el("div", { class: `stream stream-${state}`, testid: "stream-status", dataset: { state },
+    role: state === "failed" ? "alert" : "status" }, badge(state === "failed" ? "denied" : state === "live" ? "live" : "pending"),
+  ` ${texts[state] || state}`);
+  if (state === "failed") {
+    if (info.kind && info.kind !== "disconnected") banner.append(` (${info.kind})`);
+    banner.append(" ", el("button", { type: "button", testid: "stream-retry", onclick: onRetry, text: "Try again" }));
+  }
+  return banner;
+}

@@ -1,0 +1,226 @@
+"""``ReviewService``: the review drawer (diff, checks, evidence), the 37-stage ledger, accept and reject.
+
+* ``GetReview`` — the task worktree's diff against its base (:func:`codeflux.gitwork.diff.diff_against_base`):
+  identity, base, head, files and the unified diff (at most :data:`MAX_DIFF_BYTES`, cut at a line end,
+  ``diff_truncated`` set); ``checks`` are the newest attempt's ledger rows of the stages codeflux performs
+  (integration-tests among them) with their outcomes; ``evidence`` and ``not_examined`` come from the
+  stage-35 evidence bundle exactly as recorded; ``evidence_matches_diff`` says whether the bundle saw
+  this very diff. Paths the diff could not hold (nested repositories, special files) are listed as not
+  examined.
+* ``ListStages`` — all 37 stages of an attempt (0 = the newest) with their gate text and the recorded
+  outcome, empty where nothing is recorded yet.
+* ``AcceptChange`` / ``RejectChange`` — :class:`codeflux.coordinator.review.ReviewService`, bound to the
+  reviewed diff identity: a stale identity is ABORTED, a dirty checkout FAILED_PRECONDITION, a conflict is
+  a reply (``kind`` "conflict", nothing changed). A retry with the same idempotency key returns the first
+  reply (:class:`~codeflux.services.mutations.MutationLedger`); the coordinator keys each decision by the
+  reviewed identity as well.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Final
+
+from google.protobuf.message import Message
+
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.review import ReviewService as CoordinatorReview
+from codeflux.coordinator.tasks import TaskService
+from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
+from codeflux.domain.errors import InvalidValueError, TaskActionUnavailableError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.pipeline import PERFORMABLE_STAGES, STAGES, StageName
+from codeflux.gitwork.diff import TaskDiff, diff_against_base
+from codeflux.services.app import CoordinatorApp
+from codeflux.services.mutations import MutationLedger, mutation_of, parse_task_id
+from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.services.views import task_view
+from codeflux.store import stage_ledger as ledger_rows
+
+__all__ = ["MAX_DIFF_BYTES", "methods", "review_view", "stage_views"]
+
+MAX_DIFF_BYTES: Final = 1 << 20
+_IDENTITY: Final = re.compile(r"[0-9a-f]{64}")
+_SERVICE: Final = "ReviewService"
+_DETAIL_KEYS: Final = ("argv", "exit_code", "tests", "passed", "failures", "errors", "skipped", "failing")
+
+
+def _tasks(app: CoordinatorApp) -> TaskService:
+    return TaskService(app.db, worktrees_root=app.location.worktrees)
+
+
+def _identity(text: str) -> str:
+    if _IDENTITY.fullmatch(text) is None:
+        raise InvalidValueError(kind="diff identity", reason="diff_identity must be the 64 hex digits reviewed")
+    return text
+
+
+def _capped(diff: bytes) -> tuple[str, bool]:
+    if len(diff) <= MAX_DIFF_BYTES:
+        return diff.decode("utf-8", errors="replace"), False
+    cut = diff[:MAX_DIFF_BYTES]
+    line_end = cut.rfind(b"\n")
+    if line_end > 0:
+        cut = cut[: line_end + 1]
+    return cut.decode("utf-8", errors="replace"), True
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _evidence_detail(evidence: object) -> str:
+    if not isinstance(evidence, Mapping):
+        return ""
+    parts = []
+    for key in _DETAIL_KEYS:
+        if key not in evidence:
+            continue
+        value = evidence[key]
+        shown = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        parts.append(f"{key.replace('_', ' ')} {shown}"[:300])
+    return "; ".join(parts)
+
+
+def _bundle_lines(bundle: Mapping[str, object]) -> tuple[list[str], list[str]]:
+    """(evidence, not examined) as the stage-35 bundle recorded them."""
+    counts = bundle.get("counts")
+    identity = _text(bundle.get("diff_identity")) or "unknown"
+    evidence = [f"evidence bundle of plan revision {bundle.get('plan_revision')} on diff {identity[:12]}"
+                + (": " + ", ".join(f"{v} {k}" for k, v in counts.items()) if isinstance(counts, Mapping) else "")]
+    claims = bundle.get("claims")
+    for claim in claims if isinstance(claims, list) else []:
+        if not isinstance(claim, Mapping) or claim.get("outcome") not in ("satisfied", "failed", "skipped"):
+            continue
+        said = _text(claim.get("checked")) or _text(claim.get("reason"))
+        detail = _evidence_detail(claim.get("evidence"))
+        evidence.append(f"{claim.get('number')} {claim.get('stage')}: {claim.get('outcome')} — {said}"
+                        + (f" ({detail})" if detail else ""))
+    not_examined = []
+    unexamined = bundle.get("not_examined")
+    for item in unexamined if isinstance(unexamined, list) else []:
+        if isinstance(item, Mapping):
+            reason = _text(item.get("reason"))
+            not_examined.append(f"{item.get('stage')}: {item.get('outcome')}" + (f" — {reason}" if reason else ""))
+    return evidence, not_examined
+
+
+def _check(row: ledger_rows.LedgerRow) -> pb.CheckView:
+    verdict = row.verdict
+    said = verdict.gate_evaluation or verdict.reason or ""
+    detail = _evidence_detail(row.evidence)
+    return pb.CheckView(name=verdict.stage.value, outcome=verdict.outcome.value,
+                        detail=said + (f" ({detail})" if detail else ""))
+
+
+def _task_diff(app: CoordinatorApp, task_id: TaskId) -> TaskDiff:
+    task = _tasks(app).show(task_id).task
+    binding = task_worktree_binding(task)
+    if binding is None or not binding.path.exists():
+        reason = ("the task never ran, so it has no diff to review" if binding is None
+                  else "the task's worktree is gone (the task ended); `codeflux task patch` shows a kept patch")
+        raise TaskActionUnavailableError(task_id=task_id.value, action="review", state=task.state.value,
+                                         reason=reason)
+    return diff_against_base(binding)
+
+
+def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
+    """The review of the task's current diff (see the module docstring)."""
+    tasks = _tasks(app)
+    diff = _task_diff(app, task_id)
+    attempt = tasks.show(task_id).attempt
+    rows = [] if attempt is None else tasks.ledger(task_id, attempt.attempt)
+    bundle_row = next((row for row in rows if row.verdict.stage is StageName.EVIDENCE_BUNDLE), None)
+    bundle = {} if bundle_row is None else dict(bundle_row.evidence)
+    evidence, not_examined = _bundle_lines(bundle) if bundle else ([], ["no evidence bundle is recorded yet"])
+    not_examined += [f"{path}: not part of the diff (a nested repository or a special file)"
+                     for path in diff.skipped_paths]
+    text, truncated = _capped(diff.unified_diff)
+    return pb.ReviewView(
+        task_id=task_id.value, diff_identity=diff.identity, base=diff.base, head=diff.head,
+        files=[pb.DiffFileView(path=f.path, status=f.kind.value) for f in diff.files],
+        unified_diff=text, diff_truncated=truncated,
+        checks=[_check(row) for row in rows if row.verdict.stage in PERFORMABLE_STAGES
+                and row.verdict.stage is not StageName.EVIDENCE_BUNDLE],
+        evidence=evidence, not_examined=not_examined,
+        evidence_matches_diff=bool(bundle) and bundle.get("diff_identity") == diff.identity)
+
+
+def stage_views(app: CoordinatorApp, task_id: TaskId, attempt: int) -> pb.ListStagesReply:
+    """Every stage of ``attempt`` (0: the newest) with its outcome, or empty outcomes before any run."""
+    if attempt < 0:
+        raise InvalidValueError(kind="attempt", reason="attempt is 0 (the newest) or a positive attempt number")
+    tasks = _tasks(app)
+    if attempt == 0:
+        newest = tasks.show(task_id).attempt
+        attempt = 0 if newest is None else newest.attempt
+    else:
+        tasks.show(task_id)  # NotFoundError for an unknown task
+        app.db.read(lambda view: ledger_rows.require_run_attempt(view, task_id, attempt))
+    recorded = {row.verdict.stage: row for row in tasks.ledger(task_id, attempt)} if attempt else {}
+    stages = []
+    for stage in STAGES:
+        row = recorded.get(stage.name)
+        stages.append(pb.StageView(
+            number=stage.number, name=stage.name.value, phase=stage.phase.label, gate=stage.gate,
+            outcome="" if row is None else row.verdict.outcome.value,
+            detail="" if row is None else (row.verdict.gate_evaluation or row.verdict.reason or "")))
+    return pb.ListStagesReply(attempt=attempt, stages=stages)
+
+
+def _accept(app: CoordinatorApp, ledger: MutationLedger, ctx: CallContext,
+            request: pb.AcceptChangeRequest) -> pb.AcceptChangeReply:
+    mutation = mutation_of(ctx, "AcceptChange", request.control)
+    task_id = parse_task_id(request.task_id)
+    identity = _identity(request.diff_identity)
+
+    def work() -> pb.AcceptChangeReply:
+        outcome = CoordinatorReview(app.db).accept_task(task_id, reviewed_identity=identity).outcome
+        return pb.AcceptChangeReply(
+            kind=outcome.kind.value, branch=outcome.branch, previous_head=outcome.previous_head,
+            landed_head=outcome.landed_head, conflicting_paths=list(outcome.conflicting_paths),
+            task=task_view(app, task_id))
+
+    return ledger.run(mutation, request, pb.AcceptChangeReply, work)
+
+
+def _reject(app: CoordinatorApp, ledger: MutationLedger, ctx: CallContext,
+            request: pb.RejectChangeRequest) -> pb.TaskView:
+    mutation = mutation_of(ctx, "RejectChange", request.control)
+    task_id = parse_task_id(request.task_id)
+    identity = _identity(request.diff_identity)
+    reason = request.reason or "rejected in review"
+
+    def work() -> pb.TaskView:
+        CoordinatorReview(app.db).reject_task(task_id, reviewed_identity=identity, reason=reason)
+        return task_view(app, task_id)
+
+    return ledger.run(mutation, request, pb.TaskView, work)
+
+
+def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamMethod[Message, Message]]:
+    ledger = MutationLedger()
+
+    def get_review(ctx: CallContext, request: pb.GetReviewRequest) -> pb.ReviewView:
+        return review_view(app, parse_task_id(request.task_id))
+
+    def list_stages(ctx: CallContext, request: pb.ListStagesRequest) -> pb.ListStagesReply:
+        return stage_views(app, parse_task_id(request.task_id), request.attempt)
+
+    def accept(ctx: CallContext, request: pb.AcceptChangeRequest) -> pb.AcceptChangeReply:
+        return _accept(app, ledger, ctx, request)
+
+    def reject(ctx: CallContext, request: pb.RejectChangeRequest) -> pb.TaskView:
+        return _reject(app, ledger, ctx, request)
+
+    return [
+        UnaryMethod(name=method_name(_SERVICE, "GetReview"), request_type=pb.GetReviewRequest,
+                    response_type=pb.ReviewView, handler=get_review),
+        UnaryMethod(name=method_name(_SERVICE, "ListStages"), request_type=pb.ListStagesRequest,
+                    response_type=pb.ListStagesReply, handler=list_stages),
+        UnaryMethod(name=method_name(_SERVICE, "AcceptChange"), request_type=pb.AcceptChangeRequest,
+                    response_type=pb.AcceptChangeReply, handler=accept, mutating=True),
+        UnaryMethod(name=method_name(_SERVICE, "RejectChange"), request_type=pb.RejectChangeRequest,
+                    response_type=pb.TaskView, handler=reject, mutating=True),
+    ]

@@ -1,0 +1,409 @@
+"""Background runs: the coordinator runs tasks in threads, interactively, while the UI watches the journal.
+
+One :class:`BackgroundRuns` per coordinator. :meth:`BackgroundRuns.start` runs a ``ready`` task with
+:func:`~codeflux.coordinator.runner.run_task` in a thread of its own, with no headless policy: a request
+that needs a person ends the thread with an ``awaiting-authority`` outcome whose conversation stays in
+memory; once :meth:`ApprovalService.Decide <codeflux.services.approvals>` has recorded the answer,
+:meth:`continue_after_decision` goes on with :func:`~codeflux.coordinator.runner.resume_run` in a new
+thread (the pipeline's check command may ask again: the same flow). The run slots (4 active tasks, 1 per
+repository) are enforced by the task service when the run starts.
+
+* **pause** moves the task to ``paused``; the loop reads the state before every turn, so a running thread
+  stops at the next turn boundary (a tool already executing finishes first).
+* **resume** of a paused task: with the run still held here (paused while it waited for a decision) it
+  goes on where it stopped; otherwise like ``codeflux task resume`` — the task becomes ``ready`` and
+  :func:`run_task` opens the next attempt (ending one a stop left open) and continues the conversation the
+  loop keeps in SQLite. A task paused before its plan was approved drafts the plan again.
+* **cancel** ends the task; its worktree is disposed of once no thread uses it (kept when that would
+  lose work, as ``codeflux task cancel`` does).
+* **shutdown** (``codeflux start`` on SIGINT/SIGTERM): pause every active run between turns, wait for
+  the threads (bounded), capture a ``shutdown`` checkpoint per active task, stop the workers.
+
+Each run has its own :class:`~codeflux.coordinator.tool_driver.ToolDriver` (workers under
+``<data>/workers``), closed when the run ends. While the coordinator may run work it holds
+:func:`~codeflux.coordinator.recovery.shared_running_lock` (taken at the first run or plan, released at
+shutdown): the instance lock of ``codeflux start`` is another file and only keeps a second coordinator
+out, while this lock keeps a CLI process's startup recovery from marking our live tasks interrupted.
+
+An exception in a run thread never vanishes: it is logged, kept as the task's ``last_outcome`` (shown in
+the TaskView) and the task is left in an honest state (``failed``, or ``paused`` where failing is not a
+transition the state allows) with its open attempt ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from codeflux.authority.decide import DecisionOutcome
+from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
+from codeflux.coordinator.loop import LoopLimits
+from codeflux.coordinator.recovery import shared_running_lock
+from codeflux.coordinator.runner import RunOutcome, RunOutcomeKind, resume_run, run_task
+from codeflux.coordinator.tasks import Actor, TaskChange, TaskService
+from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.worktree_lifecycle import dispose_task_worktree
+from codeflux.domain.errors import (
+    CodefluxError,
+    ConflictError,
+    PrerequisiteError,
+    RepositoryNotUsableError,
+    TaskActionUnavailableError,
+)
+from codeflux.domain.ids import TaskId
+from codeflux.domain.ladder import LadderPosition
+from codeflux.domain.pipeline import StageName
+from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action, is_allowed_task_transition
+from codeflux.gitwork.repository import RepositorySnapshot, open_repository
+from codeflux.logs import get_logger
+from codeflux.services.app import CoordinatorApp
+from codeflux.services.registry import status_of
+
+__all__ = ["BackgroundRuns", "open_checkout"]
+
+_LOG: Final = "services.runs"
+_SETTLE_ATTEMPTS: Final = 50
+
+
+def open_checkout(path: Path) -> RepositorySnapshot:
+    """:func:`open_repository`, with a refusal that does not repeat the absolute path."""
+    try:
+        return open_repository(path)
+    except RepositoryNotUsableError as error:
+        raise RepositoryNotUsableError(path="the repository", problem=error.problem, detail=error.detail) from error
+
+
+class _SignallingTasks(TaskService):
+    """The task service, telling the caller of :meth:`BackgroundRuns.start` once the run started (or not)."""
+
+    def __init__(self, app: CoordinatorApp) -> None:
+        super().__init__(app.db, worktrees_root=app.location.worktrees)
+        self.started = threading.Event()  # also set when the thread ended without starting
+        self.start_ok = False
+
+    def start_run(self, task_id: TaskId, snapshot: RepositorySnapshot, *, expected_revision: int,
+                  actor: Actor = Actor.USER, idempotency_key: str) -> TaskChange:
+        try:
+            change = super().start_run(task_id, snapshot, expected_revision=expected_revision, actor=actor,
+                                       idempotency_key=idempotency_key)
+            self.start_ok = True
+            return change
+        finally:
+            self.started.set()
+
+
+@dataclass(slots=True, kw_only=True)
+class _Run:
+    task_id: TaskId
+    tasks: _SignallingTasks
+    driver: ToolDriver
+    thread: threading.Thread | None = None
+    waiting: RunOutcome | None = None  # awaiting-authority: the conversation, kept in memory
+    dispose_on_end: bool = False
+    error: BaseException | None = None  # what ended the last thread, if it raised
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class BackgroundRuns:
+    """The coordinator's runs (see the module docstring). Thread-safe; every method returns promptly."""
+
+    def __init__(self, app: CoordinatorApp, *, limits: LoopLimits | None = None) -> None:
+        self._app = app
+        self._limits = limits or LoopLimits()
+        self._lock = threading.Lock()
+        self._runs: dict[TaskId, _Run] = {}
+        self._outcomes: dict[TaskId, str] = {}
+        self._running_lock: contextlib.ExitStack | None = None
+        self._closed = False
+        self._log = get_logger(_LOG)
+
+    # ─── reading ─────────────────────────────────────────────────────────────────────────────────
+
+    def is_active(self, task_id: TaskId) -> bool:
+        """A run of the task is held here: a thread works on it, or it waits for a decision."""
+        with self._lock:
+            return task_id in self._runs
+
+    def last_outcome(self, task_id: TaskId) -> str:
+        """How the task's last run thread ended here (empty when none ended in this coordinator)."""
+        with self._lock:
+            return self._outcomes.get(task_id, "")
+
+    def driver_for(self, task_id: TaskId) -> ToolDriver | None:
+        """The tool driver of the task's run, when one is held."""
+        with self._lock:
+            run = self._runs.get(task_id)
+            return None if run is None else run.driver
+
+    def wait_until_settled(self, task_id: TaskId, timeout: float | None = None) -> bool:
+        """Wait until no thread works on the task (it ended, or waits for a decision); for tests and shutdown."""
+        with self._lock:
+            run = self._runs.get(task_id)
+            thread = None if run is None else run.thread
+        if thread is not None:
+            thread.join(timeout)
+            return not thread.is_alive()
+        return True
+
+    # ─── the lock that keeps startup recovery elsewhere away ──────────────────────────────────────
+
+    def hold_running_lock(self) -> None:
+        """Take the shared running lock now if not yet held (kept until :meth:`shutdown`)."""
+        with self._lock:
+            if self._closed:
+                raise PrerequisiteError("codeflux is shutting down; nothing new starts")
+            if self._running_lock is None:
+                stack = contextlib.ExitStack()
+                stack.enter_context(shared_running_lock(self._app.location))
+                self._running_lock = stack
+
+    # ─── starting and continuing ─────────────────────────────────────────────────────────────────
+
+    def start(self, task_id: TaskId) -> None:
+        """Run the ``ready`` task in a new thread; returns once the run started (its errors are raised here)."""
+        self.hold_running_lock()
+        tasks = _SignallingTasks(self._app)
+        record = tasks.show(task_id).task
+        snapshot = open_checkout(record.repository_root)
+        gateway = self._app.models.gateway(("run",))
+        provider = "scripted" if self._app.models.scripted else None
+        driver = ToolDriver(self._app.db, state_dir=self._app.location.directory / "workers")
+        run = _Run(task_id=task_id, tasks=tasks, driver=driver)
+        with self._lock:
+            if task_id in self._runs:
+                driver.close()
+                raise ConflictError(f"task {task_id} already has a run in this coordinator")
+            self._runs[task_id] = run
+
+        def step() -> RunOutcome:
+            return run_task(task_id, gateway=gateway, driver=driver, tasks=tasks, repo_snapshot=snapshot,
+                            position=LadderPosition.start(), limits=self._limits, headless_policy=None,
+                            provider=provider)
+
+        self._launch(run, step)
+        tasks.started.wait()
+        if not tasks.start_ok:
+            run.done.wait()
+            if run.error is not None:
+                raise run.error
+
+    def continue_after_decision(self, task_id: TaskId) -> bool:
+        """Go on with a run that waited for the decision just recorded; False when none waits here."""
+        with self._lock:
+            run = self._runs.get(task_id)
+            if run is None or run.waiting is None or (run.thread is not None and run.thread.is_alive()):
+                return False
+        if run.tasks.show(task_id).task.state is TaskState.PAUSED:
+            return False  # paused while it waited: resume goes on
+        self._continue(run)
+        return True
+
+    def _continue(self, run: _Run) -> None:
+        with self._lock:
+            waiting, run.waiting = run.waiting, None
+        if waiting is None:
+            return
+        self._launch(run, lambda: resume_run(waiting))
+
+    def _launch(self, run: _Run, step: Callable[[], RunOutcome]) -> None:
+        run.done.clear()
+        thread = threading.Thread(target=self._body, args=(run, step), name=f"codeflux-run-{run.task_id.value}",
+                                  daemon=True)
+        run.thread = thread
+        thread.start()
+
+    def _body(self, run: _Run, step: Callable[[], RunOutcome]) -> None:
+        try:
+            outcome = step()
+        except BaseException as error:  # recorded, never lost: the UI reads state and last_outcome
+            run.error = error
+            self._crashed(run, error)
+            self._end(run)
+            return
+        finally:
+            run.tasks.started.set()
+        self._outcomes_set(run.task_id, f"{outcome.kind}: {outcome.reason}"[:1000])
+        self._log.info("run settled", task_id=run.task_id.value, outcome=outcome.kind.value)
+        if outcome.kind is RunOutcomeKind.AWAITING_AUTHORITY and outcome.resume is not None:
+            with self._lock:
+                run.waiting = outcome
+                closed = self._closed
+            run.done.set()
+            if not closed:
+                self._continue_if_decided(run)  # the decision may have come before the run stored its state
+            return
+        self._end(run)
+
+    def _continue_if_decided(self, run: _Run) -> None:
+        waiting = run.waiting
+        if waiting is None or waiting.pending_request_id is None:
+            return
+        decided = run.driver.read_request(waiting.pending_request_id).outcome is not DecisionOutcome.PENDING
+        if decided and run.tasks.show(run.task_id).task.state is not TaskState.PAUSED:
+            self._continue(run)
+
+    def _outcomes_set(self, task_id: TaskId, text: str) -> None:
+        with self._lock:
+            self._outcomes[task_id] = text
+
+    def _crashed(self, run: _Run, error: BaseException) -> None:
+        status = status_of(error)
+        label = "stopped" if isinstance(error, CodefluxError) else "error"
+        self._outcomes_set(run.task_id, f"{label}: {status.safe_message}"[:1000])
+        self._log.error("run thread ended with an error", task_id=run.task_id.value, error_type=type(error).__name__,
+                        error=status.safe_message, exc_info=not status.detail.error_type)
+        try:
+            view = run.tasks.show(run.task_id)
+            if view.attempt is not None and view.attempt.is_open:
+                run.tasks.finish_attempt(run.task_id, view.attempt.attempt, stopped_at=StageName.ASSEMBLY)
+            state = view.task.state
+            if state in (TaskState.RUNNING, TaskState.AWAITING_AUTHORITY, TaskState.VALIDATING):
+                target = TaskState.FAILED if is_allowed_task_transition(state, TaskState.FAILED) else TaskState.PAUSED
+                current = run.tasks.show(run.task_id).task
+                run.tasks.transition(run.task_id, target, expected_revision=current.revision, actor=Actor.SYSTEM,
+                                     reason=f"the run stopped on an error: {status.safe_message}"[:2000],
+                                     idempotency_key=f"run-error:{run.task_id.value}:{current.revision}")
+        except Exception as follow_up:  # the task keeps the state it had; the log says why
+            self._log.error("could not record the end of a failed run", task_id=run.task_id.value,
+                            error_type=type(follow_up).__name__)
+
+    def _end(self, run: _Run) -> None:
+        with self._lock:
+            if self._runs.get(run.task_id) is run:
+                del self._runs[run.task_id]
+        run.driver.close()
+        if run.dispose_on_end:
+            self._dispose(run.task_id)
+        run.done.set()
+
+    # ─── pause, resume, cancel ───────────────────────────────────────────────────────────────────
+
+    def pause(self, task_id: TaskId, *, key: str, reason: str = "paused by the user") -> TaskChange:
+        """``paused``: a running thread stops before its next turn; a run waiting for a decision stays here."""
+        tasks = TaskService(self._app.db, worktrees_root=self._app.location.worktrees)
+        task = tasks.show(task_id).task
+        _require(task.task_id, task.state, TaskAction.PAUSE)
+        return tasks.transition(task_id, TaskState.PAUSED, expected_revision=task.revision, reason=reason,
+                                actor=Actor.USER, idempotency_key=key)
+
+    def resume(self, task_id: TaskId, *, key: str, draft_plan: Callable[[], object]) -> None:
+        """Go on with a paused task (see the module docstring); ``draft_plan`` drafts a plan again."""
+        tasks = TaskService(self._app.db, worktrees_root=self._app.location.worktrees)
+        view = tasks.show(task_id)
+        _require(task_id, view.task.state, TaskAction.RESUME)
+        self.hold_running_lock()
+        with self._lock:
+            run = self._runs.get(task_id)
+        if run is not None and run.thread is not None and run.thread.is_alive():
+            raise ConflictError(f"task {task_id}: its run is still stopping at a turn boundary; resume in a moment")
+        if run is not None and run.waiting is not None and run.waiting.pending_request_id is not None:
+            pending = run.driver.read_request(run.waiting.pending_request_id).outcome is DecisionOutcome.PENDING
+            running = tasks.transition(task_id, TaskState.RUNNING, expected_revision=view.task.revision,
+                                       reason="resumed by the user", actor=Actor.USER, idempotency_key=f"{key}:run")
+            if pending:
+                tasks.transition(task_id, TaskState.AWAITING_AUTHORITY, expected_revision=running.revision,
+                                 reason=f"tool request {run.waiting.pending_request_id} still waits for a decision",
+                                 actor=Actor.SYSTEM, idempotency_key=f"{key}:await")
+            else:
+                self._continue(run)
+            return
+        if run is not None:
+            self._end(run)
+        if not view.plan_approved:
+            tasks.transition(task_id, TaskState.FORECASTING, expected_revision=view.task.revision,
+                             reason="resumed by the user: the plan is drafted again", actor=Actor.USER,
+                             idempotency_key=f"{key}:forecasting")
+            draft_plan()
+            return
+        # run_task ends an attempt left open and continues the conversation the loop kept in SQLite.
+        tasks.transition(task_id, TaskState.READY, expected_revision=view.task.revision, actor=Actor.USER,
+                         reason="resumed by the user",
+                         idempotency_key=f"{key}:ready")
+        self.start(task_id)
+
+    def cancel(self, task_id: TaskId, *, key: str) -> TaskChange:
+        """``cancelled``; the worktree is disposed of now, or when the run's thread has stopped."""
+        tasks = TaskService(self._app.db, worktrees_root=self._app.location.worktrees)
+        task = tasks.show(task_id).task
+        _require(task_id, task.state, TaskAction.CANCEL)
+        change = tasks.transition(task_id, TaskState.CANCELLED, expected_revision=task.revision,
+                                  reason="cancelled by the user", actor=Actor.USER, idempotency_key=key)
+        self.after_stop(task_id)
+        return change
+
+    def after_stop(self, task_id: TaskId) -> None:
+        """The task ended (cancelled or stopped): drop a waiting run and dispose of the worktree when free."""
+        with self._lock:
+            run = self._runs.get(task_id)
+            busy = run is not None and run.thread is not None and run.thread.is_alive()
+            if run is not None and busy:
+                run.dispose_on_end = True
+        if busy:
+            return
+        if run is not None:
+            self._end(run)
+        self._dispose(task_id)
+
+    def _dispose(self, task_id: TaskId) -> None:
+        tasks = TaskService(self._app.db, worktrees_root=self._app.location.worktrees)
+        stored = [patch.diff_identity for patch in tasks.patches(task_id)]
+        try:
+            dispose_task_worktree(self._app.db, task_id, saved_patch_identity=stored[-1] if stored else None,
+                                  delete_branch=False)
+        except Exception as error:  # the worktree stays; the journal and the log say why
+            self._log.error("could not dispose of a cancelled task's worktree", task_id=task_id.value,
+                            error_type=type(error).__name__, error=status_of(error).safe_message)
+
+    # ─── shutdown ────────────────────────────────────────────────────────────────────────────────
+
+    def shutdown(self, *, timeout: float = 60.0) -> list[TaskId]:
+        """Pause every active run between turns, wait (at most ``timeout`` seconds), capture a ``shutdown``
+        checkpoint per active task, stop the workers and release the running lock. Returns those tasks."""
+        with self._lock:
+            self._closed = True
+            runs = list(self._runs.values())
+        tasks = TaskService(self._app.db, worktrees_root=self._app.location.worktrees)
+        for run in runs:
+            self._pause_for_shutdown(tasks, run.task_id)
+        deadline = time.monotonic() + timeout
+        for run in runs:
+            if run.thread is not None:
+                run.thread.join(max(0.0, deadline - time.monotonic()))
+        checkpoints = CheckpointService(tasks.changes)
+        for run in runs:
+            try:
+                checkpoints.capture_checkpoint(run.task_id, CheckpointTrigger.SHUTDOWN)
+            except Exception as error:
+                self._log.error("no shutdown checkpoint", task_id=run.task_id.value, error_type=type(error).__name__)
+            run.driver.close()
+        with self._lock:
+            self._runs.clear()
+            stack, self._running_lock = self._running_lock, None
+        if stack is not None:
+            stack.close()
+        return [run.task_id for run in runs]
+
+    def _pause_for_shutdown(self, tasks: TaskService, task_id: TaskId) -> None:
+        for _ in range(_SETTLE_ATTEMPTS):
+            task = tasks.show(task_id).task
+            if not describe_task_action(task.state, TaskAction.PAUSE).available:
+                return
+            try:
+                tasks.transition(task_id, TaskState.PAUSED, expected_revision=task.revision, actor=Actor.SYSTEM,
+                                 reason="codeflux is shutting down; resume the task to go on",
+                                 idempotency_key=f"shutdown:{task_id.value}:{task.revision}")
+                return
+            except (ConflictError, TaskActionUnavailableError):
+                time.sleep(0.05)  # the run moved the task meanwhile: look again
+
+
+def _require(task_id: TaskId, state: TaskState, action: TaskAction) -> None:
+    availability = describe_task_action(state, action)
+    if not availability.available:
+        raise TaskActionUnavailableError(task_id=task_id.value, action=action.value, state=state.value,
+                                         reason=availability.reason or f"{action.value} is not available")

@@ -1,0 +1,144 @@
+"""SessionService: the session stream over the SQLite journal (ARCHITECTURE §11, issue 6 item 4).
+
+``Subscribe(session_id, after_sequence)``: one read takes the committed head ``B``; an ``after_sequence``
+beyond ``B`` is refused (INVALID_ARGUMENT, "ahead of committed history"); committed events
+``(after, B]`` are replayed in pages, then exactly one ``ReplayBoundary{through_sequence=B}`` is sent
+(immediately when ``after == B``), then live events as they commit. The journal is the source: a
+commit listener on the database (run on the committing thread) only wakes the subscriber, which
+reads ``> last`` from SQLite itself; a periodic re-read (every :data:`RECHECK_SECONDS`) covers writers
+in other processes. Sequences are strictly contiguous — nothing is coalesced or skipped. Bounding what
+a slow client may hold up is the transport's job: it ends the stream RESOURCE_EXHAUSTED and the client
+resumes with ``after_sequence`` = its last sequence.
+
+``GetHead(session_id)``: the committed head, for a client deciding whether it is behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from typing import Final
+
+from codeflux.api.v1 import product_pb2
+from codeflux.domain.errors import NotFoundError, StoreCorruptError, UsageError
+from codeflux.services.app import CoordinatorApp
+from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.store.events import StoredEvent, read_stored_events_after, session_head
+
+__all__ = ["PAGE_SIZE", "RECHECK_SECONDS", "methods"]
+
+PAGE_SIZE: Final = 256
+RECHECK_SECONDS: Final = 1.0
+_SESSION_ID: Final = re.compile(r"ses_[A-Za-z0-9_-]{1,80}")
+
+
+def _checked_session_id(value: str) -> str:
+    if not _SESSION_ID.fullmatch(value):
+        raise UsageError("session_id is not a session id (ses_…)")
+    return value
+
+
+def _head(app: CoordinatorApp, session_id: str) -> int:
+    head = app.db.read(lambda view: session_head(view, session_id))
+    if head is None:
+        raise NotFoundError(kind="session", entity_id=session_id)
+    return head
+
+
+def _page(app: CoordinatorApp, session_id: str, after: int, through: int | None) -> list[StoredEvent]:
+    return app.db.read(
+        lambda view: read_stored_events_after(
+            view, session_id=session_id, after_sequence=after, through_sequence=through, limit=PAGE_SIZE
+        )
+    )
+
+
+def _event_frame(event: StoredEvent) -> product_pb2.SessionFrame:
+    return product_pb2.SessionFrame(
+        event=product_pb2.SessionEvent(
+            session_id=event.session_id,
+            sequence=event.sequence,
+            kind=event.kind,
+            created_at_us=event.created_at_us,
+            payload_json=event.payload_json,
+        )
+    )
+
+
+def _contiguous(page: list[StoredEvent], last: int) -> None:
+    for offset, event in enumerate(page, start=1):
+        if event.sequence != last + offset:
+            raise StoreCorruptError("the session journal has a gap; run `codeflux integrity-check`")
+
+
+async def _subscribe(
+    app: CoordinatorApp, request: product_pb2.SubscribeRequest
+) -> AsyncIterator[product_pb2.SessionFrame]:
+    session_id = _checked_session_id(request.session_id)
+    if request.after_sequence < 0:
+        raise UsageError("after_sequence must not be negative")
+    loop = asyncio.get_running_loop()
+    wake = asyncio.Event()
+
+    def on_commit() -> None:  # runs on the committing thread
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting any more
+            loop.call_soon_threadsafe(wake.set)
+
+    # Listen before the head is read, so a commit between the read and the first wait is not missed.
+    remove = app.db.add_commit_listener(on_commit)
+    try:
+        head = await asyncio.to_thread(_head, app, session_id)
+        if request.after_sequence > head:
+            raise UsageError(
+                f"after_sequence {request.after_sequence} is ahead of committed history "
+                f"(the session is at {head}); subscribe from your last sequence"
+            )
+        last = request.after_sequence
+        while last < head:
+            page = await asyncio.to_thread(_page, app, session_id, last, head)
+            if not page:
+                raise StoreCorruptError("the session journal has a gap; run `codeflux integrity-check`")
+            _contiguous(page, last)
+            for event in page:
+                yield _event_frame(event)
+            last = page[-1].sequence
+        yield product_pb2.SessionFrame(replay_boundary=product_pb2.ReplayBoundary(through_sequence=head))
+        while True:
+            wake.clear()
+            page = await asyncio.to_thread(_page, app, session_id, last, None)
+            if page:
+                _contiguous(page, last)
+                for event in page:
+                    yield _event_frame(event)
+                last = page[-1].sequence
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), RECHECK_SECONDS)
+    finally:
+        remove()
+
+
+def methods(app: CoordinatorApp) -> list[UnaryMethod | StreamMethod]:  # type: ignore[type-arg]
+    def subscribe(ctx: CallContext, request: product_pb2.SubscribeRequest) -> AsyncIterator[product_pb2.SessionFrame]:
+        return _subscribe(app, request)
+
+    def get_head(ctx: CallContext, request: product_pb2.GetHeadRequest) -> product_pb2.SessionHead:
+        session_id = _checked_session_id(request.session_id)
+        return product_pb2.SessionHead(session_id=session_id, through_sequence=_head(app, session_id))
+
+    return [
+        StreamMethod(
+            name=method_name("SessionService", "Subscribe"),
+            request_type=product_pb2.SubscribeRequest,
+            response_type=product_pb2.SessionFrame,
+            handler=subscribe,
+        ),
+        UnaryMethod(
+            name=method_name("SessionService", "GetHead"),
+            request_type=product_pb2.GetHeadRequest,
+            response_type=product_pb2.SessionHead,
+            handler=get_head,
+        ),
+    ]

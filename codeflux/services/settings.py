@@ -1,0 +1,87 @@
+"""``SettingsService``: providers, approved endpoints, and the default hard budget.
+
+* ``GetSettings`` — each provider's credential status (as ``codeflux provider list`` shows it, bounded in
+  time, never a key), every endpoint a person approved (read from the ``endpoint-approved`` events of the
+  system session, which :func:`codeflux.coordinator.model_approvals.approve_model_endpoint` commits in
+  the same transaction as the approval; the time shown is the event's commit time), the provider the
+  coordinator uses, and the default hard limit new tasks are offered (absent when none is set).
+* ``SetBudgetDefaults`` — sets that default from an exact decimal (``"2.50"``, never a float) in a currency
+  codeflux knows, or clears it with an empty amount. It is a suggestion the composer pre-fills; a task's
+  budget is still set on the task (see :mod:`codeflux.coordinator.budget_defaults`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Final
+
+from google.protobuf.message import Message
+
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.budget_defaults import read_budget_default, set_budget_default
+from codeflux.domain.money import Currency, Money
+from codeflux.services.app import CoordinatorApp
+from codeflux.services.mutations import mutation_of
+from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.services.views import money
+from codeflux.services.workspace import provider_statuses
+from codeflux.store.database import Database
+from codeflux.store.events import MAX_PAGE, SYSTEM_SESSION_ID, read_events_after
+
+__all__ = ["endpoint_approvals", "methods", "settings_view"]
+
+_SERVICE: Final = "SettingsService"
+
+
+def _iso(at_us: int) -> str:
+    return dt.datetime.fromtimestamp(at_us / 1_000_000, tz=dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def endpoint_approvals(db: Database) -> list[pb.EndpointApprovalView]:
+    """Every approved (provider, base URL), oldest first, from the system session's journal."""
+    approvals: dict[tuple[str, str], pb.EndpointApprovalView] = {}
+    after = 0
+    while True:
+        page = db.read(lambda view, after=after: read_events_after(  # type: ignore[misc]
+            view, session_id=SYSTEM_SESSION_ID, after_sequence=after, limit=MAX_PAGE))
+        for event in page:
+            provider, url = event.payload.get("provider"), event.payload.get("base_url")
+            if event.kind == "endpoint-approved" and isinstance(provider, str) and isinstance(url, str):
+                approvals.setdefault((provider, url), pb.EndpointApprovalView(
+                    provider=provider, base_url=url, approved_at=_iso(event.created_at_us)))
+        if len(page) < MAX_PAGE:
+            return list(approvals.values())
+        after = page[-1].sequence
+
+
+def settings_view(app: CoordinatorApp) -> pb.SettingsView:
+    """What the settings screen shows (see the module docstring)."""
+    default = read_budget_default(app.db).hard_limit
+    view = pb.SettingsView(providers=provider_statuses(app.db), endpoint_approvals=endpoint_approvals(app.db),
+                           provider_label=app.models.label)
+    if default is not None:
+        view.default_hard_limit.CopyFrom(money(default))
+    return view
+
+
+def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamMethod[Message, Message]]:
+    def get_settings(ctx: CallContext, request: pb.GetSettingsRequest) -> pb.SettingsView:
+        return settings_view(app)
+
+    def set_budget_defaults(ctx: CallContext, request: pb.SetBudgetDefaultsRequest) -> pb.SettingsView:
+        mutation_of(ctx, "SetBudgetDefaults", request.control)
+        limit = None
+        if request.hard_limit.strip():
+            currency = Currency.parse(request.currency or "USD")
+            limit = Money.parse_decimal(request.hard_limit.strip(), currency=currency)
+        current = read_budget_default(app.db)
+        expected = request.control.expected_revision if request.control.expected_revision else current.revision
+        set_budget_default(app.db, limit, expected_revision=expected)
+        return settings_view(app)
+
+    return [
+        UnaryMethod(name=method_name(_SERVICE, "GetSettings"), request_type=pb.GetSettingsRequest,
+                    response_type=pb.SettingsView, handler=get_settings),
+        UnaryMethod(name=method_name(_SERVICE, "SetBudgetDefaults"), request_type=pb.SetBudgetDefaultsRequest,
+                    response_type=pb.SettingsView, handler=set_budget_defaults, mutating=True),
+    ]

@@ -1,0 +1,266 @@
+"""``TaskService``: create a task, draft and decide its plan, start / pause / resume / cancel its run, set
+its budget, read it and its timeline.
+
+Every mutating request carries a valid ``MutationControl`` (:mod:`codeflux.services.mutations`): the key
+goes to the coordinator's own idempotency keys (scoped to the connection), a retry with the same key
+returns the first reply, and a non-zero ``expected_revision`` must be the task's revision.
+
+* ``CreateTask`` opens the repository read-only; uncommitted changes need ``acknowledged_dirty_hash`` equal
+  to the hash of exactly the list the person saw (``WorkspaceService.InspectRepository`` shows it), else
+  :class:`DirtyTreeNotAcknowledgedError` naming only the repository's folder name, the count and hashes.
+* ``DraftPlan`` drafts the next revision through ``app.models.gateway(("plan",))`` in the calling thread
+  (the transports run unary handlers in worker threads). A task without a budget is refused up front
+  (:class:`BudgetDecisionNeededError`) rather than letting the gateway pause it.
+* ``SendBackPlan`` only records the feedback (the task returns to ``forecasting``); the UI then calls
+  ``DraftPlan``, so the person sees the sent-back plan and a failed redraft is retried on its own.
+* ``StartTask`` starts exactly what was reviewed: ``plan_revision`` must be the newest, approved
+  revision (:class:`PlanChangedError` otherwise); the run then goes on in the background
+  (:class:`~codeflux.services.runs.BackgroundRuns`).
+* ``SetBudget``: ``set`` creates or changes the hard limit (an exact decimal, parsed by
+  :meth:`Money.parse_decimal`; compare-and-set on the budget's revision); ``stop`` cancels a task paused
+  by its budget (:meth:`BudgetService.stop_task`) and disposes of its worktree like ``CancelTask``;
+  ``finish`` is refused with the reason: the budget service offers no "finish" — a paid call that would
+  not fit is refused *before* it starts, so when the task pauses on its budget nothing reserved is left
+  to finish (raise the limit, or stop).
+* ``GetTimeline`` pages through the committed events of the task's session.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+from google.protobuf.message import Message
+
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.budget import BudgetService
+from codeflux.coordinator.planner import propose_plan
+from codeflux.coordinator.tasks import Actor
+from codeflux.domain.errors import (
+    BudgetDecisionNeededError,
+    DirtyTreeNotAcknowledgedError,
+    InvalidValueError,
+    PlanChangedError,
+    TaskActionUnavailableError,
+)
+from codeflux.domain.ids import TaskId
+from codeflux.domain.ladder import LadderPosition
+from codeflux.domain.money import USD, Currency, Money
+from codeflux.domain.tasks import TaskAction, describe_task_action
+from codeflux.services.app import CoordinatorApp
+from codeflux.services.mutations import Mutation, MutationLedger, check_expected_revision, mutation_of, parse_task_id
+from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.services.runs import BackgroundRuns, open_checkout
+from codeflux.services.views import session_head, task_service, task_summary, task_view
+from codeflux.store.events import read_stored_events_after
+
+__all__ = ["draft_plan", "methods", "runs_of"]
+
+_SERVICE: Final = "TaskService"
+_DEFAULT_LIST: Final = 100
+_MAX_LIST: Final = 500
+_DEFAULT_PAGE: Final = 200
+_MAX_PAGE: Final = 1000
+_MAX_TEXT: Final = 64 * 1024
+
+
+def runs_of(app: CoordinatorApp) -> BackgroundRuns:
+    """The coordinator's background runs (created on first use)."""
+    if app.runs is None:
+        app.runs = BackgroundRuns(app)
+    return app.runs
+
+
+def _text(value: str, *, kind: str, required: bool) -> str:
+    if required and not value.strip():
+        raise InvalidValueError(kind=kind, reason="must not be empty")
+    if len(value) > _MAX_TEXT or "\x00" in value:
+        raise InvalidValueError(kind=kind, reason="at most 64 KiB of text without NUL characters")
+    return value
+
+
+def _checked(app: CoordinatorApp, ctx: CallContext, method: str, request: Message) -> tuple[Mutation, TaskId]:
+    mutation = mutation_of(ctx, method, getattr(request, "control"))  # noqa: B009 (every mutating request has one)
+    task_id = parse_task_id(getattr(request, "task_id"))  # noqa: B009
+    check_expected_revision(task_id, mutation, task_service(app).show(task_id).task.revision)
+    return mutation, task_id
+
+
+# ─── create and plan ─────────────────────────────────────────────────────────────────────────────
+
+
+def _create(app: CoordinatorApp, ctx: CallContext, request: pb.CreateTaskRequest) -> pb.TaskView:
+    mutation = mutation_of(ctx, "CreateTask", request.control)
+    requirement = _text(request.requirement, kind="requirement", required=True)
+    title = _text(request.title, kind="title", required=False) or None
+    path = Path(_text(request.repository_path, kind="repository path", required=True))
+    if not path.is_absolute():
+        raise InvalidValueError(kind="repository path", reason="give the repository's absolute path")
+    snapshot = open_checkout(path)
+    acknowledged = request.acknowledged_dirty_hash or None
+    if snapshot.is_dirty and acknowledged != snapshot.dirty_hash:
+        raise DirtyTreeNotAcknowledgedError(path=snapshot.root.name, change_count=len(snapshot.changes),
+                                            current_hash=snapshot.dirty_hash, acknowledged_hash=acknowledged)
+    change = task_service(app).create_task(snapshot, requirement, title=title, acknowledged_dirty_hash=acknowledged,
+                                           acknowledged_by=Actor.USER, idempotency_key=mutation.key)
+    return task_view(app, change.task_id)
+
+
+def _require_budget(app: CoordinatorApp, task_id: TaskId) -> None:
+    if BudgetService(app.db).revision_of(task_id) is None:
+        raise BudgetDecisionNeededError(task_id=task_id.value,
+                                        reason="no budget is set; set a hard limit before the plan is drafted")
+
+
+def draft_plan(app: CoordinatorApp, task_id: TaskId, *, key: str) -> None:
+    """Draft the task's next plan revision through the coordinator's gateway, in this thread."""
+    _require_budget(app, task_id)
+    runs_of(app).hold_running_lock()
+    propose_plan(task_id, gateway=app.models.gateway(("plan",)), tasks=task_service(app),
+                 position=LadderPosition.start(), idempotency_key=key)
+
+
+def _draft(app: CoordinatorApp, ctx: CallContext, request: pb.DraftPlanRequest) -> pb.TaskView:
+    mutation, task_id = _checked(app, ctx, "DraftPlan", request)
+    draft_plan(app, task_id, key=mutation.key)
+    return task_view(app, task_id)
+
+
+def _approve(app: CoordinatorApp, ctx: CallContext, request: pb.ApprovePlanRequest) -> pb.TaskView:
+    mutation, task_id = _checked(app, ctx, "ApprovePlan", request)
+    task_service(app).approve_plan(task_id, revision=request.revision, sha256=request.sha256,
+                                   decided_by=Actor.USER, idempotency_key=mutation.key)
+    return task_view(app, task_id)
+
+
+def _send_back(app: CoordinatorApp, ctx: CallContext, request: pb.SendBackPlanRequest) -> pb.TaskView:
+    mutation, task_id = _checked(app, ctx, "SendBackPlan", request)
+    feedback = _text(request.feedback, kind="feedback", required=True)
+    task_service(app).send_back(task_id, revision=request.revision, sha256=request.sha256, feedback=feedback,
+                                decided_by=Actor.USER, idempotency_key=mutation.key)
+    return task_view(app, task_id)
+
+
+# ─── the run ─────────────────────────────────────────────────────────────────────────────────────
+
+
+def _start(app: CoordinatorApp, ctx: CallContext, request: pb.StartTaskRequest) -> pb.TaskView:
+    _, task_id = _checked(app, ctx, "StartTask", request)
+    view = task_service(app).show(task_id)
+    availability = describe_task_action(view.task.state, TaskAction.START)
+    if not availability.available:
+        raise TaskActionUnavailableError(task_id=task_id.value, action="start", state=view.task.state.value,
+                                         reason=availability.reason or "start is not available")
+    if view.plan is None or not view.plan_approved or view.plan.revision != request.plan_revision:
+        raise PlanChangedError(task_id=task_id.value, offered_revision=request.plan_revision, offered_sha256="",
+                               current_revision=None if view.plan is None else view.plan.revision,
+                               current_sha256=None if view.plan is None else view.plan.sha256)
+    runs_of(app).start(task_id)
+    return task_view(app, task_id)
+
+
+def _pause(app: CoordinatorApp, ctx: CallContext, request: pb.TaskActionRequest) -> pb.TaskView:
+    mutation, task_id = _checked(app, ctx, "PauseTask", request)
+    reason = _text(request.reason, kind="reason", required=False)[:2048] or "paused by the user"
+    runs_of(app).pause(task_id, key=mutation.key, reason=reason)
+    return task_view(app, task_id)
+
+
+def _resume(app: CoordinatorApp, ctx: CallContext, request: pb.TaskActionRequest) -> pb.TaskView:
+    mutation, task_id = _checked(app, ctx, "ResumeTask", request)
+    if not task_service(app).show(task_id).plan_approved:
+        _require_budget(app, task_id)  # before the task moves back to planning
+    runs_of(app).resume(task_id, key=mutation.key,
+                        draft_plan=lambda: draft_plan(app, task_id, key=f"{mutation.key}:plan"))
+    return task_view(app, task_id)
+
+
+def _cancel(app: CoordinatorApp, ctx: CallContext, request: pb.TaskActionRequest) -> pb.TaskView:
+    mutation, task_id = _checked(app, ctx, "CancelTask", request)
+    runs_of(app).cancel(task_id, key=mutation.key)
+    return task_view(app, task_id)
+
+
+def _set_budget(app: CoordinatorApp, ctx: CallContext, request: pb.SetBudgetRequest) -> pb.TaskView:
+    mutation, task_id = _checked(app, ctx, "SetBudget", request)
+    budgets = BudgetService(app.db)
+    match request.choice:
+        case "set":
+            currency = Currency.parse(request.currency) if request.currency else USD
+            limit = Money.parse_decimal(request.hard_limit, currency=currency)
+            budgets.set_budget(task_id, hard_limit=limit, expected_revision=budgets.revision_of(task_id),
+                               idempotency_key=mutation.key)
+        case "stop":
+            budgets.stop_task(task_id)
+            runs_of(app).after_stop(task_id)
+        case "finish":
+            state = task_service(app).show(task_id).task.state
+            raise TaskActionUnavailableError(
+                task_id=task_id.value, action="finish", state=state.value,
+                reason="finish: a call that would not fit the budget is refused before it starts, so nothing "
+                       "reserved is left to finish; raise the limit and resume, or stop the task")
+        case _:
+            raise InvalidValueError(kind="budget choice", reason="choose set, finish or stop")
+    return task_view(app, task_id)
+
+
+# ─── reading ─────────────────────────────────────────────────────────────────────────────────────
+
+
+def _list(app: CoordinatorApp, ctx: CallContext, request: pb.ListTasksRequest) -> pb.ListTasksReply:
+    limit = min(request.limit or _DEFAULT_LIST, _MAX_LIST)
+    return pb.ListTasksReply(tasks=[task_summary(record) for record in task_service(app).list_tasks(limit=limit)])
+
+
+def _timeline(app: CoordinatorApp, ctx: CallContext, request: pb.GetTimelineRequest) -> pb.Timeline:
+    task_id = parse_task_id(request.task_id)
+    session = task_service(app).show(task_id).task.session_id
+    if request.after_sequence < 0:
+        raise InvalidValueError(kind="after_sequence", reason="must not be negative")
+    if request.after_sequence > session_head(app.db, session):
+        raise InvalidValueError(kind="after_sequence", reason="it is ahead of the task's committed history")
+    limit = min(request.limit or _DEFAULT_PAGE, _MAX_PAGE)
+    rows = app.db.read(lambda view: read_stored_events_after(view, session_id=session,
+                                                             after_sequence=request.after_sequence,
+                                                             limit=min(limit + 1, _MAX_PAGE)))
+    has_more = len(rows) > limit or (len(rows) == limit and rows[-1].sequence < session_head(app.db, session))
+    return pb.Timeline(events=[pb.SessionEvent(session_id=r.session_id, sequence=r.sequence, kind=r.kind,
+                                               created_at_us=r.created_at_us, payload_json=r.payload_json)
+                               for r in rows[:limit]], has_more=has_more)
+
+
+# ─── the table ───────────────────────────────────────────────────────────────────────────────────
+
+
+def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamMethod[Message, Message]]:
+    runs_of(app)
+    ledger = MutationLedger()
+
+    def mutating(name: str, request_type: type[Message], handler: object) -> UnaryMethod[Message, Message]:
+        def call(ctx: CallContext, request: Message) -> Message:
+            mutation = mutation_of(ctx, name, getattr(request, "control"))  # noqa: B009
+            return ledger.run(mutation, request, pb.TaskView, lambda: handler(app, ctx, request))  # type: ignore[operator]
+
+        return UnaryMethod(name=method_name(_SERVICE, name), request_type=request_type, response_type=pb.TaskView,
+                           handler=call, mutating=True)
+
+    def reading(name: str, request_type: type[Message], response_type: type[Message],
+                handler: object) -> UnaryMethod[Message, Message]:
+        return UnaryMethod(name=method_name(_SERVICE, name), request_type=request_type, response_type=response_type,
+                           handler=lambda ctx, request: handler(app, ctx, request))  # type: ignore[operator]
+
+    return [
+        reading("ListTasks", pb.ListTasksRequest, pb.ListTasksReply, _list),
+        reading("GetTask", pb.GetTaskRequest, pb.TaskView,
+                lambda app_, ctx, request: task_view(app_, parse_task_id(request.task_id))),
+        reading("GetTimeline", pb.GetTimelineRequest, pb.Timeline, _timeline),
+        mutating("CreateTask", pb.CreateTaskRequest, _create),
+        mutating("DraftPlan", pb.DraftPlanRequest, _draft),
+        mutating("ApprovePlan", pb.ApprovePlanRequest, _approve),
+        mutating("SendBackPlan", pb.SendBackPlanRequest, _send_back),
+        mutating("StartTask", pb.StartTaskRequest, _start),
+        mutating("PauseTask", pb.TaskActionRequest, _pause),
+        mutating("ResumeTask", pb.TaskActionRequest, _resume),
+        mutating("CancelTask", pb.TaskActionRequest, _cancel),
+        mutating("SetBudget", pb.SetBudgetRequest, _set_budget),
+    ]

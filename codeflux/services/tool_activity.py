@@ -1,0 +1,110 @@
+"""``TaskService.GetToolActivity``: one tool request as recorded — the exact operation, its latest
+decision and its result.
+
+The request must belong to the task named (else NOT_FOUND, as for an unknown request, so a caller learns
+nothing about other tasks' requests). The operation is shown as the approval card shows it (tool,
+arguments in the descriptor's order, capabilities, operation identity; see
+:func:`codeflux.services.views.approval_view`); the stored operation is re-checked against its identity
+before it is shown. The result is what the coordinator stored: output was redacted before it was
+stored and capped there, with its truncation flags; an unknown exit code (a file tool, an interrupted
+run) is ``exit_code_known=false``, never 0; an unknown duration likewise. Request, decision and
+execution are read in one read transaction, so they belong together.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Final
+
+from google.protobuf.message import Message
+
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.domain.errors import InvalidValueError, NotFoundError
+from codeflux.domain.ids import TaskId, ToolRequestId
+from codeflux.domain.operations import derive_operation_identity, parse_canonical_operation_json
+from codeflux.services.app import CoordinatorApp
+from codeflux.services.mutations import parse_task_id
+from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.services.views import argument_text, task_service
+from codeflux.store import authority as rows
+from codeflux.store.database import ReadView
+
+__all__ = ["methods", "tool_activity"]
+
+_SERVICE: Final = "TaskService"
+_MAX_REASON: Final = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    request: rows.ToolRequestRow
+    decision: rows.DecisionRow
+    execution: rows.ExecutionRow | None
+
+
+def _request_id(text: str) -> str:
+    try:
+        return ToolRequestId.parse(text).value
+    except (InvalidValueError, TypeError, ValueError):
+        raise InvalidValueError(kind="tool request id",
+                                reason="expected an id like treq_… as codeflux showed it") from None
+
+
+def _read(view: ReadView, task_id: TaskId, request_id: str) -> _Recorded:
+    try:
+        request = rows.read_tool_request(view, request_id)
+    except NotFoundError:
+        request = None
+    if request is None or request.task_id != task_id:
+        raise NotFoundError(kind=f"tool request of task {task_id.value}", entity_id=request_id)
+    # The first decision is recorded with the request (one transaction), so there always is one.
+    return _Recorded(request=request, decision=rows.latest_decision(view, request_id),
+                     execution=rows.execution_of_request(view, request_id))
+
+
+def _capabilities(needs_json: str) -> list[str]:
+    items = json.loads(needs_json)
+    return [str(item["need"]) for item in items if isinstance(item, dict) and "need" in item]
+
+
+def tool_activity(app: CoordinatorApp, task_id: TaskId, request_id: str) -> pb.ToolActivityView:
+    """The request ``request_id`` of ``task_id`` with its latest decision and its result (see the module
+    docstring); NOT_FOUND when the task has no such request."""
+    task_service(app).show(task_id)  # NOT_FOUND for an unknown task
+    found = app.db.read(lambda view: _read(view, task_id, request_id))
+    request = found.request
+    operation = parse_canonical_operation_json(request.operation_json)
+    if derive_operation_identity(operation) != request.identity:
+        raise InvalidValueError(kind="stored tool request", reason="its operation no longer matches its identity")
+    shown = pb.ToolActivityView(
+        request_id=request.request_id, tool=request.tool,
+        arguments=[pb.Argument(name=name, value=argument_text(value)) for name, value in operation.arguments],
+        capabilities=_capabilities(request.needs_json), operation_identity=str(request.identity),
+        decision=found.decision.outcome, decision_reason=found.decision.reason[:_MAX_REASON])
+    execution = found.execution
+    if execution is None:
+        return shown
+    result = execution.result
+    shown.state = result.state
+    if result.exit_code is not None:
+        shown.exit_code_known, shown.exit_code = True, result.exit_code
+    shown.stdout, shown.stdout_truncated = result.stdout or "", result.stdout_truncated
+    shown.stderr, shown.stderr_truncated = result.stderr or "", result.stderr_truncated
+    shown.content, shown.content_truncated = result.content or "", result.content_truncated
+    shown.message, shown.failure_kind = result.message or "", result.failure_kind or ""
+    if result.duration_ms is not None:
+        shown.duration_known, shown.duration_ms = True, result.duration_ms
+    return shown
+
+
+def _get(app: CoordinatorApp, ctx: CallContext, request: pb.GetToolActivityRequest) -> pb.ToolActivityView:
+    return tool_activity(app, parse_task_id(request.task_id), _request_id(request.request_id))
+
+
+def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamMethod[Message, Message]]:
+    def get(ctx: CallContext, request: pb.GetToolActivityRequest) -> pb.ToolActivityView:
+        return _get(app, ctx, request)
+
+    return [UnaryMethod(name=method_name(_SERVICE, "GetToolActivity"), request_type=pb.GetToolActivityRequest,
+                        response_type=pb.ToolActivityView, handler=get)]

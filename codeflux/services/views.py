@@ -1,0 +1,218 @@
+"""Coordinator records as the protobuf views the UI reads: a task with everything its screen needs.
+
+Honest state, as the contract asks: unknown money is ``known=false`` with its reason, never 0; a forecast
+is a range labelled as an estimate; a plan drafted by the scripted provider says so
+(:data:`~codeflux.services.app.SCRIPTED_DEMO_LABEL`); every action is listed, the unavailable ones with
+the reason; a pending tool request shows the exact operation (tool, arguments in the descriptor's order,
+working directory, operation identity) and the capabilities it needs. ``through_sequence`` is the head of
+the task's session at the time of the read, so a client can subscribe right after it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Final
+
+from codeflux.api.v1 import common_pb2, product_pb2
+from codeflux.authority.service import AuthorityService, RequestView
+from codeflux.coordinator.budget import BudgetService, BudgetSummary
+from codeflux.coordinator.tasks import TaskService, TaskView
+from codeflux.domain.ids import TaskId
+from codeflux.domain.money import Cost, Money
+from codeflux.domain.plans import PlanForecast
+from codeflux.domain.tasks import TaskState
+from codeflux.domain.tools import ArgumentValue
+from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
+from codeflux.store import authority as authority_rows
+from codeflux.store import task_records
+from codeflux.store.events import session_head as stored_session_head
+
+if TYPE_CHECKING:
+    from codeflux.store.database import Database
+
+__all__ = [
+    "NEEDS_ATTENTION",
+    "argument_text",
+    "denial_views",
+    "maybe_money",
+    "money",
+    "pending_approvals",
+    "session_head",
+    "task_service",
+    "task_summary",
+    "task_view",
+]
+
+NEEDS_ATTENTION: Final = frozenset({TaskState.AWAITING_PLAN_APPROVAL, TaskState.AWAITING_AUTHORITY,
+                                    TaskState.AWAITING_REVIEW, TaskState.RECOVERY_REQUIRED, TaskState.PAUSED})
+_MAX_ARGUMENT_CHARS: Final = 64 * 1024
+
+
+def task_service(app: CoordinatorApp) -> TaskService:
+    """The coordinator's task service over the app's database (cheap: it holds no state of its own)."""
+    return TaskService(app.db, worktrees_root=app.location.worktrees)
+
+
+# ─── money ───────────────────────────────────────────────────────────────────────────────────────
+
+
+def money(amount: Money) -> common_pb2.Money:
+    return common_pb2.Money(currency=amount.currency.code, minor_units=amount.minor,
+                            decimal_places=amount.currency.exponent, display=str(amount))
+
+
+def maybe_money(cost: Cost) -> common_pb2.MaybeMoney:
+    """A known amount, or ``known=false`` with why — never 0 standing in for unknown."""
+    if isinstance(cost, Money):
+        return common_pb2.MaybeMoney(known=True, amount=money(cost))
+    return common_pb2.MaybeMoney(known=False, unknown_reason="; ".join(cost.reasons)[:1024])
+
+
+# ─── the plan ────────────────────────────────────────────────────────────────────────────────────
+
+
+def _forecast(forecast: PlanForecast) -> product_pb2.ForecastView:
+    return product_pb2.ForecastView(
+        label=forecast.label, heuristic=forecast.heuristic,
+        wall_seconds=product_pb2.CountRange(low=forecast.wall_seconds.p50, high=forecast.wall_seconds.p90),
+        tokens=product_pb2.CountRange(low=forecast.tokens.p50, high=forecast.tokens.p90),
+        cost=common_pb2.MoneyRange(low=maybe_money(forecast.cost.low), high=maybe_money(forecast.cost.high)),
+        uncertainty=list(forecast.uncertainty))
+
+
+def _author_label(app: CoordinatorApp, created_by: str) -> str:
+    if created_by == "scripted":
+        return SCRIPTED_DEMO_LABEL
+    if created_by == "user":
+        return "you"
+    return "a model" if app.models.scripted else f"a model ({app.models.label})"
+
+
+def _plan(app: CoordinatorApp, view: TaskView) -> product_pb2.PlanView | None:
+    row = view.plan
+    if row is None:
+        return None
+    plan, decision = row.plan, view.plan_decision
+    shown = product_pb2.PlanView(
+        revision=row.revision, sha256=row.sha256, task_class=str(plan.task_class), scope_summary=plan.scope.summary,
+        scope_paths=list(plan.scope.paths), scope_excluded=list(plan.scope.excluded),
+        steps=[product_pb2.PlanStepView(title=s.title, detail=s.detail, expected_files=list(s.expected_files))
+               for s in plan.steps],
+        checks=[product_pb2.PlanCheckView(name=c.name, argv=list(c.argv)) for c in plan.checks],
+        permissions=[product_pb2.PlanPermissionView(capability=p.need.capability.value, resource=p.need.resource or "",
+                                                    reason=p.reason) for p in plan.permissions],
+        assumptions=list(plan.assumptions), decision="undecided" if decision is None else decision.decision,
+        feedback=(decision.feedback or "") if decision is not None else "",
+        author_label=_author_label(app, row.created_by))
+    if plan.forecast is not None:
+        shown.forecast.CopyFrom(_forecast(plan.forecast))
+    return shown
+
+
+# ─── the budget ──────────────────────────────────────────────────────────────────────────────────
+
+
+def _budget(app: CoordinatorApp, task_id: TaskId) -> product_pb2.BudgetView:
+    budgets = BudgetService(app.db)
+    revision = budgets.revision_of(task_id)
+    if revision is None:
+        return product_pb2.BudgetView(set=False, lines=["no budget set: set a hard limit before the first model call"])
+    summary: BudgetSummary = budgets.summary(task_id)
+    committed = summary.spent_known + summary.reserved_known
+    view = product_pb2.BudgetView(
+        set=True, revision=summary.revision, hard_limit=money(summary.hard_limit), spent=maybe_money(summary.spent),
+        reserved=maybe_money(summary.reserved), remaining=maybe_money(summary.remaining),
+        tokens_used=summary.tokens_used, tokens_reserved=summary.tokens_reserved,
+        token_limit=summary.token_limit or 0, token_limit_set=summary.token_limit is not None,
+        pending_decisions=list(summary.pending_decisions),
+        exhausted=committed >= summary.hard_limit and summary.hard_limit.minor > 0, lines=summary.lines())
+    if summary.warning is not None:
+        view.warning.CopyFrom(money(summary.warning))
+    return view
+
+
+# ─── approvals ───────────────────────────────────────────────────────────────────────────────────
+
+
+def argument_text(value: ArgumentValue) -> str:
+    """One argument as the approval card shows it: text as is, lists and numbers as JSON, capped for display."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, tuple):
+        text = json.dumps(list(value), ensure_ascii=False)
+    else:
+        text = json.dumps(value)
+    if len(text) > _MAX_ARGUMENT_CHARS:
+        return text[:_MAX_ARGUMENT_CHARS] + f" … (cut here for display: {len(text):,} characters in all)"
+    return text
+
+
+def approval_view(request: RequestView) -> product_pb2.PendingApproval:
+    """One pending tool request as the approval card shows it: the exact operation and what it needs."""
+    operation = request.operation
+    needs = request.classification.needs
+    why = "; ".join(f"{item.need}: {item.reason}" for item in needs)
+    reason = request.decision.reason + (f" — needs {why}" if why else "")
+    program = "" if operation.executable is None else f"; program {operation.executable.path}"
+    return product_pb2.PendingApproval(
+        request_id=request.request_id, tool=request.tool,
+        arguments=[product_pb2.Argument(name=name, value=argument_text(value)) for name, value in operation.arguments],
+        capabilities=[str(item.need) for item in needs],
+        scope=(f"this exact operation in task {request.task_id}'s worktree (allow-for-task covers identical "
+               f"requests of this task only){program}"),
+        operation_identity=str(request.identity), reason=reason[:2048], cwd=operation.cwd)
+
+
+def pending_approvals(app: CoordinatorApp, task_id: TaskId) -> list[product_pb2.PendingApproval]:
+    return [approval_view(request) for request in AuthorityService(app.db).pending_requests(task_id)]
+
+
+def denial_views(app: CoordinatorApp, task_id: TaskId) -> list[product_pb2.DenialView]:
+    """The capabilities a person denied for the task (every later request needing them is refused)."""
+    rows = app.db.read(lambda view: authority_rows.denials_of_task(view, task_id))
+    return [product_pb2.DenialView(capability=row.need.capability.value, resource=row.need.resource or "",
+                                   reason=row.reason[:2048]) for row in rows]
+
+
+# ─── the task ────────────────────────────────────────────────────────────────────────────────────
+
+
+def session_head(db: Database, session_id: str) -> int:
+    """The last committed sequence of ``session_id`` (0 for an empty session)."""
+    return db.read(lambda view: stored_session_head(view, session_id)) or 0
+
+
+def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
+    """Everything the task screen shows, read now (see the module docstring)."""
+    view = task_service(app).show(task_id)
+    task = view.task
+    head = session_head(app.db, task.session_id)
+    runs = app.runs
+    shown = product_pb2.TaskView(
+        task_id=task.task_id.value, title=task.title or "", requirement=task.requirement or "",
+        state=task.state.value, revision=task.revision, repository_root=str(task.repository_root),
+        base_revision=task.base_revision or "", worktree=str(task.worktree), session_id=task.session_id,
+        actions=[product_pb2.TaskActionView(action=a.action.value, available=a.available, reason=a.reason or "")
+                 for a in view.actions],
+        budget=_budget(app, task_id), pending_approvals=pending_approvals(app, task_id),
+        run_active=runs is not None and runs.is_active(task_id), provider_label=app.models.label,
+        through_sequence=head, last_outcome="" if runs is None else runs.last_outcome(task_id))
+    plan = _plan(app, view)
+    if plan is not None:
+        shown.plan.CopyFrom(plan)
+        if plan.author_label == SCRIPTED_DEMO_LABEL:
+            shown.provider_label = SCRIPTED_DEMO_LABEL
+    if app.models.scripted:
+        shown.provider_label = SCRIPTED_DEMO_LABEL
+    if view.attempt is not None:
+        shown.attempt.CopyFrom(product_pb2.AttemptView(
+            attempt=view.attempt.attempt, plan_revision=view.attempt.plan_revision, open=view.attempt.is_open,
+            stopped_at="" if view.attempt.stopped_at is None else view.attempt.stopped_at.value))
+    return shown
+
+
+def task_summary(record: task_records.TaskRecord) -> product_pb2.TaskSummary:
+    return product_pb2.TaskSummary(
+        task_id=record.task_id.value, title=record.title or "", state=record.state.value, revision=record.revision,
+        repository_root=str(record.repository_root), session_id=record.session_id,
+        needs_attention=record.state in NEEDS_ATTENTION)

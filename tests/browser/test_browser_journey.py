@@ -1,0 +1,94 @@
+"""The whole journey in headless Chromium against a real coordinator (scripted provider, real git):
+first run → demo repository → requirement (prefilled from the sample's TASK.md, budget suggested: nothing is
+typed) → plan → approve → approval card → allow once → the committed result → review → accept → the change
+is on the branch (checked with the git CLI). And a deny, seen in the UI."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.fixtures.browser import (
+    WAIT_S,
+    AppPage,
+    allow_once_until_review,
+    approve_until_approval_card,
+    demo_task_to_plan,
+    git,
+    task_state,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+MS = WAIT_S * 1000
+
+
+@pytest.fixture
+def app(served_page: AppPage) -> AppPage:
+    return served_page
+
+
+def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> None:
+    expect(app.testid("first-run")).to_be_visible(timeout=MS)
+    expect(app.testid("provider-label")).to_contain_text("scripted demo — not an AI model")
+
+    demo_task_to_plan(app)
+    plan = app.testid("plan-card")
+    expect(plan.get_by_test_id("forecast-label")).to_have_text("Estimate, not a promise.")
+    expect(plan.get_by_test_id("plan-steps")).to_be_visible()
+    expect(plan.get_by_test_id("plan-author")).to_contain_text("scripted demo — not an AI model")
+    repository = app.testid("task-repository").inner_text()
+    base = git(repository, "rev-parse", "HEAD")
+    branch = git(repository, "symbolic-ref", "--short", "HEAD")
+
+    card = approve_until_approval_card(app)
+    expect(card.get_by_test_id("approval-arguments")).not_to_be_empty()
+    expect(card.get_by_test_id("approval-capabilities")).to_be_visible()
+    card.get_by_test_id("approval-allow-once").click()
+    # the card keeps the decision and loses its buttons
+    expect(card.get_by_test_id("approval-outcome")).to_contain_text("allowed-once", timeout=MS)
+    expect(card.get_by_test_id("approval-allow-once")).to_have_count(0)
+
+    # the event, the resulting state and the render are three separate facts
+    finished = app.page.locator('[data-kind="tool-execution-finished"]').first
+    expect(finished).to_be_visible(timeout=MS)
+    expect(finished.get_by_test_id("tool-result")).to_be_visible()
+    expect(finished.get_by_test_id("tool-state")).to_contain_text("Final result (committed)", timeout=MS)
+    allow_once_until_review(app)
+    task_state(app, "awaiting-review")
+    said = app.page.locator('[data-kind="agent-message"]').first
+    expect(said).to_contain_text("add()")
+
+    app.testid("open-review").click()
+    drawer = app.testid("review-drawer")
+    expect(drawer).to_be_visible(timeout=MS)
+    expect(drawer.get_by_test_id("diff-viewer")).to_contain_text("+")
+    expect(drawer.get_by_test_id("review-checks")).to_be_visible()
+    expect(drawer.get_by_test_id("review-not-examined")).to_be_visible()
+    drawer.get_by_test_id("review-accept").click()
+    expect(app.testid("accept-result")).to_be_visible(timeout=MS)
+    task_state(app, "completed")
+
+    landed = git(repository, "rev-parse", branch)
+    assert landed != base
+    assert git(repository, "merge-base", "--is-ancestor", base, landed) == ""
+    assert git(repository, "diff", "--stat", base, landed) != ""
+    sequences = [int(s) for s in app.page.eval_on_selector_all("[data-seq]", "n => n.map(x => x.dataset.seq)")]
+    assert len(sequences) == len(set(sequences))
+    assert app.foreign_requests == []
+
+
+def test_a_deny_blocks_the_capability_and_the_ui_says_so(app: AppPage) -> None:
+    demo_task_to_plan(app)
+    card = approve_until_approval_card(app)
+    request_id = card.get_attribute("data-request-id")
+    card.get_by_test_id("approval-deny").click()
+    expect(card.get_by_test_id("approval-outcome")).to_contain_text("denied", timeout=MS)
+    expect(card.get_by_test_id("approval-deny")).to_have_count(0)
+    decision = app.page.locator('[data-kind="authority-decided"]').last
+    expect(decision.get_by_test_id("denied-capabilities")).to_contain_text("Blocked for this task", timeout=MS)
+    # the denied request never ran
+    intended = app.page.locator('[data-kind="tool-execution-intended"]')
+    expect(app.testid("task-state")).not_to_have_attribute("data-state", "awaiting-authority", timeout=MS)
+    assert request_id
+    assert all(request_id not in (intended.nth(i).inner_text()) for i in range(intended.count()))
+    assert app.foreign_requests == []

@@ -1,0 +1,123 @@
+"""RecoveryService through its method table after a simulated interruption: a real tool execution stops right
+after its intent commit (its outcome unknown), startup recovery marks the task, and the person records what
+happened and picks an action — against a real SQLite file and a real git worktree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.recovery import RecoveryService, exclusive_startup_lock
+from codeflux.coordinator.tasks import TaskService
+from codeflux.domain.ids import TaskId
+from codeflux.services import recovery
+from codeflux.services.app import CoordinatorApp
+from codeflux.services.registry import Code
+from codeflux.store.database import Database
+from codeflux.store.location import DataLocation
+from tests.fixtures.reviews import a_running_task_with_worktree, an_interrupted_tool_execution
+from tests.fixtures.services import call, control, refusal, service_app
+from tests.fixtures.tasks import a_repository
+
+LIST, RECORD = "/codeflux.v1.RecoveryService/ListRecovery", "/codeflux.v1.RecoveryService/RecordOutcome"
+ACTION = "/codeflux.v1.RecoveryService/TakeAction"
+
+
+@pytest.fixture
+def app(db: Database, data_location: DataLocation) -> CoordinatorApp:
+    return service_app(db, data_location, recovery.methods)
+
+
+@pytest.fixture
+def interrupted(db: Database, data_location: DataLocation, tmp_path: Path) -> tuple[TaskId, str]:
+    """A running task whose tool execution was interrupted, marked recovery-required by startup recovery."""
+    binding = a_running_task_with_worktree(TaskService(db, worktrees_root=data_location.worktrees),
+                                           a_repository(tmp_path / "git"), {"pkg/new.py": "X = 1\n"})
+    item = an_interrupted_tool_execution(db, binding.task_id, tmp_path / "state")
+    with exclusive_startup_lock(data_location) as alone:
+        assert alone
+        RecoveryService(db).recover_at_startup()
+    return binding.task_id, item
+
+
+def test_an_interrupted_task_is_listed_as_known_ambiguous_and_recommended(
+    app: CoordinatorApp, interrupted: tuple[TaskId, str]
+) -> None:
+    task_id, item = interrupted
+
+    listed = call(app, LIST, pb.ListRecoveryRequest())
+
+    assert isinstance(listed, pb.ListRecoveryReply)
+    [view] = listed.tasks
+    assert view.task_id == task_id.value and view.state == "recovery-required" and view.revision > 0
+    assert view.known[0] == "interrupted while running" and any(line.startswith("worktree: changed")
+                                                                 for line in view.known)
+    assert [(e.item_id, e.kind, e.outcome) for e in view.ambiguous] == [(item, "tool-execution", "")]
+    assert view.recommended and view.why and not view.allowed
+    assert {r.action for r in view.refused} == {"safe-resume", "reconcile", "preserve-patch", "abandon"}
+
+
+def test_actions_wait_for_the_outcome_then_reconcile_pauses_the_task(
+    app: CoordinatorApp, interrupted: tuple[TaskId, str]
+) -> None:
+    task_id, item = interrupted
+    code, message = refusal(app, ACTION, pb.RecoveryActionRequest(control=control("x-1"), task_id=task_id.value,
+                                                                   action="safe-resume"))
+    assert code == Code.FAILED_PRECONDITION and item in message
+
+    recorded = call(app, RECORD, pb.RecordOutcomeRequest(control=control("o-1"), task_id=task_id.value,
+                                                         item_id=item, outcome="happened", note="I looked"))
+    assert isinstance(recorded, pb.RecoveryView) and recorded.ambiguous[0].outcome == "happened"
+    assert recorded.recommended == "reconcile" and "reconcile" in recorded.allowed
+
+    stale = pb.RecoveryActionRequest(control=control("x-2", revision=recorded.revision - 1), task_id=task_id.value,
+                                     action="reconcile")
+    assert refusal(app, ACTION, stale)[0] == Code.ABORTED
+    request = pb.RecoveryActionRequest(control=control("x-3", revision=recorded.revision), task_id=task_id.value,
+                                       action="reconcile")
+    done = call(app, ACTION, request)
+    assert isinstance(done, pb.RecoveryView) and done.state == "paused"
+    assert call(app, ACTION, request) == done  # a retry replays the reply; nothing is done twice
+    listed = call(app, LIST, pb.ListRecoveryRequest())
+    assert isinstance(listed, pb.ListRecoveryReply) and not listed.tasks
+
+
+def test_preserve_patch_then_abandon(app: CoordinatorApp, interrupted: tuple[TaskId, str], db: Database,
+                                     data_location: DataLocation) -> None:
+    task_id, item = interrupted
+    call(app, RECORD, pb.RecordOutcomeRequest(control=control("o-1"), task_id=task_id.value, item_id=item,
+                                              outcome="did-not-happen"))
+
+    kept = call(app, ACTION, pb.RecoveryActionRequest(control=control("p-1"), task_id=task_id.value,
+                                                      action="preserve-patch"))
+    assert isinstance(kept, pb.RecoveryView) and kept.state == "recovery-required"
+    assert any(line.endswith("(stored as a patch)") for line in kept.known)
+    [patch] = TaskService(db, worktrees_root=data_location.worktrees).patches(task_id)
+    assert patch.kind == "preserved" and b"pkg/new.py" in patch.patch
+
+    ended = call(app, ACTION, pb.RecoveryActionRequest(control=control("p-2"), task_id=task_id.value,
+                                                       action="abandon"))
+    assert isinstance(ended, pb.RecoveryView) and ended.state == "cancelled"
+
+
+def test_bad_recovery_input_is_refused_with_typed_statuses(app: CoordinatorApp,
+                                                           interrupted: tuple[TaskId, str]) -> None:
+    task_id, item = interrupted
+    task = task_id.value
+    for action in ("resume", "", "ABANDON"):
+        code, _ = refusal(app, ACTION, pb.RecoveryActionRequest(control=control("k"), task_id=task, action=action))
+        assert code == Code.INVALID_ARGUMENT
+    assert refusal(app, ACTION, pb.RecoveryActionRequest(task_id=task, action="abandon"))[0] == Code.INVALID_ARGUMENT
+    assert refusal(app, RECORD, pb.RecordOutcomeRequest(control=control("k"), task_id=task, item_id=item,
+                                                        outcome="maybe"))[0] == Code.INVALID_ARGUMENT
+    assert refusal(app, RECORD, pb.RecordOutcomeRequest(control=control("k2"), task_id=task, item_id="exe_nope",
+                                                        outcome="happened"))[0] == Code.NOT_FOUND
+    unknown = "tsk_" + "0" * 32
+    assert refusal(app, ACTION, pb.RecoveryActionRequest(control=control("k3"), task_id=unknown,
+                                                         action="abandon"))[0] == Code.NOT_FOUND
+    call(app, RECORD, pb.RecordOutcomeRequest(control=control("k4"), task_id=task, item_id=item, outcome="happened"))
+    code, _ = refusal(app, RECORD, pb.RecordOutcomeRequest(control=control("k5"), task_id=task, item_id=item,
+                                                           outcome="did-not-happen"))
+    assert code == Code.ABORTED  # what happened is recorded once

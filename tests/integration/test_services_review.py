@@ -1,0 +1,176 @@
+"""ReviewService through its method table: a whole run with real workers, the repository's real pytest and
+the scripted provider (not a model) to awaiting-review, then the review drawer, the 37-stage ledger and
+accept / reject against real git repositories (checked with the git CLI)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.loop import LoopLimits
+from codeflux.coordinator.runner import HeadlessPolicy, PreapprovedOperation, RunOutcomeKind, run_task
+from codeflux.coordinator.tasks import TaskService
+from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.domain.ladder import LadderPosition
+from codeflux.pipeline.program import pytest_argv
+from codeflux.services import review
+from codeflux.services.app import CoordinatorApp
+from codeflux.services.registry import Code
+from codeflux.store.database import Database
+from codeflux.store.location import DataLocation
+from tests.fixtures.repos import commit_all, git, write_files
+from tests.fixtures.reviews import Reviewable, a_task_awaiting_review
+from tests.fixtures.services import call, control, refusal, service_app
+from tests.fixtures.task_runs import Harness, done, implementing_turns, make_harness, scripted_gateway
+from tests.fixtures.tasks import a_repository
+
+FIX: dict[str, str | bytes] = {
+    "pkg/calc.py": "def add(a, b):\n    return a + b  # reviewed\n\n\ndef sub(a, b):\n    return a - b\n",
+    "pkg/extra.py": "VALUE = 1\n",
+}
+GET, STAGES = "/codeflux.v1.ReviewService/GetReview", "/codeflux.v1.ReviewService/ListStages"
+ACCEPT, REJECT = "/codeflux.v1.ReviewService/AcceptChange", "/codeflux.v1.ReviewService/RejectChange"
+
+
+@pytest.fixture
+def app(db: Database, data_location: DataLocation) -> CoordinatorApp:
+    return service_app(db, data_location, review.methods)
+
+
+@pytest.fixture
+def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
+    with ToolDriver(db, state_dir=tmp_path / "state") as driver:
+        yield make_harness(db, tmp_path, driver)
+
+
+@pytest.fixture
+def reviewable(db: Database, tmp_path: Path) -> Reviewable:
+    return a_task_awaiting_review(TaskService(db, worktrees_root=tmp_path / "worktrees"),
+                                  a_repository(tmp_path / "git"), FIX)
+
+
+@pytest.mark.slow
+def test_a_run_to_review_shows_its_diff_checks_evidence_and_all_stages_then_accept_lands_it(
+    app: CoordinatorApp, harness: Harness
+) -> None:
+    task_id = harness.ready_task()
+    gateway, _ = scripted_gateway(harness.db, [*implementing_turns(), done()])
+    policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
+    outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=LadderPosition.start(), limits=LoopLimits(),
+                       headless_policy=policy)
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW, outcome.reason
+
+    shown = call(app, GET, pb.GetReviewRequest(task_id=task_id.value))
+
+    assert isinstance(shown, pb.ReviewView)
+    assert {(f.path, f.status) for f in shown.files} == {("pkg/calc.py", "modified"),
+                                                         ("tests/test_calc.py", "modified")}
+    assert "NEGATIVES_HANDLED = True" in shown.unified_diff and not shown.diff_truncated
+    assert len(shown.diff_identity) == 64 and shown.evidence_matches_diff
+    checks = {check.name: check for check in shown.checks}
+    assert checks["integration-tests"].outcome == "satisfied" and "passed" in checks["integration-tests"].detail
+    assert checks["assembly"].outcome == "satisfied"
+    assert any("integration-tests: satisfied" in line for line in shown.evidence)
+    assert shown.evidence[0].startswith("evidence bundle of plan revision 1 on diff " + shown.diff_identity[:12])
+    assert any(line.startswith("end-to-end-tests: not-implemented") for line in shown.not_examined)
+
+    stages = call(app, STAGES, pb.ListStagesRequest(task_id=task_id.value))
+    assert isinstance(stages, pb.ListStagesReply) and stages.attempt == 1
+    assert [s.number for s in stages.stages] == list(range(1, 38))
+    by_name = {s.name: s for s in stages.stages}
+    assert by_name["integration-tests"].outcome == "satisfied" and by_name["integration-tests"].gate
+    assert by_name["evidence-bundle"].phase == "Delivery" and by_name["human-acceptance"].outcome == "blocked"
+    assert {s.outcome for s in stages.stages} <= {"satisfied", "failed", "skipped", "blocked", "not-implemented"}
+
+    accepted = call(app, ACCEPT, pb.AcceptChangeRequest(control=control("a-1"), task_id=task_id.value,
+                                                        diff_identity=shown.diff_identity))
+    assert isinstance(accepted, pb.AcceptChangeReply) and accepted.kind == "fast-forward"
+    assert git(harness.repo, "rev-parse", "HEAD").strip() == accepted.landed_head
+    assert "NEGATIVES_HANDLED" in (harness.repo / "pkg/calc.py").read_text()
+    assert accepted.task.state == "completed" and accepted.task.task_id == task_id.value
+
+
+def test_before_any_stage_is_recorded_the_review_says_so_and_every_stage_is_empty(
+    app: CoordinatorApp, reviewable: Reviewable
+) -> None:
+    shown = call(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
+
+    assert isinstance(shown, pb.ReviewView) and shown.diff_identity == reviewable.identity
+    assert not shown.checks and not shown.evidence and not shown.evidence_matches_diff
+    assert shown.not_examined == ["no evidence bundle is recorded yet"]
+    stages = call(app, STAGES, pb.ListStagesRequest(task_id=reviewable.task_id.value))
+    assert isinstance(stages, pb.ListStagesReply) and stages.attempt == 1 and len(stages.stages) == 37
+    assert all(s.outcome == "" and s.gate and s.phase for s in stages.stages)
+    assert refusal(app, STAGES, pb.ListStagesRequest(task_id=reviewable.task_id.value, attempt=7))[0] == Code.NOT_FOUND
+
+
+def test_accept_of_a_stale_identity_is_aborted_and_a_dirty_checkout_is_a_precondition(
+    app: CoordinatorApp, reviewable: Reviewable, tmp_path: Path
+) -> None:
+    repo = tmp_path / "git" / "repo"
+    head = git(repo, "rev-parse", "HEAD")
+    stale = pb.AcceptChangeRequest(control=control("a-1"), task_id=reviewable.task_id.value, diff_identity="0" * 64)
+    code, message = refusal(app, ACCEPT, stale)
+    assert code == Code.ABORTED and "changed since it was reviewed" in message
+
+    write_files(repo, {"pkg/extra.py": "VALUE = 2\n"})  # in the way of the task's new file
+    fresh = pb.AcceptChangeRequest(control=control("a-2"), task_id=reviewable.task_id.value,
+                                   diff_identity=reviewable.identity)
+    code, message = refusal(app, ACCEPT, fresh)
+    assert code == Code.FAILED_PRECONDITION and "pkg/extra.py" in message and str(tmp_path) not in message
+    assert git(repo, "rev-parse", "HEAD") == head and (repo / "pkg/extra.py").read_text() == "VALUE = 2\n"
+    assert reviewable.worktree.path.exists()
+
+
+def test_a_conflict_is_a_reply_with_nothing_changed_and_a_retry_with_the_same_key_replays_it(
+    app: CoordinatorApp, reviewable: Reviewable, tmp_path: Path
+) -> None:
+    repo = tmp_path / "git" / "repo"
+    write_files(repo, {"pkg/calc.py": "def add(a, b):\n    return b + a  # theirs\n"})
+    before = commit_all(repo, "a conflicting change")
+    request = pb.AcceptChangeRequest(control=control("a-1"), task_id=reviewable.task_id.value,
+                                     diff_identity=reviewable.identity)
+
+    first = call(app, ACCEPT, request)
+    again = call(app, ACCEPT, request)
+
+    assert isinstance(first, pb.AcceptChangeReply) and first.kind == "conflict" and again == first
+    assert list(first.conflicting_paths) == ["pkg/calc.py"] and first.task.state == "awaiting-review"
+    assert git(repo, "rev-parse", "HEAD").strip() == before and git(repo, "status", "--porcelain") == ""
+    other = pb.AcceptChangeRequest(control=control("a-1"), task_id=reviewable.task_id.value, diff_identity="1" * 64)
+    assert refusal(app, ACCEPT, other)[0] == Code.ABORTED  # the same key with another request
+
+
+def test_reject_keeps_the_patch_and_ends_the_task(app: CoordinatorApp, reviewable: Reviewable, db: Database,
+                                                  tmp_path: Path) -> None:
+    head = git(tmp_path / "git" / "repo", "rev-parse", "HEAD")
+
+    view = call(app, REJECT, pb.RejectChangeRequest(control=control("r-1"), task_id=reviewable.task_id.value,
+                                                    diff_identity=reviewable.identity, reason="not this way"))
+
+    assert isinstance(view, pb.TaskView) and view.state == "cancelled"
+    [patch] = TaskService(db, worktrees_root=tmp_path / "worktrees").patches(reviewable.task_id)
+    assert patch.kind == "rejected" and patch.diff_identity == reviewable.identity and b"pkg/extra.py" in patch.patch
+    assert git(tmp_path / "git" / "repo", "rev-parse", "HEAD") == head
+    code, _ = refusal(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
+    assert code == Code.FAILED_PRECONDITION  # the worktree is gone; the patch is what is kept
+
+
+def test_bad_input_is_refused_with_typed_statuses(app: CoordinatorApp, reviewable: Reviewable) -> None:
+    task = reviewable.task_id.value
+    unknown = "tsk_" + "0" * 32
+    assert refusal(app, GET, pb.GetReviewRequest(task_id=unknown))[0] == Code.NOT_FOUND
+    assert refusal(app, STAGES, pb.ListStagesRequest(task_id=unknown))[0] == Code.NOT_FOUND
+    code, message = refusal(app, GET, pb.GetReviewRequest(task_id="../../etc/passwd"))
+    assert code == Code.INVALID_ARGUMENT and "passwd" not in message
+    assert refusal(app, ACCEPT, pb.AcceptChangeRequest(task_id=task, diff_identity=reviewable.identity))[0] == (
+        Code.INVALID_ARGUMENT)  # no idempotency key
+    assert refusal(app, ACCEPT, pb.AcceptChangeRequest(control=control("k"), task_id=task,
+                                                       diff_identity="nothex"))[0] == Code.INVALID_ARGUMENT
+    assert refusal(app, REJECT, pb.RejectChangeRequest(control=control("k"), task_id=unknown,
+                                                       diff_identity=reviewable.identity))[0] == Code.NOT_FOUND
+    assert refusal(app, STAGES, pb.ListStagesRequest(task_id=task, attempt=-1))[0] == Code.INVALID_ARGUMENT

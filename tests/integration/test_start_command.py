@@ -1,0 +1,126 @@
+"""`codeflux start` as a user runs it: a real process, a real loopback port, real signals."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.fixtures.cli import run_codeflux
+
+
+@dataclass
+class Started:
+    process: subprocess.Popen[str]
+    origin: str
+    launch_url: str
+    lines: list[str]
+
+
+def _start(data_dir: Path, *extra: str) -> Started:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codeflux.cli.main", "--data-dir", str(data_dir), "start", "--no-browser",
+         "--address", "127.0.0.1:0", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "BROWSER": "false"},
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if line.startswith("open: "):
+            launch = line.removeprefix("open: ").strip()
+            parts = urlsplit(launch)
+            return Started(process, f"{parts.scheme}://{parts.netloc}", launch, lines)
+    process.kill()
+    _, err = process.communicate(timeout=30)
+    raise AssertionError(f"codeflux start printed no URL: {lines} {err}")
+
+
+@pytest.fixture
+def started(tmp_path: Path) -> Iterator[Started]:
+    running = _start(tmp_path / "data")
+    yield running
+    if running.process.poll() is None:
+        running.process.kill()
+        running.process.communicate(timeout=30)
+
+
+def _get(origin: str, path: str, headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+    parts = urlsplit(origin)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+    connection.request("GET", path, headers=headers or {})
+    return connection.getresponse()
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0:0", "192.168.1.10:47311", "example.com:80", "[::ffff:127.0.0.1]:0",
+                                     "127.0.0.1", "127.0.0.1:99999", ":47311"])
+def test_a_non_loopback_or_malformed_address_is_refused_with_exit_2(tmp_path: Path, address: str) -> None:
+    result = run_codeflux("start", "--no-browser", "--address", address, data_dir=tmp_path / "data")
+    assert result.code == 2, result
+    assert "loopback" in result.err or "HOST:PORT" in result.err or "port" in result.err
+    assert not (tmp_path / "data" / "codeflux.sqlite3").exists()
+
+
+def test_start_migrates_prints_a_one_time_launch_url_and_serves_the_page(started: Started, tmp_path: Path) -> None:
+    assert (tmp_path / "data" / "codeflux.sqlite3").exists()
+    plain = _get(started.origin, "/")
+    assert plain.status == 200 and plain.getheader("Set-Cookie") is None
+    launch = urlsplit(started.launch_url)
+    first = _get(started.origin, f"{launch.path}?{launch.query}")
+    assert first.status == 303
+    cookie = first.getheader("Set-Cookie") or ""
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    again = _get(started.origin, f"{launch.path}?{launch.query}")
+    assert again.status == 403 and again.getheader("Set-Cookie") is None
+    secret = cookie.split(";")[0].split("=", 1)[1]
+    assert all(secret not in line for line in started.lines)
+    app = _get(started.origin, "/", {"Cookie": cookie.split(";")[0]})
+    assert app.status == 200
+    assert b"<script" in app.read()
+
+
+def test_a_second_start_on_the_same_data_directory_names_the_running_one(started: Started, tmp_path: Path) -> None:
+    second = run_codeflux("start", "--no-browser", "--address", "127.0.0.1:0", data_dir=tmp_path / "data")
+    assert second.code == 3, second
+    assert f"pid {started.process.pid}" in second.err and started.origin in second.err
+
+
+def test_the_cli_talks_to_the_running_coordinator_over_its_unix_socket(started: Started, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    socket_path = data / "coordinator" / "coordinator.sock"
+    assert socket_path.is_socket()
+    assert socket_path.stat().st_mode & 0o777 == 0o600
+    assert (data / "coordinator").stat().st_mode & 0o777 == 0o700
+    listed = run_codeflux("task", "list", data_dir=data)
+    assert listed.code == 0, listed
+    assert f"via the running coordinator (pid {started.process.pid}" in listed.err
+    refused = run_codeflux("task", "recovery", data_dir=data)
+    assert refused.code == 3 and f"pid {started.process.pid}" in refused.err
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_the_coordinator_cleanly_with_exit_0(started: Started, tmp_path: Path, number: int) -> None:
+    started.process.send_signal(number)
+    out, err = started.process.communicate(timeout=90)
+    assert started.process.returncode == 0, err
+    assert "codeflux stopped" in out
+    wal = tmp_path / "data" / "codeflux.sqlite3-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+    assert not (tmp_path / "data" / "coordinator" / "coordinator.sock").exists()
+    again = _start(tmp_path / "data")  # the instance lock was released
+    again.process.send_signal(signal.SIGTERM)
+    again.process.communicate(timeout=90)
+    assert again.process.returncode == 0
