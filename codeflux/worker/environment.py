@@ -15,7 +15,7 @@ guards the per-request overrides in :func:`command_environment`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final
 
@@ -23,6 +23,7 @@ from codeflux.domain.errors import UnsafeArgumentError
 
 __all__ = [
     "DEFAULT_PATH",
+    "ScreenedEnvironment",
     "build_worker_environment",
     "command_environment",
     "is_sensitive_environment_name",
@@ -88,16 +89,47 @@ def build_worker_environment(*, base: Mapping[str, str], home: Path, tmpdir: Pat
     return environment
 
 
+class ScreenedEnvironment(Mapping[str, str]):
+    """A worker environment with every sensitive name removed, screened once and read-only afterwards.
+
+    The worker's environment is fixed for its whole life, so it is screened when the worker starts
+    rather than again for every command; :func:`command_environment` then skips the screening for it
+    (the per-request overrides are still checked every time).
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, environment: Mapping[str, str]) -> None:
+        self._items = {name: value for name, value in environment.items()
+                              if not is_sensitive_environment_name(name)}
+
+    def __getitem__(self, name: str) -> str:
+        return self._items[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def copy(self) -> dict[str, str]:
+        return dict(self._items)
+
+
 def command_environment(worker_environment: Mapping[str, str], overrides: Mapping[str, str]) -> dict[str, str]:
     """The environment of one command: the worker's (already allow-listed) plus the request's overrides.
 
-    Overrides are part of the operation identity and were chosen by the coordinator; they are checked
-    again here. :class:`UnsafeArgumentError` for a malformed or sensitive name, a NUL byte, or a name
-    that would replace a per-task directory (``HOME``, ``TMPDIR``…).
+    Sensitive names are dropped from ``worker_environment`` (already done once for a
+    :class:`ScreenedEnvironment`). Overrides are part of the operation identity and were chosen by the
+    coordinator; they are checked again here. :class:`UnsafeArgumentError` for a malformed or sensitive
+    name, a NUL byte, or a name that would replace a per-task directory (``HOME``, ``TMPDIR``…).
     """
-    environment = {
-        name: value for name, value in worker_environment.items() if not is_sensitive_environment_name(name)
-    }
+    if isinstance(worker_environment, ScreenedEnvironment):
+        environment = worker_environment.copy()
+    else:
+        environment = {
+            name: value for name, value in worker_environment.items() if not is_sensitive_environment_name(name)
+        }
     for name, value in overrides.items():
         field = f"env.{name[:64]}"
         if _ENV_NAME.fullmatch(name) is None:

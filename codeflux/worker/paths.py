@@ -35,6 +35,7 @@ from codeflux.domain.errors import PathNotFoundError, PathRefusedError
 __all__ = [
     "MAX_COMPONENT_BYTES",
     "MAX_PATH_BYTES",
+    "check_worktree_present",
     "resolve_worktree_path",
     "resolve_worktree_root",
     "worktree_components",
@@ -146,6 +147,26 @@ def resolve_worktree_root(worktree: Path) -> Path:
     if not stat.S_ISDIR(info.st_mode):
         raise PathNotFoundError(reason="the task worktree is not a directory")
     return root
+
+
+def check_worktree_present(worktree: Path) -> None:
+    """Refuse like :func:`resolve_worktree_root` if ``worktree`` is relative, gone or not a directory.
+
+    For a path that *is* already the worktree's real path (a worker resolves it once when it starts):
+    one ``stat`` instead of resolving every component again. Nothing is opened through the result — a
+    tool that opens paths resolves them with :func:`resolve_worktree_path` — so a component swapped for
+    a symlink since the worker started is caught there (and a command's cwd is only its start).
+    """
+    if not worktree.is_absolute():
+        raise PathRefusedError(reason="the worktree path must be absolute")
+    try:
+        info = os.stat(worktree)
+    except (FileNotFoundError, NotADirectoryError):
+        raise PathNotFoundError(reason="the task worktree does not exist") from None
+    except OSError as error:
+        raise PathRefusedError(reason=f"the task worktree cannot be inspected ({_errno_name(error)})") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise PathNotFoundError(reason="the task worktree is not a directory")
 
 
 def _errno_name(error: OSError) -> str:

@@ -69,6 +69,7 @@ class ProcessGroups:
         # started for a stray.
         self._lock = threading.Lock()
         self._live: set[int] = set()
+        self._children_listed = sweep_strays and _children_are_listed()  # a kernel feature: probed once
 
     def spawn(
         self,
@@ -116,10 +117,11 @@ class ProcessGroups:
         Safe to call on every exit path, however the program ended; idempotent.
         """
         kill_process_group(process.pid)
-        deadline = time.monotonic() + _REAP_TIMEOUT_S
-        while process.returncode is None and time.monotonic() < deadline:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=0.05)
+        if process.poll() is None:  # usually reaped right here: the pump saw the exit (or the kill just landed)
+            deadline = time.monotonic() + _REAP_TIMEOUT_S
+            while process.returncode is None and time.monotonic() < deadline:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=0.05)
         for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -130,7 +132,7 @@ class ProcessGroups:
         # lists our children cheaply (microseconds), else by the watchdog thread right after, off the
         # result's path (a scan of all of /proc costs milliseconds). Either way the watchdog's tick
         # sweeps again, for strays still being re-parented to us at this moment.
-        if self._sweeps and _children_are_listed():
+        if self._children_listed:
             self.sweep_strays(quick=True)
         else:
             self.sweep_requested.set()
@@ -217,8 +219,7 @@ def _listed_children(parent: int, *, quick: bool) -> list[int] | None:
     listed = False
     for tid in tids:
         try:
-            with open(f"/proc/{parent}/task/{tid}/children", "rb") as handle:
-                pids.extend(int(field) for field in handle.read().split())
+            pids.extend(int(field) for field in _read_proc_file(f"/proc/{parent}/task/{tid}/children").split())
         except OSError:  # the thread ended while we looked, or the kernel keeps no lists
             continue
         listed = True
@@ -228,12 +229,23 @@ def _listed_children(parent: int, *, quick: bool) -> list[int] | None:
 def _state_of(pid: int) -> bool | None:
     """True if ``pid`` is a zombie, False if it lives, None if it is gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            text = handle.read()
+        text = _read_proc_file(f"/proc/{pid}/stat")
     except OSError:
         return None
     fields = text[text.rfind(b")") + 2 :].split()
     return bool(fields) and fields[0] in (b"Z", b"X")
+
+
+def _read_proc_file(path: str) -> bytes:
+    """The whole of a small ``/proc`` file, read with plain system calls (no buffered file object)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        parts = []
+        while chunk := os.read(descriptor, 65536):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(descriptor)
 
 
 def _scanned_children(parent: int) -> list[_Child]:

@@ -34,6 +34,7 @@ from codeflux.domain.execution import ExecutionLimits, ExecutionState, FailureKi
 from codeflux.domain.ids import TaskId, ToolRequestId, WorkerLeaseId
 from codeflux.domain.operations import OperationIdentity
 from codeflux.redact import redact
+from codeflux.worker.environment import ScreenedEnvironment
 from codeflux.worker.processes import ProcessGroups
 from codeflux.worker.tools.command import CommandOutput, CommandPin, CommandStarted
 from codeflux.worker.tools.context import ToolContext
@@ -119,7 +120,7 @@ class WorkerService(worker_pb2_grpc.WorkerServicer):
         self._task_id = task_id
         self._worktree = worktree
         self._base_commit = base_commit
-        self._environment = dict(environment)
+        self._environment = ScreenedEnvironment(environment)  # screened once; overrides per request
         self._processes = processes
         self._lease = lease
         self._stop = stop

@@ -7,7 +7,9 @@ escapes are refused with nothing created outside; repository configuration canno
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -18,7 +20,12 @@ from codeflux.api.v1 import worker_pb2
 from codeflux.coordinator.worker_launch import LaunchedWorker, launch_worker, reap_worker
 from codeflux.coordinator.worker_wire import encode_execution
 from codeflux.coordinator.workers import WorkerHandle, WorkerOutcome
-from codeflux.domain.execution import ExecutionState, FailureKind
+from codeflux.domain.execution import ExecutionLimits, ExecutionState, FailureKind
+from codeflux.worker.environment import ScreenedEnvironment
+from codeflux.worker.processes import ProcessGroups
+from codeflux.worker.tools.command import CommandPin
+from codeflux.worker.tools.context import ToolContext
+from codeflux.worker.tools.dispatch import execute_tool
 from tests.fixtures.workers import (
     TASK,
     execute_on_one_stream,
@@ -294,3 +301,35 @@ def test_planted_symlinks_are_refused_by_every_file_tool_with_nothing_created_ou
     assert grep.state is ExecutionState.SUCCEEDED and grep.content == ""
     assert snapshot(outside) == before
     assert (task.worktree / "precious.txt").is_symlink()
+
+
+def test_the_worker_screens_its_own_environment_once_and_every_override_each_time(task: TaskWorktree) -> None:
+    """The second wall: even a credential that got into the worker's own environment never reaches a
+    command, although the worker screens that environment once (when it starts), not per command; the
+    per-request overrides are still checked on every request."""
+    screened = ScreenedEnvironment({"PATH": "/usr/bin:/bin", **CANARIES})
+    assert set(screened) == {"PATH"}
+    context = ToolContext(worktree=Path(os.path.realpath(task.worktree)), limits=ExecutionLimits(timeout_ms=10_000,
+                          max_output_bytes=65_536), deadline=time.monotonic() + 10, cancelled=threading.Event(),
+                          environment=screened, processes=ProcessGroups())
+    program = os.path.realpath("/usr/bin/env")
+    digest = hashlib.sha256(Path(program).read_bytes()).hexdigest()
+
+    def run_env(overrides: Mapping[str, str]) -> tuple[str, str, str]:
+        pin = CommandPin(executable_path=program, executable_sha256=digest, env_overrides=overrides, stdin=b"")
+        events = execute_tool(tool="run_command", raw_arguments={"argv": ["env"]}, context=context, pin=pin)
+        printed: list[str] = []
+        while True:
+            try:
+                event = next(events)
+            except StopIteration as stop:
+                return stop.value.state.value, stop.value.failure_kind, "".join(printed)
+            printed.append(getattr(event, "text", ""))
+
+    state, _, printed = run_env({"CI": "1"})
+    assert state == "succeeded" and "CI=1" in printed and "PATH=" in printed
+    for name, value in CANARIES.items():
+        assert name not in printed and value not in printed, name
+    for name in ("GITHUB_TOKEN", "AWS_PROFILE", "HOME"):
+        state, kind, printed = run_env({name: "x"})
+        assert (state, kind, printed) == ("failed", "unsafe-argument", ""), name

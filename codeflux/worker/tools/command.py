@@ -131,11 +131,18 @@ def _verify_executable(pin: CommandPin, context: ToolContext) -> None:
         raise ToolFailedError(failure_kind=FailureKind.INVALID_REQUEST, message="the pinned executable is not absolute")
     try:
         # O_NONBLOCK: a program swapped for a FIFO since it was pinned must not block the worker here.
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), "rb") as handle:
-            info = os.fstat(handle.fileno())
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            info = os.fstat(descriptor)
             if not stat.S_ISREG(info.st_mode):
                 raise ToolFailedError(failure_kind=FailureKind.NOT_EXECUTABLE, message="the program is not a file")
-            digest = context.executables.sha256_of(path, handle, info)
+            # The facts of the descriptor just opened; a file object is only built to hash it.
+            digest = context.executables.cached(path, info)
+            if digest is None:
+                with open(descriptor, "rb", closefd=False) as handle:
+                    digest = context.executables.sha256_of(path, handle, info)
+        finally:
+            os.close(descriptor)
     except FileNotFoundError:
         raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND,
                               message="the program does not exist") from None

@@ -24,7 +24,7 @@ from codeflux.domain.errors import (
 )
 from codeflux.domain.execution import FailureKind
 from codeflux.domain.tools import BoundToolRequest, ToolName, bind_tool_request
-from codeflux.worker.paths import resolve_worktree_root
+from codeflux.worker.paths import check_worktree_present
 from codeflux.worker.tools.command import CommandOutput, CommandPin, CommandStarted, run_command
 from codeflux.worker.tools.context import ToolContext
 from codeflux.worker.tools.git import git_log, git_status, inspect_diff
@@ -62,8 +62,8 @@ def execute_tool(
     try:
         request = bind_tool_request(tool, raw_arguments)
         try:
-            resolve_worktree_root(context.worktree)
-        except PathRefusedError:
+            check_worktree_present(context.worktree)
+        except PathRefusedError:  # PathNotFoundError included
             return failed_result(FailureKind.WORKTREE_MISSING, "the task worktree no longer exists")
         context.check_still_running()
         if request.tool is ToolName.RUN_COMMAND:

@@ -76,6 +76,12 @@ class ExecutableDigests:
                 self._digests[facts] = text
         return text
 
+    def cached(self, path: str, info: os.stat_result) -> str | None:
+        """The digest kept for the file ``path`` whose ``fstat`` is ``info``, or None (hash it then)."""
+        facts = _facts(path, info)
+        with self._lock:
+            return self._digests.get(facts)
+
     def is_cached(self, path: str, info: os.stat_result) -> bool:
         """True if a digest is kept for the file ``path`` whose ``fstat`` is ``info``."""
         with self._lock:

@@ -72,6 +72,8 @@ class OutputCapture:
 
     def finish(self) -> str:
         """The rest of the stream, once the program is done."""
+        if not self.captured_bytes:  # nothing was ever fed: nothing is held back
+            return ""
         text = self._decoder.decode(b"", final=True)
         if self._redactor is None:
             return text
