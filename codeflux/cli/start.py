@@ -18,8 +18,9 @@ import argparse
 import asyncio
 import ipaddress
 import signal
+import sys
 import webbrowser
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import codeflux
@@ -104,9 +105,13 @@ class CliModelAccess:
         self._args.provider, self._args.script = SCRIPTED, None
 
 
-def open_url(url: str) -> bool:
-    """Hand a loopback http URL to the OS browser; anything else is never passed on."""
+def open_url(url: str, environ: Mapping[str, str]) -> bool:
+    """Hand a loopback http URL to the OS browser; anything else is never passed on. Without a graphical
+    session (no DISPLAY / WAYLAND_DISPLAY on Linux) nothing is opened: a console browser would take over
+    the terminal the coordinator prints to."""
     if not url.startswith(("http://127.0.0.1:", "http://[::1]:")) or any(c in url for c in "@#\\ "):
+        return False
+    if sys.platform.startswith("linux") and not (environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY")):
         return False
     try:
         return bool(webbrowser.open(url, new=2))
@@ -161,7 +166,7 @@ def _serve(
         ctx.say(f"codeflux {app.version} is serving on {origin} (provider: {app.models.label})")
         ctx.say(f"open: {launch}")
         ctx.say("  (that link works once, within two minutes; the session secret is never printed)")
-        if open_browser and not open_url(launch):
+        if open_browser and not open_url(launch, ctx.environ):
             ctx.say("  (no browser could be opened here; open the link yourself)")
         ctx.say("stop with Ctrl-C")
 

@@ -1,0 +1,36 @@
+"""`codeflux start`'s address parsing and browser hand-off: loopback only, nothing else passed on."""
+
+from __future__ import annotations
+
+import pytest
+
+from codeflux.cli.start import open_url, parse_loopback_address
+from codeflux.domain.errors import UsageError
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("127.0.0.1:47311", ("127.0.0.1", 47311)),
+    ("localhost:0", ("127.0.0.1", 0)),
+    ("[::1]:8080", ("::1", 8080)),
+    ("127.0.0.2:1", ("127.0.0.2", 1)),
+])
+def test_loopback_addresses_are_accepted(text: str, expected: tuple[str, int]) -> None:
+    assert parse_loopback_address(text) == expected
+
+
+@pytest.mark.parametrize("text", ["0.0.0.0:1", "10.0.0.1:80", "[::]:1", "[::ffff:127.0.0.1]:1", "localhost.evil:1",
+                                  "example.com:80", "127.0.0.1", "127.0.0.1:65536", "127.0.0.1:-1", ":1",
+                                  "127.0.0.1:８０"])
+def test_anything_else_is_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_loopback_address(text)
+
+
+@pytest.mark.parametrize("url", ["http://example.com/launch?token=x", "http://127.0.0.1.evil:1/",
+                                 "http://user@127.0.0.1:1/", "file:///etc/passwd", "http://127.0.0.1:1/#x"])
+def test_only_loopback_http_urls_reach_the_browser(url: str) -> None:
+    assert open_url(url, {"DISPLAY": ":0"}) is False
+
+
+def test_no_graphical_session_means_no_browser_is_started() -> None:
+    assert open_url("http://127.0.0.1:47311/launch?token=abc", {}) is False
