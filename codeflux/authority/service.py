@@ -56,8 +56,7 @@ from codeflux.domain.errors import (
 from codeflux.domain.ids import ApprovalId, DecisionId, TaskId, ToolRequestId
 from codeflux.domain.operations import (
     Operation,
-    canonical_operation_json,
-    derive_operation_identity,
+    canonical_operation_json_and_identity,
 )
 from codeflux.store import authority as rows
 from codeflux.store.database import Database, ReadView, Transaction
@@ -135,8 +134,7 @@ class AuthorityService:
     ) -> tuple[RequestView, ExecutionIntent | None]:
         if source not in _SOURCES:
             raise InvalidValueError(kind="tool request source", reason="must be model, user, test or pipeline")
-        operation_json = canonical_operation_json(operation)
-        identity = derive_operation_identity(operation)
+        operation_json, identity = canonical_operation_json_and_identity(operation)
         task_id = operation.task_id
 
         if not 1 <= len(idempotency_key) <= 255:

@@ -38,8 +38,6 @@ starts one worker per task on first execution and stops them all on :meth:`ToolD
 from __future__ import annotations
 
 import os
-import shutil
-import stat
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -47,17 +45,17 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
-from codeflux.authority.classify import ClassifiedNeed, WorktreeFacts, classify_tool_request
+from codeflux.authority.classify import Classification, ClassifiedNeed, WorktreeFacts, classify_tool_request
 from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
 from codeflux.authority.service import AuthorityService, DecisionView, ExecutionIntent, RequestView
 from codeflux.coordinator.live_output import LiveOutput
+from codeflux.coordinator.program_pins import resolve_executable_pin
 from codeflux.coordinator.workers import WorkerExecution, WorkerHandle, WorkerOutcome
 from codeflux.domain.capabilities import CapabilityNeed
 from codeflux.domain.errors import (
     PathNotFoundError,
     PathRefusedError,
     SecretLeakError,
-    ToolFailedError,
     WorkerClosedError,
     WorkerStartError,
 )
@@ -65,6 +63,7 @@ from codeflux.domain.execution import FailureKind
 from codeflux.domain.ids import TaskId, ToolRequestId
 from codeflux.domain.operations import (
     ExecutablePin,
+    Operation,
     OperationIdentity,
     describe_operation,
 )
@@ -83,12 +82,12 @@ __all__ = [
     "SubmittedRequest",
     "ToolDriver",
     "reconcile_interrupted_executions",
-    "resolve_executable_pin",
 ]
 
 STORED_CONTENT_CHARS: Final = 1024 * 1024
 STORED_STREAM_CHARS: Final = 256 * 1024
 STORED_MESSAGE_CHARS: Final = 1024
+_KEPT: Final = 256  # described operations and classifications kept per driver (then forgotten at once)
 
 
 class DriverFault(StrEnum):
@@ -159,62 +158,15 @@ def _submitted(view: RequestView, *, intended_execution_id: str | None = None) -
                             decision=view.decision, intended_execution_id=intended_execution_id)
 
 
+_ValuesKey = tuple[str, tuple[tuple[str, type, object], ...]]
+
+
+def _values_key(request: BoundToolRequest) -> _ValuesKey:
+    """The tool and its bound values, each with its type (tuple values are tuples of text)."""
+    return request.tool, tuple((argument.name, type(argument.value), argument.value) for argument in request.arguments)
+
+
 _ALLOWED: Final = frozenset({DecisionOutcome.AUTOMATIC, DecisionOutcome.ALLOWED_ONCE, DecisionOutcome.ALLOWED_FOR_TASK})
-
-
-def resolve_executable_pin(
-    program: str, *, worktree: Path, search_path: str, digests: ExecutableDigests | None = None
-) -> ExecutablePin:
-    """``argv[0]`` as the worker would run it: looked up on ``search_path`` (a bare name) or inside the
-    worktree (a relative path, through the symlink-safe resolver) or taken as written (absolute); then
-    its real path and content sha256. The worker re-hashes before exec, so a swap is refused there.
-    ``digests`` keeps hashes of unchanged files between calls (see :class:`ExecutableDigests`).
-
-    Raises :class:`ToolFailedError` (``command-not-found``, ``not-executable``) or
-    :class:`PathRefusedError` (a relative program path that is not plainly inside the worktree).
-    """
-    if "/" not in program:
-        found = shutil.which(program, path=search_path)
-        if found is None:
-            raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND.value,
-                                  message="the program is not on the worker's PATH")
-        candidate = Path(found)
-    elif program.startswith("/"):
-        candidate = Path(program)
-    else:
-        relative = "/".join(part for part in program.split("/") if part not in {"", "."})
-        candidate = resolve_worktree_path(worktree, relative, must_exist=True)
-    try:
-        real = os.path.realpath(candidate, strict=True)
-        info = os.stat(real)
-    except OSError:
-        raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND.value,
-                              message="the program does not exist") from None
-    if not stat.S_ISREG(info.st_mode) or not os.access(real, os.X_OK):
-        raise ToolFailedError(failure_kind=FailureKind.NOT_EXECUTABLE.value,
-                              message="the program is not an executable file")
-    if digests is None:
-        digests = ExecutableDigests(capacity=0)
-    return ExecutablePin(path=real, sha256=_sha256_of_program(real, digests))
-
-
-def _sha256_of_program(path: str, digests: ExecutableDigests) -> str:
-    # O_NONBLOCK: a file swapped for a FIFO after the check above must not block the coordinator.
-    try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND.value,
-                              message="the program does not exist") from None
-    with open(descriptor, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolFailedError(failure_kind=FailureKind.NOT_EXECUTABLE.value,
-                                  message="the program is not an executable file")
-        try:
-            return digests.sha256_of(path, handle, info)
-        except OSError:
-            raise ToolFailedError(failure_kind=FailureKind.NOT_EXECUTABLE.value,
-                                  message="the program cannot be read") from None
 
 
 def _worktree_facts(request: BoundToolRequest, worktree: Path) -> WorktreeFacts:
@@ -263,8 +215,11 @@ class ToolDriver:
         self._redactor = default_redactor()
         self._executables = ExecutableDigests()
         self._workers: dict[TaskId, WorkerHandle] = {}
-        self._intended: dict[str, ExecutionIntent] = {}  # committed at submission, not yet run (by request id)
+        # committed at submission, not yet run (by request id), with the request bound at submission
+        self._intended: dict[str, tuple[ExecutionIntent, BoundToolRequest]] = {}
         self._worktrees: dict[TaskId, Path] = {}
+        self._classifications: dict[tuple[_ValuesKey, WorktreeFacts], Classification] = {}
+        self._operations: dict[tuple[_ValuesKey, TaskId, ExecutablePin | None], Operation] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -291,9 +246,10 @@ class ToolDriver:
         if request.descriptor.runs_program:
             pin = resolve_executable_pin(request.argv()[0], worktree=worktree, search_path=self._search_path,
                                          digests=self._executables)
-        operation = describe_operation(request, task_id=task_id, executable=pin)
+        values = _values_key(request)
+        operation = self._describe(values, request, task_id, pin)
         self._refuse_loaded_secrets(request)
-        classification = classify_tool_request(request, facts=_worktree_facts(request, worktree))
+        classification = self._classify(values, request, _worktree_facts(request, worktree))
         if not intend_if_allowed:
             return _submitted(self._authority.record_request(operation=operation, classification=classification,
                                                              source=source, idempotency_key=idempotency_key))
@@ -303,7 +259,7 @@ class ToolDriver:
         if intent is None or intent.existing is not None:
             return _submitted(view)  # nothing new intended: execute goes through the intent transaction
         with self._lock:
-            self._intended[view.request_id] = intent
+            self._intended[view.request_id] = (intent, request)
         return _submitted(view, intended_execution_id=intent.execution_id)
 
     def submit_and_execute(
@@ -345,15 +301,18 @@ class ToolDriver:
         An intent this driver committed with the submission runs as it is; otherwise the intent
         transaction re-checks the request and commits the intent first."""
         with self._lock:
-            intent = self._intended.pop(request_id, None)
-        if intent is None:
+            held = self._intended.pop(request_id, None)
+        bound: BoundToolRequest | None = None
+        if held is not None:
+            intent, bound = held
+        else:
             intent = self._authority.record_execution_intent(
                 request_id, before_commit=lambda: self._inject(DriverFault.BEFORE_INTENT_COMMIT))
         if intent.existing is not None:
             return _record(intent.existing)
         self._inject(DriverFault.AFTER_INTENT_COMMIT)
         try:
-            outcome = self._run_in_worker(intent)
+            outcome = self._run_in_worker(intent, bound)
         except BaseException:
             self._store(intent, ExecutionResultValues(
                 state="outcome-unknown", failure_kind=FailureKind.INTERNAL_ERROR.value,
@@ -393,6 +352,37 @@ class ToolDriver:
                 self._worktrees[task_id] = known
         return known
 
+    # Describing and classifying are pure functions of the bound request (and the task and pin, or the
+    # path facts, which are computed afresh on every submission): an identical request is described and
+    # classified once per driver. Keys carry each value's type (``_values_key``): True and 1 never meet.
+
+    def _describe(self, values: _ValuesKey, request: BoundToolRequest, task_id: TaskId,
+                  pin: ExecutablePin | None) -> Operation:
+        key = (values, task_id, pin)
+        with self._lock:
+            known = self._operations.get(key)
+        if known is not None:
+            return known
+        operation = describe_operation(request, task_id=task_id, executable=pin)
+        with self._lock:
+            if len(self._operations) >= _KEPT:
+                self._operations.clear()
+            self._operations[key] = operation
+        return operation
+
+    def _classify(self, values: _ValuesKey, request: BoundToolRequest, facts: WorktreeFacts) -> Classification:
+        key = (values, facts)
+        with self._lock:
+            known = self._classifications.get(key)
+        if known is not None:
+            return known
+        classification = classify_tool_request(request, facts=facts)
+        with self._lock:
+            if len(self._classifications) >= _KEPT:
+                self._classifications.clear()
+            self._classifications[key] = classification
+        return classification
+
     def _inject(self, point: DriverFault) -> None:
         if self._fault is not None:
             self._fault(point)
@@ -429,9 +419,13 @@ class ToolDriver:
             return keep
         return started
 
-    def _run_in_worker(self, intent: ExecutionIntent) -> WorkerOutcome | ExecutionResultValues:
+    def _run_in_worker(
+        self, intent: ExecutionIntent, bound: BoundToolRequest | None
+    ) -> WorkerOutcome | ExecutionResultValues:
+        # ``bound`` is the request this driver bound at submission and described as ``intent.operation``
+        # (same tool and argument values); otherwise the stored operation is bound again.
         operation = intent.operation
-        request = bind_tool_request(operation.tool, dict(operation.arguments))
+        request = bound if bound is not None else bind_tool_request(operation.tool, dict(operation.arguments))
         execution = WorkerExecution.for_request(
             request_id=ToolRequestId.parse(intent.request_id), task_id=operation.task_id,
             operation_identity=intent.identity, request=request, executable=operation.executable,

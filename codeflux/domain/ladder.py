@@ -159,8 +159,11 @@ class FailureFingerprint:
     summary: str
 
 
-# Applied in order to lowercased text; earlier masks protect their matches from later ones.
+# Applied in order to lowercased text; earlier masks protect their matches from later ones. Directory
+# parts of paths go first: a directory named like an address or a number ("0x0", "2024") is still a path.
 _MASKS: Final = (
+    (re.compile(r"(?<![\w.~-])(?:/[^\s/:'\"()\[\]<>,;]+)+/(?=[^\s/])"), "<path>/"),
+    (re.compile(r"\b[a-z]:\\(?:[^\s\\:'\"]+\\)+"), "<path>\\\\"),
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<id>"),
     (re.compile(r"\b\d{4}-\d{2}-\d{2}[t ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:z|[+-]\d{2}:?\d{2})?"), "<time>"),
     (re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<time>"),
@@ -168,8 +171,6 @@ _MASKS: Final = (
     (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b"), "<addr>"),
     (re.compile(r"\[[0-9a-f:]*:[0-9a-f:]*\](?::\d{1,5})?"), "<addr>"),
     (re.compile(r"\blocalhost:\d{1,5}\b"), "<addr>"),
-    (re.compile(r"(?<![\w.~-])(?:/[^\s/:'\"()\[\]<>,;]+)+/(?=[^\s/])"), "<path>/"),
-    (re.compile(r"\b[a-z]:\\(?:[^\s\\:'\"]+\\)+"), "<path>\\\\"),
     (re.compile(r"(\.[a-z0-9_]+):\d+(?::\d+)?\b"), r"\1:<line>"),
     (re.compile(r"\bline \d+\b"), "line <line>"),
     (

@@ -41,6 +41,7 @@ __all__ = [
     "Operation",
     "OperationIdentity",
     "canonical_operation_json",
+    "canonical_operation_json_and_identity",
     "derive_operation_identity",
     "describe_operation",
     "normalize_worktree_directory",
@@ -233,8 +234,14 @@ def canonical_operation_json(operation: Operation) -> str:
 
 def derive_operation_identity(operation: Operation) -> OperationIdentity:
     """sha256 of the canonical JSON of ``operation``."""
-    canonical = canonical_operation_json(operation).encode("ascii")
-    return OperationIdentity(digest=hashlib.sha256(canonical).hexdigest())
+    return canonical_operation_json_and_identity(operation)[1]
+
+
+def canonical_operation_json_and_identity(operation: Operation) -> tuple[str, OperationIdentity]:
+    """:func:`canonical_operation_json` and :func:`derive_operation_identity` of ``operation`` from one
+    serialisation (the identity is the sha256 of exactly the returned text)."""
+    canonical = canonical_operation_json(operation)
+    return canonical, OperationIdentity(digest=hashlib.sha256(canonical.encode("ascii")).hexdigest())
 
 
 def describe_operation(

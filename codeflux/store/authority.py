@@ -234,13 +234,19 @@ def insert_tool_request(
     source: str,
     idempotency_key: str,
 ) -> ToolRequestRow:
-    """Record a bound, classified request."""
-    rows = tx.execute(
-        f"INSERT INTO tool_requests ({_REQUEST}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_REQUEST}",  # noqa: S608
+    """Record a bound, classified request.
+
+    The inserts here return rows built from the values they bound rather than ``RETURNING`` them: the
+    tables are STRICT (a value is stored exactly as bound or the insert fails), so the two are equal."""
+    requested_at_us = now_us()
+    tx.execute(
+        f"INSERT INTO tool_requests ({_REQUEST}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
         (request_id, task_id.value, tool, operation_json, identity.digest, needs_json, int(compound), source,
-         idempotency_key, now_us()),
+         idempotency_key, requested_at_us),
     )
-    return _request(rows[0])
+    return ToolRequestRow(request_id=request_id, task_id=task_id, tool=tool, operation_json=operation_json,
+                          identity=identity, needs_json=needs_json, compound=bool(compound), source=source,
+                          idempotency_key=idempotency_key, requested_at_us=requested_at_us)
 
 
 def read_tool_request(view: ReadView, request_id: str) -> ToolRequestRow:
@@ -277,13 +283,16 @@ def insert_decision(
     denial_id: str | None = None,
 ) -> DecisionRow:
     """Record one immutable decision about ``request`` (its first, or the resolution of its pending one)."""
-    rows = tx.execute(
-        f"INSERT INTO authority_decisions ({_DECISION}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"  # noqa: S608
-        f" RETURNING {_DECISION}",
+    decided_at_us = now_us()
+    tx.execute(
+        f"INSERT INTO authority_decisions ({_DECISION}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
         (decision_id, request.request_id, request.task_id.value, supersedes_decision_id, outcome,
-         covered_needs_json, decided_by, reason, approval_id, denial_id, now_us()),
+         covered_needs_json, decided_by, reason, approval_id, denial_id, decided_at_us),
     )
-    return _decision(rows[0])
+    return DecisionRow(decision_id=decision_id, request_id=request.request_id, task_id=request.task_id,
+                       supersedes_decision_id=supersedes_decision_id, outcome=outcome,
+                       covered_needs_json=covered_needs_json, decided_by=decided_by, reason=reason,
+                       approval_id=approval_id, denial_id=denial_id, decided_at_us=decided_at_us)
 
 
 def decisions_of_request(view: ReadView, request_id: str) -> list[DecisionRow]:
@@ -413,13 +422,17 @@ def insert_execution_intent(
     approval_id: str | None,
 ) -> ExecutionRow:
     """Record that ``request`` is about to run (state ``intended``); at most one execution per request."""
-    rows = tx.execute(
-        f"INSERT INTO tool_executions (id, request_id, task_id, decision_id, approval_id, operation_identity,"  # noqa: S608
-        f" state, intended_at_us) VALUES (?, ?, ?, ?, ?, ?, 'intended', ?) RETURNING {_EXECUTION}",
+    intended_at_us = now_us()
+    tx.execute(
+        "INSERT INTO tool_executions (id, request_id, task_id, decision_id, approval_id, operation_identity,"
+        " state, intended_at_us) VALUES (?, ?, ?, ?, ?, ?, 'intended', ?)",
         (execution_id, request.request_id, request.task_id.value, decision_id, approval_id, request.identity.digest,
-         now_us()),
+         intended_at_us),
     )
-    return _execution(rows[0])
+    return ExecutionRow(execution_id=execution_id, request_id=request.request_id, task_id=request.task_id,
+                        decision_id=decision_id, approval_id=approval_id, identity=request.identity,
+                        result=ExecutionResultValues(state="intended"), intended_at_us=intended_at_us,
+                        started_at_us=None, finished_at_us=None)
 
 
 def execution_of_request(view: ReadView, request_id: str) -> ExecutionRow | None:
@@ -437,18 +450,29 @@ def mark_execution_running(tx: Transaction, *, execution_id: str) -> None:
 
 def record_execution_result(tx: Transaction, *, execution_id: str, result: ExecutionResultValues) -> ExecutionRow:
     """End an unfinished execution with ``result``; :class:`ConflictError` if it already ended."""
+    # Only the columns the update keeps are returned: the result's text (up to a few MB) is not copied
+    # back out of SQLite; the STRICT table stores exactly what was bound.
+    finished_at_us = now_us()
     rows = tx.execute(
-        "UPDATE tool_executions SET state = ?, failure_kind = ?, message = ?, exit_code = ?, content = ?,"  # noqa: S608
+        "UPDATE tool_executions SET state = ?, failure_kind = ?, message = ?, exit_code = ?, content = ?,"
         " stdout = ?, stderr = ?, content_truncated = ?, stdout_truncated = ?, stderr_truncated = ?,"
         " content_sha256 = ?, duration_ms = ?, finished_at_us = ?"
-        f" WHERE id = ? AND state IN ('intended', 'running') RETURNING {_EXECUTION}",
+        " WHERE id = ? AND state IN ('intended', 'running')"
+        " RETURNING id, request_id, task_id, decision_id, approval_id, operation_identity, intended_at_us,"
+        " started_at_us",
         (result.state, result.failure_kind, result.message, result.exit_code, result.content, result.stdout,
          result.stderr, int(result.content_truncated), int(result.stdout_truncated), int(result.stderr_truncated),
-         result.content_sha256, result.duration_ms, now_us(), execution_id),
+         result.content_sha256, result.duration_ms, finished_at_us, execution_id),
     )
     if not rows:
         raise ConflictError(f"execution {execution_id} has already ended")
-    return _execution(rows[0])
+    row = rows[0]
+    return ExecutionRow(
+        execution_id=_text(row[0]), request_id=_text(row[1]), task_id=TaskId.parse(_text(row[2])),
+        decision_id=_text(row[3]), approval_id=_maybe_text(row[4]), identity=OperationIdentity(digest=_text(row[5])),
+        result=result,
+        intended_at_us=int(row[6]), started_at_us=_maybe_int(row[7]), finished_at_us=finished_at_us,
+    )
 
 
 def unfinished_executions(view: ReadView) -> list[ExecutionRow]:

@@ -35,7 +35,8 @@ import apsw
 
 from codeflux.authority.classify import classify_tool_request
 from codeflux.authority.decide import DecisionOutcome, UserDecision
-from codeflux.coordinator.tool_driver import ToolDriver, resolve_executable_pin
+from codeflux.coordinator.program_pins import resolve_executable_pin
+from codeflux.coordinator.tool_driver import ToolDriver
 from codeflux.coordinator.workers import WorkerExecution, WorkerHandle
 from codeflux.domain.ids import TaskId, ToolRequestId
 from codeflux.domain.operations import ExecutablePin, derive_operation_identity, describe_operation

@@ -87,7 +87,7 @@ export class TaskPanel {
       el("h2", {}, el("span", { testid: "task-title-text", text: task.title || task.taskId }), " "),
       el("p", {}, "State: ", el("span", { testid: "task-state", dataset: { state: task.state } }, badge(task.state)),
         task.runActive ? el("span", { class: "running", testid: "run-active", text: " (the coordinator is running it)" }) : "",
-        task.lastOutcome ? ` — ${task.lastOutcome}` : ""),
+        task.lastOutcome ? ` — the last background run ended: ${task.lastOutcome}` : ""),
       task.providerLabel ? el("p", { class: "label-scripted", testid: "task-provider-label", text: `Provider: ${task.providerLabel}` }) : null,
       el("p", { class: "requirement", text: task.requirement || "" }),
       el("p", { class: "repo-line" }, "Repository: ", el("code", { testid: "task-repository", text: task.repositoryRoot || "unknown" }),
