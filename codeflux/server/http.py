@@ -125,6 +125,16 @@ def _not_allowed(host: str) -> HttpResult:
     )
 
 
+def _admitted_host(method: str, path: str, headers: list[tuple[str, str]], origin_host: str) -> str | HttpResult:
+    """The request's loopback Host when it may be answered at all; else the refusal (421, then 405)."""
+    host = _loopback_host(headers, origin_host)
+    if host is None or not path.startswith("/") or path.startswith("//"):
+        return _misdirected(origin_host)
+    if method != "GET":
+        return _not_allowed(host)
+    return host
+
+
 def _has_session(headers: list[tuple[str, str]], tokens: LaunchTokens) -> bool:
     # Every value is compared (no early exit), each in constant time.
     results = [tokens.is_session(value) for value in _session_cookie_values(headers)]
@@ -148,11 +158,9 @@ def respond_to_http(
     """Answer one plain HTTP request. `origin_host` is the host:port the server listens on; `static` is
     where the web client's files are read from (the package's ``static/`` directory by default)."""
     header_list = list(headers)
-    host = _loopback_host(header_list, origin_host)
-    if host is None or not path.startswith("/") or path.startswith("//"):
-        return _misdirected(origin_host)
-    if method != "GET":
-        return _not_allowed(host)
+    host = _admitted_host(method, path, header_list, origin_host)
+    if not isinstance(host, str):
+        return host
     target = urlsplit(path)
     if target.path == "/launch":
         tokens_given = parse_qs(target.query).get("token", [])
@@ -207,11 +215,9 @@ def upgrade_refusal(
     ``null`` or no Origin at all are refused: 403) and the session cookie, compared in constant time (403).
     """
     header_list = list(headers)
-    host = _loopback_host(header_list, origin_host)
-    if host is None or not path.startswith("/") or path.startswith("//"):
-        return _misdirected(origin_host)
-    if method != "GET":
-        return _not_allowed(host)
+    host = _admitted_host(method, path, header_list, origin_host)
+    if not isinstance(host, str):
+        return host
     origins = [value for name, value in header_list if name.lower() == "origin"]
     refused = _result(
         HTTPStatus.FORBIDDEN,
