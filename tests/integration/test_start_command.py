@@ -11,11 +11,19 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import pytest
+from google.protobuf.message import Message
 
+from codeflux.api.v1 import common_pb2
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.server.client import call_unary, unix_channel
 from tests.fixtures.cli import run_codeflux
+from tests.fixtures.processes import wait_until_no_process_works_under
+
+M = TypeVar("M", bound=Message)
 
 
 @dataclass
@@ -124,3 +132,52 @@ def test_a_signal_stops_the_coordinator_cleanly_with_exit_0(started: Started, tm
     again.process.send_signal(signal.SIGTERM)
     again.process.communicate(timeout=90)
     assert again.process.returncode == 0
+
+
+def test_a_signal_pauses_an_active_run_with_a_shutdown_checkpoint(tmp_path: Path) -> None:
+    """The journey's first half over the coordinator's Unix socket (the CLI's path), then SIGTERM while the
+    run waits for a decision: exit 0, the task paused, a `shutdown` checkpoint recorded, no worker left."""
+    data = tmp_path / "data"
+    running = _start(data, "--demo")
+    try:
+        demo = next(line for line in running.lines if line.startswith("demo: sample repository at "))
+        repository = demo.removeprefix("demo: sample repository at ").split(";")[0]
+        requirement = (Path(repository) / "TASK.md").read_text()
+        keys = iter(range(1, 100))
+
+        def control() -> common_pb2.MutationControl:
+            return common_pb2.MutationControl(idempotency_key=f"signal-test-{next(keys)}")
+
+        with unix_channel(data / "coordinator" / "coordinator.sock") as channel:
+            def call(method: str, request: Message, reply: type[M]) -> M:
+                return call_unary(channel, f"/codeflux.v1.{method}", request, reply)
+
+            task = call("TaskService/CreateTask", pb.CreateTaskRequest(
+                control=control(), repository_path=repository, requirement=requirement), pb.TaskView)
+            call("TaskService/SetBudget", pb.SetBudgetRequest(control=control(), task_id=task.task_id, choice="set",
+                                                               hard_limit="1.00", currency="USD"), pb.TaskView)
+            planned = call("TaskService/DraftPlan", pb.DraftPlanRequest(control=control(), task_id=task.task_id),
+                           pb.TaskView)
+            call("TaskService/ApprovePlan", pb.ApprovePlanRequest(
+                control=control(), task_id=task.task_id, revision=planned.plan.revision,
+                sha256=planned.plan.sha256), pb.TaskView)
+            call("TaskService/StartTask", pb.StartTaskRequest(
+                control=control(), task_id=task.task_id, plan_revision=planned.plan.revision), pb.TaskView)
+            deadline = time.monotonic() + 120
+            while call("TaskService/GetTask", pb.GetTaskRequest(task_id=task.task_id),
+                       pb.TaskView).state != "awaiting-authority":
+                assert time.monotonic() < deadline, "the run never asked for the test command"
+                time.sleep(0.2)
+        running.process.send_signal(signal.SIGTERM)
+        out, err = running.process.communicate(timeout=120)
+        assert running.process.returncode == 0, err
+        assert "codeflux stopped" in out
+    finally:
+        if running.process.poll() is None:
+            running.process.kill()
+            running.process.communicate(timeout=30)
+    shown = run_codeflux("task", "show", task.task_id, data_dir=data)
+    assert "state        paused" in shown.out, shown
+    checkpoints = run_codeflux("inspect", "checkpoints", "--json", data_dir=data)
+    assert checkpoints.code == 0 and '"shutdown"' in checkpoints.out, checkpoints
+    assert wait_until_no_process_works_under(data) == []
