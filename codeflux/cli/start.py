@@ -160,6 +160,7 @@ def _serve(
     table = build_method_table(app)
 
     def ready(info: ServingInfo) -> None:
+        app.port = info.port
         origin = f"http://{info.host_for_url}:{info.port}"
         announce(origin)
         launch = f"{origin}/launch?token={tokens.issue()}"

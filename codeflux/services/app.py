@@ -10,7 +10,7 @@ flags) and injected here, so the gateway stays the only code path that talks to 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from codeflux.coordinator.gateway import ModelGateway
@@ -58,5 +58,5 @@ class CoordinatorApp:
     version: str
     # The background run manager; set by codeflux.services.methods.build_method_table when missing.
     runs: BackgroundRuns | None = None
-    # Anything else a services module keeps per coordinator (keyed by the module's name).
-    extras: dict[str, object] = field(default_factory=dict)
+    # The loopback port the coordinator serves on, once it is bound (doctor checks that one).
+    port: int | None = None

@@ -47,8 +47,7 @@ def _check_view(check: CheckResult, directory: str) -> pb.DoctorCheckView:
 
 def doctor_report(app: CoordinatorApp) -> pb.DoctorReport:
     """The doctor's checks on the coordinator's data directory (see the module docstring)."""
-    configured = app.extras.get("port")
-    port = configured if isinstance(configured, int) and 0 < configured < 65536 else DEFAULT_PORT
+    port = app.port if app.port is not None and 0 < app.port < 65536 else DEFAULT_PORT
     report = run_doctor(app.location, port=port)
     directory = str(app.location.directory)
     return pb.DoctorReport(checks=[_check_view(check, directory) for check in report.checks],
