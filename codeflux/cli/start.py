@@ -161,7 +161,7 @@ def _serve(
 
     def ready(info: ServingInfo) -> None:
         app.port = info.port
-        origin = f"http://{info.host_for_url}:{info.port}"
+        origin = info.url
         announce(origin)
         launch = f"{origin}/launch?token={tokens.issue()}"
         ctx.say(f"codeflux {app.version} is serving on {origin} (provider: {app.models.label})")

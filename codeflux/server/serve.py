@@ -44,11 +44,6 @@ class ServingInfo:
     socket_path: Path
     transport: WebSocketTransport = field(repr=False)
 
-    @property
-    def host_for_url(self) -> str:
-        """The host as it appears in a URL (``[::1]`` for IPv6)."""
-        return _url_host(self.host)
-
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
