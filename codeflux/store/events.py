@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from codeflux.domain.errors import NotFoundError, UsageError
-from codeflux.store.database import ReadView, Transaction, now_us
+from codeflux.store.database import ReadView, Row, Transaction, now_us
 
 __all__ = [
     "SYSTEM_SESSION_ID",
@@ -57,18 +57,23 @@ def append_event(tx: Transaction, *, session_id: str, kind: str, payload: Mappin
     return JournalEvent(session_id=session_id, sequence=sequence, kind=kind, payload=payload, created_at_us=at)
 
 
-def read_events_after(view: ReadView, *, session_id: str, after_sequence: int, limit: int) -> list[JournalEvent]:
-    """Committed events with ``sequence > after_sequence``, oldest first, at most ``limit``."""
+def _rows_after(view: ReadView, session_id: str, after: int, through: int | None, limit: int) -> list[Row]:
+    """Rows (session_id, sequence, kind, payload_json, created_at_us) in ``(after, through]``, oldest first."""
     if not 1 <= limit <= MAX_PAGE:
         raise UsageError(f"limit must be between 1 and {MAX_PAGE}")
-    rows = view.query_all(
+    upper = through if through is not None else (1 << 62)
+    return view.query_all(
         "SELECT session_id, sequence, kind, payload_json, created_at_us FROM events"
-        " WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
-        (session_id, after_sequence, limit),
+        " WHERE session_id = ? AND sequence > ? AND sequence <= ? ORDER BY sequence LIMIT ?",
+        (session_id, after, upper, limit),
     )
+
+
+def read_events_after(view: ReadView, *, session_id: str, after_sequence: int, limit: int) -> list[JournalEvent]:
+    """Committed events with ``sequence > after_sequence``, oldest first, at most ``limit``."""
     return [
         JournalEvent(session_id=r[0], sequence=int(r[1]), kind=r[2], payload=json.loads(r[3]), created_at_us=int(r[4]))
-        for r in rows
+        for r in _rows_after(view, session_id, after_sequence, None, limit)
     ]
 
 
@@ -94,17 +99,9 @@ def read_stored_events_after(
 ) -> list[StoredEvent]:
     """Committed events in ``(after_sequence, through_sequence]`` (no upper bound when None), oldest first,
     at most ``limit``, with the payload left as its stored JSON text."""
-    if not 1 <= limit <= MAX_PAGE:
-        raise UsageError(f"limit must be between 1 and {MAX_PAGE}")
-    upper = through_sequence if through_sequence is not None else (1 << 62)
-    rows = view.query_all(
-        "SELECT session_id, sequence, kind, payload_json, created_at_us FROM events"
-        " WHERE session_id = ? AND sequence > ? AND sequence <= ? ORDER BY sequence LIMIT ?",
-        (session_id, after_sequence, upper, limit),
-    )
     return [
         StoredEvent(session_id=r[0], sequence=int(r[1]), kind=r[2], payload_json=r[3], created_at_us=int(r[4]))
-        for r in rows
+        for r in _rows_after(view, session_id, after_sequence, through_sequence, limit)
     ]
 
 
