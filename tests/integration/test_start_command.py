@@ -168,6 +168,9 @@ def test_a_signal_pauses_an_active_run_with_a_shutdown_checkpoint(tmp_path: Path
                        pb.TaskView).state != "awaiting-authority":
                 assert time.monotonic() < deadline, "the run never asked for the test command"
                 time.sleep(0.2)
+        remote = run_codeflux("task", "show", task.task_id, data_dir=data)  # the CLI, over the socket
+        assert remote.code == 0 and "via the running coordinator" in remote.err, remote
+        assert "state        awaiting-authority" in remote.out and "waiting      treq_" in remote.out
         running.process.send_signal(signal.SIGTERM)
         out, err = running.process.communicate(timeout=120)
         assert running.process.returncode == 0, err
