@@ -81,7 +81,8 @@ def server() -> Iterator[RunningServer]:
         loop.call_soon_threadsafe(stop.set)
         thread.join(10)
     assert not thread.is_alive()
-    assert set(threading.enumerate()) == threads_before
+    # nothing the server started is left (a thread of an earlier test may have ended meanwhile)
+    assert set(threading.enumerate()) <= threads_before
 
 
 def test_a_spoofed_host_is_misdirected(server: RunningServer) -> None:
