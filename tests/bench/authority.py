@@ -16,6 +16,13 @@ Run with `cmd/codeflux-dev bench authority`. Prints:
   no database work), and the floor any design with two durable commits pays: two bare
   `BEGIN IMMEDIATE; INSERT; COMMIT` on an apsw connection under the same connection policy (WAL,
   `synchronous=FULL`).
+* the floor of this design with none of the product's work: the same `Execute` stream pattern (one
+  long-lived stream, request → `started` → `result`, through `ExecuteStream`) to
+  `tests/bench/_minimal_worker.py`, a separate process serving the generated servicer with a
+  synchronous `grpc.server` whose `Execute` only starts the pinned `true` with piped output and waits
+  (no token, validation, pin check, screening, group kill, sweep or redaction); and that floor plus the
+  two bare durable commits, as a ratio to the bare spawn — what any implementation of this round trip
+  on this transport and connection policy pays before it does any authority or worker work.
 
 Nothing is asserted on time: the figures go to docs/benchmarks.md.
 """
@@ -32,11 +39,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import apsw
+import grpc
 
+from codeflux.api.v1 import worker_pb2_grpc
 from codeflux.authority.classify import classify_tool_request
 from codeflux.authority.decide import DecisionOutcome, UserDecision
 from codeflux.coordinator.program_pins import resolve_executable_pin
 from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.worker_streams import ExecuteStream
+from codeflux.coordinator.worker_wire import encode_execution
 from codeflux.coordinator.workers import WorkerExecution, WorkerHandle
 from codeflux.domain.ids import TaskId, ToolRequestId
 from codeflux.domain.operations import ExecutablePin, derive_operation_identity, describe_operation
@@ -112,6 +123,40 @@ def two_bare_commits(conn: apsw.Connection, n: int) -> None:
         conn.execute("COMMIT")
 
 
+class MinimalWorker:
+    """`_minimal_worker.py` in its own process, and one long-lived `Execute` stream to it."""
+
+    def __init__(self, folder: Path) -> None:
+        socket_path = folder / "minimal.sock"
+        script = Path(__file__).with_name("_minimal_worker.py")
+        self._process = subprocess.Popen([sys.executable, str(script), str(socket_path)], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE)
+        if self._process.stdout is None or self._process.stdout.readline().strip() != b"ready":
+            self.close()
+            raise SystemExit("the minimal worker did not start")
+        self._channel = grpc.insecure_channel(f"unix:{socket_path}")
+        self._stream = ExecuteStream(worker_pb2_grpc.WorkerStub(self._channel), ())
+
+    def execute(self, execution: WorkerExecution) -> None:
+        self._stream.send(encode_execution(execution, lease_token="unused"))
+        for event in self._stream.call:
+            if event.WhichOneof("event") == "result":
+                return
+        raise SystemExit("the minimal worker's stream ended without a result")
+
+    def close(self) -> None:
+        if hasattr(self, "_stream"):
+            self._stream.close()
+            self._channel.close()
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
 def main() -> int:
     print(f"authority benchmark: {CLASSIFICATIONS} classifications; {ROUNDS} x {ROUND_TRIPS} round trips per side")
     classify_and_identify(0)
@@ -158,12 +203,19 @@ def main() -> int:
                 request = bind_tool_request("run_command", {"argv": ["true"]})
                 pin = resolve_executable_pin("true", worktree=repository, search_path=os.environ.get("PATH", ""))
                 identity = derive_operation_identity(describe_operation(request, task_id=TASK, executable=pin))
+                minimal = MinimalWorker(root)
                 with WorkerHandle.start(task_id=TASK, worktree=repository, state_dir=root / "solo") as solo:
 
-                    def worker_only(_: int) -> None:
-                        solo.execute(WorkerExecution.for_request(
+                    def execution() -> WorkerExecution:
+                        return WorkerExecution.for_request(
                             request_id=ToolRequestId.from_entropy(os.urandom(16)), task_id=TASK,
-                            operation_identity=identity, request=request, executable=pin))
+                            operation_identity=identity, request=request, executable=pin)
+
+                    def worker_only(_: int) -> None:
+                        solo.execute(execution())
+
+                    def floor(_: int) -> None:
+                        minimal.execute(execution())
 
                     bare_db = open_connection(root / "bare.sqlite3", create=True)
                     bare_db.execute("CREATE TABLE facts (id INTEGER PRIMARY KEY, payload TEXT NOT NULL) STRICT")
@@ -171,14 +223,18 @@ def main() -> int:
                     trip_samples: list[float] = []
                     worker_samples: list[float] = []
                     commit_samples: list[float] = []
+                    floor_samples: list[float] = []
                     try:
+                        floor(0)
                         for _ in range(ROUNDS):
                             bare_samples += _timed(ROUND_TRIPS, bare)
                             trip_samples += _timed(ROUND_TRIPS, round_trip)
                             worker_samples += _timed(ROUND_TRIPS, worker_only)
                             commit_samples += _timed(ROUND_TRIPS, lambda n: two_bare_commits(bare_db, n))
+                            floor_samples += _timed(ROUND_TRIPS, floor)
                     finally:
                         bare_db.close()
+                        minimal.close()
         finally:
             db.close()
 
@@ -192,6 +248,12 @@ def main() -> int:
     print(_line("worker.execute alone", worker_samples)
           + f"   ({worker_p50 / bare_p50:4.2f}x the bare spawn alone)")
     print(_line("2 bare durable commits", commit_samples))
+    floor_p50 = statistics.median(floor_samples)
+    print(_line("gRPC + spawn floor", floor_samples)
+          + f"   ({floor_p50 / bare_p50:4.2f}x; no product work: _minimal_worker.py)")
+    floor_total = floor_p50 + statistics.median(commit_samples)
+    print(f"  floor + 2 bare commits        {floor_total * 1e3:6.2f} ms   {floor_total / bare_p50:5.2f}x the bare spawn"
+          f"   (the product's own work: {(trip_p50 - floor_total) * 1e3:.2f} ms)")
     verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
     print(f"  round trip / bare spawn       {ratio:5.2f}x   target <= {TARGET_RATIO:.2f}x at p50   {verdict}")
     return 0
