@@ -144,6 +144,12 @@ class MinimalWorker:
                 return
         raise SystemExit("the minimal worker's stream ended without a result")
 
+    def __enter__(self) -> MinimalWorker:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def close(self) -> None:
         if hasattr(self, "_stream"):
             self._stream.close()
@@ -203,8 +209,8 @@ def main() -> int:
                 request = bind_tool_request("run_command", {"argv": ["true"]})
                 pin = resolve_executable_pin("true", worktree=repository, search_path=os.environ.get("PATH", ""))
                 identity = derive_operation_identity(describe_operation(request, task_id=TASK, executable=pin))
-                minimal = MinimalWorker(root)
-                with WorkerHandle.start(task_id=TASK, worktree=repository, state_dir=root / "solo") as solo:
+                with MinimalWorker(root) as minimal, \
+                        WorkerHandle.start(task_id=TASK, worktree=repository, state_dir=root / "solo") as solo:
 
                     def execution() -> WorkerExecution:
                         return WorkerExecution.for_request(
@@ -234,7 +240,6 @@ def main() -> int:
                             floor_samples += _timed(ROUND_TRIPS, floor)
                     finally:
                         bare_db.close()
-                        minimal.close()
         finally:
             db.close()
 
