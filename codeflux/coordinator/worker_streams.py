@@ -21,7 +21,8 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-from codeflux.api.v1 import worker_pb2, worker_pb2_grpc
+from codeflux.api.v1 import worker_pb2
+from codeflux.worker.rpc import WorkerStub
 
 __all__ = ["IDLE_STREAMS", "ExecuteStream", "Flight", "StreamPool"]
 
@@ -33,7 +34,7 @@ class ExecuteStream:
     """One long-lived ``Execute`` call: requests are queued for gRPC's sender thread; the events are read
     by iterating :attr:`call` on the caller's own thread, one request at a time."""
 
-    def __init__(self, stub: worker_pb2_grpc.WorkerStub, metadata: tuple[tuple[str, str], ...]) -> None:
+    def __init__(self, stub: WorkerStub, metadata: tuple[tuple[str, str], ...]) -> None:
         self._requests: queue.SimpleQueue[worker_pb2.ExecuteRequest | None] = queue.SimpleQueue()
         self.call = stub.Execute(iter(self._requests.get, None), metadata=metadata)
 

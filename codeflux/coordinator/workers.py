@@ -46,7 +46,7 @@ from typing import Final, Self
 
 import grpc
 
-from codeflux.api.v1 import worker_pb2, worker_pb2_grpc
+from codeflux.api.v1 import worker_pb2
 from codeflux.coordinator.worker_launch import LaunchedWorker, has_exited, launch_worker, reap_worker
 from codeflux.coordinator.worker_streams import ExecuteStream, StreamPool
 from codeflux.coordinator.worker_wire import (
@@ -62,6 +62,7 @@ from codeflux.domain.errors import InvalidValueError, WorkerClosedError
 from codeflux.domain.execution import ExecutionState, FailureKind
 from codeflux.domain.ids import TaskId, ToolRequestId, WorkerLeaseId
 from codeflux.worker.processes import kill_process_group
+from codeflux.worker.rpc import WorkerStub
 from codeflux.worker.server import LEASE_MISSES_ALLOWED, LEASE_TOKEN_METADATA
 
 __all__ = [
@@ -96,7 +97,7 @@ class WorkerHandle:
         self._interval = lease_interval_s
         self._metadata = ((LEASE_TOKEN_METADATA, launched.lease_token),)
         self._channel = grpc.insecure_channel(f"unix:{launched.socket_path}", options=_CHANNEL_OPTIONS)
-        self._stub = worker_pb2_grpc.WorkerStub(self._channel)  # type: ignore[no-untyped-call]
+        self._stub = WorkerStub(self._channel)
         self._lock = threading.Lock()
         self._stopped = False
         self._lease_lost = False

@@ -29,9 +29,9 @@ from typing import Any, BinaryIO, Final, TextIO
 
 import grpc
 
-from codeflux.api.v1 import worker_pb2_grpc
 from codeflux.domain.errors import InvalidValueError
 from codeflux.worker.processes import ProcessGroups, become_child_subreaper
+from codeflux.worker.rpc import HANDLER_FACTORIES, worker_handler
 from codeflux.worker.service import LeaseClock, WorkerService
 from codeflux.worker.startup import StartupConfig
 
@@ -59,7 +59,7 @@ class LeaseTokenInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
             return handler
         if handler is None:
             return None
-        factory = _REFUSING_HANDLERS[(handler.request_streaming, handler.response_streaming)]
+        factory = HANDLER_FACTORIES[(handler.request_streaming, handler.response_streaming)]
         return factory(_refuse_stream if handler.response_streaming else _refuse,
                        request_deserializer=handler.request_deserializer,
                        response_serializer=handler.response_serializer)
@@ -72,14 +72,6 @@ def _refuse(request: object, context: grpc.ServicerContext) -> None:
 def _refuse_stream(request: object, context: grpc.ServicerContext) -> Any:
     context.abort(grpc.StatusCode.UNAUTHENTICATED, "lease token refused")
     yield from ()
-
-
-_REFUSING_HANDLERS: Final[dict[tuple[bool, bool], Callable[..., Any]]] = {
-    (False, False): grpc.unary_unary_rpc_method_handler,
-    (False, True): grpc.unary_stream_rpc_method_handler,
-    (True, False): grpc.stream_unary_rpc_method_handler,
-    (True, True): grpc.stream_stream_rpc_method_handler,
-}
 
 
 def serve(config: StartupConfig, *, environment: Mapping[str, str], stdin: BinaryIO, stdout: TextIO) -> int:
@@ -98,7 +90,7 @@ def serve(config: StartupConfig, *, environment: Mapping[str, str], stdin: Binar
                  ("grpc.max_send_message_length", _MAX_MESSAGE_BYTES)],
         maximum_concurrent_rpcs=_RPC_THREADS,
     )
-    worker_pb2_grpc.add_WorkerServicer_to_server(service, server)  # type: ignore[no-untyped-call]
+    server.add_generic_rpc_handlers((worker_handler(service),))
     _listen(server, config.socket_path)
     try:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

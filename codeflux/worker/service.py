@@ -28,7 +28,7 @@ from typing import Final
 
 import grpc
 
-from codeflux.api.v1 import worker_pb2, worker_pb2_grpc
+from codeflux.api.v1 import worker_pb2
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.execution import ExecutionLimits, ExecutionState, FailureKind
 from codeflux.domain.ids import TaskId, ToolRequestId, WorkerLeaseId
@@ -99,8 +99,8 @@ class _StreamState:
                 self._current.cancelled.set()
 
 
-class WorkerService(worker_pb2_grpc.WorkerServicer):
-    """Serves one lease of one task in one worktree."""
+class WorkerService:
+    """Serves one lease of one task in one worktree (every RPC of ``worker.proto``; see ``worker.rpc``)."""
 
     def __init__(
         self,

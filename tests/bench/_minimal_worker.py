@@ -1,8 +1,8 @@
 """The floor under `bench authority`: the worker's gRPC service with none of the product's work in it.
 
 `python tests/bench/_minimal_worker.py SOCKET` serves `codeflux.v1.Worker/Execute` on a Unix socket
-the way the real worker does (the generated servicer, a synchronous `grpc.server` with a thread pool,
-one long-lived stream carrying one request at a time: `started`, then `result`), but each request only
+the way the real worker does (a synchronous `grpc.server` with a thread pool, one long-lived stream
+carrying one request at a time: `started`, then `result`), but each request only
 starts its `argv` with piped output in a new session and waits for it. No token, no validation, no
 executable pin, no environment screening, no process-group kill or sweep, no redaction: this is a
 benchmark instrument that measures what the transport and a piped spawn cost by themselves, never a
@@ -19,10 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from codeflux.api.v1 import worker_pb2, worker_pb2_grpc
+from codeflux.api.v1 import worker_pb2
+from codeflux.worker.rpc import WORKER_SERVICE
 
 
-class MinimalWorker(worker_pb2_grpc.WorkerServicer):
+class MinimalWorker:
     def Execute(
         self, requests: Iterator[worker_pb2.ExecuteRequest], context: grpc.ServicerContext
     ) -> Iterator[worker_pb2.ExecuteEvent]:
@@ -40,7 +41,11 @@ class MinimalWorker(worker_pb2_grpc.WorkerServicer):
 
 def main() -> int:
     server = grpc.server(ThreadPoolExecutor(max_workers=16))
-    worker_pb2_grpc.add_WorkerServicer_to_server(MinimalWorker(), server)  # type: ignore[no-untyped-call]
+    execute = grpc.stream_stream_rpc_method_handler(MinimalWorker().Execute,
+                                                   request_deserializer=worker_pb2.ExecuteRequest.FromString,
+                                                   response_serializer=worker_pb2.ExecuteEvent.SerializeToString)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(WORKER_SERVICE.full_name,
+                                                                          {"Execute": execute}),))
     server.add_insecure_port(f"unix:{sys.argv[1]}")
     server.start()
     print("ready", flush=True)

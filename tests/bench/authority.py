@@ -41,7 +41,6 @@ from pathlib import Path
 import apsw
 import grpc
 
-from codeflux.api.v1 import worker_pb2_grpc
 from codeflux.authority.classify import classify_tool_request
 from codeflux.authority.decide import DecisionOutcome, UserDecision
 from codeflux.coordinator.program_pins import resolve_executable_pin
@@ -57,6 +56,7 @@ from codeflux.store.connection import open_connection
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
 from codeflux.store.tasks import insert_task
+from codeflux.worker.rpc import WorkerStub
 
 CLASSIFICATIONS = int(os.environ.get("CODEFLUX_BENCH_CLASSIFICATIONS", "20000"))
 ROUND_TRIPS = int(os.environ.get("CODEFLUX_BENCH_ROUNDTRIPS", "200"))
@@ -135,7 +135,7 @@ class MinimalWorker:
             self.close()
             raise SystemExit("the minimal worker did not start")
         self._channel = grpc.insecure_channel(f"unix:{socket_path}")
-        self._stream = ExecuteStream(worker_pb2_grpc.WorkerStub(self._channel), ())
+        self._stream = ExecuteStream(WorkerStub(self._channel), ())
 
     def execute(self, execution: WorkerExecution) -> None:
         self._stream.send(encode_execution(execution, lease_token="unused"))

@@ -18,12 +18,13 @@ from typing import Any
 import grpc
 import pytest
 
-from codeflux.api.v1 import worker_pb2, worker_pb2_grpc
+from codeflux.api.v1 import worker_pb2
 from codeflux.coordinator.worker_launch import LaunchedWorker, has_exited, launch_worker, reap_worker
 from codeflux.coordinator.workers import WorkerHandle
 from codeflux.domain.errors import InvalidValueError, WorkerClosedError, WorkerStartError
 from codeflux.domain.execution import ExecutionState, FailureKind
 from codeflux.domain.ids import TaskId
+from codeflux.worker.rpc import WorkerStub
 from tests.fixtures.workers import (
     TASK,
     execute_on_one_stream,
@@ -61,9 +62,9 @@ def raw(task: TaskWorktree, tmp_path: Path) -> Iterator[LaunchedWorker]:
         assert wait_until_group_is_gone(launched.process.pid) == []
 
 
-def stub_for(launched: LaunchedWorker) -> tuple[worker_pb2_grpc.WorkerStub, grpc.Channel]:
+def stub_for(launched: LaunchedWorker) -> tuple[WorkerStub, grpc.Channel]:
     channel = grpc.insecure_channel(f"unix:{launched.socket_path}")
-    return worker_pb2_grpc.WorkerStub(channel), channel  # type: ignore[no-untyped-call]
+    return WorkerStub(channel), channel
 
 
 def wait_for_exit(process: subprocess.Popen[bytes], timeout_s: float) -> bool:

@@ -13,13 +13,14 @@ from pathlib import Path
 import grpc
 import pytest
 
-from codeflux.api.v1 import worker_pb2, worker_pb2_grpc
+from codeflux.api.v1 import worker_pb2
 from codeflux.coordinator import workers
 from codeflux.coordinator.worker_launch import LaunchedWorker, launch_worker, reap_worker
 from codeflux.coordinator.worker_streams import IDLE_STREAMS
 from codeflux.coordinator.worker_wire import encode_execution
 from codeflux.coordinator.workers import WorkerHandle
 from codeflux.domain.execution import ExecutionState, FailureKind
+from codeflux.worker.rpc import WorkerStub
 from codeflux.worker.server import LEASE_TOKEN_METADATA
 from tests.fixtures.workers import (
     TASK,
@@ -83,7 +84,7 @@ def test_a_request_without_the_lease_token_ends_the_stream_before_it_runs(raw: L
     good, bad = command(raw, ["touch", "first"]), command(raw, ["touch", "second"], token=presented)
     channel = grpc.insecure_channel(f"unix:{raw.socket_path}")
     with channel:
-        stub = worker_pb2_grpc.WorkerStub(channel)  # type: ignore[no-untyped-call]
+        stub = WorkerStub(channel)
         call = stub.Execute(iter([good, bad]), metadata=((LEASE_TOKEN_METADATA, raw.lease_token),), timeout=30)
         events = []
         with pytest.raises(grpc.RpcError) as refused:
@@ -98,7 +99,7 @@ def test_a_request_without_the_lease_token_ends_the_stream_before_it_runs(raw: L
 def test_a_stream_cancelled_mid_command_kills_the_command(raw: LaunchedWorker) -> None:
     channel = grpc.insecure_channel(f"unix:{raw.socket_path}")
     with channel:
-        stub = worker_pb2_grpc.WorkerStub(channel)  # type: ignore[no-untyped-call]
+        stub = WorkerStub(channel)
         requests = iter([command(raw, ["sleep", "300"])])
         call = stub.Execute(requests, metadata=((LEASE_TOKEN_METADATA, raw.lease_token),), timeout=60)
         started = next(call)
