@@ -30,6 +30,7 @@ from tests.fixtures.workers import (
     execute_on_one_stream,
     execution_of,
     pin_executable,
+    raw_worker,
     running_worker,
     wait_until_group_is_gone,
 )
@@ -52,14 +53,8 @@ def worker(task: TaskWorktree, tmp_path: Path) -> Iterator[WorkerHandle]:
 @pytest.fixture
 def raw(task: TaskWorktree, tmp_path: Path) -> Iterator[LaunchedWorker]:
     """A worker launched without a handle: no heartbeats, direct access to its socket and token."""
-    launched = launch_worker(task_id=TASK, worktree=task.worktree.resolve(), state_dir=tmp_path / "raw",
-                             lease_interval_s=10, startup_timeout_s=20, base_commit=None,
-                             base_environment=dict(os.environ))
-    try:
+    with raw_worker(task.worktree, tmp_path / "raw") as launched:
         yield launched
-    finally:
-        reap_worker(launched)
-        assert wait_until_group_is_gone(launched.process.pid) == []
 
 
 def stub_for(launched: LaunchedWorker) -> tuple[WorkerStub, grpc.Channel]:

@@ -15,7 +15,7 @@ import pytest
 
 from codeflux.api.v1 import worker_pb2
 from codeflux.coordinator import workers
-from codeflux.coordinator.worker_launch import LaunchedWorker, launch_worker, reap_worker
+from codeflux.coordinator.worker_launch import LaunchedWorker
 from codeflux.coordinator.worker_streams import IDLE_STREAMS
 from codeflux.coordinator.worker_wire import encode_execution
 from codeflux.coordinator.workers import WorkerHandle
@@ -27,6 +27,7 @@ from tests.fixtures.workers import (
     execute_on_one_stream,
     execution_of,
     live_processes_in_group,
+    raw_worker,
     running_worker,
     wait_until_group_is_gone,
 )
@@ -40,14 +41,8 @@ def task(tmp_path: Path) -> TaskWorktree:
 
 @pytest.fixture
 def raw(task: TaskWorktree, tmp_path: Path) -> Iterator[LaunchedWorker]:
-    launched = launch_worker(task_id=TASK, worktree=task.worktree.resolve(), state_dir=tmp_path / "raw",
-                             lease_interval_s=10, startup_timeout_s=20, base_commit=None,
-                             base_environment=dict(os.environ))
-    try:
+    with raw_worker(task.worktree, tmp_path / "raw") as launched:
         yield launched
-    finally:
-        reap_worker(launched)
-        assert wait_until_group_is_gone(launched.process.pid) == []
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.api.v1 import worker_pb2
-from codeflux.coordinator.worker_launch import LaunchedWorker, launch_worker, reap_worker
+from codeflux.coordinator.worker_launch import LaunchedWorker
 from codeflux.coordinator.worker_wire import encode_execution
 from codeflux.coordinator.workers import WorkerHandle, WorkerOutcome
 from codeflux.domain.execution import ExecutionLimits, ExecutionState, FailureKind
@@ -27,12 +27,11 @@ from codeflux.worker.tools.command import CommandPin
 from codeflux.worker.tools.context import ToolContext
 from codeflux.worker.tools.dispatch import execute_tool
 from tests.fixtures.workers import (
-    TASK,
     execute_on_one_stream,
     execution_of,
     live_processes_in_group,
+    raw_worker,
     running_worker,
-    wait_until_group_is_gone,
 )
 from tests.fixtures.worktrees import TaskWorktree, git, make_task_worktree
 
@@ -116,14 +115,8 @@ def test_the_lease_token_is_in_neither_the_worker_argv_nor_its_environment(raw: 
 
 @pytest.fixture
 def raw(task: TaskWorktree, tmp_path: Path) -> Iterator[LaunchedWorker]:
-    launched = launch_worker(task_id=TASK, worktree=task.worktree.resolve(), state_dir=tmp_path / "raw",
-                             lease_interval_s=10, startup_timeout_s=20, base_commit=None,
-                             base_environment=dict(os.environ))
-    try:
+    with raw_worker(task.worktree, tmp_path / "raw") as launched:
         yield launched
-    finally:
-        reap_worker(launched)
-        assert wait_until_group_is_gone(launched.process.pid) == []
 
 
 # ------------------------------------------------------------------------------------ process groups
