@@ -23,8 +23,9 @@ from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import bind_tool_request
 from codeflux.store.authority import ExecutionResultValues
 from codeflux.store.database import Database
-from codeflux.store.events import find_journal_gaps, read_events_after
-from codeflux.store.tasks import insert_task, require_task, task_session_id
+from codeflux.store.events import find_journal_gaps
+from codeflux.store.tasks import insert_task, require_task
+from tests.fixtures.journal import count, event_kinds
 
 PIN = ExecutablePin(path="/usr/bin/curl", sha256="d" * 64)
 CURL = ["curl", "https://example.com"]
@@ -47,16 +48,6 @@ def submit(service: AuthorityService, task_id: TaskId, tool: str, key: str, *, i
                                       idempotency_key=key), None
     return service.record_request_with_intent(operation=operation, classification=classification, source="test",
                                               idempotency_key=key, before_commit=before_commit)  # type: ignore[arg-type]
-
-
-def event_kinds(db: Database, task_id: TaskId) -> list[str]:
-    events = db.read(lambda view: read_events_after(view, session_id=task_session_id(task_id), after_sequence=0,
-                                                    limit=1000))
-    return [event.kind for event in events]
-
-
-def count(db: Database, table: str) -> int:
-    return int(db.read(lambda view: view.query_all(f"SELECT count(*) FROM {table}"))[0][0])  # noqa: S608
 
 
 def commits_during(db: Database, action: object) -> int:

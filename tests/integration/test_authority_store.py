@@ -27,9 +27,10 @@ from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import bind_tool_request
 from codeflux.store.authority import ExecutionResultValues
 from codeflux.store.database import Database, Transaction
-from codeflux.store.events import find_journal_gaps, read_events_after
+from codeflux.store.events import find_journal_gaps
 from codeflux.store.task_records import change_task_state
-from codeflux.store.tasks import insert_task, require_task, task_session_id
+from codeflux.store.tasks import insert_task, require_task
+from tests.fixtures.journal import count, event_kinds
 
 PIN = ExecutablePin(path="/usr/bin/true", sha256="c" * 64)
 
@@ -46,16 +47,6 @@ def submit(service: AuthorityService, task_id: TaskId, tool: str, key: str, **ra
     operation = describe_operation(request, task_id=task_id, executable=PIN if tool == "run_command" else None)
     return service.record_request(operation=operation, classification=classify_tool_request(request),
                                   source="test", idempotency_key=key)
-
-
-def event_kinds(db: Database, task_id: TaskId) -> list[str]:
-    events = db.read(lambda view: read_events_after(view, session_id=task_session_id(task_id), after_sequence=0,
-                                                    limit=1000))
-    return [event.kind for event in events]
-
-
-def count(db: Database, table: str) -> int:
-    return int(db.read(lambda view: view.query_all(f"SELECT count(*) FROM {table}"))[0][0])  # noqa: S608
 
 
 @pytest.fixture

@@ -12,22 +12,18 @@ from pathlib import Path
 import pytest
 
 from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
-from codeflux.coordinator.loop import LoopLimits
 from codeflux.coordinator.recovery import RecoveryService
 from codeflux.coordinator.review import ReviewService
-from codeflux.coordinator.runner import HeadlessPolicy, PreapprovedOperation, RunOutcomeKind, run_task
 from codeflux.coordinator.tasks import TaskService
 from codeflux.coordinator.tool_driver import ToolDriver
 from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.errors import StoreError
 from codeflux.domain.ids import TaskId
-from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.pipeline import StageOutcome
 from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.checkpoint_refs import read_private_ref
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.task_worktree import TaskWorktree
-from codeflux.pipeline.program import pytest_argv
 from codeflux.store import checkpoints as checkpoint_rows
 from codeflux.store.database import Database, Transaction
 from codeflux.store.location import DataLocation
@@ -35,7 +31,7 @@ from codeflux.store.recovery import latest_assessment
 from tests.fixtures.cli import run_codeflux
 from tests.fixtures.repos import BASE_FILES
 from tests.fixtures.reviews import a_running_task_with_worktree
-from tests.fixtures.task_runs import FIXED_CALC, Harness, done, implementing_turns, make_harness, scripted_gateway
+from tests.fixtures.task_runs import FIXED_CALC, Harness, make_harness, run_to_review
 from tests.fixtures.tasks import a_repository
 
 
@@ -47,17 +43,6 @@ def git(repo: Path, *args: str) -> str:
 def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
     with ToolDriver(db, state_dir=tmp_path / "state") as driver:
         yield make_harness(db, tmp_path, driver)
-
-
-def run_to_review(harness: Harness) -> TaskId:
-    task_id = harness.ready_task()
-    gateway, _ = scripted_gateway(harness.db, [*implementing_turns(), done()])
-    policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
-    outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
-                       repo_snapshot=harness.snapshot(), position=LadderPosition.start(), limits=LoopLimits(),
-                       headless_policy=policy)
-    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW, outcome.reason
-    return task_id
 
 
 def checkpoints(db: Database, task_id: TaskId) -> list[checkpoint_rows.CheckpointRow]:

@@ -42,10 +42,10 @@ from codeflux.providers.anthropic import AnthropicAdapter
 from codeflux.providers.transport import HttpPolicy, ProviderHttp
 from codeflux.redact import REDACTED, Redactor
 from codeflux.store.database import Database
-from codeflux.store.events import read_events_after
 from codeflux.store.location import DataLocation
 from codeflux.store.model_requests import model_request_by_key, read_model_request
-from codeflux.store.tasks import insert_task, require_task, task_session_id
+from codeflux.store.tasks import insert_task, require_task
+from tests.fixtures.journal import event_kinds
 from tests.fixtures.provider_servers import (
     ProviderServer,
     Reply,
@@ -96,12 +96,6 @@ def new_task(db: Database, tmp_path: Path, *, state: TaskState = TaskState.RUNNI
 
 def ledger(db: Database, task_id: TaskId) -> list[tuple[str, int | None]]:
     return [(entry.kind, entry.amount_minor) for entry in BudgetService(db).entries(task_id)]
-
-
-def event_kinds(db: Database, task_id: TaskId) -> list[str]:
-    events = db.read(lambda view: read_events_after(view, session_id=task_session_id(task_id), after_sequence=0,
-                                                    limit=1000))
-    return [event.kind for event in events]
 
 
 @pytest.fixture

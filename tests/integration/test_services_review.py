@@ -10,12 +10,8 @@ from pathlib import Path
 import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.coordinator.loop import LoopLimits
-from codeflux.coordinator.runner import HeadlessPolicy, PreapprovedOperation, RunOutcomeKind, run_task
 from codeflux.coordinator.tasks import TaskService
 from codeflux.coordinator.tool_driver import ToolDriver
-from codeflux.domain.ladder import LadderPosition
-from codeflux.pipeline.program import pytest_argv
 from codeflux.services import review
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import Code
@@ -24,7 +20,7 @@ from codeflux.store.location import DataLocation
 from tests.fixtures.repos import commit_all, git, write_files
 from tests.fixtures.reviews import Reviewable, a_task_awaiting_review
 from tests.fixtures.services import call, control, refusal, service_app
-from tests.fixtures.task_runs import Harness, done, implementing_turns, make_harness, scripted_gateway
+from tests.fixtures.task_runs import Harness, make_harness, run_to_review
 from tests.fixtures.tasks import a_repository
 
 FIX: dict[str, str | bytes] = {
@@ -56,13 +52,7 @@ def reviewable(db: Database, tmp_path: Path) -> Reviewable:
 def test_a_run_to_review_shows_its_diff_checks_evidence_and_all_stages_then_accept_lands_it(
     app: CoordinatorApp, harness: Harness
 ) -> None:
-    task_id = harness.ready_task()
-    gateway, _ = scripted_gateway(harness.db, [*implementing_turns(), done()])
-    policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
-    outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
-                       repo_snapshot=harness.snapshot(), position=LadderPosition.start(), limits=LoopLimits(),
-                       headless_policy=policy)
-    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW, outcome.reason
+    task_id = run_to_review(harness)
 
     shown = call(app, GET, pb.GetReviewRequest(task_id=task_id.value))
 

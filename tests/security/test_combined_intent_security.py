@@ -29,6 +29,7 @@ from codeflux.domain.tasks import TaskState
 from codeflux.store.database import Database
 from codeflux.store.task_records import change_task_state
 from codeflux.store.tasks import insert_task
+from tests.fixtures.journal import count
 from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.worktrees import make_task_worktree
 
@@ -56,10 +57,6 @@ def driver(db: Database, tmp_path: Path) -> Iterator[ToolDriver]:
 def marker_lines(worktree: Path) -> list[str]:
     marker = worktree / "marker.log"
     return marker.read_text().splitlines() if marker.exists() else []
-
-
-def count(db: Database, table: str) -> int:
-    return int(db.read(lambda view: view.query_all(f"SELECT count(*) FROM {table}"))[0][0])  # noqa: S608
 
 
 def commits_during(db: Database, action: Callable[[], object]) -> int:
