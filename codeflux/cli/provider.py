@@ -17,10 +17,10 @@ from codeflux.credentials import (
     MAX_KEY_LENGTH,
     Secret,
     delete_provider_key,
-    has_provider_key,
     load_provider_key,
     probe_credential_store,
     store_provider_key,
+    stored_provider_keys,
 )
 from codeflux.domain.errors import CredentialStoreUnavailableError, DatabaseMissingError, UsageError
 from codeflux.domain.providers import ProviderName
@@ -142,14 +142,14 @@ def _with_existing_store(ctx: CliContext, work: Callable[[Database], T], *, defa
 
 
 def _list(ctx: CliContext) -> int:
-    status = probe_credential_store(timeout_s=5.0)
+    keys = stored_provider_keys()
     references: set[str] = _with_existing_store(
         ctx, lambda db: {row.provider for row in list_provider_credential_references(db)}, default=set()
     )
     for provider in ProviderName:
-        stored = ("yes" if has_provider_key(provider) else "no") if status.usable else "unknown"
+        stored = ("yes" if provider in keys.stored else "no") if keys.known else "unknown"
         recorded = "yes" if provider.value in references else "no"
         ctx.say(f"{provider.value:<18} stored: {stored:<7} reference recorded: {recorded}")
-    if not status.usable:
-        ctx.say(f"provider: the OS credential store is not usable ({status.reason}); {status.fix}")
+    if not keys.known:
+        ctx.say(f"provider: {keys.unknown_because}")
     return 0

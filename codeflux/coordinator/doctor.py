@@ -25,7 +25,7 @@ from pathlib import Path
 import apsw
 
 from codeflux.coordinator.instance import running_coordinator
-from codeflux.credentials import has_provider_key, probe_credential_store
+from codeflux.credentials import probe_credential_store, stored_provider_keys
 from codeflux.domain.errors import CodefluxError, StoreCorruptError
 from codeflux.domain.providers import ProviderName
 from codeflux.domain.tasks import TaskState
@@ -233,15 +233,12 @@ def _check_credential_store() -> CheckResult:
 
 def _check_provider_credentials(location: DataLocation) -> CheckResult:
     title = "provider credentials"
-    stored = []
-    for name in ProviderName:
-        try:
-            if has_provider_key(name):
-                stored.append(name.value)
-        except CodefluxError:
-            return CheckResult(id="provider-credentials", title=title, status=CheckStatus.MISSING, required=False,
-                               summary="cannot be listed: the credential store is not usable",
-                               remediation="fix the OS credential store first (see above)")
+    keys = stored_provider_keys()
+    if not keys.known:
+        return CheckResult(id="provider-credentials", title=title, status=CheckStatus.MISSING, required=False,
+                           summary="cannot be listed: the credential store is not usable",
+                           remediation="fix the OS credential store first (see above)")
+    stored = [name.value for name in ProviderName if name in keys.stored]
     if not stored:
         return CheckResult(id="provider-credentials", title=title, status=CheckStatus.MISSING, required=False,
                            summary="no provider key stored (the scripted demo needs none)",

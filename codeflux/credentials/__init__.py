@@ -19,6 +19,7 @@ from codeflux.credentials.keystore import (
     probe_credential_store,
     store_provider_key,
 )
+from codeflux.credentials.listing import StoredProviderKeys, stored_provider_keys
 from codeflux.credentials.secret import REDACTED, Secret
 
 __all__ = [
@@ -27,9 +28,11 @@ __all__ = [
     "CredentialStoreState",
     "CredentialStoreStatus",
     "Secret",
+    "StoredProviderKeys",
     "delete_provider_key",
     "has_provider_key",
     "load_provider_key",
     "probe_credential_store",
     "store_provider_key",
+    "stored_provider_keys",
 ]

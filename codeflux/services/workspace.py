@@ -31,8 +31,8 @@ from google.protobuf.message import Message
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator import demo
 from codeflux.coordinator.tasks import TaskService
-from codeflux.credentials import has_provider_key, probe_credential_store
-from codeflux.domain.errors import CodefluxError, InvalidValueError, RepositoryNotUsableError
+from codeflux.credentials import StoredProviderKeys, stored_provider_keys
+from codeflux.domain.errors import InvalidValueError, RepositoryNotUsableError
 from codeflux.domain.providers import ProviderName
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.services.app import CoordinatorApp
@@ -59,39 +59,26 @@ _MAX_PATH: Final = 4096
 _SERVICE: Final = "WorkspaceService"
 
 
-def _stored_keys(timeout_s: float) -> tuple[dict[ProviderName, bool], str | None]:
-    """Whether each provider has a stored key, or ({}, why) when the credential store can't say."""
-    status = probe_credential_store(timeout_s=min(5.0, timeout_s))
-    if not status.usable:
-        return {}, f"unknown: the OS credential store is not usable ({status.reason}); {status.fix}"
-    stored: dict[ProviderName, bool] = {}
-    for provider in ProviderName:
-        try:
-            stored[provider] = has_provider_key(provider, timeout_s=min(3.0, timeout_s))
-        except CodefluxError:
-            return {}, "unknown: the OS credential store stopped answering"
-    return stored, None
-
-
 def provider_statuses(db: Database, *, timeout_s: float = CREDENTIAL_STATUS_TIMEOUT_S) -> list[pb.ProviderStatus]:
     """Each provider's credential status as ``codeflux provider list`` shows it (never a key), bounded in time."""
     references = {row.provider for row in list_provider_credential_references(db)}
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codeflux-credential-status")
     try:
-        stored, problem = pool.submit(_stored_keys, timeout_s).result(timeout=timeout_s)
+        keys = pool.submit(lambda: stored_provider_keys(timeout_s=min(5.0, timeout_s))).result(timeout=timeout_s)
     except concurrent.futures.TimeoutError:
-        stored, problem = {}, f"unknown: the OS credential store did not answer within {timeout_s:.0f} s"
+        keys = StoredProviderKeys(stored=frozenset(),
+                                  unknown_because=f"the OS credential store did not answer within {timeout_s:.0f} s")
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     statuses = []
     for provider in ProviderName:
-        recorded = provider.value in references
-        if problem is not None:
-            detail = problem
+        stored = provider in keys.stored
+        if not keys.known:
+            detail = f"unknown: {keys.unknown_because}"
         else:
-            detail = "a key is stored (not contacted)" if stored.get(provider) else "no key stored"
-        statuses.append(pb.ProviderStatus(name=provider.value, credential_stored=bool(stored.get(provider)),
-                                          reference_recorded=recorded, detail=detail))
+            detail = "a key is stored (not contacted)" if stored else "no key stored"
+        statuses.append(pb.ProviderStatus(name=provider.value, credential_stored=stored,
+                                          reference_recorded=provider.value in references, detail=detail))
     return statuses
 
 

@@ -112,3 +112,17 @@ def test_without_a_credential_store_set_exits_3_with_the_fix_and_changes_nothing
     assert run.err.count("\n") == 1
     assert not (tmp_path / "data").exists()
     assert KEY not in run.err
+
+
+def test_list_without_a_credential_store_says_unknown_never_no(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    listing = run_codeflux("provider", "list", data_dir=tmp_path / "data", env={"HOME": str(home)},
+                           drop_env=("DBUS_SESSION_BUS_ADDRESS",))
+    assert listing.code == 0, listing.err
+    lines = listing.out.splitlines()
+    rows = [line for line in lines if "stored:" in line]
+    assert len(rows) == 3
+    assert all("stored: unknown" in row for row in rows), rows
+    assert lines[-1].startswith("provider: the OS credential store is not usable (")
+    assert "dbus-run-session" in lines[-1]
