@@ -66,6 +66,17 @@ def _all_option_strings(parser: argparse.ArgumentParser) -> list[str]:
     return sorted(set(found))
 
 
+def _options_for(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """The long options ``argv`` may use: the global ones and those of the command it names (with its
+    verbs), not every command's — ``start --port`` must not be taken for another command's ``--port``."""
+    options = {o for action in parser._actions for o in action.option_strings if o.startswith("--")}
+    word = _command_word(argv)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and word in action.choices:
+            options.update(_all_option_strings(action.choices[word]))
+    return sorted(options)
+
+
 def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     marker = "unrecognized arguments: "
     if marker in message:
@@ -79,7 +90,7 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
                 continue
             flag = token.split("=", 1)[0]
             flags.append(flag)
-            close = difflib.get_close_matches(flag, candidates, n=1, cutoff=0.6)
+            close = difflib.get_close_matches(flag, [c for c in candidates if c != flag], n=1, cutoff=0.6)
             if close:
                 hints.append(f"did you mean {close[0]}?")
         parts = [f"unrecognized arguments: {' '.join(flags)}" if flags else "unexpected arguments"]
@@ -124,7 +135,7 @@ def build_parser(commands: Sequence[ModuleType] | None = None) -> CliParser:
 
 def _check_flags(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
     """Refuse a misspelled flag with a did-you-mean before argparse complains about required ones."""
-    known = _all_option_strings(parser)
+    known = _options_for(parser, argv)
     for word in argv:
         if word == "--":
             return

@@ -62,3 +62,13 @@ def test_version_names_schema_sqlite_and_libgit2() -> None:
     assert run.code == 0
     for label in ("codeflux:", f"schema-version: {supported_schema_version()}", "sqlite:", "apsw:", "libgit2"):
         assert label in run.out
+
+
+def test_an_option_of_another_command_is_unknown_here_and_never_suggested_as_itself(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["start", "--port", "47399"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown option --port" in err
+    assert "did you mean --port" not in err
+    assert "47399" not in err
