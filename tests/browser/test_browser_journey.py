@@ -5,6 +5,8 @@ is on the branch (checked with the git CLI). And a deny, seen in the UI."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from playwright.sync_api import expect
 
@@ -16,6 +18,7 @@ from tests.fixtures.browser import (
     demo_task_to_plan,
     git,
     task_state,
+    watched_page,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -92,3 +95,19 @@ def test_a_deny_blocks_the_capability_and_the_ui_says_so(app: AppPage) -> None:
     assert request_id
     assert all(request_id not in (intended.nth(i).inner_text()) for i in range(intended.count()))
     assert app.foreign_requests == []
+
+
+def test_first_run_says_unknown_not_no_key_when_the_credential_store_cannot_answer(
+    chromium: Any, served_coordinator: tuple[Any, Any], request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)  # the in-process coordinator's store: unusable
+    server, _ = served_coordinator
+    with watched_page(chromium, server.launch_url(), request) as app:
+        expect(app.testid("first-run")).to_be_visible(timeout=MS)
+        rows = app.testid("provider-status").locator("li")
+        expect(rows).to_have_count(3, timeout=MS)
+        for index in range(3):
+            text = rows.nth(index).inner_text()
+            assert "unknown: the OS credential store" in text, text
+            assert "no key stored" not in text, text

@@ -3,11 +3,13 @@
 import { badge, el, facts, mutatingButton, section, textList } from "./dom.js";
 import { money } from "./format.js";
 
+// The coordinator's own words for each provider (``detail``): "a key is stored", "no key stored", or
+// "unknown: <why>" when the OS credential store cannot say — never turned into "no key" here.
 export function providerList(providers, testid) {
   return el("ul", { class: "plain", testid }, (providers || []).map((p) => el("li", { dataset: { provider: p.name } },
     el("strong", { text: p.name }), " — ",
-    p.credentialStored ? "key stored in the OS credential store" : "no key stored",
-    p.referenceRecorded ? ", reference recorded" : "", p.detail ? ` (${p.detail})` : "")));
+    p.detail || (p.credentialStored ? "a key is stored" : "no key stored"),
+    p.referenceRecorded ? "; reference recorded" : "")));
 }
 
 export function settingsView(app, settings) {
