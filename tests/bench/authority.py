@@ -18,7 +18,7 @@ Run with `cmd/codeflux-dev bench authority`. Prints:
   `synchronous=FULL`).
 * the floor of this design with none of the product's work: the same `Execute` stream pattern (one
   long-lived stream, request → `started` → `result`, through `ExecuteStream`) to
-  `tests/bench/_minimal_worker.py`, a separate process serving the generated servicer with a
+  `tests/bench/_minimal_worker.py`, a separate process serving the worker service's `Execute` with a
   synchronous `grpc.server` whose `Execute` only starts the pinned `true` with piped output and waits
   (no token, validation, pin check, screening, group kill, sweep or redaction); and that floor plus the
   two bare durable commits, as a ratio to the bare spawn — what any implementation of this round trip
