@@ -14,14 +14,19 @@ classification"); in short:
   ``nice``, ``nohup``, ``xargs``, ``sudo`` …), absolute executable paths, shells with ``-c`` (whose
   strings are lexed; every command in a compound string counts) and interpreters with inline code.
   Known programs add what they do (``curl`` → ``network:host``, ``pip install`` → ``network`` +
-  ``install``, ``rm -rf`` → ``destructive`` …). Unknown programs need ``process`` only.
+  ``install``, ``rm -rf`` → ``destructive`` …), and so do the programs their options name
+  (``zip -TT``, ``man -P``, ``git -c diff.external=``, ``git grep -O``). A shell redirection to
+  ``/dev/tcp/HOST/PORT`` needs ``network:HOST``. Unknown programs need ``process``, plus unscoped
+  ``network`` when an argument names a destination (a URL, ``HOST:PORT``), plus what an argument that
+  names a known program would run (``rlwrap curl URL``).
 * Options are read in every spelling the program accepts — clustered (``-Rns``), with an attached
   value (``-Icmd``), abbreviated (``--use-compress=cmd``), after operands where the program reads
   them there (``sed f -e …``, ``ssh host -o …``) — since a spelling the reader misses is a side door.
   A program name is folded to another (an alias) only when the two read their argv alike.
 * What cannot be read — an unparseable shell string, a program name decided at run time
   (``$X``, a substitution, a glob), a program that reads its script from stdin, nesting deeper than
-  :data:`MAX_NESTING` — needs *every* non-automatic capability, so any denial blocks it.
+  :data:`MAX_NESTING`, code given to a tool that runs it unread (``sqlite3 .shell``, ``make --eval``,
+  ``git -c include.path=``) — needs *every* non-automatic capability, so any denial blocks it.
 
 Classification only ever adds needs: no argument text ("approved", "read-only", a purpose) can remove
 one, and wrappers never hide the wrapped command.
@@ -31,11 +36,13 @@ The package, by job (only the names below are public; the modules are private to
 * ``classification`` — the result types; ``request`` — :func:`classify_tool_request`, the entry point;
   ``findings`` — the accumulator every reader adds needs and reasons to.
 * ``paths`` — path findings (file tools, ``apply_patch`` diffs, path-like command arguments);
-  ``hosts`` — network destinations in URLs and host words.
+  ``hosts`` — network destinations in URLs, host words and the shell's ``/dev/tcp`` paths.
 * ``shell`` — the ``sh -c`` lexer and compound detection; ``options`` — option grammars;
   ``commands`` — reading one argv or shell string against the program table, nesting, assignments.
 * ``programs`` — the program table, built from the families: ``wrappers`` (look-through),
-  ``network``, ``git``, ``forges`` (gh, glab, hub), ``packages``, ``interpreters``, ``archives`` (tar).
+  ``launchers`` (setpriv, prlimit, fakeroot, capsh … read through the same way), ``network``, ``git``,
+  ``forges`` (gh, glab, hub), ``packages`` (and make), ``interpreters``, ``archives`` (tar, zip),
+  ``sidedoors`` (sqlite3, man); ``unknown`` reads the programs the table does not name.
 
 May import: codeflux.domain and codeflux.store (and the standard library).
 """

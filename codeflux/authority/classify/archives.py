@@ -1,4 +1,4 @@
-"""tar: the programs its options run, and archives on other hosts.
+"""tar and zip: the programs their options run, and archives on other hosts.
 
 ``-I``/``--use-compress-program``, ``-F``/``--info-script``, ``--new-volume-script``,
 ``--to-command``, ``--rsh-command`` and ``--checkpoint-action=exec=`` name shell strings tar runs; they
@@ -7,6 +7,9 @@ are read in every spelling tar accepts — attached (``-Icmd``), inside a cluste
 letters of a dashless first argument take the following arguments in turn (``tar cIf cmd a.tar``).
 An archive named ``[user@]host:path`` (a colon with no slash before it) lives on another host, reached
 through rsh/ssh: ``network`` (unless ``--force-local``).
+
+``zip -TT CMD`` / ``--unzip-command CMD`` names the command zip runs (through the shell) to test the
+archive: read as a shell string, in a cluster (``-rTTcmd``), attached, with ``=`` or as the next argument.
 """
 
 from __future__ import annotations
@@ -54,5 +57,17 @@ def _tar(command: Command, out: Findings) -> None:
                         [normalize_host(host.rsplit("@", 1)[-1], bare_names=True)])
 
 
-ARCHIVE_PROGRAMS: Final[Mapping[str, Handler]] = {"tar": _tar}
+def _zip(command: Command, out: Findings) -> None:
+    args = command.args
+    commands = option_values(args, long=("--unzip-command",))
+    for index, arg in enumerate(args):
+        position = arg.find("TT", 1) if arg.startswith("-") and not arg.startswith("--") else -1
+        if position > 0:
+            attached = arg[position + 2 :].removeprefix("=")
+            commands.append(attached or (args[index + 1] if index + 1 < len(args) else ""))
+    for test_command in commands:
+        run_script(test_command, command, out)
+
+
+ARCHIVE_PROGRAMS: Final[Mapping[str, Handler]] = {"tar": _tar, "zip": _zip}
 """Archivers whose options run programs or reach other hosts, by name."""

@@ -7,6 +7,10 @@ a shell string. Handlers reach nested commands through :func:`run_inner` and :fu
 level deeper each time; past :data:`MAX_NESTING` the command is unknowable. The program table is handed
 in (and carried on each :class:`Command`), so this module does not import the handlers that call it.
 
+A program the table does not name is handed to the table's :data:`UNKNOWN_PROGRAM` entry. A shell
+redirection target is judged like a path argument and, since bash opens ``/dev/tcp/HOST/PORT`` as a
+socket, as a possible network destination.
+
 ``NAME=value`` assignments are read here too: a variable that makes programs load code adds
 ``privileged``, a secret-looking one ``credential``, a proxy ``network``.
 """
@@ -19,12 +23,13 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from codeflux.authority.classify.findings import Findings, shown
-from codeflux.authority.classify.hosts import host_of
+from codeflux.authority.classify.hosts import host_of, network_device
 from codeflux.authority.classify.options import table_words
 from codeflux.authority.classify.paths import classify_command_path, is_git_component
 from codeflux.authority.classify.shell import (
     ASSIGNMENT,
     DYNAMIC_MARK,
+    HERE_DOCUMENTS,
     NOT_A_COMMAND,
     RESERVED_PREFIXES,
     split_shell,
@@ -50,6 +55,18 @@ class Command:
 
 Handler = Callable[[Command, Findings], None]
 """A program's entry in the table: it adds what one invocation of the program needs."""
+
+UNKNOWN_PROGRAM: Final = "*"
+"""The table entry read for every program the table does not name. No program has this name: a ``*``
+in argv[0] makes the name one decided at run time, which is unknowable before any lookup."""
+
+
+def is_table_program(word: str, programs: Mapping[str, Handler]) -> bool:
+    """Whether ``word`` (a bare name or an absolute path) names a program in the table."""
+    if not word or word.startswith("-") or ("/" in word and not word.startswith("/")):
+        return False
+    name = _program_name(word)
+    return name != UNKNOWN_PROGRAM and name in programs
 
 _VERSIONED: Final = re.compile(r"(python|pypy|pip|perl|ruby|php|node|lua|luajit|tclsh|wish|pwsh)[0-9.]*")
 _DYNAMIC_NAME: Final = re.compile(r"[$`*?\[{]")
@@ -93,8 +110,12 @@ def classify_argv(argv: Sequence[str], out: Findings, *, depth: int, programs: M
     handler = programs.get(program)
     if handler is not None:
         handler(command, out)
-    elif program.startswith("mkfs"):
+        return
+    if program.startswith("mkfs"):
         out.add(_C.DESTRUCTIVE, f"{program} formats a file system")
+    unknown = programs.get(UNKNOWN_PROGRAM)
+    if unknown is not None:
+        unknown(command, out)
 
 
 def run_inner(argv: Sequence[str], command: Command, out: Findings) -> None:
@@ -128,8 +149,12 @@ def classify_script(script: str, out: Findings, *, depth: int, programs: Mapping
             for script_text in inner:
                 out.compound = True
                 classify_script(script_text, out, depth=depth + 1, programs=programs)
-        for target in command.targets:
+        for target, redirection in zip(command.targets, command.redirections, strict=True):
             classify_command_path(target, out)
+            opens_socket, host = network_device(target)
+            if opens_socket and redirection not in HERE_DOCUMENTS:
+                out.network(f"redirection to {shown(target)} may open a network socket (/dev/tcp, /dev/udp)",
+                            [host])
         _classify_shell_command(command.words, out, depth=depth, programs=programs)
 
 
@@ -158,7 +183,7 @@ _CODE_LOADING_VARIABLES: Final = frozenset(
     GIT_SSH GIT_SSH_COMMAND GIT_EXTERNAL_DIFF GIT_PAGER PAGER MANPAGER EDITOR VISUAL GIT_EDITOR
     GIT_SEQUENCE_EDITOR GIT_ASKPASS SSH_ASKPASS GIT_PROXY_COMMAND GIT_EXEC_PATH GIT_TEMPLATE_DIR
     GIT_CONFIG GIT_CONFIG_GLOBAL GIT_CONFIG_SYSTEM GIT_CONFIG_COUNT GIT_CONFIG_PARAMETERS GIT_DIR
-    GIT_WORK_TREE GIT_COMMON_DIR LESSOPEN LESSCLOSE BROWSER"""
+    GIT_WORK_TREE GIT_COMMON_DIR GIT_ALLOW_PROTOCOL LESSOPEN LESSCLOSE BROWSER"""
     )
 )
 _CODE_LOADING_PREFIXES: Final = ("LD_", "DYLD_", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")

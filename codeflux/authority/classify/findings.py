@@ -28,6 +28,7 @@ class Findings:
 
     reasons: dict[CapabilityNeed, list[str]] = field(default_factory=dict)
     compound: bool = False
+    guesses: int = 0  # words read on a guess (inside programs codeflux does not know); their reader bounds it
 
     def add(self, capability: Capability, reason: str, resource: str | None = None) -> None:
         listed = self.reasons.setdefault(CapabilityNeed(capability=capability, resource=resource), [])

@@ -3,8 +3,16 @@
 git subcommands that talk to a remote add ``network`` (scoped to the remote's host when the argv names
 it); ``push`` adds ``external-communication``, and forced or deleting pushes ``destructive``. Commands
 that change refs, objects or config shared with the user's repository add ``outside-write``; those that
-discard work add ``destructive``; config that makes git run programs adds ``privileged``, and the
-programs named by ``-c``, ``rebase --exec``, ``submodule foreach`` … are read as commands.
+discard work add ``destructive``; config that makes git run programs adds ``privileged``.
+
+Settings given in the argv (``-c``, ``clone -c``, ``git config KEY VALUE``) are read for what they make
+git do: a program setting (``core.sshCommand``, ``diff.external``, ``gpg.program``, ``credential.helper``,
+``*.textconv``, ``filter.*``, ``merge.*.driver``, ``pager.*`` …) is read as the shell string git runs, a
+proxy (``http.proxy``, ``remote.*.proxy``) or a rewritten remote (``url.*.insteadOf``, ``remote.*.url``)
+adds ``network``, and settings that load hooks or configuration or allow ``ext::`` remotes
+(``core.hooksPath``, ``include.path``, ``protocol.ext.allow``) make the request unknowable, as does a
+program setting whose value ``--config-env`` takes from the environment. The programs named by
+``rebase --exec``, ``submodule foreach``, ``grep -O``, ``fetch --upload-pack`` … are read as commands.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from codeflux.authority.classify.findings import Findings
 from codeflux.authority.classify.hosts import (
     LOCAL_SCHEMES,
     REMOTE_SPEC,
+    host_of,
     normalize_host,
     url_destinations,
     url_host,
@@ -63,10 +72,58 @@ _HARMLESS_GIT_CONFIG: Final = re.compile(
     r"(?i)(color|advice|user|log|format|column|i18n|init|blame|status|grep|commit|tag|branch|pull|rebase)\.[a-z]+|"
     r"core\.(quotepath|autocrlf|abbrev|safecrlf|ignorecase|filemode|longpaths)"
 )
-_GIT_PROGRAM_CONFIG: Final = re.compile(
+_GIT_PROGRAM_SETTING: Final = re.compile(
     r"(?i)core\.(fsmonitor|sshcommand|pager|editor|askpass|gitproxy)|alias\..*|sequence\.editor|.*\.command|"
-    r"diff\..*\.(textconv|command)|filter\..*\.(clean|smudge|process)|merge\..*\.driver|credential\.helper"
+    r"diff\.external|diff\..*\.textconv|filter\..*\.(clean|smudge|process)|merge\..*\.driver|"
+    r"(difftool|mergetool)\..*\.cmd|credential\.helper|credential\..*\.helper|gpg\.program|gpg\..*\.program|"
+    r"gpg\.ssh\.defaultkeycommand|pager\..*|uploadpack\.packobjectshook|sendemail\.(sendmailcmd|tocmd|cccmd|headercmd)|"
+    r"imap\.tunnel|browser\..*\.(cmd|path)|web\.browser|man\.viewer|man\..*\.(cmd|path)|instaweb\.httpd|"
+    r"remote\..*\.(uploadpack|receivepack)"
 )
+"""Settings whose value is a command git runs (through the shell)."""
+_GIT_PROXY_SETTING: Final = re.compile(r"(?i)https?\.proxy|http\..*\.proxy|remote\..*\.proxy")
+_GIT_DESTINATION_SETTING: Final = re.compile(r"(?i)url\..*\.(insteadof|pushinsteadof)|remote\..*\.(url|pushurl)")
+_GIT_LOADING_SETTING: Final = re.compile(
+    r"(?i)include\.path|includeif\..*\.path|core\.hookspath|protocol\.allow|protocol\.ext\.allow|init\.templatedir"
+)
+"""Settings that make git load hooks or configuration from elsewhere, or allow ``ext::`` remotes (which run a
+command); ``protocol.file.allow`` and the like only widen where git may fetch from."""
+_DISABLING_VALUES: Final = frozenset({"", "/dev/null", "never"})
+
+
+def _read_git_setting(key: str, value: str | None, command: Command, out: Findings, *, loads: bool = True) -> None:
+    """What one setting given in the argv makes git do; ``value`` is None when it comes from the environment.
+
+    ``loads=False`` leaves out the settings that load hooks or configuration (``git config`` writing them
+    already needs ``privileged`` + ``outside-write``, and runs nothing itself).
+    """
+    if _GIT_PROGRAM_SETTING.fullmatch(key):
+        if value is None:
+            out.unknowable(f"git setting {key} names a program codeflux cannot see (--config-env)")
+        elif value:
+            run_script(_setting_command(key.lower(), value), command, out)
+    elif _GIT_PROXY_SETTING.fullmatch(key):
+        if value != "":
+            out.network(f"git setting {key} routes traffic through a proxy",
+                        [host_of(value, bare_names=True) if value else None])
+    elif _GIT_DESTINATION_SETTING.fullmatch(key):
+        destination = key[len("url.") : key.rindex(".")] if key.lower().startswith("url.") else value
+        host, networked = _git_remote_destination(destination)
+        if networked:
+            out.network(f"git setting {key} points git at another remote", [host])
+    elif loads and _GIT_LOADING_SETTING.fullmatch(key) and value not in _DISABLING_VALUES:
+        out.unknowable(f"git setting {key} makes git load hooks, configuration or transports codeflux does not read")
+
+
+def _setting_command(key: str, value: str) -> str:
+    """The shell string a program setting runs: ``!`` aliases and helpers are shell, others git commands."""
+    if value.startswith("!"):
+        return value[1:]
+    if key.startswith("alias."):
+        return f"git {value}"
+    if key.startswith("credential.") and not value.startswith("/"):
+        return f"git credential-{value}"
+    return value
 
 
 _GitHandler = Callable[[str, tuple[str, ...], Command, Findings], None]
@@ -99,9 +156,10 @@ def _git(command: Command, out: Findings) -> None:
     if risky or parsed.has("--config-env") or any(name == "--exec-path" and value for name, value in parsed.options):
         out.add(_C.PRIVILEGED, "git -c/--config-env/--exec-path can make git run programs or redirect traffic")
     for setting in parsed.values("-c"):
-        key, _, value = setting.partition("=")
-        if _GIT_PROGRAM_CONFIG.fullmatch(key) and value:
-            run_script(value.removeprefix("!"), command, out)
+        key, assigned, value = setting.partition("=")
+        _read_git_setting(key, value if assigned else "true", command, out)
+    for setting in parsed.values("--config-env"):
+        _read_git_setting(setting.partition("=")[0], None, command, out)
     if not parsed.operands:
         return
     sub, args = parsed.operands[0], parsed.operands[1:]
@@ -123,6 +181,16 @@ def _git_network(sub: str, args: tuple[str, ...], command: Command, out: Finding
     extra = url_destinations(urls_in(operands[1:]), out) if sub == "clone" else []
     if networked:
         out.network(f"git {sub} talks to a remote repository", [host, *extra])
+    if any(operand.lower().startswith(("ext::", "fd::")) for operand in operands):
+        out.unknowable(f"git {sub} is given an ext:: or fd:: remote, which runs a command or uses a descriptor")
+    programs = parsed.values("--upload-pack", "--receive-pack", "--exec")
+    if sub == "clone":
+        programs += option_values(args, short="u", value_letters="objc")
+    for program in programs:
+        run_script(program, command, out)
+    for setting in parsed.values("-c", "--config"):
+        key, _, value = setting.partition("=")
+        _read_git_setting(key, value, command, out)
     runs_program = parsed.has("--upload-pack", "--receive-pack", "--exec", "--template", "-c", "--config")
     if runs_program or (sub == "clone" and parsed.has("-u")):
         out.add(_C.PRIVILEGED, f"git {sub} is told to run a program or apply config")
@@ -187,8 +255,11 @@ def _git_config(sub: str, args: tuple[str, ...], command: Command, out: Findings
     if reading & set(args):
         return
     out.add(_C.OUTSIDE_WRITE, "git config writes configuration shared with the user's repository")
-    if any(_GIT_CODE_CONFIG.fullmatch(key) for key in keys):
+    if any(pattern.fullmatch(key) for key in keys for pattern in _RUNNING_CONFIG):
         out.add(_C.PRIVILEGED, "git config sets a key that makes git run programs or redirect traffic")
+    for index, key in enumerate(args[:-1]):
+        if "." in key and not key.startswith("-"):
+            _read_git_setting(key, args[index + 1], command, out, loads=False)
 
 
 _GIT_REMOTE_ADD: Final = option_grammar(short_values="tm", long_values="--track --master", stop_at_operand=False)
@@ -254,6 +325,29 @@ def _git_bisect(sub: str, args: tuple[str, ...], command: Command, out: Findings
         run_inner(args[1:], command, out)
 
 
+_GIT_GREP_VALUE_LETTERS: Final = "efABCm"  # short options that take a value (-O takes one only attached)
+
+
+def _git_grep(sub: str, args: tuple[str, ...], command: Command, out: Findings) -> None:
+    """``-O[PAGER]``/``--open-files-in-pager[=PAGER]`` runs the pager on the matching files."""
+    pagers: list[str] = []
+    for arg in args:
+        if arg.startswith("--"):
+            name, _, value = arg.partition("=")
+            if len(name) > len("--o") and "--open-files-in-pager".startswith(name):
+                pagers.append(value)
+        elif arg.startswith("-"):
+            letters = arg[1:]
+            position = next((i for i, letter in enumerate(letters) if letter in "O" + _GIT_GREP_VALUE_LETTERS), None)
+            if position is not None and letters[position] == "O":
+                pagers.append(letters[position + 1 :])
+    for pager in pagers:
+        if pager:
+            run_script(pager, command, out)
+        else:
+            out.unknowable("git grep -O runs the configured pager, which codeflux does not read")
+
+
 def _git_hook(sub: str, args: tuple[str, ...], command: Command, out: Findings) -> None:
     out.add(_C.PRIVILEGED, "git hook runs repository hooks")
 
@@ -268,6 +362,8 @@ def _git_filter(sub: str, args: tuple[str, ...], command: Command, out: Findings
     out.add(_C.OUTSIDE_WRITE, f"git {sub} rewrites refs shared with the user's repository")
     out.unknowable(f"git {sub} runs shell snippets codeflux does not read")
 
+
+_RUNNING_CONFIG: Final = (_GIT_CODE_CONFIG, _GIT_PROGRAM_SETTING, _GIT_LOADING_SETTING)
 
 _GIT_SUBCOMMANDS: Final[Mapping[str, _GitHandler]] = {
     "reset": _git_destructive_when(frozenset({"--hard", "--merge", "--keep"}), "discards uncommitted work"),
@@ -285,6 +381,7 @@ _GIT_SUBCOMMANDS: Final[Mapping[str, _GitHandler]] = {
     "mergetool": _git_exec_option("", "--tool-cmd"),
     "bisect": _git_bisect,
     "hook": _git_hook,
+    "grep": _git_grep,
     "archive": _git_archive,
     "filter-branch": _git_filter,
     "filter-repo": _git_filter,

@@ -2,8 +2,11 @@
 
 Inline code (``python -c``, ``node -e`` …) may do anything: it needs ``process``, ``network`` and
 ``outside-write``, plus whatever its text hints at (secrets, deletion, installs, messages; running other
-programs or generated code makes it unknowable). ``python -m pip`` is read as pip; a script file is
-repository code (``process``); a program read from stdin is unknowable.
+programs or generated code makes it unknowable). ``python -m pip`` is read as pip, network modules
+(``http.server``, ``telnetlib``, ``poplib``, ``imaplib``, ``smtplib`` …) need ``network``, ``timeit``'s
+statements are inline code, and the profilers and debuggers (``cProfile``, ``trace``, ``pdb``) are read
+through to the module or script they run. A script file is repository code (``process``; ``network`` too
+when an argument names a destination); a program read from stdin is unknowable.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from typing import Final
 
 from codeflux.authority.classify.commands import Command, Handler, run_inner
 from codeflux.authority.classify.findings import UNKNOWABLE, Findings, shown
-from codeflux.authority.classify.hosts import host_of, url_destinations, urls_in
-from codeflux.authority.classify.options import Grammar, option_grammar, parse_options
+from codeflux.authority.classify.hosts import host_of, names_a_destination, url_destinations, urls_in
+from codeflux.authority.classify.options import Grammar, option_grammar, parse_options, table_words
 from codeflux.domain.capabilities import Capability
 
 _C = Capability
@@ -81,22 +84,54 @@ def _interpreter(spec: _Interpreter) -> Handler:
     return handle
 
 
+_NETWORK_MODULES: Final = frozenset(
+    table_words("http urllib urllib2 requests httpx aiohttp ftplib smtplib smtpd aiosmtpd poplib imaplib nntplib "
+                "telnetlib xmlrpc webbrowser wsgiref socketserver SimpleHTTPServer CGIHTTPServer pydoc uvicorn "
+                "gunicorn hypercorn daphne")
+)
+_PROFILERS: Final = frozenset({"cProfile", "profile", "trace", "pdb"})  # they run a script or `-m MODULE`
+_STDIN_MODULES: Final = frozenset({"code", "asyncio"})  # interactive consoles
+
+
 def _classify_module(command: Command, module: str, rest: list[str], out: Findings) -> None:
     top = module.split(".", maxsplit=1)[0]
     if top in _PYTHON_MODULES:
         run_inner([_PYTHON_MODULES[top], *rest], command, out)
-    elif module in {"http.server", "SimpleHTTPServer", "smtpd", "aiosmtpd", "ftplib", "pydoc"} or top in {
-        "http", "urllib", "requests", "httpx", "ftplib", "smtplib", "xmlrpc", "webbrowser"
-    }:
+    elif top in _NETWORK_MODULES:
         out.network(f"{command.program} -m {module} uses the network", [None])
     elif top in {"ensurepip", "venv", "virtualenv", "build"}:
         out.add(_C.INSTALL, f"{command.program} -m {module} creates or installs into an environment")
         if top in {"ensurepip", "build", "virtualenv"}:
             out.network(f"{command.program} -m {module} may download packages", [None])
+    elif module == "timeit":  # its operands (and -s setup) are Python statements
+        classify_inline_code(f"{command.program} -m timeit", " ".join(rest), out)
+    elif module in _PROFILERS:
+        _classify_profiled(command, module, rest, out)
+    elif module in _STDIN_MODULES:
+        out.unknowable(f"{command.program} -m {module} reads code from stdin, which codeflux cannot see")
+    elif any(names_a_destination(arg) for arg in rest):
+        out.network(f"{command.program} -m {module} is given a network destination", [None])
+
+
+def _classify_profiled(command: Command, module: str, rest: list[str], out: Findings) -> None:
+    """``python -m cProfile|profile|trace|pdb [options] (-m MODULE | SCRIPT) ARGS``; ``pdb -c`` runs commands."""
+    for index, arg in enumerate(rest):
+        if arg in {"-m", "--module"} and index + 1 < len(rest):
+            _classify_module(command, rest[index + 1], rest[index + 2 :], out)
+            return
+        if module == "pdb" and arg in {"-c", "--command"} and index + 1 < len(rest):
+            classify_inline_code(f"{command.program} -m pdb", rest[index + 1], out)
+    scripts = [arg for arg in rest if not arg.startswith("-")]
+    if scripts:
+        _classify_script_file(command, scripts[0], rest[rest.index(scripts[0]) + 1 :], out)
 
 
 def _classify_script_file(command: Command, script: str, rest: list[str], out: Findings) -> None:
     out.add(_C.PROCESS, f"{command.program} runs the script {shown(script)} (repository code)")
+    destinations = [arg for arg in rest if names_a_destination(arg)]
+    if destinations:
+        out.network(f"{command.program} {shown(script)} is given the network destination {shown(destinations[0])}",
+                    [None])
     if script.rsplit("/", 1)[-1] == "setup.py" and command.program == "python":
         words = set(rest)
         if words & {"install", "develop", "easy_install", "bdist_egg"}:
@@ -107,7 +142,7 @@ def _classify_script_file(command: Command, script: str, rest: list[str], out: F
 
 
 _PYTHON: Final = _Interpreter(
-    grammar=option_grammar("bBdEhiIOPqsSuvVxR", "cmWX", long_values="--check-hash-based-pycs"),
+    grammar=option_grammar("bBdEhiIOPqsSuvVxR", "cmWX", long_values="--check-hash-based-pycs", stop_after="-c -m"),
     inline=frozenset({"-c"}),
     module=frozenset({"-m"}),
 )

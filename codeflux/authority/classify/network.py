@@ -225,14 +225,23 @@ def _cloud_cli(command: Command, out: Findings) -> None:
 
 _NETWORK_CLIENTS: Final = (
     "nc socat telnet ftp tftp lftp mosh ping ping6 dig nslookup host whois traceroute tracepath mtr nmap "
-    "ssh-keyscan websocat grpcurl aria2c ngrok open xdg-open sensible-browser w3m lynx links elinks"
-)
+    "ssh-keyscan websocat grpcurl aria2c ngrok open xdg-open sensible-browser w3m lynx links elinks "
+    "ftpget ftpput ssl_client httpd ftpd pscan rdate arping ether-wake ntpd sntp ntpdate nbd-client udhcpc "
+    "udhcpd dhcprelay lpr lpq ztcp"
+)  # the second half: busybox applets (also run as `busybox APPLET`) and zsh's ztcp
+_NETWORK_SERVERS: Final = "tcpsvd udpsvd inetd telnetd"  # they run programs fed by the network
+
+
+def _network_server(command: Command, out: Findings) -> None:
+    out.network(f"{command.program} serves network connections", [None])
+    out.unknowable(f"{command.program} runs programs fed by the network")
 _CLOUD_CLIS: Final = "aws gcloud gsutil az doctl flyctl fly heroku vercel netlify firebase terraform pulumi " \
     "kubectl helm oc eksctl vault"
 
 NETWORK_PROGRAMS: Final[Mapping[str, Handler]] = {
     **dict.fromkeys(table_words(_NETWORK_CLIENTS), _network_client),
     **dict.fromkeys(table_words(_CLOUD_CLIS), _cloud_cli),
+    **dict.fromkeys(table_words(_NETWORK_SERVERS), _network_server),
     "curl": _curl, "wget": _wget, "http": _httpie, "ssh": _ssh, "ssh-copy-id": _ssh, "scp": _remote_copy,
     "sftp": _remote_copy, "rsync": _remote_copy, "openssl": _openssl,
 }  # fmt: skip

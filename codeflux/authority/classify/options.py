@@ -35,6 +35,7 @@ class Grammar:
     strict: bool = False
     stop_at_operand: bool = True
     numeric_flags: bool = False
+    stop_after: frozenset[str] = frozenset()  # options after whose value every argument is an operand (python -m)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,6 +78,9 @@ def parse_options(args: Sequence[str], grammar: Grammar) -> Parsed | None:
             if parsed is None:
                 return None
             index = parsed
+            if options and options[-1][0] in grammar.stop_after:
+                operands.extend(args[index:])
+                break
             continue
         if grammar.stop_at_operand:
             operands.extend(args[index - 1 :])
@@ -174,6 +178,7 @@ def option_grammar(
         strict=bool(rest.get("strict", False)),
         stop_at_operand=bool(rest.get("stop_at_operand", True)),
         numeric_flags=bool(rest.get("numeric_flags", False)),
+        stop_after=frozenset(str(rest.get("stop_after", "")).split()),
     )
 
 

@@ -1,8 +1,9 @@
-"""Package managers: language ones (pip, npm, cargo …), system ones (apt-get, dnf …) and ``make install``.
+"""Package managers: language ones (pip, npm, cargo …), system ones (apt-get, dnf …) and ``make``.
 
 Each language manager is a table of subcommands to what they do (install, download, uninstall, publish,
 log in, run project code), with the flags that keep it offline or send it outside the project
 (``pip --user``, ``npm -g``). Subcommands that run a command (``uv run``, ``bundle exec``) hand it on.
+``make install`` installs; ``make --eval``/``-E`` runs make code given in the argv (unknowable).
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from typing import Final
 from codeflux.authority.classify.commands import Command, Handler, run_inner
 from codeflux.authority.classify.findings import Findings
 from codeflux.authority.classify.interpreters import classify_inline_code
-from codeflux.authority.classify.options import Grammar, option_grammar, parse_options, short_letters, table_words
+from codeflux.authority.classify.options import (
+    Grammar,
+    option_grammar,
+    option_values,
+    parse_options,
+    short_letters,
+    table_words,
+)
 from codeflux.domain.capabilities import Capability
 
 _C = Capability
@@ -208,6 +216,8 @@ def _system_package_manager(command: Command, out: Findings) -> None:
 
 
 def _make(command: Command, out: Findings) -> None:
+    if option_values(command.args, short="E", long=("--eval",), value_letters="CfIoW"):
+        out.unknowable("make --eval/-E evaluates make code, which can run any shell command")
     targets = {arg for arg in command.args if not arg.startswith("-") and "=" not in arg}
     if targets & {"install", "uninstall"}:
         out.add(_C.INSTALL, "make install installs into system locations")

@@ -1,9 +1,11 @@
 """The program table: every program codeflux knows, mapped to the handler that reads its argv.
 
-The families live beside this module (wrappers, network, git, forges, packages, interpreters,
-archives); the programs whose need does not depend on their arguments are listed here by what they
-need (credential, privileged, destructive, messaging), with the few small readers that fit no family
-(``rm``, ``chmod``, ``docker``, ``export``). A program missing from the table needs ``process`` only.
+The families live beside this module (wrappers, launchers, network, git, forges, packages, interpreters,
+archives, side doors); the programs whose need does not depend on their arguments are listed here by
+what they need (credential, privileged, destructive, messaging), with the few small readers that fit no
+family (``rm``, ``chmod``, ``docker``, ``export``). A program missing from the table needs ``process``
+plus what :mod:`~codeflux.authority.classify.unknown` finds in its arguments (the table's
+:data:`~codeflux.authority.classify.commands.UNKNOWN_PROGRAM` entry).
 """
 
 from __future__ import annotations
@@ -13,22 +15,25 @@ from collections.abc import Mapping
 from typing import Final
 
 from codeflux.authority.classify.archives import ARCHIVE_PROGRAMS
-from codeflux.authority.classify.commands import Command, Handler, classify_assignment
+from codeflux.authority.classify.commands import UNKNOWN_PROGRAM, Command, Handler, classify_assignment
 from codeflux.authority.classify.findings import Findings
 from codeflux.authority.classify.forges import FORGE_PROGRAMS
 from codeflux.authority.classify.git import GIT_PROGRAMS
 from codeflux.authority.classify.hosts import host_of
 from codeflux.authority.classify.interpreters import INTERPRETER_PROGRAMS
+from codeflux.authority.classify.launchers import LAUNCHER_PROGRAMS
 from codeflux.authority.classify.network import NETWORK_PROGRAMS
 from codeflux.authority.classify.options import option_grammar, parse_options, table_words
 from codeflux.authority.classify.packages import PACKAGE_PROGRAMS
 from codeflux.authority.classify.shell import ASSIGNMENT
+from codeflux.authority.classify.sidedoors import SIDE_DOOR_PROGRAMS
+from codeflux.authority.classify.unknown import read_unknown_program
 from codeflux.authority.classify.wrappers import WRAPPER_PROGRAMS
 from codeflux.domain.capabilities import Capability
 
 _C = Capability
 
-_CREDENTIAL_TOOLS: Final = "ssh-add ssh-agent ssh-keygen gpg gpg-agent security keyring secret-tool pass " \
+_CREDENTIAL_TOOLS: Final = "ssh-add ssh-keygen gpg gpg-agent security keyring secret-tool pass " \
     "gopass op bw lpass keychain kinit klist printenv git-credential-store git-credential-cache"
 _PRIVILEGED_TOOLS: Final = "pkexec mount umount losetup insmod rmmod modprobe sysctl iptables ip6tables nft ufw " \
     "setcap systemctl service launchctl shutdown reboot halt poweroff init telinit useradd usermod userdel " \
@@ -37,8 +42,8 @@ _DESTRUCTIVE_TOOLS: Final = "shred dd wipefs fdisk sfdisk cfdisk parted gdisk sg
     "pkill killall blkdiscard mke2fs"
 _MESSAGING_TOOLS: Final = "mail mailx sendmail mutt neomutt msmtp ssmtp swaks slack slack-cli slackcat " \
     "telegram-send wall write"
-_RUNNERS: Final = "parallel gdb lldb unshare nsenter firejail bwrap proot tmux screen dtach expect-lite sem " \
-    "entr script at batch crontab systemd-run vi vim nvim gvim ex view emacs ed"
+_RUNNERS: Final = "parallel gdb lldb nsenter firejail bwrap proot tmux screen dtach expect-lite sem " \
+    "entr at batch crontab systemd-run vi vim nvim gvim ex view emacs ed"
 
 
 _DOCKER_GLOBAL: Final = option_grammar(
@@ -129,6 +134,9 @@ PROGRAMS: Final[Mapping[str, Handler]] = {
     **PACKAGE_PROGRAMS,
     **INTERPRETER_PROGRAMS,
     **ARCHIVE_PROGRAMS,
+    **SIDE_DOOR_PROGRAMS,
+    **LAUNCHER_PROGRAMS,
     **WRAPPER_PROGRAMS,  # last: pkexec is also a privileged tool, and reading through it to its command wins
+    UNKNOWN_PROGRAM: read_unknown_program,
 }
 """Every program codeflux knows, by normalized name (see ``commands``: paths, ``.exe``, versions, aliases)."""

@@ -26,6 +26,11 @@ DYNAMIC_MARK: Final = "`"
 class ShellCommand:
     words: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
+    redirections: list[str] = field(default_factory=list)  # the operator before each target (`>`, `<<<` …)
+
+
+HERE_DOCUMENTS: Final = frozenset({"<<<", "<<", "<<-"})
+"""Redirections whose target is text (a here-string or a here-document's delimiter), not a file."""
 
 
 def _lex_shell(script: str) -> list[str] | None:
@@ -65,12 +70,17 @@ class _ShellSplitter:
     commands: list[ShellCommand] = field(default_factory=list)
     current: ShellCommand = field(default_factory=ShellCommand)
     pending_redirection: bool = False
+    pending_operator: str = ""
     compound: bool = False
     open_parentheses: int = 0  # may go negative: `case` patterns close what they never opened
     backticks: int = 0
 
     def word(self, token: str) -> None:
-        (self.current.targets if self.pending_redirection else self.current.words).append(token)
+        if self.pending_redirection:
+            self.current.targets.append(token)
+            self.current.redirections.append(self.pending_operator)
+        else:
+            self.current.words.append(token)
         self.pending_redirection = False
 
     def operator(self, token: str) -> bool:
@@ -81,7 +91,7 @@ class _ShellSplitter:
             if piece in _REDIRECTIONS:
                 if self.pending_redirection:
                     return False
-                self.pending_redirection = True
+                self.pending_redirection, self.pending_operator = True, piece
                 continue
             if self.pending_redirection and piece != "(":  # `< <(…)` is fine, `> ;` is not
                 return False

@@ -5,7 +5,9 @@ a strict grammar, so that an option codeflux does not know cannot hide where the
 starts: such an argv is unknowable. Shells (``sh -c``), ``eval``, ``trap``, ``alias``, ``watch``,
 ``find -exec`` hand their strings to the shell lexer (``tar``'s program options are read in
 :mod:`~codeflux.authority.classify.archives`). What the wrapped command
-needs is added on top of what the wrapper itself needs (``sudo`` adds ``privileged``).
+needs is added on top of what the wrapper itself needs (``sudo`` adds ``privileged``). The launchers
+in :mod:`~codeflux.authority.classify.launchers` (``setpriv``, ``prlimit``, ``fakeroot`` …) are described
+with the same :class:`Wrapper`.
 """
 
 from __future__ import annotations
@@ -17,32 +19,42 @@ from typing import Final
 
 from codeflux.authority.classify.commands import Command, Handler, run_inner, run_script, strip_assignments
 from codeflux.authority.classify.findings import Findings, shown
-from codeflux.authority.classify.options import Grammar, option_grammar, parse_options, table_words
+from codeflux.authority.classify.hosts import host_of, names_a_destination
+from codeflux.authority.classify.options import Grammar, Parsed, option_grammar, parse_options, table_words
 from codeflux.domain.capabilities import Capability
 
 _C = Capability
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class _Wrapper:
+class Wrapper:
+    """How to find the command a wrapper runs, and what the wrapper itself adds to it."""
+
     grammar: Grammar
     preamble: int = 0  # operands before the wrapped command (timeout's duration, chroot's root)
     privileged: bool = False
+    needs: tuple[tuple[Capability, str], ...] = ()  # what the wrapper itself adds, each with why
     script_options: frozenset[str] = frozenset()  # options whose value is a shell string (flock -c)
     script_after_preamble: bool = False  # `flock LOCK -c STRING`: the option may follow the preamble
+    program_options: frozenset[str] = frozenset()  # options whose value is a program it runs (--faked)
+    unknowable_options: frozenset[str] = frozenset()  # options that load code or config (fakeroot --lib)
+    network_options: frozenset[str] = frozenset()  # options that use the network; a value is the destination
     needs_command: bool = False  # without a command the wrapper starts a shell: unknowable
 
 
-def _wrap(wrapper: _Wrapper) -> Handler:
+def wrap_command(wrapper: Wrapper) -> Handler:
+    """The handler of a wrapper: its own needs, what its options run, then the wrapped command."""
+
     def handle(command: Command, out: Findings) -> None:
         if wrapper.privileged:
             out.add(_C.PRIVILEGED, f"{command.program} runs a command with other privileges")
+        for capability, why in wrapper.needs:
+            out.add(capability, f"{command.program} {why}")
         parsed = parse_options(command.args, wrapper.grammar)
         if parsed is None:
             out.unknowable(f"{command.program} has options codeflux cannot read, so its command is unknown")
             return
-        for script in parsed.values(*wrapper.script_options):
-            run_script(script, command, out)
+        _read_wrapper_options(wrapper, parsed, command, out)
         operands = parsed.operands[wrapper.preamble :]
         if wrapper.script_after_preamble and operands and operands[0] in wrapper.script_options:
             run_script(operands[1] if len(operands) > 1 else "", command, out)
@@ -54,6 +66,19 @@ def _wrap(wrapper: _Wrapper) -> Handler:
             out.unknowable(f"{command.program} without a command starts a shell")
 
     return handle
+
+
+def _read_wrapper_options(wrapper: Wrapper, parsed: Parsed, command: Command, out: Findings) -> None:
+    for script in parsed.values(*wrapper.script_options):
+        run_script(script, command, out)
+    for program in parsed.values(*wrapper.program_options):
+        run_inner([program], command, out)
+    for name, value in parsed.options:
+        if name in wrapper.unknowable_options:
+            out.unknowable(f"{command.program} {name} loads code or configuration codeflux does not read")
+        if name in wrapper.network_options:
+            out.network(f"{command.program} {name} uses the network",
+                        [host_of(value, bare_names=True) if value else None])
 
 
 _ENV: Final = option_grammar("i0v", "uCS", "--ignore-environment --null --debug --list-signal-handling "
@@ -156,6 +181,8 @@ def _shell(command: Command, out: Findings) -> None:
         return
     if operands and not reads_stdin:
         out.add(_C.PROCESS, f"{command.program} runs the script {shown(operands[0])} (repository code)")
+        if any(names_a_destination(arg) for arg in operands[1:]):
+            out.network(f"{command.program} {shown(operands[0])} is given a network destination", [None])
         return
     out.unknowable(f"{command.program} reads its commands from stdin, which codeflux cannot see")
 
@@ -230,35 +257,35 @@ _SHELLS: Final = "sh bash zsh dash ksh mksh ash yash posh fish csh tcsh xonsh nu
 
 WRAPPER_PROGRAMS: Final[Mapping[str, Handler]] = {
     **dict.fromkeys(table_words(_SHELLS), _shell),
-    "timeout": _wrap(_Wrapper(grammar=option_grammar("v", "ks", "--preserve-status --foreground --verbose",
+    "timeout": wrap_command(Wrapper(grammar=option_grammar("v", "ks", "--preserve-status --foreground --verbose",
                                                      "--kill-after --signal", strict=True), preamble=1)),
-    "nice": _wrap(_Wrapper(grammar=option_grammar("", "n", "", "--adjustment", strict=True, numeric_flags=True))),
-    "nohup": _wrap(_Wrapper(grammar=option_grammar(long_flags="--help --version", strict=True))),
-    "stdbuf": _wrap(_Wrapper(grammar=option_grammar("", "ioe", "", "--input --output --error", strict=True))),
-    "command": _wrap(_Wrapper(grammar=option_grammar("pvV", strict=True))),
-    "builtin": _wrap(_Wrapper(grammar=option_grammar(strict=True))),
-    "exec": _wrap(_Wrapper(grammar=option_grammar("cl", "a", strict=True))),
-    "time": _wrap(_Wrapper(grammar=option_grammar("pvqa", "fo", "--portability --verbose --quiet --append",
+    "nice": wrap_command(Wrapper(grammar=option_grammar("", "n", "", "--adjustment", strict=True, numeric_flags=True))),
+    "nohup": wrap_command(Wrapper(grammar=option_grammar(long_flags="--help --version", strict=True))),
+    "stdbuf": wrap_command(Wrapper(grammar=option_grammar("", "ioe", "", "--input --output --error", strict=True))),
+    "command": wrap_command(Wrapper(grammar=option_grammar("pvV", strict=True))),
+    "builtin": wrap_command(Wrapper(grammar=option_grammar(strict=True))),
+    "exec": wrap_command(Wrapper(grammar=option_grammar("cl", "a", strict=True))),
+    "time": wrap_command(Wrapper(grammar=option_grammar("pvqa", "fo", "--portability --verbose --quiet --append",
                                                   "--format --output", strict=True))),
-    "xargs": _wrap(_Wrapper(grammar=option_grammar(
+    "xargs": wrap_command(Wrapper(grammar=option_grammar(
         "0prtxo", "aEdILnPs", "--null --interactive --no-run-if-empty --verbose --exit --open-tty "
         "--show-limits", "--arg-file --delimiter --replace --max-lines --max-args --max-procs --max-chars "
         "--process-slot-var --eof", strict=True, short_optional="iel"))),
-    "setsid": _wrap(_Wrapper(grammar=option_grammar("cfw", "", "--ctty --fork --wait", strict=True))),
-    "ionice": _wrap(_Wrapper(grammar=option_grammar("t", "cnpPu", strict=True))),
-    "taskset": _wrap(_Wrapper(grammar=option_grammar("acp", "", "--all-tasks --cpu-list --pid", strict=True),
+    "setsid": wrap_command(Wrapper(grammar=option_grammar("cfw", "", "--ctty --fork --wait", strict=True))),
+    "ionice": wrap_command(Wrapper(grammar=option_grammar("t", "cnpPu", strict=True))),
+    "taskset": wrap_command(Wrapper(grammar=option_grammar("acp", "", "--all-tasks --cpu-list --pid", strict=True),
                               preamble=1)),
-    "flock": _wrap(_Wrapper(grammar=option_grammar("sexunFohV", "wEc", "--shared --exclusive --unlock --nonblock "
+    "flock": wrap_command(Wrapper(grammar=option_grammar("sexunFohV", "wEc", "--shared --exclusive --unlock --nonblock "
                                                    "--nonblocking --nb --no-fork --close --verbose --help --version",
                                                    "--timeout --wait --conflict-exit-code --command", strict=True),
                             preamble=1, script_options=frozenset({"-c", "--command"}), script_after_preamble=True)),
-    "unbuffer": _wrap(_Wrapper(grammar=option_grammar("p", strict=True))),
-    "chrt": _wrap(_Wrapper(grammar=option_grammar("abdefiormpRv", "TPD", strict=True), preamble=1)),
-    "strace": _wrap(_Wrapper(grammar=option_grammar("cCdDfFhiknqrtTvVwxyYZ", "abeEIoOpPsSuUX", strict=True))),
-    "ltrace": _wrap(_Wrapper(grammar=option_grammar("bcCfhiLrStTVw", "aAeEDFlnopsux", strict=True))),
-    "chroot": _wrap(_Wrapper(grammar=option_grammar("", "", "--skip-chdir", "--userspec --groups", strict=True),
+    "unbuffer": wrap_command(Wrapper(grammar=option_grammar("p", strict=True))),
+    "chrt": wrap_command(Wrapper(grammar=option_grammar("abdefiormpRv", "TPD", strict=True), preamble=1)),
+    "strace": wrap_command(Wrapper(grammar=option_grammar("cCdDfFhiknqrtTvVwxyYZ", "abeEIoOpPsSuUX", strict=True))),
+    "ltrace": wrap_command(Wrapper(grammar=option_grammar("bcCfhiLrStTVw", "aAeEDFlnopsux", strict=True))),
+    "chroot": wrap_command(Wrapper(grammar=option_grammar("", "", "--skip-chdir", "--userspec --groups", strict=True),
                              preamble=1, privileged=True, needs_command=True)),
-    "pkexec": _wrap(_Wrapper(grammar=option_grammar("", "", "--disable-internal-agent --keep-cwd", "--user",
+    "pkexec": wrap_command(Wrapper(grammar=option_grammar("", "", "--disable-internal-agent --keep-cwd", "--user",
                                                     strict=True), privileged=True, needs_command=True)),
     "runuser": _su,
     "su": _su,
