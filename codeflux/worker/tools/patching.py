@@ -1,155 +1,128 @@
 """``apply_patch``: a unified diff applied to the worktree, all files or none.
 
-Applied by ``git apply`` (through :func:`~codeflux.worker.tools.git.run_git`: hooks off, scrubbed
-environment, never ``--unsafe-paths``), which is atomic — if any hunk fails, nothing is written — and
-itself refuses paths outside the working tree and paths beyond a symlink. Before git sees it:
+No ``git apply`` and no write by path. The diff is read by :mod:`~codeflux.worker.tools.unified_diff`;
+every path it names (old and new sides, renames and copies) must pass :func:`resolve_worktree_path`
+(so no ``.git``, ``..``, absolute path or symlink component), else ``patch-refused``, as is a binary
+patch or a mode other than a regular file (symbolic link, submodule). Then every file's new content is
+computed in memory (:mod:`~codeflux.worker.tools.hunks`: hunks placed by their content, wrong line
+counts tolerated like ``git apply --recount``) from what the file holds now, read beneath the worktree
+with ``O_NOFOLLOW``. Only when every section applies are the files written, through
+:class:`~codeflux.worker.tools.file_changes.FileChanges`: directory descriptors opened without following
+symlinks and kept open, atomic per-file writes, and all of it undone if any write fails. A symlink
+swapped into the worktree while this runs can make the patch fail, never make it write outside.
 
-- every path the patch names — in its headers (``---``/``+++``, ``rename``/``copy from``/``to``) *and*
-  as git parses it (``git apply --numstat``) — must pass :func:`resolve_worktree_path` (so no ``.git``,
-  ``..``, absolute path or symlink component), else ``patch-refused``;
-- a patch that would create a symbolic link or a submodule (mode ``120000``/``160000``) is refused.
-
-A patch whose hunk headers carry wrong line counts (models often get them wrong) is retried with
-``--recount`` when it does not apply as written.
+Supported: edits, new files (parents created), deletions (emptied folders removed, as git does),
+renames and copies with or without edits, and the executable bit (``new mode 100755``). A new file gets
+the usual permissions (``0666``/``0777`` less the umask); an edited or renamed one keeps its own.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Final
+from collections.abc import Mapping
 
-from codeflux.domain.errors import PathRefusedError, ToolFailedError
+from codeflux.domain.errors import PathNotFoundError, PathRefusedError, ToolFailedError
 from codeflux.domain.execution import FailureKind
 from codeflux.domain.tools import BoundToolRequest
 from codeflux.worker.paths import resolve_worktree_path
 from codeflux.worker.tools.arguments import required_text
 from codeflux.worker.tools.context import ToolContext
-from codeflux.worker.tools.git import run_git
+from codeflux.worker.tools.file_changes import FileChanges, FileState
+from codeflux.worker.tools.hunks import apply_hunks
+from codeflux.worker.tools.reading import READ_SIZE_FACTOR
 from codeflux.worker.tools.results import ToolResult, succeeded_result
+from codeflux.worker.tools.unified_diff import FilePatch, parse_unified_diff
 
-__all__ = ["apply_patch", "paths_named_by_patch"]
+__all__ = ["apply_patch"]
 
-_SPECIAL_MODE = re.compile(r"^(?:new file mode|new mode|old mode|deleted file mode|index \S+)\s+(?:120000|160000)\s*$",
-                           re.MULTILINE)
-_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
-_RENAME_PREFIXES: Final = ("rename from ", "rename to ", "copy from ", "copy to ")
-_ESCAPES: Final = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+Parts = tuple[str, ...]
 
 
 def apply_patch(request: BoundToolRequest, context: ToolContext) -> ToolResult:
     """Apply the unified diff in ``patch``; refused or failing patches change nothing."""
-    patch = required_text(request, "patch")
-    if _SPECIAL_MODE.search(patch):
-        raise ToolFailedError(failure_kind=FailureKind.PATCH_REFUSED,
-                              message="the patch would create a symbolic link or a submodule")
-    _refuse_paths(context, paths_named_by_patch(patch))
-    data = patch.encode("utf-8")
-    mode = _applicable_mode(context, data)
-    parsed = run_git(context, ["apply", "--numstat", "-z", *mode, "-"], stdin=data)
-    if parsed.returncode != 0:
-        raise ToolFailedError(failure_kind=FailureKind.PATCH_DOES_NOT_APPLY, message=parsed.first_error_line())
-    paths = paths_named_by_patch(patch) | _numstat_paths(parsed.stdout)
-    if not paths:
-        raise ToolFailedError(failure_kind=FailureKind.PATCH_DOES_NOT_APPLY, message="the patch changes no file")
-    _refuse_paths(context, paths)
-    applied = run_git(context, ["apply", *mode, "--whitespace=nowarn", "-"], stdin=data)
-    if applied.returncode != 0:
+    sections = parse_unified_diff(required_text(request, "patch").encode("utf-8"))
+    if not sections:
         raise ToolFailedError(failure_kind=FailureKind.PATCH_DOES_NOT_APPLY,
-                              message=f"nothing was changed: {applied.first_error_line()}")
-    listing = "".join(f"{path}\n" for path in sorted(paths))
-    return succeeded_result(f"applied to {len(paths)} paths", content=listing,
+                              message="no file section found: give a unified diff ('--- a/path', '+++ b/path', "
+                                      "'@@ -l,n +l,n @@' hunks)")
+    named = sorted(set().union(*(section.paths() for section in sections)))
+    parts = {path: _components(context, path) for path in named}
+    limit = context.limits.max_file_bytes * READ_SIZE_FACTOR
+    try:
+        with FileChanges(context.worktree, max_bytes=limit) as changes:
+            for section in sections:
+                _stage_section(changes, section, parts, limit=limit)
+            context.check_still_running()
+            changes.commit()
+    except PathNotFoundError:
+        raise
+    except PathRefusedError as refusal:
+        raise ToolFailedError(failure_kind=FailureKind.PATCH_REFUSED,
+                              message=f"the patch touches a refused path ({refusal.reason})") from None
+    listing = "".join(f"{path}\n" for path in named)
+    return succeeded_result(f"applied to {len(named)} paths", content=listing,
                             max_bytes=context.limits.max_output_bytes)
 
 
-def _refuse_paths(context: ToolContext, paths: set[str]) -> None:
-    for path in sorted(paths):
-        try:
-            resolve_worktree_path(context.worktree, path, must_exist=False)
-        except PathRefusedError as refusal:
-            raise ToolFailedError(failure_kind=FailureKind.PATCH_REFUSED,
-                                  message=f"the patch touches a refused path ({refusal.reason})") from None
+def _components(context: ToolContext, path: str) -> Parts:
+    try:
+        resolved = resolve_worktree_path(context.worktree, path, must_exist=False)
+    except PathRefusedError as refusal:
+        raise ToolFailedError(failure_kind=FailureKind.PATCH_REFUSED,
+                              message=f"the patch touches a refused path ({refusal.reason})") from None
+    return resolved.relative_to(context.worktree).parts
 
 
-def _applicable_mode(context: ToolContext, data: bytes) -> tuple[str, ...]:
-    """``()`` if the patch applies as written, ``("--recount",)`` if only with recounted hunks.
-
-    ``--recount`` is a fallback, not the default: with it, a ``--- a/next-file`` header that follows a
-    hunk without a ``diff --git`` line is read as a removed line of that hunk.
-    """
-    first = run_git(context, ["apply", "--check", "-"], stdin=data)
-    if first.returncode == 0:
-        return ()
-    if run_git(context, ["apply", "--check", "--recount", "-"], stdin=data).returncode == 0:
-        return ("--recount",)
-    raise ToolFailedError(failure_kind=FailureKind.PATCH_DOES_NOT_APPLY,
-                          message=f"nothing was changed: {first.first_error_line()}")
-
-
-def paths_named_by_patch(patch: str) -> set[str]:
-    """Worktree-relative paths in the patch's headers (``a/``/``b/`` stripped, C-quoting undone).
-
-    A ``---``/``+++`` pair counts only when a ``@@`` hunk header follows it, so a removed line that
-    happens to start with ``-- `` inside a hunk is not mistaken for a file name.
-    """
-    lines = patch.splitlines()
-    found: set[str] = set()
-    for index, line in enumerate(lines):
-        if line.startswith(_RENAME_PREFIXES):
-            found.add(_header_path(line.split(" ", 2)[2], strip_prefix=False))
-        elif (line.startswith("--- ") and index + 2 < len(lines) and lines[index + 1].startswith("+++ ")
-              and lines[index + 2].startswith("@@")):
-            found.add(_header_path(line[4:], strip_prefix=True))
-            found.add(_header_path(lines[index + 1][4:], strip_prefix=True))
-    found.discard("/dev/null")
-    return found
+def _stage_section(changes: FileChanges, section: FilePatch, parts: Mapping[str, Parts], *, limit: int) -> None:
+    """Compute what ``section`` leaves in its file(s) and stage it; raise before staging if it cannot apply."""
+    old, new = section.old_path, section.new_path
+    source = _source(changes, section, parts)
+    if new is not None and new != old and changes.read(parts[new]) is not None:
+        raise _does_not_apply(f"{new} already exists")
+    data = apply_hunks(source.data if source else b"", section.hunks, path=old or new or "")
+    if len(data) > limit:
+        raise ToolFailedError(failure_kind=FailureKind.TOO_LARGE,
+                              message=f"{new or old} would be {len(data)} bytes; the limit is {limit}")
+    if old is not None and new != old and not section.copy:
+        changes.stage(parts[old], None)  # deleted, or renamed away
+    if new is None:
+        if data:
+            raise _does_not_apply(f"deleting {old} would leave lines the patch does not remove")
+        return
+    if source is None:  # a new file: the usual permissions, the umask applies
+        executable = section.new_mode is not None and bool(section.new_mode & 0o111)
+        changes.stage(parts[new], FileState(data=data, mode=0o777 if executable else 0o666), new_file_mode=True)
+    else:
+        changes.stage(parts[new], FileState(data=data, mode=_permission_bits(source.mode, section.new_mode)))
 
 
-def _header_path(text: str, *, strip_prefix: bool) -> str:
-    quoted = _QUOTED.match(text)
-    raw = _unquote(quoted.group(0)) if quoted else text.split("\t", 1)[0].rstrip("\r")
-    if strip_prefix and raw[:2] in {"a/", "b/"}:
-        raw = raw[2:]
-    return raw
+def _source(changes: FileChanges, section: FilePatch, parts: Mapping[str, Parts]) -> FileState | None:
+    """What the section starts from: the old file, or None for a new one."""
+    if section.old_path is None:
+        if section.new_path is None:  # the parser never yields one; a section names at least one file
+            raise _does_not_apply("a section names no file")
+        if changes.read(parts[section.new_path]) is not None:
+            raise _does_not_apply(f"{section.new_path} already exists")
+        return None
+    source = changes.read(parts[section.old_path])
+    if source is None and not _creates_by_its_hunk(section):
+        raise _does_not_apply(f"{section.old_path} does not exist")
+    return source
 
 
-def _numstat_paths(output: str) -> set[str]:
-    # Records are "added\tdeleted\tpath\0", or "added\tdeleted\t\0source\0destination\0" for renames.
-    found: set[str] = set()
-    tokens = output.split("\x00")
-    index = 0
-    while index < len(tokens):
-        fields = tokens[index].split("\t", 2)
-        index += 1
-        if len(fields) != 3:
-            continue
-        if fields[2]:
-            found.add(fields[2])
-        else:
-            found.update(token for token in tokens[index : index + 2] if token)
-            index += 2
-    return found
+def _creates_by_its_hunk(section: FilePatch) -> bool:
+    """A plain section whose one hunk adds lines to nothing (``@@ -0,0 …``) creates its file, as in git."""
+    return (not section.git and section.old_path == section.new_path and len(section.hunks) == 1
+            and section.hunks[0].old_start == 0 and not section.hunks[0].preimage)
 
 
-def _unquote(text: str) -> str:
-    if not (len(text) >= 2 and text.startswith('"') and text.endswith('"')):
-        return text
-    body = text[1:-1]
-    out = bytearray()
-    index = 0
-    while index < len(body):
-        char = body[index]
-        if char != "\\" or index + 1 >= len(body):
-            out += char.encode("utf-8")
-            index += 1
-            continue
-        following = body[index + 1]
-        if following in _ESCAPES:
-            out.append(_ESCAPES[following])
-            index += 2
-        elif body[index + 1 : index + 4].isdigit():
-            out.append(int(body[index + 1 : index + 4], 8) & 0xFF)
-            index += 4
-        else:
-            out += following.encode("utf-8")
-            index += 2
-    return out.decode("utf-8", errors="replace")
+def _permission_bits(current: int, git_mode: int | None) -> int:
+    """``current`` with the executable bits ``git_mode`` asks for (x wherever r is set), else unchanged."""
+    if git_mode is None:
+        return current
+    if git_mode & 0o111:
+        return current | ((current & 0o444) >> 2)
+    return current & ~0o111
+
+
+def _does_not_apply(reason: str) -> ToolFailedError:
+    return ToolFailedError(failure_kind=FailureKind.PATCH_DOES_NOT_APPLY, message=f"nothing was changed: {reason}")
