@@ -22,7 +22,7 @@ pytest_plugins = ["tests.fixtures.browser", "tests.fixtures.keyring_service", "t
 
 _SCRUBBED_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 _SCRUBBED_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
-                   "all_proxy", "no_proxy", "CODEFLUX_HOME", "SSH_AUTH_SOCK")
+                   "all_proxy", "no_proxy", "CODEFLUX_HOME", "CODEFLUX_CONFINEMENT", "SSH_AUTH_SOCK")
 
 
 @pytest.fixture(autouse=True)

@@ -57,6 +57,7 @@ __all__ = [
     "find_overlapping_denial",
     "rule_on_request",
     "rule_on_user_decision",
+    "runs_a_program",
 ]
 
 
@@ -204,8 +205,13 @@ def rule_on_request(
     classification: Classification,
     denials: Iterable[StandingDenial],
     approvals: Iterable[StandingApproval],
+    programs_unconfined: bool = False,
 ) -> Ruling:
-    """Decide a newly recorded request (see the module docstring for the order of the rules)."""
+    """Decide a newly recorded request (see the module docstring for the order of the rules).
+
+    With ``programs_unconfined`` (no OS box and no opt-in), rule 5 does not apply to a request that runs a
+    program: it asks every time.
+    """
     needs = _all_needs(classification)
     if _is_read_only(needs):
         return Ruling(outcome=DecisionOutcome.AUTOMATIC, covered=needs,
@@ -222,7 +228,7 @@ def rule_on_request(
     if classification.is_automatic():
         return Ruling(outcome=DecisionOutcome.AUTOMATIC, covered=needs,
                       reason="reads and writes inside the task worktree are automatic")
-    for approval in approvals:
+    for approval in () if programs_unconfined and runs_a_program(classification) else approvals:
         if approval.scope is ApprovalScope.ALLOW_FOR_TASK and approval_covers(
             approval, task_id=task_id, identity=identity
         ):
@@ -232,6 +238,11 @@ def rule_on_request(
     asking = _asking_needs(classification)
     return Ruling(outcome=DecisionOutcome.PENDING, covered=asking,
                   reason="needs " + ", ".join(str(need) for need in asking) + "; a person decides")
+
+
+def runs_a_program(classification: Classification) -> bool:
+    """True if the request needs ``process``: it runs a program, which may run code from the worktree."""
+    return any(item.need.capability is Capability.PROCESS for item in classification.needs)
 
 
 def default_needs_to_deny(classification: Classification) -> tuple[CapabilityNeed, ...]:

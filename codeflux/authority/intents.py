@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from codeflux.authority.decide import ExecutionRefusal, StandingDenial
-from codeflux.domain.capabilities import CapabilityNeed
+from codeflux.authority.records import classification_of
+from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.errors import (
     ApprovalRequiredError,
     CapabilityDeniedError,
@@ -52,6 +53,9 @@ class ExecutionIntent:
     identity: OperationIdentity
     consumed_approval_id: str | None
     existing: rows.ExecutionRow | None
+    network_granted: bool = False
+    """True when the request's needs include ``network``: it is cleared to run, so a person (or the
+    headless policy) granted exactly this operation the network. Its box then shares the network."""
 
 
 def write_intent(
@@ -82,7 +86,13 @@ def write_intent(
     if before_commit is not None:
         before_commit()
     return ExecutionIntent(execution_id=execution_id, request_id=request.request_id, task=task, operation=operation,
-                           identity=request.identity, consumed_approval_id=consumed, existing=None)
+                           identity=request.identity, consumed_approval_id=consumed, existing=None,
+                           network_granted=needs_network(request))
+
+
+def needs_network(request: rows.ToolRequestRow) -> bool:
+    """True if the recorded classification of ``request`` needs ``network`` (scoped to a host or not)."""
+    return any(need.need.capability is Capability.NETWORK for need in classification_of(request).needs)
 
 
 def refusal_error(

@@ -32,6 +32,7 @@ from codeflux.authority.decide import (
     find_overlapping_denial,
     rule_on_request,
     rule_on_user_decision,
+    runs_a_program,
 )
 from codeflux.authority.intents import ExecutionIntent, refusal_error, write_intent
 from codeflux.authority.records import (
@@ -51,6 +52,7 @@ from codeflux.domain.errors import (
     DecisionAlreadyRecordedError,
     IdempotencyConflictError,
     InvalidValueError,
+    UnconfinedStandingApprovalError,
     UsageError,
 )
 from codeflux.domain.ids import ApprovalId, DecisionId, TaskId, ToolRequestId
@@ -76,9 +78,13 @@ _FINAL_ALLOWING = frozenset({DecisionOutcome.AUTOMATIC, DecisionOutcome.ALLOWED_
 class AuthorityService:
     """Records requests, decisions and executions; see the module docstring for the transactions."""
 
-    def __init__(self, db: Database, *, entropy: Callable[[int], bytes] = os.urandom) -> None:
+    def __init__(self, db: Database, *, entropy: Callable[[int], bytes] = os.urandom,
+                 programs_unconfined: bool = False) -> None:
+        """``programs_unconfined``: programs run with no OS box and the person did not opt in, so a request
+        that runs one is never covered by a standing approval and cannot be allowed for the task."""
         self._db = db
         self._entropy = entropy
+        self._programs_unconfined = programs_unconfined
 
     def _new_body(self) -> str:
         return self._entropy(16).hex()
@@ -160,6 +166,7 @@ class AuthorityService:
             denials = standing_denials(tx, task_id)
             approval_rows = rows.task_approvals_of_identity(tx, task_id, identity)
             ruling = rule_on_request(task_id=task_id, task_state=task.state, identity=identity,
+                                     programs_unconfined=self._programs_unconfined,
                                      classification=classification, denials=denials,
                                      approvals=[standing_approval(row) for row in approval_rows])
             decision = rows.insert_decision(
@@ -242,6 +249,8 @@ class AuthorityService:
             request = rows.read_tool_request(tx, request_id)
             current = rows.latest_decision(tx, request_id)
             classification = classification_of(request)
+            if decision is UserDecision.ALLOW_FOR_TASK and self._programs_unconfined and runs_a_program(classification):
+                raise UnconfinedStandingApprovalError(request_id=request_id)
             ruling = rule_on_user_decision(decision=decision, classification=classification, deny=deny)
             if decided_by is Decider.HEADLESS_POLICY:
                 # The headless policy refuses *this request* because nobody pre-approved it; that is not a

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for, exit_code_table_text
 from codeflux.domain.errors import CodefluxError, UsageError
 from codeflux.logs import configure_logging, get_logger, reset_logging
+from codeflux.worker.hardening import environment_without_secrets, make_undumpable
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
@@ -168,6 +170,8 @@ def _check_command_name(argv: Sequence[str], names: Sequence[str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None, ctx: CliContext | None = None) -> int:
+    if argv is None:  # a real process (not a test calling in): keep our secrets from other processes
+        _harden_process()
     arguments = list(sys.argv[1:] if argv is None else argv)
     context = ctx or CliContext()
     started = time.monotonic()
@@ -175,6 +179,17 @@ def main(argv: Sequence[str] | None = None, ctx: CliContext | None = None) -> in
     if context.records_app_log:
         _record_command_outcome(context, code=code, elapsed_s=time.monotonic() - started)
     return code
+
+
+def _harden_process() -> None:
+    """Re-execute without credential variables (``/proc/<pid>/environ`` keeps the environment a process
+    started with), then make this process undumpable. Both are silent: nothing is printed or logged."""
+    kept, removed = environment_without_secrets(os.environ)
+    if removed:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, [sys.executable, "-m", "codeflux", *sys.argv[1:]], kept)  # noqa: S606
+    make_undumpable()
 
 
 def _record_command_outcome(context: CliContext, *, code: int, elapsed_s: float) -> None:

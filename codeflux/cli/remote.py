@@ -20,7 +20,9 @@ from google.protobuf.message import Message
 from codeflux.api.v1 import common_pb2, product_pb2
 from codeflux.cli.context import CliContext
 from codeflux.coordinator.instance import coordinator_socket_path, running_coordinator
+from codeflux.domain.display import escape_for_display
 from codeflux.domain.errors import CoordinatorRunningError
+from codeflux.domain.review_flags import WhatRunsChange, what_runs_lines
 from codeflux.server.client import call_unary, unix_channel
 from codeflux.store.location import DataLocation
 
@@ -51,10 +53,13 @@ def _print_task(ctx: CliContext, view: product_pb2.TaskView) -> None:
     if view.HasField("plan"):
         ctx.say(f"  plan         revision {view.plan.revision} sha256 {view.plan.sha256} ({view.plan.decision})")
     for pending in view.pending_approvals:
-        arguments = " ".join(f"{a.name}={a.value}" for a in pending.arguments)
-        ctx.say(
-            f"  waiting      {pending.request_id} {pending.tool} {arguments[:200]} [{', '.join(pending.capabilities)}]"
-        )
+        arguments = " ".join(f"{a.name}={escape_for_display(a.value)}" for a in pending.arguments)
+        shown = arguments if len(arguments) <= 200 else arguments[:200] + " … (cut)"
+        ctx.say(f"  waiting      {pending.request_id} {pending.tool} {shown} [{', '.join(pending.capabilities)}]")
+        if pending.meaning:
+            ctx.say(f"    approving means: {pending.meaning}")
+        if pending.allow_for_task_refusal:
+            ctx.say(f"    allow-for-task is not offered: {pending.allow_for_task_refusal}")
     ctx.say("  actions")
     for action in view.actions:
         ctx.say(f"    {action.action:<15} " + ("available" if action.available else f"no: {action.reason}"))
@@ -117,6 +122,9 @@ def _diff(args: argparse.Namespace, ctx: CliContext, call: Call) -> None:
         f"diff identity {review.diff_identity} (base {review.base[:12]}, head {review.head[:12]}, "
         f"{len(review.files)} file(s))"
     )
+    flags = [WhatRunsChange(path=flag.path, reason=flag.reason) for flag in review.changes_what_runs]
+    for line in what_runs_lines(flags):
+        ctx.say(line)
 
 
 def _action(method: str) -> Callable[..., None]:

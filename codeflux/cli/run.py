@@ -36,7 +36,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from codeflux.authority.decide import Decider, UserDecision
+from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
 from codeflux.coordinator.budget import BudgetService
@@ -51,13 +51,16 @@ from codeflux.coordinator.runner import RunOutcome, RunOutcomeKind, run_task
 from codeflux.coordinator.tasks import Actor, TaskService
 from codeflux.coordinator.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
 from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
-from codeflux.domain.capabilities import CapabilityNeed
+from codeflux.domain.capabilities import Capability, CapabilityNeed
+from codeflux.domain.confinement import describe_approval, describe_confinement, standing_approval_needs_opt_in
+from codeflux.domain.display import escape_for_display
 from codeflux.domain.errors import (
     ConflictError,
     DirtyTreeNotAcknowledgedError,
     InvalidValueError,
     TaskActionUnavailableError,
     TransitionNotAllowedError,
+    UnconfinedPreapprovalError,
     UsageError,
 )
 from codeflux.domain.ids import TaskId
@@ -67,11 +70,13 @@ from codeflux.domain.money import USD, Money
 from codeflux.domain.pipeline import StageOutcome
 from codeflux.domain.pricing import Price, TokenUsage
 from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action
+from codeflux.domain.tools import ToolName
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.providers.registry import build_model_adapter, build_scripted_adapter
 from codeflux.providers.scripted import SCRIPTED_DISPLAY_NAME, ScriptedTurn
-from codeflux.store.database import Database
+from codeflux.store.app_logs import append_app_log
+from codeflux.store.database import Database, now_us
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
 
@@ -106,6 +111,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def add_allow_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow", action="append", default=[], metavar="OPERATION", help=ALLOW_HELP)
+    parser.add_argument("--allow-unconfined", action="store_true",
+                        help="where this machine cannot confine commands (`codeflux doctor`), let --allow "
+                             "pre-approve programs anyway; they then run with no OS box (recorded in the log)")
+
+
+def refuse_unconfined_preapprovals(ctx: CliContext, db: Database, driver: ToolDriver, policy: HeadlessPolicy, *,
+                                   opted_in: bool) -> None:
+    """With no OS box, pre-approving a program needs ``--allow-unconfined``; the opt-in is logged."""
+    if not standing_approval_needs_opt_in(driver.confinement.mode):
+        return
+    programs = sorted(str(operation) for operation in policy.preapproved_operations
+                      if operation.tool is ToolName.RUN_COMMAND)
+    if not programs:
+        return
+    if not opted_in:
+        raise UnconfinedPreapprovalError(count=len(programs))
+    ctx.warn(f"warning: {len(programs)} pre-approved program(s) will run UNCONFINED (--allow-unconfined): "
+             "this machine cannot box commands; they can reach the network and your files")
+    append_app_log(db, level="warning", event="confinement.unconfined-opt-in",
+                   fields_json=json.dumps({"command": ctx.command, "operations": programs}), at_us=now_us())
 
 
 def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
@@ -234,17 +259,23 @@ def _price_scripted_at_zero(db: Database) -> None:
 
 
 def _brief(tool: str, arguments: Mapping[str, object]) -> str:
+    """The request on one line, escaped for display (:func:`codeflux.domain.display.escape_for_display`):
+    an argument holding a bidi override or a newline cannot disguise itself or another argument."""
     argv = arguments.get("argv")
     if tool == "run_command" and isinstance(argv, list):
-        return shlex.join(str(a) for a in argv)[:160]
-    return ", ".join(f"{k}={v!r}" for k, v in arguments.items() if k in ("path", "pattern", "old_text"))[:160]
+        text = shlex.join(escape_for_display(str(a)) for a in argv)
+    else:
+        text = ", ".join(f"{k}={escape_for_display(str(v))}" for k, v in arguments.items()
+                         if k in ("path", "pattern", "old_text"))
+    return text if len(text) <= 160 else text[:160] + " … (cut)"
 
 
 class TranscriptDriver(ToolDriver):
     """The tool driver, saying every request, decision and execution as it happens."""
 
-    def __init__(self, db: Database, *, state_dir: Path, say: Callable[[str], None]) -> None:
-        super().__init__(db, state_dir=state_dir)
+    def __init__(self, db: Database, *, state_dir: Path, say: Callable[[str], None],
+                 allow_unconfined: bool = False) -> None:
+        super().__init__(db, state_dir=state_dir, allow_unconfined=allow_unconfined)
         self._say = say
         self._seen: set[str] = set()
 
@@ -257,21 +288,29 @@ class TranscriptDriver(ToolDriver):
             return request
         self._seen.add(request.request_id)
         self._say(f"  tool call   {request.request_id}  {tool}  {_brief(tool, raw_args)}  [{source}]")
-        self._say(f"    decision  {request.outcome} by {request.decision.decided_by}: {request.decision.reason[:200]}")
+        self._say(f"    decision  {request.outcome} by {request.decision.decided_by}: "
+                  f"{escape_for_display(request.decision.reason[:200])}")
+        meaning = describe_approval(
+            runs_program=any(item.need.capability is Capability.PROCESS for item in request.needs),
+            network=any(item.need.capability is Capability.NETWORK for item in request.needs),
+            mode=self.confinement.mode)
+        if request.outcome is DecisionOutcome.PENDING and meaning:
+            self._say(f"    approving means: {meaning}")
         return request
 
     def decide(self, request_id: str, decision: UserDecision, *, reason: str,
                deny: tuple[CapabilityNeed, ...] | None = None, decided_by: Decider = Decider.USER) -> SubmittedRequest:
         decided = super().decide(request_id, decision, reason=reason, deny=deny, decided_by=decided_by)
         self._say(f"    decision  {request_id}  {decided.outcome} by {decided.decision.decided_by}: "
-                  f"{decided.decision.reason[:200]}")
+                  f"{escape_for_display(decided.decision.reason[:200])}")
         return decided
 
     def execute(self, request_id: str) -> ExecutionRecord:
         record = super().execute(request_id)
         code = "" if record.exit_code is None else f" exit {record.exit_code}"
         failure = f" ({record.failure_kind})" if record.failure_kind else ""
-        self._say(f"    ran       {request_id}  {record.state}{code}{failure}")
+        boxed = f" [confinement: {record.confinement}]" if record.confinement else ""
+        self._say(f"    ran       {request_id}  {record.state}{code}{failure}{boxed}")
         return record
 
 
@@ -282,7 +321,8 @@ def print_plan(ctx: CliContext, planned: PlanRevisionRecord, provider: str) -> N
     for number, step in enumerate(plan.steps, start=1):
         ctx.say(f"  step {number}    {step.title}: {', '.join(step.expected_files)}")
     for check in plan.checks:
-        ctx.say(f"  check     {check.name}: {shlex.join(check.argv)}")
+        argv = shlex.join(escape_for_display(a) for a in check.argv)
+        ctx.say(f"  check     {escape_for_display(check.name)}: {argv}")
 
 
 _EXIT_OF: Final = {RunOutcomeKind.AWAITING_REVIEW: ExitCode.OK, RunOutcomeKind.AWAITING_AUTHORITY:
@@ -305,14 +345,14 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
             text = row.verdict.gate_evaluation or row.verdict.reason or ""
             ctx.say(f"  {row.number:>2} {row.verdict.stage.value:<22} {row.verdict.outcome.value:<9} {text[:150]}")
     for denial in outcome.denials:
-        ctx.say(f"denied: {denial}")
+        ctx.say(f"denied: {escape_for_display(denial)}")
     task = tasks.show(task_id).task
     binding = task_worktree_binding(task)
     identity = None
     if binding is not None and binding.path.exists():
         identity = diff_against_base(binding).identity
         ctx.say(f"diff identity {identity} (`codeflux task diff {task_id}`)")
-    ctx.say(f"task {task_id}: {task.state} — {outcome.kind}: {outcome.reason[:300]}")
+    ctx.say(f"task {task_id}: {task.state} — {outcome.kind}: {escape_for_display(outcome.reason[:300])}")
     # A failed model call ends the run with the error's own code in the one table (1 for a provider
     # failure such as a script that ran out of turns, 4 for a budget refusal); every other ending by kind.
     code = _EXIT_OF[outcome.kind] if outcome.error is None else exit_code_for(outcome.error)
@@ -348,7 +388,10 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
         ctx.say(f"running task {task_id} with {provider}; {len(policy.preapproved_operations)} pre-approved "
                 "operation(s); prompting is off")
         with shared_running_lock(location), TranscriptDriver(db, state_dir=location.directory / "workers",
-                                                             say=ctx.say) as driver:
+                                                             say=ctx.say,
+                                                             allow_unconfined=args.allow_unconfined) as driver:
+            refuse_unconfined_preapprovals(ctx, db, driver, policy, opted_in=args.allow_unconfined)
+            ctx.say(f"commands run {describe_confinement(driver.confinement.mode, network=False)}")
             stopping.pause_task_on_signal(task_id)
             outcome = run_task(task_id, gateway=chosen, driver=driver, tasks=tasks,
                                repo_snapshot=open_repository(task.repository_root), position=LadderPosition.start(),

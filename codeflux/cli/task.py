@@ -12,8 +12,10 @@ pauses it between turns; ``resume`` continues a paused task in this process, in 
 loop's conversation is kept in SQLite (redacted), so the resumed run continues it with the plan steps
 already done, from the worktree as it is (a task paused before its plan was approved drafts the plan
 again instead); ``decide`` answers a pending tool request; ``diff`` prints the unified diff and its
-identity. SIGINT / SIGTERM during ``plan``, ``start`` or ``resume`` stop at the next boundary with nothing
-half-written (see :mod:`codeflux.cli.run`).
+identity, then the changed files that change what later commands execute ("changes what runs":
+``conftest.py``, ``pytest.ini``, a Makefile, …, with why). SIGINT / SIGTERM during ``plan``, ``start`` or
+``resume`` stop at the next boundary with nothing half-written (see :mod:`codeflux.cli.run`). Arguments,
+paths and check argv are shown escaped (:func:`codeflux.domain.display.escape_for_display`).
 
 Every subcommand first runs startup recovery when no other process is running tasks (see
 :mod:`codeflux.coordinator.recovery`): interrupted work is marked, never resumed. Exit codes come from
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,10 +50,12 @@ from codeflux.coordinator.review import ReviewService, require_task_action
 from codeflux.coordinator.tasks import Actor, TaskService, TaskView
 from codeflux.coordinator.tool_driver import ToolDriver
 from codeflux.coordinator.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
+from codeflux.domain.display import escape_for_display
 from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, TaskActionUnavailableError, UsageError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.recovery import EffectOutcome, RecoveryAction
+from codeflux.domain.review_flags import changes_what_runs, what_runs_lines
 from codeflux.domain.tasks import TaskAction, TaskState
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import open_repository
@@ -261,7 +266,8 @@ def _show(ctx: CliContext, db: Database, view: TaskView) -> None:
         for number, step in enumerate(plan.plan.steps, start=1):
             ctx.say(f"    step {number}     {step.title}")
         for check in plan.plan.checks:
-            ctx.say(f"    check      {check.name}: {' '.join(check.argv)}")
+            ctx.say(f"    check      {escape_for_display(check.name)}: "
+                    f"{shlex.join(escape_for_display(a) for a in check.argv)}")
     if view.attempt is not None:
         ended = "open" if view.attempt.is_open else f"ended at {view.attempt.stopped_at or 'the end'}"
         ctx.say(f"  attempt      {view.attempt.attempt} under plan revision {view.attempt.plan_revision} ({ended})")
@@ -402,6 +408,8 @@ def _diff(args: argparse.Namespace, ctx: CliContext, db: Database, service: Task
     diff = diff_against_base(binding)
     _write_bytes(ctx, diff.unified_diff)
     ctx.say(f"diff identity {diff.identity} (base {diff.base[:12]}, head {diff.head[:12]}, {len(diff.files)} file(s))")
+    for line in what_runs_lines(changes_what_runs(f.path for f in diff.files)):
+        ctx.say(line)
     return 0
 
 

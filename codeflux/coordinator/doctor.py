@@ -24,9 +24,11 @@ from pathlib import Path
 
 import apsw
 
+from codeflux.coordinator.confinement import CONFINEMENT_VARIABLE, choose_confinement
 from codeflux.coordinator.instance import running_coordinator
 from codeflux.credentials import probe_credential_store, stored_provider_keys
-from codeflux.domain.errors import CodefluxError, StoreCorruptError
+from codeflux.domain.confinement import ConfinementMode
+from codeflux.domain.errors import CodefluxError, ConfinementUnavailableError, InvalidValueError, StoreCorruptError
 from codeflux.domain.providers import ProviderName
 from codeflux.domain.tasks import TaskState
 from codeflux.store.connection import open_connection
@@ -92,6 +94,7 @@ def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT) -> DoctorRep
     checks: list[Callable[[], CheckResult]] = [
         _check_python_and_sqlite,
         _check_git,
+        _check_confinement,
         lambda: _check_data_directory(location),
         lambda: _check_database(location),
         _check_credential_store,
@@ -140,6 +143,31 @@ def _check_git() -> CheckResult:
         return CheckResult(id="git", title="git", status=CheckStatus.FAILED,
                            summary="git is on PATH but `git --version` failed", remediation=fix)
     return CheckResult(id="git", title="git", status=CheckStatus.OK, summary=out.stdout.strip())
+
+
+def _check_confinement() -> CheckResult:
+    """Which OS box task commands run in; ``degraded`` when there is none (then programs are allowed once only)."""
+    title = "command confinement"
+    try:
+        choice = choose_confinement()
+    except (ConfinementUnavailableError, InvalidValueError) as error:
+        return CheckResult(id="confinement", title=title, status=CheckStatus.FAILED, summary=str(error),
+                           remediation=f"unset {CONFINEMENT_VARIABLE}, or install what the message names")
+    if choice.mode is ConfinementMode.BUBBLEWRAP:
+        return CheckResult(id="confinement", title=title, status=CheckStatus.OK,
+                           summary=f"bubblewrap ({choice.bubblewrap}): commands run in their own namespaces, "
+                                   "network only when granted")
+    fix = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`) and allow unprivileged user "
+           "namespaces (Ubuntu ≥ 23.10: an AppArmor profile for bwrap)")
+    if choice.weaker_because.startswith("forced"):
+        fix = f"unset {CONFINEMENT_VARIABLE} to use the strongest box this machine offers"
+    if choice.mode is ConfinementMode.LANDLOCK:
+        return CheckResult(id="confinement", title=title, status=CheckStatus.DEGRADED,
+                           summary=f"landlock + seccomp (fallback): {choice.weaker_because}", remediation=fix,
+                           required=False)
+    return CheckResult(id="confinement", title=title, status=CheckStatus.DEGRADED,
+                       summary=f"degraded: commands run unconfined ({choice.weaker_because}); each program must be "
+                               "allowed once, every time", remediation=fix, required=False)
 
 
 def _nearest_existing(path: Path) -> Path:

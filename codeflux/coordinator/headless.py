@@ -16,11 +16,14 @@ exists; the exact (tool, arguments) pair is what a person can write on a command
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from codeflux.authority.decide import Decider, UserDecision
 from codeflux.coordinator.tool_driver import SubmittedRequest, ToolDriver
+from codeflux.domain.display import escape_for_display
 from codeflux.domain.tools import ArgumentValue, ToolName, bind_tool_request
 
 __all__ = ["HeadlessDecision", "HeadlessPolicy", "PreapprovedOperation", "decide_headless"]
@@ -45,10 +48,25 @@ class PreapprovedOperation:
         return cls.of(ToolName.RUN_COMMAND.value, {"argv": list(argv)})
 
     def __str__(self) -> str:
+        """The operation on one line, as it is shown in decision reasons and the CLI: for ``run_command`` the
+        argv as ``shlex.join`` writes it, every argument escaped for display
+        (:func:`codeflux.domain.display.escape_for_display`), so a bidi override or a newline in an argument
+        can neither reorder nor split what a person reads."""
         if self.tool is ToolName.RUN_COMMAND:
             argv = dict(self.arguments).get("argv", ())
-            return f"run_command {' '.join(argv) if isinstance(argv, tuple) else argv}"
-        return f"{self.tool} {', '.join(f'{name}={value!r}' for name, value in self.arguments)}"[:300]
+            words = argv if isinstance(argv, tuple) else (argv,)
+            return f"run_command {shlex.join(_shown(word) for word in words)}"
+        return f"{self.tool} {', '.join(f'{name}={_shown(value)}' for name, value in self.arguments)}"[:300]
+
+
+def _shown(value: ArgumentValue) -> str:
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, tuple):
+        text = json.dumps(list(value), ensure_ascii=False)
+    else:
+        text = json.dumps(value)
+    return escape_for_display(text)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

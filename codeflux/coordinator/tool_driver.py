@@ -48,10 +48,12 @@ from typing import Final
 from codeflux.authority.classify import Classification, ClassifiedNeed, WorktreeFacts, classify_tool_request
 from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
 from codeflux.authority.service import AuthorityService, DecisionView, ExecutionIntent, RequestView
+from codeflux.coordinator.confinement import ConfinementChoice, choose_confinement
 from codeflux.coordinator.live_output import LiveOutput
 from codeflux.coordinator.program_pins import resolve_executable_pin
 from codeflux.coordinator.workers import WorkerExecution, WorkerHandle, WorkerOutcome
 from codeflux.domain.capabilities import CapabilityNeed
+from codeflux.domain.confinement import standing_approval_needs_opt_in
 from codeflux.domain.errors import (
     PathNotFoundError,
     PathRefusedError,
@@ -59,7 +61,7 @@ from codeflux.domain.errors import (
     WorkerClosedError,
     WorkerStartError,
 )
-from codeflux.domain.execution import FailureKind
+from codeflux.domain.execution import ExecutionState, FailureKind
 from codeflux.domain.ids import TaskId, ToolRequestId
 from codeflux.domain.operations import (
     ExecutablePin,
@@ -138,6 +140,7 @@ class ExecutionRecord:
     stderr_truncated: bool
     content_sha256: str | None
     duration_ms: int | None
+    confinement: str | None = None
 
 
 def _record(row: ExecutionRow) -> ExecutionRecord:
@@ -147,7 +150,7 @@ def _record(row: ExecutionRow) -> ExecutionRecord:
         failure_kind=result.failure_kind, message=result.message, exit_code=result.exit_code, content=result.content,
         stdout=result.stdout, stderr=result.stderr, content_truncated=result.content_truncated,
         stdout_truncated=result.stdout_truncated, stderr_truncated=result.stderr_truncated,
-        content_sha256=result.content_sha256, duration_ms=result.duration_ms,
+        content_sha256=result.content_sha256, duration_ms=result.duration_ms, confinement=result.confinement,
     )
 
 
@@ -204,9 +207,19 @@ class ToolDriver:
         state_dir: Path,
         base_environment: Mapping[str, str] | None = None,
         fault: Callable[[DriverFault], None] | None = None,
+        data_dir: Path | None = None,
+        confinement: ConfinementChoice | None = None,
+        allow_unconfined: bool = False,
     ) -> None:
         self._db = db
-        self._authority = AuthorityService(db)
+        # Every process a worker starts runs in this box; the data directory (by default the parent of
+        # ``state_dir``, ``<data>/workers``) is hidden in it.
+        self._confinement = confinement or choose_confinement()
+        self._data_dir = data_dir or state_dir.parent
+        # With no box, a program may only be allowed once at a time unless the person opted in (logged by
+        # the caller): standing approvals neither cover nor may be given to requests that run one.
+        self._authority = AuthorityService(db, programs_unconfined=standing_approval_needs_opt_in(
+            self._confinement.mode) and not allow_unconfined)
         self._state_dir = state_dir
         self._base_environment = dict(os.environ if base_environment is None else base_environment)
         self._search_path = build_worker_environment(base=self._base_environment, home=state_dir,
@@ -406,7 +419,8 @@ class ToolDriver:
             worker.stop()
         started = WorkerHandle.start(task_id=task.task_id, worktree=task.worktree,
                                      state_dir=self._state_dir / task.task_id.value, base_commit=task.base_revision,
-                                     base_environment=self._base_environment)
+                                     base_environment=self._base_environment, repository_root=task.repository_root,
+                                     data_dir=self._data_dir, confinement=self._confinement)
         with self._lock:
             racing = self._workers.get(task.task_id)
             keep = racing if racing is not None and racing.is_alive() and not self._closed else None
@@ -429,7 +443,7 @@ class ToolDriver:
         execution = WorkerExecution.for_request(
             request_id=ToolRequestId.parse(intent.request_id), task_id=operation.task_id,
             operation_identity=intent.identity, request=request, executable=operation.executable,
-            env_overrides=dict(operation.env),
+            env_overrides=dict(operation.env), network_granted=intent.network_granted,
         )
         try:
             worker = self._worker_for(intent.task)
@@ -463,7 +477,22 @@ class ToolDriver:
             stdout_truncated=outcome.stdout_truncated or stdout_cut,
             stderr_truncated=outcome.stderr_truncated or stderr_cut,
             content_sha256=outcome.content_sha256, duration_ms=max(outcome.duration_ms, 0),
+            confinement=self._ran_in(outcome),
         )
+
+    def _ran_in(self, outcome: WorkerOutcome) -> str | None:
+        """The box the worker reported; for an in-flight request whose worker was lost, the box it was
+        started in (the request may have run there); None when nothing reached a worker."""
+        if outcome.confinement is not None:
+            return outcome.confinement.value
+        if outcome.state is ExecutionState.OUTCOME_UNKNOWN:
+            return self._confinement.mode.value
+        return None
+
+    @property
+    def confinement(self) -> ConfinementChoice:
+        """The box every process of this driver's workers runs in."""
+        return self._confinement
 
     def _store(self, intent: ExecutionIntent, values: ExecutionResultValues) -> ExecutionRecord:
         row = self._authority.record_execution_result(task=intent.task, execution_id=intent.execution_id,

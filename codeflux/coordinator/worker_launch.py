@@ -58,8 +58,13 @@ def launch_worker(
     startup_timeout_s: float,
     base_commit: str | None,
     base_environment: dict[str, str],
+    box: dict[str, object],
 ) -> LaunchedWorker:
-    """Spawn a worker for ``task_id`` in ``worktree`` and wait until it serves; :class:`WorkerStartError`."""
+    """Spawn a worker for ``task_id`` in ``worktree`` and wait until it serves; :class:`WorkerStartError`.
+
+    ``box`` is the confinement part of its startup configuration
+    (:func:`~codeflux.coordinator.confinement.box_request`).
+    """
     if not worktree.is_absolute() or not worktree.is_dir():
         raise WorkerStartError(reason="the worktree must be an existing absolute directory")
     home, tmpdir = _per_task_directories(state_dir)
@@ -71,7 +76,7 @@ def launch_worker(
     config = {
         "protocol": STARTUP_PROTOCOL, "socket_path": str(socket_path), "lease_id": str(lease_id),
         "lease_token": token, "worktree": str(worktree), "task_id": str(task_id),
-        "lease_interval_ms": int(lease_interval_s * 1000), "base_commit": base_commit,
+        "lease_interval_ms": int(lease_interval_s * 1000), "base_commit": base_commit, "confinement": box,
     }  # fmt: skip
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:

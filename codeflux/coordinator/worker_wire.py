@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final, Self
 
 from codeflux.api.v1 import worker_pb2
+from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.execution import ExecutionLimits, ExecutionState, FailureKind
 from codeflux.domain.ids import TaskId, ToolRequestId
 from codeflux.domain.operations import ExecutablePin, OperationIdentity
@@ -42,6 +43,7 @@ _STREAM_NAMES: Final[dict[worker_pb2.OutputStream, str]] = {
     worker_pb2.OUTPUT_STREAM_STDERR: "stderr",
 }
 _FAILURE_KINDS: Final = frozenset(member.value for member in FailureKind)
+_MODES: Final = {mode.value: mode for mode in ConfinementMode}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +62,7 @@ class WorkerExecution:
     executable: ExecutablePin | None = None
     env_overrides: tuple[tuple[str, str], ...] = ()
     stdin: bytes = b""
+    network_granted: bool = False
 
     @classmethod
     def for_request(
@@ -72,6 +75,7 @@ class WorkerExecution:
         executable: ExecutablePin | None = None,
         env_overrides: Mapping[str, str] | None = None,
         stdin: bytes = b"",
+        network_granted: bool = False,
     ) -> Self:
         """An execution with the limits of the request's descriptor (the only place limits come from)."""
         return cls(
@@ -83,6 +87,7 @@ class WorkerExecution:
             executable=executable,
             env_overrides=tuple(sorted((env_overrides or {}).items())),
             stdin=stdin,
+            network_granted=network_granted,
         )
 
 
@@ -94,7 +99,8 @@ class WorkerOutcome:
     ``run_command`` when the worker reported one (``-N`` for signal ``N``). ``stdout``/``stderr`` are the
     streamed output (capped at the descriptor's output limit; ``*_truncated`` say so); ``content`` is the
     tool's result text for the model. ``content_sha256`` is the sha256 of the file read or written.
-    ``process_group_id`` is the command's group (0 when no process was started).
+    ``process_group_id`` is the command's group (0 when no process was started). ``confinement`` is the
+    box the worker ran it in, as the worker reported it (None when no worker answered).
     """
 
     request_id: ToolRequestId
@@ -111,6 +117,7 @@ class WorkerOutcome:
     duration_ms: int = 0
     content_sha256: str | None = None
     process_group_id: int = 0
+    confinement: ConfinementMode | None = None
 
 
 @dataclass(slots=True)
@@ -179,6 +186,7 @@ def encode_execution(execution: WorkerExecution, *, lease_token: str) -> worker_
         env_overrides=dict(execution.env_overrides),
         stdin=execution.stdin,
         lease_token=lease_token,
+        network_granted=execution.network_granted,
     )
 
 
@@ -207,6 +215,7 @@ def outcome_from_result(execution: WorkerExecution, result: worker_pb2.Execution
         duration_ms=result.duration_ms,
         content_sha256=result.content_sha256 or None,
         process_group_id=process_group,
+        confinement=_MODES.get(result.confinement),
     )
 
 

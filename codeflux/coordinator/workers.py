@@ -47,6 +47,7 @@ from typing import Final, Self
 import grpc
 
 from codeflux.api.v1 import worker_pb2
+from codeflux.coordinator.confinement import ConfinementChoice, box_request, choose_confinement
 from codeflux.coordinator.worker_launch import LaunchedWorker, has_exited, launch_worker, reap_worker
 from codeflux.coordinator.worker_streams import ExecuteStream, StreamPool
 from codeflux.coordinator.worker_wire import (
@@ -61,6 +62,7 @@ from codeflux.coordinator.worker_wire import (
 from codeflux.domain.errors import InvalidValueError, WorkerClosedError
 from codeflux.domain.execution import ExecutionState, FailureKind
 from codeflux.domain.ids import TaskId, ToolRequestId, WorkerLeaseId
+from codeflux.worker.environment import worker_search_path
 from codeflux.worker.processes import kill_process_group
 from codeflux.worker.rpc import WorkerStub
 from codeflux.worker.server import LEASE_MISSES_ALLOWED, LEASE_TOKEN_METADATA
@@ -126,19 +128,28 @@ class WorkerHandle:
         startup_timeout_s: float = 20.0,
         base_commit: str | None = None,
         base_environment: Mapping[str, str] | None = None,
+        repository_root: Path | None = None,
+        data_dir: Path | None = None,
+        confinement: ConfinementChoice | None = None,
     ) -> Self:
         """Start a worker for ``task_id`` in ``worktree``; :class:`WorkerStartError` if it does not come up.
 
         ``state_dir`` (created 0700) holds the per-task ``home/``, ``tmp/`` and ``worker.log``.
         ``base_commit`` is what ``inspect_diff`` compares with (HEAD when None). ``base_environment``
         (default: this process's) is filtered through the worker allow-list; nothing else passes.
+        Every process the worker starts runs in the box of ``confinement`` (default: the coordinator's
+        choice, :func:`choose_confinement`), which hides ``data_dir`` (default: ``state_dir``) and shows
+        the git directories of ``repository_root`` (the task's repository as recorded).
         """
         if not 0.1 <= lease_interval_s <= 60:
             raise InvalidValueError(kind="worker lease interval", reason="must be between 0.1 and 60 seconds")
         real_worktree = Path(os.path.realpath(worktree))
+        environment = dict(base_environment or os.environ)
+        box = box_request(confinement or choose_confinement(), worktree=real_worktree, repository_root=repository_root,
+                          data_dir=data_dir or state_dir, search_path=worker_search_path(environment))
         launched = launch_worker(task_id=task_id, worktree=real_worktree, state_dir=state_dir,
                                  lease_interval_s=lease_interval_s, startup_timeout_s=startup_timeout_s,
-                                 base_commit=base_commit, base_environment=dict(base_environment or os.environ))
+                                 base_commit=base_commit, base_environment=environment, box=box)
         return cls(launched=launched, task_id=task_id, worktree=real_worktree, lease_interval_s=lease_interval_s)
 
     # ----------------------------------------------------------------------------------------- facts

@@ -37,9 +37,12 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── RepositoryChangedError       the repository is not the one the task was created for
     │   ├── TaskActionUnavailableError   the task's state does not offer that action (says why)
     │   ├── OutcomeUnresolvedError       an effect's outcome is unknown; record what happened first
+    │   ├── ConfinementUnavailableError  the forced confinement mode cannot run on this machine
+    │   ├── UnconfinedPreapprovalError   headless --allow of programs with no OS box, without the opt-in
     │   └── AuthorityRefusedError        the authority engine refused the operation; it did not run
     │       ├── CapabilityDeniedError    a recorded denial covers a capability the request needs
-    │       └── TaskInactiveError        the task is not running or validating; only reads may run
+    │       ├── TaskInactiveError        the task is not running or validating; only reads may run
+    │       └── UnconfinedStandingApprovalError  programs run unconfined: allow once, or opt in
     ├── DecisionNeededError              a person must decide and prompting is off         (exit 4)
     │   ├── ApprovalRequiredError        the tool request waits for allow-once/allow-for-task/deny
     │   ├── BudgetExhaustedError         the task's hard budget is reached; it is paused until raised
@@ -91,6 +94,7 @@ __all__ = [
     "CapabilityDeniedError",
     "CheckoutNotCleanError",
     "CodefluxError",
+    "ConfinementUnavailableError",
     "ConflictError",
     "CoordinatorRunningError",
     "CredentialNotFoundError",
@@ -153,6 +157,8 @@ __all__ = [
     "ToolFailedError",
     "ToolRequestInvalidError",
     "TransitionNotAllowedError",
+    "UnconfinedPreapprovalError",
+    "UnconfinedStandingApprovalError",
     "UnsafeArgumentError",
     "UsageError",
     "WorkerClosedError",
@@ -459,6 +465,37 @@ class CapabilityDeniedError(AuthorityRefusedError):
         )
         self.need = need
         self.denial_id = denial_id
+
+
+class ConfinementUnavailableError(PrerequisiteError):
+    """The confinement ``mode`` that was asked for cannot run here (``reason`` says why and how to fix it)."""
+
+    def __init__(self, *, mode: str, reason: str) -> None:
+        super().__init__(f"confinement {mode} is not available on this machine: {reason}")
+        self.mode = mode
+        self.reason = reason
+
+
+class UnconfinedStandingApprovalError(AuthorityRefusedError):
+    """Commands run unconfined here, so a program may only be allowed once at a time without an opt-in."""
+
+    def __init__(self, *, request_id: str) -> None:
+        super().__init__(
+            f"tool request {request_id} runs a program, and this machine cannot confine programs "
+            "(see `codeflux doctor`): allow it once instead (each run asks again)",
+            request_id=request_id,
+        )
+
+
+class UnconfinedPreapprovalError(PrerequisiteError):
+    """A headless run pre-approves programs on a machine that cannot confine them, without the opt-in."""
+
+    def __init__(self, *, count: int) -> None:
+        super().__init__(
+            f"--allow pre-approves {count} program(s), and this machine cannot confine programs (see `codeflux "
+            "doctor`): add --allow-unconfined to run them with no OS box anyway, or decide each one yourself"
+        )
+        self.count = count
 
 
 class TaskInactiveError(AuthorityRefusedError):

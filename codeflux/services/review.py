@@ -6,7 +6,9 @@
   (integration-tests among them) with their outcomes; ``evidence`` and ``not_examined`` come from the
   stage-35 evidence bundle exactly as recorded; ``evidence_matches_diff`` says whether the bundle saw
   this very diff. Paths the diff could not hold (nested repositories, special files) are listed as not
-  examined.
+  examined. ``changes_what_runs`` lists the changed files that change what later commands execute
+  (``conftest.py``, ``pytest.ini``, a Makefile, a ``.pth`` file, …) with why
+  (:func:`codeflux.domain.review_flags.changes_what_runs`).
 * ``ListStages`` — all 37 stages of an attempt (0 = the newest) with their gate text and the recorded
   outcome, empty where nothing is recorded yet.
 * ``AcceptChange`` / ``RejectChange`` — :class:`codeflux.coordinator.review.ReviewService`, bound to the
@@ -31,6 +33,7 @@ from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.errors import InvalidValueError, TaskActionUnavailableError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import PERFORMABLE_STAGES, STAGES, StageName
+from codeflux.domain.review_flags import changes_what_runs
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import MutationLedger, mutation_of, parse_task_id
@@ -144,7 +147,9 @@ def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
         checks=[_check(row) for row in rows if row.verdict.stage in PERFORMABLE_STAGES
                 and row.verdict.stage is not StageName.EVIDENCE_BUNDLE],
         evidence=evidence, not_examined=not_examined,
-        evidence_matches_diff=bool(bundle) and bundle.get("diff_identity") == diff.identity)
+        evidence_matches_diff=bool(bundle) and bundle.get("diff_identity") == diff.identity,
+        changes_what_runs=[pb.WhatRunsChangeView(path=flag.path, reason=flag.reason)
+                           for flag in changes_what_runs(f.path for f in diff.files)])
 
 
 def stage_views(app: CoordinatorApp, task_id: TaskId, attempt: int) -> pb.ListStagesReply:

@@ -14,9 +14,13 @@ import json
 from typing import TYPE_CHECKING, Final
 
 from codeflux.api.v1 import common_pb2, product_pb2
+from codeflux.authority.decide import runs_a_program
 from codeflux.authority.service import AuthorityService, RequestView
 from codeflux.coordinator.budget import BudgetService, BudgetSummary
+from codeflux.coordinator.confinement import choose_confinement
 from codeflux.coordinator.tasks import TaskService, TaskView
+from codeflux.domain.capabilities import Capability
+from codeflux.domain.confinement import allow_for_task_refusal, describe_approval
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Cost, Money
 from codeflux.domain.plans import PlanForecast
@@ -154,13 +158,18 @@ def approval_view(request: RequestView) -> product_pb2.PendingApproval:
     why = "; ".join(f"{item.need}: {item.reason}" for item in needs)
     reason = request.decision.reason + (f" — needs {why}" if why else "")
     program = "" if operation.executable is None else f"; program {operation.executable.path}"
+    runs_program = runs_a_program(request.classification)
+    network = any(item.need.capability is Capability.NETWORK for item in needs)
+    mode = choose_confinement().mode
     return product_pb2.PendingApproval(
         request_id=request.request_id, tool=request.tool,
         arguments=[product_pb2.Argument(name=name, value=argument_text(value)) for name, value in operation.arguments],
         capabilities=[str(item.need) for item in needs],
         scope=(f"this exact operation in task {request.task_id}'s worktree (allow-for-task covers identical "
                f"requests of this task only){program}"),
-        operation_identity=str(request.identity), reason=reason[:2048], cwd=operation.cwd)
+        operation_identity=str(request.identity), reason=reason[:2048], cwd=operation.cwd,
+        meaning=describe_approval(runs_program=runs_program, network=network, mode=mode),
+        allow_for_task_refusal=allow_for_task_refusal(runs_program=runs_program, mode=mode))
 
 
 def pending_approvals(app: CoordinatorApp, task_id: TaskId) -> list[product_pb2.PendingApproval]:

@@ -57,7 +57,8 @@ _APPROVAL = ("id, task_id, request_id, decision_id, operation_identity, scope, c
 _DENIAL = "id, task_id, capability, resource, decision_id, reason, created_at_us"
 _EXECUTION = ("id, request_id, task_id, decision_id, approval_id, operation_identity, state, failure_kind,"
               " message, exit_code, content, stdout, stderr, content_truncated, stdout_truncated,"
-              " stderr_truncated, content_sha256, duration_ms, intended_at_us, started_at_us, finished_at_us")
+              " stderr_truncated, content_sha256, duration_ms, intended_at_us, started_at_us, finished_at_us,"
+              " confinement")
 
 
 def _text(value: object) -> str:
@@ -183,6 +184,8 @@ class ExecutionResultValues:
     stderr_truncated: bool = False
     content_sha256: str | None = None
     duration_ms: int | None = None
+    confinement: str | None = None
+    """The box its processes ran in (``bubblewrap``/``landlock``/``none``); None when no worker ran it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -209,6 +212,7 @@ def _execution(row: Row) -> ExecutionRow:
         exit_code=_maybe_int(row[9]), content=_maybe_text(row[10]), stdout=_maybe_text(row[11]),
         stderr=_maybe_text(row[12]), content_truncated=bool(row[13]), stdout_truncated=bool(row[14]),
         stderr_truncated=bool(row[15]), content_sha256=_maybe_text(row[16]), duration_ms=_maybe_int(row[17]),
+        confinement=_maybe_text(row[21]),
     )
     return ExecutionRow(
         execution_id=_text(row[0]), request_id=_text(row[1]), task_id=TaskId.parse(_text(row[2])),
@@ -456,13 +460,13 @@ def record_execution_result(tx: Transaction, *, execution_id: str, result: Execu
     rows = tx.execute(
         "UPDATE tool_executions SET state = ?, failure_kind = ?, message = ?, exit_code = ?, content = ?,"
         " stdout = ?, stderr = ?, content_truncated = ?, stdout_truncated = ?, stderr_truncated = ?,"
-        " content_sha256 = ?, duration_ms = ?, finished_at_us = ?"
+        " content_sha256 = ?, duration_ms = ?, finished_at_us = ?, confinement = ?"
         " WHERE id = ? AND state IN ('intended', 'running')"
         " RETURNING id, request_id, task_id, decision_id, approval_id, operation_identity, intended_at_us,"
         " started_at_us",
         (result.state, result.failure_kind, result.message, result.exit_code, result.content, result.stdout,
          result.stderr, int(result.content_truncated), int(result.stdout_truncated), int(result.stderr_truncated),
-         result.content_sha256, result.duration_ms, finished_at_us, execution_id),
+         result.content_sha256, result.duration_ms, finished_at_us, result.confinement, execution_id),
     )
     if not rows:
         raise ConflictError(f"execution {execution_id} has already ended")

@@ -11,11 +11,13 @@ import os
 import sys
 
 from codeflux.domain.errors import CodefluxError
+from codeflux.worker.hardening import make_undumpable
 from codeflux.worker.server import serve
 from codeflux.worker.startup import read_startup_config
 
 
 def main() -> int:
+    make_undumpable()
     try:
         config = read_startup_config(sys.stdin.buffer)
     except CodefluxError as error:

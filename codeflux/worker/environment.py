@@ -27,6 +27,7 @@ __all__ = [
     "build_worker_environment",
     "command_environment",
     "is_sensitive_environment_name",
+    "worker_search_path",
 ]
 
 DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
@@ -144,6 +145,11 @@ def command_environment(worker_environment: Mapping[str, str], overrides: Mappin
     if "PATH" in overrides:
         environment["PATH"] = _absolute_search_path(environment["PATH"])
     return environment
+
+
+def worker_search_path(base: Mapping[str, str]) -> str:
+    """The ``PATH`` a worker built from ``base`` searches (absolute entries only)."""
+    return _absolute_search_path(base.get("PATH", ""))
 
 
 def _absolute_search_path(value: str) -> str:

@@ -30,6 +30,7 @@ from typing import Any, BinaryIO, Final, TextIO
 import grpc
 
 from codeflux.domain.errors import InvalidValueError
+from codeflux.worker.confinement import worker_confinement
 from codeflux.worker.processes import ProcessGroups, become_child_subreaper
 from codeflux.worker.rpc import HANDLER_FACTORIES, worker_handler
 from codeflux.worker.service import LeaseClock, WorkerService
@@ -77,12 +78,13 @@ def _refuse_stream(request: object, context: grpc.ServicerContext) -> Any:
 def serve(config: StartupConfig, *, environment: Mapping[str, str], stdin: BinaryIO, stdout: TextIO) -> int:
     """Serve until told to stop; return the process exit code."""
     _check_socket_directory(config.socket_path.parent)
+    confinement = worker_confinement(config, environment)
     processes = ProcessGroups(sweep_strays=become_child_subreaper())
     stop = threading.Event()
     lease = LeaseClock(interval_s=config.lease_interval_ms / 1000)
     service = WorkerService(lease_id=config.lease_id, task_id=config.task_id, worktree=config.worktree.resolve(),
                             base_commit=config.base_commit, environment=environment, processes=processes,
-                            lease=lease, stop=stop, lease_token=config.lease_token)
+                            lease=lease, stop=stop, lease_token=config.lease_token, confinement=confinement)
     server = grpc.server(
         ThreadPoolExecutor(max_workers=_RPC_THREADS, thread_name_prefix="cfw-rpc"),
         interceptors=[LeaseTokenInterceptor(config.lease_token)],

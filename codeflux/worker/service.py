@@ -29,11 +29,13 @@ from typing import Final
 import grpc
 
 from codeflux.api.v1 import worker_pb2
+from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.execution import ExecutionLimits, ExecutionState, FailureKind
 from codeflux.domain.ids import TaskId, ToolRequestId, WorkerLeaseId
 from codeflux.domain.operations import OperationIdentity
 from codeflux.redact import redact
+from codeflux.worker.confinement import Confinement
 from codeflux.worker.environment import ScreenedEnvironment
 from codeflux.worker.processes import ProcessGroups
 from codeflux.worker.tools.command import CommandOutput, CommandPin, CommandStarted
@@ -114,6 +116,7 @@ class WorkerService:
         lease: LeaseClock,
         stop: threading.Event,
         lease_token: str,
+        confinement: Confinement,
     ) -> None:
         self._lease_id = lease_id
         self._token = lease_token.encode("ascii")
@@ -127,6 +130,7 @@ class WorkerService:
         self._lock = threading.Lock()
         self._in_flight: dict[str, _InFlight] = {}
         self._executables = ExecutableDigests()
+        self._confinement = confinement
 
     def Heartbeat(
         self, request: worker_pb2.HeartbeatRequest, context: grpc.ServicerContext
@@ -182,7 +186,7 @@ class WorkerService:
         refusal = self._admit(request, flight)
         if refusal is not None:
             yield _started(request.request_id, 0)
-            yield _result(request.request_id, refusal, began)
+            yield _result(request.request_id, refusal, began, confinement=self._confinement.mode)
             return
         stream.begin(flight)
         try:
@@ -217,12 +221,14 @@ class WorkerService:
             arguments, limits = _decode_arguments(request), _decode_limits(request.limits)
         except InvalidValueError as error:
             yield _started(request_id, 0)
-            yield _result(request_id, failed_result(FailureKind.INVALID_REQUEST, str(error)), began)
+            yield _result(request_id, failed_result(FailureKind.INVALID_REQUEST, str(error)), began,
+                          confinement=self._confinement.mode)
             return
         context = ToolContext(worktree=self._worktree, limits=limits, deadline=began + limits.timeout_ms / 1000,
                               cancelled=flight.cancelled, environment=self._environment,
                               processes=self._processes, base_commit=self._base_commit,
-                              executables=self._executables)
+                              executables=self._executables, confinement=self._confinement,
+                              network_granted=request.network_granted)
         pin = CommandPin(executable_path=request.executable_path, executable_sha256=request.executable_sha256,
                          env_overrides=dict(request.env_overrides), stdin=bytes(request.stdin))
         events = execute_tool(tool=request.tool, raw_arguments=arguments, context=context, pin=pin)
@@ -251,7 +257,7 @@ class WorkerService:
             events.close()  # a command's process group is killed here if it is still running
         if not sent_started:
             yield _started(request_id, 0)
-        yield _result(request_id, result, began)
+        yield _result(request_id, result, began, confinement=self._confinement.mode)
 
 
 def _decode_arguments(request: worker_pb2.ExecuteRequest) -> dict[str, object]:
@@ -293,7 +299,8 @@ def _output(event: CommandOutput) -> Iterator[worker_pb2.ExecuteEvent]:
         yield worker_pb2.ExecuteEvent(output=chunk)
 
 
-def _result(request_id: str, result: ToolResult, began: float) -> worker_pb2.ExecuteEvent:
+def _result(request_id: str, result: ToolResult, began: float, *,
+            confinement: ConfinementMode) -> worker_pb2.ExecuteEvent:
     return worker_pb2.ExecuteEvent(
         result=worker_pb2.ExecutionResult(
             request_id=request_id,
@@ -307,5 +314,6 @@ def _result(request_id: str, result: ToolResult, began: float) -> worker_pb2.Exe
             stderr_truncated=result.stderr_truncated,
             duration_ms=int((time.monotonic() - began) * 1000),
             content_sha256=result.content_sha256,
+            confinement=confinement.value,
         )
     )

@@ -67,6 +67,7 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     expect(drawer.get_by_test_id("diff-viewer")).to_contain_text("+")
     expect(drawer.get_by_test_id("review-checks")).to_be_visible()
     expect(drawer.get_by_test_id("review-not-examined")).to_be_visible()
+    expect(drawer.get_by_test_id("review-what-runs")).to_have_text("No changed file changes what later commands run.")
     drawer.get_by_test_id("review-accept").click()
     expect(app.testid("accept-result")).to_be_visible(timeout=MS)
     task_state(app, "completed")

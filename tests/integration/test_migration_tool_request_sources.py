@@ -20,8 +20,8 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.operations import ExecutablePin, describe_operation
 from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import bind_tool_request
-from codeflux.store.authority import ExecutionResultValues
-from codeflux.store.database import Database
+from codeflux.store import authority as authority_rows
+from codeflux.store.database import Database, Transaction
 from codeflux.store.location import DataLocation
 from codeflux.store.migrations import (
     REBUILDS_TABLES_DIRECTIVE,
@@ -30,7 +30,7 @@ from codeflux.store.migrations import (
     rebuilds_tables,
 )
 from codeflux.store.opening import open_store
-from codeflux.store.tasks import insert_task, require_task
+from codeflux.store.tasks import insert_task
 
 PIN = ExecutablePin(path="/usr/bin/true", sha256="c" * 64)
 AUTHORITY_TABLES = ("tool_requests", "authority_decisions", "approvals", "tool_executions")
@@ -60,13 +60,25 @@ def version_7_with_authority_rows(location: DataLocation) -> TaskId:
                                           classification=classify_tool_request(request), source=source,
                                           idempotency_key=f"k{number}")
             service.record_user_decision(view.request_id, UserDecision.ALLOW_ONCE, reason="allowed")
-            intent = service.record_execution_intent(view.request_id)
-            service.record_execution_result(task=db.read(lambda v: require_task(v, task_id)),
-                                            execution_id=intent.execution_id,
-                                            result=ExecutionResultValues(state="succeeded", exit_code=0, stdout="ok"))
+            db.write(lambda tx, request_id=view.request_id: _executed_as_at_schema_7(tx, request_id))
     finally:
         db.close()
     return task_id
+
+
+def _executed_as_at_schema_7(tx: Transaction, request_id: str) -> None:
+    """The intent and result as a schema-7 coordinator wrote them (today's service reads and writes the
+    `confinement` column of migration 000009, which a schema-7 file does not have)."""
+    request = authority_rows.read_tool_request(tx, request_id)
+    approval = authority_rows.approval_for_request(tx, request_id)
+    assert approval is not None
+    execution_id = f"exe_{os.urandom(16).hex()}"
+    authority_rows.insert_execution_intent(tx, execution_id=execution_id, request=request,
+                                           decision_id=authority_rows.latest_decision(tx, request_id).decision_id,
+                                           approval_id=approval.approval_id)
+    authority_rows.consume_allow_once_approval(tx, approval_id=approval.approval_id, execution_id=execution_id)
+    tx.execute("UPDATE tool_executions SET state = 'succeeded', exit_code = 0, stdout = 'ok', finished_at_us = ?"
+               " WHERE id = ?", (request.requested_at_us + 1, execution_id))
 
 
 def test_a_version_7_database_migrates_with_every_authority_row_kept(data_location: DataLocation) -> None:
@@ -74,7 +86,7 @@ def test_a_version_7_database_migrates_with_every_authority_row_kept(data_locati
     before = {table: rows(data_location, f"SELECT * FROM {table} ORDER BY 1") for table in AUTHORITY_TABLES}  # noqa: S608
     assert len(before["tool_requests"]) == 3 and len(before["tool_executions"]) == 3
 
-    report = migrate_database(data_location)
+    report = migrate_database(data_location, migrations=load_shipped_migrations()[:8])
 
     assert report.applied == (8,) and report.backup_path is not None
     after = {table: rows(data_location, f"SELECT * FROM {table} ORDER BY 1") for table in AUTHORITY_TABLES}  # noqa: S608
@@ -86,6 +98,7 @@ def test_a_version_7_database_migrates_with_every_authority_row_kept(data_locati
     assert triggers == {"tool_requests_are_immutable", "tool_requests_are_never_deleted"}
     assert rows(data_location, "SELECT count(*) FROM sqlite_schema WHERE name = 'tool_requests_rebuilt'") == [(0,)]
 
+    migrate_database(data_location)  # the migrations after 8 too, so today's store opens it
     db = open_store(data_location, create=False, migrate=False)
     try:
         service = AuthorityService(db)
@@ -120,14 +133,15 @@ def test_a_rebuild_that_breaks_a_foreign_key_is_rolled_back(tmp_path: Path, data
         "ALTER TABLE tool_requests_rebuilt RENAME TO tool_requests;",
         "PRAGMA legacy_alter_table = OFF;",
     ])
-    (folder / "000009_lossy.sql").write_text(lossy + "\n")
+    latest = len(load_shipped_migrations())
+    (folder / f"{latest + 1:06d}_lossy.sql").write_text(lossy + "\n")
     shipped = load_shipped_migrations(folder)
     assert rebuilds_tables(shipped[-1]) and not rebuilds_tables(shipped[0])
 
     with pytest.raises(MigrationFailedError, match="foreign key"):
         migrate_database(data_location, migrations=shipped)
 
-    assert rows(data_location, "PRAGMA user_version") == [(8,)]
+    assert rows(data_location, "PRAGMA user_version") == [(latest,)]
     assert rows(data_location, "SELECT count(*) FROM tool_requests") == [(3,)]
     assert rows(data_location, "PRAGMA foreign_key_check") == []
     db = open_store(data_location, create=False, migrate=False)  # the connection policy (foreign keys on) holds

@@ -164,3 +164,34 @@ def test_bad_input_is_refused_with_typed_statuses(app: CoordinatorApp, reviewabl
     assert refusal(app, REJECT, pb.RejectChangeRequest(control=control("k"), task_id=unknown,
                                                        diff_identity=reviewable.identity))[0] == Code.NOT_FOUND
     assert refusal(app, STAGES, pb.ListStagesRequest(task_id=task, attempt=-1))[0] == Code.INVALID_ARGUMENT
+
+
+def test_files_that_change_what_runs_are_flagged_on_the_review_with_why(
+    app: CoordinatorApp, reviewable: Reviewable, db: Database, tmp_path: Path
+) -> None:
+    changed: dict[str, str | bytes] = {
+        "pkg/calc.py": "def add(a, b):\n    return b + a\n",
+        "tests/conftest.py": "import socket\n",
+        "pyproject.toml": "[tool.pytest.ini_options]\naddopts = '-p plugin'\n",
+        "Makefile": "test:\n\tpython3 -m pytest\n",
+        "make/rules.mk": "X = 1\n",
+        "venv/lib/site-packages/zz.pth": "import os\n",
+        ".gitattributes": "*.py filter=tidy\n",
+        "docs/guide.md": "notes\n",
+    }
+    other = a_task_awaiting_review(TaskService(db, worktrees_root=tmp_path / "worktrees"),
+                                   a_repository(tmp_path / "other"), changed)
+
+    shown = call(app, GET, pb.GetReviewRequest(task_id=other.task_id.value))
+    plain = call(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
+
+    assert isinstance(shown, pb.ReviewView) and isinstance(plain, pb.ReviewView)
+    flags = {flag.path: flag.reason for flag in shown.changes_what_runs}
+    assert set(flags) == {"tests/conftest.py", "pyproject.toml", "Makefile", "make/rules.mk",
+                          "venv/lib/site-packages/zz.pth", ".gitattributes"}
+    assert [f.path for f in shown.changes_what_runs] == sorted(flags)  # in the diff's (path) order
+    assert "pytest" in flags["tests/conftest.py"] and "[tool.pytest" in flags["pyproject.toml"]
+    assert "make" in flags["Makefile"] and "filter" in flags[".gitattributes"]
+    assert "interpreter start" in flags["venv/lib/site-packages/zz.pth"]
+    assert {f.path for f in shown.files} >= set(flags)
+    assert not plain.changes_what_runs  # pkg/calc.py and pkg/extra.py change no command

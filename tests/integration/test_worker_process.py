@@ -27,6 +27,7 @@ from codeflux.domain.ids import TaskId
 from codeflux.worker.rpc import WorkerStub
 from tests.fixtures.workers import (
     TASK,
+    box_for,
     execute_on_one_stream,
     execution_of,
     pin_executable,
@@ -298,7 +299,7 @@ def test_a_command_past_its_timeout_fails_timed_out(worker: WorkerHandle) -> Non
 def test_a_worker_without_heartbeats_stops_itself(task: TaskWorktree, tmp_path: Path) -> None:
     launched = launch_worker(task_id=TASK, worktree=task.worktree.resolve(), state_dir=tmp_path / "silent",
                              lease_interval_s=0.2, startup_timeout_s=20, base_commit=None,
-                             base_environment=dict(os.environ))
+                             base_environment=dict(os.environ), box=box_for(task.worktree, tmp_path))
     try:
         assert wait_for_exit(launched.process, timeout_s=10)
         assert "lease expired" in launched.log_path.read_text()
@@ -311,7 +312,7 @@ def test_a_worker_without_heartbeats_stops_itself(task: TaskWorktree, tmp_path: 
 def test_a_worker_whose_coordinator_is_gone_stops(task: TaskWorktree, tmp_path: Path) -> None:
     launched = launch_worker(task_id=TASK, worktree=task.worktree.resolve(), state_dir=tmp_path / "orphan",
                              lease_interval_s=30, startup_timeout_s=20, base_commit=None,
-                             base_environment=dict(os.environ))
+                             base_environment=dict(os.environ), box=box_for(task.worktree, tmp_path))
     try:
         assert launched.process.stdin is not None
         launched.process.stdin.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -21,6 +22,7 @@ from codeflux.coordinator.worker_launch import LaunchedWorker
 from codeflux.coordinator.worker_wire import encode_execution
 from codeflux.coordinator.workers import WorkerHandle, WorkerOutcome
 from codeflux.domain.execution import ExecutionLimits, ExecutionState, FailureKind
+from codeflux.worker.confinement import unconfined
 from codeflux.worker.environment import ScreenedEnvironment
 from codeflux.worker.processes import ProcessGroups
 from codeflux.worker.tools.command import CommandPin
@@ -139,27 +141,70 @@ def _wait_dead(pid: int, timeout_s: float = 5.0) -> bool:
     return True
 
 
+def _live_processes_with_argument(argument: str) -> list[int]:
+    """Host pids of live processes with ``argument`` in their argv (pids inside a box are namespaced, so a
+    program's own ``$!`` names nothing on the host)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argument.encode() in argv and _is_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_none_with_argument(argument: str, timeout_s: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while (alive := _live_processes_with_argument(argument)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return alive
+
+
+def _unique_duration() -> str:
+    return f"300.{time.monotonic_ns() % 10**9:09d}"  # sleep accepts a fraction: a marker in its argv
+
+
 @pytest.mark.parametrize("script", [
-    "sleep 300 & echo $!",
-    "nohup sleep 300 >/dev/null 2>&1 & echo $!",
-    "(sleep 300 & echo $!) ; true",
+    "sleep {duration} & echo $!",
+    "nohup sleep {duration} >/dev/null 2>&1 & echo $!",
+    "(sleep {duration} & echo $!) ; true",
 ])
 def test_a_backgrounded_sleep_started_by_a_successful_command_is_dead_afterwards(worker: WorkerHandle,
                                                                                  script: str) -> None:
-    outcome, _ = run(worker, "run_command", {"argv": ["sh", "-c", script]})
+    duration = _unique_duration()
+    outcome, _ = run(worker, "run_command", {"argv": ["sh", "-c", script.format(duration=duration)]})
     assert (outcome.state, outcome.exit_code) == (ExecutionState.SUCCEEDED, 0)
-    background = int(outcome.stdout.split()[0])
-    assert _wait_dead(background), f"background pid {background} survived a successful command"
+    assert int(outcome.stdout.split()[0]) > 0  # the sleep really started in the background
+    assert _wait_none_with_argument(duration) == [], "the background sleep survived a successful command"
     assert live_processes_in_group(outcome.process_group_id) == []
 
 
 def test_a_sleep_that_left_the_group_with_setsid_is_dead_afterwards(worker: WorkerHandle) -> None:
     # The pause lets setsid take effect before the command ends, so the sleep really has left the group.
-    script = "setsid sleep 300 >/dev/null 2>&1 & echo $!; sleep 0.3"
+    duration = _unique_duration()
+    script = f"setsid sleep {duration} >/dev/null 2>&1 & echo $!; sleep 0.3"
     outcome, _ = run(worker, "run_command", {"argv": ["sh", "-c", script]})
     assert outcome.state is ExecutionState.SUCCEEDED
-    escaped = int(outcome.stdout.split()[0])
-    assert _wait_dead(escaped), f"setsid'd pid {escaped} survived"
+    assert int(outcome.stdout.split()[0]) > 0
+    assert _wait_none_with_argument(duration) == [], "the setsid'd sleep survived"
+
+
+def test_the_unique_sleep_marker_finds_a_live_sleep() -> None:
+    """The probe above is live: it sees a sleep that is running."""
+    duration = _unique_duration()
+    process = subprocess.Popen(["sleep", duration])
+    try:
+        deadline = time.monotonic() + 5
+        while not _live_processes_with_argument(duration) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _live_processes_with_argument(duration) == [process.pid]
+    finally:
+        process.kill()
+        process.wait()
 
 
 # ---------------------------------------------------------------------------------------- redaction
@@ -304,7 +349,8 @@ def test_the_worker_screens_its_own_environment_once_and_every_override_each_tim
     assert set(screened) == {"PATH"}
     context = ToolContext(worktree=Path(os.path.realpath(task.worktree)), limits=ExecutionLimits(timeout_ms=10_000,
                           max_output_bytes=65_536), deadline=time.monotonic() + 10, cancelled=threading.Event(),
-                          environment=screened, processes=ProcessGroups())
+                          environment=screened, processes=ProcessGroups(),
+                          confinement=unconfined(Path(os.path.realpath(task.worktree))))
     program = os.path.realpath("/usr/bin/env")
     digest = hashlib.sha256(Path(program).read_bytes()).hexdigest()
 

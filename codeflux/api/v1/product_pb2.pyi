@@ -98,7 +98,7 @@ class GetToolActivityRequest(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class ToolActivityView(_message.Message):
-    __slots__ = ("request_id", "tool", "arguments", "capabilities", "operation_identity", "decision", "decision_reason", "state", "exit_code_known", "exit_code", "stdout", "stdout_truncated", "stderr", "stderr_truncated", "content", "content_truncated", "message", "failure_kind", "duration_known", "duration_ms")
+    __slots__ = ("request_id", "tool", "arguments", "capabilities", "operation_identity", "decision", "decision_reason", "state", "exit_code_known", "exit_code", "stdout", "stdout_truncated", "stderr", "stderr_truncated", "content", "content_truncated", "message", "failure_kind", "duration_known", "duration_ms", "confinement", "confinement_meaning")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +119,8 @@ class ToolActivityView(_message.Message):
     FAILURE_KIND_FIELD_NUMBER: _ClassVar[int]
     DURATION_KNOWN_FIELD_NUMBER: _ClassVar[int]
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    CONFINEMENT_FIELD_NUMBER: _ClassVar[int]
+    CONFINEMENT_MEANING_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     tool: str
     arguments: _containers.RepeatedCompositeFieldContainer[Argument]
@@ -139,7 +141,9 @@ class ToolActivityView(_message.Message):
     failure_kind: str
     duration_known: bool
     duration_ms: int
-    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., operation_identity: _Optional[str] = ..., decision: _Optional[str] = ..., decision_reason: _Optional[str] = ..., state: _Optional[str] = ..., exit_code_known: _Optional[bool] = ..., exit_code: _Optional[int] = ..., stdout: _Optional[str] = ..., stdout_truncated: _Optional[bool] = ..., stderr: _Optional[str] = ..., stderr_truncated: _Optional[bool] = ..., content: _Optional[str] = ..., content_truncated: _Optional[bool] = ..., message: _Optional[str] = ..., failure_kind: _Optional[str] = ..., duration_known: _Optional[bool] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+    confinement: str
+    confinement_meaning: str
+    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., operation_identity: _Optional[str] = ..., decision: _Optional[str] = ..., decision_reason: _Optional[str] = ..., state: _Optional[str] = ..., exit_code_known: _Optional[bool] = ..., exit_code: _Optional[int] = ..., stdout: _Optional[str] = ..., stdout_truncated: _Optional[bool] = ..., stderr: _Optional[str] = ..., stderr_truncated: _Optional[bool] = ..., content: _Optional[str] = ..., content_truncated: _Optional[bool] = ..., message: _Optional[str] = ..., failure_kind: _Optional[str] = ..., duration_known: _Optional[bool] = ..., duration_ms: _Optional[int] = ..., confinement: _Optional[str] = ..., confinement_meaning: _Optional[str] = ...) -> None: ...
 
 class ListTasksRequest(_message.Message):
     __slots__ = ("limit",)
@@ -304,7 +308,7 @@ class BudgetView(_message.Message):
     def __init__(self, set: _Optional[bool] = ..., revision: _Optional[int] = ..., hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., warning: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., spent: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., reserved: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., remaining: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., tokens_used: _Optional[int] = ..., tokens_reserved: _Optional[int] = ..., token_limit: _Optional[int] = ..., token_limit_set: _Optional[bool] = ..., pending_decisions: _Optional[_Iterable[int]] = ..., exhausted: _Optional[bool] = ..., lines: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PendingApproval(_message.Message):
-    __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd")
+    __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd", "meaning", "allow_for_task_refusal")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -313,6 +317,8 @@ class PendingApproval(_message.Message):
     OPERATION_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     CWD_FIELD_NUMBER: _ClassVar[int]
+    MEANING_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_FOR_TASK_REFUSAL_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     tool: str
     arguments: _containers.RepeatedCompositeFieldContainer[Argument]
@@ -321,7 +327,9 @@ class PendingApproval(_message.Message):
     operation_identity: str
     reason: str
     cwd: str
-    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., operation_identity: _Optional[str] = ..., reason: _Optional[str] = ..., cwd: _Optional[str] = ...) -> None: ...
+    meaning: str
+    allow_for_task_refusal: str
+    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., operation_identity: _Optional[str] = ..., reason: _Optional[str] = ..., cwd: _Optional[str] = ..., meaning: _Optional[str] = ..., allow_for_task_refusal: _Optional[str] = ...) -> None: ...
 
 class Argument(_message.Message):
     __slots__ = ("name", "value")
@@ -555,8 +563,16 @@ class CheckView(_message.Message):
     detail: str
     def __init__(self, name: _Optional[str] = ..., outcome: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
+class WhatRunsChangeView(_message.Message):
+    __slots__ = ("path", "reason")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    reason: str
+    def __init__(self, path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
 class ReviewView(_message.Message):
-    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff")
+    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
@@ -568,6 +584,7 @@ class ReviewView(_message.Message):
     EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     NOT_EXAMINED_FIELD_NUMBER: _ClassVar[int]
     EVIDENCE_MATCHES_DIFF_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_WHAT_RUNS_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     diff_identity: str
     base: str
@@ -579,7 +596,8 @@ class ReviewView(_message.Message):
     evidence: _containers.RepeatedScalarFieldContainer[str]
     not_examined: _containers.RepeatedScalarFieldContainer[str]
     evidence_matches_diff: bool
-    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ...) -> None: ...
+    changes_what_runs: _containers.RepeatedCompositeFieldContainer[WhatRunsChangeView]
+    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ...) -> None: ...
 
 class ListStagesRequest(_message.Message):
     __slots__ = ("task_id", "attempt")

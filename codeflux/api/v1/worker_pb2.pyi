@@ -76,7 +76,7 @@ class ExecutionLimits(_message.Message):
     def __init__(self, timeout_ms: _Optional[int] = ..., max_output_bytes: _Optional[int] = ..., max_file_bytes: _Optional[int] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("request_id", "task_id", "operation_identity", "tool", "arguments", "limits", "executable_path", "executable_sha256", "env_overrides", "stdin", "lease_token")
+    __slots__ = ("request_id", "task_id", "operation_identity", "tool", "arguments", "limits", "executable_path", "executable_sha256", "env_overrides", "stdin", "lease_token", "network_granted")
     class EnvOverridesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -95,6 +95,7 @@ class ExecuteRequest(_message.Message):
     ENV_OVERRIDES_FIELD_NUMBER: _ClassVar[int]
     STDIN_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_GRANTED_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     task_id: str
     operation_identity: str
@@ -106,7 +107,8 @@ class ExecuteRequest(_message.Message):
     env_overrides: _containers.ScalarMap[str, str]
     stdin: bytes
     lease_token: str
-    def __init__(self, request_id: _Optional[str] = ..., task_id: _Optional[str] = ..., operation_identity: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[ToolArgument, _Mapping]]] = ..., limits: _Optional[_Union[ExecutionLimits, _Mapping]] = ..., executable_path: _Optional[str] = ..., executable_sha256: _Optional[str] = ..., env_overrides: _Optional[_Mapping[str, str]] = ..., stdin: _Optional[bytes] = ..., lease_token: _Optional[str] = ...) -> None: ...
+    network_granted: bool
+    def __init__(self, request_id: _Optional[str] = ..., task_id: _Optional[str] = ..., operation_identity: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[ToolArgument, _Mapping]]] = ..., limits: _Optional[_Union[ExecutionLimits, _Mapping]] = ..., executable_path: _Optional[str] = ..., executable_sha256: _Optional[str] = ..., env_overrides: _Optional[_Mapping[str, str]] = ..., stdin: _Optional[bytes] = ..., lease_token: _Optional[str] = ..., network_granted: _Optional[bool] = ...) -> None: ...
 
 class OutputChunk(_message.Message):
     __slots__ = ("stream", "text")
@@ -125,7 +127,7 @@ class ExecutionStarted(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., process_group_id: _Optional[int] = ...) -> None: ...
 
 class ExecutionResult(_message.Message):
-    __slots__ = ("request_id", "state", "failure_kind", "message", "exit_code", "content", "content_truncated", "stdout_truncated", "stderr_truncated", "duration_ms", "content_sha256")
+    __slots__ = ("request_id", "state", "failure_kind", "message", "exit_code", "content", "content_truncated", "stdout_truncated", "stderr_truncated", "duration_ms", "content_sha256", "confinement")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     FAILURE_KIND_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +139,7 @@ class ExecutionResult(_message.Message):
     STDERR_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     DURATION_MS_FIELD_NUMBER: _ClassVar[int]
     CONTENT_SHA256_FIELD_NUMBER: _ClassVar[int]
+    CONFINEMENT_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     state: ResultState
     failure_kind: str
@@ -148,7 +151,8 @@ class ExecutionResult(_message.Message):
     stderr_truncated: bool
     duration_ms: int
     content_sha256: str
-    def __init__(self, request_id: _Optional[str] = ..., state: _Optional[_Union[ResultState, str]] = ..., failure_kind: _Optional[str] = ..., message: _Optional[str] = ..., exit_code: _Optional[int] = ..., content: _Optional[str] = ..., content_truncated: _Optional[bool] = ..., stdout_truncated: _Optional[bool] = ..., stderr_truncated: _Optional[bool] = ..., duration_ms: _Optional[int] = ..., content_sha256: _Optional[str] = ...) -> None: ...
+    confinement: str
+    def __init__(self, request_id: _Optional[str] = ..., state: _Optional[_Union[ResultState, str]] = ..., failure_kind: _Optional[str] = ..., message: _Optional[str] = ..., exit_code: _Optional[int] = ..., content: _Optional[str] = ..., content_truncated: _Optional[bool] = ..., stdout_truncated: _Optional[bool] = ..., stderr_truncated: _Optional[bool] = ..., duration_ms: _Optional[int] = ..., content_sha256: _Optional[str] = ..., confinement: _Optional[str] = ...) -> None: ...
 
 class ExecuteEvent(_message.Message):
     __slots__ = ("started", "output", "result")

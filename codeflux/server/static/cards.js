@@ -1,7 +1,10 @@
 // Cards built from the TaskView: the plan, the budget and the task's actions.
 
 import { badge, el, facts, mutatingButton, textList } from "./dom.js";
-import { countRange, maybeMoney, money, moneyRange } from "./format.js";
+import { countRange, escapeForDisplay, maybeMoney, money, moneyRange } from "./format.js";
+
+// Paths and argv the model wrote, escaped for display (format.js escapeForDisplay).
+const shownList = (items) => (items || []).map(escapeForDisplay).join(", ");
 
 const TASK_SCOPE = { mutating: "1", scope: "task" };
 
@@ -16,14 +19,15 @@ export function planCard(app, task) {
   const forecast = plan.forecast || {};
   const steps = el("ol", { class: "steps", testid: "plan-steps" }, (plan.steps || []).map((step) =>
     el("li", {}, el("strong", { text: step.title }), step.detail ? el("p", { text: step.detail }) : null,
-      el("p", { class: "files" }, "Expected files: ", (step.expectedFiles || []).length ? step.expectedFiles.join(", ") : "none listed"))));
-  const checks = textList((plan.checks || []).map((c) => `${c.name}: ${(c.argv || []).join(" ")}`), "No checks listed.", "plan-checks");
+      el("p", { class: "files" }, "Expected files: ", (step.expectedFiles || []).length ? shownList(step.expectedFiles) : "none listed"))));
+  const checks = textList((plan.checks || []).map((c) => `${escapeForDisplay(c.name)}: ${(c.argv || []).map(escapeForDisplay).join(" ")}`),
+    "No checks listed.", "plan-checks");
   const permissions = textList((plan.permissions || []).map((p) => `${p.capability} on ${p.resource || "any"} — ${p.reason || "no reason given"}`),
     "No permissions requested.", "plan-permissions");
   const body = el("section", { class: "card plan", testid: "plan-card", dataset: { revision: String(plan.revision), decision } },
     el("h3", {}, `Plan revision ${plan.revision} `, badge(decision)), author,
     el("h4", { text: "Scope" }), el("p", { testid: "plan-scope", text: plan.scopeSummary || "No scope summary." }),
-    facts([["Paths", (plan.scopePaths || []).join(", ")], ["Excluded", (plan.scopeExcluded || []).join(", ")],
+    facts([["Paths", shownList(plan.scopePaths)], ["Excluded", shownList(plan.scopeExcluded)],
       ["Task class", plan.taskClass]]),
     el("h4", { text: "Steps" }), steps,
     el("h4", { text: "Checks" }), checks,

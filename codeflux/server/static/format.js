@@ -57,3 +57,30 @@ export function parsePayload(event) {
 export function plural(count, word) {
   return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
+
+// Text from a tool request (arguments, argv, paths) as a person is shown it — the rule of
+// codeflux/domain/display.py `escape_for_display`, so the CLI and the browser show the same text:
+// a backslash shows as "\\"; every character of general category C (controls, tab and newline included;
+// format characters such as the bidi overrides U+202A–U+202E / U+2066–U+2069 and the zero-width ones;
+// surrogates; private use; unassigned) and every separator but the ASCII space (Z) shows as \uXXXX
+// (lowercase hex), or \UXXXXXXXX above U+FFFF. Nothing hidden can reorder or disguise what would run,
+// and a real "\u202e" typed as six characters reads "\\u202e", so the display is unambiguous.
+const PLAIN = /^[\x20-\x5b\x5d-\x7e]*$/;
+const HIDDEN = /[\p{C}\p{Z}]/u;
+
+export function escapeForDisplay(text) {
+  const value = text === undefined || text === null ? "" : String(text);
+  if (PLAIN.test(value)) return value;
+  let shown = "";
+  for (const character of value) { // by code point; a lone surrogate comes out on its own
+    if (character === "\\") {
+      shown += "\\\\";
+    } else if (character !== " " && HIDDEN.test(character)) {
+      const code = character.codePointAt(0);
+      shown += code <= 0xffff ? `\\u${code.toString(16).padStart(4, "0")}` : `\\U${code.toString(16).padStart(8, "0")}`;
+    } else {
+      shown += character;
+    }
+  }
+  return shown;
+}

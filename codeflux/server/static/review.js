@@ -1,7 +1,21 @@
 // The review drawer (diff, checks, evidence, what was not examined; accept / reject) and the pipeline
-// ledger (all 37 stages with their outcome as text and icon).
+// ledger (all 37 stages with their outcome as text and icon). Changed files that change what later
+// commands execute (conftest.py, pytest.ini, a Makefile, a .pth file, …) are listed in words as
+// "changes what runs" with why, and marked in the file list. Paths are shown escaped (escapeForDisplay).
 
 import { badge, el, facts, mutatingButton, textList } from "./dom.js";
+import { escapeForDisplay } from "./format.js";
+
+const CHANGES_WHAT_RUNS = "changes what runs";
+
+function whatRunsList(flags) {
+  const list = el("ul", { class: "plain what-runs", testid: "review-what-runs" },
+    flags.map((f) => el("li", { testid: "review-what-runs-item", dataset: { path: f.path || "" } },
+      el("strong", { text: `${CHANGES_WHAT_RUNS}: ` }), el("code", { text: escapeForDisplay(f.path) }),
+      el("span", { class: "detail", text: ` — ${f.reason || "it configures or runs code"}` }))));
+  if (!flags.length) list.append(el("li", { class: "empty", text: "No changed file changes what later commands run." }));
+  return list;
+}
 
 function diffView(text, truncated) {
   const lines = (text || "").split("\n");
@@ -19,6 +33,8 @@ function diffView(text, truncated) {
 }
 
 export function reviewDrawer(app, task, review) {
+  const flags = review.changesWhatRuns || [];
+  const flagged = new Set(flags.map((f) => f.path));
   const checks = el("ul", { class: "plain checks", testid: "review-checks" },
     (review.checks || []).map((c) => el("li", { dataset: { outcome: c.outcome || "" } },
       badge(c.outcome || "not recorded"), ` ${c.name}`, c.detail ? el("span", { class: "detail", text: ` — ${c.detail}` }) : null)));
@@ -36,7 +52,12 @@ export function reviewDrawer(app, task, review) {
     facts([["Diff identity", review.diffIdentity], ["Base", review.base], ["Head", review.head],
       ["Evidence matches this diff", review.evidenceMatchesDiff ? "yes" : "no"]], "review-facts"),
     el("h3", { text: "Files" }),
-    textList((review.files || []).map((f) => `${f.status}: ${f.path}`), "No files changed.", "review-files"),
+    textList((review.files || []).map((f) => `${f.status}: ${escapeForDisplay(f.path)}`
+      + (flagged.has(f.path) ? ` (${CHANGES_WHAT_RUNS})` : "")), "No files changed.", "review-files"),
+    el("h3", { text: `Changes what runs (${flags.length})` }),
+    flags.length ? el("p", { class: "notice", text: "These files decide what later commands execute (tests, builds, "
+      + "git, hooks): an approval of a command covers its argv, not this code. Read them before accepting." }) : null,
+    whatRunsList(flags),
     el("h3", { text: "Diff" }), diffView(review.unifiedDiff, review.diffTruncated),
     el("h3", { text: "Checks" }), checks,
     el("h3", { text: "Evidence" }), textList(review.evidence, "No evidence recorded.", "review-evidence"),

@@ -5,7 +5,7 @@
 // them. Tool results and live output: tools.js.
 
 import { badge, clear, el, facts, mutatingButton, textList } from "./dom.js";
-import { parsePayload, timeOf } from "./format.js";
+import { escapeForDisplay, parsePayload, timeOf } from "./format.js";
 import { ToolActivity } from "./tools.js";
 
 const WAITING = "waiting for the task to ask for this decision";
@@ -65,8 +65,10 @@ export class Timeline {
       if (!entry.resolved && !detail && this.decisions.has(requestId)) this.resolve(requestId);
       const asking = Boolean(detail) && task.state === "awaiting-authority";
       for (const button of entry.buttons.querySelectorAll("button")) {
-        button.dataset.unavailable = asking ? "" : "1";
-        button.dataset.reason = asking ? "" : `${WAITING} (the task is ${task.state || "unknown"})`;
+        // Allow-for-task is not offered where programs run with no OS box (the card says why).
+        const refused = detail && button.dataset.testid === "approval-allow-for-task" ? detail.allowForTaskRefusal : "";
+        button.dataset.unavailable = asking && !refused ? "" : "1";
+        button.dataset.reason = refused || (asking ? "" : `${WAITING} (the task is ${task.state || "unknown"})`);
       }
     }
     this.app.gate();
@@ -84,13 +86,24 @@ export class Timeline {
   }
 }
 
+// Arguments, the working directory, the scope (which names the program's path) and the reason (which may
+// quote the operation) are shown escaped (format.js escapeForDisplay): a bidi override or a zero-width
+// character reads as \u202e / \u200b, never as reordered or hidden text.
 function approvalDetail(a) {
   const args = el("ol", { class: "arguments", testid: "approval-arguments" },
-    (a.arguments || []).map((arg) => el("li", {}, el("code", { text: arg.name }), " = ", el("code", { text: arg.value }))));
-  return el("div", {},
-    facts([["Tool", a.tool], ["Operation identity", a.operationIdentity], ["Scope", a.scope],
-      ["Working directory", a.cwd], ["Reason", a.reason]], "approval-facts"),
-    el("h4", { text: "Arguments (exact, in order)" }), args,
+    (a.arguments || []).map((arg) => el("li", {}, el("code", { text: escapeForDisplay(arg.name) }), " = ",
+      el("code", { text: escapeForDisplay(arg.value) }))));
+  const meaning = a.meaning
+    ? el("p", { class: "notice", testid: "approval-meaning" }, el("strong", { text: "Approving means: " }), a.meaning)
+    : null;
+  const refusal = a.allowForTaskRefusal
+    ? el("p", { testid: "approval-allow-for-task-refusal" }, `Allow for this task is not offered: ${a.allowForTaskRefusal}`)
+    : null;
+  return el("div", {}, meaning, refusal,
+    facts([["Tool", escapeForDisplay(a.tool)], ["Operation identity", a.operationIdentity],
+      ["Scope", escapeForDisplay(a.scope)], ["Working directory", escapeForDisplay(a.cwd)],
+      ["Reason", escapeForDisplay(a.reason)]], "approval-facts"),
+    el("h4", { text: "Arguments (exact, in order; hidden characters escaped as \\uXXXX, a backslash as \\\\)" }), args,
     el("h4", { text: "Capabilities" }), textList(a.capabilities, "none", "approval-capabilities"));
 }
 

@@ -11,6 +11,7 @@
 //   result; output that arrives after it is not shown as live.
 
 import { badge, clear, el, facts } from "./dom.js";
+import { escapeForDisplay } from "./format.js";
 
 const FILE_TOOLS = new Set(["read_file", "list_directory", "glob", "grep", "write_file", "edit_file", "apply_patch",
   "delete_file"]);
@@ -43,14 +44,15 @@ export function resultView(view) {
   const state = view.state || "";
   const command = view.tool === "run_command";
   const args = el("ol", { class: "arguments" }, (view.arguments || []).map((a) =>
-    el("li", {}, el("code", { text: a.name }), " = ", el("code", { text: a.value }))));
+    el("li", {}, el("code", { text: escapeForDisplay(a.name) }), " = ", el("code", { text: escapeForDisplay(a.value) }))));
   return el("div", { class: "tool-final", testid: "tool-activity", dataset: { state, final: "1" } },
     el("p", { testid: "tool-state" }, el("strong", { text: "Final result (committed): " }), badge(state || "not run"),
       STATE_NOTES[state] ? ` — ${STATE_NOTES[state]}` : ""),
-    facts([["Tool", view.tool], ["Exit code", exitText(view)],
-      ["Decision", `${view.decision || "none"}${view.decisionReason ? ` — ${view.decisionReason}` : ""}`],
+    facts([["Tool", escapeForDisplay(view.tool)], ["Exit code", exitText(view)],
+      ["Decision", `${view.decision || "none"}${view.decisionReason ? ` — ${escapeForDisplay(view.decisionReason)}` : ""}`],
       ["Failure", view.failureKind || "none"],
       ["Duration", view.durationKnown ? `${view.durationMs || "0"} ms (measured)` : "not measured"],
+      ["Confinement", view.confinement ? `${view.confinement} — ${view.confinementMeaning}` : "not recorded (no worker ran it)"],
       ["Operation identity", view.operationIdentity]], "tool-facts"),
     view.message ? el("p", { testid: "tool-message" }, el("strong", { text: "Message: " }), view.message) : null,
     outputBlock("stdout", view.stdout, view.stdoutTruncated, command),

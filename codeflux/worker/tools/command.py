@@ -69,8 +69,10 @@ def run_command(
     _verify_executable(pin, context)
     environment = command_environment(context.environment, pin.env_overrides)
     context.check_still_running()
+    boxed, executable = context.confinement.command(argv, executable=pin.executable_path,
+                                                    network=context.network_granted)
     try:
-        process = context.processes.spawn(argv, executable=pin.executable_path, cwd=context.worktree,
+        process = context.processes.spawn(boxed, executable=executable, cwd=context.worktree,
                                           env=environment, stdin_piped=bool(pin.stdin))
     except FileNotFoundError:
         raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from codeflux.domain.errors import ToolFailedError
 from codeflux.domain.execution import ExecutionLimits, FailureKind
+from codeflux.worker.confinement import Confinement
 from codeflux.worker.processes import ProcessGroups
 from codeflux.worker.tools.executables import ExecutableDigests
 
@@ -23,9 +24,12 @@ class ToolContext:
     ``worktree`` is the real path of the task worktree. ``deadline`` is a ``time.monotonic()`` instant.
     ``environment`` is the worker's allow-listed environment (commands add the request's overrides).
     ``executables`` caches the sha256 of pinned programs across executions (the worker shares one).
+    ``confinement`` is the box every process of the execution starts in; ``network_granted`` is True only
+    when the exact operation's approved needs include ``network`` (the coordinator says so per request).
     """
 
     worktree: Path
+    confinement: Confinement
     limits: ExecutionLimits
     deadline: float
     cancelled: threading.Event
@@ -33,6 +37,7 @@ class ToolContext:
     processes: ProcessGroups
     base_commit: str | None = None
     executables: ExecutableDigests = field(default_factory=ExecutableDigests)
+    network_granted: bool = False
 
     def remaining_seconds(self) -> float:
         return self.deadline - time.monotonic()

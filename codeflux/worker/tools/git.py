@@ -5,6 +5,17 @@ git runs argv-only, in its own process group (killed when it ends), with a scrub
 discovery stopped at the worktree (``GIT_CEILING_DIRECTORIES``) — and with
 ``-c core.hooksPath=/dev/null -c core.fsmonitor=false -c protocol.allow=never``, so no repository hook,
 fsmonitor program, external diff, text conversion or network transport ever runs.
+
+Filter drivers are switched off too. The repository's configuration (its common ``.git/config``, shared
+by the task worktree) may define ``filter.<name>.clean``/``smudge``/``process`` programs, and a
+``.gitattributes`` the task writes (``* filter=<name>``) would make ``git status``/``git diff`` run
+them. Before every git run the configured names are listed with ``git config --get-regexp`` (which
+runs nothing) and each gets ``-c filter.<name>.clean= -c filter.<name>.smudge= -c
+filter.<name>.process= -c filter.<name>.required=false``. The list is read again for every run, not
+cached: the configuration can change between runs, and a listing costs one short git process. A name
+git's ``-c`` cannot express (one holding ``=``) or a listing that cannot be read stops the tool instead.
+A submodule's own configuration is not in that list, so ``git status`` and ``git diff`` run with
+``--ignore-submodules=dirty``: they compare a submodule's commit but never start git inside it.
 """
 
 from __future__ import annotations
@@ -24,7 +35,8 @@ from codeflux.worker.tools.context import ToolContext
 from codeflux.worker.tools.pump import OutputCapture, PumpEnd, pump_process
 from codeflux.worker.tools.results import ToolResult, succeeded_result
 
-__all__ = ["GitRun", "git_log", "git_status", "inspect_diff", "run_git"]
+__all__ = ["GitRun", "filter_names_in_listing", "filter_overrides", "git_log", "git_status", "inspect_diff",
+           "run_git"]
 
 GIT_OPTIONS: Final = (
     "-c", "core.hooksPath=/dev/null",
@@ -36,6 +48,8 @@ GIT_OPTIONS: Final = (
     "-c", "core.quotePath=false",
     "--no-pager",
 )  # fmt: skip
+_FILTER_LISTING: Final = ("config", "-z", "--get-regexp", r"^filter\.")
+_FILTER_DRIVERS: Final = ("clean", "smudge", "process")
 _STDERR_LIMIT: Final = 16 * 1024
 _MAX_UNTRACKED_SHOWN: Final = 200
 _DEFAULT_LOG_COUNT: Final = 20
@@ -54,7 +68,53 @@ class GitRun:
 
 
 def run_git(context: ToolContext, arguments: Sequence[str], *, stdin: bytes = b"") -> GitRun:
-    """Run ``git <GIT_OPTIONS> arguments…`` in the worktree; raise on timeout, cancel or no git."""
+    """Run ``git <GIT_OPTIONS> <filter overrides> arguments…`` in the worktree; raise on timeout, cancel or
+    no git, and when the configured filter drivers cannot be listed (see the module docstring)."""
+    overrides = filter_overrides(_configured_filter_names(context))
+    return _run_git_process(context, [*overrides, *arguments], stdin=stdin)
+
+
+def filter_overrides(names: Sequence[str]) -> list[str]:
+    """``-c`` options that switch off every driver of each filter in ``names`` (and its ``required``)."""
+    options: list[str] = []
+    for name in names:
+        # '=' ends a -c key; U+FFFD stands for bytes that were not UTF-8, so the real name is unknown.
+        if "=" in name or "\ufffd" in name or "\n" in name or "\x00" in name:
+            raise ToolFailedError(failure_kind=FailureKind.GIT_FAILED,
+                                  message="the repository configures a filter whose name git cannot switch off")
+        for driver in _FILTER_DRIVERS:
+            options += ["-c", f"filter.{name}.{driver}="]
+        options += ["-c", f"filter.{name}.required=false"]
+    return options
+
+
+def filter_names_in_listing(listing: str) -> tuple[str, ...]:
+    """The filter names in ``git config -z --get-regexp '^filter\\.'`` output, in order, each once.
+
+    Records are ``key\\nvalue\\0`` (``key\\0`` for a key without a value); a key is
+    ``filter.<name>.<variable>`` where the name (a subsection) may hold dots, spaces and any case.
+    """
+    names: dict[str, None] = {}
+    for record in listing.split("\x00"):
+        key = record.split("\n", 1)[0]
+        section, _, rest = key.partition(".")
+        name, dot, _variable = rest.rpartition(".")
+        if section.lower() == "filter" and dot and name:
+            names[name] = None
+    return tuple(names)
+
+
+def _configured_filter_names(context: ToolContext) -> tuple[str, ...]:
+    listing = _run_git_process(context, _FILTER_LISTING)
+    if listing.returncode == 1 and not listing.stdout:
+        return ()  # no key matched
+    if listing.returncode != 0 or listing.stdout_truncated:
+        raise ToolFailedError(failure_kind=FailureKind.GIT_FAILED,
+                              message=f"the repository configuration cannot be read: {listing.first_error_line()}")
+    return filter_names_in_listing(listing.stdout)
+
+
+def _run_git_process(context: ToolContext, arguments: Sequence[str], *, stdin: bytes = b"") -> GitRun:
     environment = _git_environment(context)
     git = shutil.which("git", path=environment["PATH"])
     if git is None:
@@ -62,7 +122,9 @@ def run_git(context: ToolContext, arguments: Sequence[str], *, stdin: bytes = b"
     stdout = OutputCapture(limit=context.limits.max_output_bytes, redact=False)
     stderr = OutputCapture(limit=_STDERR_LIMIT, redact=False)
     try:
-        process = context.processes.spawn([git, *GIT_OPTIONS, *arguments], executable=None, cwd=context.worktree,
+        boxed, executable = context.confinement.command([git, *GIT_OPTIONS, *arguments], executable=git,
+                                                        network=False)
+        process = context.processes.spawn(boxed, executable=executable, cwd=context.worktree,
                                           env=environment, stdin_piped=bool(stdin))
     except OSError:
         raise ToolFailedError(failure_kind=FailureKind.GIT_FAILED, message="git could not be started") from None
@@ -123,7 +185,8 @@ def inspect_diff(request: BoundToolRequest, context: ToolContext) -> ToolResult:
     base = context.base_commit or "HEAD"
     pathspec = _pathspec(context, request)
     tracked = _checked(run_git(context, ["diff", "--no-ext-diff", "--no-textconv", "--no-color",
-                                         "--find-renames", base, *(pathspec or ["--"])]))
+                                         "--ignore-submodules=dirty", "--find-renames", base,
+                                         *(pathspec or ["--"])]))
     listing = _checked(run_git(context, ["ls-files", "--others", "--exclude-standard", "-z",
                                          *(pathspec or ["--"])]))
     untracked = [name for name in listing.stdout.split("\x00") if name]
@@ -152,7 +215,8 @@ def _new_file_diff(context: ToolContext, relative: str) -> str:
 
 def git_status(request: BoundToolRequest, context: ToolContext) -> ToolResult:
     """``git status`` in porcelain v1 form with the branch line, every untracked file listed."""
-    run = _checked(run_git(context, ["status", "--porcelain=v1", "--branch", "--untracked-files=all"]))
+    run = _checked(run_git(context, ["status", "--porcelain=v1", "--branch", "--untracked-files=all",
+                                     "--ignore-submodules=dirty"]))
     changes = max(len(run.stdout.splitlines()) - 1, 0)
     return succeeded_result(f"{changes} changed or untracked paths", content=run.stdout,
                             max_bytes=context.limits.max_output_bytes)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.domain.execution import ExecutionLimits, ExecutionState
+from codeflux.worker.confinement import unconfined
 from codeflux.worker.environment import build_worker_environment
 from codeflux.worker.processes import ProcessGroups
 from codeflux.worker.tools.command import CommandOutput, CommandPin, CommandStarted
@@ -28,6 +29,7 @@ def context(tmp_path: Path) -> ToolContext:
         (tmp_path / name).mkdir(exist_ok=True)
     return ToolContext(
         worktree=task.worktree.resolve(),
+        confinement=unconfined(task.worktree.resolve()),  # these tests are about the tools, not the box
         limits=ExecutionLimits(timeout_ms=20_000, max_output_bytes=65_536, max_file_bytes=4096),
         deadline=time.monotonic() + 20,
         cancelled=threading.Event(),

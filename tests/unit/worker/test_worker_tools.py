@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.domain.execution import ExecutionLimits, ExecutionState
+from codeflux.worker.confinement import unconfined
 from codeflux.worker.environment import build_worker_environment
 from codeflux.worker.processes import ProcessGroups
 from codeflux.worker.tools.command import CommandOutput, CommandPin, CommandStarted
@@ -41,6 +42,7 @@ def make_context(task: TaskWorktree, tmp_path: Path, *, timeout_ms: int = 20_000
         (tmp_path / name).mkdir(exist_ok=True)
     return ToolContext(
         worktree=task.worktree.resolve(),
+        confinement=unconfined(task.worktree.resolve()),  # these tests are about the tools, not the box
         limits=ExecutionLimits(timeout_ms=timeout_ms, max_output_bytes=max_output_bytes, max_file_bytes=max_file_bytes),
         deadline=time.monotonic() + timeout_ms / 1000,
         cancelled=threading.Event(),

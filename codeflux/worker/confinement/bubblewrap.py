@@ -1,0 +1,66 @@
+"""The bubblewrap profile: the argv that starts one program boxed.
+
+New user, pid, ipc, uts, cgroup and network namespaces (``--unshare-all``); the network namespace is
+shared again only when the exact operation was granted ``network`` (``--share-net``). The program leads
+a new session (no terminal injection) and dies with its parent. ``/`` is mounted read-only with a fresh
+``/proc`` (only the box's own processes), a minimal ``/dev`` with its own ``/dev/shm``, and an empty tmpfs
+over every hidden directory (:attr:`BoxPaths.all_hidden`), read-only except the scratch ``/tmp`` and
+``/var/tmp``. Then, on top, read-only: the installations a command needs and the repository's common
+``.git``; read-write: the worktree, the task's HOME and TMPDIR and the worktree's own
+``.git/worktrees/<task>`` directory. The later a mount, the more it wins.
+
+The profile is the same for every command of a worker but for the network and the installation a
+hidden program needs, so :class:`BubblewrapProfile` builds the two fixed parts once.
+
+bubblewrap 0.8 has no ``--argv0``: the program sees its pinned path as ``argv[0]``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from codeflux.worker.confinement.paths import BoxPaths
+
+__all__ = ["BubblewrapProfile"]
+
+_SCRATCH: Final = (Path("/tmp"), Path("/var/tmp"))  # noqa: S108 (empty and writable in the box, gone after it)
+
+
+class BubblewrapProfile:
+    """The bwrap argv of one box, its fixed parts computed once."""
+
+    __slots__ = ("_head", "_tail")
+
+    def __init__(self, bwrap: str, paths: BoxPaths) -> None:
+        hidden = [path for path in paths.all_hidden if os.path.isdir(path)]
+        head = ["--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                "--tmpfs", "/dev/shm"]  # noqa: S108
+        for path in hidden:
+            head += ["--tmpfs", str(path)]
+        for shown in paths.readonly:
+            if os.path.exists(shown):
+                head += ["--ro-bind", str(shown), str(shown)]
+        if paths.git_common_dir is not None and paths.git_common_dir.is_dir():
+            head += ["--ro-bind", str(paths.git_common_dir), str(paths.git_common_dir)]
+        for writable in paths.writable:
+            if writable.is_dir():
+                head += ["--bind", str(writable), str(writable)]
+        tail: list[str] = []
+        for path in hidden:  # last: the binds made their mount points inside these first
+            if path not in _SCRATCH:
+                tail += ["--remount-ro", str(path)]
+        tail += ["--chdir", str(paths.worktree), "--"]
+        self._head = (bwrap, head)
+        self._tail = tail
+
+    def argv(self, argv: Sequence[str], *, network: bool, readonly: Sequence[Path] = ()) -> list[str]:
+        """``bwrap … -- argv…``; ``argv[0]`` must be the absolute program to run."""
+        bwrap, head = self._head
+        boxed = [bwrap, "--unshare-all", *(["--share-net"] if network else []), *head]
+        for shown in readonly:
+            if os.path.exists(shown):
+                boxed += ["--ro-bind", str(shown), str(shown)]
+        return [*boxed, *self._tail, *argv]

@@ -1,0 +1,342 @@
+"""Every process codeflux runs for a task is boxed in by the operating system — with real bubblewrap, real
+Landlock + seccomp (the fallback, forced), and forced off (the unconfined rules).
+
+An approved repository script (the "probe", written into the task worktree like code the agent wrote)
+tries every reach an attacker wants: a TCP listener the test opened on 127.0.0.1, this process's environ
+and memory (the test process stands in for the coordinator), the codeflux database and its ``-wal``, a
+Unix socket in the data directory (the coordinator's socket lives there), the user's home, another task's
+worktree, the repository's ``.git/hooks`` and ``.git/config``, and this process in ``/proc``. Each probe
+reports what happened (``reached`` or the errno), and writes a marker in the worktree to prove it ran.
+Every "must fail" is checked against its unconfined twin in the same test, which must reach it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from codeflux.authority.decide import DecisionOutcome, UserDecision
+from codeflux.coordinator.confinement import ConfinementChoice, choose_confinement
+from codeflux.coordinator.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
+from codeflux.domain.capabilities import Capability, CapabilityNeed
+from codeflux.domain.confinement import ConfinementMode
+from codeflux.domain.errors import UnconfinedStandingApprovalError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.tasks import TaskState
+from codeflux.store.database import Database, Transaction
+from codeflux.store.location import DataLocation
+from codeflux.store.tasks import insert_task
+from tests.fixtures.processes import wait_until_no_process_works_under
+from tests.fixtures.worktrees import git, make_task_worktree
+
+pytestmark = pytest.mark.security
+
+NETWORK = CapabilityNeed(capability=Capability.NETWORK)
+CONFINED = (ConfinementMode.BUBBLEWRAP, ConfinementMode.LANDLOCK)
+PROBE = textwrap.dedent('''\
+    import errno, json, os, socket, sys
+
+    targets = json.loads(sys.argv[1])
+    results = {}
+
+    def attempt(name, action):
+        try:
+            action()
+            results[name] = "reached"
+        except OSError as error:
+            results[name] = errno.errorcode.get(error.errno, str(error.errno)) if error.errno else type(error).__name__
+        except Exception as error:
+            results[name] = type(error).__name__
+
+    def tcp():
+        socket.create_connection(("127.0.0.1", targets["port"]), timeout=3).close()
+
+    def read(path, size=16):
+        with open(path, "rb") as handle:
+            handle.read(size)
+
+    def unix():
+        with socket.socket(socket.AF_UNIX) as client:
+            client.settimeout(3)
+            client.connect(targets["socket"])
+
+    def write(path):
+        with open(path, "a") as handle:
+            handle.write("probe was here\\n")
+
+    def listed():
+        if not os.path.exists(f"/proc/{targets['pid']}"):
+            raise FileNotFoundError(errno.ENOENT, "not listed")
+
+    attempt("tcp", tcp)
+    attempt("environ", lambda: read(f"/proc/{targets['pid']}/environ"))
+    attempt("memory", lambda: open(f"/proc/{targets['pid']}/mem", "rb").close())
+    attempt("database", lambda: read(targets["database"]))
+    attempt("wal", lambda: read(targets["wal"], 0))
+    attempt("coordinator-socket", unix)
+    attempt("home", lambda: write(targets["home"]))
+    attempt("other-worktree", lambda: write(targets["other_worktree"]))
+    attempt("hooks", lambda: write(targets["hook"]))
+    attempt("git-config", lambda: write(targets["git_config"]))
+    attempt("other-process", listed)
+    attempt("worktree", lambda: write("worktree-write.txt"))
+    with open("probe-ran.txt", "w") as marker:
+        marker.write("ran\\n")
+    print(json.dumps(results))
+''')
+MUST_FAIL = ("tcp", "environ", "memory", "database", "wal", "coordinator-socket", "home", "other-worktree",
+             "hooks", "git-config", "other-process")
+# What the Landlock fallback does not hide, and its card says so: the process list, and — when codeflux runs
+# as root, as here — other processes' environment (for an unprivileged user Landlock refuses it: see
+# test_hardening.py, which runs as one).
+LANDLOCK_GAPS = frozenset({"other-process", "environ"})
+
+
+@dataclass
+class World:
+    db: Database
+    location: DataLocation
+    first: TaskId
+    second: TaskId
+    repository: Path
+    worktree: Path
+    second_worktree: Path
+    listener: socket.socket
+    accepted: list[int]
+    coordinator_socket: socket.socket
+    home_file: Path
+
+    def targets(self) -> dict[str, object]:
+        database = self.location.database
+        return {
+            "port": self.listener.getsockname()[1], "pid": os.getpid(), "database": str(database),
+            "wal": f"{database}-wal", "socket": self.coordinator_socket.getsockname(), "home": str(self.home_file),
+            "other_worktree": str(self.second_worktree / "planted.txt"),
+            "hook": str(self.repository / ".git" / "hooks" / "post-checkout"),
+            "git_config": str(self.repository / ".git" / "config"),
+        }
+
+
+def _accept_forever(listener: socket.socket, accepted: list[int]) -> None:
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            return
+        accepted.append(1)
+        connection.close()
+
+
+@pytest.fixture
+def world(db: Database, data_location: DataLocation, tmp_path: Path) -> Iterator[World]:
+    first, second = TaskId.from_entropy(os.urandom(16)), TaskId.from_entropy(os.urandom(16))
+    made = make_task_worktree(tmp_path / "git", task=first.value)
+    second_worktree = tmp_path / "git" / "worktrees" / second.value
+    git(made.repository, "worktree", "add", "-q", "-b", f"codeflux/task/{second}", str(second_worktree), made.base)
+    for task_id, worktree in ((first, made.worktree), (second, second_worktree)):
+        def record(tx: Transaction, task_id: TaskId = task_id, worktree: Path = worktree) -> None:
+            insert_task(tx, task_id=task_id, repository_root=made.repository, worktree=worktree,
+                        state=TaskState.RUNNING, base_revision=made.base)
+
+        db.write(record)
+    (made.worktree / "probe.py").write_text(PROBE)
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[int] = []
+    threading.Thread(target=_accept_forever, args=(listener, accepted), daemon=True).start()
+    coordinator_socket = socket.socket(socket.AF_UNIX)
+    coordinator_socket.bind(str(data_location.directory / "c.sock"))
+    coordinator_socket.listen(8)
+    home = Path(os.path.expanduser("~"))
+    home_file = home / f"codeflux-probe-{first.value}.txt"
+    config_before = (made.repository / ".git" / "config").read_bytes()
+    try:
+        yield World(db=db, location=data_location, first=first, second=second, repository=made.repository,
+                    worktree=made.worktree, second_worktree=second_worktree, listener=listener, accepted=accepted,
+                    coordinator_socket=coordinator_socket, home_file=home_file)
+    finally:
+        listener.close()
+        coordinator_socket.close()
+        home_file.unlink(missing_ok=True)
+        (made.repository / ".git" / "hooks" / "post-checkout").unlink(missing_ok=True)
+        (made.repository / ".git" / "config").write_bytes(config_before)
+
+
+@pytest.fixture
+def drivers(world: World, tmp_path: Path) -> Iterator[dict[ConfinementMode, ToolDriver]]:
+    made: dict[ConfinementMode, ToolDriver] = {}
+    try:
+        for mode in ConfinementMode:
+            made[mode] = ToolDriver(world.db, state_dir=world.location.directory / "workers" / mode.value,
+                                    data_dir=world.location.directory, confinement=choose_confinement(mode.value))
+        yield made
+    finally:
+        for driver in made.values():
+            driver.close()
+    assert wait_until_no_process_works_under(tmp_path) == []
+
+
+_keys = iter(range(1_000_000))
+
+
+def submit(driver: ToolDriver, task_id: TaskId, tool: str, **raw: object) -> SubmittedRequest:
+    return driver.submit_tool_request(task_id, tool, raw, idempotency_key=f"c{next(_keys)}", source="test")
+
+
+def run_allowed(driver: ToolDriver, task_id: TaskId, argv: list[str], *,
+                decision: UserDecision = UserDecision.ALLOW_ONCE) -> ExecutionRecord:
+    request = submit(driver, task_id, "run_command", argv=argv)
+    if request.outcome is DecisionOutcome.PENDING:
+        driver.decide(request.request_id, decision, reason="the test allows it")
+    return driver.execute(request.request_id)
+
+
+def probe(world: World, driver: ToolDriver, *, network: bool = False) -> dict[str, str]:
+    """Run the probe approved (allow-once); ``network`` makes its argv carry a URL, so it needs (and is
+    granted) ``network`` for this exact operation."""
+    (world.worktree / "probe-ran.txt").unlink(missing_ok=True)
+    argv = [sys.executable, "probe.py", json.dumps(world.targets())]
+    if network:
+        argv.append("https://probe.example")  # an operand naming a host: the classifier adds network
+    record = run_allowed(driver, world.first, argv)
+    assert record.state == "succeeded", (record.message, record.stderr)
+    assert (world.worktree / "probe-ran.txt").read_text() == "ran\n", "the probe did not run"
+    return dict(json.loads(record.stdout or "{}"))
+
+
+def undo_twin_writes(world: World, config: bytes) -> None:
+    world.home_file.unlink(missing_ok=True)
+    (world.second_worktree / "planted.txt").unlink(missing_ok=True)
+    (world.repository / ".git" / "hooks" / "post-checkout").unlink(missing_ok=True)
+    (world.repository / ".git" / "config").write_bytes(config)
+
+
+@pytest.mark.parametrize("mode", CONFINED, ids=str)
+def test_an_approved_script_reaches_nothing_outside_its_box_and_its_unconfined_twin_reaches_all(
+        world: World, drivers: dict[ConfinementMode, ToolDriver], mode: ConfinementMode) -> None:
+    config = (world.repository / ".git" / "config").read_bytes()
+    twin = probe(world, drivers[ConfinementMode.NONE])
+    undo_twin_writes(world, config)
+    assert {name: twin[name] for name in MUST_FAIL} == dict.fromkeys(MUST_FAIL, "reached"), \
+        "the unconfined twin must reach everything, or the probes prove nothing"
+
+    boxed = probe(world, drivers[mode])
+
+    gaps = LANDLOCK_GAPS if mode is ConfinementMode.LANDLOCK else frozenset()
+    assert {name: boxed[name] for name in MUST_FAIL if name not in gaps and boxed[name] == "reached"} == {}, boxed
+    assert boxed["worktree"] == "reached"
+    assert not world.home_file.exists()
+    assert not (world.second_worktree / "planted.txt").exists()
+    assert not (world.repository / ".git" / "hooks" / "post-checkout").exists()
+    assert (world.repository / ".git" / "config").read_bytes() == config
+
+
+@pytest.mark.parametrize("mode", CONFINED, ids=str)
+def test_the_network_is_there_only_for_the_exact_operation_granted_it_and_the_files_stay_boxed(
+        world: World, drivers: dict[ConfinementMode, ToolDriver], mode: ConfinementMode) -> None:
+    without = probe(world, drivers[mode])
+    granted = probe(world, drivers[mode], network=True)
+
+    assert without["tcp"] != "reached"
+    assert granted["tcp"] == "reached"
+    for name in ("home", "hooks", "git-config", "other-worktree", "database", "memory"):
+        assert granted[name] != "reached", (name, granted)
+
+
+@pytest.mark.parametrize("mode", CONFINED, ids=str)
+def test_a_script_rewritten_after_its_approval_still_cannot_connect(
+        world: World, drivers: dict[ConfinementMode, ToolDriver], mode: ConfinementMode) -> None:
+    driver = drivers[mode]
+    (world.worktree / "script.py").write_text("print('harmless')\n")
+    first = run_allowed(driver, world.first, [sys.executable, "script.py"], decision=UserDecision.ALLOW_FOR_TASK)
+    assert (first.state, first.stdout) == ("succeeded", "harmless\n")
+    asked = submit(driver, world.first, "run_command", argv=["curl", "-s", "https://example.com"])
+    driver.decide(asked.request_id, UserDecision.DENY, reason="no network for this task", deny=(NETWORK,))
+    port = world.listener.getsockname()[1]
+    current = hashlib.sha256((world.worktree / "script.py").read_bytes()).hexdigest()
+    rewrite = submit(driver, world.first, "write_file", path="script.py", expected_sha256=current,
+                     content=textwrap.dedent(f'''\
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", {port}), timeout=3).close()
+            print("connected")
+        except OSError as error:
+            print("refused", error.errno)
+        '''))
+    assert rewrite.outcome is DecisionOutcome.AUTOMATIC
+    assert driver.execute(rewrite.request_id).state == "succeeded"
+
+    again = submit(driver, world.first, "run_command", argv=[sys.executable, "script.py"])
+    assert again.outcome is DecisionOutcome.ALLOWED_FOR_TASK  # the same argv runs again, unasked…
+    record = driver.execute(again.request_id)
+
+    assert record.stdout is not None and record.stdout.startswith("refused")  # …but it ran boxed
+    assert world.accepted == []
+    assert record.confinement == mode.value
+
+
+def test_unconfined_a_program_is_allowed_once_at_a_time_and_standing_approvals_never_cover_it(
+        world: World, drivers: dict[ConfinementMode, ToolDriver]) -> None:
+    driver = drivers[ConfinementMode.NONE]
+    asked = submit(driver, world.first, "run_command", argv=[sys.executable, "-c", "print(1)"])
+    with pytest.raises(UnconfinedStandingApprovalError):
+        driver.decide(asked.request_id, UserDecision.ALLOW_FOR_TASK, reason="always")
+    driver.decide(asked.request_id, UserDecision.ALLOW_ONCE, reason="once")
+    record = driver.execute(asked.request_id)
+    assert (record.state, record.confinement) == ("succeeded", "none")
+    # A standing approval given under a box does not carry over to a coordinator with none.
+    confined = drivers[ConfinementMode.BUBBLEWRAP]
+    granted = submit(confined, world.first, "run_command", argv=[sys.executable, "-c", "print(2)"])
+    confined.decide(granted.request_id, UserDecision.ALLOW_FOR_TASK, reason="always, in the box")
+    assert submit(confined, world.first, "run_command", argv=[sys.executable, "-c", "print(2)"]).outcome \
+        is DecisionOutcome.ALLOWED_FOR_TASK
+    assert submit(driver, world.first, "run_command", argv=[sys.executable, "-c", "print(2)"]).outcome \
+        is DecisionOutcome.PENDING
+
+
+@pytest.mark.parametrize("mode", list(ConfinementMode), ids=str)
+def test_every_execution_records_the_box_it_ran_in(world: World, drivers: dict[ConfinementMode, ToolDriver],
+                                                   mode: ConfinementMode) -> None:
+    record = run_allowed(drivers[mode], world.first, [sys.executable, "-c", "print('x')"])
+    status = submit(drivers[mode], world.first, "git_status")
+    git_record = drivers[mode].execute(status.request_id)
+    stored = world.db.read(lambda view: view.query_all(
+        "SELECT confinement FROM tool_executions WHERE request_id IN (?, ?)", (record.request_id, status.request_id)))
+    assert (record.state, git_record.state) == ("succeeded", "succeeded"), git_record.message
+    assert sorted(row[0] for row in stored) == [mode.value, mode.value]
+
+
+def test_a_forced_mode_the_machine_cannot_run_is_refused_never_downgraded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEFLUX_CONFINEMENT", "sandbox")
+    with pytest.raises(Exception, match="CODEFLUX_CONFINEMENT"):
+        choose_confinement()
+
+
+def test_git_in_the_box_cannot_write_the_common_git_directory(world: World,
+                                                              drivers: dict[ConfinementMode, ToolDriver]) -> None:
+    # git itself (run_command) may update the worktree's own index, never objects, refs or config.
+    driver = drivers[ConfinementMode.BUBBLEWRAP]
+    git_path = shutil.which("git")
+    assert git_path is not None
+    config = (world.repository / ".git" / "config").read_bytes()
+    record = run_allowed(driver, world.first, [git_path, "config", "core.hooksPath", "/tmp/evil"])
+    assert record.state == "failed"
+    assert (world.repository / ".git" / "config").read_bytes() == config
+    status = run_allowed(driver, world.first, [git_path, "status", "--short"])
+    assert status.state == "succeeded", status.stderr
+
+
+def test_a_choice_knows_what_it_runs() -> None:
+    choice = choose_confinement("none")
+    assert choice == ConfinementChoice(mode=ConfinementMode.NONE, bubblewrap=None, forced=True,
+                                       weaker_because=choice.weaker_because)

@@ -1,0 +1,197 @@
+"""The coordinator and workers keep their environment and memory from other processes of the same user,
+and a box keeps an approved script from them too — as an unprivileged user, because root reads any
+process's ``/proc/<pid>/environ`` whatever it does (``PR_SET_DUMPABLE`` does not bind root).
+
+The user is created by the test when it runs as root (``useradd``, removed afterwards); otherwise the
+current user is the unprivileged one. The processes run with Debian's ``/usr/bin/python3`` and import
+codeflux from this checkout (the test venv's interpreter may live in a home the user cannot enter).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import codeflux
+from codeflux.coordinator.confinement import choose_confinement
+from codeflux.domain.confinement import ConfinementMode
+from codeflux.worker.confinement import BoxPaths, Confinement
+from codeflux.worker.confinement.landlock import landlock_abi
+from codeflux.worker.hardening import environment_without_secrets
+
+pytestmark = pytest.mark.security
+
+REPOSITORY = Path(codeflux.__file__).resolve().parents[1]
+SYSTEM_PYTHON = "/usr/bin/python3"
+TARGET = f"""
+import sys, time
+sys.path.insert(0, {str(REPOSITORY)!r})
+if sys.argv[1] == "hardened":
+    from codeflux.worker.hardening import make_undumpable
+    assert make_undumpable()
+print("ready", flush=True)
+time.sleep(60)
+"""
+READER = """
+import errno, sys
+try:
+    with open(f"/proc/{sys.argv[1]}/environ", "rb") as handle:
+        print(handle.read().decode("utf-8", "replace"))
+except OSError as error:
+    print("refused:" + errno.errorcode.get(error.errno, str(error.errno)))
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    uid: int
+    gid: int
+    name: str
+
+
+@pytest.fixture
+def unprivileged() -> Iterator[User]:
+    if os.geteuid() != 0:
+        entry = pwd.getpwuid(os.getuid())
+        yield User(uid=entry.pw_uid, gid=entry.pw_gid, name=entry.pw_name)
+        return
+    if shutil.which("useradd") is None or not os.path.exists(SYSTEM_PYTHON):
+        pytest.fail("running as root, this test needs useradd and /usr/bin/python3 to create an unprivileged user")
+    name = f"cfprobe{secrets.token_hex(3)}"
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+    try:
+        entry = pwd.getpwnam(name)
+        yield User(uid=entry.pw_uid, gid=entry.pw_gid, name=name)
+    finally:
+        subprocess.run(["userdel", name], check=False)
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory the unprivileged user can enter (pytest's own temp directories are private)."""
+    directory = Path(tempfile.mkdtemp(prefix="cf-hardening-"))
+    directory.chmod(0o755)
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _as(user: User, argv: list[str], **options: object) -> subprocess.Popen[str]:
+    extra = {} if os.geteuid() != 0 else {"user": user.uid, "group": user.gid, "extra_groups": []}
+    return subprocess.Popen(argv, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # type: ignore[call-overload]
+                            **extra, **options)
+
+
+def _target(user: User, *, hardened: bool, canary: str) -> subprocess.Popen[str]:
+    process = _as(user, [SYSTEM_PYTHON, "-c", TARGET, "hardened" if hardened else "plain"],
+                  env={"PATH": "/usr/bin:/bin", "CANARY_API_KEY": canary}, cwd="/")
+    assert process.stdout is not None and process.stdout.readline().strip() == "ready", process.stderr
+    return process
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    process.kill()
+    process.communicate(timeout=30)  # reaps it and closes its pipes
+
+
+def _read_environ(user: User, pid: int, *, wrap: list[str] | None = None, cwd: str = "/") -> str:
+    argv = [SYSTEM_PYTHON, "-c", READER, str(pid)]
+    reader = _as(user, [*(wrap or []), *argv], env={"PATH": "/usr/bin:/bin"}, cwd=cwd)
+    out, err = reader.communicate(timeout=30)
+    assert reader.returncode == 0, err
+    return out.strip()
+
+
+def test_a_hardened_process_hides_its_environment_from_its_own_user_and_a_plain_one_does_not(
+        unprivileged: User) -> None:
+    canary = f"canary-{secrets.token_hex(8)}"
+    hardened, plain = _target(unprivileged, hardened=True, canary=canary), _target(unprivileged, hardened=False,
+                                                                                   canary=canary)
+    try:
+        assert canary in _read_environ(unprivileged, plain.pid)  # the probe is live
+        assert _read_environ(unprivileged, hardened.pid) == "refused:EACCES"
+    finally:
+        for process in (hardened, plain):
+            _stop(process)
+
+
+@pytest.mark.parametrize("mode", [ConfinementMode.BUBBLEWRAP, ConfinementMode.LANDLOCK], ids=str)
+def test_a_boxed_script_of_an_unprivileged_user_cannot_read_that_users_other_processes(
+        unprivileged: User, shared_dir: Path, mode: ConfinementMode) -> None:
+    choice = choose_confinement(mode.value)
+    worktree, home, tmp = (shared_dir / name for name in ("worktree", "home", "tmp"))
+    for directory in (worktree, home, tmp):
+        directory.mkdir()
+        os.chown(directory, unprivileged.uid, unprivileged.gid)
+    box = Confinement(mode=mode, paths=BoxPaths(worktree=worktree, home=home, tmpdir=tmp),
+                      bubblewrap=choice.bubblewrap, landlock_abi=landlock_abi(), python=SYSTEM_PYTHON)
+    boxed, _ = box.command([SYSTEM_PYTHON, "-c", READER, "PID"], executable=SYSTEM_PYTHON, network=False)
+    if mode is ConfinementMode.LANDLOCK:
+        # The launcher is `python -I -m codeflux.worker.confinement`; Debian's python finds codeflux from
+        # this checkout instead (-I ignores PYTHONPATH), through the same main().
+        start = boxed.index("-m")
+        launcher = (f"import sys; sys.path.insert(0, {str(REPOSITORY)!r}); "
+                    "from codeflux.worker.confinement.launcher import main; sys.exit(main(sys.argv[1:]))")
+        boxed = [boxed[0], "-c", launcher, *boxed[start + 2:]]
+    canary = f"canary-{secrets.token_hex(8)}"
+    plain = _target(unprivileged, hardened=False, canary=canary)
+    try:
+        assert canary in _read_environ(unprivileged, plain.pid)  # unboxed, the same user reads it
+        wrapped = [part if part != "PID" else str(plain.pid) for part in boxed]
+        reader = _as(unprivileged, wrapped, env={"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(tmp)},
+                     cwd=str(worktree))
+        out, err = reader.communicate(timeout=30)
+        assert reader.returncode == 0, err
+        # bubblewrap: another pid namespace, the process does not exist there.
+        # Landlock: the process is listed, but the box may not trace (so not read the environment of) a
+        # process outside it — for this unprivileged user; root's CAP_SYS_PTRACE still reads it.
+        assert out.strip() == ("refused:ENOENT" if mode is ConfinementMode.BUBBLEWRAP else "refused:EACCES")
+    finally:
+        _stop(plain)
+
+
+def test_the_coordinator_starts_again_without_credential_variables(tmp_path: Path) -> None:
+    canary = f"sk-ant-{secrets.token_hex(16)}"
+    environment = {**os.environ, "ANTHROPIC_API_KEY": canary, "MY_SERVICE_TOKEN": canary,
+                   "CODEFLUX_HOME": str(tmp_path / "data")}
+    process = subprocess.Popen([sys.executable, "-m", "codeflux", "start", "--no-browser", "--address",
+                                "127.0.0.1:0"], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 60
+        seen = Path(f"/proc/{process.pid}/environ").read_bytes()
+        # until it has re-executed (an exec in progress reads as empty)
+        while (b"ANTHROPIC_API_KEY" in seen or b"CODEFLUX_HOME" not in seen) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            seen = Path(f"/proc/{process.pid}/environ").read_bytes()
+        assert process.poll() is None, process.communicate()
+        assert b"CODEFLUX_HOME" in seen  # the same process (the pid survives exec), its configuration kept
+        assert canary.encode() not in seen
+        assert b"ANTHROPIC_API_KEY" not in seen and b"MY_SERVICE_TOKEN" not in seen
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+def test_the_coordinator_keeps_what_it_needs_and_drops_what_could_carry_a_credential() -> None:
+    kept, removed = environment_without_secrets({
+        "PATH": "/usr/bin", "HOME": "/home/a", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/bus",
+        "CODEFLUX_HOME": "/d", "OPENAI_API_KEY": "x", "GITHUB_TOKEN": "y", "AWS_SECRET_ACCESS_KEY": "z",
+        "DISPLAY": ":0", "SSH_AUTH_SOCK": "/run/agent",
+    })
+    assert json.dumps(sorted(kept)) == json.dumps(sorted(
+        ["PATH", "HOME", "DBUS_SESSION_BUS_ADDRESS", "CODEFLUX_HOME", "DISPLAY"]))
+    assert removed == ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "OPENAI_API_KEY", "SSH_AUTH_SOCK"]
