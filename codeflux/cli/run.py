@@ -41,6 +41,7 @@ from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
 from codeflux.coordinator.budget import BudgetService
 from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
+from codeflux.coordinator.confinement import choose_confinement
 from codeflux.coordinator.gateway import ModelGateway, ModelRoute
 from codeflux.coordinator.headless import HeadlessPolicy, PreapprovedOperation
 from codeflux.coordinator.loop import LoopLimits
@@ -52,7 +53,12 @@ from codeflux.coordinator.tasks import Actor, TaskService
 from codeflux.coordinator.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
 from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.capabilities import Capability, CapabilityNeed
-from codeflux.domain.confinement import describe_approval, describe_confinement, standing_approval_needs_opt_in
+from codeflux.domain.confinement import (
+    ConfinementMode,
+    describe_approval,
+    describe_confinement,
+    standing_approval_needs_opt_in,
+)
 from codeflux.domain.display import escape_for_display
 from codeflux.domain.errors import (
     ConflictError,
@@ -116,17 +122,24 @@ def add_allow_argument(parser: argparse.ArgumentParser) -> None:
                              "pre-approve programs anyway; they then run with no OS box (recorded in the log)")
 
 
+def unconfined_programs(policy: HeadlessPolicy, mode: ConfinementMode, *, opted_in: bool) -> list[str]:
+    """The pre-approved programs that will run with no OS box; :class:`UnconfinedPreapprovalError` when
+    there are any and the person did not opt in (``--allow-unconfined``)."""
+    if not standing_approval_needs_opt_in(mode):
+        return []
+    programs = sorted(str(operation) for operation in policy.preapproved_operations
+                      if operation.tool is ToolName.RUN_COMMAND)
+    if programs and not opted_in:
+        raise UnconfinedPreapprovalError(count=len(programs))
+    return programs
+
+
 def refuse_unconfined_preapprovals(ctx: CliContext, db: Database, driver: ToolDriver, policy: HeadlessPolicy, *,
                                    opted_in: bool) -> None:
     """With no OS box, pre-approving a program needs ``--allow-unconfined``; the opt-in is logged."""
-    if not standing_approval_needs_opt_in(driver.confinement.mode):
-        return
-    programs = sorted(str(operation) for operation in policy.preapproved_operations
-                      if operation.tool is ToolName.RUN_COMMAND)
+    programs = unconfined_programs(policy, driver.confinement.mode, opted_in=opted_in)
     if not programs:
         return
-    if not opted_in:
-        raise UnconfinedPreapprovalError(count=len(programs))
     ctx.warn(f"warning: {len(programs)} pre-approved program(s) will run UNCONFINED (--allow-unconfined): "
              "this machine cannot box commands; they can reach the network and your files")
     append_app_log(db, level="warning", event="confinement.unconfined-opt-in",
@@ -529,7 +542,9 @@ def startup_recovery(ctx: CliContext, db: Database, location: DataLocation) -> N
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    headless_policy(args.allow)  # a malformed --allow is a usage error before anything is written
+    # A malformed --allow, or one that would run a program unconfined without the opt-in, is refused
+    # before anything is written.
+    unconfined_programs(headless_policy(args.allow), choose_confinement().mode, opted_in=args.allow_unconfined)
     requirement = args.requirement if args.requirement is not None else _read_requirement(args.requirement_file)
     budget = Money.parse_decimal(args.budget, currency=USD)
     location = ctx.location()

@@ -16,14 +16,13 @@ exists; the exact (tool, arguments) pair is what a person can write on a command
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from codeflux.authority.decide import Decider, UserDecision
 from codeflux.coordinator.tool_driver import SubmittedRequest, ToolDriver
-from codeflux.domain.display import escape_for_display
+from codeflux.domain.display import argument_display_text, escape_for_display
 from codeflux.domain.tools import ArgumentValue, ToolName, bind_tool_request
 
 __all__ = ["HeadlessDecision", "HeadlessPolicy", "PreapprovedOperation", "decide_headless"]
@@ -60,13 +59,7 @@ class PreapprovedOperation:
 
 
 def _shown(value: ArgumentValue) -> str:
-    if isinstance(value, str):
-        text = value
-    elif isinstance(value, tuple):
-        text = json.dumps(list(value), ensure_ascii=False)
-    else:
-        text = json.dumps(value)
-    return escape_for_display(text)
+    return escape_for_display(argument_display_text(value))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

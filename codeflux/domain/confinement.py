@@ -40,8 +40,8 @@ def describe_confinement(mode: ConfinementMode, *, network: bool) -> str:
     """One sentence for an approval card or a result: what the box in force really gives."""
     match mode:
         case ConfinementMode.BUBBLEWRAP:
-            reach = ("network allowed for this exact command (local Unix sockets outside the box stay closed "
-                     "except abstract ones)" if network else "no network")
+            reach = ("network allowed for this exact command, and with it the host's abstract Unix sockets "
+                     "(X11, some session buses)" if network else "no network")
             return (f"confined (bubblewrap): {reach}; no files outside the worktree and the task's own "
                     "home and temp directories are writable; homes, /tmp, /run and codeflux's data are hidden")
         case ConfinementMode.LANDLOCK:

@@ -27,10 +27,13 @@ tables; a code point assigned in one version and unassigned in the other is esca
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from typing import Final
 
-__all__ = ["escape_for_display", "needs_display_escape"]
+from codeflux.domain.tools import ArgumentValue
+
+__all__ = ["argument_display_text", "escape_for_display", "needs_display_escape"]
 
 _ESCAPED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
 
@@ -56,3 +59,12 @@ def escape_for_display(text: str) -> str:
     if text.isascii() and text.isprintable() and "\\" not in text:
         return text  # the common case: plain ASCII, nothing to escape
     return "".join(_escaped(character) for character in text)
+
+
+def argument_display_text(value: ArgumentValue) -> str:
+    """One tool argument as text for people: text as is, an argv or a number as JSON (not yet escaped)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, tuple):
+        return json.dumps(list(value), ensure_ascii=False)
+    return json.dumps(value)

@@ -10,7 +10,6 @@ the task's session at the time of the read, so a client can subscribe right afte
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Final
 
 from codeflux.api.v1 import common_pb2, product_pb2
@@ -21,6 +20,7 @@ from codeflux.coordinator.confinement import choose_confinement
 from codeflux.coordinator.tasks import TaskService, TaskView
 from codeflux.domain.capabilities import Capability
 from codeflux.domain.confinement import allow_for_task_refusal, describe_approval
+from codeflux.domain.display import argument_display_text
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Cost, Money
 from codeflux.domain.plans import PlanForecast
@@ -140,12 +140,7 @@ def _budget(app: CoordinatorApp, task_id: TaskId) -> product_pb2.BudgetView:
 
 def argument_text(value: ArgumentValue) -> str:
     """One argument as the approval card shows it: text as is, lists and numbers as JSON, capped for display."""
-    if isinstance(value, str):
-        text = value
-    elif isinstance(value, tuple):
-        text = json.dumps(list(value), ensure_ascii=False)
-    else:
-        text = json.dumps(value)
+    text = argument_display_text(value)
     if len(text) > _MAX_ARGUMENT_CHARS:
         return text[:_MAX_ARGUMENT_CHARS] + f" … (cut here for display: {len(text):,} characters in all)"
     return text

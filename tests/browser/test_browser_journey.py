@@ -46,6 +46,10 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     card = approve_until_approval_card(app)
     expect(card.get_by_test_id("approval-arguments")).not_to_be_empty()
     expect(card.get_by_test_id("approval-capabilities")).to_be_visible()
+    # what approving means: the test command runs code the agent can change, in the box in force
+    expect(card.get_by_test_id("approval-meaning")).to_contain_text(
+        "runs code from the task's worktree, which the agent can change; confined (bubblewrap): no network",
+        timeout=MS)
     card.get_by_test_id("approval-allow-once").click()
     # the card keeps the decision and loses its buttons
     expect(card.get_by_test_id("approval-outcome")).to_contain_text("allowed-once", timeout=MS)

@@ -99,6 +99,7 @@ def test_finished_cards_show_the_committed_result_also_after_reconnect_and_reloa
     expect(activity.get_by_test_id("tool-state")).to_contain_text("Final result (committed)")
     expect(activity.get_by_test_id("tool-state")).to_contain_text("succeeded")
     expect(activity.get_by_test_id("tool-facts")).to_contain_text("exit code 0")
+    expect(activity.get_by_test_id("tool-facts")).to_contain_text("bubblewrap — confined (bubblewrap): no network")
     expect(activity.get_by_test_id("tool-stdout")).to_contain_text("passed")
     expect(activity.get_by_test_id("tool-stderr")).to_be_visible()
     expect(activity.get_by_test_id("truncated-stdout")).to_have_count(0)

@@ -100,3 +100,26 @@ def test_a_malformed_allow_is_a_usage_error(tmp_path: Path) -> None:
     ran = cli(data, *run_args(repo, "--allow", "run_command", "--yes"))
 
     assert ran.code == 2 and "--allow wants TOOL:ARGUMENTS" in ran.err
+
+
+@pytest.mark.security
+def test_with_no_box_a_preapproved_program_needs_the_logged_opt_in(tmp_path: Path) -> None:
+    repo, data = demo(tmp_path)
+    unconfined = {**ENV, "CODEFLUX_CONFINEMENT": "none"}
+
+    refused = run_codeflux(*run_args(repo, "--allow", f"run_command:{DEMO_TEST_COMMAND}", "--yes"), data_dir=data,
+                           env=unconfined)
+
+    assert refused.code == 3, refused.out + refused.err
+    assert "--allow-unconfined" in refused.err
+    listed = run_codeflux("task", "list", data_dir=data, env=unconfined)
+    assert (listed.code, "no codeflux database" in listed.err) == (3, True)  # refused before anything was written
+
+    ran = run_codeflux(*run_args(repo, "--allow", f"run_command:{DEMO_TEST_COMMAND}", "--allow-unconfined", "--yes"),
+                       data_dir=data, env=unconfined)
+
+    assert ran.code == 0, ran.out + ran.err
+    assert "UNCONFINED" in ran.err
+    assert "[confinement: none]" in ran.out and "[confinement: bubblewrap]" not in ran.out
+    logged = run_codeflux("inspect", "logs", "--limit", "50", data_dir=data, env=unconfined).out
+    assert "confinement.unconfined-opt-in" in logged and DEMO_TEST_COMMAND in logged

@@ -5,7 +5,6 @@ inactive task only reads, text gains no authority, and a printed secret never re
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 import signal
@@ -36,12 +35,12 @@ from codeflux.domain.errors import (
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import TaskState
 from codeflux.redact import default_redactor
-from codeflux.store.database import Database, Transaction
+from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from codeflux.store.task_records import change_task_state
-from codeflux.store.tasks import insert_task, require_task
+from codeflux.store.tasks import require_task
 from tests.fixtures.processes import wait_until_no_process_works_under
-from tests.fixtures.worktrees import git, make_task_worktree
+from tests.fixtures.worktrees import two_running_tasks
 
 pytestmark = pytest.mark.security
 
@@ -62,17 +61,8 @@ class Tasks:
 
 @pytest.fixture
 def tasks(db: Database, tmp_path: Path) -> Tasks:
-    first, second = TaskId.from_entropy(os.urandom(16)), TaskId.from_entropy(os.urandom(16))
-    made = make_task_worktree(tmp_path / "git", task=first.value)
-    second_worktree = tmp_path / "git" / "worktrees" / second.value
-    git(made.repository, "worktree", "add", "-q", "-b", f"codeflux/task/{second}", str(second_worktree), made.base)
-    for task_id, worktree in ((first, made.worktree), (second, second_worktree)):
-        def record(tx: Transaction, task_id: TaskId = task_id, worktree: Path = worktree) -> None:
-            insert_task(tx, task_id=task_id, repository_root=made.repository, worktree=worktree,
-                        state=TaskState.RUNNING, base_revision=made.base)
-
-        db.write(record)
-    return Tasks(first=first, second=second, worktree=made.worktree, second_worktree=second_worktree)
+    made = two_running_tasks(db, tmp_path / "git")
+    return Tasks(first=made.first, second=made.second, worktree=made.worktree, second_worktree=made.second_worktree)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import textwrap
 import threading
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import keyring.backend
 import pytest
 
 from codeflux.authority.decide import DecisionOutcome, UserDecision
@@ -33,12 +35,10 @@ from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import UnconfinedStandingApprovalError
 from codeflux.domain.ids import TaskId
-from codeflux.domain.tasks import TaskState
-from codeflux.store.database import Database, Transaction
+from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
-from codeflux.store.tasks import insert_task
 from tests.fixtures.processes import wait_until_no_process_works_under
-from tests.fixtures.worktrees import git, make_task_worktree
+from tests.fixtures.worktrees import two_running_tasks
 
 pytestmark = pytest.mark.security
 
@@ -140,16 +140,8 @@ def _accept_forever(listener: socket.socket, accepted: list[int]) -> None:
 
 @pytest.fixture
 def world(db: Database, data_location: DataLocation, tmp_path: Path) -> Iterator[World]:
-    first, second = TaskId.from_entropy(os.urandom(16)), TaskId.from_entropy(os.urandom(16))
-    made = make_task_worktree(tmp_path / "git", task=first.value)
-    second_worktree = tmp_path / "git" / "worktrees" / second.value
-    git(made.repository, "worktree", "add", "-q", "-b", f"codeflux/task/{second}", str(second_worktree), made.base)
-    for task_id, worktree in ((first, made.worktree), (second, second_worktree)):
-        def record(tx: Transaction, task_id: TaskId = task_id, worktree: Path = worktree) -> None:
-            insert_task(tx, task_id=task_id, repository_root=made.repository, worktree=worktree,
-                        state=TaskState.RUNNING, base_revision=made.base)
-
-        db.write(record)
+    made = two_running_tasks(db, tmp_path / "git")
+    first, second_worktree = made.first, made.second_worktree
     (made.worktree / "probe.py").write_text(PROBE)
     listener = socket.create_server(("127.0.0.1", 0))
     accepted: list[int] = []
@@ -161,7 +153,7 @@ def world(db: Database, data_location: DataLocation, tmp_path: Path) -> Iterator
     home_file = home / f"codeflux-probe-{first.value}.txt"
     config_before = (made.repository / ".git" / "config").read_bytes()
     try:
-        yield World(db=db, location=data_location, first=first, second=second, repository=made.repository,
+        yield World(db=db, location=data_location, first=first, second=made.second, repository=made.repository,
                     worktree=made.worktree, second_worktree=second_worktree, listener=listener, accepted=accepted,
                     coordinator_socket=coordinator_socket, home_file=home_file)
     finally:
@@ -340,3 +332,65 @@ def test_a_choice_knows_what_it_runs() -> None:
     choice = choose_confinement("none")
     assert choice == ConfinementChoice(mode=ConfinementMode.NONE, bubblewrap=None, forced=True,
                                        weaker_because=choice.weaker_because)
+
+
+SECRET_PROBE = textwrap.dedent('''\
+    import os, sys
+    os.environ["DBUS_SESSION_BUS_ADDRESS"] = sys.argv[1]  # the worker's environment has no bus: a script guesses
+    try:
+        import secretstorage
+        connection = secretstorage.dbus_init()
+        found = list(secretstorage.search_items(connection, {"service": "codeflux-probe", "username": "canary"}))
+        import hashlib
+        print("reached:" + (hashlib.sha256(found[0].get_secret()).hexdigest() if found else "nothing stored"))
+    except Exception as error:
+        print("refused:" + type(error).__name__)
+    open("probe-ran.txt", "w").write("ran\\n")
+''')
+
+
+@pytest.mark.parametrize("mode", CONFINED, ids=str)
+def test_an_approved_script_cannot_reach_the_secret_service_and_its_unconfined_twin_can(
+        world: World, drivers: dict[ConfinementMode, ToolDriver], mode: ConfinementMode,
+        secret_service: keyring.backend.KeyringBackend) -> None:
+    canary = f"sk-canary-{os.urandom(12).hex()}"
+    secret_service.set_password("codeflux-probe", "canary", canary)
+    try:
+        (world.worktree / "secret_probe.py").write_text(SECRET_PROBE)
+        argv = [sys.executable, "secret_probe.py", os.environ["DBUS_SESSION_BUS_ADDRESS"]]
+        twin = run_allowed(drivers[ConfinementMode.NONE], world.first, argv)
+        boxed = run_allowed(drivers[mode], world.first, argv)
+    finally:
+        secret_service.delete_password("codeflux-probe", "canary")
+    # the probe is live: unconfined, it reads the canary (printed as its sha256, so nothing redacts it)
+    assert (twin.stdout or "").strip() == f"reached:{hashlib.sha256(canary.encode()).hexdigest()}"
+    assert (world.worktree / "probe-ran.txt").read_text() == "ran\n"
+    assert (boxed.stdout or "").startswith("refused:"), boxed.stdout
+    assert canary not in (boxed.stdout or "") + (boxed.stderr or "")
+
+
+def test_a_worktree_venv_whose_interpreter_lives_under_a_home_runs_boxed_and_the_home_stays_hidden(
+        world: World, drivers: dict[ConfinementMode, ToolDriver]) -> None:
+    """pyenv, uv and poetry install Python under a home: the box shows that installation read-only, and
+    nothing else of the home."""
+    base = Path(sys.base_prefix).resolve()
+    home = Path(os.path.expanduser("~")).resolve()
+    neighbour = home / f"codeflux-neighbour-{world.first.value}.txt"
+    neighbour.write_text("private\n")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(world.worktree / ".venv")], check=True)
+        python = world.worktree / ".venv" / "bin" / "python"
+        script = (f"import sys; print(sys.base_prefix); print(sys.prefix)\n"
+                  f"try:\n    open({str(neighbour)!r}).read(); print('neighbour: reached')\n"
+                  f"except OSError as error:\n    print('neighbour:', error.errno)\n")
+        for mode in CONFINED:
+            record = run_allowed(drivers[mode], world.first, [str(python), "-c", script])
+            assert record.state == "succeeded", (mode, record.stderr)
+            lines = (record.stdout or "").splitlines()
+            assert lines[0] == str(base)
+            assert lines[1] == str((world.worktree / ".venv").resolve()), (mode, "started as the venv's python")
+            assert lines[2] != "neighbour: reached", mode
+        twin = run_allowed(drivers[ConfinementMode.NONE], world.first, [str(python), "-c", script])
+        assert (twin.stdout or "").splitlines()[1:] == [str((world.worktree / ".venv").resolve()), "neighbour: reached"]
+    finally:
+        neighbour.unlink(missing_ok=True)

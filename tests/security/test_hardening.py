@@ -195,3 +195,34 @@ def test_the_coordinator_keeps_what_it_needs_and_drops_what_could_carry_a_creden
     assert json.dumps(sorted(kept)) == json.dumps(sorted(
         ["PATH", "HOME", "DBUS_SESSION_BUS_ADDRESS", "CODEFLUX_HOME", "DISPLAY"]))
     assert removed == ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "OPENAI_API_KEY", "SSH_AUTH_SOCK"]
+
+
+def test_the_confinement_probe_run_whole_as_an_unprivileged_user(unprivileged: User, shared_dir: Path) -> None:
+    """tests/security/unprivileged_scenario.py, as that user: a hardened stand-in coordinator, real workers,
+    the probe in every mode. Unconfined, the probe reaches everything but the coordinator's environment and
+    memory (it is undumpable); boxed, it reaches none of it (Landlock lists processes, no more)."""
+    venv = shared_dir / "venv"
+    subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*")) / "site-packages"
+    ours = next(Path(sys.prefix, "lib").glob("python3*")) / "site-packages"  # codeflux's dependencies
+    (site / "codeflux-checkout.pth").write_text(f"{REPOSITORY}\n{ours}\n")
+    work, home = shared_dir / "work", shared_dir / "home"
+    for directory in (work, home):
+        directory.mkdir()
+        os.chown(directory, unprivileged.uid, unprivileged.gid)
+    scenario = _as(unprivileged, [str(venv / "bin" / "python"), "-m", "tests.security.unprivileged_scenario",
+                                  str(work)], env={"PATH": "/usr/bin:/bin", "HOME": str(home)}, cwd=str(REPOSITORY))
+    out, err = scenario.communicate(timeout=300)
+    assert scenario.returncode == 0, err[-2000:]
+    results = json.loads(out.strip().splitlines()[-1])
+    reachable = {"tcp", "database", "wal", "coordinator-socket", "home", "other-worktree", "hooks", "git-config",
+                 "other-process"}
+    twin = results["none"]
+    assert (twin["state"], twin["confinement"]) == ("succeeded", "none"), twin["stderr"]
+    assert {name for name, seen in twin["probe"].items() if seen == "reached"} == reachable | {"worktree"}
+    assert (twin["probe"]["environ"], twin["probe"]["memory"]) == ("EACCES", "EACCES")  # the coordinator's hardening
+    for mode in ("bubblewrap", "landlock"):
+        boxed = results[mode]
+        assert (boxed["state"], boxed["confinement"]) == ("succeeded", mode), boxed["stderr"]
+        listed = {"other-process"} if mode == "landlock" else set()
+        assert {name for name, seen in boxed["probe"].items() if seen == "reached"} == {"worktree"} | listed, boxed

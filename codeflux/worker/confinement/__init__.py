@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
@@ -35,7 +35,12 @@ from codeflux.domain.errors import InvalidValueError
 from codeflux.worker.confinement.bubblewrap import BubblewrapProfile
 from codeflux.worker.confinement.landlock import landlock_abi, seccomp_supported
 from codeflux.worker.confinement.launcher import launcher_argv
-from codeflux.worker.confinement.paths import BoxPaths, install_prefix_to_expose
+from codeflux.worker.confinement.paths import (
+    BoxPaths,
+    install_prefix_to_expose,
+    is_python_installation,
+    reveals_hidden,
+)
 from codeflux.worker.startup import StartupConfig
 
 __all__ = [
@@ -136,17 +141,28 @@ class Confinement:
         self._profile = BubblewrapProfile(bubblewrap, paths) if bubblewrap and mode is ConfinementMode.BUBBLEWRAP \
             else None
 
-    def command(self, argv: Sequence[str], *, executable: str | None, network: bool) -> tuple[list[str], str | None]:
+    def command(self, argv: Sequence[str], *, executable: str | None, network: bool,
+                search_path: str | None = None) -> tuple[list[str], str | None]:
         """The argv (and executable) that start ``argv`` boxed; ``executable`` is the program to exec
-        (``argv[0]`` resolved) or None to search ``argv[0]`` as given."""
+        (``argv[0]`` resolved) or None to search ``argv[0]`` as given. ``search_path`` is the ``PATH``
+        the command runs with: an ``argv[0]`` found there as exactly ``executable`` need not be kept."""
         program = executable or argv[0]
         if self.mode is ConfinementMode.NONE:
             return list(argv), executable
         if self._profile is not None:
-            exposed = install_prefix_to_expose(program, self.paths)
-            return self._profile.argv([program, *argv[1:]], network=network, readonly=exposed), self.bubblewrap
+            exposed = install_prefix_to_expose(program, self.paths, started_as=argv[0])
+            keep = argv[0] != program and _located(argv[0], search_path) != program
+            return self._profile.argv(program, argv, network=network, readonly=exposed,
+                                      keep_argv0=keep), self.bubblewrap
         return launcher_argv(self.python, self.paths, program, list(argv), network=network,
                              abi=self.landlock_abi), self.python
+
+
+def _located(name: str, search_path: str | None) -> str | None:
+    """The path ``name`` runs as: itself when it has a slash, else its first match on ``search_path``."""
+    if "/" in name:
+        return os.path.abspath(name)
+    return shutil.which(name, path=search_path or os.defpath)
 
 
 def worker_confinement(config: StartupConfig, environment: Mapping[str, str]) -> Confinement:
@@ -160,8 +176,13 @@ def worker_confinement(config: StartupConfig, environment: Mapping[str, str]) ->
     if not (os.path.isabs(home) and os.path.isabs(tmpdir)):
         raise InvalidValueError(kind="worker confinement", reason="HOME and TMPDIR must be absolute task directories")
     paths = BoxPaths(worktree=Path(os.path.realpath(config.worktree)), home=Path(os.path.realpath(home)),
-                     tmpdir=Path(os.path.realpath(tmpdir)), hidden=box.hidden, readonly=box.readonly,
+                     tmpdir=Path(os.path.realpath(tmpdir)), hidden=box.hidden,
                      git_common_dir=box.git_common_dir, git_admin_dir=box.git_admin_dir)
+    for shown in (paths.worktree, paths.home, paths.tmpdir, box.git_common_dir):
+        if shown is not None and reveals_hidden(shown, paths):
+            raise InvalidValueError(kind="worker confinement", reason="a path shown in the box contains a hidden one")
+    paths = replace(paths, readonly=tuple(path for path in box.readonly
+                                          if is_python_installation(path) and not reveals_hidden(path, paths)))
     abi = 0
     match box.mode:
         case ConfinementMode.BUBBLEWRAP:

@@ -12,7 +12,11 @@ over every hidden directory (:attr:`BoxPaths.all_hidden`), read-only except the 
 The profile is the same for every command of a worker but for the network and the installation a
 hidden program needs, so :class:`BubblewrapProfile` builds the two fixed parts once.
 
-bubblewrap 0.8 has no ``--argv0``: the program sees its pinned path as ``argv[0]``.
+bubblewrap 0.8 has no ``--argv0``, and ``argv[0]`` matters (Python finds a virtual environment from the
+``.venv/bin/python`` it was started as, not from the interpreter that link points to), so when ``argv[0]``
+differs from the pinned program — and is not simply found on ``PATH`` as that very file — the box runs
+``bash -p -c 'exec -a "$0" "$@"' ARGV0 PROGRAM ARGS…`` (``-p``: no ``BASH_ENV`` and no functions imported
+from the environment; about 1 ms). Without ``/bin/bash`` the program sees its pinned path as ``argv[0]``.
 """
 
 from __future__ import annotations
@@ -26,13 +30,14 @@ from codeflux.worker.confinement.paths import BoxPaths
 
 __all__ = ["BubblewrapProfile"]
 
+_SHELL: Final = "/bin/bash"
 _SCRATCH: Final = (Path("/tmp"), Path("/var/tmp"))  # noqa: S108 (empty and writable in the box, gone after it)
 
 
 class BubblewrapProfile:
     """The bwrap argv of one box, its fixed parts computed once."""
 
-    __slots__ = ("_head", "_tail")
+    __slots__ = ("_head", "_shell", "_tail")
 
     def __init__(self, bwrap: str, paths: BoxPaths) -> None:
         hidden = [path for path in paths.all_hidden if os.path.isdir(path)]
@@ -55,12 +60,17 @@ class BubblewrapProfile:
         tail += ["--chdir", str(paths.worktree), "--"]
         self._head = (bwrap, head)
         self._tail = tail
+        self._shell = _SHELL if os.access(_SHELL, os.X_OK) else None
 
-    def argv(self, argv: Sequence[str], *, network: bool, readonly: Sequence[Path] = ()) -> list[str]:
-        """``bwrap … -- argv…``; ``argv[0]`` must be the absolute program to run."""
+    def argv(self, program: str, argv: Sequence[str], *, network: bool, readonly: Sequence[Path] = (),
+             keep_argv0: bool = True) -> list[str]:
+        """``bwrap … -- program argv[1:]…``, with ``argv[0]`` kept as written when ``keep_argv0`` and it
+        differs from ``program`` (absolute)."""
         bwrap, head = self._head
         boxed = [bwrap, "--unshare-all", *(["--share-net"] if network else []), *head]
         for shown in readonly:
             if os.path.exists(shown):
                 boxed += ["--ro-bind", str(shown), str(shown)]
-        return [*boxed, *self._tail, *argv]
+        if not keep_argv0 or argv[0] == program or self._shell is None:
+            return [*boxed, *self._tail, program, *argv[1:]]
+        return [*boxed, *self._tail, self._shell, "-p", "-c", 'exec -a "$0" "$@"', argv[0], program, *argv[1:]]

@@ -16,12 +16,13 @@ import functools
 import glob
 import os
 import pwd
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["ALWAYS_HIDDEN", "BoxPaths", "home_directories", "install_prefix_to_expose", "is_beneath"]
+__all__ = ["ALWAYS_HIDDEN", "BoxPaths", "home_directories", "install_prefix_to_expose", "is_beneath",
+           "is_python_installation", "python_prefixes", "reveals_hidden"]
 
 ALWAYS_HIDDEN: Final = (Path("/tmp"), Path("/var/tmp"), Path("/run"), Path("/home"), Path("/root"))  # noqa: S108
 _TOOLCHAIN_ROOTS: Final = (".pyenv", ".rye", ".asdf")
@@ -74,29 +75,40 @@ def is_beneath(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def install_prefix_to_expose(program: str, paths: BoxPaths) -> tuple[Path, ...]:
+def reveals_hidden(path: Path, paths: BoxPaths) -> bool:
+    """True if showing ``path`` would show a hidden directory whole (it is one, or contains one)."""
+    resolved = Path(os.path.realpath(path))
+    return any(is_beneath(root, resolved) for root in paths.all_hidden)
+
+
+def install_prefix_to_expose(program: str, paths: BoxPaths, *, started_as: str = "") -> tuple[Path, ...]:
     """The read-only directories a hidden program needs: its Python installation or toolchain root.
 
-    Nothing when the program is visible anyway. A program under a home that is neither part of a
-    Python installation nor of a known toolchain root is exposed as the single file (its siblings —
-    credentials, say — stay hidden).
+    ``started_as`` is the ``argv[0]`` it is started as, when that is a path: a ``.venv/bin/python`` link
+    to an interpreter elsewhere makes Python read the environment beside the link. Nothing when the
+    program is visible anyway. A program under a home that is neither part of a Python installation nor
+    of a known toolchain root is exposed as the single file (its siblings — credentials, say — stay hidden).
     """
     wanted: list[Path] = []
-    for candidate in dict.fromkeys((Path(program), Path(os.path.realpath(program)))):
+    named = [program, os.path.realpath(program)]
+    if os.path.isabs(started_as):
+        named += [started_as, os.path.realpath(started_as)]
+    for candidate in dict.fromkeys(Path(name) for name in named):
         if not candidate.is_absolute() or paths.is_visible(candidate):
             continue
-        wanted.append(_installation_of(candidate) or candidate)
+        wanted.append(_installation_of(candidate, paths) or candidate)
     return tuple(dict.fromkeys(wanted))
 
 
-def _installation_of(program: Path) -> Path | None:
+def _installation_of(program: Path, paths: BoxPaths) -> Path | None:
+    """The nearest enclosing toolchain root or Python installation that is itself hidden (never one that
+    contains a hidden directory, such as ``/``)."""
     for ancestor in program.parents:
-        if ancestor.name in _TOOLCHAIN_ROOTS:
+        if paths.is_visible(ancestor) or not any(is_beneath(ancestor, root) and ancestor != root
+                                                  for root in paths.all_hidden):
+            return None
+        if ancestor.name in _TOOLCHAIN_ROOTS or is_python_installation(ancestor):
             return ancestor
-        if is_python_installation(ancestor):
-            return ancestor
-        if ancestor.parent == ancestor:
-            break
     return None
 
 
@@ -151,10 +163,3 @@ def _outermost(paths: Iterable[Path]) -> tuple[Path, ...]:
             kept.append(path)
     return tuple(kept)
 
-
-def parents_between(path: Path, roots: Sequence[Path]) -> list[Path]:
-    """Ancestors of ``path`` strictly below the nearest of ``roots`` (outermost first)."""
-    for root in roots:
-        if is_beneath(path, root) and path != root:
-            return [parent for parent in reversed(path.parents) if root in parent.parents]
-    return []

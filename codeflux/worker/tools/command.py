@@ -70,7 +70,8 @@ def run_command(
     environment = command_environment(context.environment, pin.env_overrides)
     context.check_still_running()
     boxed, executable = context.confinement.command(argv, executable=pin.executable_path,
-                                                    network=context.network_granted)
+                                                    network=context.network_granted,
+                                                    search_path=environment.get("PATH"))
     try:
         process = context.processes.spawn(boxed, executable=executable, cwd=context.worktree,
                                           env=environment, stdin_piped=bool(pin.stdin))
