@@ -188,7 +188,9 @@ def _harden_process() -> None:
     if removed:
         sys.stdout.flush()
         sys.stderr.flush()
-        os.execve(sys.executable, [sys.executable, "-m", "codeflux", *sys.argv[1:]], kept)  # noqa: S606
+        flags = [flag for flag, on in (("-I", sys.flags.isolated), ("-E", sys.flags.ignore_environment),
+                                       ("-B", sys.flags.dont_write_bytecode)) if on]
+        os.execve(sys.executable, [sys.executable, *flags, "-m", "codeflux", *sys.argv[1:]], kept)  # noqa: S606
     make_undumpable()
 
 

@@ -35,6 +35,7 @@ pytestmark = pytest.mark.security
 
 REPOSITORY = Path(codeflux.__file__).resolve().parents[1]
 SYSTEM_PYTHON = "/usr/bin/python3"
+QUIET = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ in the checkout
 TARGET = f"""
 import sys, time
 sys.path.insert(0, {str(REPOSITORY)!r})
@@ -97,7 +98,7 @@ def _as(user: User, argv: list[str], **options: object) -> subprocess.Popen[str]
 
 def _target(user: User, *, hardened: bool, canary: str) -> subprocess.Popen[str]:
     process = _as(user, [SYSTEM_PYTHON, "-c", TARGET, "hardened" if hardened else "plain"],
-                  env={"PATH": "/usr/bin:/bin", "CANARY_API_KEY": canary}, cwd="/")
+                  env={**QUIET, "CANARY_API_KEY": canary}, cwd="/")
     assert process.stdout is not None and process.stdout.readline().strip() == "ready", process.stderr
     return process
 
@@ -109,7 +110,7 @@ def _stop(process: subprocess.Popen[str]) -> None:
 
 def _read_environ(user: User, pid: int, *, wrap: list[str] | None = None, cwd: str = "/") -> str:
     argv = [SYSTEM_PYTHON, "-c", READER, str(pid)]
-    reader = _as(user, [*(wrap or []), *argv], env={"PATH": "/usr/bin:/bin"}, cwd=cwd)
+    reader = _as(user, [*(wrap or []), *argv], env=QUIET, cwd=cwd)
     out, err = reader.communicate(timeout=30)
     assert reader.returncode == 0, err
     return out.strip()
@@ -145,13 +146,13 @@ def test_a_boxed_script_of_an_unprivileged_user_cannot_read_that_users_other_pro
         start = boxed.index("-m")
         launcher = (f"import sys; sys.path.insert(0, {str(REPOSITORY)!r}); "
                     "from codeflux.worker.confinement.launcher import main; sys.exit(main(sys.argv[1:]))")
-        boxed = [boxed[0], "-c", launcher, *boxed[start + 2:]]
+        boxed = [boxed[0], "-B", "-c", launcher, *boxed[start + 2:]]
     canary = f"canary-{secrets.token_hex(8)}"
     plain = _target(unprivileged, hardened=False, canary=canary)
     try:
         assert canary in _read_environ(unprivileged, plain.pid)  # unboxed, the same user reads it
         wrapped = [part if part != "PID" else str(plain.pid) for part in boxed]
-        reader = _as(unprivileged, wrapped, env={"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(tmp)},
+        reader = _as(unprivileged, wrapped, env={**QUIET, "HOME": str(home), "TMPDIR": str(tmp)},
                      cwd=str(worktree))
         out, err = reader.communicate(timeout=30)
         assert reader.returncode == 0, err
@@ -211,7 +212,7 @@ def test_the_confinement_probe_run_whole_as_an_unprivileged_user(unprivileged: U
         directory.mkdir()
         os.chown(directory, unprivileged.uid, unprivileged.gid)
     scenario = _as(unprivileged, [str(venv / "bin" / "python"), "-m", "tests.security.unprivileged_scenario",
-                                  str(work)], env={"PATH": "/usr/bin:/bin", "HOME": str(home)}, cwd=str(REPOSITORY))
+                                  str(work)], env={**QUIET, "HOME": str(home)}, cwd=str(REPOSITORY))
     out, err = scenario.communicate(timeout=300)
     assert scenario.returncode == 0, err[-2000:]
     results = json.loads(out.strip().splitlines()[-1])

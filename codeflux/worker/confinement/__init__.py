@@ -4,7 +4,7 @@
 subprocess into the argv that starts it boxed, for the mode chosen when the worker started:
 
 - ``bubblewrap`` (:mod:`.bubblewrap`): namespaces and mounts, see that module for the profile;
-- ``landlock`` (:mod:`.landlock`, applied by :mod:`.launch`, a small launcher that restricts itself
+- ``landlock`` (:mod:`.landlock`, applied by :mod:`.launcher`, a small launcher that restricts itself
   and then execs — never ``preexec_fn`` in the threaded worker);
 - ``none``: the argv unchanged; the coordinator only gets here when the machine can do neither, and
   its authority rules then allow programs only once at a time (see
