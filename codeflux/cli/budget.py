@@ -13,8 +13,8 @@ import argparse
 import os
 
 from codeflux.cli.context import CliContext
-from codeflux.coordinator.budget import BudgetService
-from codeflux.coordinator.model_approvals import approve_ladder_rung
+from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.spending.model_approvals import approve_ladder_rung
 from codeflux.domain.errors import UsageError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import Rung

@@ -15,7 +15,7 @@ import re
 from typing import Final
 
 from codeflux.cli.context import CliContext
-from codeflux.coordinator.prices import PriceCatalog, PriceListing, merge_price_listings
+from codeflux.coordinator.spending.prices import PriceCatalog, PriceListing, merge_price_listings
 from codeflux.domain.errors import DatabaseMissingError, UsageError
 from codeflux.domain.money import Currency
 from codeflux.domain.pricing import Price, PriceComponent

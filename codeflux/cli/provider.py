@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from codeflux.cli.context import CliContext
-from codeflux.coordinator.model_approvals import approve_model_endpoint
+from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.credentials import (
     MAX_KEY_LENGTH,
     Secret,

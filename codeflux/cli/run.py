@@ -39,19 +39,18 @@ from typing import Final
 from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
-from codeflux.coordinator.budget import BudgetService
-from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
-from codeflux.coordinator.confinement import choose_confinement
-from codeflux.coordinator.gateway import ModelGateway, ModelRoute
-from codeflux.coordinator.headless import HeadlessPolicy, PreapprovedOperation
-from codeflux.coordinator.loop import LoopLimits
-from codeflux.coordinator.planner import PlanRevisionRecord, propose_plan
-from codeflux.coordinator.prices import PriceCatalog
-from codeflux.coordinator.recovery import RecoveryService, exclusive_startup_lock, shared_running_lock
-from codeflux.coordinator.runner import RunOutcome, RunOutcomeKind, run_task
-from codeflux.coordinator.tasks import Actor, TaskService
-from codeflux.coordinator.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
-from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
+from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation
+from codeflux.coordinator.runs.loop import LoopLimits
+from codeflux.coordinator.runs.planner import PlanRevisionRecord, propose_plan
+from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, run_task
+from codeflux.coordinator.runs.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
+from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
+from codeflux.coordinator.spending.prices import PriceCatalog
+from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
+from codeflux.coordinator.tasks.recovery import RecoveryService, exclusive_startup_lock, shared_running_lock
+from codeflux.coordinator.tasks.service import Actor, TaskService
+from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.confinement import (
     ConfinementMode,
@@ -85,6 +84,7 @@ from codeflux.store.app_logs import append_app_log
 from codeflux.store.database import Database, now_us
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
+from codeflux.worker.client.confinement import choose_confinement
 
 NAME = "run"
 SUMMARY = "one headless shot: create a task, plan, approve (--yes), run with pre-approved operations, report"

@@ -26,9 +26,9 @@ from typing import Final
 import codeflux
 from codeflux.cli.context import CliContext
 from codeflux.cli.run import SCRIPTED, add_provider_arguments, build_gateway
-from codeflux.coordinator.gateway import ModelGateway
 from codeflux.coordinator.instance import coordinator_socket_path, hold_instance_lock
-from codeflux.coordinator.recovery import RecoveryService, exclusive_startup_lock, shared_running_lock
+from codeflux.coordinator.spending.gateway import ModelGateway
+from codeflux.coordinator.tasks.recovery import RecoveryService, exclusive_startup_lock, shared_running_lock
 from codeflux.domain.errors import UsageError
 from codeflux.server.launch import LaunchTokens
 from codeflux.server.serve import ServingInfo, serve_coordinator

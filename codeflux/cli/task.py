@@ -18,7 +18,7 @@ identity, then the changed files that change what later commands execute ("chang
 paths and check argv are shown escaped (:func:`codeflux.domain.display.escape_for_display`).
 
 Every subcommand first runs startup recovery when no other process is running tasks (see
-:mod:`codeflux.coordinator.recovery`): interrupted work is marked, never resumed. Exit codes come from
+:mod:`codeflux.coordinator.tasks.recovery`): interrupted work is marked, never resumed. Exit codes come from
 the one table (0 done, 1 failed, 2 usage, 3 refused by state, 4 a decision is needed, 5 stalled).
 """
 
@@ -42,14 +42,14 @@ from codeflux.cli.run import (
     print_plan,
     run_ready_task,
 )
-from codeflux.coordinator.budget import BudgetService
-from codeflux.coordinator.loop_steps import conversation_summary
-from codeflux.coordinator.planner import propose_plan
-from codeflux.coordinator.recovery import RecoveryService, RecoveryView, exclusive_startup_lock
-from codeflux.coordinator.review import ReviewService, require_task_action
-from codeflux.coordinator.tasks import Actor, TaskService, TaskView
-from codeflux.coordinator.tool_driver import ToolDriver
-from codeflux.coordinator.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
+from codeflux.coordinator.runs.loop_steps import conversation_summary
+from codeflux.coordinator.runs.planner import propose_plan
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.tasks.recovery import RecoveryService, RecoveryView, exclusive_startup_lock
+from codeflux.coordinator.tasks.review import ReviewService, require_task_action
+from codeflux.coordinator.tasks.service import Actor, TaskService, TaskView
+from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
 from codeflux.domain.display import escape_for_display
 from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, TaskActionUnavailableError, UsageError
 from codeflux.domain.ids import TaskId

@@ -1,2 +1,14 @@
-"""Services that tie the parts together: doctor today; tasks, scheduler, model gateway, loop and
-recovery as they land. May import every codeflux package except server and cli."""
+"""The coordinator: everything that decides and records, in three wings plus start-up helpers.
+
+- :mod:`codeflux.coordinator.tasks` — one task's life: the task service (states, plans, attempts, the
+  stage ledger), its worktree, checkpoints, review (accept / reject) and recovery after a crash.
+- :mod:`codeflux.coordinator.runs` — one run of a task: the runner, the implementation loop and its
+  steps, the planner, the tool driver (authority + the worker link), the headless policy and the pipeline's
+  ports.
+- :mod:`codeflux.coordinator.spending` — money: the model gateway (the only code path that calls a model),
+  budgets, prices and model approvals.
+
+Beside them: ``doctor`` (prerequisite checks), ``instance`` (one coordinator per data directory) and
+``demo`` (the sample repository). The coordinator's side of the worker link lives in
+:mod:`codeflux.worker.client`. May import every codeflux package except server and cli.
+"""

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import apsw
 
-from codeflux.coordinator.confinement import CONFINEMENT_VARIABLE, choose_confinement
 from codeflux.coordinator.instance import running_coordinator
 from codeflux.credentials import probe_credential_store, stored_provider_keys
 from codeflux.domain.confinement import ConfinementMode
@@ -37,6 +36,7 @@ from codeflux.store.inspection import readonly_database
 from codeflux.store.location import DataLocation
 from codeflux.store.migrations import read_schema_version, supported_schema_version
 from codeflux.store.task_records import tasks_in_states
+from codeflux.worker.client.confinement import CONFINEMENT_VARIABLE, choose_confinement
 
 __all__ = [
     "DEFAULT_PORT",

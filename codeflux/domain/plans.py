@@ -13,7 +13,7 @@ refused with :class:`InvalidValueError` before anything is recorded.
 The canonical JSON (:func:`canonical_plan_json`) is compact, sorted by key and UTF-8; the sha256 is over
 those bytes. :func:`plan_from_document` reads a stored document back and is strict: an unknown or
 missing key is refused. Untrusted input (model or user JSON) goes through the pydantic schema in
-``codeflux.coordinator.plan_schema`` first; the limits it enforces are the constants here.
+``codeflux.coordinator.tasks.plan_schema`` first; the limits it enforces are the constants here.
 """
 
 from __future__ import annotations

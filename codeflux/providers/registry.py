@@ -1,7 +1,7 @@
 """Building a model adapter by provider name: the one place outside the gateway that constructs one.
 
 Callers (the CLI, later the coordinator's settings) name a provider; the adapter itself is only ever
-*called* by ``codeflux/coordinator/gateway.py`` (a test scans the codebase for that).
+*called* by ``codeflux/coordinator/spending/gateway.py`` (a test scans the codebase for that).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
-from codeflux.coordinator.gateway import ModelGateway
+from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 

@@ -4,7 +4,7 @@
   working directory, operation identity) and the capabilities it needs, plus the capabilities a person
   denied for the task (every later request needing one of them is refused by the authority engine).
 * ``Decide`` — ``allow-once``, ``allow-for-task`` or ``deny`` through
-  :meth:`~codeflux.coordinator.tool_driver.ToolDriver.decide` (one transaction with its
+  :meth:`~codeflux.coordinator.runs.tool_driver.ToolDriver.decide` (one transaction with its
   ``authority-decided`` event in the task's journal); the request must belong to the task named. A deny
   records a standing denial of the request's capabilities and refuses the task's other pending requests
   that need them (the authority engine does both). Then the background run that waited goes on
@@ -23,7 +23,7 @@ from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.authority.decide import UserDecision
-from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.errors import InvalidValueError, NotFoundError, UsageError
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import MutationLedger, check_expected_revision, mutation_of, parse_task_id

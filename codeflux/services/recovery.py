@@ -1,7 +1,7 @@
 """``RecoveryService``: interrupted tasks as known / ambiguous / recommended, and the person's choices.
 
 * ``ListRecovery`` — every ``recovery-required`` task, observed now
-  (:meth:`codeflux.coordinator.recovery.RecoveryService.tasks_needing_recovery`): the known facts as
+  (:meth:`codeflux.coordinator.tasks.recovery.RecoveryService.tasks_needing_recovery`): the known facts as
   lines (as ``codeflux task recovery`` prints them), each ambiguous effect with its recorded outcome (empty
   while unresolved), the recommended action and why, the actions allowed now and why each other one is not.
 * ``RecordOutcome`` — whether an ambiguous effect happened (``happened`` / ``did-not-happen``); the effect
@@ -19,8 +19,8 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.coordinator.recovery import RecoveryService as CoordinatorRecovery
-from codeflux.coordinator.recovery import RecoveryView
+from codeflux.coordinator.tasks.recovery import RecoveryService as CoordinatorRecovery
+from codeflux.coordinator.tasks.recovery import RecoveryView
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.recovery import EffectOutcome, KnownState, RecoveryAction

@@ -11,7 +11,7 @@
   (:func:`codeflux.domain.review_flags.changes_what_runs`).
 * ``ListStages`` — all 37 stages of an attempt (0 = the newest) with their gate text and the recorded
   outcome, empty where nothing is recorded yet.
-* ``AcceptChange`` / ``RejectChange`` — :class:`codeflux.coordinator.review.ReviewService`, bound to the
+* ``AcceptChange`` / ``RejectChange`` — :class:`codeflux.coordinator.tasks.review.ReviewService`, bound to the
   reviewed diff identity: a stale identity is ABORTED, a dirty checkout FAILED_PRECONDITION, a conflict is
   a reply (``kind`` "conflict", nothing changed). A retry with the same idempotency key returns the first
   reply (:class:`~codeflux.services.mutations.MutationLedger`); the coordinator keys each decision by the
@@ -27,9 +27,9 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.coordinator.review import ReviewService as CoordinatorReview
-from codeflux.coordinator.tasks import TaskService
-from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
+from codeflux.coordinator.tasks.review import ReviewService as CoordinatorReview
+from codeflux.coordinator.tasks.service import TaskService
+from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.errors import InvalidValueError, TaskActionUnavailableError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import PERFORMABLE_STAGES, STAGES, StageName

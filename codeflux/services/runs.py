@@ -1,10 +1,10 @@
 """Background runs: the coordinator runs tasks in threads, interactively, while the UI watches the journal.
 
 One :class:`BackgroundRuns` per coordinator. :meth:`BackgroundRuns.start` runs a ``ready`` task with
-:func:`~codeflux.coordinator.runner.run_task` in a thread of its own, with no headless policy: a request
+:func:`~codeflux.coordinator.runs.runner.run_task` in a thread of its own, with no headless policy: a request
 that needs a person ends the thread with an ``awaiting-authority`` outcome whose conversation stays in
 memory; once :meth:`ApprovalService.Decide <codeflux.services.approvals>` has recorded the answer,
-:meth:`continue_after_decision` goes on with :func:`~codeflux.coordinator.runner.resume_run` in a new
+:meth:`continue_after_decision` goes on with :func:`~codeflux.coordinator.runs.runner.resume_run` in a new
 thread (the pipeline's check command may ask again: the same flow). The run slots (4 active tasks, 1 per
 repository) are enforced by the task service when the run starts.
 
@@ -19,9 +19,9 @@ repository) are enforced by the task service when the run starts.
 * **shutdown** (``codeflux start`` on SIGINT/SIGTERM): pause every active run between turns, wait for
   the threads (bounded), capture a ``shutdown`` checkpoint per active task, stop the workers.
 
-Each run has its own :class:`~codeflux.coordinator.tool_driver.ToolDriver` (workers under
+Each run has its own :class:`~codeflux.coordinator.runs.tool_driver.ToolDriver` (workers under
 ``<data>/workers``), closed when the run ends. While the coordinator may run work it holds
-:func:`~codeflux.coordinator.recovery.shared_running_lock` (taken at the first run or plan, released at
+:func:`~codeflux.coordinator.tasks.recovery.shared_running_lock` (taken at the first run or plan, released at
 shutdown): the instance lock of ``codeflux start`` is another file and only keeps a second coordinator
 out, while this lock keeps a CLI process's startup recovery from marking our live tasks interrupted.
 
@@ -41,13 +41,13 @@ from pathlib import Path
 from typing import Final
 
 from codeflux.authority.decide import DecisionOutcome
-from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
-from codeflux.coordinator.loop import LoopLimits
-from codeflux.coordinator.recovery import shared_running_lock
-from codeflux.coordinator.runner import RunOutcome, RunOutcomeKind, resume_run, run_task
-from codeflux.coordinator.tasks import Actor, TaskChange, TaskService
-from codeflux.coordinator.tool_driver import ToolDriver
-from codeflux.coordinator.worktree_lifecycle import dispose_task_worktree
+from codeflux.coordinator.runs.loop import LoopLimits
+from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, resume_run, run_task
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
+from codeflux.coordinator.tasks.recovery import shared_running_lock
+from codeflux.coordinator.tasks.service import Actor, TaskChange, TaskService
+from codeflux.coordinator.tasks.worktree_lifecycle import dispose_task_worktree
 from codeflux.domain.errors import (
     CodefluxError,
     ConflictError,

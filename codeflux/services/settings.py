@@ -2,12 +2,12 @@
 
 * ``GetSettings`` — each provider's credential status (as ``codeflux provider list`` shows it, bounded in
   time, never a key), every endpoint a person approved (read from the ``endpoint-approved`` events of the
-  system session, which :func:`codeflux.coordinator.model_approvals.approve_model_endpoint` commits in
+  system session, which :func:`codeflux.coordinator.spending.model_approvals.approve_model_endpoint` commits in
   the same transaction as the approval; the time shown is the event's commit time), the provider the
   coordinator uses, and the default hard limit new tasks are offered (absent when none is set).
 * ``SetBudgetDefaults`` — sets that default from an exact decimal (``"2.50"``, never a float) in a currency
   codeflux knows, or clears it with an empty amount. It is a suggestion the composer pre-fills; a task's
-  budget is still set on the task (see :mod:`codeflux.coordinator.budget_defaults`).
+  budget is still set on the task (see :mod:`codeflux.coordinator.spending.budget_defaults`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.coordinator.budget_defaults import read_budget_default, set_budget_default
+from codeflux.coordinator.spending.budget_defaults import read_budget_default, set_budget_default
 from codeflux.domain.money import Currency, Money
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import mutation_of

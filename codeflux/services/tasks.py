@@ -33,9 +33,9 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.coordinator.budget import BudgetService
-from codeflux.coordinator.planner import propose_plan
-from codeflux.coordinator.tasks import Actor
+from codeflux.coordinator.runs.planner import propose_plan
+from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.tasks.service import Actor
 from codeflux.domain.errors import (
     BudgetDecisionNeededError,
     DirtyTreeNotAcknowledgedError,

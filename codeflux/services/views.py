@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Final
 from codeflux.api.v1 import common_pb2, product_pb2
 from codeflux.authority.decide import runs_a_program
 from codeflux.authority.service import AuthorityService, RequestView
-from codeflux.coordinator.budget import BudgetService, BudgetSummary
-from codeflux.coordinator.confinement import choose_confinement
-from codeflux.coordinator.tasks import TaskService, TaskView
+from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
+from codeflux.coordinator.tasks.service import TaskService, TaskView
 from codeflux.domain.capabilities import Capability
 from codeflux.domain.confinement import allow_for_task_refusal, describe_approval
 from codeflux.domain.display import argument_display_text
@@ -30,6 +29,7 @@ from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
 from codeflux.store import authority as authority_rows
 from codeflux.store import task_records
 from codeflux.store.events import session_head as stored_session_head
+from codeflux.worker.client.confinement import choose_confinement
 
 if TYPE_CHECKING:
     from codeflux.store.database import Database

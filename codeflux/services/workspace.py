@@ -30,7 +30,7 @@ from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator import demo
-from codeflux.coordinator.tasks import TaskService
+from codeflux.coordinator.tasks.service import TaskService
 from codeflux.credentials import StoredProviderKeys, stored_provider_keys
 from codeflux.domain.errors import InvalidValueError, RepositoryNotUsableError
 from codeflux.domain.providers import ProviderName

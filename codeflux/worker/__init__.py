@@ -7,6 +7,8 @@ resolver (:mod:`codeflux.worker.paths`, also used by the coordinator), the allow
 per tool family under :mod:`codeflux.worker.tools`.
 
 A worker executes requests the coordinator has already authorized; it never decides authority and holds
-no credential. May import: codeflux.domain, codeflux.api, codeflux.redact, grpc, google.protobuf and the
-standard library — never credentials, store, providers or keyring (a unit test enforces it).
+no credential. :mod:`codeflux.worker.client` is the coordinator's half of the link (it starts workers and
+talks to them); nothing else under ``worker/`` imports it (a test enforces it). May import:
+codeflux.domain, codeflux.api, codeflux.redact, grpc, google.protobuf and the standard library — never
+credentials, store, providers or keyring (a unit test enforces it).
 """

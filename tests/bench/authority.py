@@ -48,12 +48,8 @@ import grpc
 
 from codeflux.authority.classify import classify_tool_request
 from codeflux.authority.decide import DecisionOutcome, UserDecision
-from codeflux.coordinator.confinement import ConfinementChoice, choose_confinement
-from codeflux.coordinator.program_pins import resolve_executable_pin
-from codeflux.coordinator.tool_driver import ToolDriver
-from codeflux.coordinator.worker_streams import ExecuteStream
-from codeflux.coordinator.worker_wire import encode_execution
-from codeflux.coordinator.workers import WorkerExecution, WorkerHandle
+from codeflux.coordinator.runs.program_pins import resolve_executable_pin
+from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.ids import TaskId, ToolRequestId
 from codeflux.domain.operations import ExecutablePin, derive_operation_identity, describe_operation
 from codeflux.domain.tasks import TaskState
@@ -62,6 +58,10 @@ from codeflux.store.connection import open_connection
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
 from codeflux.store.tasks import insert_task
+from codeflux.worker.client.confinement import ConfinementChoice, choose_confinement
+from codeflux.worker.client.handle import WorkerExecution, WorkerHandle
+from codeflux.worker.client.streams import ExecuteStream
+from codeflux.worker.client.wire import encode_execution
 from codeflux.worker.confinement import BoxPaths, Confinement
 from codeflux.worker.confinement.landlock import landlock_abi
 from codeflux.worker.rpc import WorkerStub

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import apsw
 
-from codeflux.coordinator.budget import BudgetService
-from codeflux.coordinator.gateway import ModelGateway, ModelRoute
-from codeflux.coordinator.prices import PriceCatalog
+from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
+from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import Message, ModelRequest

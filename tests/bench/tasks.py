@@ -27,8 +27,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
-from codeflux.coordinator.tasks import Actor, PlanAuthor, TaskService
+from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
+from codeflux.coordinator.tasks.service import Actor, PlanAuthor, TaskService
 from codeflux.domain.forecast import TaskClass
 from codeflux.domain.ids import TaskId
 from codeflux.domain.plans import Plan, PlanScope, PlanStep, plan_sha256

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from codeflux.api.v1 import product_pb2
-from codeflux.coordinator.gateway import ModelGateway
+from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.server.client import EnvelopeClient, redeem_launch
 from codeflux.server.serve import start_in_thread
 from codeflux.services import session

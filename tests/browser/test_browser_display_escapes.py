@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import expect
 
 from codeflux.cli.run import build_gateway
-from codeflux.coordinator.gateway import ModelGateway
+from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.domain.display import escape_for_display
 from codeflux.services.app import SCRIPTED_DEMO_LABEL
 from codeflux.store.database import Database

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.coordinator.tasks import Actor
+from codeflux.coordinator.tasks.service import Actor
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import TaskState
 from codeflux.services.app import CoordinatorApp

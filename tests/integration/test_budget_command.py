@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from codeflux.cli.main import main
-from codeflux.coordinator.budget import BudgetService
-from codeflux.coordinator.gateway import ModelGateway, ModelRoute
-from codeflux.coordinator.prices import PriceCatalog
+from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
+from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.domain.errors import BudgetDecisionNeededError, ModelCallRefusedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition

@@ -26,9 +26,9 @@ import keyring.backend
 import pytest
 
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
-from codeflux.coordinator.budget import BudgetService, bound_input_tokens
-from codeflux.coordinator.gateway import GatewayReply, ModelGateway, ModelRoute
-from codeflux.coordinator.model_approvals import approve_model_endpoint
+from codeflux.coordinator.spending.budget import BudgetService, bound_input_tokens
+from codeflux.coordinator.spending.gateway import GatewayReply, ModelGateway, ModelRoute
+from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.credentials import Secret, store_provider_key
 from codeflux.domain.errors import BudgetExhaustedError
 from codeflux.domain.ids import TaskId

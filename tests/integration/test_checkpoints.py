@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
-from codeflux.coordinator.recovery import RecoveryService
-from codeflux.coordinator.review import ReviewService
-from codeflux.coordinator.tasks import TaskService
-from codeflux.coordinator.tool_driver import ToolDriver
-from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
+from codeflux.coordinator.tasks.recovery import RecoveryService
+from codeflux.coordinator.tasks.review import ReviewService
+from codeflux.coordinator.tasks.service import TaskService
+from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.errors import StoreError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageOutcome

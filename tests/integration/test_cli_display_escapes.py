@@ -19,8 +19,8 @@ from google.protobuf.message import Message
 
 from codeflux.cli.context import CliContext
 from codeflux.cli.remote import REMOTE_ACTIONS
-from codeflux.coordinator.tasks import TaskService
-from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.tasks.service import TaskService
 from codeflux.services import review, tasks
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation

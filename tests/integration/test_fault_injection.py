@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.coordinator.budget import BudgetService
-from codeflux.coordinator.loop import LoopLimits
-from codeflux.coordinator.recovery import RecoveryService, exclusive_startup_lock
-from codeflux.coordinator.review import ReviewService
-from codeflux.coordinator.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
-from codeflux.coordinator.tasks import Actor
-from codeflux.coordinator.tool_driver import ToolDriver
-from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
+from codeflux.coordinator.runs.loop import LoopLimits
+from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.tasks.recovery import RecoveryService, exclusive_startup_lock
+from codeflux.coordinator.tasks.review import ReviewService
+from codeflux.coordinator.tasks.service import Actor
+from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.errors import BudgetDecisionNeededError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
@@ -56,12 +56,12 @@ COUNTED = ["sh", "-c", "echo ran >> counter.log; exec sleep 60"]  # counter.log 
 CHILD = """
 import json, sys, time
 from pathlib import Path
-from codeflux.coordinator.gateway import ModelGateway, ModelRoute
-from codeflux.coordinator.loop import LoopLimits
-from codeflux.coordinator.recovery import shared_running_lock
-from codeflux.coordinator.runner import HeadlessPolicy, PreapprovedOperation, run_task
-from codeflux.coordinator.tasks import TaskService
-from codeflux.coordinator.tool_driver import DriverFault, ToolDriver
+from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
+from codeflux.coordinator.runs.loop import LoopLimits
+from codeflux.coordinator.tasks.recovery import shared_running_lock
+from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, run_task
+from codeflux.coordinator.tasks.service import TaskService
+from codeflux.coordinator.runs.tool_driver import DriverFault, ToolDriver
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import Message
@@ -102,7 +102,7 @@ with shared_running_lock(location):
     db = open_store(location, create=False, migrate=False)
     tasks = TaskService(db, worktrees_root=Path(worktrees))
     if mode == "mid-accept":
-        import codeflux.coordinator.review as review
+        import codeflux.coordinator.tasks.review as review
         landing = review.accept_task_diff
 
         def land_then_hang(*args, **kwargs):

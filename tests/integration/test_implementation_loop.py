@@ -11,8 +11,8 @@ import pytest
 
 from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
-from codeflux.coordinator.loop import ImplementationLoop, LoopLimits, LoopOutcomeKind
-from codeflux.coordinator.runner import (
+from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcomeKind
+from codeflux.coordinator.runs.runner import (
     HeadlessPolicy,
     PreapprovedOperation,
     RunOutcome,
@@ -20,8 +20,8 @@ from codeflux.coordinator.runner import (
     resume_run,
     run_task,
 )
-from codeflux.coordinator.tasks import Actor
-from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.tasks.service import Actor
 from codeflux.domain.errors import StalledError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import Ladder, LadderPosition

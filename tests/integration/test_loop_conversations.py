@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
-from codeflux.coordinator.budget import BudgetService
-from codeflux.coordinator.loop import LoopLimits
-from codeflux.coordinator.loop_steps import conversation_summary, stored_form
-from codeflux.coordinator.planner import propose_plan
-from codeflux.coordinator.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
-from codeflux.coordinator.tasks import Actor
-from codeflux.coordinator.tool_driver import ExecutionRecord, ToolDriver
+from codeflux.coordinator.runs.loop import LoopLimits
+from codeflux.coordinator.runs.loop_steps import conversation_summary, stored_form
+from codeflux.coordinator.runs.planner import propose_plan
+from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
+from codeflux.coordinator.runs.tool_driver import ExecutionRecord, ToolDriver
+from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.tasks.service import Actor
 from codeflux.domain.errors import DecisionNeededError, ScriptExhaustedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition

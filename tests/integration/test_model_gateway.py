@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.coordinator.budget import BudgetService, bound_input_tokens
-from codeflux.coordinator.gateway import ModelGateway, ModelRoute, reconcile_interrupted_model_requests
-from codeflux.coordinator.model_approvals import approve_ladder_rung, approve_model_endpoint
+from codeflux.coordinator.spending.budget import BudgetService, bound_input_tokens
+from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute, reconcile_interrupted_model_requests
+from codeflux.coordinator.spending.model_approvals import approve_ladder_rung, approve_model_endpoint
 from codeflux.domain.errors import (
     BudgetDecisionNeededError,
     BudgetExhaustedError,
@@ -372,7 +372,7 @@ def test_the_hard_limit_refuses_the_call_commits_the_event_and_pauses_the_task(
 CHILD = """
 import sys
 from pathlib import Path
-from codeflux.coordinator.gateway import ModelGateway, ModelRoute
+from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import Message, ModelRequest

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.coordinator.loop import LoopLimits
-from codeflux.coordinator.planner import propose_plan
-from codeflux.coordinator.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
-from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.runs.loop import LoopLimits
+from codeflux.coordinator.runs.planner import propose_plan
+from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
+from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.errors import PlannerFailedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition

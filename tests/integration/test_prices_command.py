@@ -10,7 +10,7 @@ import pytest
 
 import codeflux
 from codeflux.cli.main import main
-from codeflux.coordinator.prices import PriceCatalog
+from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.domain.money import USD
 from codeflux.domain.pricing import Price, PriceComponent, TokenUsage
 from codeflux.store.database import Database

@@ -16,12 +16,12 @@ import keyring.backend
 import pytest
 
 from codeflux.authority.decide import UserDecision
-from codeflux.coordinator.budget import BudgetService
 from codeflux.coordinator.doctor import CheckStatus, run_doctor
-from codeflux.coordinator.model_approvals import approve_model_endpoint
-from codeflux.coordinator.recovery import RecoveryService, exclusive_startup_lock
-from codeflux.coordinator.tasks import TaskService
-from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
+from codeflux.coordinator.tasks.recovery import RecoveryService, exclusive_startup_lock
+from codeflux.coordinator.tasks.service import TaskService
 from codeflux.credentials import Secret, store_provider_key
 from codeflux.domain.errors import OutcomeUnresolvedError
 from codeflux.domain.ids import TaskId
@@ -44,8 +44,8 @@ APPEND_THEN_WAIT = ["sh", "-c", "echo $$ >> marker.log; exec sleep 30"]
 TOOL_CHILD = """
 import sys, time
 from pathlib import Path
-from codeflux.coordinator.recovery import shared_running_lock
-from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.tasks.recovery import shared_running_lock
+from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
 
@@ -58,8 +58,8 @@ with shared_running_lock(location):
 MODEL_CHILD = """
 import sys
 from pathlib import Path
-from codeflux.coordinator.gateway import ModelGateway, ModelRoute
-from codeflux.coordinator.recovery import shared_running_lock
+from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
+from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import Message, ModelRequest

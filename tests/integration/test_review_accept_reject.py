@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.coordinator.recovery import RecoveryService
-from codeflux.coordinator.review import ReviewService
-from codeflux.coordinator.tasks import TaskService
+from codeflux.coordinator.tasks.recovery import RecoveryService
+from codeflux.coordinator.tasks.review import ReviewService
+from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.errors import DiffChangedError, TaskActionUnavailableError
 from codeflux.domain.recovery import EffectOutcome
 from codeflux.domain.tasks import TaskState

@@ -98,7 +98,7 @@ def test_sigterm_at_the_handover_to_validation_pauses_cleanly_and_a_new_process_
     scripted = script(tmp_path / "s.json", turn("fix", FIX_ADD), turn("Every step is done."))
     argv = run_argv(data, repo, scripted, "--allow", f"run_command:{DEMO_TEST_COMMAND}", "--yes")
 
-    code, out, err = interrupted(tmp_path, "codeflux.coordinator.runner:detect_test_command", argv, signal.SIGTERM)
+    code, out, err = interrupted(tmp_path, "codeflux.coordinator.runs.runner:detect_test_command", argv, signal.SIGTERM)
 
     assert code == 4, out + err
     assert "SIGTERM: pausing task" in err and "at the handover from the loop to validation" in out
@@ -131,7 +131,7 @@ def test_sigint_while_codeflux_run_drafts_the_plan_records_it_then_stops_before_
     scripted = script(tmp_path / "s.json", turn("fix", FIX_ADD), turn("Every step is done."))
     argv = run_argv(data, repo, scripted, "--allow", f"run_command:{DEMO_TEST_COMMAND}", "--yes")
 
-    code, out, err = interrupted(tmp_path, "codeflux.coordinator.planner:_ask", argv, signal.SIGINT)
+    code, out, err = interrupted(tmp_path, "codeflux.coordinator.runs.planner:_ask", argv, signal.SIGINT)
 
     assert code == 4, out + err
     assert "SIGINT: stopping once the step under way is recorded" in err
@@ -156,7 +156,7 @@ def test_sigterm_while_task_plan_drafts_records_the_plan_and_exits_4(tmp_path: P
     assert cli(data, "budget", "set", "--task", task_id, "--limit", "1.00").code == 0
     scripted = script(tmp_path / "s.json")
 
-    code, out, err = interrupted(tmp_path, "codeflux.coordinator.planner:_ask",
+    code, out, err = interrupted(tmp_path, "codeflux.coordinator.runs.planner:_ask",
                                  ["--data-dir", str(data), "task", "plan", task_id, "--provider", "scripted",
                                   "--script", str(scripted)], signal.SIGTERM)
 

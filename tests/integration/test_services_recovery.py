@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.coordinator.recovery import RecoveryService, exclusive_startup_lock
-from codeflux.coordinator.tasks import TaskService
+from codeflux.coordinator.tasks.recovery import RecoveryService, exclusive_startup_lock
+from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.ids import TaskId
 from codeflux.services import recovery
 from codeflux.services.app import CoordinatorApp

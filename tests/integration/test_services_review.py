@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.coordinator.tasks import TaskService
-from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.tasks.service import TaskService
 from codeflux.services import review
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import Code

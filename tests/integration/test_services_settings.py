@@ -8,7 +8,7 @@ import keyring.backend
 import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.coordinator.model_approvals import approve_model_endpoint
+from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.credentials import Secret, store_provider_key
 from codeflux.domain.providers import ProviderName
 from codeflux.services import settings

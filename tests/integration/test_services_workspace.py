@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.coordinator.gateway import ModelGateway
-from codeflux.coordinator.tasks import TaskService
+from codeflux.coordinator.spending.gateway import ModelGateway
+from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.providers import ProviderName
 from codeflux.services import workspace
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp

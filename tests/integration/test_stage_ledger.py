@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.coordinator.tasks import TaskService
+from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.errors import ConflictError, StageAlreadyRecordedError, StoreError, UsageError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import STAGES, StageName, StageOutcome, StageVerdict

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from codeflux.coordinator.tasks import Actor, PlanAuthor, TaskService
+from codeflux.coordinator.tasks.service import Actor, PlanAuthor, TaskService
 from codeflux.domain.ids import TaskId
 from codeflux.domain.plans import plan_sha256
 from codeflux.domain.tasks import TaskState

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.coordinator.tasks import Actor, PatchKind, PlanAuthor, TaskFault, TaskService
+from codeflux.coordinator.tasks.service import Actor, PatchKind, PlanAuthor, TaskFault, TaskService
 from codeflux.domain.errors import (
     CheckoutNotCleanError,
     ConflictError,
@@ -505,7 +505,7 @@ def test_the_schema_refuses_the_limits_even_when_the_service_is_bypassed(
 _STARTER = r"""
 import json, sys, time
 from pathlib import Path
-from codeflux.coordinator.tasks import TaskService
+from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.errors import CodefluxError
 from codeflux.domain.ids import TaskId
 from codeflux.gitwork.repository import open_repository

@@ -19,11 +19,11 @@ import grpc
 import pytest
 
 from codeflux.api.v1 import worker_pb2
-from codeflux.coordinator.worker_launch import LaunchedWorker, has_exited, launch_worker, reap_worker
-from codeflux.coordinator.workers import WorkerHandle
 from codeflux.domain.errors import InvalidValueError, WorkerClosedError, WorkerStartError
 from codeflux.domain.execution import ExecutionState, FailureKind
 from codeflux.domain.ids import TaskId
+from codeflux.worker.client.handle import WorkerHandle
+from codeflux.worker.client.launch import LaunchedWorker, has_exited, launch_worker, reap_worker
 from codeflux.worker.rpc import WorkerStub
 from tests.fixtures.workers import (
     TASK,

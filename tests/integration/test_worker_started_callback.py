@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.coordinator.workers import WorkerHandle
 from codeflux.domain.execution import ExecutionState
+from codeflux.worker.client.handle import WorkerHandle
 from tests.fixtures.workers import TASK, execution_of, running_worker, wait_until_group_is_gone
 from tests.fixtures.worktrees import TaskWorktree, make_task_worktree
 

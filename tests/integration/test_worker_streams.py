@@ -14,12 +14,12 @@ import grpc
 import pytest
 
 from codeflux.api.v1 import worker_pb2
-from codeflux.coordinator import workers
-from codeflux.coordinator.worker_launch import LaunchedWorker
-from codeflux.coordinator.worker_streams import IDLE_STREAMS
-from codeflux.coordinator.worker_wire import encode_execution
-from codeflux.coordinator.workers import WorkerHandle
 from codeflux.domain.execution import ExecutionState, FailureKind
+from codeflux.worker.client import handle as workers
+from codeflux.worker.client.handle import WorkerHandle
+from codeflux.worker.client.launch import LaunchedWorker
+from codeflux.worker.client.streams import IDLE_STREAMS
+from codeflux.worker.client.wire import encode_execution
 from codeflux.worker.rpc import WorkerStub
 from codeflux.worker.server import LEASE_TOKEN_METADATA
 from tests.fixtures.workers import (

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.coordinator.workers import WorkerHandle
 from codeflux.domain.execution import ExecutionState
+from codeflux.worker.client.handle import WorkerHandle
 from tests.fixtures.workers import execution_of, running_worker
 from tests.fixtures.worktrees import TaskWorktree, make_task_worktree
 

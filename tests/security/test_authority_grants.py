@@ -20,7 +20,12 @@ import apsw
 import pytest
 
 from codeflux.authority.decide import DecisionOutcome, UserDecision
-from codeflux.coordinator.tool_driver import DriverFault, SubmittedRequest, ToolDriver, reconcile_interrupted_executions
+from codeflux.coordinator.runs.tool_driver import (
+    DriverFault,
+    SubmittedRequest,
+    ToolDriver,
+    reconcile_interrupted_executions,
+)
 from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.errors import (
     ApprovalRequiredError,
@@ -249,7 +254,7 @@ def _kill_child(data_location: DataLocation, state_dir: Path, request_id: str, *
     child = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from codeflux.coordinator.tool_driver import DriverFault, ToolDriver
+        from codeflux.coordinator.runs.tool_driver import DriverFault, ToolDriver
         from codeflux.store.location import DataLocation
         from codeflux.store.opening import open_store
 

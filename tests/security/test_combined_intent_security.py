@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.authority.decide import DecisionOutcome, UserDecision
-from codeflux.coordinator.tool_driver import (
+from codeflux.coordinator.runs.tool_driver import (
     DriverFault,
     ExecutionRecord,
     SubmittedRequest,
@@ -159,7 +159,7 @@ def test_a_kill_9_after_the_combined_commit_leaves_an_intent_that_never_runs(
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from codeflux.coordinator.tool_driver import DriverFault, ToolDriver
+        from codeflux.coordinator.runs.tool_driver import DriverFault, ToolDriver
         from codeflux.domain.ids import TaskId
         from codeflux.store.location import DataLocation
         from codeflux.store.opening import open_store

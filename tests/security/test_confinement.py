@@ -29,14 +29,14 @@ import keyring.backend
 import pytest
 
 from codeflux.authority.decide import DecisionOutcome, UserDecision
-from codeflux.coordinator.confinement import ConfinementChoice, choose_confinement
-from codeflux.coordinator.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
+from codeflux.coordinator.runs.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
 from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import UnconfinedStandingApprovalError
 from codeflux.domain.ids import TaskId
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
+from codeflux.worker.client.confinement import ConfinementChoice, choose_confinement
 from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.worktrees import two_running_tasks
 

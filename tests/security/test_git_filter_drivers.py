@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.coordinator.workers import WorkerHandle
 from codeflux.domain.execution import ExecutionState
 from codeflux.domain.ids import TaskId
 from codeflux.gitwork.accept import accept_task_diff
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import open_repository
 from codeflux.gitwork.worktrees import create_task_worktree
+from codeflux.worker.client.handle import WorkerHandle
 from codeflux.worker.tools.git import filter_names_in_listing, filter_overrides
 from tests.fixtures.workers import execution_of, running_worker
 from tests.fixtures.worktrees import TaskWorktree, git, make_task_worktree

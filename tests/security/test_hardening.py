@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 import codeflux
-from codeflux.coordinator.confinement import choose_confinement
 from codeflux.domain.confinement import ConfinementMode
+from codeflux.worker.client.confinement import choose_confinement
 from codeflux.worker.confinement import BoxPaths, Confinement
 from codeflux.worker.confinement.landlock import landlock_abi
 from codeflux.worker.hardening import environment_without_secrets

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.authority.decide import DecisionOutcome, UserDecision
-from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.errors import CapabilityDeniedError
 from codeflux.domain.ids import TaskId

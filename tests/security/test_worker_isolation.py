@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from codeflux.api.v1 import worker_pb2
-from codeflux.coordinator.worker_launch import LaunchedWorker
-from codeflux.coordinator.worker_wire import encode_execution
-from codeflux.coordinator.workers import WorkerHandle, WorkerOutcome
 from codeflux.domain.execution import ExecutionLimits, ExecutionState, FailureKind
+from codeflux.worker.client.handle import WorkerHandle, WorkerOutcome
+from codeflux.worker.client.launch import LaunchedWorker
+from codeflux.worker.client.wire import encode_execution
 from codeflux.worker.confinement import unconfined
 from codeflux.worker.environment import ScreenedEnvironment
 from codeflux.worker.processes import ProcessGroups

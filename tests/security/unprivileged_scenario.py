@@ -17,11 +17,11 @@ import threading
 from pathlib import Path
 
 from codeflux.authority.decide import DecisionOutcome, UserDecision
-from codeflux.coordinator.confinement import choose_confinement
-from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
+from codeflux.worker.client.confinement import choose_confinement
 from codeflux.worker.hardening import make_undumpable
 from tests.fixtures.worktrees import two_running_tasks
 from tests.security.test_confinement import PROBE

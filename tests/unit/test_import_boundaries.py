@@ -13,6 +13,7 @@ A new folder under ``codeflux/`` fails here until it has a row.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -331,6 +332,19 @@ def test_a_package_missing_from_the_table_is_reported() -> None:
 
 @pytest.mark.parametrize("adapter", ["server", "cli"])
 def test_the_coordinator_may_not_import_the_adapters(adapter: str) -> None:
-    assert violations_in(f"from codeflux.{adapter} import main\n", "coordinator/tasks.py") == [
+    assert violations_in(f"from codeflux.{adapter} import main\n", "coordinator/tasks/service.py") == [
         f"codeflux.{adapter}.main"
     ]
+
+
+def test_the_worker_process_never_imports_the_coordinators_side_of_its_link() -> None:
+    """``worker/client`` is the coordinator's half of the worker link (it starts workers, talks to them);
+    the worker process itself (every other module under ``worker/``) must not depend on it."""
+    worker = SOURCE_ROOT / "worker"
+    reaching = sorted(
+        str(path.relative_to(SOURCE_ROOT))
+        for path in worker.rglob("*.py")
+        if "client" not in path.relative_to(worker).parts
+        and re.search(r"^\s*(from|import)\s+codeflux\.worker\.client\b", path.read_text(), re.MULTILINE)
+    )
+    assert reaching == []

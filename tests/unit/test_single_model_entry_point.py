@@ -1,4 +1,4 @@
-"""Exactly one code path talks to a model: ``codeflux/coordinator/gateway.py``.
+"""Exactly one code path talks to a model: ``codeflux/coordinator/spending/gateway.py``.
 
 The scan parses every module under ``codeflux/`` and fails when a module other than the gateway calls
 anything's ``.complete(…)`` (the one method of a model adapter), or when a module outside
@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2] / "codeflux"
-GATEWAY = Path("coordinator/gateway.py")
+GATEWAY = Path("coordinator/spending/gateway.py")
 PROVIDERS = Path("providers")
 
 
@@ -82,7 +82,7 @@ def test_the_scan_catches_a_call_an_alias_and_an_attribute_construction() -> Non
         "    Claude().complete(request)\n"
         "    anthropic.AnthropicAdapter()\n"
     )
-    found = find_model_calls(source, where=Path("coordinator/loop.py"), adapters=adapters)
+    found = find_model_calls(source, where=Path("coordinator/runs/loop.py"), adapters=adapters)
 
     assert len(found) == 3
     assert any("calls .complete()" in item for item in found)

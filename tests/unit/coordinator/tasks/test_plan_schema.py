@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from codeflux.coordinator.plan_schema import PlanDocument, parse_plan_json, parse_plan_object
+from codeflux.coordinator.tasks.plan_schema import PlanDocument, parse_plan_json, parse_plan_object
 from codeflux.domain.errors import PlanInvalidError, UsageError
 from codeflux.domain.forecast import TaskClass
 from codeflux.domain.plans import MAX_PLAN_JSON_BYTES, MAX_STEPS, plan_sha256

@@ -27,13 +27,13 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from codeflux.coordinator import task_gates as gates
-from codeflux.coordinator.checkpoints import CheckpointRow, CheckpointService, CheckpointTrigger
-from codeflux.coordinator.gateway import reconcile_interrupted_model_requests
-from codeflux.coordinator.review import require_task_action
-from codeflux.coordinator.task_changes import Actor, TaskChange, TaskChanges, check_text
-from codeflux.coordinator.tool_driver import reconcile_interrupted_executions
-from codeflux.coordinator.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
+from codeflux.coordinator.runs.tool_driver import reconcile_interrupted_executions
+from codeflux.coordinator.spending.gateway import reconcile_interrupted_model_requests
+from codeflux.coordinator.tasks import gates
+from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
+from codeflux.coordinator.tasks.checkpoints import CheckpointRow, CheckpointService, CheckpointTrigger
+from codeflux.coordinator.tasks.review import require_task_action
+from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
 from codeflux.domain.errors import (
     ConflictError,
     NotFoundError,

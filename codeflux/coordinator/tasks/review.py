@@ -4,7 +4,7 @@
   :func:`codeflux.gitwork.accept.accept_task_diff` (fast-forward, or a merge commit when the branch moved
   on) and then, in one transaction, records ``awaiting-review → completed`` with its transition row and a
   ``task-accepted`` event, and the delivery decision (stages 36 and 37,
-  :func:`~codeflux.coordinator.checkpoints.record_delivery_decision`). A conflict is returned as a value:
+  :func:`~codeflux.coordinator.tasks.checkpoints.record_delivery_decision`). A conflict is returned as a value:
   nothing in git changed, the task stays ``awaiting-review`` and an ``accept-conflicted`` event names the
   paths. A retry after a crash between the landing and the commit finds the task commit already on the
   branch and completes the task.
@@ -24,10 +24,10 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from codeflux.coordinator import task_gates as gates
-from codeflux.coordinator.checkpoints import record_delivery_decision
-from codeflux.coordinator.task_changes import Actor, TaskChange, TaskChanges, check_text
-from codeflux.coordinator.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
+from codeflux.coordinator.tasks import gates
+from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
+from codeflux.coordinator.tasks.checkpoints import record_delivery_decision
+from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
 from codeflux.domain.errors import NotFoundError, TaskActionUnavailableError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import (

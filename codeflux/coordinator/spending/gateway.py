@@ -6,7 +6,7 @@
    pause): the task is forecasting, running or validating; the route's endpoint is the provider's
    default or the person approved that exact normalized base URL; the rung, when it asks before
    spending (``capable:max``), was approved for the task; the budget lets a paid call start
-   (:func:`~codeflux.coordinator.budget.check_paid_call`). A budget refusal commits a
+   (:func:`~codeflux.coordinator.spending.budget.check_paid_call`). A budget refusal commits a
    ``model-call-refused`` event and pauses a running task in the same transaction, then raises
    :class:`BudgetExhaustedError` or :class:`BudgetDecisionNeededError`.
 2. **Intent**: the request row (``planned``), its reservation and ``model-call-planned`` commit in one
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Final
 
-from codeflux.coordinator.budget import (
+from codeflux.coordinator.spending.budget import (
     BudgetRefusal,
     BudgetRefusalKind,
     BudgetSummary,
@@ -47,7 +47,7 @@ from codeflux.coordinator.budget import (
     read_budget_summary,
     reservation_bound,
 )
-from codeflux.coordinator.prices import PriceCatalog
+from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.domain.errors import (
     BudgetDecisionNeededError,
     BudgetExhaustedError,

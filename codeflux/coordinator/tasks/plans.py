@@ -6,7 +6,7 @@
   is refused with :class:`PlanChangedError`, nothing recorded. The task becomes ``ready``.
 - Sending back records the feedback as that revision's decision and returns the task to
   ``forecasting``; the planner's next revision carries the feedback and needs its own approval before
-  work continues (:mod:`codeflux.coordinator.task_gates` checks that before anything becomes active).
+  work continues (:mod:`codeflux.coordinator.tasks.gates` checks that before anything becomes active).
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Final
 
-from codeflux.coordinator import task_gates as gates
-from codeflux.coordinator.plan_schema import require_plan_size
-from codeflux.coordinator.task_changes import (
+from codeflux.coordinator.tasks import gates
+from codeflux.coordinator.tasks.changes import (
     Actor,
     TaskChange,
     TaskChanges,
@@ -25,6 +24,7 @@ from codeflux.coordinator.task_changes import (
     deciding_actor,
     require_revision,
 )
+from codeflux.coordinator.tasks.plan_schema import require_plan_size
 from codeflux.domain.errors import ConflictError, PlanChangedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.plans import Plan, plan_sha256

@@ -19,7 +19,7 @@ one turn: a call not yet submitted is left for the resumed run, and a call alrea
 A model call the gateway refuses or a provider fails ends the attempt as ``model-call-failed`` with the
 error (the script of the scripted provider running out of turns is one); the conversation stays open.
 
-The conversation is kept in SQLite (:class:`~codeflux.coordinator.loop_steps.LoopTranscript`): every
+The conversation is kept in SQLite (:class:`~codeflux.coordinator.runs.loop_steps.LoopTranscript`): every
 message, redacted and bounded, with the plan steps done after it. A new loop for a task whose open
 conversation carries out the same approved plan revision **continues** it — the next attempt after a
 pause, a refused model call or a crash, in this process or another — with the steps already done; a
@@ -45,9 +45,7 @@ from enum import StrEnum
 from typing import Final
 
 from codeflux.authority.decide import DecisionOutcome
-from codeflux.coordinator.checkpoints import MATERIAL_EDIT_TOOLS, CheckpointService, CheckpointTrigger
-from codeflux.coordinator.gateway import ModelGateway
-from codeflux.coordinator.loop_steps import (
+from codeflux.coordinator.runs.loop_steps import (
     WRITING_TOOLS,
     LoopTranscript,
     StepTracker,
@@ -55,8 +53,10 @@ from codeflux.coordinator.loop_steps import (
     execution_failed,
     paths_written,
 )
-from codeflux.coordinator.tasks import Actor, TaskService
-from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.spending.gateway import ModelGateway
+from codeflux.coordinator.tasks.checkpoints import MATERIAL_EDIT_TOOLS, CheckpointService, CheckpointTrigger
+from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.domain.errors import (
     ApprovalRequiredError,
     AuthorityRefusedError,

@@ -48,10 +48,8 @@ from typing import Final
 from codeflux.authority.classify import Classification, ClassifiedNeed, WorktreeFacts, classify_tool_request
 from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
 from codeflux.authority.service import AuthorityService, DecisionView, ExecutionIntent, RequestView
-from codeflux.coordinator.confinement import ConfinementChoice, choose_confinement
-from codeflux.coordinator.live_output import LiveOutput
-from codeflux.coordinator.program_pins import resolve_executable_pin
-from codeflux.coordinator.workers import WorkerExecution, WorkerHandle, WorkerOutcome
+from codeflux.coordinator.runs.live_output import LiveOutput
+from codeflux.coordinator.runs.program_pins import resolve_executable_pin
 from codeflux.domain.capabilities import CapabilityNeed
 from codeflux.domain.confinement import standing_approval_needs_opt_in
 from codeflux.domain.errors import (
@@ -74,6 +72,8 @@ from codeflux.redact import SecretKind, default_redactor
 from codeflux.store.authority import ExecutionResultValues, ExecutionRow
 from codeflux.store.database import Database
 from codeflux.store.tasks import TaskRow, require_task
+from codeflux.worker.client.confinement import ConfinementChoice, choose_confinement
+from codeflux.worker.client.handle import WorkerExecution, WorkerHandle, WorkerOutcome
 from codeflux.worker.environment import build_worker_environment
 from codeflux.worker.paths import resolve_worktree_path
 from codeflux.worker.tools.executables import ExecutableDigests

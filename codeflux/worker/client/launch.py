@@ -63,7 +63,7 @@ def launch_worker(
     """Spawn a worker for ``task_id`` in ``worktree`` and wait until it serves; :class:`WorkerStartError`.
 
     ``box`` is the confinement part of its startup configuration
-    (:func:`~codeflux.coordinator.confinement.box_request`).
+    (:func:`~codeflux.worker.client.confinement.box_request`).
     """
     if not worktree.is_absolute() or not worktree.is_dir():
         raise WorkerStartError(reason="the worktree must be an existing absolute directory")

@@ -5,7 +5,7 @@ Every mutation is one transaction (``BEGIN IMMEDIATE``) holding the aggregate ch
 event(s), the transition row when the state changes, and the idempotency record: an identical retry
 returns the original result, the same key with another request is refused. State changes are validated
 by the domain table (:func:`~codeflux.domain.tasks.validate_task_transition`), compare-and-set on the
-task's revision, and gated by :mod:`codeflux.coordinator.task_gates` (approved plan, run slots, the
+task's revision, and gated by :mod:`codeflux.coordinator.tasks.gates` (approved plan, run slots, the
 user's checkout) inside that same transaction. Events are published only after the commit.
 
 The service takes the caller's observation of the user's checkout (a :class:`RepositorySnapshot` from
@@ -23,9 +23,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
-from codeflux.coordinator import task_gates as gates
-from codeflux.coordinator import task_plans
-from codeflux.coordinator.task_changes import (
+from codeflux.coordinator.tasks import gates
+from codeflux.coordinator.tasks import plans as task_plans
+from codeflux.coordinator.tasks.changes import (
     Actor,
     TaskChange,
     TaskChanges,
@@ -34,8 +34,8 @@ from codeflux.coordinator.task_changes import (
     deciding_actor,
     require_revision,
 )
-from codeflux.coordinator.task_ledger import Evidence, finish_attempt_ledger, record_verdicts_in_ledger
-from codeflux.coordinator.task_plans import PlanAuthor
+from codeflux.coordinator.tasks.ledger import Evidence, finish_attempt_ledger, record_verdicts_in_ledger
+from codeflux.coordinator.tasks.plans import PlanAuthor
 from codeflux.domain.errors import ConflictError, InvalidValueError, UsageError
 from codeflux.domain.ids import RepositoryId, RunId, TaskId
 from codeflux.domain.pipeline import StageName, StageVerdict

@@ -47,10 +47,13 @@ from typing import Final, Self
 import grpc
 
 from codeflux.api.v1 import worker_pb2
-from codeflux.coordinator.confinement import ConfinementChoice, box_request, choose_confinement
-from codeflux.coordinator.worker_launch import LaunchedWorker, has_exited, launch_worker, reap_worker
-from codeflux.coordinator.worker_streams import ExecuteStream, StreamPool
-from codeflux.coordinator.worker_wire import (
+from codeflux.domain.errors import InvalidValueError, WorkerClosedError
+from codeflux.domain.execution import ExecutionState, FailureKind
+from codeflux.domain.ids import TaskId, ToolRequestId, WorkerLeaseId
+from codeflux.worker.client.confinement import ConfinementChoice, box_request, choose_confinement
+from codeflux.worker.client.launch import LaunchedWorker, has_exited, launch_worker, reap_worker
+from codeflux.worker.client.streams import ExecuteStream, StreamPool
+from codeflux.worker.client.wire import (
     OutputCollector,
     WorkerExecution,
     WorkerOutcome,
@@ -59,9 +62,6 @@ from codeflux.coordinator.worker_wire import (
     unknown_outcome,
     unsent_outcome,
 )
-from codeflux.domain.errors import InvalidValueError, WorkerClosedError
-from codeflux.domain.execution import ExecutionState, FailureKind
-from codeflux.domain.ids import TaskId, ToolRequestId, WorkerLeaseId
 from codeflux.worker.environment import worker_search_path
 from codeflux.worker.processes import kill_process_group
 from codeflux.worker.rpc import WorkerStub

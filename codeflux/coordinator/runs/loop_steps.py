@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from codeflux.coordinator.task_changes import TaskChanges
-from codeflux.coordinator.tool_driver import ExecutionRecord
+from codeflux.coordinator.runs.tool_driver import ExecutionRecord
+from codeflux.coordinator.tasks.changes import TaskChanges
 from codeflux.domain.errors import UsageError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.models import Message, MessagePart, ReasoningPart, Role, TextPart, ToolCall, ToolResult

@@ -1,7 +1,7 @@
 """The coordinator's long-lived ``Execute`` streams to one worker, and the deadlines of what runs on them.
 
 A new gRPC call per request costs about as much as the whole rest of the transport (call set-up on both
-sides), so a :class:`~codeflux.coordinator.workers.WorkerHandle` keeps its ``Execute`` streams open and
+sides), so a :class:`~codeflux.worker.client.handle.WorkerHandle` keeps its ``Execute`` streams open and
 sends one request at a time on each: a request :meth:`StreamPool.board`\\ s an idle stream (or opens a
 new one, so concurrent requests run side by side) and :meth:`StreamPool.land`\\ s it when it is done.
 Only a stream whose request ended with a result goes back to the pool (at most :data:`IDLE_STREAMS`);

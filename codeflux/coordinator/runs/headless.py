@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from codeflux.authority.decide import Decider, UserDecision
-from codeflux.coordinator.tool_driver import SubmittedRequest, ToolDriver
+from codeflux.coordinator.runs.tool_driver import SubmittedRequest, ToolDriver
 from codeflux.domain.display import argument_display_text, escape_for_display
 from codeflux.domain.tools import ArgumentValue, ToolName, bind_tool_request
 

@@ -1,7 +1,7 @@
 """Running a task: start → worktree → specification → implementation loop → checks → awaiting review.
 
 :func:`run_task` starts a ``ready`` task (``start_run`` opens attempt 1), creates its worktree, records
-stages 1 and 3, runs the :class:`~codeflux.coordinator.loop.ImplementationLoop`, settles the authority of
+stages 1 and 3, runs the :class:`~codeflux.coordinator.runs.loop.ImplementationLoop`, settles the authority of
 the integration-test command while the task still runs, moves the task to ``validating``, runs the
 pipeline (:func:`codeflux.pipeline.runner.run_pipeline`) and leaves the task in ``awaiting-review``.
 
@@ -52,14 +52,14 @@ from pathlib import Path
 from typing import Final
 
 from codeflux.authority.decide import DecisionOutcome
-from codeflux.coordinator.checkpoints import CheckpointService, CheckpointTrigger
-from codeflux.coordinator.gateway import ModelGateway
-from codeflux.coordinator.headless import HeadlessPolicy, PreapprovedOperation, decide_headless
-from codeflux.coordinator.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
-from codeflux.coordinator.loop_steps import close_conversation
-from codeflux.coordinator.pipeline_ports import DriverCheckCommands, NoAcceptanceYet, submit_check_command
-from codeflux.coordinator.tasks import Actor, TaskService
-from codeflux.coordinator.tool_driver import ToolDriver
+from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, decide_headless
+from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
+from codeflux.coordinator.runs.loop_steps import close_conversation
+from codeflux.coordinator.runs.pipeline_ports import DriverCheckCommands, NoAcceptanceYet, submit_check_command
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.spending.gateway import ModelGateway
+from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
+from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.domain.errors import (
     CodefluxError,
     ConflictError,

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from codeflux.coordinator.task_changes import TaskChanges
-from codeflux.coordinator.worktree_lifecycle import task_worktree_binding
+from codeflux.coordinator.tasks.changes import TaskChanges
+from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.domain.tools import ToolName

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 
 from codeflux.authority.decide import DecisionOutcome
-from codeflux.coordinator.tool_driver import SubmittedRequest, ToolDriver
+from codeflux.coordinator.runs.tool_driver import SubmittedRequest, ToolDriver
 from codeflux.domain.errors import AuthorityRefusedError, ToolFailedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tools import ToolName

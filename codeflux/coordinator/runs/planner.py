@@ -1,10 +1,10 @@
 """The planner: a task's requirement (and any send-back feedback) becomes a recorded plan revision.
 
 :func:`propose_plan` asks the model, through the gateway (the only model entry point), for one JSON plan
-document in the shape of :class:`~codeflux.coordinator.plan_schema.PlanDocument`; validates it with
-:func:`~codeflux.coordinator.plan_schema.parse_plan_object`; attaches the forecast range codeflux
+document in the shape of :class:`~codeflux.coordinator.tasks.plan_schema.PlanDocument`; validates it with
+:func:`~codeflux.coordinator.tasks.plan_schema.parse_plan_object`; attaches the forecast range codeflux
 computes itself; and records the revision with
-:meth:`~codeflux.coordinator.tasks.TaskService.record_plan_revision` (the task moves to
+:meth:`~codeflux.coordinator.tasks.service.TaskService.record_plan_revision` (the task moves to
 ``awaiting-plan-approval``). A ``draft`` task first moves to ``forecasting``.
 
 A reply that does not fit gets exactly one retry, which carries the schema's findings (locations and
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from codeflux.coordinator.gateway import ModelGateway
-from codeflux.coordinator.plan_schema import PlanDocument, parse_plan_object
-from codeflux.coordinator.tasks import Actor, PlanAuthor, TaskChange, TaskService
+from codeflux.coordinator.spending.gateway import ModelGateway
+from codeflux.coordinator.tasks.plan_schema import PlanDocument, parse_plan_object
+from codeflux.coordinator.tasks.service import Actor, PlanAuthor, TaskChange, TaskService
 from codeflux.domain.errors import (
     ConflictError,
     CredentialNotFoundError,

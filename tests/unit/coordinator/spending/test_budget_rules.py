@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codeflux.coordinator.budget import (
+from codeflux.coordinator.spending.budget import (
     BudgetRefusalKind,
     LedgerKind,
     bound_input_tokens,
@@ -244,10 +244,11 @@ def test_a_paid_call_starts_only_if_its_bound_fits_in_what_is_left(
 
 MONEY_MODULES = [
     "codeflux/store/money.py", "codeflux/store/prices.py", "codeflux/store/model_requests.py",
-    "codeflux/coordinator/budget.py", "codeflux/coordinator/prices.py", "codeflux/coordinator/gateway.py",
+    "codeflux/coordinator/spending/budget.py", "codeflux/coordinator/spending/prices.py",
+    "codeflux/coordinator/spending/gateway.py",
     "codeflux/cli/prices.py", "codeflux/cli/budget.py",
 ]  # fmt: skip
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 
 
 @pytest.mark.parametrize("path", MONEY_MODULES)
