@@ -42,11 +42,17 @@ def _one_task(db: Database, root: Path) -> None:
         run_to_review(make_harness(db, root, driver))
 
 
+def _within(now: tuple[int, int, list[int]], baseline: tuple[int, int, list[int]]) -> bool:
+    """Nothing more than the baseline (something of an earlier test may end meanwhile, never start)."""
+    return now[0] <= baseline[0] and now[1] <= baseline[1] and set(now[2]) <= set(baseline[2])
+
+
 def _settled(baseline: tuple[int, int, list[int]], *, timeout_s: float = 10.0) -> tuple[int, int, list[int]]:
-    """The counts once they stop moving (threads and children end a moment after the task)."""
+    """The counts once they are back within the baseline (threads and children end a moment after the task),
+    or as they are at the deadline."""
     deadline = time.monotonic() + timeout_s
     now = _counts()
-    while now != baseline and time.monotonic() < deadline:
+    while not _within(now, baseline) and time.monotonic() < deadline:
         time.sleep(0.05)
         now = _counts()
     return now
@@ -55,11 +61,12 @@ def _settled(baseline: tuple[int, int, list[int]], *, timeout_s: float = 10.0) -
 def test_a_whole_task_returns_descriptors_threads_and_children_to_their_baseline(db: Database,
                                                                                   tmp_path: Path) -> None:
     _one_task(db, tmp_path / "warm-up")
-    baseline = _settled(_counts(), timeout_s=1.0)
+    time.sleep(0.5)  # what the warm-up task started winds down
+    baseline = _counts()
 
     _one_task(db, tmp_path / "measured")
 
     fds, threads, children = _settled(baseline)
-    assert (fds, threads, children) == baseline, (
+    assert _within((fds, threads, children), baseline), (
         f"after a task: {fds} fds (baseline {baseline[0]}), {threads} threads ({baseline[1]}), "
         f"children {children} ({baseline[2]})")
