@@ -9,20 +9,14 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
-from codeflux.cli.run import build_gateway
-from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.domain.display import escape_for_display
-from codeflux.services.app import SCRIPTED_DEMO_LABEL
-from codeflux.store.database import Database
 from tests.fixtures.browser import (
     WAIT_S,
     AppPage,
@@ -31,34 +25,13 @@ from tests.fixtures.browser import (
     demo_task_to_plan,
     task_state,
 )
+from tests.fixtures.services import ScriptedDemoAccess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 MS = WAIT_S * 1000
 DEMO_SCRIPT = Path(__file__).resolve().parents[2] / "codeflux/cli/demo_files/script.json"
 DISGUISED = "\u202egnp.exe"  # reads "exe.png" where bidi text is rendered
 USAGE = {"input_tokens": 10, "output_tokens": 5}
-
-
-class ScriptedAccess:
-    """The scripted provider (not a model) replaying this test's script; labelled as the demo is."""
-
-    def __init__(self, db: Database, script: Path) -> None:
-        self._db, self._script = db, script
-
-    @property
-    def label(self) -> str:
-        return SCRIPTED_DEMO_LABEL
-
-    @property
-    def scripted(self) -> bool:
-        return True
-
-    def gateway(self, phases: Sequence[str]) -> ModelGateway:
-        return build_gateway(self._db, argparse.Namespace(provider="scripted", script=str(self._script)),
-                             phases=phases)[0]
-
-    def use_scripted_demo(self) -> None:
-        return None  # keep this test's script
 
 
 def disguising_script(path: Path) -> Path:
@@ -79,7 +52,7 @@ def disguising_script(path: Path) -> Path:
 @pytest.fixture
 def app(served_coordinator: tuple[Any, Any], served_page: AppPage, tmp_path: Path) -> AppPage:
     _, coordinator_app = served_coordinator
-    coordinator_app.models = ScriptedAccess(coordinator_app.db, disguising_script(tmp_path / "script.json"))
+    coordinator_app.models = ScriptedDemoAccess(coordinator_app.db, disguising_script(tmp_path / "script.json"))
     return served_page
 
 
