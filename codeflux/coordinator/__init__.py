@@ -3,10 +3,10 @@
 - :mod:`codeflux.coordinator.tasks` — one task's life: the task service (states, plans, attempts, the
   stage ledger), its worktree, checkpoints, review (accept / reject) and recovery after a crash.
 - :mod:`codeflux.coordinator.runs` — one run of a task: the runner, the implementation loop and its
-  steps, the planner, the tool driver (authority + the worker link), the headless policy and the pipeline's
-  ports.
+  steps, the planner, the tool driver (authority + the worker link), the headless policy, the pipeline's
+  ports and the scheduler (background runs for ``codeflux start``).
 - :mod:`codeflux.coordinator.spending` — money: the model gateway (the only code path that calls a model),
-  budgets, prices and model approvals.
+  which provider it uses (``model_access``), budgets, prices and model approvals.
 
 Beside them: ``doctor`` (prerequisite checks), ``instance`` (one coordinator per data directory) and
 ``demo`` (the sample repository). The coordinator's side of the worker link lives in

@@ -86,7 +86,10 @@ to these classes by the adapter that met them and chained with ``from``.
 
 from __future__ import annotations
 
+from typing import Final
+
 __all__ = [
+    "INTERNAL_ERROR_MESSAGE",
     "ApprovalRequiredError",
     "AuthorityRefusedError",
     "BudgetDecisionNeededError",
@@ -164,6 +167,7 @@ __all__ = [
     "WorkerClosedError",
     "WorkerStartError",
     "WorktreeNotUsableError",
+    "safe_error_message",
 ]
 
 
@@ -985,3 +989,15 @@ class StorePolicyError(StoreError):
 
 class StoreClosedError(StoreError):
     """The database handle was used after it was closed."""
+
+
+INTERNAL_ERROR_MESSAGE: Final = "codeflux could not complete the call (an internal error; see `codeflux logs`)"
+
+
+def safe_error_message(error: BaseException) -> str:
+    """The one line a person may see for ``error``: its own first line for a :class:`CodefluxError` (they are
+    written to be safe), never anything of another exception (its text may hold paths, SQL or secrets)."""
+    if isinstance(error, CodefluxError):
+        text = str(error)
+        return text.splitlines()[0][:500] if text else type(error).__name__
+    return INTERNAL_ERROR_MESSAGE

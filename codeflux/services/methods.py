@@ -1,6 +1,6 @@
 """The one method table both transports dispatch to: every services module's ``methods(app)`` together.
 
-:func:`build_method_table` also gives the app its :class:`~codeflux.services.runs.BackgroundRuns` when it
+:func:`build_method_table` also gives the app its :class:`~codeflux.coordinator.runs.scheduler.BackgroundRuns` when it
 has none yet; ``codeflux start`` calls :func:`shutdown_runs` on SIGINT/SIGTERM.
 """
 

@@ -140,7 +140,6 @@ _STATUS_FOR_ERROR: Final[dict[type[e.CodefluxError], tuple[int, ErrorCodeValue]]
     e.TransitionNotAllowedError: (Code.FAILED_PRECONDITION, common_pb2.INVALID_TRANSITION),
 }
 
-_GENERIC_INTERNAL: Final = "codeflux could not complete the call (an internal error; see `codeflux logs`)"
 
 
 def status_of(error: BaseException) -> envelope_pb2.Status:
@@ -148,11 +147,12 @@ def status_of(error: BaseException) -> envelope_pb2.Status:
     error_code: ErrorCodeValue
     if isinstance(error, e.CodefluxError):
         code, error_code = next(_STATUS_FOR_ERROR[k] for k in type(error).__mro__ if k in _STATUS_FOR_ERROR)
-        message = str(error).splitlines()[0][:500] if str(error) else type(error).__name__
+        message = e.safe_error_message(error)
         entity = getattr(error, "entity_id", None) or getattr(error, "task_id", None) or ""
         error_type = type(error).__name__
     else:
-        code, error_code, message, entity, error_type = Code.INTERNAL, common_pb2.INTERNAL, _GENERIC_INTERNAL, "", ""
+        code, error_code, message, entity, error_type = (Code.INTERNAL, common_pb2.INTERNAL, e.INTERNAL_ERROR_MESSAGE,
+                                                         "", "")
     detail = common_pb2.ApiErrorDetail(
         code=error_code,
         safe_message=message,

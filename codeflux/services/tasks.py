@@ -15,7 +15,7 @@ returns the first reply, and a non-zero ``expected_revision`` must be the task's
   ``DraftPlan``, so the person sees the sent-back plan and a failed redraft is retried on its own.
 * ``StartTask`` starts exactly what was reviewed: ``plan_revision`` must be the newest, approved
   revision (:class:`PlanChangedError` otherwise); the run then goes on in the background
-  (:class:`~codeflux.services.runs.BackgroundRuns`).
+  (:class:`~codeflux.coordinator.runs.scheduler.BackgroundRuns`).
 * ``SetBudget``: ``set`` creates or changes the hard limit (an exact decimal, parsed by
   :meth:`Money.parse_decimal`; compare-and-set on the budget's revision); ``stop`` cancels a task paused
   by its budget (:meth:`BudgetService.stop_task`) and disposes of its worktree like ``CancelTask``;
@@ -34,6 +34,7 @@ from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.runs.planner import propose_plan
+from codeflux.coordinator.runs.scheduler import BackgroundRuns, open_checkout
 from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.tasks.service import Actor
 from codeflux.domain.errors import (
@@ -50,7 +51,6 @@ from codeflux.domain.tasks import TaskAction, describe_task_action
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import Mutation, MutationLedger, check_expected_revision, mutation_of, parse_task_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
-from codeflux.services.runs import BackgroundRuns, open_checkout
 from codeflux.services.views import session_head, task_service, task_summary, task_view
 from codeflux.store.events import read_stored_events_after
 
@@ -67,7 +67,7 @@ _MAX_TEXT: Final = 64 * 1024
 def runs_of(app: CoordinatorApp) -> BackgroundRuns:
     """The coordinator's background runs (created on first use)."""
     if app.runs is None:
-        app.runs = BackgroundRuns(app)
+        app.runs = BackgroundRuns(app.db, app.location, lambda: app.models)
     return app.runs
 
 

@@ -348,3 +348,40 @@ def test_the_worker_process_never_imports_the_coordinators_side_of_its_link() ->
         and re.search(r"^\s*(from|import)\s+codeflux\.worker\.client\b", path.read_text(), re.MULTILINE)
     )
     assert reaching == []
+
+
+def _first_party_imports(path: Path, modules: set[str]) -> set[str]:
+    """The codeflux modules ``path`` imports anywhere (``TYPE_CHECKING`` blocks and functions included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        found |= {name for name in names if name in modules}
+    return found
+
+
+def test_no_two_codeflux_modules_import_each_other_even_indirectly() -> None:
+    paths = {}
+    for path in SOURCE_ROOT.rglob("*.py"):
+        relative = path.relative_to(SOURCE_ROOT.parent).with_suffix("")
+        paths[".".join(relative.parts[:-1] if relative.name == "__init__" else relative.parts)] = path
+    graph = {name: _first_party_imports(path, set(paths)) - {name} for name, path in paths.items()}
+    cycles: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(name: str, trail: list[str]) -> None:
+        if name in trail:
+            cycles.append([*trail[trail.index(name):], name])
+            return
+        if name in done:
+            return
+        for imported in sorted(graph[name]):
+            visit(imported, [*trail, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+    assert cycles == []

@@ -1,4 +1,4 @@
-"""Background runs: the coordinator runs tasks in threads, interactively, while the UI watches the journal.
+"""The scheduler: the coordinator runs tasks in threads, interactively, while the UI watches the journal.
 
 One :class:`BackgroundRuns` per coordinator. :meth:`BackgroundRuns.start` runs a ``ready`` task with
 :func:`~codeflux.coordinator.runs.runner.run_task` in a thread of its own, with no headless policy: a request
@@ -44,6 +44,7 @@ from codeflux.authority.decide import DecisionOutcome
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, resume_run, run_task
 from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.spending.model_access import ModelAccess
 from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
 from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.coordinator.tasks.service import Actor, TaskChange, TaskService
@@ -54,6 +55,7 @@ from codeflux.domain.errors import (
     PrerequisiteError,
     RepositoryNotUsableError,
     TaskActionUnavailableError,
+    safe_error_message,
 )
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
@@ -61,12 +63,12 @@ from codeflux.domain.pipeline import StageName
 from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action, is_allowed_task_transition
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.logs import get_logger
-from codeflux.services.app import CoordinatorApp
-from codeflux.services.registry import status_of
+from codeflux.store.database import Database
+from codeflux.store.location import DataLocation
 
 __all__ = ["BackgroundRuns", "open_checkout"]
 
-_LOG: Final = "services.runs"
+_LOG: Final = "coordinator.runs.scheduler"
 _SETTLE_ATTEMPTS: Final = 50
 
 
@@ -81,8 +83,8 @@ def open_checkout(path: Path) -> RepositorySnapshot:
 class _SignallingTasks(TaskService):
     """The task service, telling the caller of :meth:`BackgroundRuns.start` once the run started (or not)."""
 
-    def __init__(self, app: CoordinatorApp) -> None:
-        super().__init__(app.db, worktrees_root=app.location.worktrees)
+    def __init__(self, db: Database, *, worktrees_root: Path) -> None:
+        super().__init__(db, worktrees_root=worktrees_root)
         self.started = threading.Event()  # also set when the thread ended without starting
         self.start_ok = False
 
@@ -112,8 +114,12 @@ class _Run:
 class BackgroundRuns:
     """The coordinator's runs (see the module docstring). Thread-safe; every method returns promptly."""
 
-    def __init__(self, app: CoordinatorApp, *, limits: LoopLimits | None = None) -> None:
-        self._app = app
+    def __init__(self, db: Database, location: DataLocation, models: Callable[[], ModelAccess], *,
+                 limits: LoopLimits | None = None) -> None:
+        """``models`` gives the model access in force when a run starts (``codeflux start`` may switch it)."""
+        self._db = db
+        self._location = location
+        self._models = models
         self._limits = limits or LoopLimits()
         self._lock = threading.Lock()
         self._runs: dict[TaskId, _Run] = {}
@@ -159,7 +165,7 @@ class BackgroundRuns:
                 raise PrerequisiteError("codeflux is shutting down; nothing new starts")
             if self._running_lock is None:
                 stack = contextlib.ExitStack()
-                stack.enter_context(shared_running_lock(self._app.location))
+                stack.enter_context(shared_running_lock(self._location))
                 self._running_lock = stack
 
     # ─── starting and continuing ─────────────────────────────────────────────────────────────────
@@ -167,12 +173,13 @@ class BackgroundRuns:
     def start(self, task_id: TaskId) -> None:
         """Run the ``ready`` task in a new thread; returns once the run started (its errors are raised here)."""
         self.hold_running_lock()
-        tasks = _SignallingTasks(self._app)
+        tasks = _SignallingTasks(self._db, worktrees_root=self._location.worktrees)
         record = tasks.show(task_id).task
         snapshot = open_checkout(record.repository_root)
-        gateway = self._app.models.gateway(("run",))
-        provider = "scripted" if self._app.models.scripted else None
-        driver = ToolDriver(self._app.db, state_dir=self._app.location.directory / "workers")
+        models = self._models()
+        gateway = models.gateway(("run",))
+        provider = "scripted" if models.scripted else None
+        driver = ToolDriver(self._db, state_dir=self._location.directory / "workers")
         run = _Run(task_id=task_id, tasks=tasks, driver=driver)
         with self._lock:
             if task_id in self._runs:
@@ -252,11 +259,11 @@ class BackgroundRuns:
             self._outcomes[task_id] = text
 
     def _crashed(self, run: _Run, error: BaseException) -> None:
-        status = status_of(error)
+        message = safe_error_message(error)
         label = "stopped" if isinstance(error, CodefluxError) else "error"
-        self._outcomes_set(run.task_id, f"{label}: {status.safe_message}"[:1000])
+        self._outcomes_set(run.task_id, f"{label}: {message}"[:1000])
         self._log.error("run thread ended with an error", task_id=run.task_id.value, error_type=type(error).__name__,
-                        error=status.safe_message, exc_info=not status.detail.error_type)
+                        error=message, exc_info=not isinstance(error, CodefluxError))
         try:
             view = run.tasks.show(run.task_id)
             if view.attempt is not None and view.attempt.is_open:
@@ -266,7 +273,7 @@ class BackgroundRuns:
                 target = TaskState.FAILED if is_allowed_task_transition(state, TaskState.FAILED) else TaskState.PAUSED
                 current = run.tasks.show(run.task_id).task
                 run.tasks.transition(run.task_id, target, expected_revision=current.revision, actor=Actor.SYSTEM,
-                                     reason=f"the run stopped on an error: {status.safe_message}"[:2000],
+                                     reason=f"the run stopped on an error: {message}"[:2000],
                                      idempotency_key=f"run-error:{run.task_id.value}:{current.revision}")
         except Exception as follow_up:  # the task keeps the state it had; the log says why
             self._log.error("could not record the end of a failed run", task_id=run.task_id.value,
@@ -285,7 +292,7 @@ class BackgroundRuns:
 
     def pause(self, task_id: TaskId, *, key: str, reason: str = "paused by the user") -> TaskChange:
         """``paused``: a running thread stops before its next turn; a run waiting for a decision stays here."""
-        tasks = TaskService(self._app.db, worktrees_root=self._app.location.worktrees)
+        tasks = TaskService(self._db, worktrees_root=self._location.worktrees)
         task = tasks.show(task_id).task
         _require(task.task_id, task.state, TaskAction.PAUSE)
         return tasks.transition(task_id, TaskState.PAUSED, expected_revision=task.revision, reason=reason,
@@ -293,7 +300,7 @@ class BackgroundRuns:
 
     def resume(self, task_id: TaskId, *, key: str, draft_plan: Callable[[], object]) -> None:
         """Go on with a paused task (see the module docstring); ``draft_plan`` drafts a plan again."""
-        tasks = TaskService(self._app.db, worktrees_root=self._app.location.worktrees)
+        tasks = TaskService(self._db, worktrees_root=self._location.worktrees)
         view = tasks.show(task_id)
         _require(task_id, view.task.state, TaskAction.RESUME)
         self.hold_running_lock()
@@ -328,7 +335,7 @@ class BackgroundRuns:
 
     def cancel(self, task_id: TaskId, *, key: str) -> TaskChange:
         """``cancelled``; the worktree is disposed of now, or when the run's thread has stopped."""
-        tasks = TaskService(self._app.db, worktrees_root=self._app.location.worktrees)
+        tasks = TaskService(self._db, worktrees_root=self._location.worktrees)
         task = tasks.show(task_id).task
         _require(task_id, task.state, TaskAction.CANCEL)
         change = tasks.transition(task_id, TaskState.CANCELLED, expected_revision=task.revision,
@@ -350,14 +357,14 @@ class BackgroundRuns:
         self._dispose(task_id)
 
     def _dispose(self, task_id: TaskId) -> None:
-        tasks = TaskService(self._app.db, worktrees_root=self._app.location.worktrees)
+        tasks = TaskService(self._db, worktrees_root=self._location.worktrees)
         stored = [patch.diff_identity for patch in tasks.patches(task_id)]
         try:
-            dispose_task_worktree(self._app.db, task_id, saved_patch_identity=stored[-1] if stored else None,
+            dispose_task_worktree(self._db, task_id, saved_patch_identity=stored[-1] if stored else None,
                                   delete_branch=False)
         except Exception as error:  # the worktree stays; the journal and the log say why
             self._log.error("could not dispose of a cancelled task's worktree", task_id=task_id.value,
-                            error_type=type(error).__name__, error=status_of(error).safe_message)
+                            error_type=type(error).__name__, error=safe_error_message(error))
 
     # ─── shutdown ────────────────────────────────────────────────────────────────────────────────
 
@@ -367,7 +374,7 @@ class BackgroundRuns:
         with self._lock:
             self._closed = True
             runs = list(self._runs.values())
-        tasks = TaskService(self._app.db, worktrees_root=self._app.location.worktrees)
+        tasks = TaskService(self._db, worktrees_root=self._location.worktrees)
         for run in runs:
             self._pause_for_shutdown(tasks, run.task_id)
         deadline = time.monotonic() + timeout
