@@ -330,17 +330,8 @@ _GIT_GREP_VALUE_LETTERS: Final = "efABCm"  # short options that take a value (-O
 
 def _git_grep(sub: str, args: tuple[str, ...], command: Command, out: Findings) -> None:
     """``-O[PAGER]``/``--open-files-in-pager[=PAGER]`` runs the pager on the matching files."""
-    pagers: list[str] = []
-    for arg in args:
-        if arg.startswith("--"):
-            name, _, value = arg.partition("=")
-            if len(name) > len("--o") and "--open-files-in-pager".startswith(name):
-                pagers.append(value)
-        elif arg.startswith("-"):
-            letters = arg[1:]
-            position = next((i for i, letter in enumerate(letters) if letter in "O" + _GIT_GREP_VALUE_LETTERS), None)
-            if position is not None and letters[position] == "O":
-                pagers.append(letters[position + 1 :])
+    pagers = option_values(args, short="O", long=("--open-files-in-pager",), value_letters=_GIT_GREP_VALUE_LETTERS,
+                           attached_only=True)
     for pager in pagers:
         if pager:
             run_script(pager, command, out)

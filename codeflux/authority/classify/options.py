@@ -104,8 +104,12 @@ def option_values(
     long: Iterable[str] = (),
     not_prefixes: Iterable[str] = (),
     value_letters: str = "",
+    attached_only: bool = False,
 ) -> list[str]:
     """Every value given to the ``short`` letters or ``long`` options anywhere in ``args``.
+
+    With ``attached_only`` a value counts only when it is part of the option (``-OPAGER``,
+    ``--pager=PAGER``): the option's optional value never takes the next argument (empty when none).
 
     Reads on purpose more than the program would: every argument is looked at (also past operands and
     ``--``), a letter anywhere in a short cluster counts unless an earlier letter of ``value_letters``
@@ -116,7 +120,7 @@ def option_values(
     longs, exact = tuple(long), frozenset(not_prefixes)
     found: list[str] = []
     for index, arg in enumerate(args):
-        following = args[index + 1] if index + 1 < len(args) else ""
+        following = args[index + 1] if index + 1 < len(args) and not attached_only else ""
         if arg.startswith("--"):
             name, has_value, value = arg.partition("=")
             named = len(name) >= _SHORTEST_ABBREVIATION and name not in exact

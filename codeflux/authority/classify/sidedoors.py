@@ -95,18 +95,8 @@ def _man(command: Command, out: Findings) -> None:
 
 def _man_browsers(args: tuple[str, ...]) -> list[str]:
     """Values of ``-H[BROWSER]``/``--html[=BROWSER]`` (attached only; "" when none is given)."""
-    found: list[str] = []
-    for arg in args:
-        if arg.startswith("--"):
-            name, _, value = arg.partition("=")
-            if len(name) > len("--h") and "--html".startswith(name):
-                found.append(value)
-        elif arg.startswith("-"):
-            letters = arg[1:]
-            position = next((i for i, letter in enumerate(letters) if letter in "H" + _MAN_VALUE_LETTERS + "P"), None)
-            if position is not None and letters[position] == "H":
-                found.append(letters[position + 1 :])
-    return found
+    return option_values(args, short="H", long=("--html",), value_letters=_MAN_VALUE_LETTERS + "P",
+                         attached_only=True)
 
 
 def _sort(command: Command, out: Findings) -> None:
