@@ -159,7 +159,7 @@ def _check_confinement() -> CheckResult:
                                    "network only when granted")
     fix = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`) and allow unprivileged user "
            "namespaces (Ubuntu ≥ 23.10: an AppArmor profile for bwrap)")
-    if choice.weaker_because.startswith("forced"):
+    if choice.forced:
         fix = f"unset {CONFINEMENT_VARIABLE} to use the strongest box this machine offers"
     if choice.mode is ConfinementMode.LANDLOCK:
         return CheckResult(id="confinement", title=title, status=CheckStatus.DEGRADED,

@@ -98,3 +98,16 @@ def test_without_a_secret_service_the_credential_store_is_missing_and_blocks(tmp
     assert checks["credential-store"]["status"] == "missing"
     assert "dbus-run-session" in str(checks["credential-store"]["remediation"])
     assert run.code == 3
+
+
+def test_doctor_names_the_box_commands_run_in_and_says_when_there_is_none(tmp_path: Path) -> None:
+    _, boxed = _doctor(tmp_path / "data", "--port", str(_free_port()))
+    assert (boxed["confinement"]["status"], "bubblewrap" in str(boxed["confinement"]["summary"])) == ("ok", True)
+
+    _, bare = _doctor(tmp_path / "data", "--port", str(_free_port()), env={"CODEFLUX_CONFINEMENT": "none"})
+    assert bare["confinement"]["status"] == "degraded"
+    assert "degraded: commands run unconfined" in str(bare["confinement"]["summary"])
+    assert "CODEFLUX_CONFINEMENT" in str(bare["confinement"]["remediation"])
+
+    _, impossible = _doctor(tmp_path / "data", "--port", str(_free_port()), env={"CODEFLUX_CONFINEMENT": "sandbox"})
+    assert impossible["confinement"]["status"] == "failed"

@@ -32,7 +32,7 @@ from codeflux.authority.decide import DecisionOutcome, UserDecision
 from codeflux.coordinator.runs.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
 from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.confinement import ConfinementMode
-from codeflux.domain.errors import UnconfinedStandingApprovalError
+from codeflux.domain.errors import InvalidValueError, UnconfinedStandingApprovalError
 from codeflux.domain.ids import TaskId
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
@@ -310,7 +310,7 @@ def test_every_execution_records_the_box_it_ran_in(world: World, drivers: dict[C
 
 def test_a_forced_mode_the_machine_cannot_run_is_refused_never_downgraded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEFLUX_CONFINEMENT", "sandbox")
-    with pytest.raises(Exception, match="CODEFLUX_CONFINEMENT"):
+    with pytest.raises(InvalidValueError, match="CODEFLUX_CONFINEMENT"):
         choose_confinement()
 
 

@@ -19,7 +19,7 @@ from typing import Final
 
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import ConfinementUnavailableError, InvalidValueError
-from codeflux.worker.confinement import probe_confinement
+from codeflux.worker.confinement import ConfinementProbe, probe_confinement
 from codeflux.worker.confinement.paths import python_prefixes
 
 __all__ = ["CONFINEMENT_VARIABLE", "ConfinementChoice", "box_request", "choose_confinement", "task_git_directories"]
@@ -46,9 +46,14 @@ def choose_confinement(requested: str | None = None) -> ConfinementChoice:
     return _choose(wanted)
 
 
+@functools.cache
+def _probe() -> ConfinementProbe:
+    return probe_confinement()  # once per process, whichever modes are asked for
+
+
 @functools.lru_cache(maxsize=8)
 def _choose(wanted: str) -> ConfinementChoice:
-    probe = probe_confinement()
+    probe = _probe()
     if wanted == "auto":
         mode = probe.best
         reasons = [problem for problem in (probe.bubblewrap_problem, probe.landlock_problem) if problem]
