@@ -7,6 +7,8 @@ import io
 import json
 import os
 import pwd
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from codeflux.domain.confinement import (
 )
 from codeflux.domain.errors import InvalidValueError
 from codeflux.worker.confinement import BoxPaths, Confinement, worker_confinement
+from codeflux.worker.confinement.landlock import landlock_abi
 from codeflux.worker.confinement.launcher import readable_roots
 from codeflux.worker.confinement.paths import (
     install_prefix_to_expose,
@@ -189,3 +192,23 @@ def test_a_poisoned_pyvenv_cfg_cannot_show_what_the_box_hides(tmp_path: Path) ->
 def test_a_git_directory_that_would_show_a_hidden_one_is_refused(tmp_path: Path, common: str) -> None:
     with pytest.raises(InvalidValueError, match="contains a hidden one"):
         _worker_box(tmp_path, git_common_dir=common, git_admin_dir=None)
+
+
+def test_the_launcher_runs_nothing_it_cannot_confine(tmp_path: Path) -> None:
+    """A real launcher process: with a policy the kernel refuses (ABI 0: no Landlock), it exits 126 and the
+    program — which would write a marker — never starts; with a working policy the same program runs."""
+    marker = tmp_path / "ran"
+    program = ["/bin/sh", "-c", f"echo ran > {marker}"]
+    policy = {"readable": ["/"], "writable": [str(tmp_path)], "network": False}
+
+    def launch(abi: int) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-I", "-B", "-m", "codeflux.worker.confinement",
+                               json.dumps({**policy, "abi": abi}), "--", program[0], *program],
+                              capture_output=True, text=True, check=False, timeout=60)
+
+    refused = launch(0)
+    assert (refused.returncode, marker.exists()) == (126, False)
+    assert "could not confine the command; it did not run" in refused.stderr
+
+    ran = launch(landlock_abi())
+    assert (ran.returncode, marker.read_text()) == (0, "ran\n"), ran.stderr
