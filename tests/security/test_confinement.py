@@ -90,6 +90,7 @@ PROBE = textwrap.dedent('''\
     attempt("hooks", lambda: write(targets["hook"]))
     attempt("git-config", lambda: write(targets["git_config"]))
     attempt("other-process", listed)
+    attempt("parent-environ", lambda: read(f"/proc/{os.getppid()}/environ"))  # unboxed, the parent is the worker
     attempt("worktree", lambda: write("worktree-write.txt"))
     with open("probe-ran.txt", "w") as marker:
         marker.write("ran\\n")

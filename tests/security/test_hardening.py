@@ -198,21 +198,34 @@ def test_the_coordinator_keeps_what_it_needs_and_drops_what_could_carry_a_creden
     assert removed == ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "OPENAI_API_KEY", "SSH_AUTH_SOCK"]
 
 
-def test_the_confinement_probe_run_whole_as_an_unprivileged_user(unprivileged: User, shared_dir: Path) -> None:
-    """tests/security/unprivileged_scenario.py, as that user: a hardened stand-in coordinator, real workers,
-    the probe in every mode. Unconfined, the probe reaches everything but the coordinator's environment and
-    memory (it is undumpable); boxed, it reaches none of it (Landlock lists processes, no more)."""
+@pytest.fixture
+def checkout_venv(shared_dir: Path) -> Path:
+    """A venv of Debian's python that imports codeflux (and its dependencies) from this checkout, for a user
+    who cannot enter the home the test interpreter lives in."""
     venv = shared_dir / "venv"
     subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next((venv / "lib").glob("python3*")) / "site-packages"
     ours = next(Path(sys.prefix, "lib").glob("python3*")) / "site-packages"  # codeflux's dependencies
     (site / "codeflux-checkout.pth").write_text(f"{REPOSITORY}\n{ours}\n")
-    work, home = shared_dir / "work", shared_dir / "home"
-    for directory in (work, home):
+    return venv / "bin" / "python"
+
+
+def _owned_directories(user: User, *directories: Path) -> None:
+    for directory in directories:
         directory.mkdir()
-        os.chown(directory, unprivileged.uid, unprivileged.gid)
-    scenario = _as(unprivileged, [str(venv / "bin" / "python"), "-m", "tests.security.unprivileged_scenario",
-                                  str(work)], env={**QUIET, "HOME": str(home)}, cwd=str(REPOSITORY))
+        os.chown(directory, user.uid, user.gid)
+
+
+def test_the_confinement_probe_run_whole_as_an_unprivileged_user(unprivileged: User, shared_dir: Path,
+                                                                 checkout_venv: Path) -> None:
+    """tests/security/unprivileged_scenario.py, as that user: a hardened stand-in coordinator, real workers,
+    the probe in every mode. Unconfined, the probe reaches everything but the environment and memory of the
+    coordinator and of the real worker that started it (both undumpable); boxed, it reaches none of it
+    (Landlock lists processes, no more)."""
+    work, home = shared_dir / "work", shared_dir / "home"
+    _owned_directories(unprivileged, work, home)
+    scenario = _as(unprivileged, [str(checkout_venv), "-m", "tests.security.unprivileged_scenario", str(work)],
+                   env={**QUIET, "HOME": str(home)}, cwd=str(REPOSITORY))
     out, err = scenario.communicate(timeout=300)
     assert scenario.returncode == 0, err[-2000:]
     results = json.loads(out.strip().splitlines()[-1])
@@ -222,8 +235,34 @@ def test_the_confinement_probe_run_whole_as_an_unprivileged_user(unprivileged: U
     assert (twin["state"], twin["confinement"]) == ("succeeded", "none"), twin["stderr"]
     assert {name for name, seen in twin["probe"].items() if seen == "reached"} == reachable | {"worktree"}
     assert (twin["probe"]["environ"], twin["probe"]["memory"]) == ("EACCES", "EACCES")  # the coordinator's hardening
+    assert twin["probe"]["parent-environ"] == "EACCES"  # the real worker's own hardening
     for mode in ("bubblewrap", "landlock"):
         boxed = results[mode]
         assert (boxed["state"], boxed["confinement"]) == ("succeeded", mode), boxed["stderr"]
-        listed = {"other-process"} if mode == "landlock" else set()
-        assert {name for name, seen in boxed["probe"].items() if seen == "reached"} == {"worktree"} | listed, boxed
+        # in bubblewrap the parent is the box's own init, inside it; in Landlock it is the worker (refused)
+        own = {"other-process"} if mode == "landlock" else {"parent-environ"}
+        assert {name for name, seen in boxed["probe"].items() if seen == "reached"} == {"worktree"} | own, boxed
+
+
+def test_a_running_coordinator_hides_its_environment_from_its_own_user(unprivileged: User, shared_dir: Path,
+                                                                        checkout_venv: Path) -> None:
+    """The real ``codeflux start``, run by the unprivileged user: another process of that user cannot read its
+    environment; a plain process of the same user, started the same way, can (the probe is live)."""
+    home, data = shared_dir / "home", shared_dir / "data"
+    _owned_directories(unprivileged, home, data)
+    marker = f"marker-{secrets.token_hex(8)}"
+    environment = {**QUIET, "HOME": str(home), "CODEFLUX_HOME": str(data), "CANARY_MARK": marker}
+    coordinator = _as(unprivileged, [str(checkout_venv), "-m", "codeflux", "start", "--no-browser", "--address",
+                                     "127.0.0.1:0"], env=environment, cwd="/")
+    plain = _as(unprivileged, [str(checkout_venv), "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                env=environment, cwd="/")
+    try:
+        assert coordinator.stdout is not None and plain.stdout is not None
+        assert any("open: http://" in line for line in iter(coordinator.stdout.readline, "")), "no launch URL"
+        assert plain.stdout.readline().strip() == "ready"
+        assert marker in _read_environ(unprivileged, plain.pid)
+        assert _read_environ(unprivileged, coordinator.pid) == "refused:EACCES"
+    finally:
+        coordinator.terminate()
+        coordinator.communicate(timeout=60)
+        _stop(plain)
