@@ -303,12 +303,12 @@ class TranscriptDriver(ToolDriver):
         self._say(f"  tool call   {request.request_id}  {tool}  {_brief(tool, raw_args)}  [{source}]")
         self._say(f"    decision  {request.outcome} by {request.decision.decided_by}: "
                   f"{escape_for_display(request.decision.reason[:200])}")
-        meaning = describe_approval(
-            runs_program=any(item.need.capability is Capability.PROCESS for item in request.needs),
-            network=any(item.need.capability is Capability.NETWORK for item in request.needs),
-            mode=self.confinement.mode)
-        if request.outcome is DecisionOutcome.PENDING and meaning:
-            self._say(f"    approving means: {meaning}")
+        if request.outcome is DecisionOutcome.PENDING:
+            capabilities = {item.need.capability for item in request.needs}
+            meaning = describe_approval(runs_program=Capability.PROCESS in capabilities,
+                                        network=Capability.NETWORK in capabilities, mode=self.confinement.mode)
+            if meaning:
+                self._say(f"    approving means: {meaning}")
         return request
 
     def decide(self, request_id: str, decision: UserDecision, *, reason: str,

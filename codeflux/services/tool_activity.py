@@ -20,6 +20,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.confinement import ConfinementMode, describe_confinement
 from codeflux.domain.errors import InvalidValueError, NotFoundError
 from codeflux.domain.ids import TaskId, ToolRequestId
@@ -97,10 +98,9 @@ def tool_activity(app: CoordinatorApp, task_id: TaskId, request_id: str) -> pb.T
     if result.duration_ms is not None:
         shown.duration_known, shown.duration_ms = True, result.duration_ms
     if result.confinement is not None:
-        needs = _capabilities(request.needs_json)
+        network = any(CapabilityNeed.parse(need).capability is Capability.NETWORK for need in shown.capabilities)
         shown.confinement = result.confinement
-        shown.confinement_meaning = describe_confinement(ConfinementMode(result.confinement),
-                                                         network=any(need.startswith("network") for need in needs))
+        shown.confinement_meaning = describe_confinement(ConfinementMode(result.confinement), network=network)
     return shown
 
 

@@ -58,6 +58,8 @@ def test_a_file_tool_and_a_command_show_their_operation_decision_and_result(coor
     assert before.operation_identity == pending.operation_identity
     assert (before.decision, before.state) == ("pending", ""), "it has not run"
     assert before.decision_reason and not before.exit_code_known and not before.duration_known
+    assert before.confinement == "", "no worker ran it yet"
+    assert pending.meaning.startswith("runs code from the task's worktree, which the agent can change; confined")
 
     call(c, "ApprovalService/Decide", pb.DecideRequest(control=control(), task_id=waiting.task_id,
                                                        request_id=pending.request_id, decision="allow-once"))
@@ -68,6 +70,8 @@ def test_a_file_tool_and_a_command_show_their_operation_decision_and_result(coor
     assert after.exit_code_known and after.exit_code == 0
     assert "passed" in after.stdout and not after.stdout_truncated and not after.stderr_truncated
     assert after.duration_known and after.duration_ms >= 0
+    assert (after.confinement, after.confinement_meaning.startswith("confined (bubblewrap): no network")) == (
+        "bubblewrap", True)
     assert list(after.arguments) == list(before.arguments) and after.operation_identity == before.operation_identity
 
 
