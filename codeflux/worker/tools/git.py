@@ -12,7 +12,8 @@ by the task worktree) may define ``filter.<name>.clean``/``smudge``/``process`` 
 them. Before every git run the configured names are listed with ``git config --get-regexp`` (which
 runs nothing) and each gets ``-c filter.<name>.clean= -c filter.<name>.smudge= -c
 filter.<name>.process= -c filter.<name>.required=false``. The list is read again for every run, not
-cached: the configuration can change between runs, and a listing costs one short git process. A name
+cached across tool calls: the configuration can change between them, and a listing costs one short
+(boxed) git process; the runs of one tool call (``inspect_diff`` runs git twice) share one listing. A name
 git's ``-c`` cannot express (one holding ``=``) or a listing that cannot be read stops the tool instead.
 A submodule's own configuration is not in that list, so ``git status`` and ``git diff`` run with
 ``--ignore-submodules=dirty``: they compare a submodule's commit but never start git inside it.
@@ -35,8 +36,8 @@ from codeflux.worker.tools.context import ToolContext
 from codeflux.worker.tools.pump import OutputCapture, PumpEnd, pump_process
 from codeflux.worker.tools.results import ToolResult, succeeded_result
 
-__all__ = ["GitRun", "filter_names_in_listing", "filter_overrides", "git_log", "git_status", "inspect_diff",
-           "run_git"]
+__all__ = ["GitRun", "current_filter_overrides", "filter_names_in_listing", "filter_overrides", "git_log",
+           "git_status", "inspect_diff", "run_git"]
 
 GIT_OPTIONS: Final = (
     "-c", "core.hooksPath=/dev/null",
@@ -67,11 +68,18 @@ class GitRun:
         return lines[0][:300] if lines else f"git exited with code {self.returncode}"
 
 
-def run_git(context: ToolContext, arguments: Sequence[str], *, stdin: bytes = b"") -> GitRun:
+def run_git(context: ToolContext, arguments: Sequence[str], *, stdin: bytes = b"",
+            overrides: Sequence[str] | None = None) -> GitRun:
     """Run ``git <GIT_OPTIONS> <filter overrides> arguments…`` in the worktree; raise on timeout, cancel or
-    no git, and when the configured filter drivers cannot be listed (see the module docstring)."""
-    overrides = filter_overrides(_configured_filter_names(context))
-    return _run_git_process(context, [*overrides, *arguments], stdin=stdin)
+    no git, and when the configured filter drivers cannot be listed (see the module docstring).
+    ``overrides``: :func:`current_filter_overrides` already read for this tool call (one listing per call)."""
+    chosen = current_filter_overrides(context) if overrides is None else overrides
+    return _run_git_process(context, [*chosen, *arguments], stdin=stdin)
+
+
+def current_filter_overrides(context: ToolContext) -> list[str]:
+    """The ``-c`` options that switch off every filter driver the repository configures now."""
+    return filter_overrides(_configured_filter_names(context))
 
 
 def filter_overrides(names: Sequence[str]) -> list[str]:
@@ -184,11 +192,12 @@ def inspect_diff(request: BoundToolRequest, context: ToolContext) -> ToolResult:
     """The worktree's changes against the task's base commit (HEAD if none), untracked files included."""
     base = context.base_commit or "HEAD"
     pathspec = _pathspec(context, request)
+    overrides = current_filter_overrides(context)  # one listing for both git runs of this call
     tracked = _checked(run_git(context, ["diff", "--no-ext-diff", "--no-textconv", "--no-color",
                                          "--ignore-submodules=dirty", "--find-renames", base,
-                                         *(pathspec or ["--"])]))
+                                         *(pathspec or ["--"])], overrides=overrides))
     listing = _checked(run_git(context, ["ls-files", "--others", "--exclude-standard", "-z",
-                                         *(pathspec or ["--"])]))
+                                         *(pathspec or ["--"])], overrides=overrides))
     untracked = [name for name in listing.stdout.split("\x00") if name]
     parts = [tracked.stdout, *(_new_file_diff(context, name) for name in untracked[:_MAX_UNTRACKED_SHOWN])]
     changed = tracked.stdout.count("diff --git ") + len(untracked)
