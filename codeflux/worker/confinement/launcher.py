@@ -66,8 +66,7 @@ def readable_roots(hidden: Sequence[Path], shown: Sequence[Path]) -> list[Path]:
             if not visible(path):
                 continue
             if entry.is_symlink():
-                if visible(Path(os.path.realpath(path))) and not any(
-                        is_beneath(Path(os.path.realpath(path)), root) for root in hidden):
+                if visible(Path(os.path.realpath(path))):
                     granted.append(path)
                 continue
             if any(root != path and is_beneath(root, path) for root in hidden):

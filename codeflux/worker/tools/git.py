@@ -9,9 +9,9 @@ fsmonitor program, external diff, text conversion or network transport ever runs
 Filter drivers are switched off too. The repository's configuration (its common ``.git/config``, shared
 by the task worktree) may define ``filter.<name>.clean``/``smudge``/``process`` programs, and a
 ``.gitattributes`` the task writes (``* filter=<name>``) would make ``git status``/``git diff`` run
-them. Before every git run the configured names are listed with ``git config --get-regexp`` (which
+them. Before every tool call's git runs the configured names are listed with ``git config --get-regexp`` (which
 runs nothing) and each gets ``-c filter.<name>.clean= -c filter.<name>.smudge= -c
-filter.<name>.process= -c filter.<name>.required=false``. The list is read again for every run, not
+filter.<name>.process= -c filter.<name>.required=false``. The list is read again for every tool call, not
 cached across tool calls: the configuration can change between them, and a listing costs one short
 (boxed) git process; the runs of one tool call (``inspect_diff`` runs git twice) share one listing. A name
 git's ``-c`` cannot express (one holding ``=``) or a listing that cannot be read stops the tool instead.
