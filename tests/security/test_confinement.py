@@ -21,6 +21,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -276,6 +277,15 @@ def test_a_script_rewritten_after_its_approval_still_cannot_connect(
     assert record.stdout is not None and record.stdout.startswith("refused")  # …but it ran boxed
     assert world.accepted == []
     assert record.confinement == mode.value
+
+    # The reproduction, as it was before any box: the network denial covers no request of
+    # `python3 script.py` (it needs only `process`), so unboxed the rewritten script connects.
+    twin = run_allowed(drivers[ConfinementMode.NONE], world.first, [sys.executable, "script.py"])
+    assert (twin.stdout, twin.confinement) == ("connected\n", "none")
+    deadline = time.monotonic() + 5
+    while not world.accepted and time.monotonic() < deadline:  # the listener's thread counts it
+        time.sleep(0.01)
+    assert len(world.accepted) == 1
 
 
 def test_unconfined_a_program_is_allowed_once_at_a_time_and_standing_approvals_never_cover_it(
