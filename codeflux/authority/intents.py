@@ -31,6 +31,8 @@ from codeflux.domain.errors import (
     ConflictError,
     TaskInactiveError,
 )
+from codeflux.domain.events import ToolExecutionIntended
+from codeflux.domain.ids import ApprovalId, ToolRequestId
 from codeflux.domain.operations import Operation, OperationIdentity
 from codeflux.store import authority as rows
 from codeflux.store.database import ReadView, Transaction
@@ -79,10 +81,10 @@ def write_intent(
     if consume_approval and approval_id is not None:
         rows.consume_allow_once_approval(tx, approval_id=approval_id, execution_id=execution_id)
         consumed = approval_id
-    append_event(tx, session_id=task.session_id, kind="tool-execution-intended", payload={
-        "request_id": request.request_id, "execution_id": execution_id, "operation": str(request.identity),
-        "consumed_approval_id": consumed,
-    })
+    append_event(tx, session_id=task.session_id, event=ToolExecutionIntended(
+        request_id=ToolRequestId.parse(request.request_id), execution_id=execution_id,
+        operation=str(request.identity), consumed_approval_id=None if consumed is None else ApprovalId.parse(consumed),
+    ))
     if before_commit is not None:
         before_commit()
     return ExecutionIntent(execution_id=execution_id, request_id=request.request_id, task=task, operation=operation,

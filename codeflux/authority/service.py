@@ -55,6 +55,7 @@ from codeflux.domain.errors import (
     UnconfinedStandingApprovalError,
     UsageError,
 )
+from codeflux.domain.events import AuthorityDecided, ToolExecutionFinished, ToolRequested
 from codeflux.domain.ids import ApprovalId, DecisionId, TaskId, ToolRequestId
 from codeflux.domain.operations import (
     Operation,
@@ -175,11 +176,11 @@ class AuthorityService:
                 decided_by=Decider.SYSTEM.value, reason=ruling.reason, approval_id=ruling.approval_id,
                 denial_id=ruling.denial_id,
             )
-            append_event(tx, session_id=task.session_id, kind="tool-requested", payload={
-                "request_id": request.request_id, "tool": operation.tool, "operation": str(identity),
-                "needs": [str(item.need) for item in classification.needs],
-                "decision_id": decision.decision_id, "outcome": decision.outcome,
-            })
+            append_event(tx, session_id=task.session_id, event=ToolRequested(
+                request_id=ToolRequestId.parse(request.request_id), tool=operation.tool, operation=str(identity),
+                needs=tuple(str(item.need) for item in classification.needs),
+                decision_id=DecisionId.parse(decision.decision_id), outcome=decision.outcome,
+            ))
             view = RequestView(request_id=request.request_id, task_id=task_id, tool=operation.tool,
                                operation=operation, identity=identity, classification=classification,
                                decision=decision_view(decision))
@@ -267,22 +268,27 @@ class AuthorityService:
                 outcome=ruling.outcome.value, covered_needs_json=covered_json(ruling.covered),
                 decided_by=decided_by.value, reason=reason, supersedes_decision_id=current.decision_id,
             )
-            payload: dict[str, object] = {"request_id": request_id, "decision_id": recorded.decision_id,
-                                          "outcome": recorded.outcome, "decided_by": recorded.decided_by}
+            approval_id: ApprovalId | None = None
             if ruling.scope is not None:
                 approval = rows.insert_approval(tx, approval_id=ApprovalId.from_entropy(self._entropy(16)).value,
                                                 request=request, decision_id=recorded.decision_id,
                                                 scope=ruling.scope.value)
-                payload["approval_id"] = approval.approval_id
+                approval_id = ApprovalId.parse(approval.approval_id)
             denial_ids = [
                 rows.insert_denial(tx, denial_id=f"dny_{self._new_body()}", task_id=request.task_id, need=need,
                                    decision_id=recorded.decision_id, reason=reason).denial_id
                 for need in ruling.denied
             ]
+            denied: tuple[str, ...] | None = None
+            refused: tuple[ToolRequestId, ...] | None = None
             if denial_ids:
-                payload["denied"] = [str(need) for need in ruling.denied]
-                payload["refused_requests"] = self._refuse_pending_covered_by_denials(tx, task)
-            append_event(tx, session_id=task.session_id, kind="authority-decided", payload=payload)
+                denied = tuple(str(need) for need in ruling.denied)
+                refused = tuple(ToolRequestId.parse(other)
+                                for other in self._refuse_pending_covered_by_denials(tx, task))
+            append_event(tx, session_id=task.session_id, event=AuthorityDecided(
+                request_id=ToolRequestId.parse(request_id), decision_id=DecisionId.parse(recorded.decision_id),
+                outcome=recorded.outcome, decided_by=recorded.decided_by, approval_id=approval_id, denied=denied,
+                refused_requests=refused))
 
         self._db.write(work)
         return self.read_request(request_id)
@@ -357,10 +363,10 @@ class AuthorityService:
 
         def work(tx: Transaction) -> rows.ExecutionRow:
             row = rows.record_execution_result(tx, execution_id=execution_id, result=result)
-            append_event(tx, session_id=task.session_id, kind="tool-execution-finished", payload={
-                "request_id": row.request_id, "execution_id": execution_id, "state": result.state,
-                "failure_kind": result.failure_kind, "exit_code": result.exit_code,
-            })
+            append_event(tx, session_id=task.session_id, event=ToolExecutionFinished(
+                request_id=ToolRequestId.parse(row.request_id), execution_id=execution_id, state=result.state,
+                failure_kind=result.failure_kind, exit_code=result.exit_code,
+            ))
             return row
 
         return self._db.write(work)
@@ -381,10 +387,10 @@ class AuthorityService:
                             "have taken effect, and it is never run again automatically",
                 )
                 rows.record_execution_result(tx, execution_id=execution.execution_id, result=result)
-                append_event(tx, session_id=task.session_id, kind="tool-execution-finished", payload={
-                    "request_id": execution.request_id, "execution_id": execution.execution_id,
-                    "state": _UNKNOWN, "failure_kind": "interrupted", "exit_code": None,
-                })
+                append_event(tx, session_id=task.session_id, event=ToolExecutionFinished(
+                    request_id=ToolRequestId.parse(execution.request_id), execution_id=execution.execution_id,
+                    state=_UNKNOWN, failure_kind="interrupted", exit_code=None,
+                ))
                 return True
 
             self._db.write(work)

@@ -4,24 +4,22 @@
 and, with ``--entries``, the ledger. ``set`` creates the budget or changes it (compare-and-set on its
 revision: ``--revision`` pins the one you saw; without it the current one is used). ``acknowledge``
 accepts overruns and unknown charges so paid calls may go on; ``resume`` continues a task paused by its
-budget and ``stop`` cancels it. Amounts are decimals in the budget's currency (``5.00``).
+budget and ``stop`` cancels it (its worktree is disposed of as ``task cancel`` does). Amounts are decimals in
+the budget's currency (``5.00``). Every action is a call of the method table (``BudgetService``): through a
+running coordinator when one serves the data directory, else in this process (:mod:`codeflux.cli.channel`).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.cli.channel import Channel, ChannelNeeds, ChannelUse, control
 from codeflux.cli.context import CliContext
-from codeflux.coordinator.spending.budget import BudgetService
-from codeflux.coordinator.spending.model_approvals import approve_ladder_rung
+from codeflux.cli.views import print_budget
 from codeflux.domain.errors import UsageError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import Rung
-from codeflux.domain.money import Currency, Money
-from codeflux.store.database import Database
-from codeflux.store.opening import open_store
-from codeflux.store.tasks import require_task
 
 NAME = "budget"
 SUMMARY = "show or set a task's hard budget, acknowledge charges, resume or stop a task paused by its budget"
@@ -67,50 +65,37 @@ def _parse_count(text: str) -> int:
     return int(text)
 
 
-def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    task_id = TaskId.parse(args.task)
-    db = open_store(ctx.location(), create=False, migrate=False)
-    try:
-        return _run(args, ctx, db, task_id)
-    finally:
-        db.close()
+def channel_needs(args: argparse.Namespace) -> ChannelNeeds:
+    return ChannelNeeds(use=ChannelUse.EXISTING)
 
 
-def _run(args: argparse.Namespace, ctx: CliContext, db: Database, task_id: TaskId) -> int:
-    budgets = BudgetService(db)
-    if args.action == "set":
-        currency = Currency.parse(args.currency)
-        limit = Money.parse_decimal(args.limit, currency=currency)
-        warning = None if args.warning is None else Money.parse_decimal(args.warning, currency=currency)
-        revision = args.revision if args.revision is not None else budgets.revision_of(task_id)
-        budgets.set_budget(task_id, hard_limit=limit, warning=warning, token_limit=args.tokens,
-                           allow_unknown_price=args.allow_unknown_price, expected_revision=revision,
-                           idempotency_key=f"cli-{os.urandom(16).hex()}")
+def run(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
+    task_id = TaskId.parse(args.task).value
+    report: pb.BudgetReport
+    if args.action == "show":
+        report = channel.call("BudgetService/GetBudget", pb.GetBudgetRequest(task_id=task_id, entries=args.entries),
+                              pb.BudgetReport)
+    elif args.action == "set":
+        request = pb.ChangeBudgetRequest(
+            control=control(), task_id=task_id, hard_limit=args.limit, currency=args.currency,
+            warning=args.warning or "", token_limit=args.tokens or 0, token_limit_set=args.tokens is not None,
+            allow_unknown_price=args.allow_unknown_price, revision=args.revision or 0)
+        report = channel.call("BudgetService/ChangeBudget", request, pb.BudgetReport)
     elif args.action == "acknowledge":
-        revision = args.revision if args.revision is not None else budgets.summary(task_id).revision
-        budgets.acknowledge(task_id, expected_revision=revision, entry_ids=args.entry)
-    elif args.action == "resume":
-        task = budgets.resume_task(task_id)
-        ctx.say(f"task {task_id}: {task.state}")
-    elif args.action == "stop":
-        task = budgets.stop_task(task_id)
-        ctx.say(f"task {task_id}: {task.state}")
-        return 0
+        request = pb.AcknowledgeChargesRequest(control=control(), task_id=task_id, revision=args.revision or 0,
+                                               entry_ids=args.entry or [])
+        report = channel.call("BudgetService/AcknowledgeCharges", request, pb.BudgetReport)
     elif args.action == "approve-rung":
-        rung = Rung.parse(args.rung)
-        approve_ladder_rung(db, task_id=task_id, rung=rung)
-        ctx.say(f"task {task_id}: spending on {rung} is allowed; the gateway will no longer stop before it")
+        request = pb.ApproveRungRequest(control=control(), task_id=task_id, rung=str(Rung.parse(args.rung)))
+        report = channel.call("BudgetService/ApproveRung", request, pb.BudgetReport)
+        ctx.say(report.outcome)
         return 0
-    state = db.read(lambda view: require_task(view, task_id)).state
-    for line in budgets.summary(task_id).lines():
-        ctx.say(line)
-    ctx.say(f"  task state   {state}")
-    if args.action == "show" and args.entries:
-        for entry in budgets.entries(task_id):
-            amount = "unknown" if entry.amount_minor is None else str(Money(minor=entry.amount_minor,
-                                                                             currency=entry.currency))
-            ack = "  acknowledged" if entry.acknowledged else ""
-            reason = f"  ({entry.reason})" if entry.reason else ""
-            ctx.say(f"  entry {entry.entry_id}  {entry.request_id}  {entry.kind:<14} {amount}{reason}{ack}")
+    else:
+        method = "ResumeAfterBudget" if args.action == "resume" else "StopForBudget"
+        report = channel.call(f"BudgetService/{method}", pb.BudgetTaskRequest(control=control(), task_id=task_id),
+                              pb.BudgetReport)
+        if args.action == "stop":
+            ctx.say(report.outcome)
+            return 0
+    print_budget(ctx, report)
     return 0
-

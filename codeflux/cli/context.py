@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -28,6 +28,8 @@ class CliContext:
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    stop_requested: Callable[[], str | None] = lambda: None
+    """The signal that asked this command to stop at the next boundary (set while a plan is drafted)."""
 
     def location(self) -> DataLocation:
         return resolve_data_location(self.data_dir, self.environ)

@@ -14,6 +14,7 @@ from typing import NoReturn, Protocol
 
 import codeflux
 from codeflux.cli.app_log_sink import AppLogSink
+from codeflux.cli.channel import open_channel
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for, exit_code_table_text
 from codeflux.domain.errors import CodefluxError, UsageError
@@ -215,6 +216,24 @@ def _record_command_outcome(context: CliContext, *, code: int, elapsed_s: float)
         sink.close()
 
 
+def _run_module(module: ModuleType, args: argparse.Namespace, context: CliContext) -> int:
+    """Run the command. One that declares ``channel_needs`` gets its channel to the method table, chosen
+    here and only here: the running coordinator's socket when one serves the data directory, else this
+    process (:func:`codeflux.cli.channel.open_channel`)."""
+    needs_of = getattr(module, "channel_needs", None)
+    if needs_of is None:
+        return int(module.run(args, context))
+    needs = needs_of(args)
+    if needs is None:  # this action of the command does not read or change the product's state
+        return int(module.run(args, context, None))
+    with open_channel(context, needs) as channel:
+        if channel is not None and channel.via is not None:
+            verb = getattr(args, "action", None)
+            context.warn(f"codeflux {module.NAME}{f' {verb}' if verb else ''}: via the running coordinator "
+                         f"({channel.via})")
+        return int(module.run(args, context, channel))
+
+
 def _run_command(arguments: list[str], context: CliContext) -> int:
     command_name = "codeflux"
     try:
@@ -237,7 +256,7 @@ def _run_command(arguments: list[str], context: CliContext) -> int:
         context.data_dir = args.data_dir
         context.command = module.NAME
         context.records_app_log = bool(getattr(module, "RECORDS_APP_LOG", False))
-        return int(module.run(args, context))
+        return _run_module(module, args, context)
     except CodefluxError as err:
         context.error_class = type(err).__name__
         context.warn(f"{command_name}: {err}")

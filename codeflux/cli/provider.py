@@ -2,6 +2,12 @@
 
 The key is read from standard input (without echo on a terminal), never from argv; SQLite keeps only
 the reference ``os://codeflux-provider/<name>``. Nothing here contacts a provider.
+
+``list`` is a call of the method table (``SettingsService.GetSettings``): through a running coordinator when
+one serves the data directory, else in this process. ``set``, ``test``, ``delete`` and ``approve-endpoint`` are
+not: they are the person's own acts on the OS credential store and the endpoint approvals, made at this
+terminal (the key is read from its standard input), and each writes one row the coordinator reads again on
+every use.
 """
 
 from __future__ import annotations
@@ -11,7 +17,10 @@ import getpass
 from collections.abc import Callable
 from typing import TypeVar
 
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.cli.channel import Channel, ChannelNeeds, ChannelUse
 from codeflux.cli.context import CliContext
+from codeflux.cli.views import print_providers
 from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.credentials import (
     MAX_KEY_LENGTH,
@@ -20,15 +29,14 @@ from codeflux.credentials import (
     load_provider_key,
     probe_credential_store,
     store_provider_key,
-    stored_provider_keys,
 )
 from codeflux.domain.errors import CredentialStoreUnavailableError, DatabaseMissingError, UsageError
 from codeflux.domain.providers import ProviderName
+from codeflux.services.workspace import provider_statuses
 from codeflux.store.database import Database
 from codeflux.store.opening import open_store
 from codeflux.store.provider_credentials import (
     delete_provider_credential_reference,
-    list_provider_credential_references,
     record_provider_credential_reference,
 )
 
@@ -83,9 +91,18 @@ def _require_credential_store() -> None:
         )
 
 
-def run(args: argparse.Namespace, ctx: CliContext) -> int:
+def channel_needs(args: argparse.Namespace) -> ChannelNeeds | None:
+    """``list`` reads what the coordinator sees (never creating a database); the others act on the credential
+    store from this terminal (see the module docstring)."""
+    return ChannelNeeds(use=ChannelUse.OPTIONAL) if args.action == "list" else None
+
+
+def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> int:
     if args.action == "list":
-        return _list(ctx)
+        statuses = (provider_statuses(None) if channel is None else
+                    channel.call("SettingsService/GetSettings", pb.GetSettingsRequest(), pb.SettingsView).providers)
+        print_providers(ctx, statuses)
+        return 0
     if args.action == "approve-endpoint":
         provider = ProviderName.parse(args.name)
         db = open_store(ctx.location(), create=True, migrate=True)
@@ -139,17 +156,3 @@ def _with_existing_store(ctx: CliContext, work: Callable[[Database], T], *, defa
         return work(db)
     finally:
         db.close()
-
-
-def _list(ctx: CliContext) -> int:
-    keys = stored_provider_keys()
-    references: set[str] = _with_existing_store(
-        ctx, lambda db: {row.provider for row in list_provider_credential_references(db)}, default=set()
-    )
-    for provider in ProviderName:
-        stored = ("yes" if provider in keys.stored else "no") if keys.known else "unknown"
-        recorded = "yes" if provider.value in references else "no"
-        ctx.say(f"{provider.value:<18} stored: {stored:<7} reference recorded: {recorded}")
-    if not keys.known:
-        ctx.say(f"provider: {keys.unknown_because}")
-    return 0

@@ -29,29 +29,31 @@ import os
 import shlex
 import signal
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
+from codeflux.authority.decide import DecisionOutcome
+from codeflux.cli.channel import startup_recovery
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
+from codeflux.cli.views import print_plan
+from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation
 from codeflux.coordinator.runs.loop import LoopLimits
-from codeflux.coordinator.runs.planner import PlanRevisionRecord, propose_plan
+from codeflux.coordinator.runs.planner import propose_plan
 from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, run_task
-from codeflux.coordinator.runs.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
+from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
 from codeflux.coordinator.spending.prices import PriceCatalog
-from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
-from codeflux.coordinator.tasks.recovery import RecoveryService, exclusive_startup_lock, shared_running_lock
+from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.coordinator.tasks.service import Actor, TaskService
+from codeflux.coordinator.tasks.shutdown import capture_shutdown_checkpoint, pause_task_for_shutdown
 from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
-from codeflux.domain.capabilities import Capability, CapabilityNeed
+from codeflux.domain.capabilities import Capability
 from codeflux.domain.confinement import (
     ConfinementMode,
     describe_approval,
@@ -60,11 +62,8 @@ from codeflux.domain.confinement import (
 )
 from codeflux.domain.display import escape_for_display
 from codeflux.domain.errors import (
-    ConflictError,
     DirtyTreeNotAcknowledgedError,
     InvalidValueError,
-    TaskActionUnavailableError,
-    TransitionNotAllowedError,
     UnconfinedPreapprovalError,
     UsageError,
 )
@@ -74,12 +73,13 @@ from codeflux.domain.models import ToolCall
 from codeflux.domain.money import USD, Money
 from codeflux.domain.pipeline import StageOutcome
 from codeflux.domain.pricing import Price, TokenUsage
-from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action
+from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import ToolName
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.providers.registry import build_model_adapter, build_scripted_adapter
 from codeflux.providers.scripted import SCRIPTED_DISPLAY_NAME, ScriptedTurn
+from codeflux.services.views import plan_view
 from codeflux.store.app_logs import append_app_log
 from codeflux.store.database import Database, now_us
 from codeflux.store.location import DataLocation
@@ -283,59 +283,48 @@ def _brief(tool: str, arguments: Mapping[str, object]) -> str:
     return text if len(text) <= 160 else text[:160] + " … (cut)"
 
 
-class TranscriptDriver(ToolDriver):
-    """The tool driver, saying every request, decision and execution as it happens."""
+class _Transcript:
+    """Says every request, decision and execution of a run as it happens (see :func:`transcript_observers`)."""
 
-    def __init__(self, db: Database, *, state_dir: Path, say: Callable[[str], None],
-                 allow_unconfined: bool = False) -> None:
-        super().__init__(db, state_dir=state_dir, allow_unconfined=allow_unconfined)
+    def __init__(self, say: Callable[[str], None]) -> None:
         self._say = say
-        self._seen: set[str] = set()
+        self._seen: set[str] = set()  # a retried submission announces its request again: said once
 
-    def submit_tool_request(self, task_id: TaskId, tool: str, raw_args: Mapping[str, object], *,
-                            idempotency_key: str, source: str = "model",
-                            intend_if_allowed: bool = False) -> SubmittedRequest:
-        request = super().submit_tool_request(task_id, tool, raw_args, idempotency_key=idempotency_key,
-                                              source=source, intend_if_allowed=intend_if_allowed)
+    def submitted(self, submitted: ToolCallSubmitted) -> None:
+        request = submitted.request
         if request.request_id in self._seen:
-            return request
+            return
         self._seen.add(request.request_id)
-        self._say(f"  tool call   {request.request_id}  {tool}  {_brief(tool, raw_args)}  [{source}]")
+        self._say(f"  tool call   {request.request_id}  {request.tool}  "
+                  f"{_brief(request.tool, submitted.arguments)}  [{submitted.source}]")
         self._say(f"    decision  {request.outcome} by {request.decision.decided_by}: "
                   f"{escape_for_display(request.decision.reason[:200])}")
         if request.outcome is DecisionOutcome.PENDING:
             capabilities = {item.need.capability for item in request.needs}
             meaning = describe_approval(runs_program=Capability.PROCESS in capabilities,
-                                        network=Capability.NETWORK in capabilities, mode=self.confinement.mode)
+                                        network=Capability.NETWORK in capabilities, mode=submitted.confinement)
             if meaning:
                 self._say(f"    approving means: {meaning}")
-        return request
 
-    def decide(self, request_id: str, decision: UserDecision, *, reason: str,
-               deny: tuple[CapabilityNeed, ...] | None = None, decided_by: Decider = Decider.USER) -> SubmittedRequest:
-        decided = super().decide(request_id, decision, reason=reason, deny=deny, decided_by=decided_by)
-        self._say(f"    decision  {request_id}  {decided.outcome} by {decided.decision.decided_by}: "
-                  f"{escape_for_display(decided.decision.reason[:200])}")
-        return decided
+    def decided(self, decided: ToolCallDecided) -> None:
+        request = decided.request
+        self._say(f"    decision  {request.request_id}  {request.outcome} by {request.decision.decided_by}: "
+                  f"{escape_for_display(request.decision.reason[:200])}")
 
-    def execute(self, request_id: str) -> ExecutionRecord:
-        record = super().execute(request_id)
+    def ran(self, ran: ToolCallRan) -> None:
+        record = ran.execution
         code = "" if record.exit_code is None else f" exit {record.exit_code}"
         failure = f" ({record.failure_kind})" if record.failure_kind else ""
         boxed = f" [confinement: {record.confinement}]" if record.confinement else ""
-        self._say(f"    ran       {request_id}  {record.state}{code}{failure}{boxed}")
-        return record
+        self._say(f"    ran       {ran.request_id}  {record.state}{code}{failure}{boxed}")
 
 
-def print_plan(ctx: CliContext, planned: PlanRevisionRecord, provider: str) -> None:
-    plan = planned.plan
-    ctx.say(f"plan revision {planned.revision} sha256 {planned.sha256} (drafted by {provider})")
-    ctx.say(f"  scope     {plan.scope.summary}")
-    for number, step in enumerate(plan.steps, start=1):
-        ctx.say(f"  step {number}    {step.title}: {', '.join(step.expected_files)}")
-    for check in plan.checks:
-        argv = shlex.join(escape_for_display(a) for a in check.argv)
-        ctx.say(f"  check     {escape_for_display(check.name)}: {argv}")
+def transcript_observers(say: Callable[[str], None]) -> Observers:
+    """Observers of the tool driver (:mod:`codeflux.coordinator.hooks`) that ``say`` every tool request, decision
+    and execution of a run as it happens: the transcript ``codeflux run`` and ``task start|resume`` print."""
+    transcript = _Transcript(say)
+    return (Observers().subscribe(ToolCallSubmitted, transcript.submitted)
+            .subscribe(ToolCallDecided, transcript.decided).subscribe(ToolCallRan, transcript.ran))
 
 
 _EXIT_OF: Final = {RunOutcomeKind.AWAITING_REVIEW: ExitCode.OK, RunOutcomeKind.AWAITING_AUTHORITY:
@@ -400,9 +389,9 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
             return int(ExitCode.DECISION_NEEDED)
         ctx.say(f"running task {task_id} with {provider}; {len(policy.preapproved_operations)} pre-approved "
                 "operation(s); prompting is off")
-        with shared_running_lock(location), TranscriptDriver(db, state_dir=location.directory / "workers",
-                                                             say=ctx.say,
-                                                             allow_unconfined=args.allow_unconfined) as driver:
+        with shared_running_lock(location), ToolDriver(db, state_dir=location.directory / "workers",
+                                                       allow_unconfined=args.allow_unconfined,
+                                                       observers=transcript_observers(ctx.say)) as driver:
             refuse_unconfined_preapprovals(ctx, db, driver, policy, opted_in=args.allow_unconfined)
             ctx.say(f"commands run {describe_confinement(driver.confinement.mode, network=False)}")
             stopping.pause_task_on_signal(task_id)
@@ -412,7 +401,7 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
                                provider=SCRIPTED if provider == SCRIPTED_DISPLAY_NAME else None)
             if stopping.requested is not None:
                 stopping.settle()
-                row = CheckpointService(tasks.changes).capture_checkpoint(task_id, CheckpointTrigger.SHUTDOWN)
+                row = capture_shutdown_checkpoint(tasks.changes, task_id)
                 if row is not None:
                     ctx.say(f"shutdown checkpoint {row.sequence} on {row.ref_name} ({row.commit_id[:12]})")
         return report_outcome(ctx, tasks, outcome)
@@ -428,7 +417,8 @@ class ShutdownOnSignal:
 
     The handler does not write anything itself (the main thread may be inside a transaction on its own
     connection): it starts one thread that, over a connection of its own, pauses the task through the
-    task service — the honest path, since the loop reads the task's state before every turn and every
+    task service (:func:`~codeflux.coordinator.tasks.shutdown.pause_task_for_shutdown`, which ``codeflux start``
+    uses too) — the honest path, since the loop reads the task's state before every turn and every
     tool call, and the runner at every hand-over. The run then ends ``paused`` at the next boundary (a
     tool already executing finishes first; nothing is killed half-way) with its attempt's ledger
     finished, :func:`run_ready_task` takes a ``shutdown`` checkpoint and the exit code is the one table's
@@ -498,20 +488,9 @@ class ShutdownOnSignal:
             return
         db = open_store(self._location, create=False, migrate=False)
         try:
-            tasks = TaskService(db, worktrees_root=self._location.worktrees)
-            while self._watching.is_set():
-                task = tasks.show(task_id).task
-                if describe_task_action(task.state, TaskAction.PAUSE).available:
-                    try:
-                        tasks.transition(task_id, TaskState.PAUSED, expected_revision=task.revision,
-                                         reason=f"{self.requested}: codeflux is shutting down", actor=Actor.USER,
-                                         idempotency_key=key())
-                        return
-                    except (ConflictError, TaskActionUnavailableError, TransitionNotAllowedError):
-                        pass  # the run moved the task meanwhile: look again
-                elif task.state is not TaskState.READY:
-                    return  # nothing runs that a pause could stop
-                time.sleep(0.05)
+            pause_task_for_shutdown(TaskService(db, worktrees_root=self._location.worktrees), task_id,
+                                    reason=f"{self.requested}: codeflux is shutting down", actor=Actor.USER,
+                                    keep_trying=self._watching.is_set)
         finally:
             db.close()
 
@@ -528,14 +507,6 @@ def require_acknowledged(ctx: CliContext, snapshot: RepositorySnapshot, acknowle
         ctx.say(f"if the task may start from exactly these, add --acknowledge-dirty {snapshot.dirty_hash}")
         raise DirtyTreeNotAcknowledgedError(path=str(snapshot.root), change_count=len(snapshot.changes),
                                             current_hash=snapshot.dirty_hash, acknowledged_hash=acknowledged)
-
-
-def startup_recovery(ctx: CliContext, db: Database, location: DataLocation) -> None:
-    with exclusive_startup_lock(location) as alone:
-        if alone:
-            found = RecoveryService(db).recover_at_startup()
-            if found.tasks:
-                ctx.warn(f"{len(found.tasks)} interrupted task(s) now need recovery: `codeflux task recovery`")
 
 
 # ─── the command ─────────────────────────────────────────────────────────────────────────────────────
@@ -564,7 +535,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             gateway = build_gateway(db, args, phases=("plan", "run"))
             planned = propose_plan(task_id, gateway=gateway[0], tasks=tasks, position=LadderPosition.start(),
                                    idempotency_key=key(), stop_requested=shutdown.stop_requested)
-            print_plan(ctx, planned, gateway[1])
+            print_plan(ctx, plan_view(revision=planned.revision, sha256=planned.sha256, plan=planned.plan,
+                                      decision=None, author_label=gateway[1]), indent="")
             approve = (f"`codeflux task approve-plan {task_id} --revision {planned.revision} --sha256 "
                        f"{planned.sha256}` and `codeflux task start {task_id}`")
             if shutdown.requested is not None:

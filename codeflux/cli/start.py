@@ -28,7 +28,7 @@ from codeflux.cli.context import CliContext
 from codeflux.cli.run import SCRIPTED, add_provider_arguments, build_gateway
 from codeflux.coordinator.instance import coordinator_socket_path, hold_instance_lock
 from codeflux.coordinator.spending.gateway import ModelGateway
-from codeflux.coordinator.tasks.recovery import RecoveryService, exclusive_startup_lock, shared_running_lock
+from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_running_lock
 from codeflux.domain.errors import UsageError
 from codeflux.server.launch import LaunchTokens
 from codeflux.server.serve import ServingInfo, serve_coordinator
@@ -126,13 +126,11 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     with hold_instance_lock(location) as instance:
         db = open_store(location, create=True, migrate=True)
         try:
-            with exclusive_startup_lock(location) as alone:
-                if alone:
-                    found = RecoveryService(db).recover_at_startup()
-                    if found.tasks:
-                        ctx.say(f"{len(found.tasks)} interrupted task(s) need recovery (shown in the UI)")
-                else:
-                    ctx.warn("another codeflux process is running tasks; startup recovery was left to it")
+            found = recover_interrupted(db, location)
+            if found is None:
+                ctx.warn("another codeflux process is running tasks; startup recovery was left to it")
+            elif found.tasks:
+                ctx.say(f"{len(found.tasks)} interrupted task(s) need recovery (shown in the UI)")
             # From here on this process runs tasks: no other process's startup may mark them interrupted.
             with shared_running_lock(location):
                 app = CoordinatorApp(

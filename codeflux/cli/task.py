@@ -1,4 +1,4 @@
-"""`codeflux task …`: tasks from the terminal (headless), against the local database.
+"""`codeflux task …`: tasks from the terminal (headless), through the product's method table.
 
 ``create`` opens the repository read-only; uncommitted changes are listed with their hash and need
 ``--acknowledge-dirty HASH`` (exactly that list) — without it the command exits 4. ``show`` prints the
@@ -17,48 +17,43 @@ identity, then the changed files that change what later commands execute ("chang
 ``resume`` stop at the next boundary with nothing half-written (see :mod:`codeflux.cli.run`). Arguments,
 paths and check argv are shown escaped (:func:`codeflux.domain.display.escape_for_display`).
 
-Every subcommand first runs startup recovery when no other process is running tasks (see
-:mod:`codeflux.coordinator.tasks.recovery`): interrupted work is marked, never resumed. Exit codes come from
-the one table (0 done, 1 failed, 2 usage, 3 refused by state, 4 a decision is needed, 5 stalled).
+Every verb but ``start`` and ``resume`` is one or two calls of the method table (:mod:`codeflux.cli.channel`):
+to a running coordinator over its socket, else in this process — where startup recovery runs first when no
+other process is running tasks (interrupted work is marked, never resumed). Both print through the same
+printers (:mod:`codeflux.cli.views`), so the output does not depend on the channel. ``start`` and ``resume``
+go to a running coordinator too (it runs the task in the background); without one they run the task in this
+process under the headless policy (:mod:`codeflux.cli.run`), which is not a call of the method table: the
+run lives as long as this command. Exit codes come from the one table (0 done, 1 failed, 2 usage, 3 refused
+by state, 4 a decision is needed, 5 stalled).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from codeflux.api.v1 import product_pb2 as pb
 from codeflux.authority.decide import UserDecision
+from codeflux.cli.channel import Channel, ChannelNeeds, ChannelUse, control, startup_recovery
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode
-from codeflux.cli.remote import run_remote
 from codeflux.cli.run import (
     ShutdownOnSignal,
     add_allow_argument,
     add_provider_arguments,
-    build_gateway,
-    print_plan,
     run_ready_task,
 )
+from codeflux.cli.start import CliModelAccess
+from codeflux.cli.views import print_plan, print_recovery, print_task, worktree_disposal_text, write_bytes
 from codeflux.coordinator.runs.loop_steps import conversation_summary
-from codeflux.coordinator.runs.planner import propose_plan
-from codeflux.coordinator.runs.tool_driver import ToolDriver
-from codeflux.coordinator.spending.budget import BudgetService
-from codeflux.coordinator.tasks.recovery import RecoveryService, RecoveryView, exclusive_startup_lock
-from codeflux.coordinator.tasks.review import ReviewService, require_task_action
-from codeflux.coordinator.tasks.service import Actor, TaskService, TaskView
-from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
-from codeflux.domain.display import escape_for_display
+from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, TaskActionUnavailableError, UsageError
 from codeflux.domain.ids import TaskId
-from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.recovery import EffectOutcome, RecoveryAction
-from codeflux.domain.review_flags import changes_what_runs, what_runs_lines
-from codeflux.domain.tasks import TaskAction, TaskState
-from codeflux.gitwork.diff import diff_against_base
-from codeflux.gitwork.repository import open_repository
+from codeflux.domain.review_flags import WhatRunsChange, what_runs_lines
+from codeflux.domain.tasks import TaskState
 from codeflux.store.database import Database
 from codeflux.store.opening import open_store
 
@@ -150,316 +145,272 @@ def _parse_count(text: str) -> int:
     return int(text)
 
 
-def _key() -> str:
-    return f"cli-{os.urandom(16).hex()}"
+def channel_needs(args: argparse.Namespace) -> ChannelNeeds:
+    """What :func:`codeflux.cli.channel.open_channel` must give this verb (``codeflux.cli.main`` asks)."""
+    if args.action == "start":
+        return ChannelNeeds(use=ChannelUse.COORDINATOR_ONLY)
+    if args.action in ("plan", "resume"):  # both may draft a plan: in process, with this command's provider
+        return ChannelNeeds(use=ChannelUse.EXISTING, models=lambda db: CliModelAccess(db, args))
+    return ChannelNeeds(use=ChannelUse.CREATE if args.action == "create" else ChannelUse.EXISTING)
 
 
-def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    location = ctx.location()
-    remote = run_remote(args, ctx, location)
-    if remote is not None:  # a coordinator runs: it owns the tasks, the command went to it
-        return remote
-    creating = args.action == "create"
-    db = open_store(location, create=creating, migrate=creating)
-    try:
-        with exclusive_startup_lock(location) as alone:
-            if alone:
-                found = RecoveryService(db).recover_at_startup()
-                if found.tasks and args.action != "recovery":
-                    ctx.warn(f"{len(found.tasks)} interrupted task(s) now need recovery: `codeflux task recovery`")
-        service = TaskService(db, worktrees_root=location.worktrees)
-        return _run(args, ctx, db, service)
-    finally:
-        db.close()
-
-
-def _run(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService) -> int:
+def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> int:
+    if channel is None:  # `start` with no coordinator: this process runs the task
+        return _start_here(args, ctx, TaskId.parse(args.task))
     if args.action == "create":
-        return _create(args, ctx, service)
+        return _create(args, ctx, channel)
     if args.action == "list":
-        for task in service.list_tasks(limit=args.limit):
-            ctx.say(f"{task.task_id}  {task.state:<22} {task.title or ''}")
+        reply = channel.call("TaskService/ListTasks", pb.ListTasksRequest(limit=args.limit), pb.ListTasksReply)
+        for task in reply.tasks:
+            ctx.say(f"{task.task_id}  {task.state:<22} {task.title}")
         return 0
     if args.action == "recovery":
-        views = RecoveryService(db).tasks_needing_recovery()
+        views = channel.call("RecoveryService/ListRecovery", pb.ListRecoveryRequest(), pb.ListRecoveryReply).tasks
         if not views:
             ctx.say("no task needs recovery")
         for view in views:
-            _print_recovery(ctx, view)
+            print_recovery(ctx, view)
         return 0
-    return _TASK_HANDLERS[args.action](args, ctx, db, service, TaskId.parse(args.task))
+    return _TASK_HANDLERS[args.action](args, ctx, channel, TaskId.parse(args.task).value)
 
 
-Handler = Callable[[argparse.Namespace, CliContext, Database, TaskService, TaskId], int]
+Handler = Callable[[argparse.Namespace, CliContext, Channel, str], int]
 
 
-def _show_task(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    _show(ctx, db, service.show(task_id))
+def _task(channel: Channel, task_id: str) -> pb.TaskView:
+    return channel.call("TaskService/GetTask", pb.GetTaskRequest(task_id=task_id), pb.TaskView)
+
+
+def _show_task(ctx: CliContext, channel: Channel, view: pb.TaskView) -> None:
+    recovery = None
+    if view.state == TaskState.RECOVERY_REQUIRED.value:
+        listed = channel.call("RecoveryService/ListRecovery", pb.ListRecoveryRequest(), pb.ListRecoveryReply).tasks
+        recovery = next((item for item in listed if item.task_id == view.task_id), None)
+    print_task(ctx, view, recovery)
+
+
+def _show(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    _show_task(ctx, channel, _task(channel, task_id))
     return 0
 
 
-def _approve(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    change = service.approve_plan(task_id, revision=args.revision, sha256=args.sha256, idempotency_key=_key())
-    ctx.say(f"task {task_id}: plan revision {args.revision} approved; {change.state}")
+def _create(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
+    path = str(Path(args.repo).absolute())
+    repository = channel.call("WorkspaceService/InspectRepository", pb.InspectRepositoryRequest(path=path),
+                              pb.RepositoryView)
+    if repository.dirty and args.acknowledge_dirty != repository.dirty_hash:
+        ctx.say(f"{repository.root} has uncommitted changes:")
+        for entry in repository.changes:
+            ctx.say(f"  {entry.status:<12} {entry.path}  {entry.content_sha256 or '-'}")
+        ctx.say(f"dirty hash {repository.dirty_hash}")
+        ctx.say(f"if the task may start from exactly these, add --acknowledge-dirty {repository.dirty_hash}")
+        raise DirtyTreeNotAcknowledgedError(path=repository.root, change_count=len(repository.changes),
+                                            current_hash=repository.dirty_hash,
+                                            acknowledged_hash=args.acknowledge_dirty)
+    request = pb.CreateTaskRequest(control=control(), repository_path=path, requirement=args.requirement,
+                                   title=args.title or "", acknowledged_dirty_hash=args.acknowledge_dirty or "")
+    view = channel.call("TaskService/CreateTask", request, pb.TaskView)
+    ctx.say(f"task {view.task_id} created ({view.state}, revision {view.revision})")
     return 0
 
 
-def _send_back(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    change = service.send_back(task_id, revision=args.revision, sha256=args.sha256, feedback=args.feedback,
-                               idempotency_key=_key())
-    ctx.say(f"task {task_id}: plan revision {args.revision} sent back; {change.state}")
+def _approve(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    request = pb.ApprovePlanRequest(control=control(), task_id=task_id, revision=args.revision, sha256=args.sha256)
+    view = channel.call("TaskService/ApprovePlan", request, pb.TaskView)
+    ctx.say(f"task {task_id}: plan revision {args.revision} approved; {view.state}")
     return 0
 
 
-def _reject(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    result = ReviewService(db).reject_task(task_id, reviewed_identity=args.identity, reason=args.reason)
-    ctx.say(f"task {task_id}: rejected; {result.change.state}; patch {result.patch.diff_identity} kept "
-            f"({len(result.patch.patch)} bytes; `codeflux task patch {task_id}`)")
-    _print_worktree(ctx, result.worktree)
+def _send_back(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    request = pb.SendBackPlanRequest(control=control(), task_id=task_id, revision=args.revision, sha256=args.sha256,
+                                     feedback=args.feedback)
+    view = channel.call("TaskService/SendBackPlan", request, pb.TaskView)
+    ctx.say(f"task {task_id}: plan revision {args.revision} sent back; {view.state}")
     return 0
 
 
-def _patch(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    _write_bytes(ctx, ReviewService(db).task_patch(task_id))
-    return 0
+def _worktree_line(ctx: CliContext, view: pb.TaskView) -> None:
+    """What happened to the worktree of a task that just ended (removed, or kept and why)."""
+    if view.HasField("worktree_disposal"):
+        ctx.say(f"  worktree {worktree_disposal_text(view.worktree_disposal)}")
 
 
-def _record_outcome(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService,
-                    task_id: TaskId) -> int:
-    view = RecoveryService(db).record_outcome(task_id, item_id=args.item, outcome=args.outcome, note=args.note)
-    ctx.say(f"task {task_id}: {args.item} recorded as {args.outcome}")
-    _print_recovery(ctx, view)
-    return 0
-
-
-def _create(args: argparse.Namespace, ctx: CliContext, service: TaskService) -> int:
-    snapshot = open_repository(Path(args.repo))
-    if snapshot.is_dirty and args.acknowledge_dirty != snapshot.dirty_hash:
-        ctx.say(f"{snapshot.root} has uncommitted changes:")
-        for entry in snapshot.changes:
-            ctx.say(f"  {entry.status!s:<12} {entry.path}  {entry.content_sha256 or '-'}")
-        ctx.say(f"dirty hash {snapshot.dirty_hash}")
-        ctx.say(f"if the task may start from exactly these, add --acknowledge-dirty {snapshot.dirty_hash}")
-        raise DirtyTreeNotAcknowledgedError(path=str(snapshot.root), change_count=len(snapshot.changes),
-                                            current_hash=snapshot.dirty_hash, acknowledged_hash=args.acknowledge_dirty)
-    change = service.create_task(snapshot, args.requirement, title=args.title,
-                                 acknowledged_dirty_hash=args.acknowledge_dirty, acknowledged_by=Actor.USER,
-                                 idempotency_key=_key())
-    ctx.say(f"task {change.task_id} created ({change.state}, revision {change.revision})")
-    return 0
-
-
-def _show(ctx: CliContext, db: Database, view: TaskView) -> None:
-    task = view.task
-    ctx.say(f"task {task.task_id}  {task.title or ''}")
-    ctx.say(f"  state        {task.state} (revision {task.revision})")
-    ctx.say(f"  repository   {task.repository_root}")
-    ctx.say(f"  base         {task.base_revision or '(not started)'}")
-    ctx.say(f"  worktree     {task.worktree}")
-    if view.plan is None:
-        ctx.say("  plan         none yet")
-    else:
-        plan, decision = view.plan, view.plan_decision
-        verdict = "undecided" if decision is None else decision.decision
-        ctx.say(f"  plan         revision {plan.revision} sha256 {plan.sha256} ({verdict})")
-        ctx.say(f"    scope      {plan.plan.scope.summary}")
-        for number, step in enumerate(plan.plan.steps, start=1):
-            ctx.say(f"    step {number}     {step.title}")
-        for check in plan.plan.checks:
-            ctx.say(f"    check      {escape_for_display(check.name)}: "
-                    f"{shlex.join(escape_for_display(a) for a in check.argv)}")
-    if view.attempt is not None:
-        ended = "open" if view.attempt.is_open else f"ended at {view.attempt.stopped_at or 'the end'}"
-        ctx.say(f"  attempt      {view.attempt.attempt} under plan revision {view.attempt.plan_revision} ({ended})")
-    budgets = BudgetService(db)
-    if budgets.revision_of(task.task_id) is None:
-        ctx.say("  budget       none set (`codeflux budget set --task ID --limit AMOUNT`)")
-    else:
-        for line in budgets.summary(task.task_id).lines():
-            ctx.say(f"  {line}")
-    ctx.say("  actions")
-    for action in view.actions:
-        ctx.say(f"    {action.action.value:<15} " + ("available" if action.available else f"no: {action.reason}"))
-    if task.state is TaskState.RECOVERY_REQUIRED:
-        _print_recovery(ctx, RecoveryService(db).assess(task.task_id))
-
-
-def _accept(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    result = ReviewService(db).accept_task(task_id, reviewed_identity=args.identity)
-    outcome = result.outcome
-    if result.conflicted:
-        ctx.warn(f"codeflux task: the diff conflicts with {outcome.branch} in: {', '.join(outcome.conflicting_paths)}")
+def _accept(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    request = pb.AcceptChangeRequest(control=control(), task_id=task_id, diff_identity=args.identity)
+    reply = channel.call("ReviewService/AcceptChange", request, pb.AcceptChangeReply)
+    if reply.kind == "conflict":
+        ctx.warn(f"codeflux task: the diff conflicts with {reply.branch} in: {', '.join(reply.conflicting_paths)}")
         ctx.warn("nothing changed; the task still awaits review (repair it, or reject it to keep the patch)")
-        return 1
-    state = "" if result.change is None else f"; {result.change.state}"
-    ctx.say(f"task {task_id}: accepted ({outcome.kind}) on {outcome.branch} "
-            f"{outcome.previous_head[:12]} → {outcome.landed_head[:12]}{state}")
-    _print_worktree(ctx, result.worktree)
+        return int(ExitCode.FAILED)
+    ctx.say(f"task {task_id}: accepted ({reply.kind}) on {reply.branch} "
+            f"{reply.previous_head[:12]} → {reply.landed_head[:12]}; {reply.task.state}")
+    _worktree_line(ctx, reply.task)
     return 0
 
 
-def _recover(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    recovery = RecoveryService(db)
+def _reject(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    request = pb.RejectChangeRequest(control=control(), task_id=task_id, diff_identity=args.identity,
+                                     reason=args.reason)
+    view = channel.call("ReviewService/RejectChange", request, pb.TaskView)
+    patch = channel.call("ReviewService/GetPatch", pb.GetPatchRequest(task_id=task_id), pb.PatchView)
+    ctx.say(f"task {task_id}: rejected; {view.state}; patch {patch.diff_identity} kept ({patch.whole_bytes} bytes; "
+            f"`codeflux task patch {task_id}`)")
+    _worktree_line(ctx, view)
+    return 0
+
+
+def _patch(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    patch = channel.call("ReviewService/GetPatch", pb.GetPatchRequest(task_id=task_id), pb.PatchView)
+    write_bytes(ctx, patch.patch)
+    if patch.truncated:
+        ctx.warn(f"(the patch was cut at a line end: {len(patch.patch)} of {patch.whole_bytes} bytes shown)")
+    return 0
+
+
+def _diff(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    diff = channel.call("ReviewService/GetDiff", pb.GetDiffRequest(task_id=task_id), pb.DiffBytes)
+    write_bytes(ctx, diff.unified_diff)
+    if diff.truncated:
+        ctx.warn(f"(the diff was cut at a line end: {len(diff.unified_diff)} of {diff.whole_bytes} bytes shown; "
+                 f"`git diff {diff.base}` in the task's worktree shows all of it)")
+    ctx.say(f"diff identity {diff.diff_identity} (base {diff.base[:12]}, head {diff.head[:12]}, "
+            f"{diff.file_count} file(s))")
+    flags = [WhatRunsChange(path=flag.path, reason=flag.reason) for flag in diff.changes_what_runs]
+    for line in what_runs_lines(flags):
+        ctx.say(line)
+    return 0
+
+
+def _record_outcome(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    request = pb.RecordOutcomeRequest(control=control(), task_id=task_id, item_id=args.item,
+                                      outcome=str(args.outcome), note=args.note or "")
+    view = channel.call("RecoveryService/RecordOutcome", request, pb.RecoveryView)
+    ctx.say(f"task {task_id}: {args.item} recorded as {args.outcome}")
+    print_recovery(ctx, view)
+    return 0
+
+
+def _recover(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    request = pb.RecoveryActionRequest(control=control(), task_id=task_id, action=args.recovery)
+    channel.call("RecoveryService/TakeAction", request, pb.RecoveryView)
+    view = _task(channel, task_id)
     match RecoveryAction(args.recovery):
-        case RecoveryAction.SAFE_RESUME:
-            ctx.say(f"task {task_id}: {recovery.safe_resume(task_id).state}; resume it to go on")
-        case RecoveryAction.RECONCILE:
-            ctx.say(f"task {task_id}: reconciled; {recovery.reconcile(task_id).state}; resume it to go on")
+        case RecoveryAction.SAFE_RESUME | RecoveryAction.RECONCILE:
+            ctx.say(f"task {task_id}: {args.recovery} done; {view.state}; resume it to go on")
         case RecoveryAction.PRESERVE_PATCH:
-            row = recovery.preserve_patch(task_id)
-            ctx.say(f"task {task_id}: patch {row.diff_identity} preserved ({len(row.patch)} bytes)")
+            patch = channel.call("ReviewService/GetPatch", pb.GetPatchRequest(task_id=task_id), pb.PatchView)
+            ctx.say(f"task {task_id}: patch {patch.diff_identity} preserved ({patch.whole_bytes} bytes); {view.state}")
         case RecoveryAction.ABANDON:
-            change, disposal = recovery.abandon(task_id)
-            ctx.say(f"task {task_id}: abandoned; {change.state}")
-            _print_worktree(ctx, disposal)
+            ctx.say(f"task {task_id}: abandoned; {view.state}")
+            _worktree_line(ctx, view)
     return 0
 
 
-def _cancel(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    task = service.show(task_id).task
-    require_task_action(task, TaskAction.CANCEL)
-    change = service.transition(task_id, TaskState.CANCELLED, expected_revision=task.revision,
-                                reason="cancelled by the user", actor=Actor.USER, idempotency_key=_key())
-    ctx.say(f"task {task_id}: {change.state}")
-    stored = [p.diff_identity for p in service.patches(task_id)]
-    _print_worktree(ctx, dispose_task_worktree(db, task_id, saved_patch_identity=stored[-1] if stored else None,
-                                               delete_branch=False))
+def _action(method: str, verb: str) -> Handler:
+    def handler(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+        request = pb.TaskActionRequest(control=control(), task_id=task_id, reason=f"{verb} by the user")
+        view = channel.call(f"TaskService/{method}", request, pb.TaskView)
+        ctx.say(f"task {task_id}: {view.state}" + (" (a run in progress stops before its next turn)"
+                                                    if verb == "paused" else ""))
+        if verb == "cancelled":
+            _worktree_line(ctx, view)
+        return 0
+
+    return handler
+
+
+def _decide(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    request = pb.DecideRequest(control=control(), task_id=task_id, request_id=args.request,
+                               decision=str(args.decision), reason=args.reason)
+    reply = channel.call("ApprovalService/Decide", request, pb.DecideReply)
+    ctx.say(f"task {task_id}: request {reply.request_id} {reply.outcome}; {reply.task.state}")
     return 0
 
 
-def _plan(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
+def _plan(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
     with ShutdownOnSignal(ctx, ctx.location()) as shutdown:
-        return _draft(args, ctx, db, service, task_id, shutdown=shutdown)
+        ctx.stop_requested = shutdown.stop_requested
+        try:
+            request = pb.DraftPlanRequest(control=control(), task_id=task_id)
+            view = channel.call("TaskService/DraftPlan", request, pb.TaskView)
+        finally:
+            ctx.stop_requested = lambda: None
+    return _drafted(ctx, view, shutdown.requested)
 
 
-def _draft(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId, *,
-           shutdown: ShutdownOnSignal) -> int:
-    gateway, provider = build_gateway(db, args, phases=("plan",))
-    planned = propose_plan(task_id, gateway=gateway, tasks=service, position=LadderPosition.start(),
-                           idempotency_key=_key(), stop_requested=shutdown.stop_requested)
-    print_plan(ctx, planned, provider)
-    ctx.say(f"approve it: codeflux task approve-plan {task_id} --revision {planned.revision} --sha256 {planned.sha256}")
-    if shutdown.requested is not None:
-        ctx.say(f"{shutdown.requested}: stopped after recording plan revision {planned.revision}")
+def _drafted(ctx: CliContext, view: pb.TaskView, stopped_by: str | None) -> int:
+    print_plan(ctx, view.plan, indent="")
+    ctx.say(f"approve it: codeflux task approve-plan {view.task_id} --revision {view.plan.revision} "
+            f"--sha256 {view.plan.sha256}")
+    if stopped_by is not None:
+        ctx.say(f"{stopped_by}: stopped after recording plan revision {view.plan.revision}")
         ctx.say(f"exit {int(ExitCode.DECISION_NEEDED)}")
         return int(ExitCode.DECISION_NEEDED)
     return 0
 
 
-def _start(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    with ShutdownOnSignal(ctx, ctx.location()) as shutdown:
-        return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args, shutdown=shutdown)
-
-
-def _pause(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    task = service.show(task_id).task
-    require_task_action(task, TaskAction.PAUSE)
-    change = service.transition(task_id, TaskState.PAUSED, expected_revision=task.revision, reason="paused by the user",
-                                actor=Actor.USER, idempotency_key=_key())
-    ctx.say(f"task {task_id}: {change.state} (a run in progress stops before its next turn)")
+def _start(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    view = _task(channel, task_id)  # only a coordinator gets here (see run)
+    request = pb.StartTaskRequest(control=control(), task_id=task_id, plan_revision=view.plan.revision)
+    print_task(ctx, channel.call("TaskService/StartTask", request, pb.TaskView))
+    ctx.say("the coordinator runs it in the background; follow it in the browser or with `codeflux task show`")
     return 0
 
 
-def _resume(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    with ShutdownOnSignal(ctx, ctx.location()) as shutdown:
-        return _resume_paused(args, ctx, db, service, task_id, shutdown=shutdown)
-
-
-def _resume_paused(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId,
-                   *, shutdown: ShutdownOnSignal) -> int:
-    task = service.show(task_id).task
-    if task.state is not TaskState.PAUSED:
-        raise TaskActionUnavailableError(task_id=task_id.value, action=TaskAction.RESUME.value,
-                                         state=task.state.value, reason="only a paused task resumes")
-    view = service.show(task_id)
-    if not view.plan_approved:
-        # paused while planning (e.g. no budget yet): resuming drafts the plan again
-        service.transition(task_id, TaskState.FORECASTING, expected_revision=task.revision,
-                           reason="resumed by the user: the plan is drafted again", actor=Actor.USER,
-                           idempotency_key=_key())
-        return _draft(args, ctx, db, service, task_id, shutdown=shutdown)
-    service.transition(task_id, TaskState.READY, expected_revision=task.revision, reason="resumed by the user",
-                       actor=Actor.USER, idempotency_key=_key())
-    kept = conversation_summary(service.changes, task_id)
-    if kept is not None and kept.is_open and view.plan is not None and kept.plan_revision == view.plan.revision:
-        steps = len(view.plan.plan.steps)
-        ctx.say(f"task {task_id}: resuming in this process; the run's conversation continues ({kept.messages} "
-                f"message(s) kept, {len(kept.steps_done)} of {steps} plan step(s) done)")
-    else:
-        ctx.say(f"task {task_id}: resuming in this process; no conversation is kept for plan revision "
-                f"{view.plan.revision if view.plan else '?'}, so the run starts one from the worktree's current state")
-    return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args, shutdown=shutdown)
-
-
-def _decide(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    with ToolDriver(db, state_dir=ctx.location().directory / "workers") as driver:
-        if driver.read_request(args.request).task_id != task_id:
-            raise UsageError(f"request {args.request} is not a request of task {task_id}")
-        decided = driver.decide(args.request, args.decision, reason=args.reason)
-    ctx.say(f"task {task_id}: request {decided.request_id} {decided.outcome} ({decided.decision.reason[:200]})")
-    return 0
-
-
-def _diff(args: argparse.Namespace, ctx: CliContext, db: Database, service: TaskService, task_id: TaskId) -> int:
-    binding = task_worktree_binding(service.show(task_id).task)
-    if binding is None or not binding.path.exists():
-        raise TaskActionUnavailableError(task_id=task_id.value, action="diff", state=service.show(task_id).task.state,
-                                         reason="the task has no worktree (it never ran, or it was removed)")
-    diff = diff_against_base(binding)
-    _write_bytes(ctx, diff.unified_diff)
-    ctx.say(f"diff identity {diff.identity} (base {diff.base[:12]}, head {diff.head[:12]}, {len(diff.files)} file(s))")
-    for line in what_runs_lines(changes_what_runs(f.path for f in diff.files)):
-        ctx.say(line)
-    return 0
+def _resume(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    view = _task(channel, task_id)
+    if view.state != TaskState.PAUSED.value:
+        raise TaskActionUnavailableError(task_id=task_id, action="resume", state=view.state,
+                                         reason="only a paused task resumes")
+    request = pb.TaskActionRequest(control=control(), task_id=task_id, reason="resumed by the user")
+    if channel.via is not None or not (view.HasField("plan") and view.plan.decision == "approved"):
+        # a coordinator runs it in the background; paused while planning, the plan is drafted again
+        resumed = channel.call("TaskService/ResumeTask", request, pb.TaskView)
+        if resumed.state == TaskState.AWAITING_PLAN_APPROVAL.value:
+            return _drafted(ctx, resumed, None)
+        print_task(ctx, resumed)
+        return 0
+    return _resume_here(args, ctx, TaskId.parse(task_id))
 
 
 _TASK_HANDLERS: dict[str, Handler] = {
-    "show": _show_task, "approve-plan": _approve, "send-back": _send_back, "accept": _accept, "reject": _reject,
-    "patch": _patch, "record-outcome": _record_outcome, "recover": _recover, "cancel": _cancel, "plan": _plan,
-    "start": _start, "pause": _pause, "resume": _resume, "decide": _decide, "diff": _diff,
+    "show": _show, "approve-plan": _approve, "send-back": _send_back, "accept": _accept, "reject": _reject,
+    "patch": _patch, "record-outcome": _record_outcome, "recover": _recover, "plan": _plan, "start": _start,
+    "pause": _action("PauseTask", "paused"), "cancel": _action("CancelTask", "cancelled"), "resume": _resume,
+    "decide": _decide, "diff": _diff,
 }
 
 
-def _print_worktree(ctx: CliContext, disposal: WorktreeDisposal | None) -> None:
-    if disposal is None:
-        return
-    if disposal.removed:
-        deleted = disposal.checkpoint_refs_deleted
-        refs = f"; {deleted} checkpoint ref(s) deleted" if deleted else ""
-        ctx.say("  worktree removed" + (" with its branch" if disposal.branch_deleted else "") + refs)
-    else:
-        ctx.say(f"  worktree kept ({disposal.refusal}): {disposal.detail}")
+# ─── start and resume in this process (no coordinator runs) ─────────────────────────────────────────
 
 
-def _print_recovery(ctx: CliContext, view: RecoveryView) -> None:
-    known, advice = view.known, view.recommendation
-    ctx.say(f"task {view.task.task_id}  {view.task.state}  {view.task.title or ''}")
-    ctx.say("  known")
-    ctx.say(f"    interrupted while {known.interrupted_in}")
-    plan = "none" if known.plan_revision is None else (
-        f"revision {known.plan_revision} ({'approved' if known.plan_approved else 'not approved'})")
-    ctx.say(f"    plan       {plan}")
-    ctx.say(f"    attempt    {known.attempt or 'none'}; last ledger stage {known.last_stage or 'none'}")
-    head = f"HEAD {known.head[:12]} over base {known.base[:12]}" if known.head and known.base else ""
-    ctx.say(f"    worktree   {known.worktree} {head}".rstrip())
-    if known.diff_identity is not None:
-        ctx.say(f"    diff       {known.diff_identity}" + ("  (stored as a patch)" if known.patch_stored else ""))
-    ctx.say("  ambiguous" + ("" if view.ambiguous else "  nothing"))
-    for effect in view.ambiguous:
-        outcome = "UNRESOLVED" if effect.outcome is None else f"recorded: {effect.outcome}"
-        ctx.say(f"    {effect.item_id}  {effect.kind}  {effect.summary}  [{outcome}]")
-    ctx.say(f"  recommended  {advice.recommended}: {advice.why}")
-    for action, reason in advice.refused:
-        ctx.say(f"    {action.value:<15} no: {reason}")
-    if advice.unresolved:
-        ctx.say(f"  next: codeflux task record-outcome {view.task.task_id} --item ITEM --happened|--did-not-happen")
+def _start_here(args: argparse.Namespace, ctx: CliContext, task_id: TaskId) -> int:
+    with _local_tasks(ctx) as (db, service), ShutdownOnSignal(ctx, ctx.location()) as shutdown:
+        return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args, shutdown=shutdown)
 
 
-def _write_bytes(ctx: CliContext, data: bytes) -> None:
-    buffer = getattr(ctx.stdout, "buffer", None)
-    if buffer is None:
-        ctx.stdout.write(data.decode("utf-8", errors="replace"))
-    else:
-        ctx.stdout.flush()
-        buffer.write(data)
-        buffer.flush()
+def _resume_here(args: argparse.Namespace, ctx: CliContext, task_id: TaskId) -> int:
+    with _local_tasks(ctx) as (db, service), ShutdownOnSignal(ctx, ctx.location()) as shutdown:
+        view = service.show(task_id)
+        service.transition(task_id, TaskState.READY, expected_revision=view.task.revision,
+                           reason="resumed by the user", actor=Actor.USER, idempotency_key=control().idempotency_key)
+        kept = conversation_summary(service.changes, task_id)
+        if kept is not None and kept.is_open and view.plan is not None and kept.plan_revision == view.plan.revision:
+            ctx.say(f"task {task_id}: resuming in this process; the run's conversation continues ({kept.messages} "
+                    f"message(s) kept, {len(kept.steps_done)} of {len(view.plan.plan.steps)} plan step(s) done)")
+        else:
+            ctx.say(f"task {task_id}: resuming in this process; no conversation is kept for plan revision "
+                    f"{view.plan.revision if view.plan else '?'}, so the run starts one from the worktree's current "
+                    "state")
+        return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args, shutdown=shutdown)
+
+
+@contextlib.contextmanager
+def _local_tasks(ctx: CliContext) -> Iterator[tuple[Database, TaskService]]:
+    location = ctx.location()
+    db = open_store(location, create=False, migrate=False)
+    try:
+        startup_recovery(ctx, db, location)
+        yield db, TaskService(db, worktrees_root=location.worktrees)
+    finally:
+        db.close()

@@ -8,7 +8,9 @@
 - :mod:`codeflux.coordinator.spending` — money: the model gateway (the only code path that calls a model),
   which provider it uses (``model_access``), budgets, prices and model approvals.
 
-Beside them: ``doctor`` (prerequisite checks), ``instance`` (one coordinator per data directory) and
-``demo`` (the sample repository). The coordinator's side of the worker link lives in
-:mod:`codeflux.worker.client`. May import every codeflux package except server and cli.
+Beside them: ``hooks`` (the named hook points — tool call submitted, decided, ran; task state changed — that
+the CLI and services observe instead of subclassing coordinator classes), ``doctor`` (prerequisite checks),
+``instance`` (one coordinator per data directory) and ``demo`` (the sample repository). The coordinator's
+side of the worker link lives in :mod:`codeflux.worker.client`. May import every codeflux package except server
+and cli.
 """

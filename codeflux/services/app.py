@@ -11,6 +11,7 @@ is the coordinator's; the app only holds it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -39,3 +40,6 @@ class CoordinatorApp:
     runs: BackgroundRuns | None = None
     # The loopback port the coordinator serves on, once it is bound (doctor checks that one).
     port: int | None = None
+    # Asked before each model call of a plan draft: a signal's name stops the draft at that boundary (the
+    # terminal's in-process channel sets it; the coordinator stops through BackgroundRuns.shutdown).
+    stop_requested: Callable[[], str | None] = lambda: None

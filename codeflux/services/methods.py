@@ -14,7 +14,9 @@ from google.protobuf.message import Message
 from codeflux.domain.ids import TaskId
 from codeflux.services import (
     approvals,
+    budget,
     diagnostics,
+    prices,
     recovery,
     review,
     session,
@@ -38,6 +40,8 @@ SERVICE_MODULES: Final[tuple[MethodsOf, ...]] = (
     review.methods,
     recovery.methods,
     settings.methods,
+    budget.methods,
+    prices.methods,
     diagnostics.methods,
     session.methods,
 )

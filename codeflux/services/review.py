@@ -16,6 +16,10 @@
   a reply (``kind`` "conflict", nothing changed). A retry with the same idempotency key returns the first
   reply (:class:`~codeflux.services.mutations.MutationLedger`); the coordinator keys each decision by the
   reviewed identity as well.
+* ``GetDiff`` / ``GetPatch`` — the terminal's ``codeflux task diff`` and ``task patch``: the exact bytes of the
+  worktree's diff (with its identity and the files that change what runs) or of the kept patch, cut at a
+  line end after :data:`MAX_TERMINAL_BYTES` (``truncated`` and ``whole_bytes`` say so), which keeps a reply
+  inside the transport's message limit.
 """
 
 from __future__ import annotations
@@ -41,9 +45,10 @@ from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, m
 from codeflux.services.views import task_view
 from codeflux.store import stage_ledger as ledger_rows
 
-__all__ = ["MAX_DIFF_BYTES", "methods", "review_view", "stage_views"]
+__all__ = ["MAX_DIFF_BYTES", "MAX_TERMINAL_BYTES", "methods", "review_view", "stage_views"]
 
 MAX_DIFF_BYTES: Final = 1 << 20
+MAX_TERMINAL_BYTES: Final = 3 << 20
 _IDENTITY: Final = re.compile(r"[0-9a-f]{64}")
 _SERVICE: Final = "ReviewService"
 _DETAIL_KEYS: Final = ("argv", "exit_code", "tests", "passed", "failures", "errors", "skipped", "failing")
@@ -59,14 +64,36 @@ def _identity(text: str) -> str:
     return text
 
 
-def _capped(diff: bytes) -> tuple[str, bool]:
-    if len(diff) <= MAX_DIFF_BYTES:
-        return diff.decode("utf-8", errors="replace"), False
-    cut = diff[:MAX_DIFF_BYTES]
+def _cut(data: bytes, limit: int) -> tuple[bytes, bool]:
+    """``data``, or its first ``limit`` bytes cut back to a line end."""
+    if len(data) <= limit:
+        return data, False
+    cut = data[:limit]
     line_end = cut.rfind(b"\n")
-    if line_end > 0:
-        cut = cut[: line_end + 1]
-    return cut.decode("utf-8", errors="replace"), True
+    return (cut[: line_end + 1] if line_end > 0 else cut), True
+
+
+def _capped(diff: bytes) -> tuple[str, bool]:
+    cut, truncated = _cut(diff, MAX_DIFF_BYTES)
+    return cut.decode("utf-8", errors="replace"), truncated
+
+
+def diff_bytes(app: CoordinatorApp, task_id: TaskId) -> pb.DiffBytes:
+    """The worktree's diff for the terminal (see the module docstring)."""
+    diff = _task_diff(app, task_id)
+    data, truncated = _cut(diff.unified_diff, MAX_TERMINAL_BYTES)
+    return pb.DiffBytes(
+        diff_identity=diff.identity, base=diff.base, head=diff.head, file_count=len(diff.files), unified_diff=data,
+        truncated=truncated, whole_bytes=len(diff.unified_diff), limit_bytes=MAX_TERMINAL_BYTES,
+        changes_what_runs=[pb.WhatRunsChangeView(path=flag.path, reason=flag.reason)
+                           for flag in changes_what_runs(f.path for f in diff.files)])
+
+
+def patch_view(app: CoordinatorApp, task_id: TaskId) -> pb.PatchView:
+    """The patch kept for the task, exact bytes (cut like :func:`diff_bytes`)."""
+    kept = CoordinatorReview(app.db).task_patch(task_id)
+    data, truncated = _cut(kept.patch, MAX_TERMINAL_BYTES)
+    return pb.PatchView(diff_identity=kept.diff_identity, patch=data, truncated=truncated, whole_bytes=len(kept.patch))
 
 
 def _text(value: object) -> str:
@@ -213,6 +240,12 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
     def list_stages(ctx: CallContext, request: pb.ListStagesRequest) -> pb.ListStagesReply:
         return stage_views(app, parse_task_id(request.task_id), request.attempt)
 
+    def get_diff(ctx: CallContext, request: pb.GetDiffRequest) -> pb.DiffBytes:
+        return diff_bytes(app, parse_task_id(request.task_id))
+
+    def get_patch(ctx: CallContext, request: pb.GetPatchRequest) -> pb.PatchView:
+        return patch_view(app, parse_task_id(request.task_id))
+
     def accept(ctx: CallContext, request: pb.AcceptChangeRequest) -> pb.AcceptChangeReply:
         return _accept(app, ledger, ctx, request)
 
@@ -224,6 +257,10 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
                     response_type=pb.ReviewView, handler=get_review),
         UnaryMethod(name=method_name(_SERVICE, "ListStages"), request_type=pb.ListStagesRequest,
                     response_type=pb.ListStagesReply, handler=list_stages),
+        UnaryMethod(name=method_name(_SERVICE, "GetDiff"), request_type=pb.GetDiffRequest,
+                    response_type=pb.DiffBytes, handler=get_diff),
+        UnaryMethod(name=method_name(_SERVICE, "GetPatch"), request_type=pb.GetPatchRequest,
+                    response_type=pb.PatchView, handler=get_patch),
         UnaryMethod(name=method_name(_SERVICE, "AcceptChange"), request_type=pb.AcceptChangeRequest,
                     response_type=pb.AcceptChangeReply, handler=accept, mutating=True),
         UnaryMethod(name=method_name(_SERVICE, "RejectChange"), request_type=pb.RejectChangeRequest,

@@ -23,11 +23,12 @@ from typing import Final
 
 from codeflux.api.v1 import product_pb2
 from codeflux.domain.errors import NotFoundError, StoreCorruptError, UsageError
+from codeflux.domain.events import EventPayload
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
-from codeflux.store.events import StoredEvent, read_stored_events_after, session_head
+from codeflux.store.events import JournalEvent, read_stored_events_after, session_head
 
-__all__ = ["PAGE_SIZE", "RECHECK_SECONDS", "methods"]
+__all__ = ["PAGE_SIZE", "RECHECK_SECONDS", "methods", "session_event"]
 
 PAGE_SIZE: Final = 256
 RECHECK_SECONDS: Final = 1.0
@@ -47,7 +48,7 @@ def _head(app: CoordinatorApp, session_id: str) -> int:
     return head
 
 
-def _page(app: CoordinatorApp, session_id: str, after: int, through: int | None) -> list[StoredEvent]:
+def _page(app: CoordinatorApp, session_id: str, after: int, through: int | None) -> list[JournalEvent]:
     return app.db.read(
         lambda view: read_stored_events_after(
             view, session_id=session_id, after_sequence=after, through_sequence=through, limit=PAGE_SIZE
@@ -55,19 +56,27 @@ def _page(app: CoordinatorApp, session_id: str, after: int, through: int | None)
     )
 
 
-def _event_frame(event: StoredEvent) -> product_pb2.SessionFrame:
-    return product_pb2.SessionFrame(
-        event=product_pb2.SessionEvent(
-            session_id=event.session_id,
-            sequence=event.sequence,
-            kind=event.kind,
-            created_at_us=event.created_at_us,
-            payload_json=event.payload_json,
-        )
+def session_event(event: JournalEvent) -> product_pb2.SessionEvent:
+    """The wire form of a committed event: its kind both as text and in the proto's closed set, and its
+    payload as the registry encodes it (an event of a kind this codeflux does not know keeps its stored
+    payload and ``EVENT_KIND_UNSPECIFIED``)."""
+    known = event.event.KIND if isinstance(event.event, EventPayload) else None
+    return product_pb2.SessionEvent(
+        session_id=event.session_id,
+        sequence=event.sequence,
+        kind=event.kind,
+        created_at_us=event.created_at_us,
+        payload_json=event.payload_json,
+        event_kind=product_pb2.EVENT_KIND_UNSPECIFIED if known is None else product_pb2.EventKind.Value(
+            f"EVENT_KIND_{known.name}"),
     )
 
 
-def _contiguous(page: list[StoredEvent], last: int) -> None:
+def _event_frame(event: JournalEvent) -> product_pb2.SessionFrame:
+    return product_pb2.SessionFrame(event=session_event(event))
+
+
+def _contiguous(page: list[JournalEvent], last: int) -> None:
     for offset, event in enumerate(page, start=1):
         if event.sequence != last + offset:
             raise StoreCorruptError("the session journal has a gap; run `codeflux integrity-check`")

@@ -19,6 +19,7 @@ from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.spending.budget_defaults import read_budget_default, set_budget_default
+from codeflux.domain.events import EndpointApproved
 from codeflux.domain.money import Currency, Money
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import mutation_of
@@ -45,10 +46,10 @@ def endpoint_approvals(db: Database) -> list[pb.EndpointApprovalView]:
         page = db.read(lambda view, after=after: read_events_after(  # type: ignore[misc]
             view, session_id=SYSTEM_SESSION_ID, after_sequence=after, limit=MAX_PAGE))
         for event in page:
-            provider, url = event.payload.get("provider"), event.payload.get("base_url")
-            if event.kind == "endpoint-approved" and isinstance(provider, str) and isinstance(url, str):
-                approvals.setdefault((provider, url), pb.EndpointApprovalView(
-                    provider=provider, base_url=url, approved_at=_iso(event.created_at_us)))
+            approved = event.event
+            if isinstance(approved, EndpointApproved):
+                approvals.setdefault((approved.provider, approved.base_url), pb.EndpointApprovalView(
+                    provider=approved.provider, base_url=approved.base_url, approved_at=_iso(event.created_at_us)))
         if len(page) < MAX_PAGE:
             return list(approvals.values())
         after = page[-1].sequence

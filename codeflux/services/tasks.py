@@ -51,6 +51,7 @@ from codeflux.domain.tasks import TaskAction, describe_task_action
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import Mutation, MutationLedger, check_expected_revision, mutation_of, parse_task_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.services.session import session_event
 from codeflux.services.views import session_head, task_service, task_summary, task_view
 from codeflux.store.events import read_stored_events_after
 
@@ -117,7 +118,7 @@ def draft_plan(app: CoordinatorApp, task_id: TaskId, *, key: str) -> None:
     _require_budget(app, task_id)
     runs_of(app).hold_running_lock()
     propose_plan(task_id, gateway=app.models.gateway(("plan",)), tasks=task_service(app),
-                 position=LadderPosition.start(), idempotency_key=key)
+                 position=LadderPosition.start(), idempotency_key=key, stop_requested=app.stop_requested)
 
 
 def _draft(app: CoordinatorApp, ctx: CallContext, request: pb.DraftPlanRequest) -> pb.TaskView:
@@ -224,9 +225,7 @@ def _timeline(app: CoordinatorApp, ctx: CallContext, request: pb.GetTimelineRequ
                                                              after_sequence=request.after_sequence,
                                                              limit=min(limit + 1, _MAX_PAGE)))
     has_more = len(rows) > limit or (len(rows) == limit and rows[-1].sequence < session_head(app.db, session))
-    return pb.Timeline(events=[pb.SessionEvent(session_id=r.session_id, sequence=r.sequence, kind=r.kind,
-                                               created_at_us=r.created_at_us, payload_json=r.payload_json)
-                               for r in rows[:limit]], has_more=has_more)
+    return pb.Timeline(events=[session_event(r) for r in rows[:limit]], has_more=has_more)
 
 
 # ─── the table ───────────────────────────────────────────────────────────────────────────────────

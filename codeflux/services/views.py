@@ -10,7 +10,7 @@ the task's session at the time of the read, so a client can subscribe right afte
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from codeflux.api.v1 import common_pb2, product_pb2
 from codeflux.authority.decide import runs_a_program
@@ -20,27 +20,30 @@ from codeflux.coordinator.tasks.service import TaskService, TaskView
 from codeflux.domain.capabilities import Capability
 from codeflux.domain.confinement import allow_for_task_refusal, describe_approval
 from codeflux.domain.display import argument_display_text
+from codeflux.domain.events import EventKind, WorktreeDisposed, WorktreeRemoved
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Cost, Money
-from codeflux.domain.plans import PlanForecast
+from codeflux.domain.plans import Plan, PlanForecast
 from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import ArgumentValue
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
 from codeflux.store import authority as authority_rows
 from codeflux.store import task_records
+from codeflux.store.database import Database
+from codeflux.store.events import latest_event
 from codeflux.store.events import session_head as stored_session_head
+from codeflux.store.plans import PlanDecisionRow
 from codeflux.worker.client.confinement import choose_confinement
-
-if TYPE_CHECKING:
-    from codeflux.store.database import Database
 
 __all__ = [
     "NEEDS_ATTENTION",
     "argument_text",
+    "budget_view",
     "denial_views",
     "maybe_money",
     "money",
     "pending_approvals",
+    "plan_view",
     "session_head",
     "task_service",
     "task_summary",
@@ -89,16 +92,14 @@ def _author_label(app: CoordinatorApp, created_by: str) -> str:
         return SCRIPTED_DEMO_LABEL
     if created_by == "user":
         return "you"
-    return "a model" if app.models.scripted else f"a model ({app.models.label})"
+    return "a model"  # the plan row does not record which provider answered
 
 
-def _plan(app: CoordinatorApp, view: TaskView) -> product_pb2.PlanView | None:
-    row = view.plan
-    if row is None:
-        return None
-    plan, decision = row.plan, view.plan_decision
+def plan_view(*, revision: int, sha256: str, plan: Plan, decision: PlanDecisionRow | None,
+              author_label: str) -> product_pb2.PlanView:
+    """One plan revision as the plan card (and the terminal's plan printer) shows it."""
     shown = product_pb2.PlanView(
-        revision=row.revision, sha256=row.sha256, task_class=str(plan.task_class), scope_summary=plan.scope.summary,
+        revision=revision, sha256=sha256, task_class=str(plan.task_class), scope_summary=plan.scope.summary,
         scope_paths=list(plan.scope.paths), scope_excluded=list(plan.scope.excluded),
         steps=[product_pb2.PlanStepView(title=s.title, detail=s.detail, expected_files=list(s.expected_files))
                for s in plan.steps],
@@ -106,17 +107,24 @@ def _plan(app: CoordinatorApp, view: TaskView) -> product_pb2.PlanView | None:
         permissions=[product_pb2.PlanPermissionView(capability=p.need.capability.value, resource=p.need.resource or "",
                                                     reason=p.reason) for p in plan.permissions],
         assumptions=list(plan.assumptions), decision="undecided" if decision is None else decision.decision,
-        feedback=(decision.feedback or "") if decision is not None else "",
-        author_label=_author_label(app, row.created_by))
+        feedback=(decision.feedback or "") if decision is not None else "", author_label=author_label)
     if plan.forecast is not None:
         shown.forecast.CopyFrom(_forecast(plan.forecast))
     return shown
 
 
+def _plan(app: CoordinatorApp, view: TaskView) -> product_pb2.PlanView | None:
+    row = view.plan
+    if row is None:
+        return None
+    return plan_view(revision=row.revision, sha256=row.sha256, plan=row.plan, decision=view.plan_decision,
+                     author_label=_author_label(app, row.created_by))
+
+
 # ─── the budget ──────────────────────────────────────────────────────────────────────────────────
 
 
-def _budget(app: CoordinatorApp, task_id: TaskId) -> product_pb2.BudgetView:
+def budget_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.BudgetView:
     budgets = BudgetService(app.db)
     revision = budgets.revision_of(task_id)
     if revision is None:
@@ -186,6 +194,18 @@ def session_head(db: Database, session_id: str) -> int:
     return db.read(lambda view: stored_session_head(view, session_id)) or 0
 
 
+def _worktree_disposal(db: Database, session_id: str) -> product_pb2.WorktreeDisposalView | None:
+    """The task's last worktree disposal, from its journal (None: its worktree never ended)."""
+    found = db.read(lambda view: latest_event(view, session_id=session_id,
+                                              kinds=(EventKind.WORKTREE_REMOVED, EventKind.WORKTREE_KEPT)))
+    event = None if found is None else found.event
+    if not isinstance(event, WorktreeDisposed):
+        return None
+    return product_pb2.WorktreeDisposalView(
+        removed=isinstance(event, WorktreeRemoved), branch_deleted=event.branch_deleted,
+        checkpoint_refs_deleted=event.checkpoint_refs_deleted or 0, refusal=event.refusal or "", detail=event.detail)
+
+
 def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
     """Everything the task screen shows, read now (see the module docstring)."""
     view = task_service(app).show(task_id)
@@ -198,9 +218,13 @@ def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
         base_revision=task.base_revision or "", worktree=str(task.worktree), session_id=task.session_id,
         actions=[product_pb2.TaskActionView(action=a.action.value, available=a.available, reason=a.reason or "")
                  for a in view.actions],
-        budget=_budget(app, task_id), pending_approvals=pending_approvals(app, task_id),
+        budget=budget_view(app, task_id), pending_approvals=pending_approvals(app, task_id),
         run_active=runs is not None and runs.is_active(task_id), provider_label=app.models.label,
-        through_sequence=head, last_outcome="" if runs is None else runs.last_outcome(task_id))
+        through_sequence=head, last_outcome="" if runs is None else runs.last_outcome(task_id),
+        worktree_exists=task.worktree.is_dir())
+    disposal = _worktree_disposal(app.db, task.session_id)
+    if disposal is not None:
+        shown.worktree_disposal.CopyFrom(disposal)
     plan = _plan(app, view)
     if plan is not None:
         shown.plan.CopyFrom(plan)

@@ -59,9 +59,11 @@ _MAX_PATH: Final = 4096
 _SERVICE: Final = "WorkspaceService"
 
 
-def provider_statuses(db: Database, *, timeout_s: float = CREDENTIAL_STATUS_TIMEOUT_S) -> list[pb.ProviderStatus]:
-    """Each provider's credential status as ``codeflux provider list`` shows it (never a key), bounded in time."""
-    references = {row.provider for row in list_provider_credential_references(db)}
+def provider_statuses(db: Database | None, *,
+                      timeout_s: float = CREDENTIAL_STATUS_TIMEOUT_S) -> list[pb.ProviderStatus]:
+    """Each provider's credential status as ``codeflux provider list`` shows it (never a key), bounded in time.
+    ``db`` None: there is no database yet, so no reference is recorded."""
+    references = set() if db is None else {row.provider for row in list_provider_credential_references(db)}
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codeflux-credential-status")
     try:
         keys = pool.submit(lambda: stored_provider_keys(timeout_s=min(5.0, timeout_s))).result(timeout=timeout_s)

@@ -6,6 +6,7 @@ records the purge as an event in the system journal (counts only), in the same t
 
 from __future__ import annotations
 
+from codeflux.domain.events import LogsPurged
 from codeflux.store.database import Database, Transaction
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event
 
@@ -38,12 +39,7 @@ def purge_app_logs(db: Database, *, before_us: int | None) -> int:
         else:
             tx.execute("DELETE FROM app_logs WHERE at_us < ?", (before_us,))
         deleted = tx.changes()
-        append_event(
-            tx,
-            session_id=SYSTEM_SESSION_ID,
-            kind="logs-purged",
-            payload={"deleted": deleted, "before_us": before_us},
-        )
+        append_event(tx, session_id=SYSTEM_SESSION_ID, event=LogsPurged(deleted=deleted, before_us=before_us))
         return deleted
 
     return db.write(purge)

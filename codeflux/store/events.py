@@ -3,23 +3,29 @@
 Appending happens inside the caller's transaction (one user-visible outcome = aggregate change + its
 events + idempotency record). The session counter is bumped first and the event carries the new value;
 SQL triggers refuse any other sequence, so the journal can't have gaps or duplicates.
+
+Only registered payloads (:mod:`codeflux.domain.events`) are appended; the kind comes from the payload's
+class. Reading decodes every row once through the registry, so callers get typed payloads (or, for a kind
+this codeflux does not know, an :class:`~codeflux.domain.events.UnknownEvent` kept for display), never
+JSON text.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from codeflux.domain.errors import NotFoundError, UsageError
+from codeflux.domain.events import DecodedEvent, EventPayload, UnknownEvent, decode_event
 from codeflux.store.database import ReadView, Row, Transaction, now_us
 
 __all__ = [
     "SYSTEM_SESSION_ID",
     "JournalEvent",
-    "StoredEvent",
     "append_event",
     "find_journal_gaps",
+    "latest_event",
     "read_events_after",
     "read_stored_events_after",
     "session_head",
@@ -29,18 +35,37 @@ SYSTEM_SESSION_ID = "ses_system"
 MAX_PAGE = 1000
 
 
+def _json_text(payload: Mapping[str, object]) -> str:
+    return json.dumps(dict(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JournalEvent:
+    """A committed event: its place in the session's journal and its decoded payload."""
+
     session_id: str
     sequence: int
     kind: str
-    payload: Mapping[str, object]
+    event: DecodedEvent
     created_at_us: int
 
+    @property
+    def payload(self) -> Mapping[str, object]:
+        """The payload as the registry encodes it (as stored, for an :class:`UnknownEvent`)."""
+        return self.event.to_payload()
 
-def append_event(tx: Transaction, *, session_id: str, kind: str, payload: Mapping[str, object]) -> JournalEvent:
-    """Append one event to ``session_id``'s journal in the open transaction and return it."""
-    body = json.dumps(dict(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    @property
+    def payload_json(self) -> str:
+        """The payload as canonical JSON text (sorted keys), for transports that forward it."""
+        return _json_text(self.payload)
+
+
+def append_event(tx: Transaction, *, session_id: str, event: EventPayload) -> JournalEvent:
+    """Append ``event`` to ``session_id``'s journal in the open transaction and return it."""
+    if not isinstance(event, EventPayload):  # UnknownEvent and raw mappings are read-only
+        raise UsageError(f"only registered event payloads are appended, not {type(event).__name__}")
+    kind = event.KIND.value
+    body = _json_text(event.to_payload())
     rows = tx.execute(
         "UPDATE sessions SET current_sequence = current_sequence + 1 WHERE id = ? RETURNING current_sequence",
         (session_id,),
@@ -54,7 +79,22 @@ def append_event(tx: Transaction, *, session_id: str, kind: str, payload: Mappin
         " VALUES (?, ?, ?, 1, ?, ?)",
         (session_id, sequence, kind, body, at),
     )
-    return JournalEvent(session_id=session_id, sequence=sequence, kind=kind, payload=payload, created_at_us=at)
+    return JournalEvent(session_id=session_id, sequence=sequence, kind=kind, event=event, created_at_us=at)
+
+
+def _decoded(kind: str, payload_json: str) -> DecodedEvent:
+    try:
+        payload = json.loads(payload_json)
+    except ValueError:
+        return UnknownEvent(kind=kind, payload={"unparsed": payload_json[:4096]},
+                            problem="the stored payload is not JSON")
+    return decode_event(kind, payload)
+
+
+def _journal_event(row: Row) -> JournalEvent:
+    kind = str(row[2])
+    return JournalEvent(session_id=str(row[0]), sequence=int(row[1]), kind=kind, event=_decoded(kind, str(row[3])),
+                        created_at_us=int(row[4]))
 
 
 def _rows_after(view: ReadView, session_id: str, after: int, through: int | None, limit: int) -> list[Row]:
@@ -71,21 +111,7 @@ def _rows_after(view: ReadView, session_id: str, after: int, through: int | None
 
 def read_events_after(view: ReadView, *, session_id: str, after_sequence: int, limit: int) -> list[JournalEvent]:
     """Committed events with ``sequence > after_sequence``, oldest first, at most ``limit``."""
-    return [
-        JournalEvent(session_id=r[0], sequence=int(r[1]), kind=r[2], payload=json.loads(r[3]), created_at_us=int(r[4]))
-        for r in _rows_after(view, session_id, after_sequence, None, limit)
-    ]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoredEvent:
-    """A committed event with its payload as the stored JSON text (for transports that forward it)."""
-
-    session_id: str
-    sequence: int
-    kind: str
-    payload_json: str
-    created_at_us: int
+    return [_journal_event(r) for r in _rows_after(view, session_id, after_sequence, None, limit)]
 
 
 def session_head(view: ReadView, session_id: str) -> int | None:
@@ -96,13 +122,19 @@ def session_head(view: ReadView, session_id: str) -> int | None:
 
 def read_stored_events_after(
     view: ReadView, *, session_id: str, after_sequence: int, through_sequence: int | None = None, limit: int
-) -> list[StoredEvent]:
+) -> list[JournalEvent]:
     """Committed events in ``(after_sequence, through_sequence]`` (no upper bound when None), oldest first,
-    at most ``limit``, with the payload left as its stored JSON text."""
-    return [
-        StoredEvent(session_id=r[0], sequence=int(r[1]), kind=r[2], payload_json=r[3], created_at_us=int(r[4]))
-        for r in _rows_after(view, session_id, after_sequence, through_sequence, limit)
-    ]
+    at most ``limit``."""
+    return [_journal_event(r) for r in _rows_after(view, session_id, after_sequence, through_sequence, limit)]
+
+
+def latest_event(view: ReadView, *, session_id: str, kinds: Sequence[str]) -> JournalEvent | None:
+    """The newest committed event of ``session_id`` whose kind is one of ``kinds``; None when there is none."""
+    rows = [view.query_one(
+        "SELECT session_id, sequence, kind, payload_json, created_at_us FROM events"
+        " WHERE session_id = ? AND kind = ? ORDER BY sequence DESC LIMIT 1", (session_id, kind)) for kind in kinds]
+    found = [row for row in rows if row is not None]
+    return _journal_event(max(found, key=lambda row: int(row[1]))) if found else None
 
 
 def find_journal_gaps(view: ReadView) -> list[str]:

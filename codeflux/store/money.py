@@ -1,24 +1,25 @@
 """SQL of budgets and the budget ledger: per-task limits, immutable entries, acknowledgements, totals.
 
 Amounts are integer minor units; ``None`` is unknown (the column's known flag is 0). The ledger's
-triggers close each reservation exactly once (see ``migrations/000003_money.sql``); the budget service
-and the model gateway compose these functions so one user-visible outcome is one transaction. Nothing
-here builds or accepts a binary floating-point number.
+triggers close each reservation exactly once (see ``migrations/000003_money.sql``). Ledger entries and
+their acknowledgements are written only by ``codeflux.coordinator.spending.ledger`` (a test keeps it so),
+inside the transaction of the outcome they belong to. Nothing here builds or accepts a binary
+floating-point number.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codeflux.domain.budget import Budget, LedgerTotals
 from codeflux.domain.errors import NotFoundError, StaleRevisionError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Currency, Money
 from codeflux.store.database import ReadView, Row, Transaction
 
 __all__ = [
-    "BudgetRow",
     "LedgerEntryRow",
-    "LedgerTotals",
+    "budget_entries_of_request",
     "budget_entries_of_task",
     "change_budget",
     "insert_acknowledgement",
@@ -46,28 +47,10 @@ def _maybe_text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BudgetRow:
-    """A task's hard budget: limit and warning in its currency, an optional token limit."""
-
-    task_id: TaskId
-    hard_limit: Money
-    warning: Money | None
-    token_limit: int | None
-    allow_unknown_price: bool
-    revision: int
-    created_at_us: int
-    updated_at_us: int
-
-    @property
-    def currency(self) -> Currency:
-        return self.hard_limit.currency
-
-
-def _budget_row(row: Row) -> BudgetRow:
+def _budget_row(row: Row) -> Budget:
     currency = Currency.parse(str(row[1]))
     warning = _maybe_int(row[3])
-    return BudgetRow(
+    return Budget(
         task_id=TaskId.parse(str(row[0])), hard_limit=Money(minor=_int(row[2]), currency=currency),
         warning=None if warning is None else Money(minor=warning, currency=currency),
         token_limit=_maybe_int(row[4]), allow_unknown_price=bool(row[5]), revision=_int(row[6]),
@@ -75,12 +58,12 @@ def _budget_row(row: Row) -> BudgetRow:
     )
 
 
-def read_budget(view: ReadView, task_id: TaskId) -> BudgetRow | None:
+def read_budget(view: ReadView, task_id: TaskId) -> Budget | None:
     row = view.query_one(f"SELECT {_BUDGET} FROM budgets WHERE task_id = ?", (task_id.value,))  # noqa: S608
     return None if row is None else _budget_row(row)
 
 
-def require_budget(view: ReadView, task_id: TaskId) -> BudgetRow:
+def require_budget(view: ReadView, task_id: TaskId) -> Budget:
     budget = read_budget(view, task_id)
     if budget is None:
         raise NotFoundError(kind="budget of task", entity_id=task_id.value)
@@ -90,7 +73,7 @@ def require_budget(view: ReadView, task_id: TaskId) -> BudgetRow:
 def insert_budget(
     tx: Transaction, *, task_id: TaskId, hard_limit: Money, warning: Money | None, token_limit: int | None,
     allow_unknown_price: bool, at_us: int,
-) -> BudgetRow:  # fmt: skip
+) -> Budget:  # fmt: skip
     rows = tx.execute(
         f"INSERT INTO budgets ({_BUDGET}) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?) RETURNING {_BUDGET}",  # noqa: S608
         (task_id.value, hard_limit.currency.code, hard_limit.minor, None if warning is None else warning.minor,
@@ -102,7 +85,7 @@ def insert_budget(
 def change_budget(
     tx: Transaction, *, task_id: TaskId, expected_revision: int, hard_limit: Money, warning: Money | None,
     token_limit: int | None, allow_unknown_price: bool, at_us: int,
-) -> BudgetRow:  # fmt: skip
+) -> Budget:  # fmt: skip
     """Compare-and-set the budget's limits (an unchanged one just advances the revision)."""
     rows = tx.execute(
         "UPDATE budgets SET hard_limit_minor = ?, warning_minor = ?, token_limit = ?, allow_unknown_price = ?,"  # noqa: S608
@@ -156,12 +139,23 @@ def budget_entries_of_task(view: ReadView, task_id: TaskId, *, limit: int = 10_0
         " WHERE e.task_id = ? ORDER BY e.id LIMIT ?",
         (task_id.value, limit),
     )
-    return [
-        LedgerEntryRow(entry_id=_int(r[0]), task_id=TaskId.parse(str(r[1])), request_id=str(r[2]), kind=str(r[3]),
-                       amount_minor=_maybe_int(r[4]), currency=Currency.parse(str(r[5])), reason=_maybe_text(r[6]),
-                       recorded_at_us=_int(r[7]), acknowledged=r[8] is not None)
-        for r in rows
-    ]
+    return [_entry(r) for r in rows]
+
+
+def budget_entries_of_request(view: ReadView, request_id: str) -> list[LedgerEntryRow]:
+    """One model request's entries, oldest first: its ``reserve`` and whatever closed it."""
+    rows = view.query_all(
+        f"SELECT {_ENTRY} FROM budget_entries e LEFT JOIN budget_acknowledgements a ON a.entry_id = e.id"  # noqa: S608
+        " WHERE e.request_id = ? ORDER BY e.id",
+        (request_id,),
+    )
+    return [_entry(r) for r in rows]
+
+
+def _entry(r: Row) -> LedgerEntryRow:
+    return LedgerEntryRow(entry_id=_int(r[0]), task_id=TaskId.parse(str(r[1])), request_id=str(r[2]), kind=str(r[3]),
+                          amount_minor=_maybe_int(r[4]), currency=Currency.parse(str(r[5])),
+                          reason=_maybe_text(r[6]), recorded_at_us=_int(r[7]), acknowledged=r[8] is not None)
 
 
 def insert_acknowledgement(
@@ -172,24 +166,6 @@ def insert_acknowledgement(
         " VALUES (?, ?, ?, ?, ?)",
         (task_id.value, entry_id, acknowledged_by, note, at_us),
     )
-
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LedgerTotals:
-    """Aggregates of a task's ledger in minor units. ``*_unknown`` counts entries with an unknown amount."""
-
-    reserved_minor: int
-    reserved_unknown: int
-    open_requests: int
-    spent_minor: int
-    spent_unknown: int
-    charged_at_bound: int
-    charged_at_bound_minor: int
-    overrun_minor: int
-    pending_decisions: tuple[int, ...]
-    tokens_used: int
-    tokens_reserved: int
 
 
 def ledger_totals(view: ReadView, task_id: TaskId) -> LedgerTotals:

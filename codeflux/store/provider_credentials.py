@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codeflux.domain.events import ProviderCredentialDeleted, ProviderCredentialStored
 from codeflux.store.database import Database, Transaction, now_us
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event
 
@@ -42,10 +43,8 @@ def record_provider_credential_reference(db: Database, *, provider: str, credent
                 (at, provider),
             )
         append_event(
-            tx,
-            session_id=SYSTEM_SESSION_ID,
-            kind="provider-credential-stored",
-            payload={"provider": provider, "rotated": existing is not None},
+            tx, session_id=SYSTEM_SESSION_ID,
+            event=ProviderCredentialStored(provider=provider, rotated=existing is not None),
         )
         return existing is not None
 
@@ -59,9 +58,7 @@ def delete_provider_credential_reference(db: Database, *, provider: str) -> bool
         tx.execute("DELETE FROM provider_credentials WHERE provider = ?", (provider,))
         removed = tx.changes() > 0
         if removed:
-            append_event(
-                tx, session_id=SYSTEM_SESSION_ID, kind="provider-credential-deleted", payload={"provider": provider}
-            )
+            append_event(tx, session_id=SYSTEM_SESSION_ID, event=ProviderCredentialDeleted(provider=provider))
         return removed
 
     return db.write(delete)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codeflux.domain.errors import ConflictError, NotFoundError, StaleRevisionError
+from codeflux.domain.events import TaskCreated, TaskStateChanged
 from codeflux.domain.ids import RepositoryId, TaskId
 from codeflux.domain.tasks import TaskState
 from codeflux.store.database import ReadView, Row, Transaction, now_us
@@ -90,10 +91,9 @@ def insert_task_record(
         (task_id.value, session_id, repository_id.value, str(repository_root), str(worktree), title, requirement,
          TaskState.DRAFT.value, at_us, at_us),
     )
-    event = append_event(tx, session_id=session_id, kind="task-created", payload={
-        "task_id": task_id.value, "repository_id": repository_id.value, "state": TaskState.DRAFT.value,
-        "title": title,
-    })
+    event = append_event(tx, session_id=session_id, event=TaskCreated(
+        task_id=task_id, repository_id=repository_id, state=TaskState.DRAFT, title=title,
+    ))
     return require_task_record(tx, task_id), event
 
 
@@ -172,10 +172,9 @@ def record_task_transition(
         raise StaleRevisionError(kind="task", entity_id=task_id.value, expected=expected_revision,
                                  actual=before.revision)
     revision = int(rows[0][0])
-    event = append_event(tx, session_id=before.session_id, kind="task-state-changed", payload={
-        "task_id": task_id.value, "from": before.state.value, "to": to_state.value, "revision": revision,
-        "reason": reason, "actor": actor,
-    })
+    event = append_event(tx, session_id=before.session_id, event=TaskStateChanged(
+        task_id=task_id, from_state=before.state, to_state=to_state, revision=revision, reason=reason, actor=actor,
+    ))
     inserted = tx.execute(
         f"INSERT INTO task_transitions ({_TRANSITION}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)"  # noqa: S608
         f" RETURNING {_TRANSITION}",

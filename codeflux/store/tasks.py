@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codeflux.domain.errors import NotFoundError
+from codeflux.domain.events import TaskCreated
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import TaskState
 from codeflux.store.database import ReadView, Transaction, now_us
@@ -85,8 +86,7 @@ def insert_task(
         f"INSERT INTO tasks ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)",  # noqa: S608
         (task_id.value, session_id, str(repository_root), str(worktree), base_revision, state.value, at, at),
     )
-    append_event(tx, session_id=session_id, kind="task-created",
-                 payload={"task_id": task_id.value, "state": state.value})
+    append_event(tx, session_id=session_id, event=TaskCreated(task_id=task_id, state=state))
     return TaskRow(task_id=task_id, session_id=session_id, repository_root=repository_root, worktree=worktree,
                    base_revision=base_revision, state=state, revision=0, created_at_us=at, updated_at_us=at)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import apsw
 
+from codeflux.domain.events import AgentMessage
 from codeflux.store.backup import write_snapshot
 from codeflux.store.connection import open_connection
 from codeflux.store.database import Database, Transaction
@@ -28,7 +29,8 @@ from codeflux.store.opening import open_store
 EVENTS = int(os.environ.get("CODEFLUX_BENCH_EVENTS", "2000"))
 ROUNDS = 3
 BACKUP_ROWS = 40_000
-PAYLOAD = {"tool": "run_command", "argv": ["pytest", "-q", "tests/unit"], "note": "x" * 200}
+EVENT = AgentMessage(conversation_id=1, attempt=1, text="x" * 200, truncated=False, redacted=False)
+PAYLOAD = EVENT.to_payload()
 
 
 def _percentile(samples: list[float], fraction: float) -> float:
@@ -73,7 +75,7 @@ def journal_append_latencies(db: Database) -> list[float]:
 
     def append(n: int) -> None:
         def work(tx: Transaction) -> None:
-            append_event(tx, session_id=SYSTEM_SESSION_ID, kind="tool-started", payload=PAYLOAD)
+            append_event(tx, session_id=SYSTEM_SESSION_ID, event=EVENT)
 
         db.write(work)
 

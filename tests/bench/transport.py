@@ -33,6 +33,7 @@ from pathlib import Path
 
 from codeflux.api.v1 import product_pb2
 from codeflux.coordinator.spending.gateway import ModelGateway
+from codeflux.domain.events import AgentMessage
 from codeflux.server.client import EnvelopeClient, redeem_launch
 from codeflux.server.serve import start_in_thread
 from codeflux.services import session
@@ -49,7 +50,7 @@ LIVE = int(os.environ.get("CODEFLUX_BENCH_LIVE_EVENTS", "500"))
 ROUNDS = 3
 COLD_ROUNDS = 3
 SUBSCRIBE = "/codeflux.v1.SessionService/Subscribe"
-PAYLOAD = {"tool": "run_command", "argv": ["pytest", "-q", "tests/unit"], "note": "x" * 200}
+EVENT = AgentMessage(conversation_id=1, attempt=1, text="x" * 200, truncated=False, redacted=False)
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -77,7 +78,7 @@ def fill_journal(db: Database, count: int) -> None:
 
         def work(tx: Transaction, n: int = batch) -> None:
             for _ in range(n):
-                append_event(tx, session_id=SYSTEM_SESSION_ID, kind="tool-started", payload=PAYLOAD)
+                append_event(tx, session_id=SYSTEM_SESSION_ID, event=EVENT)
 
         db.write(work)
         done += batch
@@ -124,7 +125,7 @@ async def live_latencies(ws_url: str, cookie: str, db: Database) -> list[float]:
 
     def commit_one() -> None:
         def work(tx: Transaction) -> None:
-            event = append_event(tx, session_id=SYSTEM_SESSION_ID, kind="tool-progress", payload=PAYLOAD)
+            event = append_event(tx, session_id=SYSTEM_SESSION_ID, event=EVENT)
             tx.after_commit(lambda: committed_at.__setitem__(event.sequence, time.perf_counter()))
 
         db.write(work)

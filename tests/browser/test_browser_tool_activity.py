@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from codeflux.domain.ids import TaskId
+from codeflux.domain.events import ToolOutput
+from codeflux.domain.ids import TaskId, ToolRequestId
 from codeflux.services.tool_activity import tool_activity
 from codeflux.services.views import task_view
 from codeflux.store.events import append_event
@@ -129,10 +130,9 @@ def test_live_output_shows_in_the_tool_card_until_the_final_result_replaces_it(
     session_id = task_view(coordinator_app, TaskId.parse(selected_task_id(app))).session_id
 
     def emit(stream: str, text: str, offset: int) -> None:
-        payload = {"request_id": request_id, "execution_id": "exe_streamed", "stream": stream, "text": text,
-                   "offset": offset}
-        coordinator_app.db.write(lambda tx: append_event(tx, session_id=session_id, kind="tool-output",
-                                                         payload=payload))
+        chunk = ToolOutput(request_id=ToolRequestId.parse(request_id), execution_id="exe_streamed", stream=stream,
+                           text=text, offset=offset)
+        coordinator_app.db.write(lambda tx: append_event(tx, session_id=session_id, event=chunk))
 
     emit("stdout", "collecting ...\n", 0)
     emit("stdout", "1 passed\n", 15)

@@ -24,12 +24,14 @@ from codeflux.cli.main import main
 from codeflux.store.database import Database, ReadView, Transaction
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event
 from codeflux.store.location import DataLocation
+from tests.fixtures.journal import note_event
 
 REPO_ROOT = Path(codeflux.__file__).resolve().parent.parent
 
 WRITER = r"""
 import sys, time
 from pathlib import Path
+from codeflux.domain.events import LogsPurged
 from codeflux.store.database import Database
 from codeflux.store.events import append_event
 
@@ -38,7 +40,7 @@ db = Database.open(database)
 written = 0
 deadline = time.monotonic() + 60
 while not stop.exists() and time.monotonic() < deadline:
-    db.write(lambda tx: append_event(tx, session_id="ses_system", kind="writer-tick", payload={"n": written}))
+    db.write(lambda tx: append_event(tx, session_id="ses_system", event=LogsPurged(deleted=written, before_us=None)))
     written += 1
     if written == 1:
         print("writing", flush=True)
@@ -79,8 +81,7 @@ def sqlite3_shell() -> str:
 def seed_events(db: Database, *, count: int, payload_bytes: int) -> None:
     def work(tx: Transaction) -> None:
         for number in range(count):
-            append_event(tx, session_id=SYSTEM_SESSION_ID, kind="seed",
-                         payload={"n": number, "pad": "x" * payload_bytes})
+            append_event(tx, session_id=SYSTEM_SESSION_ID, event=note_event(number, pad=payload_bytes))
 
     db.write(work)
 

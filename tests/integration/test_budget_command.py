@@ -13,6 +13,7 @@ from codeflux.cli.main import main
 from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
 from codeflux.coordinator.spending.prices import PriceCatalog
+from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.domain.errors import BudgetDecisionNeededError, ModelCallRefusedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
@@ -31,7 +32,10 @@ KNOWN = TokenUsage(input_tokens=10, output_tokens=0, cache_read_tokens=0, cache_
 
 
 def budget(capsys: pytest.CaptureFixture[str], location: DataLocation, *argv: str) -> tuple[int, str, str]:
-    code = main(["--data-dir", str(location.directory), "budget", *argv])
+    """``codeflux budget ARGV`` while this test's gateway stands for a run in progress: like a real run's
+    process, it holds the shared running lock, so the command's startup recovery leaves the task alone."""
+    with shared_running_lock(location):
+        code = main(["--data-dir", str(location.directory), "budget", *argv])
     out, err = capsys.readouterr()
     return code, out, err
 

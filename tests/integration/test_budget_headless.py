@@ -26,10 +26,11 @@ import keyring.backend
 import pytest
 
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
-from codeflux.coordinator.spending.budget import BudgetService, bound_input_tokens
+from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.gateway import GatewayReply, ModelGateway, ModelRoute
 from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.credentials import Secret, store_provider_key
+from codeflux.domain.budget import bound_input_tokens
 from codeflux.domain.errors import BudgetExhaustedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition

@@ -2,35 +2,29 @@
 
 * Through the real CLI as separate processes: a tool request whose argument hides a RIGHT-TO-LEFT OVERRIDE is
   printed with ``\\u202e`` in its place, and ``task diff`` lists a written ``conftest.py`` as "changes what runs".
-* The commands that go to a running coordinator (``task show``, ``task diff``), with the coordinator's real
-  service handlers answering in this process instead of over its socket: the pending request's argument is
-  escaped, the review's flags are printed.
+* ``task show`` and ``task diff`` through the method table in this process (the printers are the same over a
+  coordinator's socket, see ``test_one_call_path``): the pending request's argument is escaped, the review's
+  flags are printed.
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
-from google.protobuf.message import Message
 
 from codeflux.cli.context import CliContext
-from codeflux.cli.remote import REMOTE_ACTIONS
+from codeflux.cli.main import main
 from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.coordinator.tasks.service import TaskService
-from codeflux.services import review, tasks
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from tests.fixtures.reviews import a_running_task_with_worktree, a_task_awaiting_review
-from tests.fixtures.services import call, service_app
 from tests.fixtures.tasks import a_repository
 from tests.integration.test_headless_run import cli
 from tests.integration.test_task_cli_verbs import FIX, planned_task, script, turn
-
-M = TypeVar("M", bound=Message)
 
 DISGUISED = "\u202egnp.exe"  # reads "exe.png" where bidi text is rendered
 
@@ -57,18 +51,14 @@ def test_a_bidi_override_argument_is_shown_escaped_and_a_written_conftest_change
     assert "calc/ops.py:" not in diff.out  # the fix itself changes no command
 
 
-def remote_run(action: str, db: Database, location: DataLocation, **args: str) -> str:
-    """``codeflux task ACTION`` as it runs against a coordinator, answered by the real service handlers."""
-    apps = {"TaskService": service_app(db, location, tasks.methods),
-            "ReviewService": service_app(db, location, review.methods)}
-
-    def answer(method: str, request: Message, reply_type: type[M]) -> M:
-        reply = call(apps[method.split("/", 1)[0]], f"/codeflux.v1.{method}", request)
-        assert isinstance(reply, reply_type)
-        return reply
-
+def shown_by_cli(location: DataLocation, *argv: str) -> str:
+    """``codeflux ARGV`` in this process, through the method table (the same printers as via a coordinator);
+    the shared running lock is held as a coordinator running tasks would hold it, so startup recovery leaves
+    the running task alone."""
     out = io.StringIO()
-    REMOTE_ACTIONS[action](argparse.Namespace(**args), CliContext(stdout=out, stderr=io.StringIO()), answer)
+    with shared_running_lock(location):
+        code = main(["--data-dir", str(location.directory), *argv], CliContext(stdout=out, stderr=io.StringIO()))
+    assert code == 0, out.getvalue()
     return out.getvalue()
 
 
@@ -82,7 +72,7 @@ def test_show_via_the_coordinator_escapes_a_pending_requests_arguments(
                                              {"argv": ["python3", "-c", "print(1)", DISGUISED, "two\nlines"]},
                                              idempotency_key="disguised", source="test")
 
-    shown = remote_run("show", db, data_location, task=binding.task_id.value)
+    shown = shown_by_cli(data_location, "task", "show", binding.task_id.value)
 
     assert f"waiting      {pending.request_id} run_command" in shown, shown
     # argv travels as JSON text (the newline as JSON's \n), whose backslash the display doubles
@@ -97,7 +87,7 @@ def test_diff_via_the_coordinator_lists_what_changes_what_runs(
     reviewable = a_task_awaiting_review(service, a_repository(tmp_path / "git"),
                                         {"tests/conftest.py": "import os\n", "pkg/new.py": "X = 1\n"})
 
-    shown = remote_run("diff", db, data_location, task=reviewable.task_id.value)
+    shown = shown_by_cli(data_location, "task", "diff", reviewable.task_id.value)
 
     assert f"diff identity {reviewable.identity}" in shown
     assert "changes what runs: 1 file(s)" in shown

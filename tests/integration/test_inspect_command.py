@@ -19,6 +19,7 @@ from codeflux.store.events import SYSTEM_SESSION_ID, append_event
 from codeflux.store.inspection import INSPECTABLE_ENTITIES
 from codeflux.store.location import DataLocation
 from codeflux.store.provider_credentials import record_provider_credential_reference
+from tests.fixtures.journal import note_event
 
 REPO_ROOT = Path(codeflux.__file__).resolve().parent.parent
 
@@ -128,8 +129,8 @@ def test_id_filters_events_by_session_settings_by_key_and_providers_by_name(
     def add_thread_events(tx: Transaction) -> None:
         tx.execute("INSERT INTO sessions (id, kind, created_at_us) VALUES ('ses_thread', 'thread', 1)")
         for number in range(3):
-            append_event(tx, session_id="ses_thread", kind="note", payload={"n": number})
-        append_event(tx, session_id=SYSTEM_SESSION_ID, kind="system-note", payload={})
+            append_event(tx, session_id="ses_thread", event=note_event(number))
+        append_event(tx, session_id=SYSTEM_SESSION_ID, event=note_event(99))
 
     db.write(add_thread_events)
     add_setting(db, "ui.theme", '"dark"')

@@ -19,6 +19,7 @@ from codeflux.store.database import Database, Transaction
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event
 from codeflux.store.location import DATABASE_FILENAME, DataLocation
 from codeflux.store.migrations import supported_schema_version
+from tests.fixtures.journal import note_event
 
 REPO_ROOT = Path(codeflux.__file__).resolve().parent.parent
 SOUND = "integrity-check: ok — structurally sound; this does not mean the contents are correct"
@@ -40,8 +41,7 @@ def check(capsys: pytest.CaptureFixture[str], data_dir: Path) -> tuple[int, str,
 def seed_events(db: Database, *, count: int, payload_bytes: int) -> None:
     def work(tx: Transaction) -> None:
         for number in range(count):
-            append_event(tx, session_id=SYSTEM_SESSION_ID, kind="seed",
-                         payload={"n": number, "pad": "y" * payload_bytes})
+            append_event(tx, session_id=SYSTEM_SESSION_ID, event=note_event(number, pad=payload_bytes))
 
     db.write(work)
 

@@ -22,6 +22,7 @@ from codeflux.store.provider_credentials import (
     list_provider_credential_references,
     record_provider_credential_reference,
 )
+from tests.fixtures.journal import note_event
 
 REPO_ROOT = Path(codeflux.__file__).resolve().parent.parent
 
@@ -61,7 +62,7 @@ def populated(db: Database) -> Database:
 
     def journal(tx: Transaction) -> None:
         for number in range(5):
-            append_event(tx, session_id=SYSTEM_SESSION_ID, kind="task-note", payload={"n": number})
+            append_event(tx, session_id=SYSTEM_SESSION_ID, event=note_event(number))
 
     db.write(journal)
     record_provider_credential_reference(db, provider="anthropic", credential_ref="os://codeflux-provider/anthropic")

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.coordinator.spending.budget import BudgetService, bound_input_tokens
+from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute, reconcile_interrupted_model_requests
 from codeflux.coordinator.spending.model_approvals import approve_ladder_rung, approve_model_endpoint
+from codeflux.domain.budget import bound_input_tokens
 from codeflux.domain.errors import (
     BudgetDecisionNeededError,
     BudgetExhaustedError,

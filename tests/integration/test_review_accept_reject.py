@@ -126,7 +126,7 @@ def test_reject_stores_the_patch_retrievable_later_cancels_the_task_and_removes_
     assert result.patch.diff_identity == task.identity and result.patch.kind == "rejected"
     assert result.worktree is not None and result.worktree.removed and not task.worktree.path.exists()
     assert git(snapshot.root, "rev-parse", "HEAD") == head  # the user's branch is untouched
-    patch = ReviewService(db).task_patch(task.task_id)
+    patch = ReviewService(db).task_patch(task.task_id).patch
     assert patch == result.patch.patch and b"pkg/extra.py" in patch
     applied = subprocess.run(["git", "apply", "--check", "-"], input=patch, cwd=snapshot.root, capture_output=True,
                              check=False)

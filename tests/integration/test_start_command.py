@@ -115,8 +115,12 @@ def test_the_cli_talks_to_the_running_coordinator_over_its_unix_socket(started: 
     listed = run_codeflux("task", "list", data_dir=data)
     assert listed.code == 0, listed
     assert f"via the running coordinator (pid {started.process.pid}" in listed.err
-    refused = run_codeflux("task", "recovery", data_dir=data)
-    assert refused.code == 3 and f"pid {started.process.pid}" in refused.err
+    # every state command goes there now, recovery included (it used to be refused while a coordinator ran)
+    recovery = run_codeflux("task", "recovery", data_dir=data)
+    assert recovery.code == 0 and recovery.out == "no task needs recovery\n", recovery
+    assert f"via the running coordinator (pid {started.process.pid}" in recovery.err
+    budget = run_codeflux("budget", "show", "--task", "tsk_" + "0" * 32, data_dir=data)
+    assert budget.code == 1 and f"pid {started.process.pid}" in budget.err, budget  # no such task
 
 
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])

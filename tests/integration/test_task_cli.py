@@ -75,7 +75,8 @@ def test_approving_with_a_stale_hash_is_refused_and_the_current_one_is_approved(
     assert approved.code == 0, approved.err
     assert service.show(task_id).task.state is TaskState.READY
     shown = run_codeflux("task", "show", task_id.value, data_dir=data_location.directory)
-    assert f"revision 1 sha256 {plan_sha256(plan)} (approved)" in shown.out and "step 1     Fix add" in shown.out
+    assert f"revision 1 sha256 {plan_sha256(plan)} (approved; drafted by " in shown.out
+    assert "step 1     Fix add" in shown.out
 
 
 def test_reject_then_patch_prints_the_kept_patch_and_accept_afterwards_is_refused_by_state(

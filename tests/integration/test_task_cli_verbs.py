@@ -111,7 +111,7 @@ def test_start_with_allow_runs_to_review_and_diff_of_a_never_started_task_is_ref
                turn("test", ("run_command", {"argv": DEMO_ARGV})), turn("Every step is done."))
     _repo, data, task_id = planned_task(tmp_path, s)
     not_yet = cli(data, "task", "diff", task_id)
-    assert not_yet.code == 3 and "has no worktree" in not_yet.err
+    assert not_yet.code == 3 and "never ran, so it has no diff" in not_yet.err
 
     started = cli(data, "task", "start", task_id, "--provider", "scripted", "--script", str(s),
                   "--allow", f"run_command:{DEMO_TEST_COMMAND}")

@@ -18,6 +18,7 @@ import pytest
 import codeflux
 from codeflux.cli.main import main
 from codeflux.credentials import Secret, store_provider_key
+from codeflux.domain.events import AgentMessage
 from codeflux.domain.providers import ProviderName
 from codeflux.store.app_logs import append_app_log
 from codeflux.store.database import Database, Transaction
@@ -69,7 +70,8 @@ def seeded(db: Database) -> Database:
     def content(tx: Transaction) -> None:
         tx.execute("INSERT INTO settings (key, value_json, created_at_us, updated_at_us) VALUES (?, ?, 1, 1)",
                    ("last.requirement", json.dumps(REQUIREMENT_TEXT)))
-        append_event(tx, session_id=SYSTEM_SESSION_ID, kind="model-output", payload={"text": MODEL_OUTPUT})
+        append_event(tx, session_id=SYSTEM_SESSION_ID, event=AgentMessage(
+            conversation_id=1, attempt=1, text=MODEL_OUTPUT, truncated=False, redacted=False))
 
     db.write(content)
     record_provider_credential_reference(db, provider="anthropic", credential_ref="os://codeflux-provider/anthropic")

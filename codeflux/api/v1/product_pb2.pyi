@@ -1,11 +1,99 @@
 from . import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EVENT_KIND_UNSPECIFIED: _ClassVar[EventKind]
+    EVENT_KIND_REPOSITORY_REGISTERED: _ClassVar[EventKind]
+    EVENT_KIND_TASK_CREATED: _ClassVar[EventKind]
+    EVENT_KIND_TASK_STATE_CHANGED: _ClassVar[EventKind]
+    EVENT_KIND_DIRTY_TREE_ACKNOWLEDGED: _ClassVar[EventKind]
+    EVENT_KIND_PLAN_REVISION_RECORDED: _ClassVar[EventKind]
+    EVENT_KIND_PLAN_APPROVED: _ClassVar[EventKind]
+    EVENT_KIND_PLAN_SENT_BACK: _ClassVar[EventKind]
+    EVENT_KIND_RUN_ATTEMPT_OPENED: _ClassVar[EventKind]
+    EVENT_KIND_STAGE_VERDICTS_RECORDED: _ClassVar[EventKind]
+    EVENT_KIND_RUN_ATTEMPT_ENDED: _ClassVar[EventKind]
+    EVENT_KIND_CHECKPOINT_CREATED: _ClassVar[EventKind]
+    EVENT_KIND_AGENT_MESSAGE: _ClassVar[EventKind]
+    EVENT_KIND_TOOL_REQUESTED: _ClassVar[EventKind]
+    EVENT_KIND_AUTHORITY_DECIDED: _ClassVar[EventKind]
+    EVENT_KIND_TOOL_EXECUTION_INTENDED: _ClassVar[EventKind]
+    EVENT_KIND_TOOL_OUTPUT: _ClassVar[EventKind]
+    EVENT_KIND_TOOL_EXECUTION_FINISHED: _ClassVar[EventKind]
+    EVENT_KIND_PATCH_STORED: _ClassVar[EventKind]
+    EVENT_KIND_ACCEPT_CONFLICTED: _ClassVar[EventKind]
+    EVENT_KIND_TASK_ACCEPTED: _ClassVar[EventKind]
+    EVENT_KIND_DELIVERY_RECORDED: _ClassVar[EventKind]
+    EVENT_KIND_RECOVERY_ASSESSED: _ClassVar[EventKind]
+    EVENT_KIND_EFFECT_OUTCOME_RECORDED: _ClassVar[EventKind]
+    EVENT_KIND_WORKTREE_REMOVED: _ClassVar[EventKind]
+    EVENT_KIND_WORKTREE_KEPT: _ClassVar[EventKind]
+    EVENT_KIND_MODEL_CALL_PLANNED: _ClassVar[EventKind]
+    EVENT_KIND_MODEL_CALL_REFUSED: _ClassVar[EventKind]
+    EVENT_KIND_MODEL_CALL_STARTED: _ClassVar[EventKind]
+    EVENT_KIND_MODEL_CALL_FINISHED: _ClassVar[EventKind]
+    EVENT_KIND_MODEL_CALL_RECONCILED: _ClassVar[EventKind]
+    EVENT_KIND_BUDGET_SET: _ClassVar[EventKind]
+    EVENT_KIND_BUDGET_ACKNOWLEDGED: _ClassVar[EventKind]
+    EVENT_KIND_BUDGET_WARNING: _ClassVar[EventKind]
+    EVENT_KIND_BUDGET_EXHAUSTED: _ClassVar[EventKind]
+    EVENT_KIND_BUDGET_DEFAULT_SET: _ClassVar[EventKind]
+    EVENT_KIND_PRICE_SET: _ClassVar[EventKind]
+    EVENT_KIND_ENDPOINT_APPROVED: _ClassVar[EventKind]
+    EVENT_KIND_LADDER_RUNG_APPROVED: _ClassVar[EventKind]
+    EVENT_KIND_PROVIDER_CREDENTIAL_STORED: _ClassVar[EventKind]
+    EVENT_KIND_PROVIDER_CREDENTIAL_DELETED: _ClassVar[EventKind]
+    EVENT_KIND_LOGS_PURGED: _ClassVar[EventKind]
+EVENT_KIND_UNSPECIFIED: EventKind
+EVENT_KIND_REPOSITORY_REGISTERED: EventKind
+EVENT_KIND_TASK_CREATED: EventKind
+EVENT_KIND_TASK_STATE_CHANGED: EventKind
+EVENT_KIND_DIRTY_TREE_ACKNOWLEDGED: EventKind
+EVENT_KIND_PLAN_REVISION_RECORDED: EventKind
+EVENT_KIND_PLAN_APPROVED: EventKind
+EVENT_KIND_PLAN_SENT_BACK: EventKind
+EVENT_KIND_RUN_ATTEMPT_OPENED: EventKind
+EVENT_KIND_STAGE_VERDICTS_RECORDED: EventKind
+EVENT_KIND_RUN_ATTEMPT_ENDED: EventKind
+EVENT_KIND_CHECKPOINT_CREATED: EventKind
+EVENT_KIND_AGENT_MESSAGE: EventKind
+EVENT_KIND_TOOL_REQUESTED: EventKind
+EVENT_KIND_AUTHORITY_DECIDED: EventKind
+EVENT_KIND_TOOL_EXECUTION_INTENDED: EventKind
+EVENT_KIND_TOOL_OUTPUT: EventKind
+EVENT_KIND_TOOL_EXECUTION_FINISHED: EventKind
+EVENT_KIND_PATCH_STORED: EventKind
+EVENT_KIND_ACCEPT_CONFLICTED: EventKind
+EVENT_KIND_TASK_ACCEPTED: EventKind
+EVENT_KIND_DELIVERY_RECORDED: EventKind
+EVENT_KIND_RECOVERY_ASSESSED: EventKind
+EVENT_KIND_EFFECT_OUTCOME_RECORDED: EventKind
+EVENT_KIND_WORKTREE_REMOVED: EventKind
+EVENT_KIND_WORKTREE_KEPT: EventKind
+EVENT_KIND_MODEL_CALL_PLANNED: EventKind
+EVENT_KIND_MODEL_CALL_REFUSED: EventKind
+EVENT_KIND_MODEL_CALL_STARTED: EventKind
+EVENT_KIND_MODEL_CALL_FINISHED: EventKind
+EVENT_KIND_MODEL_CALL_RECONCILED: EventKind
+EVENT_KIND_BUDGET_SET: EventKind
+EVENT_KIND_BUDGET_ACKNOWLEDGED: EventKind
+EVENT_KIND_BUDGET_WARNING: EventKind
+EVENT_KIND_BUDGET_EXHAUSTED: EventKind
+EVENT_KIND_BUDGET_DEFAULT_SET: EventKind
+EVENT_KIND_PRICE_SET: EventKind
+EVENT_KIND_ENDPOINT_APPROVED: EventKind
+EVENT_KIND_LADDER_RUNG_APPROVED: EventKind
+EVENT_KIND_PROVIDER_CREDENTIAL_STORED: EventKind
+EVENT_KIND_PROVIDER_CREDENTIAL_DELETED: EventKind
+EVENT_KIND_LOGS_PURGED: EventKind
 
 class GetOverviewRequest(_message.Message):
     __slots__ = ()
@@ -352,7 +440,7 @@ class AttemptView(_message.Message):
     def __init__(self, attempt: _Optional[int] = ..., plan_revision: _Optional[int] = ..., open: _Optional[bool] = ..., stopped_at: _Optional[str] = ...) -> None: ...
 
 class TaskView(_message.Message):
-    __slots__ = ("task_id", "title", "requirement", "state", "revision", "repository_root", "base_revision", "worktree", "session_id", "actions", "plan", "budget", "pending_approvals", "attempt", "run_active", "provider_label", "through_sequence", "last_outcome")
+    __slots__ = ("task_id", "title", "requirement", "state", "revision", "repository_root", "base_revision", "worktree", "session_id", "actions", "plan", "budget", "pending_approvals", "attempt", "run_active", "provider_label", "through_sequence", "last_outcome", "worktree_exists", "worktree_disposal")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     REQUIREMENT_FIELD_NUMBER: _ClassVar[int]
@@ -371,6 +459,8 @@ class TaskView(_message.Message):
     PROVIDER_LABEL_FIELD_NUMBER: _ClassVar[int]
     THROUGH_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     LAST_OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    WORKTREE_EXISTS_FIELD_NUMBER: _ClassVar[int]
+    WORKTREE_DISPOSAL_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     title: str
     requirement: str
@@ -389,7 +479,23 @@ class TaskView(_message.Message):
     provider_label: str
     through_sequence: int
     last_outcome: str
-    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., requirement: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., base_revision: _Optional[str] = ..., worktree: _Optional[str] = ..., session_id: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[TaskActionView, _Mapping]]] = ..., plan: _Optional[_Union[PlanView, _Mapping]] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., pending_approvals: _Optional[_Iterable[_Union[PendingApproval, _Mapping]]] = ..., attempt: _Optional[_Union[AttemptView, _Mapping]] = ..., run_active: _Optional[bool] = ..., provider_label: _Optional[str] = ..., through_sequence: _Optional[int] = ..., last_outcome: _Optional[str] = ...) -> None: ...
+    worktree_exists: bool
+    worktree_disposal: WorktreeDisposalView
+    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., requirement: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., base_revision: _Optional[str] = ..., worktree: _Optional[str] = ..., session_id: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[TaskActionView, _Mapping]]] = ..., plan: _Optional[_Union[PlanView, _Mapping]] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., pending_approvals: _Optional[_Iterable[_Union[PendingApproval, _Mapping]]] = ..., attempt: _Optional[_Union[AttemptView, _Mapping]] = ..., run_active: _Optional[bool] = ..., provider_label: _Optional[str] = ..., through_sequence: _Optional[int] = ..., last_outcome: _Optional[str] = ..., worktree_exists: _Optional[bool] = ..., worktree_disposal: _Optional[_Union[WorktreeDisposalView, _Mapping]] = ...) -> None: ...
+
+class WorktreeDisposalView(_message.Message):
+    __slots__ = ("removed", "branch_deleted", "checkpoint_refs_deleted", "refusal", "detail")
+    REMOVED_FIELD_NUMBER: _ClassVar[int]
+    BRANCH_DELETED_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_REFS_DELETED_FIELD_NUMBER: _ClassVar[int]
+    REFUSAL_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    removed: bool
+    branch_deleted: bool
+    checkpoint_refs_deleted: int
+    refusal: str
+    detail: str
+    def __init__(self, removed: _Optional[bool] = ..., branch_deleted: _Optional[bool] = ..., checkpoint_refs_deleted: _Optional[int] = ..., refusal: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class CreateTaskRequest(_message.Message):
     __slots__ = ("control", "repository_path", "requirement", "title", "acknowledged_dirty_hash")
@@ -538,6 +644,52 @@ class DecideReply(_message.Message):
     outcome: str
     task: TaskView
     def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[str] = ..., task: _Optional[_Union[TaskView, _Mapping]] = ...) -> None: ...
+
+class GetDiffRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class DiffBytes(_message.Message):
+    __slots__ = ("diff_identity", "base", "head", "file_count", "unified_diff", "truncated", "whole_bytes", "limit_bytes", "changes_what_runs")
+    DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    BASE_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
+    FILE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    UNIFIED_DIFF_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    WHOLE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_WHAT_RUNS_FIELD_NUMBER: _ClassVar[int]
+    diff_identity: str
+    base: str
+    head: str
+    file_count: int
+    unified_diff: bytes
+    truncated: bool
+    whole_bytes: int
+    limit_bytes: int
+    changes_what_runs: _containers.RepeatedCompositeFieldContainer[WhatRunsChangeView]
+    def __init__(self, diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., file_count: _Optional[int] = ..., unified_diff: _Optional[bytes] = ..., truncated: _Optional[bool] = ..., whole_bytes: _Optional[int] = ..., limit_bytes: _Optional[int] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ...) -> None: ...
+
+class GetPatchRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class PatchView(_message.Message):
+    __slots__ = ("diff_identity", "patch", "truncated", "whole_bytes")
+    DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    PATCH_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    WHOLE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    diff_identity: str
+    patch: bytes
+    truncated: bool
+    whole_bytes: int
+    def __init__(self, diff_identity: _Optional[str] = ..., patch: _Optional[bytes] = ..., truncated: _Optional[bool] = ..., whole_bytes: _Optional[int] = ...) -> None: ...
 
 class GetReviewRequest(_message.Message):
     __slots__ = ("task_id",)
@@ -783,6 +935,158 @@ class SetBudgetDefaultsRequest(_message.Message):
     currency: str
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., hard_limit: _Optional[str] = ..., currency: _Optional[str] = ...) -> None: ...
 
+class GetBudgetRequest(_message.Message):
+    __slots__ = ("task_id", "entries")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    entries: bool
+    def __init__(self, task_id: _Optional[str] = ..., entries: _Optional[bool] = ...) -> None: ...
+
+class LedgerEntryView(_message.Message):
+    __slots__ = ("entry_id", "request_id", "kind", "amount", "reason", "acknowledged")
+    ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
+    entry_id: int
+    request_id: str
+    kind: str
+    amount: _common_pb2.MaybeMoney
+    reason: str
+    acknowledged: bool
+    def __init__(self, entry_id: _Optional[int] = ..., request_id: _Optional[str] = ..., kind: _Optional[str] = ..., amount: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., reason: _Optional[str] = ..., acknowledged: _Optional[bool] = ...) -> None: ...
+
+class BudgetReport(_message.Message):
+    __slots__ = ("task_id", "task_state", "budget", "entries", "outcome")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_STATE_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    task_state: str
+    budget: BudgetView
+    entries: _containers.RepeatedCompositeFieldContainer[LedgerEntryView]
+    outcome: str
+    def __init__(self, task_id: _Optional[str] = ..., task_state: _Optional[str] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[LedgerEntryView, _Mapping]]] = ..., outcome: _Optional[str] = ...) -> None: ...
+
+class ChangeBudgetRequest(_message.Message):
+    __slots__ = ("control", "task_id", "hard_limit", "currency", "warning", "token_limit", "token_limit_set", "allow_unknown_price", "revision")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    HARD_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    WARNING_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_LIMIT_SET_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_UNKNOWN_PRICE_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    hard_limit: str
+    currency: str
+    warning: str
+    token_limit: int
+    token_limit_set: bool
+    allow_unknown_price: bool
+    revision: int
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., hard_limit: _Optional[str] = ..., currency: _Optional[str] = ..., warning: _Optional[str] = ..., token_limit: _Optional[int] = ..., token_limit_set: _Optional[bool] = ..., allow_unknown_price: _Optional[bool] = ..., revision: _Optional[int] = ...) -> None: ...
+
+class AcknowledgeChargesRequest(_message.Message):
+    __slots__ = ("control", "task_id", "revision", "entry_ids")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_IDS_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    revision: int
+    entry_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., revision: _Optional[int] = ..., entry_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class BudgetTaskRequest(_message.Message):
+    __slots__ = ("control", "task_id")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ...) -> None: ...
+
+class ApproveRungRequest(_message.Message):
+    __slots__ = ("control", "task_id", "rung")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    RUNG_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    rung: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., rung: _Optional[str] = ...) -> None: ...
+
+class ListPricesRequest(_message.Message):
+    __slots__ = ("provider",)
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    def __init__(self, provider: _Optional[str] = ...) -> None: ...
+
+class PriceRow(_message.Message):
+    __slots__ = ("provider", "model", "aliases", "input", "output", "cache_read", "cache_write", "currency", "effective_date", "source", "revision")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    ALIASES_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    CACHE_READ_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_FIELD_NUMBER: _ClassVar[int]
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    EFFECTIVE_DATE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    model: str
+    aliases: _containers.RepeatedScalarFieldContainer[str]
+    input: str
+    output: str
+    cache_read: str
+    cache_write: str
+    currency: str
+    effective_date: str
+    source: str
+    revision: int
+    def __init__(self, provider: _Optional[str] = ..., model: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., input: _Optional[str] = ..., output: _Optional[str] = ..., cache_read: _Optional[str] = ..., cache_write: _Optional[str] = ..., currency: _Optional[str] = ..., effective_date: _Optional[str] = ..., source: _Optional[str] = ..., revision: _Optional[int] = ...) -> None: ...
+
+class PriceList(_message.Message):
+    __slots__ = ("prices", "outcome")
+    PRICES_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    prices: _containers.RepeatedCompositeFieldContainer[PriceRow]
+    outcome: str
+    def __init__(self, prices: _Optional[_Iterable[_Union[PriceRow, _Mapping]]] = ..., outcome: _Optional[str] = ...) -> None: ...
+
+class SetPriceRequest(_message.Message):
+    __slots__ = ("control", "provider", "model", "input", "output", "cache_read", "cache_write", "currency", "effective_date")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    CACHE_READ_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_FIELD_NUMBER: _ClassVar[int]
+    CURRENCY_FIELD_NUMBER: _ClassVar[int]
+    EFFECTIVE_DATE_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    provider: str
+    model: str
+    input: str
+    output: str
+    cache_read: str
+    cache_write: str
+    currency: str
+    effective_date: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., input: _Optional[str] = ..., output: _Optional[str] = ..., cache_read: _Optional[str] = ..., cache_write: _Optional[str] = ..., currency: _Optional[str] = ..., effective_date: _Optional[str] = ...) -> None: ...
+
 class RunDoctorRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
@@ -830,18 +1134,20 @@ class SubscribeRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., after_sequence: _Optional[int] = ...) -> None: ...
 
 class SessionEvent(_message.Message):
-    __slots__ = ("session_id", "sequence", "kind", "created_at_us", "payload_json")
+    __slots__ = ("session_id", "sequence", "kind", "created_at_us", "payload_json", "event_kind")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_US_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
+    EVENT_KIND_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     sequence: int
     kind: str
     created_at_us: int
     payload_json: str
-    def __init__(self, session_id: _Optional[str] = ..., sequence: _Optional[int] = ..., kind: _Optional[str] = ..., created_at_us: _Optional[int] = ..., payload_json: _Optional[str] = ...) -> None: ...
+    event_kind: EventKind
+    def __init__(self, session_id: _Optional[str] = ..., sequence: _Optional[int] = ..., kind: _Optional[str] = ..., created_at_us: _Optional[int] = ..., payload_json: _Optional[str] = ..., event_kind: _Optional[_Union[EventKind, str]] = ...) -> None: ...
 
 class ReplayBoundary(_message.Message):
     __slots__ = ("through_sequence",)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import threading
 from typing import Final
 
+from codeflux.domain.events import ToolOutput
+from codeflux.domain.ids import ToolRequestId
 from codeflux.logs import get_logger
 from codeflux.store.database import Database, Transaction
 from codeflux.store.events import append_event
@@ -38,6 +40,7 @@ class LiveOutput:
     def __init__(self, db: Database, *, session_id: str, request_id: str, execution_id: str) -> None:
         self._db, self._session_id = db, session_id
         self._ids = {"request_id": request_id, "execution_id": execution_id}
+        self._request_id = ToolRequestId.parse(request_id)
         self._lock = threading.Lock()
         self._pending: dict[str, str] = {}
         self._sent: dict[str, int] = {}
@@ -75,26 +78,28 @@ class LiveOutput:
             self._timer.cancel()
             self._timer = None
         pending, self._pending = self._pending, {}
-        payloads: list[dict[str, object]] = []
+        payloads: list[ToolOutput] = []
         for stream, text in pending.items():
             offset = self._sent.get(stream, 0)
             room = LIMIT_CHARS - offset
             if room <= 0:
                 continue
             kept = text[:room]
-            payloads.append({**self._ids, "stream": stream, "text": kept, "offset": offset})
+            payloads.append(ToolOutput(request_id=self._request_id, execution_id=self._ids["execution_id"],
+                                       stream=stream, text=kept, offset=offset))
             self._sent[stream] = offset + len(kept)
             if len(kept) < len(text):
                 self._sent[stream] = LIMIT_CHARS + 1  # past the limit: one note, then nothing more
-                payloads.append({**self._ids, "stream": stream, "offset": LIMIT_CHARS, "text": "",
-                                 "stopped": f"live output stops after {LIMIT_CHARS} characters; the final "
-                                            "result holds the (capped) output"})
+                payloads.append(ToolOutput(
+                    request_id=self._request_id, execution_id=self._ids["execution_id"], stream=stream, text="",
+                    offset=LIMIT_CHARS, stopped=f"live output stops after {LIMIT_CHARS} characters; the final "
+                                                "result holds the (capped) output"))
         if not payloads:
             return
 
         def work(tx: Transaction) -> None:
             for payload in payloads:
-                append_event(tx, session_id=self._session_id, kind="tool-output", payload=payload)
+                append_event(tx, session_id=self._session_id, event=payload)
 
         try:
             self._db.write(work)

@@ -23,6 +23,7 @@ from typing import Final
 from codeflux.coordinator.runs.tool_driver import ExecutionRecord
 from codeflux.coordinator.tasks.changes import TaskChanges
 from codeflux.domain.errors import UsageError
+from codeflux.domain.events import AgentMessage
 from codeflux.domain.ids import TaskId
 from codeflux.domain.models import Message, MessagePart, ReasoningPart, Role, TextPart, ToolCall, ToolResult
 from codeflux.domain.plans import Plan
@@ -307,9 +308,9 @@ class LoopTranscript:
             said = stored.text.strip() if stored.role is Role.ASSISTANT else ""
             if said:  # what the agent said, for the UI's timeline: already redacted and bounded
                 session_id = require_task_record(tx, task_id).session_id
-                append_event(tx, session_id=session_id, kind="agent-message", payload={
-                    "conversation_id": conversation_id, "attempt": attempt, "text": said[:_EVENT_TEXT_CHARS],
-                    "truncated": len(said) > _EVENT_TEXT_CHARS, "redacted": hidden})
+                append_event(tx, session_id=session_id, event=AgentMessage(
+                    conversation_id=conversation_id, attempt=attempt, text=said[:_EVENT_TEXT_CHARS],
+                    truncated=len(said) > _EVENT_TEXT_CHARS, redacted=hidden))
 
         self._changes.db.write(work)
 

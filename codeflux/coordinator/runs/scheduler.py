@@ -17,7 +17,8 @@ repository) are enforced by the task service when the run starts.
 * **cancel** ends the task; its worktree is disposed of once no thread uses it (kept when that would
   lose work, as ``codeflux task cancel`` does).
 * **shutdown** (``codeflux start`` on SIGINT/SIGTERM): pause every active run between turns, wait for
-  the threads (bounded), capture a ``shutdown`` checkpoint per active task, stop the workers.
+  the threads (bounded), capture a ``shutdown`` checkpoint per active task, stop the workers (the pause and
+  the checkpoint are :mod:`codeflux.coordinator.tasks.shutdown`'s, shared with the CLI's signal handling).
 
 Each run has its own :class:`~codeflux.coordinator.runs.tool_driver.ToolDriver` (workers under
 ``<data>/workers``), closed when the run ends. While the coordinator may run work it holds
@@ -41,13 +42,14 @@ from pathlib import Path
 from typing import Final
 
 from codeflux.authority.decide import DecisionOutcome
+from codeflux.coordinator.hooks import Observers, TaskStateChanged
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, resume_run, run_task
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.model_access import ModelAccess
-from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
 from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.coordinator.tasks.service import Actor, TaskChange, TaskService
+from codeflux.coordinator.tasks.shutdown import capture_shutdown_checkpoint, pause_task_for_shutdown
 from codeflux.coordinator.tasks.worktree_lifecycle import dispose_task_worktree
 from codeflux.domain.errors import (
     CodefluxError,
@@ -69,7 +71,7 @@ from codeflux.store.location import DataLocation
 __all__ = ["BackgroundRuns", "open_checkout"]
 
 _LOG: Final = "coordinator.runs.scheduler"
-_SETTLE_ATTEMPTS: Final = 50
+_SETTLE_SECONDS: Final = 2.5  # per run: how long shutdown looks again while the run moves its task
 
 
 def open_checkout(path: Path) -> RepositorySnapshot:
@@ -80,29 +82,29 @@ def open_checkout(path: Path) -> RepositorySnapshot:
         raise RepositoryNotUsableError(path="the repository", problem=error.problem, detail=error.detail) from error
 
 
-class _SignallingTasks(TaskService):
-    """The task service, telling the caller of :meth:`BackgroundRuns.start` once the run started (or not)."""
+class _RunStart:
+    """Tells the caller of :meth:`BackgroundRuns.start` once the run started, by observing the task's move from
+    ``ready`` to ``running`` (:class:`TaskStateChanged`), or once its thread ended without starting it."""
 
-    def __init__(self, db: Database, *, worktrees_root: Path) -> None:
-        super().__init__(db, worktrees_root=worktrees_root)
-        self.started = threading.Event()  # also set when the thread ended without starting
-        self.start_ok = False
+    def __init__(self, task_id: TaskId) -> None:
+        self._task_id = task_id
+        self.settled = threading.Event()
+        self.started = False
 
-    def start_run(self, task_id: TaskId, snapshot: RepositorySnapshot, *, expected_revision: int,
-                  actor: Actor = Actor.USER, idempotency_key: str) -> TaskChange:
-        try:
-            change = super().start_run(task_id, snapshot, expected_revision=expected_revision, actor=actor,
-                                       idempotency_key=idempotency_key)
-            self.start_ok = True
-            return change
-        finally:
-            self.started.set()
+    def observe(self, change: TaskStateChanged) -> None:
+        if change.task_id == self._task_id and change.run_started:
+            self.started = True
+            self.settled.set()
+
+    def thread_ended(self) -> None:
+        self.settled.set()
 
 
 @dataclass(slots=True, kw_only=True)
 class _Run:
     task_id: TaskId
-    tasks: _SignallingTasks
+    tasks: TaskService
+    start: _RunStart
     driver: ToolDriver
     thread: threading.Thread | None = None
     waiting: RunOutcome | None = None  # awaiting-authority: the conversation, kept in memory
@@ -173,14 +175,16 @@ class BackgroundRuns:
     def start(self, task_id: TaskId) -> None:
         """Run the ``ready`` task in a new thread; returns once the run started (its errors are raised here)."""
         self.hold_running_lock()
-        tasks = _SignallingTasks(self._db, worktrees_root=self._location.worktrees)
+        start = _RunStart(task_id)
+        tasks = TaskService(self._db, worktrees_root=self._location.worktrees,
+                            observers=Observers().subscribe(TaskStateChanged, start.observe))
         record = tasks.show(task_id).task
         snapshot = open_checkout(record.repository_root)
         models = self._models()
         gateway = models.gateway(("run",))
         provider = "scripted" if models.scripted else None
         driver = ToolDriver(self._db, state_dir=self._location.directory / "workers")
-        run = _Run(task_id=task_id, tasks=tasks, driver=driver)
+        run = _Run(task_id=task_id, tasks=tasks, start=start, driver=driver)
         with self._lock:
             if task_id in self._runs:
                 driver.close()
@@ -193,8 +197,8 @@ class BackgroundRuns:
                             provider=provider)
 
         self._launch(run, step)
-        tasks.started.wait()
-        if not tasks.start_ok:
+        start.settled.wait()
+        if not start.started:
             run.done.wait()
             if run.error is not None:
                 raise run.error
@@ -233,7 +237,7 @@ class BackgroundRuns:
             self._end(run)
             return
         finally:
-            run.tasks.started.set()
+            run.start.thread_ended()
         self._outcomes_set(run.task_id, f"{outcome.kind}: {outcome.reason}"[:1000])
         self._log.info("run settled", task_id=run.task_id.value, outcome=outcome.kind.value)
         if outcome.kind is RunOutcomeKind.AWAITING_AUTHORITY and outcome.resume is not None:
@@ -376,15 +380,15 @@ class BackgroundRuns:
             runs = list(self._runs.values())
         tasks = TaskService(self._db, worktrees_root=self._location.worktrees)
         for run in runs:
-            self._pause_for_shutdown(tasks, run.task_id)
+            pause_task_for_shutdown(tasks, run.task_id, reason="codeflux is shutting down; resume the task to go on",
+                                    actor=Actor.SYSTEM, keep_trying=_for_seconds(_SETTLE_SECONDS))
         deadline = time.monotonic() + timeout
         for run in runs:
             if run.thread is not None:
                 run.thread.join(max(0.0, deadline - time.monotonic()))
-        checkpoints = CheckpointService(tasks.changes)
         for run in runs:
             try:
-                checkpoints.capture_checkpoint(run.task_id, CheckpointTrigger.SHUTDOWN)
+                capture_shutdown_checkpoint(tasks.changes, run.task_id)
             except Exception as error:
                 self._log.error("no shutdown checkpoint", task_id=run.task_id.value, error_type=type(error).__name__)
             run.driver.close()
@@ -395,18 +399,11 @@ class BackgroundRuns:
             stack.close()
         return [run.task_id for run in runs]
 
-    def _pause_for_shutdown(self, tasks: TaskService, task_id: TaskId) -> None:
-        for _ in range(_SETTLE_ATTEMPTS):
-            task = tasks.show(task_id).task
-            if not describe_task_action(task.state, TaskAction.PAUSE).available:
-                return
-            try:
-                tasks.transition(task_id, TaskState.PAUSED, expected_revision=task.revision, actor=Actor.SYSTEM,
-                                 reason="codeflux is shutting down; resume the task to go on",
-                                 idempotency_key=f"shutdown:{task_id.value}:{task.revision}")
-                return
-            except (ConflictError, TaskActionUnavailableError):
-                time.sleep(0.05)  # the run moved the task meanwhile: look again
+
+def _for_seconds(seconds: float) -> Callable[[], bool]:
+    """True until ``seconds`` have passed from now."""
+    deadline = time.monotonic() + seconds
+    return lambda: time.monotonic() < deadline
 
 
 def _require(task_id: TaskId, state: TaskState, action: TaskAction) -> None:

@@ -31,6 +31,8 @@ starts one worker per task on first execution and stops them all on :meth:`ToolD
   ``fsync``, about a third of a bare process spawn on the benchmark machine) on the path of every
   execution, and it would change nothing a person or recovery relies on: after a crash ``intended`` and
   ``running`` both become ``outcome-unknown``, and neither is ever re-run.
+* **Observers** (``observers=``, :mod:`codeflux.coordinator.hooks`) hear of each submission, decision and
+  execution after it committed, synchronously; they cannot veto (the CLI's transcript is one).
 * **After a crash**, :func:`reconcile_interrupted_executions` (called once at coordinator start, never
   while another driver may be executing) marks intents without a result ``outcome-unknown``.
 """
@@ -40,16 +42,19 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
+from types import MappingProxyType
 from typing import Final
 
-from codeflux.authority.classify import Classification, ClassifiedNeed, WorktreeFacts, classify_tool_request
+from codeflux.authority.classify import Classification, WorktreeFacts, classify_tool_request
 from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
-from codeflux.authority.service import AuthorityService, DecisionView, ExecutionIntent, RequestView
+from codeflux.authority.service import AuthorityService, ExecutionIntent, RequestView
+from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.runs.live_output import LiveOutput
 from codeflux.coordinator.runs.program_pins import resolve_executable_pin
+from codeflux.coordinator.runs.tool_calls import ExecutionRecord, SubmittedRequest
 from codeflux.domain.capabilities import CapabilityNeed
 from codeflux.domain.confinement import standing_approval_needs_opt_in
 from codeflux.domain.errors import (
@@ -64,7 +69,6 @@ from codeflux.domain.ids import TaskId, ToolRequestId
 from codeflux.domain.operations import (
     ExecutablePin,
     Operation,
-    OperationIdentity,
     describe_operation,
 )
 from codeflux.domain.tools import ArgumentType, BoundToolRequest, bind_tool_request
@@ -99,48 +103,6 @@ class DriverFault(StrEnum):
     # carries the intent): raising rolls it back
     BEFORE_INTENT_COMMIT = "before-intent-commit"
     AFTER_INTENT_COMMIT = "after-intent-commit"  # committed; the worker has not been asked yet
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SubmittedRequest:
-    """A recorded tool request and the decision in force for it."""
-
-    request_id: str
-    task_id: TaskId
-    tool: str
-    operation_identity: OperationIdentity
-    needs: tuple[ClassifiedNeed, ...]
-    compound: bool
-    decision: DecisionView
-    intended_execution_id: str | None = None
-    """Set when the submission's transaction also committed the execution intent (see the module
-    docstring); :meth:`ToolDriver.execute` then runs it without another commit."""
-
-    @property
-    def outcome(self) -> DecisionOutcome:
-        return self.decision.outcome
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExecutionRecord:
-    """A stored execution: ``state`` is ``intended``, ``running`` or an end state; text is redacted."""
-
-    execution_id: str
-    request_id: str
-    task_id: TaskId
-    state: str
-    failure_kind: str | None
-    message: str | None
-    exit_code: int | None
-    content: str | None
-    stdout: str | None
-    stderr: str | None
-    content_truncated: bool
-    stdout_truncated: bool
-    stderr_truncated: bool
-    content_sha256: str | None
-    duration_ms: int | None
-    confinement: str | None = None
 
 
 def _record(row: ExecutionRow) -> ExecutionRecord:
@@ -210,8 +172,12 @@ class ToolDriver:
         data_dir: Path | None = None,
         confinement: ConfinementChoice | None = None,
         allow_unconfined: bool = False,
+        observers: Observers | None = None,
     ) -> None:
+        """``observers`` hear of every submission, decision and execution once it committed
+        (:mod:`codeflux.coordinator.hooks`)."""
         self._db = db
+        self._observers = Observers() if observers is None else observers
         # Every process a worker starts runs in this box; the data directory (by default the parent of
         # ``state_dir``, ``<data>/workers``) is hidden in it.
         self._confinement = confinement or choose_confinement()
@@ -264,16 +230,21 @@ class ToolDriver:
         self._refuse_loaded_secrets(request)
         classification = self._classify(values, request, _worktree_facts(request, worktree))
         if not intend_if_allowed:
-            return _submitted(self._authority.record_request(operation=operation, classification=classification,
-                                                             source=source, idempotency_key=idempotency_key))
-        view, intent = self._authority.record_request_with_intent(
-            operation=operation, classification=classification, source=source, idempotency_key=idempotency_key,
-            before_commit=lambda: self._inject(DriverFault.BEFORE_INTENT_COMMIT))
-        if intent is None or intent.existing is not None:
-            return _submitted(view)  # nothing new intended: execute goes through the intent transaction
-        with self._lock:
-            self._intended[view.request_id] = (intent, request)
-        return _submitted(view, intended_execution_id=intent.execution_id)
+            submitted = _submitted(self._authority.record_request(
+                operation=operation, classification=classification, source=source, idempotency_key=idempotency_key))
+        else:
+            view, intent = self._authority.record_request_with_intent(
+                operation=operation, classification=classification, source=source, idempotency_key=idempotency_key,
+                before_commit=lambda: self._inject(DriverFault.BEFORE_INTENT_COMMIT))
+            if intent is None or intent.existing is not None:
+                submitted = _submitted(view)  # nothing new intended: execute goes through the intent transaction
+            else:
+                with self._lock:
+                    self._intended[view.request_id] = (intent, request)
+                submitted = _submitted(view, intended_execution_id=intent.execution_id)
+        self._observers.notify(ToolCallSubmitted(request=submitted, arguments=MappingProxyType(dict(raw_args)),
+                                                 source=source, confinement=self._confinement.mode))
+        return submitted
 
     def submit_and_execute(
         self, task_id: TaskId, tool: str, raw_args: Mapping[str, object], *, idempotency_key: str,
@@ -303,8 +274,10 @@ class ToolDriver:
         deny: tuple[CapabilityNeed, ...] | None = None, decided_by: Decider = Decider.USER,
     ) -> SubmittedRequest:
         """Record a person's (or the headless policy's) answer to a pending request (one transaction)."""
-        return _submitted(self._authority.record_user_decision(request_id, decision, reason=reason,
-                                                               decided_by=decided_by, deny=deny))
+        decided = _submitted(self._authority.record_user_decision(request_id, decision, reason=reason,
+                                                                  decided_by=decided_by, deny=deny))
+        self._observers.notify(ToolCallDecided(request=decided))
+        return decided
 
     # ─── execution ───────────────────────────────────────────────────────────────────────────────
 
@@ -313,6 +286,11 @@ class ToolDriver:
 
         An intent this driver committed with the submission runs as it is; otherwise the intent
         transaction re-checks the request and commits the intent first."""
+        record = self._execute(request_id)
+        self._observers.notify(ToolCallRan(request_id=request_id, execution=record))
+        return record
+
+    def _execute(self, request_id: str) -> ExecutionRecord:
         with self._lock:
             held = self._intended.pop(request_id, None)
         bound: BoundToolRequest | None = None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from codeflux.domain.errors import InvalidValueError
+from codeflux.domain.events import BudgetDefaultSet
 from codeflux.domain.money import Currency, Money
 from codeflux.store.database import Database, Transaction
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event
@@ -55,8 +56,8 @@ def set_budget_default(db: Database, hard_limit: Money | None, *, expected_revis
 
     def work(tx: Transaction) -> int:
         revision = put_setting(tx, _KEY, value, expected_revision=expected_revision)
-        append_event(tx, session_id=SYSTEM_SESSION_ID, kind="budget-default-set",
-                     payload={"hard_limit": None if hard_limit is None else str(hard_limit), "revision": revision})
+        append_event(tx, session_id=SYSTEM_SESSION_ID, event=BudgetDefaultSet(
+            hard_limit=None if hard_limit is None else str(hard_limit), revision=revision))
         return revision
 
     return BudgetDefault(hard_limit=hard_limit, revision=db.write(work))

@@ -6,7 +6,7 @@
    pause): the task is forecasting, running or validating; the route's endpoint is the provider's
    default or the person approved that exact normalized base URL; the rung, when it asks before
    spending (``capable:max``), was approved for the task; the budget lets a paid call start
-   (:func:`~codeflux.coordinator.spending.budget.check_paid_call`). A budget refusal commits a
+   (:meth:`~codeflux.coordinator.spending.ledger.BudgetLedger.check`). A budget refusal commits a
    ``model-call-refused`` event and pauses a running task in the same transaction, then raises
    :class:`BudgetExhaustedError` or :class:`BudgetDecisionNeededError`.
 2. **Intent**: the request row (``planned``), its reservation and ``model-call-planned`` commit in one
@@ -15,6 +15,9 @@
 4. **Settle** in one transaction: usage, cost, the closing ledger entries and ``model-call-finished``.
    A failure that may have been billed charges the reserved bound as an unknown charge, which blocks
    further paid calls until acknowledged; a failure before anything was sent releases it.
+
+Every ledger entry goes through :class:`~codeflux.coordinator.spending.ledger.BudgetLedger`
+(``reserve``, ``settle``, ``release``, ``record_unknown``), inside the transaction of its step.
 
 A process that dies between 2 and 4 leaves ``planned`` or ``in-flight`` rows:
 :func:`reconcile_interrupted_model_requests` fails the planned ones (nothing was sent; released) and
@@ -35,19 +38,19 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Final
 
-from codeflux.coordinator.spending.budget import (
+from codeflux.coordinator.spending.ledger import BudgetLedger, refusal_error
+from codeflux.coordinator.spending.prices import PriceCatalog
+from codeflux.domain.budget import (
     BudgetRefusal,
-    BudgetRefusalKind,
     BudgetSummary,
-    LedgerKind,
     LedgerMove,
     bound_input_tokens,
-    check_paid_call,
-    closing_moves,
-    read_budget_summary,
+    charged_by,
+    crosses_warning,
+    overrun_of,
     reservation_bound,
+    reserve_move,
 )
-from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.domain.errors import (
     BudgetDecisionNeededError,
     BudgetExhaustedError,
@@ -67,10 +70,20 @@ from codeflux.domain.errors import (
     RungApprovalRequiredError,
     ScriptExhaustedError,
 )
+from codeflux.domain.events import (
+    BudgetExhausted,
+    BudgetWarning,
+    ModelCallFinished,
+    ModelCallPlanned,
+    ModelCallReconciled,
+    ModelCallRefused,
+    ModelCallStarted,
+    SettlementMove,
+)
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition, ModelTier, Rung
 from codeflux.domain.models import ModelReply, ModelRequest
-from codeflux.domain.money import Cost, Currency, Money, UnknownCost
+from codeflux.domain.money import Cost, Money, UnknownCost
 from codeflux.domain.pricing import TokenUsage
 from codeflux.domain.providers import ProviderName
 from codeflux.domain.tasks import TaskState
@@ -79,7 +92,7 @@ from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, PriceSnapshot
 from codeflux.providers.wire import ModelAdapter, TextSink
 from codeflux.redact import Redactor, StreamRedactor, default_redactor
 from codeflux.store import model_requests as model_rows
-from codeflux.store import money as ledger
+from codeflux.store import money as budget_rows
 from codeflux.store import prices as price_rows
 from codeflux.store.database import Database, Transaction, now_us
 from codeflux.store.events import append_event
@@ -172,6 +185,7 @@ class ModelGateway:
             raise InvalidValueError(kind="model gateway", reason="give at least one route, one per provider")
         self._db = db
         self._catalog = PriceCatalog(db, shipped=prices, clock=clock)
+        self._ledger = BudgetLedger(clock=clock)
         self._clock = clock
         self._entropy = entropy
 
@@ -228,7 +242,7 @@ class ModelGateway:
             refusal = self._approval_refusal(tx, task, route, rung)
             if refusal is not None:
                 return self._refuse(tx, task, refusal, pause=False)
-            budget = ledger.read_budget(tx, task_id)
+            budget = budget_rows.read_budget(tx, task_id)
             if budget is None:
                 error = BudgetDecisionNeededError(task_id=task_id.value, reason="no budget is set for the task")
                 return self._refuse(tx, task, error, pause=True)
@@ -237,27 +251,25 @@ class ModelGateway:
             bound = reservation_bound(None if price is None else price.price, input_tokens=tokens_in,
                                       max_output_tokens=sent.max_output_tokens, model=sent.model)
             tokens = tokens_in + sent.max_output_tokens
-            verdict = check_paid_call(read_budget_summary(tx, task_id), bound=bound, tokens=tokens)
-            if verdict is not None:
-                return self._refuse(tx, task, _budget_error(task_id, verdict), pause=True, bound=bound)
+            verdict = self._ledger.check(tx, task_id, bound=bound, tokens=tokens)
+            if isinstance(verdict, BudgetRefusal):
+                return self._refuse(tx, task, refusal_error(task_id, verdict), pause=True, bound=bound)
+            reserve = reserve_move(bound)
             plan = model_rows.ModelRequestPlan(
                 request_id=f"mreq_{self._entropy(16).hex()}", task_id=task_id, idempotency_key=key,
                 request_sha256=digest, provider=route.provider, base_url=route.base_url, model=sent.model,
                 rung=str(rung), price_snapshot_id=None if price is None else price.snapshot_id,
-                currency=budget.currency, reserved_minor=bound.minor if isinstance(bound, Money) else None,
-                reserved_reason=None if isinstance(bound, Money) else "; ".join(bound.reasons)[:1024],
+                currency=budget.currency, reserved_minor=reserve.amount_minor, reserved_reason=reserve.reason,
                 reserved_tokens=tokens, max_output_tokens=sent.max_output_tokens,
             )
             at = self._clock()
             model_rows.insert_model_request(tx, plan, at_us=at)
-            ledger.insert_budget_entry(tx, task_id=task_id, request_id=plan.request_id, kind=LedgerKind.RESERVE.value,
-                                       amount_minor=plan.reserved_minor, currency=budget.currency,
-                                       reason=plan.reserved_reason, at_us=at)
-            append_event(tx, session_id=task.session_id, kind="model-call-planned", payload={
-                "request_id": plan.request_id, "provider": route.provider, "model": plan.model, "rung": plan.rung,
-                "reserved": str(bound), "reserved_minor": plan.reserved_minor, "currency": budget.currency.code,
-                "price_snapshot_id": plan.price_snapshot_id,
-            })
+            self._ledger.reserve(tx, verdict, request_id=plan.request_id)
+            append_event(tx, session_id=task.session_id, event=ModelCallPlanned(
+                request_id=plan.request_id, provider=route.provider, model=plan.model, rung=plan.rung,
+                reserved=str(bound), reserved_minor=plan.reserved_minor, currency=budget.currency.code,
+                price_snapshot_id=plan.price_snapshot_id,
+            ))
             return _Planned(task=task, plan=plan, price=price, reserved=bound)
 
         outcome = self._db.write(work)
@@ -281,19 +293,16 @@ class ModelGateway:
         self, tx: Transaction, task: TaskRow, error: CodefluxError, *, pause: bool, bound: Cost | None = None
     ) -> CodefluxError:
         """Commit why the call was refused (and pause the task for a budget refusal); the caller raises."""
-        payload: dict[str, object] = {"task_id": task.task_id.value, "refusal": type(error).__name__,
-                                      "reason": str(error)[:1024]}
-        if bound is not None:
-            payload["reserve"] = str(bound)
         if isinstance(error, BudgetExhaustedError):
-            summary = read_budget_summary(tx, task.task_id)
-            append_event(tx, session_id=task.session_id, kind="budget-exhausted", payload={
-                "task_id": task.task_id.value, "hard_limit_minor": summary.hard_limit.minor,
-                "spent_minor": summary.spent_known.minor, "reserved_minor": summary.reserved_known.minor,
-                "currency": summary.hard_limit.currency.code, "spent": str(summary.spent),
-                "remaining": str(summary.remaining),
-            })
-        append_event(tx, session_id=task.session_id, kind="model-call-refused", payload=payload)
+            summary = self._ledger.summary(tx, task.task_id)
+            append_event(tx, session_id=task.session_id, event=BudgetExhausted(
+                task_id=task.task_id, hard_limit_minor=summary.hard_limit.minor,
+                spent_minor=summary.spent_known.minor, reserved_minor=summary.reserved_known.minor,
+                currency=summary.hard_limit.currency.code, spent=str(summary.spent), remaining=str(summary.remaining),
+            ))
+        append_event(tx, session_id=task.session_id, event=ModelCallRefused(
+            task_id=task.task_id, refusal=type(error).__name__, reason=str(error)[:1024],
+            reserve=None if bound is None else str(bound)))
         if pause and task.state in _PAUSABLE_STATES:
             change_task_state(tx, task_id=task.task_id, expected_revision=task.revision, state=TaskState.PAUSED,
                               reason=f"model call refused: {error}")
@@ -301,8 +310,8 @@ class ModelGateway:
 
     def _mark_in_flight(self, tx: Transaction, planned: _Planned) -> None:
         model_rows.mark_model_request_in_flight(tx, request_id=planned.plan.request_id, at_us=self._clock())
-        append_event(tx, session_id=planned.task.session_id, kind="model-call-started",
-                     payload={"request_id": planned.plan.request_id})
+        append_event(tx, session_id=planned.task.session_id,
+                     event=ModelCallStarted(request_id=planned.plan.request_id))
 
     # ─── 4: settle ───────────────────────────────────────────────────────────────────────────────
 
@@ -323,19 +332,21 @@ class ModelGateway:
             provider_request_id=reply.request_id[:256] if reply.request_id else None,
         )
         model_rows.record_model_request_end(tx, request_id=request_id, end=end, at_us=self._clock())
-        moves = closing_moves(reserved_minor=plan.reserved_minor, actual=cost)
+        if isinstance(cost, Money):
+            moves = self._ledger.settle(tx, request_id=request_id, actual=cost)
+        else:
+            moves = self._ledger.record_unknown(tx, request_id=request_id, unknown=cost)
         summary = self._close(tx, planned, moves, state="succeeded", cost=cost)
-        overrun = next((m.amount_minor for m in moves if m.kind is LedgerKind.OVERRUN), None)
         return GatewayReply(
             request_id=request_id, provider=route.adapter.display_name, model=plan.model, rung=rung, reply=reply,
-            reserved=planned.reserved, cost=cost, charged=_charged(moves, plan.currency),
-            overrun=None if overrun is None else Money(minor=overrun, currency=plan.currency), budget=summary,
+            reserved=planned.reserved, cost=cost, charged=charged_by(moves, plan.currency),
+            overrun=overrun_of(moves, plan.currency), budget=summary,
         )
 
     def _record_failure(self, tx: Transaction, *, planned: _Planned, error: Exception, redactor: Redactor) -> None:
         state, kind, processed = _classify_failure(error)
         reason = f"{kind}: the provider may have processed (and billed) the call"
-        actual: Cost | None = UnknownCost.because(reason) if processed else None
+        actual = UnknownCost.because(reason) if processed else None
         end = model_rows.ModelRequestEnd(
             state=state, usage=TokenUsage(), cost_minor=None if processed else 0,
             cost_reason=reason if processed else None, error_kind=kind,
@@ -344,36 +355,29 @@ class ModelGateway:
             [:1024],
         )
         model_rows.record_model_request_end(tx, request_id=planned.plan.request_id, end=end, at_us=self._clock())
-        moves = closing_moves(reserved_minor=planned.plan.reserved_minor, actual=actual)
+        if actual is None:
+            moves = self._ledger.release(tx, request_id=planned.plan.request_id)
+        else:
+            moves = self._ledger.record_unknown(tx, request_id=planned.plan.request_id, unknown=actual)
         cost = Money.zero(planned.plan.currency) if actual is None else actual
         self._close(tx, planned, moves, state=state, cost=cost)
 
     def _close(
         self, tx: Transaction, planned: _Planned, moves: tuple[LedgerMove, ...], *, state: str, cost: Cost
     ) -> BudgetSummary:
-        """Append the closing entries, let the standing allowance accept an unknown-price charge, journal."""
+        """Journal the closed reservation (its entries ``moves`` are written) and a crossed warning."""
         plan, task = planned.plan, planned.task
-        allowance = ledger.require_budget(tx, plan.task_id).allow_unknown_price
-        at = self._clock()
-        for move in moves:
-            entry = ledger.insert_budget_entry(tx, task_id=plan.task_id, request_id=plan.request_id,
-                                               kind=move.kind.value, amount_minor=move.amount_minor,
-                                               currency=plan.currency, reason=move.reason, at_us=at)
-            if move.kind is LedgerKind.UNKNOWN_CHARGE and move.amount_minor is None and allowance:
-                ledger.insert_acknowledgement(tx, task_id=plan.task_id, entry_id=entry,
-                                              acknowledged_by="standing-allowance", note=None, at_us=at)
-        after = read_budget_summary(tx, plan.task_id)
-        append_event(tx, session_id=task.session_id, kind="model-call-finished", payload={
-            "request_id": plan.request_id, "state": state, "cost": str(cost),
-            "ledger": [{"kind": m.kind.value, "amount_minor": m.amount_minor} for m in moves],
-            "spent": str(after.spent), "remaining": str(after.remaining),
-        })
+        after = self._ledger.summary(tx, plan.task_id)
+        append_event(tx, session_id=task.session_id, event=ModelCallFinished(
+            request_id=plan.request_id, state=state, cost=str(cost),
+            ledger=tuple(SettlementMove(kind=m.kind.value, amount_minor=m.amount_minor) for m in moves),
+            spent=str(after.spent), remaining=str(after.remaining),
+        ))
         warning = after.warning
-        charged = sum(m.amount_minor or 0 for m in moves if m.kind is not LedgerKind.RELEASE)
-        if warning is not None and after.spent_known.minor - charged < warning.minor <= after.spent_known.minor:
-            append_event(tx, session_id=task.session_id, kind="budget-warning", payload={
-                "task_id": plan.task_id.value, "warning_minor": warning.minor, "spent_minor": after.spent_known.minor,
-            })
+        if warning is not None and crosses_warning(after, moves):
+            append_event(tx, session_id=task.session_id, event=BudgetWarning(
+                task_id=plan.task_id, warning_minor=warning.minor, spent_minor=after.spent_known.minor,
+            ))
         return after
 
 
@@ -384,22 +388,6 @@ def _redacting(stream: StreamRedactor, sink: TextSink) -> TextSink:
             sink(released)
 
     return feed
-
-
-def _budget_error(task_id: TaskId, refusal: BudgetRefusal) -> CodefluxError:
-    if refusal.kind is BudgetRefusalKind.EXHAUSTED:
-        return BudgetExhaustedError(task_id=task_id.value, reason=refusal.reason)
-    return BudgetDecisionNeededError(task_id=task_id.value, reason=refusal.reason)
-
-
-def _charged(moves: tuple[LedgerMove, ...], currency: Currency) -> Cost:
-    """What the ledger charged for the call: settled + overrun + unknown charge (unknown if any is)."""
-    charges = (LedgerKind.SETTLE, LedgerKind.OVERRUN, LedgerKind.UNKNOWN_CHARGE)
-    amounts = [move.amount_minor for move in moves if move.kind in charges]
-    if any(amount is None for amount in amounts):
-        reasons = tuple(move.reason for move in moves if move.amount_minor is None and move.reason)
-        return UnknownCost(reasons or ("the charge is unknown",))
-    return Money(minor=sum(amount for amount in amounts if amount is not None), currency=currency)
 
 
 def _classify_failure(error: Exception) -> tuple[str, str, bool]:
@@ -424,6 +412,7 @@ def reconcile_interrupted_model_requests(db: Database, *, clock: Callable[[], in
     every ``in-flight`` one becomes ``outcome-unknown`` (its bound is charged as an unknown charge that
     blocks paid calls until acknowledged). One transaction each, journaled; nothing is retried."""
     reconciled = []
+    books = BudgetLedger(clock=clock)
     for request in db.read(model_rows.unfinished_model_requests):
 
         def work(tx: Transaction, request: model_rows.ModelRequestRow = request) -> None:
@@ -437,14 +426,13 @@ def reconcile_interrupted_model_requests(db: Database, *, clock: Callable[[], in
                 error_message=reason if sent else "codeflux stopped before the call was sent",
             )
             model_rows.record_model_request_end(tx, request_id=request.request_id, end=end, at_us=clock())
-            actual = UnknownCost.because(reason) if sent else None
-            at = clock()
-            for move in closing_moves(reserved_minor=request.plan.reserved_minor, actual=actual):
-                ledger.insert_budget_entry(tx, task_id=task.task_id, request_id=request.request_id,
-                                           kind=move.kind.value, amount_minor=move.amount_minor,
-                                           currency=request.plan.currency, reason=move.reason, at_us=at)
-            append_event(tx, session_id=task.session_id, kind="model-call-reconciled",
-                         payload={"request_id": request.request_id, "state": end.state})
+            if sent:  # a crash leaves the charge for a person, even under a standing allowance
+                books.record_unknown(tx, request_id=request.request_id, unknown=UnknownCost.because(reason),
+                                     after_interruption=True)
+            else:
+                books.release(tx, request_id=request.request_id)
+            append_event(tx, session_id=task.session_id,
+                         event=ModelCallReconciled(request_id=request.request_id, state=end.state))
 
         db.write(work)
         reconciled.append(request.request_id)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Final
 
 from codeflux.domain.errors import InvalidValueError
+from codeflux.domain.events import EndpointApproved, LadderRungApproved
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import Rung
 from codeflux.domain.providers import ProviderName
@@ -39,8 +40,8 @@ def approve_model_endpoint(
     def work(tx: Transaction) -> None:
         if rows.insert_endpoint_approval(tx, provider=provider.value, base_url=normalized, approved_by=approved_by,
                                          at_us=clock()):
-            append_event(tx, session_id=SYSTEM_SESSION_ID, kind="endpoint-approved",
-                         payload={"provider": provider.value, "base_url": normalized, "by": approved_by})
+            append_event(tx, session_id=SYSTEM_SESSION_ID,
+                         event=EndpointApproved(provider=provider.value, base_url=normalized, by=approved_by))
 
     db.write(work)
     return normalized
@@ -58,7 +59,7 @@ def approve_ladder_rung(
     def work(tx: Transaction) -> None:
         task = require_task(tx, task_id)
         if rows.insert_rung_approval(tx, task_id=task_id, rung=str(rung), approved_by=approved_by, at_us=clock()):
-            append_event(tx, session_id=task.session_id, kind="ladder-rung-approved",
-                         payload={"task_id": task_id.value, "rung": str(rung), "by": approved_by})
+            append_event(tx, session_id=task.session_id,
+                         event=LadderRungApproved(task_id=task_id, rung=str(rung), by=approved_by))
 
     db.write(work)

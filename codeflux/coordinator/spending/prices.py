@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from codeflux.domain.events import PriceSet
 from codeflux.domain.pricing import Price
 from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, PriceSnapshot
 from codeflux.store import prices as rows
@@ -60,10 +61,10 @@ class PriceCatalog:
         def work(tx: Transaction) -> rows.PriceRevisionRow:
             row = rows.insert_price_revision(tx, provider=provider, model=model, source="user", source_detail=detail,
                                              price=price, effective_date=effective_date, at_us=self._clock())
-            append_event(tx, session_id=SYSTEM_SESSION_ID, kind="price-set", payload={
-                "provider": provider, "model": model, "revision": row.revision,
-                "effective_date": effective_date.isoformat(), "currency": price.currency.code,
-            })
+            append_event(tx, session_id=SYSTEM_SESSION_ID, event=PriceSet(
+                provider=provider, model=model, revision=row.revision, effective_date=effective_date.isoformat(),
+                currency=price.currency.code,
+            ))
             return row
 
         return self._db.write(work)

@@ -4,7 +4,8 @@
 its journal events, the transition row of a state change and the idempotency record. An identical retry
 (same scope, key and request) returns the original :class:`TaskChange` marked ``replayed``; the same key
 with another request is an :class:`~codeflux.domain.errors.IdempotencyConflictError`. The events are
-handed to the publisher only after the commit, so nothing is ever shown that was not recorded.
+handed to the publisher only after the commit, so nothing is ever shown that was not recorded; each state
+change likewise reaches the observers (:class:`~codeflux.coordinator.hooks.TaskStateChanged`) after the commit.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
+from codeflux.coordinator.hooks import Observers, TaskStateChanged
 from codeflux.domain.errors import InvalidValueError, StaleRevisionError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import TaskState
@@ -105,12 +107,15 @@ class TaskChanges:
     def __init__(
         self, db: Database, *, clock: Callable[[], int], entropy: Callable[[], bytes],
         publish: Callable[[JournalEvent], None] | None, fault: Callable[[TaskFault], None] | None,
+        observers: Observers | None = None,
     ) -> None:  # fmt: skip
+        """``observers`` hear of every state change once its transaction committed."""
         self.db = db
         self.clock = clock
         self.entropy = entropy
         self._publish = publish
         self._fault = fault
+        self._observers = observers
 
     def mutate(self, *, scope: str, key: str, request: Mapping[str, object], work: ChangeWork) -> TaskChange:
         """Run ``work`` once per (scope, key) in one transaction; publish its events after the commit."""
@@ -162,4 +167,9 @@ class TaskChanges:
             tx, task_id=task.task_id, expected_revision=task.revision, to_state=to_state, reason=reason,
             actor=actor.value, at_us=self.clock(), base_revision=base_revision)
         events.append(event)
+        if self._observers is not None:
+            observers, changed = self._observers, TaskStateChanged(
+                task_id=task.task_id, from_state=task.state, to_state=record.state, revision=record.revision,
+                actor=actor.value, reason=reason)
+            tx.after_commit(lambda: observers.notify(changed))
         return record

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from codeflux.coordinator.tasks.changes import TaskChanges
 from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
+from codeflux.domain.events import CheckpointCreated, DeliveryRecorded
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.domain.tools import ToolName
@@ -83,10 +84,10 @@ class CheckpointService:
                                       author=self._author, replace_orphan=True)
 
         def work(tx: Transaction, events: list[JournalEvent]) -> CheckpointRow:
-            event = append_event(tx, session_id=task.session_id, kind="checkpoint-created", payload={
-                "task_id": task_id.value, "sequence": sequence, "trigger": chosen.value, "commit": preserved.commit,
-                "ref": ref_name, "head": preserved.head, "diff_identity": preserved.diff_identity,
-                "plan_revision": plan_revision, "attempt": attempt})
+            event = append_event(tx, session_id=task.session_id, event=CheckpointCreated(
+                task_id=task_id, sequence=sequence, trigger=chosen.value, commit=preserved.commit, ref=ref_name,
+                head=preserved.head, diff_identity=preserved.diff_identity, plan_revision=plan_revision,
+                attempt=attempt))
             events.append(event)
             row = checkpoint_rows.insert_checkpoint(
                 tx, task_id=task_id, sequence=sequence, trigger=chosen, commit_id=preserved.commit,
@@ -144,7 +145,7 @@ def record_delivery_decision(
         human_acceptance=human, deliver=deliver, landed_commit=landed_commit, reason=reason, decided_by=decided_by,
         at_us=at_us)
     session_id = records.require_task_record(tx, task_id).session_id
-    events.append(append_event(tx, session_id=session_id, kind="delivery-recorded", payload={
-        "task_id": task_id.value, "attempt": attempt.attempt, "diff_identity": diff_identity,
-        "human_acceptance": human.outcome.value, "deliver": deliver.outcome.value, "landed_commit": landed_commit}))
+    events.append(append_event(tx, session_id=session_id, event=DeliveryRecorded(
+        task_id=task_id, attempt=attempt.attempt, diff_identity=diff_identity, human_acceptance=human.outcome,
+        deliver=deliver.outcome, landed_commit=landed_commit)))
     return row

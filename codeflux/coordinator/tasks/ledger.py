@@ -21,8 +21,9 @@ import json
 from collections.abc import Mapping, Sequence
 
 from codeflux.domain.errors import ConflictError, StageAlreadyRecordedError, UsageError
+from codeflux.domain.events import RunAttemptEnded, StageVerdictsRecorded
 from codeflux.domain.ids import TaskId
-from codeflux.domain.pipeline import StageName, StageVerdict, finalize_run, stage_named
+from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict, finalize_run, stage_named
 from codeflux.store.database import Transaction
 from codeflux.store.events import JournalEvent, append_event
 from codeflux.store.stage_ledger import (
@@ -99,10 +100,10 @@ def record_verdicts_in_ledger(
     new = [v for v in complete if len(stored) < stage_named(v.stage).number <= last]
     rows = insert_ledger_rows(tx, task_id=task_id, attempt=attempt, at_us=at_us,
                               verdicts=_with_evidence(new, {v.stage: v for v in verdicts}, evidence))
-    event = append_event(tx, session_id=session_id, kind="stage-verdicts-recorded", payload={
-        "task_id": task_id.value, "attempt": attempt,
-        "stages": [[row.verdict.stage.value, row.verdict.outcome.value] for row in rows],
-    })
+    event = append_event(tx, session_id=session_id, event=StageVerdictsRecorded(
+        task_id=task_id, attempt=attempt,
+        stages=tuple((row.verdict.stage.value, row.verdict.outcome) for row in rows),
+    ))
     return rows, event
 
 
@@ -120,11 +121,11 @@ def finish_attempt_ledger(
                               verdicts=[(verdict, {}) for verdict in complete[len(stored):]])
     ended = end_run_attempt(tx, task_id=task_id, attempt=attempt, stopped_at=stopped_at, at_us=at_us)
     ledger = stored + rows
-    counts: dict[str, int] = {}
+    counts: dict[StageOutcome, int] = {}
     for row in ledger:
-        counts[row.verdict.outcome.value] = counts.get(row.verdict.outcome.value, 0) + 1
-    event = append_event(tx, session_id=session_id, kind="run-attempt-ended", payload={
-        "task_id": task_id.value, "attempt": attempt,
-        "stopped_at": None if stopped_at is None else stopped_at.value, "outcomes": counts,
-    })
+        counts[row.verdict.outcome] = counts.get(row.verdict.outcome, 0) + 1
+    event = append_event(tx, session_id=session_id, event=RunAttemptEnded(
+        task_id=task_id, attempt=attempt, stopped_at=None if stopped_at is None else stopped_at.value,
+        outcomes=counts,
+    ))
     return ledger, ended, event

@@ -26,6 +26,7 @@ from codeflux.coordinator.tasks.changes import (
 )
 from codeflux.coordinator.tasks.plan_schema import require_plan_size
 from codeflux.domain.errors import ConflictError, PlanChangedError
+from codeflux.domain.events import PlanApproved, PlanRevisionRecorded, PlanSentBack
 from codeflux.domain.ids import TaskId
 from codeflux.domain.plans import Plan, plan_sha256
 from codeflux.domain.tasks import TaskState, validate_task_transition
@@ -64,8 +65,8 @@ def record_plan_revision(
         gates.require_entry_allowed(tx, task, TaskState.AWAITING_PLAN_APPROVAL, dedicated_ok=True)
         row = plan_rows.insert_plan_revision(tx, task_id=task_id, plan=plan, created_by=author.value,
                                              feedback=feedback, at_us=changes.clock())
-        events.append(append_event(tx, session_id=task.session_id, kind="plan-revision-recorded", payload={
-            "task_id": task_id.value, "revision": row.revision, "sha256": row.sha256, "created_by": author.value}))
+        events.append(append_event(tx, session_id=task.session_id, event=PlanRevisionRecorded(
+            task_id=task_id, revision=row.revision, sha256=row.sha256, created_by=author.value)))
         actor = Actor.USER if author is PlanAuthor.USER else Actor.SYSTEM
         record = changes.transition(tx, events, task, TaskState.AWAITING_PLAN_APPROVAL, actor=actor,
                                     reason=f"plan revision {row.revision} ({author.value}) awaits approval")
@@ -95,10 +96,9 @@ def decide_plan(
         plan_rows.insert_plan_decision(tx, task_id=task_id, revision=revision, sha256=sha256,
                                        decision="approved" if approving else "sent-back", feedback=feedback,
                                        decided_by=actor.value, at_us=changes.clock())
-        events.append(append_event(tx, session_id=task.session_id,
-                                   kind="plan-approved" if approving else "plan-sent-back",
-                                   payload={"task_id": task_id.value, "revision": revision, "sha256": sha256,
-                                            "by": actor.value}))
+        events.append(append_event(tx, session_id=task.session_id, event=(
+            PlanApproved if approving else PlanSentBack)(task_id=task_id, revision=revision, sha256=sha256,
+                                                          by=actor.value)))
         reason = f"plan revision {revision} approved" if approving else f"plan revision {revision} sent back"
         record = changes.transition(tx, events, task, to_state, reason=reason, actor=actor)
         return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision,

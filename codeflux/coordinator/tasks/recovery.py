@@ -1,9 +1,10 @@
 """Recovery of tasks interrupted by a stop of codeflux: found at startup, shown as known / ambiguous /
 recommended, never resumed automatically.
 
-:meth:`RecoveryService.recover_at_startup` is what a process that runs tasks calls first, holding
-:func:`exclusive_startup_lock` (every process that runs tasks holds :func:`shared_running_lock`, so a
-startup never mistakes a live run for an interrupted one; the kernel drops the lock of a killed process):
+:func:`recover_interrupted` is what a process that runs tasks calls first: it runs
+:meth:`RecoveryService.recover_at_startup` holding :func:`exclusive_startup_lock` (every process that runs tasks
+holds :func:`shared_running_lock`, so a startup never mistakes a live run for an interrupted one; the kernel
+drops the lock of a killed process), and leaves recovery to the other process when one runs tasks:
 
 1. tool executions left ``intended``/``running`` and model requests left ``planned``/``in-flight`` are
    reconciled by their owners' functions (``outcome-unknown``, or failed when nothing was sent) — never
@@ -42,6 +43,7 @@ from codeflux.domain.errors import (
     TaskActionUnavailableError,
     WorktreeNotUsableError,
 )
+from codeflux.domain.events import EffectOutcomeRecorded, PatchStored, RecoveryAssessed
 from codeflux.domain.ids import TaskId
 from codeflux.domain.recovery import (
     INTERRUPTIBLE_STATES,
@@ -69,6 +71,7 @@ __all__ = [
     "RecoveryView",
     "StartupRecovery",
     "exclusive_startup_lock",
+    "recover_interrupted",
     "shared_running_lock",
 ]
 
@@ -227,9 +230,9 @@ class RecoveryService:
                 ambiguous=_effects_json(view.ambiguous),
                 recommended=view.recommendation.recommended, diff_identity=view.known.diff_identity, reason=reason,
                 at_us=self._changes.clock())
-            events.append(append_event(tx, session_id=task.session_id, kind="recovery-assessed", payload={
-                "task_id": task.task_id.value, "assessment_id": row.assessment_id,
-                "recommended": row.recommended.value, "ambiguous": [e.item_id for e in view.ambiguous]}))
+            events.append(append_event(tx, session_id=task.session_id, event=RecoveryAssessed(
+                task_id=task.task_id, assessment_id=row.assessment_id, recommended=row.recommended.value,
+                ambiguous=tuple(e.item_id for e in view.ambiguous))))
             record = self._move(tx, events, current, to_state, reason=reason)
             return {"task_id": task.task_id.value, "state": record.state.value, "revision": record.revision}
 
@@ -262,9 +265,8 @@ class RecoveryService:
                 raise OutcomeAlreadyRecordedError(task_id=task_id.value, item=item_id, outcome=effect.outcome.value)
             if recovery_rows.insert_resolution(tx, task_id=task_id, effect=effect, outcome=chosen, note=note,
                                                at_us=self._changes.clock()):
-                events.append(append_event(tx, session_id=task.session_id, kind="effect-outcome-recorded", payload={
-                    "task_id": task_id.value, "item": item_id, "kind": effect.kind.value, "outcome": chosen.value,
-                    "by": Actor.USER.value}))
+                events.append(append_event(tx, session_id=task.session_id, event=EffectOutcomeRecorded(
+                    task_id=task_id, item=item_id, kind=effect.kind.value, outcome=chosen.value, by=Actor.USER.value)))
 
         self._changes.write(work)
         return self.assess(task_id)
@@ -330,9 +332,9 @@ class RecoveryService:
                 head_commit=diff.head, patch=diff.unified_diff, reason="preserved during recovery",
                 at_us=self._changes.clock())
             if created:
-                events.append(append_event(tx, session_id=view.task.session_id, kind="patch-stored", payload={
-                    "task_id": task_id.value, "kind": "preserved", "diff_identity": diff.identity,
-                    "patch_sha256": row.patch_sha256, "bytes": len(diff.unified_diff)}))
+                events.append(append_event(tx, session_id=view.task.session_id, event=PatchStored(
+                    task_id=task_id, kind="preserved", diff_identity=diff.identity, patch_sha256=row.patch_sha256,
+                    bytes=len(diff.unified_diff))))
             return row
 
         return self._changes.write(work)
@@ -345,3 +347,12 @@ class RecoveryService:
         saved = view.known.diff_identity if any(p.diff_identity == view.known.diff_identity for p in stored) else None
         return change, dispose_task_worktree(self._db, task_id, saved_patch_identity=saved, delete_branch=False,
                                              publish=self._publish)
+
+
+def recover_interrupted(db: Database, location: DataLocation) -> StartupRecovery | None:
+    """Startup recovery, the one way every command that runs tasks does it: when no other process runs tasks
+    in ``location`` (:func:`exclusive_startup_lock`), reconcile interrupted effects and mark every interrupted
+    task ``recovery-required`` (:meth:`RecoveryService.recover_at_startup`) and return what was found; None
+    when another process runs tasks (its live runs are not interrupted; recovery is left to it)."""
+    with exclusive_startup_lock(location) as alone:
+        return RecoveryService(db).recover_at_startup() if alone else None

@@ -29,6 +29,7 @@ from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, c
 from codeflux.coordinator.tasks.checkpoints import record_delivery_decision
 from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
 from codeflux.domain.errors import NotFoundError, TaskActionUnavailableError
+from codeflux.domain.events import AcceptConflicted, PatchStored, TaskAccepted
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import (
     TASK_ACTION_TARGETS,
@@ -107,19 +108,18 @@ class ReviewService:
                                    committer=self._committer)
         if outcome.kind is AcceptKind.CONFLICT:
             self._changes.write(lambda tx, events: events.append(append_event(
-                tx, session_id=task.session_id, kind="accept-conflicted", payload={
-                    "task_id": task_id.value, "diff_identity": reviewed_identity, "branch": outcome.branch,
-                    "conflicting_paths": list(outcome.conflicting_paths)})))
+                tx, session_id=task.session_id, event=AcceptConflicted(
+                    task_id=task_id, diff_identity=reviewed_identity, branch=outcome.branch,
+                    conflicting_paths=tuple(outcome.conflicting_paths)))))
             return AcceptResult(outcome=outcome, change=None, worktree=None)
         reason = f"accepted: {outcome.kind.value} of {outcome.branch} to {outcome.landed_head[:12]}"
 
         def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
             current = records.require_task_record(tx, task_id)
             record = self._end_review(tx, events, current, TaskState.COMPLETED, reason=reason)
-            events.append(append_event(tx, session_id=current.session_id, kind="task-accepted", payload={
-                "task_id": task_id.value, "diff_identity": reviewed_identity, "kind": outcome.kind.value,
-                "branch": outcome.branch, "previous_head": outcome.previous_head,
-                "landed_head": outcome.landed_head, "task_commit": outcome.task_commit}))
+            events.append(append_event(tx, session_id=current.session_id, event=TaskAccepted(
+                task_id=task_id, diff_identity=reviewed_identity, kind=outcome.kind.value, branch=outcome.branch,
+                previous_head=outcome.previous_head, landed_head=outcome.landed_head, task_commit=outcome.task_commit)))
             record_delivery_decision(tx, events, task_id=task_id, diff_identity=reviewed_identity, accepted=True,
                                      landed_commit=outcome.landed_head, reason=None, decided_by=Actor.USER.value,
                                      at_us=self._changes.clock())
@@ -148,9 +148,9 @@ class ReviewService:
                 at_us=self._changes.clock())
             stored.append(row)
             if created:
-                events.append(append_event(tx, session_id=current.session_id, kind="patch-stored", payload={
-                    "task_id": task_id.value, "kind": "rejected", "diff_identity": rejected.identity,
-                    "patch_sha256": row.patch_sha256, "bytes": len(rejected.patch)}))
+                events.append(append_event(tx, session_id=current.session_id, event=PatchStored(
+                    task_id=task_id, kind="rejected", diff_identity=rejected.identity, patch_sha256=row.patch_sha256,
+                    bytes=len(rejected.patch))))
             record_delivery_decision(tx, events, task_id=task_id, diff_identity=reviewed_identity, accepted=False,
                                      landed_commit=None, reason=reason, decided_by=Actor.USER.value,
                                      at_us=self._changes.clock())
@@ -178,6 +178,7 @@ class ReviewService:
         rejected = [p for p in patches if p.kind == "rejected"]
         return (rejected or patches)[-1]
 
-    def task_patch(self, task_id: TaskId) -> bytes:
-        """The patch kept for the task (the rejected one, else the newest preserved one), exact bytes."""
-        return self._latest_patch(task_id).patch
+    def task_patch(self, task_id: TaskId) -> records.TaskPatchRow:
+        """The patch kept for the task (the rejected one, else the newest preserved one): exact bytes and
+        the diff identity they were taken at."""
+        return self._latest_patch(task_id)

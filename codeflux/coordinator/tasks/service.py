@@ -6,7 +6,8 @@ event(s), the transition row when the state changes, and the idempotency record:
 returns the original result, the same key with another request is refused. State changes are validated
 by the domain table (:func:`~codeflux.domain.tasks.validate_task_transition`), compare-and-set on the
 task's revision, and gated by :mod:`codeflux.coordinator.tasks.gates` (approved plan, run slots, the
-user's checkout) inside that same transaction. Events are published only after the commit.
+user's checkout) inside that same transaction. Events are published only after the commit, and each state
+change then reaches the service's observers (:mod:`codeflux.coordinator.hooks`).
 
 The service takes the caller's observation of the user's checkout (a :class:`RepositorySnapshot` from
 :func:`codeflux.gitwork.repository.open_repository`, taken just before the call); it never opens a
@@ -23,6 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
+from codeflux.coordinator.hooks import Observers
 from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks import plans as task_plans
 from codeflux.coordinator.tasks.changes import (
@@ -37,6 +39,7 @@ from codeflux.coordinator.tasks.changes import (
 from codeflux.coordinator.tasks.ledger import Evidence, finish_attempt_ledger, record_verdicts_in_ledger
 from codeflux.coordinator.tasks.plans import PlanAuthor
 from codeflux.domain.errors import ConflictError, InvalidValueError, UsageError
+from codeflux.domain.events import DirtyTreeAcknowledged, PatchStored, RepositoryRegistered, RunAttemptOpened
 from codeflux.domain.ids import RepositoryId, RunId, TaskId
 from codeflux.domain.pipeline import StageName, StageVerdict
 from codeflux.domain.plans import Plan
@@ -98,11 +101,15 @@ class TaskService:
         self, db: Database, *, worktrees_root: Path, clock: Callable[[], int] = now_us,
         entropy: Callable[[], bytes] = lambda: os.urandom(16),
         publish: Callable[[JournalEvent], None] | None = None, fault: Callable[[TaskFault], None] | None = None,
+        observers: Observers | None = None,
     ) -> None:  # fmt: skip
+        """``observers`` hear of every state change this service makes, after its commit
+        (:class:`~codeflux.coordinator.hooks.TaskStateChanged`)."""
         if not worktrees_root.is_absolute():
             raise InvalidValueError(kind="worktrees root", reason="must be an absolute path")
         self._worktrees_root = worktrees_root
-        self._changes = TaskChanges(db, clock=clock, entropy=entropy, publish=publish, fault=fault)
+        self._changes = TaskChanges(db, clock=clock, entropy=entropy, publish=publish, fault=fault,
+                                    observers=observers)
         self._db = db
 
     @property
@@ -120,8 +127,8 @@ class TaskService:
         row = repository_rows.insert_repository(
             tx, repository_id=RepositoryId.from_entropy(self._changes.entropy()), root=snapshot.root,
             identity=snapshot.identity, root_commits=snapshot.root_commits, at_us=self._changes.clock())
-        events.append(append_event(tx, session_id=SYSTEM_SESSION_ID, kind="repository-registered", payload={
-            "repository_id": row.repository_id.value, "root": str(row.root), "identity": row.identity}))
+        events.append(append_event(tx, session_id=SYSTEM_SESSION_ID, event=RepositoryRegistered(
+            repository_id=row.repository_id, root=str(row.root), identity=row.identity)))
         return row
 
     def register_repository(self, snapshot: RepositorySnapshot) -> repository_rows.RepositoryRow:
@@ -170,9 +177,8 @@ class TaskService:
         repository_rows.insert_dirty_acknowledgement(
             tx, task_id=task.task_id, repository_id=task.repository_id, dirty_hash=snapshot.dirty_hash,
             changes=changes, acknowledged_by=actor.value, at_us=self._changes.clock())
-        return append_event(tx, session_id=task.session_id, kind="dirty-tree-acknowledged", payload={
-            "task_id": task.task_id.value, "dirty_hash": snapshot.dirty_hash, "changes": len(changes),
-            "by": actor.value})
+        return append_event(tx, session_id=task.session_id, event=DirtyTreeAcknowledged(
+            task_id=task.task_id, dirty_hash=snapshot.dirty_hash, changes=len(changes), by=actor.value))
 
     def acknowledge_dirty_tree(
         self, task_id: TaskId, snapshot: RepositorySnapshot, *, acknowledged_hash: str,
@@ -300,9 +306,9 @@ class TaskService:
         opened = ledger_rows.open_run_attempt(tx, run_id=RunId.from_entropy(self._changes.entropy()),
                                               task_id=task.task_id, plan_revision=plan.revision,
                                               plan_sha256=plan.sha256, at_us=self._changes.clock())
-        events.append(append_event(tx, session_id=task.session_id, kind="run-attempt-opened", payload={
-            "task_id": task.task_id.value, "attempt": opened.attempt, "run_id": opened.run_id.value,
-            "plan_revision": plan.revision, "plan_sha256": plan.sha256}))
+        events.append(append_event(tx, session_id=task.session_id, event=RunAttemptOpened(
+            task_id=task.task_id, attempt=opened.attempt, run_id=opened.run_id, plan_revision=plan.revision,
+            plan_sha256=plan.sha256)))
         return opened
 
     def begin_next_attempt(self, task_id: TaskId, *, idempotency_key: str) -> TaskChange:
@@ -373,9 +379,9 @@ class TaskService:
                                                      head_commit=head_commit, patch=patch, reason=reason,
                                                      at_us=self._changes.clock())
             if created:
-                events.append(append_event(tx, session_id=task.session_id, kind="patch-stored", payload={
-                    "task_id": task_id.value, "kind": chosen.value, "diff_identity": diff_identity,
-                    "patch_sha256": row.patch_sha256, "bytes": len(patch)}))
+                events.append(append_event(tx, session_id=task.session_id, event=PatchStored(
+                    task_id=task_id, kind=chosen.value, diff_identity=diff_identity, patch_sha256=row.patch_sha256,
+                    bytes=len(patch))))
             return row
 
         return self._changes.write(work)

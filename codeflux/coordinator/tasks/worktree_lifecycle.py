@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from codeflux.domain.errors import RepositoryNotUsableError, UsageError, WorktreeNotUsableError
+from codeflux.domain.events import WorktreeKept, WorktreeRemoved
 from codeflux.domain.ids import TaskId
 from codeflux.domain.recovery import unresolved_effects
 from codeflux.domain.tasks import is_terminal
@@ -111,12 +112,10 @@ def _record(db: Database, task: records.TaskRecord, disposal: WorktreeDisposal,
     events: list[JournalEvent] = []
 
     def work(tx: Transaction) -> None:
-        events.append(append_event(tx, session_id=task.session_id,
-                                   kind="worktree-removed" if disposal.removed else "worktree-kept", payload={
-                                       "task_id": task.task_id.value, "path": str(task.worktree),
-                                       "refusal": disposal.refusal, "detail": disposal.detail,
-                                       "branch_deleted": disposal.branch_deleted,
-                                       "checkpoint_refs_deleted": disposal.checkpoint_refs_deleted}))
+        events.append(append_event(tx, session_id=task.session_id, event=(
+            WorktreeRemoved if disposal.removed else WorktreeKept)(
+                task_id=task.task_id, path=str(task.worktree), refusal=disposal.refusal, detail=disposal.detail,
+                branch_deleted=disposal.branch_deleted, checkpoint_refs_deleted=disposal.checkpoint_refs_deleted)))
 
     db.write(work)
     if publish is not None:  # only after the commit, so nothing unrecorded is ever shown

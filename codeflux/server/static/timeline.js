@@ -2,9 +2,12 @@
 // reconnect. Approval cards (a tool request waiting for a person) get their exact operation from the
 // TaskView's pending approvals, can be answered only while that TaskView shows the task awaiting
 // authority with the request pending, and lose their buttons once an `authority-decided` event resolves
-// them. Tool results and live output: tools.js.
+// them. Tool results and live output: tools.js. Kinds are named only through event_kinds.js, which is
+// generated from the event registry (codeflux/domain/events.py); a test fails on a kind or payload key
+// the registry lacks.
 
 import { badge, clear, el, facts, mutatingButton, textList } from "./dom.js";
+import { EventKind } from "./event_kinds.js";
 import { escapeForDisplay, parsePayload, timeOf } from "./format.js";
 import { ToolActivity } from "./tools.js";
 
@@ -216,20 +219,20 @@ function genericCard(payload, event) {
 }
 
 const CARD_BUILDERS = {
-  "tool-requested": toolRequested,
-  "authority-decided": authorityDecided,
-  "tool-execution-intended": executionIntended,
-  "tool-execution-finished": executionFinished,
-  "tool-output": function toolOutput(payload, event) { return this.tools.output(payload, event); },
-  "model-call-planned": modelCall,
-  "model-call-finished": modelCall,
-  "model-call-refused": modelCall,
-  "task-state-changed": stateChanged,
-  "stage-verdicts-recorded": stagesRecorded,
-  "task-created": (p) => ({ title: "Task created", testid: "timeline-card",
-    content: facts([["Requirement", p.requirement], ["Title", p.title]].filter(([, v]) => v)) }),
-  "task-accepted": (p) => ({ title: "Change accepted", testid: "accepted-card",
-    content: facts([["Branch", p.branch], ["Landed", p.landed_head], ["How", p.kind]]) }),
-  "recovery-assessed": recoveryAssessed,
-  "agent-message": agentMessage,
+  [EventKind.TOOL_REQUESTED]: toolRequested,
+  [EventKind.AUTHORITY_DECIDED]: authorityDecided,
+  [EventKind.TOOL_EXECUTION_INTENDED]: executionIntended,
+  [EventKind.TOOL_EXECUTION_FINISHED]: executionFinished,
+  [EventKind.TOOL_OUTPUT]: function toolOutput(payload, event) { return this.tools.output(payload, event); },
+  [EventKind.MODEL_CALL_PLANNED]: modelCall,
+  [EventKind.MODEL_CALL_FINISHED]: modelCall,
+  [EventKind.MODEL_CALL_REFUSED]: modelCall,
+  [EventKind.TASK_STATE_CHANGED]: stateChanged,
+  [EventKind.STAGE_VERDICTS_RECORDED]: stagesRecorded,
+  [EventKind.TASK_CREATED]: (payload) => ({ title: "Task created", testid: "timeline-card",
+    content: facts([["Title", payload.title]].filter(([, v]) => v)) }),
+  [EventKind.TASK_ACCEPTED]: (payload) => ({ title: "Change accepted", testid: "accepted-card",
+    content: facts([["Branch", payload.branch], ["Landed", payload.landed_head], ["How", payload.kind]]) }),
+  [EventKind.RECOVERY_ASSESSED]: recoveryAssessed,
+  [EventKind.AGENT_MESSAGE]: agentMessage,
 };

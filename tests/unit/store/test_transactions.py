@@ -7,6 +7,7 @@ from codeflux.store.database import Database, Transaction
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event, read_events_after
 from codeflux.store.idempotency import run_idempotent
 from codeflux.store.revisions import compare_and_set_revision
+from tests.fixtures.journal import note_event
 
 
 def _refused_because(db: Database, sql: str) -> str:
@@ -24,7 +25,7 @@ def _count(db: Database, table: str) -> int:
 def test_a_failing_unit_of_work_leaves_nothing_behind(db: Database) -> None:
     def half_done(tx: Transaction) -> None:
         tx.execute("INSERT INTO settings VALUES ('a', '1', 0, 1, 1)")
-        append_event(tx, session_id=SYSTEM_SESSION_ID, kind="setting-changed", payload={"key": "a"})
+        append_event(tx, session_id=SYSTEM_SESSION_ID, event=note_event(1))
         raise RuntimeError("boom halfway")
 
     with pytest.raises(RuntimeError):
@@ -38,7 +39,7 @@ def test_publication_happens_only_after_commit(db: Database) -> None:
     committed_when_published: list[int] = []
 
     def work(tx: Transaction) -> None:
-        event = append_event(tx, session_id=SYSTEM_SESSION_ID, kind="probe", payload={})
+        event = append_event(tx, session_id=SYSTEM_SESSION_ID, event=note_event(0))
         tx.after_commit(lambda: published.append(event.sequence))
         tx.after_commit(lambda: committed_when_published.append(_count(db, "events")))
 
@@ -57,14 +58,14 @@ def test_publication_happens_only_after_commit(db: Database) -> None:
 
 def test_journal_sequences_are_contiguous_per_session(db: Database) -> None:
     for n in range(5):
-        db.write(lambda tx, n=n: append_event(tx, session_id=SYSTEM_SESSION_ID, kind="probe", payload={"n": n}))
+        db.write(lambda tx, n=n: append_event(tx, session_id=SYSTEM_SESSION_ID, event=note_event(n)))
     events = db.read(lambda view: read_events_after(view, session_id=SYSTEM_SESSION_ID, after_sequence=2, limit=10))
     assert [e.sequence for e in events] == [3, 4, 5]
-    assert [e.payload["n"] for e in events] == [2, 3, 4]
+    assert [e.payload["conversation_id"] for e in events] == [2, 3, 4]
 
 
 def test_the_journal_refuses_gaps_updates_and_deletes(db: Database) -> None:
-    db.write(lambda tx: append_event(tx, session_id=SYSTEM_SESSION_ID, kind="probe", payload={}))
+    db.write(lambda tx: append_event(tx, session_id=SYSTEM_SESSION_ID, event=note_event(0)))
     gap = "INSERT INTO events VALUES ('ses_system', 7, 'probe', 1, '{}', 1)"
     assert "session counter" in _refused_because(db, gap)
     assert "immutable" in _refused_because(db, "UPDATE events SET kind = 'other'")

@@ -1,0 +1,180 @@
+"""One printer per view: a task, its plan, a budget, a recovery assessment, a price list.
+
+Every printer takes the reply the method table gave (:mod:`codeflux.cli.channel`), so a command prints the
+same lines whether a coordinator answered over its socket or the call ran in this process. Arguments, paths
+and check argv are shown escaped (:func:`codeflux.domain.display.escape_for_display`): a bidi override or a
+newline cannot disguise itself or what follows it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import Final
+
+from codeflux.api.v1 import common_pb2, product_pb2
+from codeflux.cli.context import CliContext
+from codeflux.domain.display import escape_for_display
+
+__all__ = [
+    "print_budget",
+    "print_plan",
+    "print_prices",
+    "print_providers",
+    "print_recovery",
+    "print_task",
+    "worktree_disposal_text",
+    "write_bytes",
+]
+
+_MAX_ARGUMENTS: Final = 200
+_UNKNOWN: Final = "unknown: "
+_PRICE_COLUMNS: Final = ("provider", "model", "input", "output", "cache read", "cache write", "currency",
+                         "effective", "source")
+
+
+def _amount(value: common_pb2.MaybeMoney) -> str:
+    return value.amount.display if value.known else "unknown"
+
+
+def print_plan(ctx: CliContext, plan: product_pb2.PlanView, *, indent: str = "  ") -> None:
+    """A plan revision: its hash and decision, scope, steps (with the files they expect) and checks."""
+    author = f"; drafted by {plan.author_label}" if plan.author_label else ""
+    ctx.say(f"{indent}plan         revision {plan.revision} sha256 {plan.sha256} ({plan.decision}{author})")
+    ctx.say(f"{indent}  scope      {escape_for_display(plan.scope_summary)}")
+    for number, step in enumerate(plan.steps, start=1):
+        files = f": {', '.join(escape_for_display(f) for f in step.expected_files)}" if step.expected_files else ""
+        ctx.say(f"{indent}  step {number:<6}{escape_for_display(step.title)}{files}")
+    for check in plan.checks:
+        argv = shlex.join(escape_for_display(a) for a in check.argv)
+        ctx.say(f"{indent}  check      {escape_for_display(check.name)}: {argv}")
+    if plan.decision == "sent-back" and plan.feedback:
+        ctx.say(f"{indent}  feedback   {escape_for_display(plan.feedback)}")
+
+
+def print_task(ctx: CliContext, view: product_pb2.TaskView,
+               recovery: product_pb2.RecoveryView | None = None) -> None:
+    """Everything about a task: state, repository, base, worktree, plan, attempt, budget, what waits for a
+    decision, every action (the unavailable ones with why) and, when it needs recovery, the assessment."""
+    ctx.say(f"task {view.task_id}  {escape_for_display(view.title)}")
+    ctx.say(f"  state        {view.state} (revision {view.revision})")
+    ctx.say(f"  repository   {escape_for_display(view.repository_root)}")
+    ctx.say(f"  base         {view.base_revision or '(not started)'}")
+    if view.HasField("worktree_disposal"):
+        status = f"  ({worktree_disposal_text(view.worktree_disposal)})"
+    else:
+        status = "" if view.worktree_exists else "  (not created yet)"
+    ctx.say(f"  worktree     {escape_for_display(view.worktree)}{status}")
+    if view.HasField("plan"):
+        print_plan(ctx, view.plan)
+    else:
+        ctx.say("  plan         none yet")
+    if view.HasField("attempt"):
+        ended = "open" if view.attempt.open else f"ended at {view.attempt.stopped_at or 'the end'}"
+        ctx.say(f"  attempt      {view.attempt.attempt} under plan revision {view.attempt.plan_revision} ({ended})")
+    if view.budget.set:
+        for line in view.budget.lines:
+            ctx.say(f"  {line}")
+    else:
+        ctx.say("  budget       none set (`codeflux budget set --task ID --limit AMOUNT`)")
+    for pending in view.pending_approvals:
+        _print_pending(ctx, pending)
+    ctx.say("  actions")
+    for action in view.actions:
+        ctx.say(f"    {action.action:<15} " + ("available" if action.available else f"no: {action.reason}"))
+    if recovery is not None:
+        print_recovery(ctx, recovery)
+
+
+def _print_pending(ctx: CliContext, pending: product_pb2.PendingApproval) -> None:
+    arguments = " ".join(f"{a.name}={escape_for_display(a.value)}" for a in pending.arguments)
+    shown = arguments if len(arguments) <= _MAX_ARGUMENTS else arguments[:_MAX_ARGUMENTS] + " … (cut)"
+    ctx.say(f"  waiting      {pending.request_id} {pending.tool} {shown} [{', '.join(pending.capabilities)}]")
+    if pending.meaning:
+        ctx.say(f"    approving means: {pending.meaning}")
+    if pending.allow_for_task_refusal:
+        ctx.say(f"    allow-for-task is not offered: {pending.allow_for_task_refusal}")
+
+
+def worktree_disposal_text(disposal: product_pb2.WorktreeDisposalView) -> str:
+    """``removed with its branch; 2 checkpoint ref(s) deleted`` or ``kept (refusal): detail``."""
+    if not disposal.removed:
+        return f"kept ({disposal.refusal}): {disposal.detail}"
+    refs = f"; {disposal.checkpoint_refs_deleted} checkpoint ref(s) deleted" if disposal.checkpoint_refs_deleted else ""
+    return "removed" + (" with its branch" if disposal.branch_deleted else "") + refs
+
+
+def print_recovery(ctx: CliContext, view: product_pb2.RecoveryView) -> None:
+    """What is known about an interrupted task, what is ambiguous and what is recommended (three things)."""
+    ctx.say(f"task {view.task_id}  {view.state}  {escape_for_display(view.title)}")
+    ctx.say("  known")
+    for line in view.known:
+        ctx.say(f"    {line}")
+    ctx.say("  ambiguous" + ("" if view.ambiguous else "  nothing"))
+    for effect in view.ambiguous:
+        outcome = "UNRESOLVED" if not effect.outcome else f"recorded: {effect.outcome}"
+        ctx.say(f"    {effect.item_id}  {effect.kind}  {escape_for_display(effect.summary)}  [{outcome}]")
+    ctx.say(f"  recommended  {view.recommended}: {view.why}")
+    for refused in view.refused:
+        ctx.say(f"    {refused.action:<15} no: {refused.reason}")
+    if any(not effect.outcome for effect in view.ambiguous):
+        ctx.say(f"  next: codeflux task record-outcome {view.task_id} --item ITEM --happened|--did-not-happen")
+
+
+def print_budget(ctx: CliContext, report: product_pb2.BudgetReport) -> None:
+    """A task's budget figures (unknown is never written as 0), its state and, when asked, the ledger."""
+    if report.outcome:
+        ctx.say(report.outcome)
+    lines: Sequence[str] = report.budget.lines
+    for line in lines:
+        ctx.say(line)
+    ctx.say(f"  task state   {report.task_state}")
+    for entry in report.entries:
+        ack = "  acknowledged" if entry.acknowledged else ""
+        reason = f"  ({entry.reason})" if entry.reason else ""
+        ctx.say(f"  entry {entry.entry_id}  {entry.request_id}  {entry.kind:<14} {_amount(entry.amount)}{reason}{ack}")
+
+
+def print_prices(ctx: CliContext, prices: product_pb2.PriceList) -> None:
+    """The rates in force as a table; a rate nobody published is ``unknown``, never 0."""
+    if prices.outcome:
+        ctx.say(prices.outcome)
+        return
+    table = [_PRICE_COLUMNS, *(_price_cells(row) for row in prices.prices)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(_PRICE_COLUMNS))]
+    for row in table:
+        ctx.say("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    ctx.say("rates: major units per million tokens; unknown = no published rate (a call using it has an "
+            "unknown cost)")
+
+
+def _price_cells(row: product_pb2.PriceRow) -> tuple[str, ...]:
+    source = row.source if not row.revision or row.source == "shipped" else f"user r{row.revision}"
+    model = row.model + (f" ({', '.join(row.aliases)})" if row.aliases else "")
+    rates = (row.input, row.output, row.cache_read, row.cache_write)
+    return (row.provider, model, *(rate or "unknown" for rate in rates), row.currency, row.effective_date, source)
+
+
+def print_providers(ctx: CliContext, statuses: Sequence[product_pb2.ProviderStatus]) -> None:
+    """Each provider: whether a key is in the OS credential store (never the key) and whether codeflux
+    recorded a reference to it; ``unknown`` with why when the credential store could not be asked."""
+    unknown_because = ""
+    for status in statuses:
+        unknown = status.detail.startswith(_UNKNOWN)
+        unknown_because = status.detail[len(_UNKNOWN):] if unknown else unknown_because
+        stored = "unknown" if unknown else ("yes" if status.credential_stored else "no")
+        recorded = "yes" if status.reference_recorded else "no"
+        ctx.say(f"{status.name:<18} stored: {stored:<7} reference recorded: {recorded}")
+    if unknown_because:
+        ctx.say(f"provider: {unknown_because}")
+
+
+def write_bytes(ctx: CliContext, data: bytes) -> None:
+    """Exact bytes to standard output (a diff or a patch is not re-encoded)."""
+    buffer = getattr(ctx.stdout, "buffer", None)
+    if buffer is None:
+        ctx.stdout.write(data.decode("utf-8", errors="replace"))
+    else:
+        ctx.stdout.flush()
+        buffer.write(data)
+        buffer.flush()
