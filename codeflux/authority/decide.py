@@ -34,6 +34,7 @@ from enum import StrEnum
 from typing import assert_never
 
 from codeflux.authority.classify import Classification
+from codeflux.domain.authority import ApprovalScope, Decider, DecisionOutcome
 from codeflux.domain.capabilities import Capability, CapabilityNeed, is_automatic_capability
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ids import TaskId
@@ -61,39 +62,12 @@ __all__ = [
 ]
 
 
-class DecisionOutcome(StrEnum):
-    """The outcome of one authority decision (stored as ``authority_decisions.outcome``)."""
-
-    AUTOMATIC = "automatic"
-    PENDING = "pending"
-    ALLOWED_ONCE = "allowed-once"
-    ALLOWED_FOR_TASK = "allowed-for-task"
-    DENIED = "denied"
-    REFUSED_INACTIVE_TASK = "refused-inactive-task"
-    REFUSED_DENIED_CAPABILITY = "refused-denied-capability"
-
-
-class Decider(StrEnum):
-    """Who made a decision: the rules themselves, a person, or the headless policy standing in for one."""
-
-    SYSTEM = "system"
-    USER = "user"
-    HEADLESS_POLICY = "headless-policy"
-
-
 class UserDecision(StrEnum):
     """What a person (or the headless policy) can answer to a pending request."""
 
     ALLOW_ONCE = "allow-once"
     ALLOW_FOR_TASK = "allow-for-task"
     DENY = "deny"
-
-
-class ApprovalScope(StrEnum):
-    """How long an approval lasts: one execution of its request, or every identical request of the task."""
-
-    ALLOW_ONCE = "allow-once"
-    ALLOW_FOR_TASK = "allow-for-task"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

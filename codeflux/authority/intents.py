@@ -16,7 +16,6 @@ without a result becomes ``outcome-unknown`` and is never run again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import assert_never
@@ -111,7 +110,7 @@ def refusal_error(
     request_id = request.request_id
     match refusal:
         case ExecutionRefusal.PENDING:
-            return ApprovalRequiredError(request_id=request_id, needs=tuple(json.loads(decision.covered_needs_json)))
+            return ApprovalRequiredError(request_id=request_id, needs=tuple(str(need) for need in decision.covered))
         case ExecutionRefusal.INACTIVE_TASK:
             return TaskInactiveError(request_id=request_id, task_id=task.task_id.value, state=task.state.value)
         case ExecutionRefusal.DENIED_CAPABILITY | ExecutionRefusal.DENIED:
@@ -121,7 +120,7 @@ def refusal_error(
             if denial_id is None:
                 recorded = rows.denials_of_decision(view, task_id=request.task_id, decision_id=decision.decision_id)
                 denial_id = recorded[0].denial_id if recorded else decision.decision_id
-            shown = ", ".join(json.loads(decision.covered_needs_json)) or "a capability"
+            shown = ", ".join(str(need) for need in decision.covered) or "a capability"
             return CapabilityDeniedError(request_id=request_id, need=shown, denial_id=denial_id)
         case ExecutionRefusal.APPROVAL_CONSUMED | ExecutionRefusal.APPROVAL_MISSING:
             return ConflictError(f"tool request {request_id} has no unused approval ({refusal.value}); it does not run")

@@ -39,14 +39,12 @@ from codeflux.authority.records import (
     DecisionView,
     RequestView,
     classification_of,
-    covered_json,
     decision_view,
-    needs_json,
-    operation_of,
     request_view,
     standing_approval,
     standing_denials,
 )
+from codeflux.domain.authority import RequestSource as RecordedSource
 from codeflux.domain.capabilities import CapabilityNeed
 from codeflux.domain.errors import (
     DecisionAlreadyRecordedError,
@@ -56,11 +54,9 @@ from codeflux.domain.errors import (
     UsageError,
 )
 from codeflux.domain.events import AuthorityDecided, ToolExecutionFinished, ToolRequested
+from codeflux.domain.execution import FailureKind, ToolExecutionState
 from codeflux.domain.ids import ApprovalId, DecisionId, TaskId, ToolRequestId
-from codeflux.domain.operations import (
-    Operation,
-    canonical_operation_json_and_identity,
-)
+from codeflux.domain.operations import Operation, derive_operation_identity
 from codeflux.store import authority as rows
 from codeflux.store.database import Database, ReadView, Transaction
 from codeflux.store.events import append_event
@@ -69,9 +65,8 @@ from codeflux.store.tasks import TaskRow, require_task
 __all__ = ["AuthorityService", "DecisionView", "ExecutionIntent", "RequestSource", "RequestView"]
 
 RequestSource = str
-_SOURCES = frozenset({"model", "user", "test", "pipeline"})
-"""Who asked: the model (the implementation loop), a person, a test, or the pipeline itself (a check command)."""
-_UNKNOWN = "outcome-unknown"
+"""Who asked, as a caller names it: a :class:`~codeflux.domain.authority.RequestSource` value — the model (the
+implementation loop), a person, a test, or the pipeline itself (a check command)."""
 _FINAL_ALLOWING = frozenset({DecisionOutcome.AUTOMATIC, DecisionOutcome.ALLOWED_FOR_TASK})
 """First decisions that allow a request at submission: no person decides later, nothing is consumed."""
 
@@ -139,9 +134,12 @@ class AuthorityService:
         intend: bool,
         before_commit: Callable[[], None] | None,
     ) -> tuple[RequestView, ExecutionIntent | None]:
-        if source not in _SOURCES:
-            raise InvalidValueError(kind="tool request source", reason="must be model, user, test or pipeline")
-        operation_json, identity = canonical_operation_json_and_identity(operation)
+        try:
+            recorded_source = RecordedSource(source)
+        except ValueError:
+            raise InvalidValueError(kind="tool request source",
+                                    reason="must be model, user, test or pipeline") from None
+        identity = derive_operation_identity(operation)
         task_id = operation.task_id
 
         if not 1 <= len(idempotency_key) <= 255:
@@ -154,14 +152,13 @@ class AuthorityService:
             # idempotency_records, one index entry less per submission).
             existing = rows.tool_request_by_key(tx, task_id=task_id, idempotency_key=idempotency_key)
             if existing is not None:
-                if existing.identity != identity or existing.source != source:
+                if existing.identity != identity or existing.source is not recorded_source:
                     raise IdempotencyConflictError(scope=f"tool-request:{task_id.value}", key=idempotency_key)
                 return request_view(tx, existing.request_id), (
                     self._recorded_execution(tx, existing, task) if intend else None)
             request = rows.insert_tool_request(
-                tx, request_id=ToolRequestId.from_entropy(self._entropy(16)).value, task_id=task_id,
-                tool=operation.tool, operation_json=operation_json, identity=identity,
-                needs_json=needs_json(classification), compound=classification.compound, source=source,
+                tx, request_id=ToolRequestId.from_entropy(self._entropy(16)).value, operation=operation,
+                needs=classification.needs, compound=classification.compound, source=recorded_source,
                 idempotency_key=idempotency_key,
             )
             denials = standing_denials(tx, task_id)
@@ -172,14 +169,14 @@ class AuthorityService:
                                      approvals=[standing_approval(row) for row in approval_rows])
             decision = rows.insert_decision(
                 tx, decision_id=DecisionId.from_entropy(self._entropy(16)).value, request=request,
-                outcome=ruling.outcome.value, covered_needs_json=covered_json(ruling.covered),
-                decided_by=Decider.SYSTEM.value, reason=ruling.reason, approval_id=ruling.approval_id,
+                outcome=ruling.outcome, covered=ruling.covered,
+                decided_by=Decider.SYSTEM, reason=ruling.reason, approval_id=ruling.approval_id,
                 denial_id=ruling.denial_id,
             )
             append_event(tx, session_id=task.session_id, event=ToolRequested(
                 request_id=ToolRequestId.parse(request.request_id), tool=operation.tool, operation=str(identity),
                 needs=tuple(str(item.need) for item in classification.needs),
-                decision_id=DecisionId.parse(decision.decision_id), outcome=decision.outcome,
+                decision_id=DecisionId.parse(decision.decision_id), outcome=decision.outcome.value,
             ))
             view = RequestView(request_id=request.request_id, task_id=task_id, tool=operation.tool,
                                operation=operation, identity=identity, classification=classification,
@@ -208,7 +205,7 @@ class AuthorityService:
         if execution is None:
             return None
         return ExecutionIntent(execution_id=execution.execution_id, request_id=request.request_id, task=task,
-                               operation=operation_of(request), identity=request.identity,
+                               operation=request.operation, identity=request.identity,
                                consumed_approval_id=None, existing=execution)
 
     def read_request(self, request_id: str) -> RequestView:
@@ -220,7 +217,7 @@ class AuthorityService:
         def work(view: ReadView) -> list[RequestView]:
             return [
                 RequestView(request_id=request.request_id, task_id=request.task_id, tool=request.tool,
-                            operation=operation_of(request), identity=request.identity,
+                            operation=request.operation, identity=request.identity,
                             classification=classification_of(request),
                             decision=decision_view(decision))
                 for request, decision in rows.pending_requests_of_task(view, task_id)
@@ -258,21 +255,21 @@ class AuthorityService:
                 # person's judgement against a capability, so it records no standing denial. Otherwise a
                 # later `resume --allow <this exact operation>` could never run it.
                 ruling = replace(ruling, denied=())
-            if current.outcome != DecisionOutcome.PENDING.value:
-                if current.outcome == ruling.outcome.value and current.decided_by == decided_by.value:
+            if current.outcome is not DecisionOutcome.PENDING:
+                if current.outcome is ruling.outcome and current.decided_by is decided_by:
                     return
-                raise DecisionAlreadyRecordedError(request_id=request_id, outcome=current.outcome)
+                raise DecisionAlreadyRecordedError(request_id=request_id, outcome=current.outcome.value)
             task = require_task(tx, request.task_id)
             recorded = rows.insert_decision(
                 tx, decision_id=DecisionId.from_entropy(self._entropy(16)).value, request=request,
-                outcome=ruling.outcome.value, covered_needs_json=covered_json(ruling.covered),
-                decided_by=decided_by.value, reason=reason, supersedes_decision_id=current.decision_id,
+                outcome=ruling.outcome, covered=ruling.covered,
+                decided_by=decided_by, reason=reason, supersedes_decision_id=current.decision_id,
             )
             approval_id: ApprovalId | None = None
             if ruling.scope is not None:
                 approval = rows.insert_approval(tx, approval_id=ApprovalId.from_entropy(self._entropy(16)).value,
                                                 request=request, decision_id=recorded.decision_id,
-                                                scope=ruling.scope.value)
+                                                scope=ruling.scope)
                 approval_id = ApprovalId.parse(approval.approval_id)
             denial_ids = [
                 rows.insert_denial(tx, denial_id=f"dny_{self._new_body()}", task_id=request.task_id, need=need,
@@ -287,7 +284,8 @@ class AuthorityService:
                                 for other in self._refuse_pending_covered_by_denials(tx, task))
             append_event(tx, session_id=task.session_id, event=AuthorityDecided(
                 request_id=ToolRequestId.parse(request_id), decision_id=DecisionId.parse(recorded.decision_id),
-                outcome=recorded.outcome, decided_by=recorded.decided_by, approval_id=approval_id, denied=denied,
+                outcome=recorded.outcome.value, decided_by=recorded.decided_by.value, approval_id=approval_id,
+                denied=denied,
                 refused_requests=refused))
 
         self._db.write(work)
@@ -305,8 +303,8 @@ class AuthorityService:
             denial, need = hit
             rows.insert_decision(
                 tx, decision_id=DecisionId.from_entropy(self._entropy(16)).value, request=request,
-                outcome=DecisionOutcome.REFUSED_DENIED_CAPABILITY.value, covered_needs_json=covered_json((need,)),
-                decided_by=Decider.SYSTEM.value, reason=f"{need} is covered by the denial of {denial.need}",
+                outcome=DecisionOutcome.REFUSED_DENIED_CAPABILITY, covered=(need,),
+                decided_by=Decider.SYSTEM, reason=f"{need} is covered by the denial of {denial.need}",
                 supersedes_decision_id=pending.decision_id, denial_id=denial.denial_id,
             )
             refused.append(request.request_id)
@@ -326,7 +324,7 @@ class AuthorityService:
         def work(tx: Transaction) -> ExecutionIntent:
             request = rows.read_tool_request(tx, request_id)
             task = require_task(tx, request.task_id)
-            operation = operation_of(request)
+            operation = request.operation
             existing = rows.execution_of_request(tx, request_id)
             if existing is not None:
                 return ExecutionIntent(execution_id=existing.execution_id, request_id=request_id, task=task,
@@ -338,7 +336,7 @@ class AuthorityService:
             classification = classification_of(request)
             clearance = clear_for_execution(
                 task_id=task.task_id, task_state=task.state, classification=classification,
-                outcome=DecisionOutcome(decision.outcome), denials=standing_denials(tx, task.task_id),
+                outcome=decision.outcome, denials=standing_denials(tx, task.task_id),
                 approval=None if approval_row is None else standing_approval(approval_row),
                 identity=request.identity,
             )
@@ -364,8 +362,9 @@ class AuthorityService:
         def work(tx: Transaction) -> rows.ExecutionRow:
             row = rows.record_execution_result(tx, execution_id=execution_id, result=result)
             append_event(tx, session_id=task.session_id, event=ToolExecutionFinished(
-                request_id=ToolRequestId.parse(row.request_id), execution_id=execution_id, state=result.state,
-                failure_kind=result.failure_kind, exit_code=result.exit_code,
+                request_id=ToolRequestId.parse(row.request_id), execution_id=execution_id, state=result.state.value,
+                failure_kind=None if result.failure_kind is None else result.failure_kind.value,
+                exit_code=result.exit_code,
             ))
             return row
 
@@ -382,14 +381,15 @@ class AuthorityService:
             def work(tx: Transaction, execution: rows.ExecutionRow = execution) -> bool:
                 task = require_task(tx, execution.task_id)
                 result = rows.ExecutionResultValues(
-                    state=_UNKNOWN, failure_kind="interrupted",
+                    state=ToolExecutionState.OUTCOME_UNKNOWN, failure_kind=FailureKind.INTERRUPTED,
                     message="codeflux stopped before this execution reported a result; it may or may not "
                             "have taken effect, and it is never run again automatically",
                 )
                 rows.record_execution_result(tx, execution_id=execution.execution_id, result=result)
                 append_event(tx, session_id=task.session_id, event=ToolExecutionFinished(
                     request_id=ToolRequestId.parse(execution.request_id), execution_id=execution.execution_id,
-                    state=_UNKNOWN, failure_kind="interrupted", exit_code=None,
+                    state=ToolExecutionState.OUTCOME_UNKNOWN.value, failure_kind=FailureKind.INTERRUPTED.value,
+                    exit_code=None,
                 ))
                 return True
 

@@ -6,9 +6,9 @@ against a database of another schema) simply keeps its records on stderr only.
 
 from __future__ import annotations
 
+from codeflux.coordinator.maintenance import append_app_log_record
 from codeflux.domain.errors import CodefluxError
 from codeflux.logs import LogRecord
-from codeflux.store.app_logs import append_app_log
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
@@ -27,8 +27,8 @@ class AppLogSink:
     def __call__(self, record: LogRecord) -> None:
         db = self._open()
         if db is not None:
-            append_app_log(db, level=record.level, event=record.event, fields_json=record.fields_json,
-                           at_us=record.at_us)
+            append_app_log_record(db, level=record.level, event=record.event, fields_json=record.fields_json,
+                                  at_us=record.at_us)
 
     def _open(self) -> Database | None:
         if self._db is None and not self._unavailable:

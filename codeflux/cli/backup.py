@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 from pathlib import Path
 
 from codeflux.cli.context import CliContext
-from codeflux.domain.errors import OperationFailedError, OutputExistsError, StoreUnavailableError, UsageError
-from codeflux.store.backup import write_snapshot
-from codeflux.store.inspection import readonly_database
+from codeflux.coordinator.maintenance import write_backup_snapshot
+from codeflux.domain.errors import OperationFailedError, OutputExistsError, UsageError
 
 NAME = "backup"
 SUMMARY = ("write a consistent snapshot of the database to a new file (safe while codeflux runs; "
@@ -37,13 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     output = _parse_output(args.output)
     _check_output_location(output)
-    location = ctx.location()
-    with readonly_database(location) as source:
-        try:
-            # One step (-1): the copy reads one snapshot and cannot be restarted by a concurrent writer.
-            report = write_snapshot(source, output)
-        except StoreUnavailableError as err:
-            raise _explain_write_failure(output, location.database) from err
+    report = write_backup_snapshot(ctx.location(), output)
     ctx.say(f"backup: wrote a consistent snapshot to {report.path} "
             f"({report.bytes:,} bytes, {report.pages:,} pages)")
     return 0
@@ -71,20 +63,3 @@ def _check_output_location(output: Path) -> None:
     if not parent.is_dir():
         raise OperationFailedError(f"{parent} is not a directory; choose an output inside a directory")
 
-
-def _explain_write_failure(output: Path, database: Path) -> OperationFailedError:
-    """Say why the copy failed: most often the output's disk filled up (the partial file is removed)."""
-    try:
-        free = shutil.disk_usage(output.parent).free
-        needed = database.stat().st_size
-    except OSError:
-        free, needed = -1, 0
-    if 0 <= free < needed:
-        return OperationFailedError(
-            f"the disk holding {output.parent} is full ({free:,} bytes free; the snapshot needs about "
-            f"{needed:,}); nothing was left behind — free space or choose another disk"
-        )
-    return OperationFailedError(
-        "the snapshot could not be written (the database could not be read or the output could not be "
-        "written); nothing was left behind — run `codeflux integrity-check` and try another output disk"
-    )

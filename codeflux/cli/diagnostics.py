@@ -33,6 +33,7 @@ import pygit2
 import codeflux
 from codeflux.cli.context import CliContext
 from codeflux.coordinator.doctor import run_doctor
+from codeflux.coordinator.maintenance import collect_diagnostics_of_storage
 from codeflux.credentials import Secret, load_provider_key, probe_credential_store
 from codeflux.domain.errors import (
     CodefluxError,
@@ -45,7 +46,6 @@ from codeflux.domain.errors import (
 )
 from codeflux.domain.providers import ProviderName
 from codeflux.redact import Redactor, SecretKind, scan_for_secrets
-from codeflux.store.diagnostics import collect_storage_diagnostics
 from codeflux.store.location import DataLocation
 
 NAME = "diagnostics"
@@ -122,7 +122,7 @@ def _load_stored_keys() -> _StoredKeys:
 
 
 def _build_bundle(location: DataLocation, stored: _StoredKeys) -> dict[str, object]:
-    storage = collect_storage_diagnostics(location.database)
+    storage = collect_diagnostics_of_storage(location)
     return {
         "bundle_format": BUNDLE_FORMAT_VERSION,
         "created_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),

@@ -106,6 +106,7 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.StoreError: ExitCode.FAILED,
     e.StoreBusyError: ExitCode.FAILED,
     e.StoreCorruptError: ExitCode.FAILED,
+    e.StoredValueUnknownError: ExitCode.FAILED,
     e.StoreUnavailableError: ExitCode.FAILED,
     e.StorePolicyError: ExitCode.FAILED,
     e.StoreClosedError: ExitCode.FAILED,

@@ -12,17 +12,17 @@ import argparse
 import json
 
 from codeflux.cli.context import CliContext
-from codeflux.domain.errors import UsageError
-from codeflux.redact import redact
-from codeflux.store.inspection import (
-    INSPECTABLE_ENTITIES,
+from codeflux.coordinator.maintenance import (
     MAX_INSPECT_LIMIT,
     InspectionResult,
-    inspect_entity,
+    inspect_stored_rows,
+    inspectable_entities,
 )
+from codeflux.domain.errors import UsageError
+from codeflux.redact import redact
 
 NAME = "inspect"
-SUMMARY = "show stored rows of one entity (read-only, bounded): " + ", ".join(sorted(INSPECTABLE_ENTITIES))
+SUMMARY = "show stored rows of one entity (read-only, bounded): " + ", ".join(sorted(inspectable_entities()))
 
 DEFAULT_LIMIT = 50
 
@@ -32,7 +32,7 @@ _ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
 def configure(parser: argparse.ArgumentParser) -> None:
     entities = "; ".join(
         f"{e.name}: {e.description}" + (f" (--id: {e.id_meaning})" if e.id_meaning else "")
-        for e in INSPECTABLE_ENTITIES.values()
+        for e in inspectable_entities().values()
     )
     parser.add_argument("entity", metavar="ENTITY", help=f"what to show — {entities}")
     parser.add_argument("--id", dest="entity_id", default=None, metavar="ID",
@@ -43,7 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
-    result = inspect_entity(ctx.location(), entity=args.entity, entity_id=args.entity_id, limit=args.limit)
+    result = inspect_stored_rows(ctx.location(), entity=args.entity, entity_id=args.entity_id, limit=args.limit)
     if args.json:
         ctx.say(_as_json(result))
         return 0

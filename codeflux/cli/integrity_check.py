@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 
 from codeflux.cli.context import CliContext
+from codeflux.coordinator.maintenance import IntegrityCheck, check_integrity
 from codeflux.domain.errors import DatabaseNewerError, IntegrityCheckFailedError
-from codeflux.store.integrity import IntegrityCheck, check_database_integrity
 
 NAME = "integrity-check"
 SUMMARY = ("check the database: every integrity_check row, foreign keys, migration history, journal "
@@ -27,7 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     del args
-    report = check_database_integrity(ctx.location())
+    report = check_integrity(ctx.location())
     if report.schema_version is not None:
         ctx.say(f"integrity-check: schema version {report.schema_version} "
                 f"(this codeflux ships {report.supported_version})")

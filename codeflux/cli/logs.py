@@ -12,9 +12,8 @@ import datetime as dt
 import re
 
 from codeflux.cli.context import CliContext
+from codeflux.coordinator.maintenance import purge_application_logs
 from codeflux.domain.errors import UsageError
-from codeflux.store.app_logs import purge_app_logs
-from codeflux.store.opening import open_store
 
 NAME = "logs"
 SUMMARY = "manage application logs: `logs purge [--before YYYY-MM-DD]` deletes log records only"
@@ -40,8 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     before: dt.date | None = args.before
     before_us = None if before is None else _utc_midnight_us(before)
-    with open_store(ctx.location(), create=False, migrate=False) as db:
-        deleted = purge_app_logs(db, before_us=before_us)
+    deleted = purge_application_logs(ctx.location(), before_us=before_us)
     scope = "" if before is None else f" written before {before.isoformat()} 00:00 UTC"
     noun = "record" if deleted == 1 else "records"
     ctx.say(f"logs purge: deleted {deleted} application log {noun}{scope}")

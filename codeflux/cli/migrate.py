@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from codeflux.cli.context import CliContext
-from codeflux.store.location import ensure_data_directory
-from codeflux.store.migrations import migrate_database
+from codeflux.coordinator.maintenance import migrate_data_directory
 
 NAME = "migrate"
 SUMMARY = "create the database, or migrate it to this codeflux's schema (an online backup is taken first)"
@@ -21,8 +20,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     del args
     location = ctx.location()
     created = not location.database.exists()
-    ensure_data_directory(location)
-    report = migrate_database(location)
+    report = migrate_data_directory(location)
     if created:
         ctx.say(f"migrate: created a new database at schema version {report.to_version}")
     elif not report.applied:

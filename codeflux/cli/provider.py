@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import getpass
-from collections.abc import Callable
-from typing import TypeVar
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.cli.channel import Channel, ChannelNeeds, ChannelUse
 from codeflux.cli.context import CliContext
 from codeflux.cli.views import print_providers
+from codeflux.coordinator.maintenance import forget_provider_key_reference, record_provider_key_reference
 from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.credentials import (
     MAX_KEY_LENGTH,
@@ -30,21 +29,14 @@ from codeflux.credentials import (
     probe_credential_store,
     store_provider_key,
 )
-from codeflux.domain.errors import CredentialStoreUnavailableError, DatabaseMissingError, UsageError
+from codeflux.domain.errors import CredentialStoreUnavailableError, UsageError
 from codeflux.domain.providers import ProviderName
 from codeflux.services.workspace import provider_statuses
-from codeflux.store.database import Database
 from codeflux.store.opening import open_store
-from codeflux.store.provider_credentials import (
-    delete_provider_credential_reference,
-    record_provider_credential_reference,
-)
 
 NAME = "provider"
 SUMMARY = "store, test, delete or list model-provider keys (kept in the OS credential store, read from stdin)"
 RECORDS_APP_LOG = True
-
-T = TypeVar("T")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -122,11 +114,8 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> i
     if args.action == "set":
         key = _read_key(ctx)
         reference = store_provider_key(provider, key)
-        db = open_store(ctx.location(), create=True, migrate=True)
-        try:
-            rotated = record_provider_credential_reference(db, provider=provider.value, credential_ref=str(reference))
-        finally:
-            db.close()
+        rotated = record_provider_key_reference(ctx.location(), provider=provider.value,
+                                                credential_ref=str(reference))
         verb = "updated" if rotated else "stored"
         ctx.say(f"provider {provider.value}: credential {verb} in the OS credential store "
                 "(codeflux keeps only a reference)")
@@ -136,23 +125,10 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> i
                 "codeflux did not contact the provider")
     else:
         removed_key = delete_provider_key(provider)
-        removed_ref = _with_existing_store(
-            ctx, lambda db: delete_provider_credential_reference(db, provider=provider.value), default=False
-        )
+        removed_ref = forget_provider_key_reference(ctx.location(), provider=provider.value)
         if removed_key or removed_ref:
             ctx.say(f"provider {provider.value}: credential deleted")
         else:
             ctx.say(f"provider {provider.value}: nothing was stored; nothing to delete")
     return 0
 
-
-def _with_existing_store(ctx: CliContext, work: Callable[[Database], T], *, default: T) -> T:
-    """Run ``work`` on the database if one exists (never creating it); ``default`` when there is none."""
-    try:
-        db = open_store(ctx.location(), create=False, migrate=False)
-    except DatabaseMissingError:
-        return default
-    try:
-        return work(db)
-    finally:
-        db.close()

@@ -41,6 +41,7 @@ from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
 from codeflux.cli.views import print_plan
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
+from codeflux.coordinator.maintenance import append_app_log_record
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.planner import propose_plan
@@ -80,7 +81,6 @@ from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.providers.registry import build_model_adapter, build_scripted_adapter
 from codeflux.providers.scripted import SCRIPTED_DISPLAY_NAME, ScriptedTurn
 from codeflux.services.views import plan_view
-from codeflux.store.app_logs import append_app_log
 from codeflux.store.database import Database, now_us
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
@@ -142,8 +142,8 @@ def refuse_unconfined_preapprovals(ctx: CliContext, db: Database, driver: ToolDr
         return
     ctx.warn(f"warning: {len(programs)} pre-approved program(s) will run UNCONFINED (--allow-unconfined): "
              "this machine cannot box commands; they can reach the network and your files")
-    append_app_log(db, level="warning", event="confinement.unconfined-opt-in",
-                   fields_json=json.dumps({"command": ctx.command, "operations": programs}), at_us=now_us())
+    append_app_log_record(db, level="warning", event="confinement.unconfined-opt-in",
+                          fields_json=json.dumps({"command": ctx.command, "operations": programs}), at_us=now_us())
 
 
 def add_provider_arguments(parser: argparse.ArgumentParser) -> None:

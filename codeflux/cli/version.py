@@ -11,7 +11,7 @@ import pygit2
 
 import codeflux
 from codeflux.cli.context import CliContext
-from codeflux.store.migrations import supported_schema_version
+from codeflux.coordinator.maintenance import shipped_schema_version
 
 NAME = "version"
 SUMMARY = "print the codeflux version, schema version, and the versions of Python, SQLite, apsw and libgit2"
@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     del args
     ctx.say(f"codeflux: {codeflux.__version__}")
-    ctx.say(f"schema-version: {supported_schema_version()}")
+    ctx.say(f"schema-version: {shipped_schema_version()}")
     ctx.say(f"python: {platform.python_version()} ({platform.python_implementation()})")
     ctx.say(f"sqlite: {apsw.sqlite_lib_version()}")
     ctx.say(f"apsw: {apsw.apsw_version()}")

@@ -9,8 +9,14 @@
   which provider it uses (``model_access``), budgets, prices and model approvals.
 
 Beside them: ``hooks`` (the named hook points — tool call submitted, decided, ran; task state changed — that
-the CLI and services observe instead of subclassing coordinator classes), ``doctor`` (prerequisite checks),
-``instance`` (one coordinator per data directory) and ``demo`` (the sample repository). The coordinator's
-side of the worker link lives in :mod:`codeflux.worker.client`. May import every codeflux package except server
-and cli.
+the CLI and services observe instead of subclassing coordinator classes) with ``tool_calls`` (the values
+their notifications carry), ``journal`` (reading a session's
+events), ``maintenance`` (backup, integrity check, inspection, storage diagnostics, migrations, the application
+log, provider key references — what the maintenance commands ask of the store), ``doctor`` (prerequisite
+checks), ``instance`` (one coordinator per data directory) and ``demo`` (the sample repository). The
+coordinator's side of the worker link lives in :mod:`codeflux.worker.client`.
+
+Floors, lowest first (``tests/unit/test_import_boundaries.py``): the top-level modules lean on no wing;
+``spending`` on none; ``tasks`` on ``spending``; ``runs`` on ``tasks`` and ``spending``. Below them: domain,
+store, authority, gitwork, pipeline, providers, redact, credentials, worker — never services, server or cli.
 """

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from codeflux.coordinator.runs.tool_calls import ExecutionRecord, SubmittedRequest
+from codeflux.coordinator.tool_calls import ExecutionRecord, SubmittedRequest
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import CodefluxError, safe_error_message
 from codeflux.domain.ids import TaskId

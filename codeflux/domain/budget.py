@@ -40,6 +40,7 @@ __all__ = [
     "BudgetRefusal",
     "BudgetRefusalKind",
     "BudgetSummary",
+    "LedgerEntryRow",
     "LedgerKind",
     "LedgerMove",
     "LedgerTotals",
@@ -360,3 +361,18 @@ def resume_refusal(summary: BudgetSummary) -> str | None:
     if summary.committed_known >= summary.hard_limit:
         return "nothing is left of the hard limit; raise it first"
     return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LedgerEntryRow:
+    """One immutable ledger entry; ``amount_minor`` None is unknown."""
+
+    entry_id: int
+    task_id: TaskId
+    request_id: str
+    kind: LedgerKind
+    amount_minor: int | None
+    currency: Currency
+    reason: str | None
+    recorded_at_us: int
+    acknowledged: bool

@@ -79,6 +79,7 @@ to these classes by the adapter that met them and chained with ``from``.
     └── StoreError                       the database could not do what was asked          (exit 1)
         ├── StoreBusyError               another writer held the database past the timeout
         ├── StoreCorruptError            the file is not a sound SQLite database
+        │   └── StoredValueUnknownError  a stored value is not one this codeflux knows
         ├── StoreUnavailableError        the file cannot be opened, read or written
         ├── StorePolicyError             a connection setting did not read back as required
         └── StoreClosedError             the database handle was used after close()
@@ -154,6 +155,7 @@ __all__ = [
     "StoreError",
     "StorePolicyError",
     "StoreUnavailableError",
+    "StoredValueUnknownError",
     "TaskActionUnavailableError",
     "TaskInactiveError",
     "TaskLimitReachedError",
@@ -977,6 +979,18 @@ class StoreBusyError(StoreError):
 
 class StoreCorruptError(StoreError):
     """The file is not a sound SQLite database."""
+
+
+class StoredValueUnknownError(StoreCorruptError):
+    """A stored ``kind`` holds a value this codeflux does not know (a damaged or newer database).
+
+    Raised by the store's row decoders instead of coercing the value to something it is not."""
+
+    def __init__(self, *, kind: str, value: str) -> None:
+        super().__init__(f"the stored {kind} {value[:40]!r} is not one this codeflux knows;"
+                         " run `codeflux integrity-check`")
+        self.kind = kind
+        self.value = value
 
 
 class StoreUnavailableError(StoreError):

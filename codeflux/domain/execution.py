@@ -23,6 +23,7 @@ __all__ = [
     "ExecutionLimits",
     "ExecutionState",
     "FailureKind",
+    "ToolExecutionState",
 ]
 
 DEFAULT_MAX_FILE_BYTES: Final = 512 * KIB
@@ -44,6 +45,23 @@ class ExecutionState(StrEnum):
     def is_known(self) -> bool:
         """True unless the effect may or may not have happened (``outcome-unknown``)."""
         return self is not ExecutionState.OUTCOME_UNKNOWN
+
+
+class ToolExecutionState(StrEnum):
+    """Where one recorded execution stands: not yet started, with the worker, or how it ended.
+
+    Stored as ``tool_executions.state``; the end states are :class:`ExecutionState`'s values."""
+
+    INTENDED = "intended"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    OUTCOME_UNKNOWN = "outcome-unknown"
+
+    def is_finished(self) -> bool:
+        """True once the execution has ended (any state but ``intended`` and ``running``)."""
+        return self not in (ToolExecutionState.INTENDED, ToolExecutionState.RUNNING)
 
 
 class FailureKind(StrEnum):
@@ -82,6 +100,8 @@ class FailureKind(StrEnum):
     WORKER_LOST = "worker-lost"  # died or lost its lease mid-request: outcome unknown
     WORKER_UNRESPONSIVE = "worker-unresponsive"  # no result by the deadline; the worker was killed
     INTERNAL_ERROR = "internal-error"
+    # The coordinator
+    INTERRUPTED = "interrupted"  # the coordinator stopped before a result came; set at startup, never by a worker
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

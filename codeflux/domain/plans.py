@@ -22,11 +22,13 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Final
 
 from codeflux.domain.capabilities import CapabilityNeed
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.forecast import CountRange, Forecast, TaskClass
+from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Cost, CostRange, Currency, Money, UnknownCost
 
 __all__ = [
@@ -44,11 +46,16 @@ __all__ = [
     "MAX_STEPS",
     "PLAN_SCHEMA",
     "Plan",
+    "PlanAuthor",
     "PlanCheck",
+    "PlanDecider",
+    "PlanDecisionRow",
     "PlanForecast",
     "PlanPermission",
+    "PlanRevisionRow",
     "PlanScope",
     "PlanStep",
+    "PlanVerdict",
     "canonical_plan_json",
     "check_repository_path",
     "plan_from_document",
@@ -115,6 +122,28 @@ def _check_paths(values: object, *, field: str, limit: int) -> None:
         check_repository_path(path, field=f"{field}[{index}]")
     if len(set(paths)) != len(paths):
         raise _refuse(f"{field} lists a path twice")
+
+
+class PlanAuthor(StrEnum):
+    """Who wrote a plan revision; ``scripted`` is the scripted provider, never a model."""
+
+    MODEL = "model"
+    USER = "user"
+    SCRIPTED = "scripted"
+
+
+class PlanVerdict(StrEnum):
+    """The one decision on a plan revision."""
+
+    APPROVED = "approved"
+    SENT_BACK = "sent-back"
+
+
+class PlanDecider(StrEnum):
+    """Who decided on a plan revision: a person, or the headless policy (``--yes``) standing in for one."""
+
+    USER = "user"
+    HEADLESS_POLICY = "headless-policy"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -400,3 +429,33 @@ def plan_from_document(document: object) -> Plan:
         assumptions=_strings(top["assumptions"], field="assumptions"),
         forecast=_forecast(top["forecast"]),
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanRevisionRow:
+    """A recorded plan revision: the parsed plan and the sha256 of its canonical JSON (what approvals bind to)."""
+
+    task_id: TaskId
+    revision: int
+    plan: Plan
+    sha256: str
+    created_by: PlanAuthor
+    feedback: str | None
+    created_at_us: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanDecisionRow:
+    """The one decision on a plan revision, bound to that revision's hash."""
+
+    task_id: TaskId
+    revision: int
+    sha256: str
+    decision: PlanVerdict
+    feedback: str | None
+    decided_by: PlanDecider
+    decided_at_us: int
+
+    @property
+    def approved(self) -> bool:
+        return self.decision is PlanVerdict.APPROVED

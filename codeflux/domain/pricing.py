@@ -31,7 +31,7 @@ from codeflux.domain.money import (
     round_minor_units,
 )
 
-__all__ = ["TOKENS_PER_MILLION", "Price", "PriceComponent", "TokenUsage"]
+__all__ = ["TOKENS_PER_MILLION", "Price", "PriceComponent", "PriceSource", "TokenUsage"]
 
 TOKENS_PER_MILLION: Final = 1_000_000
 _RATE = re.compile(r"\d{1,12}(?:\.\d{1,12})?")
@@ -68,6 +68,13 @@ class TokenUsage:
         """Whether input, output and both cache counts were all reported (reasoning is a breakdown)."""
         counts = (self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens)
         return all(count is not None for count in counts)
+
+
+class PriceSource(StrEnum):
+    """Where a recorded price revision came from: the defaults codeflux ships, or the user."""
+
+    SHIPPED = "shipped"
+    USER = "user"
 
 
 class PriceComponent(StrEnum):

@@ -33,18 +33,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from types import MappingProxyType
 from typing import Final, assert_never
 
 from codeflux.domain.errors import InvalidValueError, TransitionNotAllowedError
+from codeflux.domain.ids import RepositoryId, TaskId
 
 __all__ = [
     "AVAILABLE_TASK_ACTIONS",
     "TASK_ACTION_TARGETS",
     "TASK_TRANSITIONS",
     "TERMINAL_TASK_STATES",
+    "Actor",
+    "PatchKind",
     "TaskAction",
     "TaskActionAvailability",
+    "TaskRecord",
     "TaskState",
     "available_task_actions",
     "describe_task_action",
@@ -55,6 +60,21 @@ __all__ = [
     "next_task_states",
     "validate_task_transition",
 ]
+
+
+class Actor(StrEnum):
+    """Who made a change: a person, the headless policy (``--yes``) or codeflux itself."""
+
+    USER = "user"
+    HEADLESS_POLICY = "headless-policy"
+    SYSTEM = "system"
+
+
+class PatchKind(StrEnum):
+    """Why a task's patch is kept in the database."""
+
+    REJECTED = "rejected"  # the diff a person rejected
+    PRESERVED = "preserved"  # work kept before a worktree goes (failure, recovery)
 
 
 class TaskState(StrEnum):
@@ -310,3 +330,22 @@ def describe_task_action(state: TaskState, action: TaskAction) -> TaskActionAvai
 def describe_task_actions(state: TaskState) -> tuple[TaskActionAvailability, ...]:
     """Every action, in :class:`TaskAction` order, with its availability in ``state``."""
     return tuple(describe_task_action(state, action) for action in TaskAction)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskRecord:
+    """A task as the task service sees it. ``repository_id`` is None only for minimal tasks made by
+    other services (tests, tools) before or outside the task service."""
+
+    task_id: TaskId
+    session_id: str
+    repository_id: RepositoryId | None
+    repository_root: Path
+    worktree: Path
+    base_revision: str | None
+    title: str | None
+    requirement: str | None
+    state: TaskState
+    revision: int
+    created_at_us: int
+    updated_at_us: int

@@ -15,13 +15,13 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 import pygit2
 from pygit2.enums import FileStatus, SortMode
 
 from codeflux.domain.errors import RepositoryNotUsableError
+from codeflux.domain.working_tree import ChangeStatus
 from codeflux.gitwork.checkout import GitOperation, in_progress_operations, map_git_errors, opened_checkout
 
 __all__ = [
@@ -37,17 +37,6 @@ __all__ = [
 DIRTY_TREE_SCHEMA = "codeflux-dirty-tree-v1"
 REPOSITORY_IDENTITY_SCHEMA = "codeflux-repository-v1"
 _CHUNK = 1 << 20
-
-
-class ChangeStatus(StrEnum):
-    """How one path differs from HEAD, as the user would describe it (index and working tree together)."""
-
-    ADDED = "added"  # staged as new
-    MODIFIED = "modified"  # staged or not
-    DELETED = "deleted"  # gone from the working tree (staged or not)
-    TYPE_CHANGED = "type-changed"  # file ↔ symlink (↔ submodule)
-    UNTRACKED = "untracked"  # not in the index and not ignored; a nested repository is one 'dir/' entry
-    CONFLICTED = "conflicted"  # an unresolved merge conflict
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,2 +1,2 @@
 """HTTP + WebSocket transport, launch/cookie security and static assets for `codeflux start`.
-May import every codeflux package except cli."""
+May import services, the coordinator, domain, api and redact — never cli, never the store."""

@@ -50,7 +50,7 @@ def budget_report(app: CoordinatorApp, task_id: TaskId, *, entries: bool = False
             amount: Cost = (UnknownCost.because(entry.reason or "the amount is unknown")
                             if entry.amount_minor is None else Money(minor=entry.amount_minor, currency=entry.currency))
             report.entries.append(pb.LedgerEntryView(
-                entry_id=entry.entry_id, request_id=entry.request_id, kind=entry.kind, amount=maybe_money(amount),
+                entry_id=entry.entry_id, request_id=entry.request_id, kind=entry.kind.value, amount=maybe_money(amount),
                 reason=entry.reason or "", acknowledged=entry.acknowledged))
     return report
 

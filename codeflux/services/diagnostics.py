@@ -5,36 +5,31 @@
   ``failed`` or ``unknown`` — unknown is never shown as ok) and its summary with the next step; ``healthy``
   when no check blocks work. Every check is bounded (``CHECK_TIMEOUT_S`` each). The data directory's path
   is shown as ``<data directory>``.
-* ``CreateBackup`` — a consistent online snapshot (:func:`codeflux.store.backup.write_snapshot`, from a
-  read-only connection, in one step) into ``<data>/backups/codeflux-backup-<UTC time>.sqlite3`` (0600,
+* ``CreateBackup`` — a consistent online snapshot
+  (:func:`codeflux.coordinator.maintenance.write_backup_into_data_directory`, from a read-only connection, in
+  one step) into ``<data>/backups/codeflux-backup-<UTC time>.sqlite3`` (0600,
   never overwriting); the reply names the file, never its path. A retry with the same idempotency key
   returns the first backup instead of writing another.
 """
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
 from typing import Final
 
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.doctor import DEFAULT_PORT, CheckResult, CheckStatus, run_doctor
-from codeflux.domain.errors import OperationFailedError, OutputExistsError
+from codeflux.coordinator.maintenance import BACKUP_PREFIX, write_backup_into_data_directory
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import MutationLedger, mutation_of
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
-from codeflux.store.backup import write_snapshot
-from codeflux.store.inspection import readonly_database
 from codeflux.store.location import DataLocation
 
 __all__ = ["BACKUP_PREFIX", "create_backup", "doctor_report", "methods"]
 
-BACKUP_PREFIX: Final = "codeflux-backup-"
 _SERVICE: Final = "DiagnosticsService"
 _DATA_DIRECTORY: Final = "<data directory>"
-_ATTEMPTS: Final = 3
 
 
 def _check_view(check: CheckResult, directory: str) -> pb.DoctorCheckView:
@@ -54,25 +49,10 @@ def doctor_report(app: CoordinatorApp) -> pb.DoctorReport:
                            healthy=not report.blocking)
 
 
-def _backup_path(location: DataLocation) -> Path:
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time_ns() % 1_000_000_000:09d}Z"
-    return location.backups / f"{BACKUP_PREFIX}{stamp}.sqlite3"
-
-
 def create_backup(location: DataLocation) -> pb.BackupView:
     """Write a new snapshot into the data directory's backups folder; returns its file name and size."""
-    try:
-        location.backups.mkdir(mode=0o700, exist_ok=True)
-    except OSError as err:
-        raise OperationFailedError(f"the backups folder cannot be created ({err.strerror})") from err
-    with readonly_database(location) as source:
-        for _ in range(_ATTEMPTS):
-            try:
-                report = write_snapshot(source, _backup_path(location))
-            except OutputExistsError:
-                continue  # another backup took this instant's name
-            return pb.BackupView(file_name=report.path.name, bytes=report.bytes, pages=report.pages)
-    raise OperationFailedError("no free backup file name was found; try again")
+    report = write_backup_into_data_directory(location)
+    return pb.BackupView(file_name=report.path.name, bytes=report.bytes, pages=report.pages)
 
 
 def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamMethod[Message, Message]]:

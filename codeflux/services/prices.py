@@ -92,7 +92,7 @@ def price_list(listings: Sequence[PriceListing], *, outcome: str = "") -> pb.Pri
         input=_per_million(item.price, PriceComponent.INPUT), output=_per_million(item.price, PriceComponent.OUTPUT),
         cache_read=_per_million(item.price, PriceComponent.CACHE_READ),
         cache_write=_per_million(item.price, PriceComponent.CACHE_WRITE), currency=item.price.currency.code,
-        effective_date=item.effective_date.isoformat(), source=item.source, revision=item.revision or 0)
+        effective_date=item.effective_date.isoformat(), source=item.source.value, revision=item.revision or 0)
         for item in listings])
 
 

@@ -31,19 +31,20 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.tasks.records import require_run_attempt
 from codeflux.coordinator.tasks.review import ReviewService as CoordinatorReview
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.errors import InvalidValueError, TaskActionUnavailableError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import PERFORMABLE_STAGES, STAGES, StageName
+from codeflux.domain.pipeline.ledger import LedgerRow
 from codeflux.domain.review_flags import changes_what_runs
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import MutationLedger, mutation_of, parse_task_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
 from codeflux.services.views import task_view
-from codeflux.store import stage_ledger as ledger_rows
 
 __all__ = ["MAX_DIFF_BYTES", "MAX_TERMINAL_BYTES", "methods", "review_view", "stage_views"]
 
@@ -136,7 +137,7 @@ def _bundle_lines(bundle: Mapping[str, object]) -> tuple[list[str], list[str]]:
     return evidence, not_examined
 
 
-def _check(row: ledger_rows.LedgerRow) -> pb.CheckView:
+def _check(row: LedgerRow) -> pb.CheckView:
     verdict = row.verdict
     said = verdict.gate_evaluation or verdict.reason or ""
     detail = _evidence_detail(row.evidence)
@@ -189,7 +190,7 @@ def stage_views(app: CoordinatorApp, task_id: TaskId, attempt: int) -> pb.ListSt
         attempt = 0 if newest is None else newest.attempt
     else:
         tasks.show(task_id)  # NotFoundError for an unknown task
-        app.db.read(lambda view: ledger_rows.require_run_attempt(view, task_id, attempt))
+        require_run_attempt(app.db, task_id, attempt)
     recorded = {row.verdict.stage: row for row in tasks.ledger(task_id, attempt)} if attempt else {}
     stages = []
     for stage in STAGES:

@@ -22,11 +22,11 @@ from collections.abc import AsyncIterator
 from typing import Final
 
 from codeflux.api.v1 import product_pb2
+from codeflux.coordinator.journal import JournalEvent, read_session_events, read_session_head
 from codeflux.domain.errors import NotFoundError, StoreCorruptError, UsageError
 from codeflux.domain.events import EventPayload
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
-from codeflux.store.events import JournalEvent, read_stored_events_after, session_head
 
 __all__ = ["PAGE_SIZE", "RECHECK_SECONDS", "methods", "session_event"]
 
@@ -42,18 +42,15 @@ def _checked_session_id(value: str) -> str:
 
 
 def _head(app: CoordinatorApp, session_id: str) -> int:
-    head = app.db.read(lambda view: session_head(view, session_id))
+    head = read_session_head(app.db, session_id)
     if head is None:
         raise NotFoundError(kind="session", entity_id=session_id)
     return head
 
 
 def _page(app: CoordinatorApp, session_id: str, after: int, through: int | None) -> list[JournalEvent]:
-    return app.db.read(
-        lambda view: read_stored_events_after(
-            view, session_id=session_id, after_sequence=after, through_sequence=through, limit=PAGE_SIZE
-        )
-    )
+    return read_session_events(app.db, session_id=session_id, after_sequence=after, through_sequence=through,
+                               limit=PAGE_SIZE)
 
 
 def session_event(event: JournalEvent) -> product_pb2.SessionEvent:

@@ -18,6 +18,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.journal import read_every_system_event
 from codeflux.coordinator.spending.budget_defaults import read_budget_default, set_budget_default
 from codeflux.domain.events import EndpointApproved
 from codeflux.domain.money import Currency, Money
@@ -27,7 +28,6 @@ from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, m
 from codeflux.services.views import money
 from codeflux.services.workspace import provider_statuses
 from codeflux.store.database import Database
-from codeflux.store.events import MAX_PAGE, SYSTEM_SESSION_ID, read_events_after
 
 __all__ = ["endpoint_approvals", "methods", "settings_view"]
 
@@ -41,18 +41,12 @@ def _iso(at_us: int) -> str:
 def endpoint_approvals(db: Database) -> list[pb.EndpointApprovalView]:
     """Every approved (provider, base URL), oldest first, from the system session's journal."""
     approvals: dict[tuple[str, str], pb.EndpointApprovalView] = {}
-    after = 0
-    while True:
-        page = db.read(lambda view, after=after: read_events_after(  # type: ignore[misc]
-            view, session_id=SYSTEM_SESSION_ID, after_sequence=after, limit=MAX_PAGE))
-        for event in page:
-            approved = event.event
-            if isinstance(approved, EndpointApproved):
-                approvals.setdefault((approved.provider, approved.base_url), pb.EndpointApprovalView(
-                    provider=approved.provider, base_url=approved.base_url, approved_at=_iso(event.created_at_us)))
-        if len(page) < MAX_PAGE:
-            return list(approvals.values())
-        after = page[-1].sequence
+    for event in read_every_system_event(db):
+        approved = event.event
+        if isinstance(approved, EndpointApproved):
+            approvals.setdefault((approved.provider, approved.base_url), pb.EndpointApprovalView(
+                provider=approved.provider, base_url=approved.base_url, approved_at=_iso(event.created_at_us)))
+    return list(approvals.values())
 
 
 def settings_view(app: CoordinatorApp) -> pb.SettingsView:

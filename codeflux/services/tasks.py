@@ -33,6 +33,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.journal import read_session_events
 from codeflux.coordinator.runs.planner import propose_plan
 from codeflux.coordinator.runs.scheduler import BackgroundRuns, open_checkout
 from codeflux.coordinator.spending.budget import BudgetService
@@ -53,7 +54,6 @@ from codeflux.services.mutations import Mutation, MutationLedger, check_expected
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
 from codeflux.services.session import session_event
 from codeflux.services.views import session_head, task_service, task_summary, task_view
-from codeflux.store.events import read_stored_events_after
 
 __all__ = ["draft_plan", "methods", "runs_of"]
 
@@ -221,9 +221,8 @@ def _timeline(app: CoordinatorApp, ctx: CallContext, request: pb.GetTimelineRequ
     if request.after_sequence > session_head(app.db, session):
         raise InvalidValueError(kind="after_sequence", reason="it is ahead of the task's committed history")
     limit = min(request.limit or _DEFAULT_PAGE, _MAX_PAGE)
-    rows = app.db.read(lambda view: read_stored_events_after(view, session_id=session,
-                                                             after_sequence=request.after_sequence,
-                                                             limit=min(limit + 1, _MAX_PAGE)))
+    rows = read_session_events(app.db, session_id=session, after_sequence=request.after_sequence,
+                               limit=min(limit + 1, _MAX_PAGE))
     has_more = len(rows) > limit or (len(rows) == limit and rows[-1].sequence < session_head(app.db, session))
     return pb.Timeline(events=[session_event(r) for r in rows[:limit]], has_more=has_more)
 

@@ -13,36 +13,25 @@ execution are read in one read transaction, so they belong together.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
 from typing import Final
 
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.domain.capabilities import Capability, CapabilityNeed
-from codeflux.domain.confinement import ConfinementMode, describe_confinement
-from codeflux.domain.errors import InvalidValueError, NotFoundError
+from codeflux.coordinator.runs.tool_records import read_recorded_tool_call
+from codeflux.domain.capabilities import Capability
+from codeflux.domain.confinement import describe_confinement
+from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ids import TaskId, ToolRequestId
-from codeflux.domain.operations import derive_operation_identity, parse_canonical_operation_json
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import parse_task_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
 from codeflux.services.views import argument_text, task_service
-from codeflux.store import authority as rows
-from codeflux.store.database import ReadView
 
 __all__ = ["methods", "tool_activity"]
 
 _SERVICE: Final = "TaskService"
 _MAX_REASON: Final = 2048
-
-
-@dataclass(frozen=True, slots=True)
-class _Recorded:
-    request: rows.ToolRequestRow
-    decision: rows.DecisionRow
-    execution: rows.ExecutionRow | None
 
 
 def _request_id(text: str) -> str:
@@ -53,54 +42,36 @@ def _request_id(text: str) -> str:
                                 reason="expected an id like treq_… as codeflux showed it") from None
 
 
-def _read(view: ReadView, task_id: TaskId, request_id: str) -> _Recorded:
-    try:
-        request = rows.read_tool_request(view, request_id)
-    except NotFoundError:
-        request = None
-    if request is None or request.task_id != task_id:
-        raise NotFoundError(kind=f"tool request of task {task_id.value}", entity_id=request_id)
-    # The first decision is recorded with the request (one transaction), so there always is one.
-    return _Recorded(request=request, decision=rows.latest_decision(view, request_id),
-                     execution=rows.execution_of_request(view, request_id))
-
-
-def _capabilities(needs_json: str) -> list[str]:
-    items = json.loads(needs_json)
-    return [str(item["need"]) for item in items if isinstance(item, dict) and "need" in item]
-
-
 def tool_activity(app: CoordinatorApp, task_id: TaskId, request_id: str) -> pb.ToolActivityView:
     """The request ``request_id`` of ``task_id`` with its latest decision and its result (see the module
     docstring); NOT_FOUND when the task has no such request."""
     task_service(app).show(task_id)  # NOT_FOUND for an unknown task
-    found = app.db.read(lambda view: _read(view, task_id, request_id))
+    found = read_recorded_tool_call(app.db, task_id=task_id, request_id=request_id)
     request = found.request
-    operation = parse_canonical_operation_json(request.operation_json)
-    if derive_operation_identity(operation) != request.identity:
-        raise InvalidValueError(kind="stored tool request", reason="its operation no longer matches its identity")
+    operation = request.operation  # the store refuses an operation that no longer matches its identity
     shown = pb.ToolActivityView(
-        request_id=request.request_id, tool=request.tool,
+        request_id=request.request_id, tool=request.tool.value,
         arguments=[pb.Argument(name=name, value=argument_text(value)) for name, value in operation.arguments],
-        capabilities=_capabilities(request.needs_json), operation_identity=str(request.identity),
-        decision=found.decision.outcome, decision_reason=found.decision.reason[:_MAX_REASON])
+        capabilities=[str(item.need) for item in request.needs], operation_identity=str(request.identity),
+        decision=found.decision.outcome.value, decision_reason=found.decision.reason[:_MAX_REASON])
     execution = found.execution
     if execution is None:
         return shown
     result = execution.result
-    shown.state = result.state
+    shown.state = result.state.value
     if result.exit_code is not None:
         shown.exit_code_known, shown.exit_code = True, result.exit_code
     shown.stdout, shown.stdout_truncated = result.stdout or "", result.stdout_truncated
     shown.stderr, shown.stderr_truncated = result.stderr or "", result.stderr_truncated
     shown.content, shown.content_truncated = result.content or "", result.content_truncated
-    shown.message, shown.failure_kind = result.message or "", result.failure_kind or ""
+    shown.message = result.message or ""
+    shown.failure_kind = "" if result.failure_kind is None else result.failure_kind.value
     if result.duration_ms is not None:
         shown.duration_known, shown.duration_ms = True, result.duration_ms
     if result.confinement is not None:
-        network = any(CapabilityNeed.parse(need).capability is Capability.NETWORK for need in shown.capabilities)
-        shown.confinement = result.confinement
-        shown.confinement_meaning = describe_confinement(ConfinementMode(result.confinement), network=network)
+        network = any(item.need.capability is Capability.NETWORK for item in request.needs)
+        shown.confinement = result.confinement.value
+        shown.confinement_meaning = describe_confinement(result.confinement, network=network)
     return shown
 
 

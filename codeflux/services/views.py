@@ -15,6 +15,8 @@ from typing import Final
 from codeflux.api.v1 import common_pb2, product_pb2
 from codeflux.authority.decide import runs_a_program
 from codeflux.authority.service import AuthorityService, RequestView
+from codeflux.coordinator.journal import latest_session_event, read_session_head
+from codeflux.coordinator.runs.tool_records import read_denials_of_task
 from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
 from codeflux.coordinator.tasks.service import TaskService, TaskView
 from codeflux.domain.capabilities import Capability
@@ -23,16 +25,11 @@ from codeflux.domain.display import argument_display_text
 from codeflux.domain.events import EventKind, WorktreeDisposed, WorktreeRemoved
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Cost, Money
-from codeflux.domain.plans import Plan, PlanForecast
-from codeflux.domain.tasks import TaskState
+from codeflux.domain.plans import Plan, PlanAuthor, PlanDecisionRow, PlanForecast
+from codeflux.domain.tasks import TaskRecord, TaskState
 from codeflux.domain.tools import ArgumentValue
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
-from codeflux.store import authority as authority_rows
-from codeflux.store import task_records
 from codeflux.store.database import Database
-from codeflux.store.events import latest_event
-from codeflux.store.events import session_head as stored_session_head
-from codeflux.store.plans import PlanDecisionRow
 from codeflux.worker.client.confinement import choose_confinement
 
 __all__ = [
@@ -87,10 +84,10 @@ def _forecast(forecast: PlanForecast) -> product_pb2.ForecastView:
         uncertainty=list(forecast.uncertainty))
 
 
-def _author_label(app: CoordinatorApp, created_by: str) -> str:
-    if created_by == "scripted":
+def _author_label(app: CoordinatorApp, created_by: PlanAuthor) -> str:
+    if created_by is PlanAuthor.SCRIPTED:
         return SCRIPTED_DEMO_LABEL
-    if created_by == "user":
+    if created_by is PlanAuthor.USER:
         return "you"
     return "a model"  # the plan row does not record which provider answered
 
@@ -181,7 +178,7 @@ def pending_approvals(app: CoordinatorApp, task_id: TaskId) -> list[product_pb2.
 
 def denial_views(app: CoordinatorApp, task_id: TaskId) -> list[product_pb2.DenialView]:
     """The capabilities a person denied for the task (every later request needing them is refused)."""
-    rows = app.db.read(lambda view: authority_rows.denials_of_task(view, task_id))
+    rows = read_denials_of_task(app.db, task_id)
     return [product_pb2.DenialView(capability=row.need.capability.value, resource=row.need.resource or "",
                                    reason=row.reason[:2048]) for row in rows]
 
@@ -191,13 +188,12 @@ def denial_views(app: CoordinatorApp, task_id: TaskId) -> list[product_pb2.Denia
 
 def session_head(db: Database, session_id: str) -> int:
     """The last committed sequence of ``session_id`` (0 for an empty session)."""
-    return db.read(lambda view: stored_session_head(view, session_id)) or 0
+    return read_session_head(db, session_id) or 0
 
 
 def _worktree_disposal(db: Database, session_id: str) -> product_pb2.WorktreeDisposalView | None:
     """The task's last worktree disposal, from its journal (None: its worktree never ended)."""
-    found = db.read(lambda view: latest_event(view, session_id=session_id,
-                                              kinds=(EventKind.WORKTREE_REMOVED, EventKind.WORKTREE_KEPT)))
+    found = latest_session_event(db, session_id=session_id, kinds=(EventKind.WORKTREE_REMOVED, EventKind.WORKTREE_KEPT))
     event = None if found is None else found.event
     if not isinstance(event, WorktreeDisposed):
         return None
@@ -239,7 +235,7 @@ def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
     return shown
 
 
-def task_summary(record: task_records.TaskRecord) -> product_pb2.TaskSummary:
+def task_summary(record: TaskRecord) -> product_pb2.TaskSummary:
     return product_pb2.TaskSummary(
         task_id=record.task_id.value, title=record.title or "", state=record.state.value, revision=record.revision,
         repository_root=str(record.repository_root), session_id=record.session_id,

@@ -30,6 +30,9 @@ from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator import demo
+from codeflux.coordinator.journal import SYSTEM_SESSION_ID
+from codeflux.coordinator.maintenance import stored_provider_key_names
+from codeflux.coordinator.tasks.records import has_any_task, known_repositories, known_repository
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.credentials import StoredProviderKeys, stored_provider_keys
 from codeflux.domain.errors import InvalidValueError, RepositoryNotUsableError
@@ -38,11 +41,7 @@ from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import MutationLedger, mutation_of
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
-from codeflux.store import repositories as repository_rows
-from codeflux.store import task_records as records
 from codeflux.store.database import Database
-from codeflux.store.events import SYSTEM_SESSION_ID
-from codeflux.store.provider_credentials import list_provider_credential_references
 
 __all__ = [
     "CREDENTIAL_STATUS_TIMEOUT_S",
@@ -63,7 +62,7 @@ def provider_statuses(db: Database | None, *,
                       timeout_s: float = CREDENTIAL_STATUS_TIMEOUT_S) -> list[pb.ProviderStatus]:
     """Each provider's credential status as ``codeflux provider list`` shows it (never a key), bounded in time.
     ``db`` None: there is no database yet, so no reference is recorded."""
-    references = set() if db is None else {row.provider for row in list_provider_credential_references(db)}
+    references = frozenset() if db is None else stored_provider_key_names(db)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codeflux-credential-status")
     try:
         keys = pool.submit(lambda: stored_provider_keys(timeout_s=min(5.0, timeout_s))).result(timeout=timeout_s)
@@ -117,13 +116,13 @@ def inspect_path(raw: str) -> RepositorySnapshot:
 
 
 def _known_id(db: Database, snapshot: RepositorySnapshot) -> str:
-    row = db.read(lambda view: repository_rows.repository_by_identity(view, snapshot.identity))
+    row = known_repository(db, snapshot.identity)
     return "" if row is None else row.repository_id.value
 
 
 def _overview(app: CoordinatorApp) -> pb.Overview:
-    known = app.db.read(lambda view: repository_rows.list_repositories(view, limit=MAX_LISTED_REPOSITORIES))
-    has_task = bool(app.db.read(lambda view: records.list_task_records(view, limit=1, repository_id=None)))
+    known = known_repositories(app.db, limit=MAX_LISTED_REPOSITORIES)
+    has_task = has_any_task(app.db)
     return pb.Overview(
         version=app.version, provider_label=app.models.label, scripted=app.models.scripted,
         providers=provider_statuses(app.db),

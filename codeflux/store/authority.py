@@ -4,20 +4,44 @@ Every function works inside the caller's transaction or read view; the authority
 them so that one user-visible outcome is one transaction (request + decision + event; decision +
 approval/denials + event; intent + allow-once consumption + event; result + event).
 
-Values cross this boundary as domain types where the domain has them (ids, needs, identities) and as
-their stored kebab-case text otherwise (outcomes, scopes, states — vocabularies owned by the authority
-rules and the worker protocol above this package). Output text must be redacted before it gets here.
+Rows leave this module as domain values: the operation parsed back from its canonical JSON (and refused
+unless its identity is still the sha256 of that text), the needs with their reasons, and every outcome,
+decider, scope, source, state and failure kind as its enum. Each row type has one decoder here; a stored
+value outside its vocabulary raises :class:`StoredValueUnknownError`. The JSON text stays inside this
+module. Output text must be redacted before it gets here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
 
+from codeflux.domain.authority import (
+    ApprovalRow,
+    ApprovalScope,
+    ClassifiedNeed,
+    Decider,
+    DecisionOutcome,
+    DecisionRow,
+    DenialRow,
+    ExecutionResultValues,
+    ExecutionRow,
+    RequestSource,
+    ToolRequestRow,
+)
 from codeflux.domain.capabilities import CapabilityNeed
-from codeflux.domain.errors import ConflictError, NotFoundError
+from codeflux.domain.confinement import ConfinementMode
+from codeflux.domain.errors import ConflictError, InvalidValueError, NotFoundError, StoredValueUnknownError
+from codeflux.domain.execution import FailureKind, ToolExecutionState
 from codeflux.domain.ids import TaskId
-from codeflux.domain.operations import OperationIdentity
+from codeflux.domain.operations import (
+    Operation,
+    OperationIdentity,
+    canonical_operation_json_and_identity,
+    parse_canonical_operation_json,
+)
+from codeflux.domain.tools import ToolName, parse_tool_name
 from codeflux.store.database import ReadView, Row, Transaction, now_us
+from codeflux.store.decoding import decode_choice, decode_optional_choice
 
 __all__ = [
     "ApprovalRow",
@@ -83,136 +107,103 @@ def _oldest_first(rows: list[Row], *, created_at: int) -> list[Row]:
     return [row[:-1] for row in sorted(rows, key=lambda row: (int(row[created_at]), int(row[-1])))]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolRequestRow:
-    request_id: str
-    task_id: TaskId
-    tool: str
-    operation_json: str
-    identity: OperationIdentity
-    needs_json: str
-    compound: bool
-    source: str
-    idempotency_key: str
-    requested_at_us: int
+# ─── the JSON columns (encoded and decoded only here) ────────────────────────────────────────────
+
+
+def _needs_json(needs: tuple[ClassifiedNeed, ...]) -> str:
+    return json.dumps([{"need": str(item.need), "reason": item.reason} for item in needs],
+                      separators=(",", ":"), ensure_ascii=False)
+
+
+def _covered_json(needs: tuple[CapabilityNeed, ...]) -> str:
+    return json.dumps([str(need) for need in needs], separators=(",", ":"))
+
+
+def _decode_needs(text: str) -> tuple[ClassifiedNeed, ...]:
+    try:
+        items = json.loads(text)
+        return tuple(ClassifiedNeed(need=CapabilityNeed.parse(str(item["need"])), reason=str(item["reason"]))
+                     for item in items)
+    except (ValueError, KeyError, TypeError, InvalidValueError):
+        raise StoredValueUnknownError(kind="tool request needs", value=text) from None
+
+
+def _decode_covered(text: str) -> tuple[CapabilityNeed, ...]:
+    try:
+        items = json.loads(text)
+        if not isinstance(items, list):
+            raise TypeError
+        return tuple(CapabilityNeed.parse(str(item)) for item in items)
+    except (ValueError, TypeError, InvalidValueError):
+        raise StoredValueUnknownError(kind="decision covered needs", value=text) from None
+
+
+def _decode_operation(text: str, identity: OperationIdentity) -> Operation:
+    """The stored operation, refused unless its identity is still the sha256 of its stored JSON."""
+    try:
+        operation = parse_canonical_operation_json(text)
+    except InvalidValueError:
+        raise StoredValueUnknownError(kind="tool request operation", value=text) from None
+    if canonical_operation_json_and_identity(operation)[1] != identity:
+        raise InvalidValueError(kind="stored tool request", reason="its operation no longer matches its identity")
+    return operation
+
+
+# ─── the row decoders (the row types are the domain's) ──────────────────────────────────────────────────────────────
 
 
 def _request(row: Row) -> ToolRequestRow:
+    identity = OperationIdentity(digest=_text(row[4]))
     return ToolRequestRow(
-        request_id=_text(row[0]), task_id=TaskId.parse(_text(row[1])), tool=_text(row[2]),
-        operation_json=_text(row[3]), identity=OperationIdentity(digest=_text(row[4])), needs_json=_text(row[5]),
-        compound=bool(row[6]), source=_text(row[7]), idempotency_key=_text(row[8]), requested_at_us=int(row[9]),
+        request_id=_text(row[0]), task_id=TaskId.parse(_text(row[1])),
+        tool=decode_choice(ToolName, row[2], kind="tool name"),
+        operation=_decode_operation(_text(row[3]), identity), identity=identity,
+        needs=_decode_needs(_text(row[5])), compound=bool(row[6]),
+        source=decode_choice(RequestSource, row[7], kind="tool request source"),
+        idempotency_key=_text(row[8]), requested_at_us=int(row[9]),
     )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DecisionRow:
-    decision_id: str
-    request_id: str
-    task_id: TaskId
-    supersedes_decision_id: str | None
-    outcome: str
-    covered_needs_json: str
-    decided_by: str
-    reason: str
-    approval_id: str | None
-    denial_id: str | None
-    decided_at_us: int
 
 
 def _decision(row: Row) -> DecisionRow:
     return DecisionRow(
         decision_id=_text(row[0]), request_id=_text(row[1]), task_id=TaskId.parse(_text(row[2])),
-        supersedes_decision_id=_maybe_text(row[3]), outcome=_text(row[4]), covered_needs_json=_text(row[5]),
-        decided_by=_text(row[6]), reason=_text(row[7]), approval_id=_maybe_text(row[8]),
-        denial_id=_maybe_text(row[9]), decided_at_us=int(row[10]),
+        supersedes_decision_id=_maybe_text(row[3]),
+        outcome=decode_choice(DecisionOutcome, row[4], kind="decision outcome"),
+        covered=_decode_covered(_text(row[5])), decided_by=decode_choice(Decider, row[6], kind="decider"),
+        reason=_text(row[7]), approval_id=_maybe_text(row[8]), denial_id=_maybe_text(row[9]),
+        decided_at_us=int(row[10]),
     )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalRow:
-    approval_id: str
-    task_id: TaskId
-    request_id: str
-    decision_id: str
-    identity: OperationIdentity
-    scope: str
-    consumed_at_us: int | None
-    consumed_by_execution_id: str | None
-    revision: int
-    created_at_us: int
 
 
 def _approval(row: Row) -> ApprovalRow:
     return ApprovalRow(
         approval_id=_text(row[0]), task_id=TaskId.parse(_text(row[1])), request_id=_text(row[2]),
-        decision_id=_text(row[3]), identity=OperationIdentity(digest=_text(row[4])), scope=_text(row[5]),
+        decision_id=_text(row[3]), identity=OperationIdentity(digest=_text(row[4])),
+        scope=decode_choice(ApprovalScope, row[5], kind="approval scope"),
         consumed_at_us=_maybe_int(row[6]), consumed_by_execution_id=_maybe_text(row[7]), revision=int(row[8]),
         created_at_us=int(row[9]),
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DenialRow:
-    denial_id: str
-    task_id: TaskId
-    need: CapabilityNeed
-    decision_id: str
-    reason: str
-    created_at_us: int
-
-
 def _denial(row: Row) -> DenialRow:
-    need = CapabilityNeed.parse(_text(row[2]) if row[3] is None else f"{row[2]}:{row[3]}")
+    text = _text(row[2]) if row[3] is None else f"{row[2]}:{row[3]}"
+    try:
+        need = CapabilityNeed.parse(text)
+    except InvalidValueError:
+        raise StoredValueUnknownError(kind="denied capability", value=text) from None
     return DenialRow(denial_id=_text(row[0]), task_id=TaskId.parse(_text(row[1])), need=need,
                      decision_id=_text(row[4]), reason=_text(row[5]), created_at_us=int(row[6]))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExecutionResultValues:
-    """The end of an execution as stored: already redacted and capped by the caller."""
-
-    state: str
-    failure_kind: str | None = None
-    message: str | None = None
-    exit_code: int | None = None
-    content: str | None = None
-    stdout: str | None = None
-    stderr: str | None = None
-    content_truncated: bool = False
-    stdout_truncated: bool = False
-    stderr_truncated: bool = False
-    content_sha256: str | None = None
-    duration_ms: int | None = None
-    confinement: str | None = None
-    """The box its processes ran in (``bubblewrap``/``landlock``/``none``); None when no worker ran it."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExecutionRow:
-    execution_id: str
-    request_id: str
-    task_id: TaskId
-    decision_id: str
-    approval_id: str | None
-    identity: OperationIdentity
-    result: ExecutionResultValues
-    intended_at_us: int
-    started_at_us: int | None
-    finished_at_us: int | None
-
-    @property
-    def state(self) -> str:
-        return self.result.state
-
-
 def _execution(row: Row) -> ExecutionRow:
     result = ExecutionResultValues(
-        state=_text(row[6]), failure_kind=_maybe_text(row[7]), message=_maybe_text(row[8]),
+        state=decode_choice(ToolExecutionState, row[6], kind="execution state"),
+        failure_kind=decode_optional_choice(FailureKind, row[7], kind="execution failure kind"),
+        message=_maybe_text(row[8]),
         exit_code=_maybe_int(row[9]), content=_maybe_text(row[10]), stdout=_maybe_text(row[11]),
         stderr=_maybe_text(row[12]), content_truncated=bool(row[13]), stdout_truncated=bool(row[14]),
         stderr_truncated=bool(row[15]), content_sha256=_maybe_text(row[16]), duration_ms=_maybe_int(row[17]),
-        confinement=_maybe_text(row[21]),
+        confinement=decode_optional_choice(ConfinementMode, row[21], kind="confinement mode"),
     )
     return ExecutionRow(
         execution_id=_text(row[0]), request_id=_text(row[1]), task_id=TaskId.parse(_text(row[2])),
@@ -229,27 +220,26 @@ def insert_tool_request(
     tx: Transaction,
     *,
     request_id: str,
-    task_id: TaskId,
-    tool: str,
-    operation_json: str,
-    identity: OperationIdentity,
-    needs_json: str,
+    operation: Operation,
+    needs: tuple[ClassifiedNeed, ...],
     compound: bool,
-    source: str,
+    source: RequestSource,
     idempotency_key: str,
 ) -> ToolRequestRow:
-    """Record a bound, classified request.
+    """Record a bound, classified request (its operation as canonical JSON, keyed by its identity).
 
     The inserts here return rows built from the values they bound rather than ``RETURNING`` them: the
     tables are STRICT (a value is stored exactly as bound or the insert fails), so the two are equal."""
+    operation_json, identity = canonical_operation_json_and_identity(operation)
+    tool = parse_tool_name(operation.tool)
     requested_at_us = now_us()
     tx.execute(
         f"INSERT INTO tool_requests ({_REQUEST}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
-        (request_id, task_id.value, tool, operation_json, identity.digest, needs_json, int(compound), source,
-         idempotency_key, requested_at_us),
+        (request_id, operation.task_id.value, tool.value, operation_json, identity.digest, _needs_json(needs),
+         int(compound), source.value, idempotency_key, requested_at_us),
     )
-    return ToolRequestRow(request_id=request_id, task_id=task_id, tool=tool, operation_json=operation_json,
-                          identity=identity, needs_json=needs_json, compound=bool(compound), source=source,
+    return ToolRequestRow(request_id=request_id, task_id=operation.task_id, tool=tool, operation=operation,
+                          identity=identity, needs=needs, compound=bool(compound), source=source,
                           idempotency_key=idempotency_key, requested_at_us=requested_at_us)
 
 
@@ -278,9 +268,9 @@ def insert_decision(
     *,
     decision_id: str,
     request: ToolRequestRow,
-    outcome: str,
-    covered_needs_json: str,
-    decided_by: str,
+    outcome: DecisionOutcome,
+    covered: tuple[CapabilityNeed, ...],
+    decided_by: Decider,
     reason: str,
     supersedes_decision_id: str | None = None,
     approval_id: str | None = None,
@@ -290,12 +280,12 @@ def insert_decision(
     decided_at_us = now_us()
     tx.execute(
         f"INSERT INTO authority_decisions ({_DECISION}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
-        (decision_id, request.request_id, request.task_id.value, supersedes_decision_id, outcome,
-         covered_needs_json, decided_by, reason, approval_id, denial_id, decided_at_us),
+        (decision_id, request.request_id, request.task_id.value, supersedes_decision_id, outcome.value,
+         _covered_json(covered), decided_by.value, reason, approval_id, denial_id, decided_at_us),
     )
     return DecisionRow(decision_id=decision_id, request_id=request.request_id, task_id=request.task_id,
                        supersedes_decision_id=supersedes_decision_id, outcome=outcome,
-                       covered_needs_json=covered_needs_json, decided_by=decided_by, reason=reason,
+                       covered=covered, decided_by=decided_by, reason=reason,
                        approval_id=approval_id, denial_id=denial_id, decided_at_us=decided_at_us)
 
 
@@ -340,13 +330,13 @@ def pending_requests_of_task(view: ReadView, task_id: TaskId) -> list[tuple[Tool
 
 
 def insert_approval(
-    tx: Transaction, *, approval_id: str, request: ToolRequestRow, decision_id: str, scope: str
+    tx: Transaction, *, approval_id: str, request: ToolRequestRow, decision_id: str, scope: ApprovalScope
 ) -> ApprovalRow:
     """Record an approval of ``request``'s exact operation identity in its task."""
     rows = tx.execute(
         f"INSERT INTO approvals ({_APPROVAL}) VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, 0, ?) RETURNING {_APPROVAL}",  # noqa: S608
-        (approval_id, request.task_id.value, request.request_id, decision_id, request.identity.digest, scope,
-         now_us()),
+        (approval_id, request.task_id.value, request.request_id, decision_id, request.identity.digest,
+         scope.value, now_us()),
     )
     return _approval(rows[0])
 
@@ -435,7 +425,7 @@ def insert_execution_intent(
     )
     return ExecutionRow(execution_id=execution_id, request_id=request.request_id, task_id=request.task_id,
                         decision_id=decision_id, approval_id=approval_id, identity=request.identity,
-                        result=ExecutionResultValues(state="intended"), intended_at_us=intended_at_us,
+                        result=ExecutionResultValues(state=ToolExecutionState.INTENDED), intended_at_us=intended_at_us,
                         started_at_us=None, finished_at_us=None)
 
 
@@ -464,9 +454,11 @@ def record_execution_result(tx: Transaction, *, execution_id: str, result: Execu
         " WHERE id = ? AND state IN ('intended', 'running')"
         " RETURNING id, request_id, task_id, decision_id, approval_id, operation_identity, intended_at_us,"
         " started_at_us",
-        (result.state, result.failure_kind, result.message, result.exit_code, result.content, result.stdout,
+        (result.state.value, None if result.failure_kind is None else result.failure_kind.value,
+         result.message, result.exit_code, result.content, result.stdout,
          result.stderr, int(result.content_truncated), int(result.stdout_truncated), int(result.stderr_truncated),
-         result.content_sha256, result.duration_ms, finished_at_us, result.confinement, execution_id),
+         result.content_sha256, result.duration_ms, finished_at_us,
+         None if result.confinement is None else result.confinement.value, execution_id),
     )
     if not rows:
         raise ConflictError(f"execution {execution_id} has already ended")

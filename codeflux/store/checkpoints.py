@@ -11,9 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from codeflux.domain.errors import StoredValueUnknownError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
+from codeflux.domain.tasks import Actor
 from codeflux.store.database import ReadView, Row, Transaction
+from codeflux.store.decoding import decode_choice
 
 __all__ = [
     "CHECKPOINT_REF_PREFIX",
@@ -71,7 +74,8 @@ class CheckpointRow:
 def _checkpoint(row: Row) -> CheckpointRow:
     return CheckpointRow(
         checkpoint_id=int(row[0]), task_id=TaskId.parse(str(row[1])), sequence=int(row[2]),
-        trigger=CheckpointTrigger(str(row[3])), commit_id=str(row[4]), ref_name=str(row[5]), head_commit=str(row[6]),
+        trigger=decode_choice(CheckpointTrigger, row[3], kind="checkpoint trigger"), commit_id=str(row[4]),
+        ref_name=str(row[5]), head_commit=str(row[6]),
         diff_identity=str(row[7]), plan_revision=None if row[8] is None else int(row[8]),
         attempt=None if row[9] is None else int(row[9]), event_sequence=int(row[10]), created_at_us=int(row[11]))
 
@@ -122,23 +126,34 @@ class DeliveryRow:
     deliver: StageVerdict
     landed_commit: str | None
     reason: str | None
-    decided_by: str
+    decided_by: Actor
     decided_at_us: int
 
 
+def _decode_accepted(value: object) -> bool:
+    match str(value):
+        case "accepted":
+            return True
+        case "rejected":
+            return False
+        case other:
+            raise StoredValueUnknownError(kind="delivery decision", value=other)
+
+
 def _delivery(row: Row) -> DeliveryRow:
-    deliver_outcome = StageOutcome(str(row[7]))
+    deliver_outcome = decode_choice(StageOutcome, row[7], kind="stage outcome")
     blocked = deliver_outcome is StageOutcome.BLOCKED
     return DeliveryRow(
-        delivery_id=int(row[0]), task_id=TaskId.parse(str(row[1])), attempt=int(row[2]), accepted=row[3] == "accepted",
-        diff_identity=str(row[4]),
-        human_acceptance=StageVerdict(stage=StageName.HUMAN_ACCEPTANCE, outcome=StageOutcome(str(row[5])),
+        delivery_id=int(row[0]), task_id=TaskId.parse(str(row[1])), attempt=int(row[2]),
+        accepted=_decode_accepted(row[3]), diff_identity=str(row[4]),
+        human_acceptance=StageVerdict(stage=StageName.HUMAN_ACCEPTANCE,
+                                      outcome=decode_choice(StageOutcome, row[5], kind="stage outcome"),
                                       gate_evaluation=str(row[6])),
         deliver=StageVerdict(stage=StageName.DELIVER, outcome=deliver_outcome,
                              gate_evaluation=None if blocked else str(row[8]),
                              reason="human-acceptance did not hold" if blocked else None),
         landed_commit=None if row[9] is None else str(row[9]), reason=None if row[10] is None else str(row[10]),
-        decided_by=str(row[11]), decided_at_us=int(row[12]))
+        decided_by=decode_choice(Actor, row[11], kind="delivery decider"), decided_at_us=int(row[12]))
 
 
 def delivery_of_attempt(view: ReadView, task_id: TaskId, attempt: int) -> DeliveryRow | None:
@@ -150,7 +165,7 @@ def delivery_of_attempt(view: ReadView, task_id: TaskId, attempt: int) -> Delive
 def insert_delivery(
     tx: Transaction, *, task_id: TaskId, attempt: int, accepted: bool, diff_identity: str,
     human_acceptance: StageVerdict, deliver: StageVerdict, landed_commit: str | None, reason: str | None,
-    decided_by: str, at_us: int,
+    decided_by: Actor, at_us: int,
 ) -> DeliveryRow:  # fmt: skip
     """Record the decision on ``attempt`` (the schema refuses an attempt not waiting at human-acceptance)."""
     rows = tx.execute(
@@ -160,6 +175,6 @@ def insert_delivery(
          human_acceptance.outcome.value, human_acceptance.gate_evaluation or human_acceptance.reason or "decided",
          deliver.outcome.value,
          None if deliver.outcome is StageOutcome.BLOCKED else (deliver.gate_evaluation or "decided"),
-         landed_commit, reason, decided_by, at_us),
+         landed_commit, reason, decided_by.value, at_us),
     )
     return _delivery(rows[0])

@@ -21,6 +21,7 @@ from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.models import Message, MessagePart, ReasoningPart, Role, TextPart, ToolCall, ToolResult
 from codeflux.store.database import ReadView, Row, Transaction
+from codeflux.store.decoding import decode_choice
 
 __all__ = [
     "MAX_CONVERSATION_MESSAGES",
@@ -85,7 +86,7 @@ def _conversation(row: Row) -> LoopConversationRow:
 
 
 def _message(row: Row) -> LoopMessageRow:
-    role = Role(str(row[4]))
+    role = decode_choice(Role, row[4], kind="message role")
     return LoopMessageRow(
         conversation_id=int(row[0]), sequence=int(row[1]), task_id=TaskId.parse(str(row[2])), attempt=int(row[3]),
         message=message_from_json(role, str(row[6])), turn_key=None if row[5] is None else str(row[5]),

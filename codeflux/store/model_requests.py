@@ -2,7 +2,9 @@
 
 A request moves forward only (``planned → in-flight | failed``; ``in-flight → succeeded | failed |
 outcome-unknown``) — the migration's trigger refuses anything else — and keeps the usage the provider
-reported (NULL = not reported) and its cost (NULL = unknown, with the reason).
+reported (NULL = not reported) and its cost (NULL = unknown, with the reason). Rows leave through one
+decoder (``_request_row``) with the state and error kind as their enums; an unknown stored value raises
+:class:`StoredValueUnknownError`.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from dataclasses import dataclass
 
 from codeflux.domain.errors import NotFoundError
 from codeflux.domain.ids import TaskId
+from codeflux.domain.model_calls import ModelCallErrorKind, ModelRequestState
 from codeflux.domain.money import Currency
 from codeflux.domain.pricing import TokenUsage
 from codeflux.store.database import ReadView, Row, Transaction
+from codeflux.store.decoding import decode_choice, decode_optional_choice
 
 __all__ = [
     "ModelRequestEnd",
@@ -70,20 +74,20 @@ class ModelRequestPlan:
 class ModelRequestEnd:
     """How a request ended: its state, the usage reported (None = unknown) and the cost (None = unknown)."""
 
-    state: str
+    state: ModelRequestState
     usage: TokenUsage
     cost_minor: int | None
     cost_reason: str | None
     stop_reason: str | None = None
     provider_request_id: str | None = None
-    error_kind: str | None = None
+    error_kind: ModelCallErrorKind | None = None
     error_message: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRequestRow:
     plan: ModelRequestPlan
-    state: str
+    state: ModelRequestState
     end: ModelRequestEnd | None
     planned_at_us: int
     started_at_us: int | None
@@ -102,15 +106,17 @@ def _request_row(row: Row) -> ModelRequestRow:
         reserved_minor=_maybe_int(row[11]), reserved_reason=_maybe_text(row[12]), reserved_tokens=_int(row[13]),
         max_output_tokens=_int(row[14]),
     )
-    state = str(row[8])
+    state = decode_choice(ModelRequestState, row[8], kind="model request state")
     end = None
-    if state not in ("planned", "in-flight"):
+    if state.is_finished():
         usage = TokenUsage(input_tokens=_maybe_int(row[15]), output_tokens=_maybe_int(row[16]),
                            cache_read_tokens=_maybe_int(row[17]), cache_write_tokens=_maybe_int(row[18]),
                            reasoning_tokens=_maybe_int(row[19]))
         end = ModelRequestEnd(state=state, usage=usage, cost_minor=_maybe_int(row[20]),
                               cost_reason=_maybe_text(row[21]), stop_reason=_maybe_text(row[22]),
-                              provider_request_id=_maybe_text(row[23]), error_kind=_maybe_text(row[24]),
+                              provider_request_id=_maybe_text(row[23]),
+                              error_kind=decode_optional_choice(ModelCallErrorKind, row[24],
+                                                                kind="model call error kind"),
                               error_message=_maybe_text(row[25]))
     return ModelRequestRow(plan=plan, state=state, end=end, planned_at_us=_int(row[26]),
                            started_at_us=_maybe_int(row[27]), finished_at_us=_maybe_int(row[28]))
@@ -166,9 +172,10 @@ def record_model_request_end(tx: Transaction, *, request_id: str, end: ModelRequ
         " stop_reason = ?, provider_request_id = ?, error_kind = ?, error_message = ?,"
         " finished_at_us = max(?, planned_at_us, coalesce(started_at_us, 0))"
         f" WHERE id = ? RETURNING {_REQUEST}",
-        (end.state, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+        (end.state.value, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
          usage.reasoning_tokens, end.cost_minor, int(end.cost_minor is not None), end.cost_reason, end.stop_reason,
-         end.provider_request_id, end.error_kind, end.error_message, at_us, request_id),
+         end.provider_request_id, None if end.error_kind is None else end.error_kind.value, end.error_message, at_us,
+         request_id),
     )
     if not rows:
         raise NotFoundError(kind="model request", entity_id=request_id)

@@ -9,13 +9,12 @@ floating-point number.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from codeflux.domain.budget import Budget, LedgerTotals
+from codeflux.domain.budget import Budget, LedgerEntryRow, LedgerKind, LedgerTotals
 from codeflux.domain.errors import NotFoundError, StaleRevisionError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Currency, Money
 from codeflux.store.database import ReadView, Row, Transaction
+from codeflux.store.decoding import decode_choice
 
 __all__ = [
     "LedgerEntryRow",
@@ -104,30 +103,17 @@ def change_budget(
 # ─── the ledger ──────────────────────────────────────────────────────────────────────────────────
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LedgerEntryRow:
-    """One immutable ledger entry; ``amount_minor`` None is unknown."""
-
-    entry_id: int
-    task_id: TaskId
-    request_id: str
-    kind: str
-    amount_minor: int | None
-    currency: Currency
-    reason: str | None
-    recorded_at_us: int
-    acknowledged: bool
-
-
 def insert_budget_entry(
-    tx: Transaction, *, task_id: TaskId, request_id: str, kind: str, amount_minor: int | None, currency: Currency,
+    tx: Transaction, *, task_id: TaskId, request_id: str, kind: LedgerKind, amount_minor: int | None,
+    currency: Currency,
     reason: str | None, at_us: int,
 ) -> int:  # fmt: skip
     """Append one ledger entry; the triggers keep each reservation closed exactly once."""
     rows = tx.execute(
         "INSERT INTO budget_entries (task_id, request_id, kind, amount_minor, amount_known, currency, reason,"
         " recorded_at_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        (task_id.value, request_id, kind, amount_minor, int(amount_minor is not None), currency.code, reason, at_us),
+        (task_id.value, request_id, kind.value, amount_minor, int(amount_minor is not None), currency.code, reason,
+         at_us),
     )
     return _int(rows[0][0])
 
@@ -153,7 +139,8 @@ def budget_entries_of_request(view: ReadView, request_id: str) -> list[LedgerEnt
 
 
 def _entry(r: Row) -> LedgerEntryRow:
-    return LedgerEntryRow(entry_id=_int(r[0]), task_id=TaskId.parse(str(r[1])), request_id=str(r[2]), kind=str(r[3]),
+    return LedgerEntryRow(entry_id=_int(r[0]), task_id=TaskId.parse(str(r[1])), request_id=str(r[2]),
+                          kind=decode_choice(LedgerKind, r[3], kind="budget ledger entry kind"),
                           amount_minor=_maybe_int(r[4]), currency=Currency.parse(str(r[5])),
                           reason=_maybe_text(r[6]), recorded_at_us=_int(r[7]), acknowledged=r[8] is not None)
 

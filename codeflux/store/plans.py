@@ -2,7 +2,9 @@
 
 A revision stores the plan's canonical JSON and the sha256 of its bytes; reading it back recomputes the
 hash and refuses a row whose text no longer matches (:class:`StoreCorruptError`), so an approval can
-never bind to text other than the one that was hashed. Revision numbers count up per task (a trigger
+never bind to text other than the one that was hashed; the text itself stays here (rows carry the parsed
+plan and its hash). Author, verdict and decider leave as their enums through one decoder per row type; an
+unknown stored value raises :class:`StoredValueUnknownError`. Revision numbers count up per task (a trigger
 refuses any other number); decisions name the revision and its hash, and only the newest revision.
 """
 
@@ -10,12 +12,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 
 from codeflux.domain.errors import StoreCorruptError
 from codeflux.domain.ids import TaskId
-from codeflux.domain.plans import Plan, canonical_plan_json, plan_from_document
+from codeflux.domain.plans import (
+    Plan,
+    PlanAuthor,
+    PlanDecider,
+    PlanDecisionRow,
+    PlanRevisionRow,
+    PlanVerdict,
+    canonical_plan_json,
+    plan_from_document,
+)
 from codeflux.store.database import ReadView, Row, Transaction
+from codeflux.store.decoding import decode_choice
 
 __all__ = [
     "PlanDecisionRow",
@@ -32,18 +43,6 @@ _REVISION = "task_id, revision, plan_json, sha256, created_by, feedback, created
 _DECISION = "task_id, revision, sha256, decision, feedback, decided_by, decided_at_us"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlanRevisionRow:
-    task_id: TaskId
-    revision: int
-    plan: Plan
-    plan_json: str
-    sha256: str
-    created_by: str
-    feedback: str | None
-    created_at_us: int
-
-
 def _revision(row: Row) -> PlanRevisionRow:
     text = str(row[2])
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -51,13 +50,14 @@ def _revision(row: Row) -> PlanRevisionRow:
         raise StoreCorruptError(f"plan revision {row[1]} of task {row[0]} does not match its recorded hash")
     return PlanRevisionRow(
         task_id=TaskId.parse(str(row[0])), revision=int(row[1]), plan=plan_from_document(json.loads(text)),
-        plan_json=text, sha256=digest, created_by=str(row[4]), feedback=None if row[5] is None else str(row[5]),
+        sha256=digest, created_by=decode_choice(PlanAuthor, row[4], kind="plan author"),
+        feedback=None if row[5] is None else str(row[5]),
         created_at_us=int(row[6]),
     )
 
 
 def insert_plan_revision(
-    tx: Transaction, *, task_id: TaskId, plan: Plan, created_by: str, feedback: str | None, at_us: int
+    tx: Transaction, *, task_id: TaskId, plan: Plan, created_by: PlanAuthor, feedback: str | None, at_us: int
 ) -> PlanRevisionRow:
     """Record ``plan`` as the task's next revision; returns it with its number and hash."""
     text = canonical_plan_json(plan)
@@ -66,9 +66,9 @@ def insert_plan_revision(
         f"INSERT INTO plan_revisions ({_REVISION})"  # noqa: S608
         " SELECT ?, coalesce(max(revision), 0) + 1, ?, ?, ?, ?, ? FROM plan_revisions WHERE task_id = ?"
         " RETURNING revision",
-        (task_id.value, text, digest, created_by, feedback, at_us, task_id.value),
+        (task_id.value, text, digest, created_by.value, feedback, at_us, task_id.value),
     )
-    return PlanRevisionRow(task_id=task_id, revision=int(rows[0][0]), plan=plan, plan_json=text, sha256=digest,
+    return PlanRevisionRow(task_id=task_id, revision=int(rows[0][0]), plan=plan, sha256=digest,
                            created_by=created_by, feedback=feedback, created_at_us=at_us)
 
 
@@ -92,35 +92,22 @@ def plan_revisions_of_task(view: ReadView, task_id: TaskId) -> list[PlanRevision
     return [_revision(row) for row in rows]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlanDecisionRow:
-    task_id: TaskId
-    revision: int
-    sha256: str
-    decision: str
-    feedback: str | None
-    decided_by: str
-    decided_at_us: int
-
-    @property
-    def approved(self) -> bool:
-        return self.decision == "approved"
-
-
 def _decision(row: Row) -> PlanDecisionRow:
     return PlanDecisionRow(task_id=TaskId.parse(str(row[0])), revision=int(row[1]), sha256=str(row[2]),
-                           decision=str(row[3]), feedback=None if row[4] is None else str(row[4]),
-                           decided_by=str(row[5]), decided_at_us=int(row[6]))
+                           decision=decode_choice(PlanVerdict, row[3], kind="plan decision"),
+                           feedback=None if row[4] is None else str(row[4]),
+                           decided_by=decode_choice(PlanDecider, row[5], kind="plan decider"),
+                           decided_at_us=int(row[6]))
 
 
 def insert_plan_decision(
-    tx: Transaction, *, task_id: TaskId, revision: int, sha256: str, decision: str, feedback: str | None,
-    decided_by: str, at_us: int,
+    tx: Transaction, *, task_id: TaskId, revision: int, sha256: str, decision: PlanVerdict, feedback: str | None,
+    decided_by: PlanDecider, at_us: int,
 ) -> PlanDecisionRow:
     """Record the decision on revision ``revision`` (with its hash) of the task's plan."""
     tx.execute(
         f"INSERT INTO plan_decisions ({_DECISION}) VALUES (?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
-        (task_id.value, revision, sha256, decision, feedback, decided_by, at_us),
+        (task_id.value, revision, sha256, decision.value, feedback, decided_by.value, at_us),
     )
     return PlanDecisionRow(task_id=task_id, revision=revision, sha256=sha256, decision=decision, feedback=feedback,
                            decided_by=decided_by, decided_at_us=at_us)

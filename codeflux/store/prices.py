@@ -15,8 +15,9 @@ from typing import Final
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import MAX_MINOR_UNITS, Currency
-from codeflux.domain.pricing import Price, PriceComponent
+from codeflux.domain.pricing import Price, PriceComponent, PriceSource
 from codeflux.store.database import ReadView, Row, Transaction
+from codeflux.store.decoding import decode_choice
 
 __all__ = [
     "PriceRevisionRow",
@@ -53,7 +54,7 @@ class PriceRevisionRow:
     provider: str
     model: str
     revision: int
-    source: str
+    source: PriceSource
     source_detail: str
     price: Price
     effective_date: dt.date
@@ -83,7 +84,7 @@ def _price_row(row: Row) -> PriceRevisionRow:
     )
     return PriceRevisionRow(
         snapshot_id=_int(row[0]), provider=str(row[1]), model=str(row[2]), revision=_int(row[3]),
-        source=str(row[4]), source_detail=str(row[5]), price=price,
+        source=decode_choice(PriceSource, row[4], kind="price source"), source_detail=str(row[5]), price=price,
         effective_date=dt.date.fromisoformat(str(row[7])), recorded_at_us=_int(row[18]),
     )
 
@@ -93,7 +94,7 @@ def insert_price_revision(
     *,
     provider: str,
     model: str,
-    source: str,
+    source: PriceSource,
     source_detail: str,
     price: Price,
     effective_date: dt.date,
@@ -105,7 +106,7 @@ def insert_price_revision(
     rows = tx.execute(
         f"INSERT INTO price_snapshots ({_PRICE}) VALUES ({placeholders})"  # noqa: S608
         " RETURNING " + _PRICE,
-        (None, provider, model, _next_price_revision(tx, provider, model), source, source_detail,
+        (None, provider, model, _next_price_revision(tx, provider, model), source.value, source_detail,
          price.currency.code, effective_date.isoformat(), *pairs, at_us),
     )
     return _price_row(rows[0])
@@ -120,24 +121,26 @@ def _next_price_revision(view: ReadView, provider: str, model: str) -> int:
 
 
 def latest_price_revision(
-    view: ReadView, *, provider: str, model: str, source: str | None = None
+    view: ReadView, *, provider: str, model: str, source: PriceSource | None = None
 ) -> PriceRevisionRow | None:
     """The newest revision of ``model`` (of ``source`` only, when given), or None."""
     row = view.query_one(
         f"SELECT {_PRICE} FROM price_snapshots WHERE provider = ? AND model = ?"  # noqa: S608
         " AND (? IS NULL OR source = ?) ORDER BY revision DESC LIMIT 1",
-        (provider, model, source, source),
+        (provider, model, None if source is None else source.value, None if source is None else source.value),
     )
     return None if row is None else _price_row(row)
 
 
-def latest_price_revisions(view: ReadView, *, source: str, provider: str | None = None) -> list[PriceRevisionRow]:
+def latest_price_revisions(
+    view: ReadView, *, source: PriceSource, provider: str | None = None
+) -> list[PriceRevisionRow]:
     """The newest ``source`` revision of every model (of ``provider``, when given), by provider and model."""
     rows = view.query_all(
         f"SELECT {_PRICE} FROM price_snapshots p WHERE source = ? AND (? IS NULL OR provider = ?)"  # noqa: S608
         " AND revision = (SELECT max(revision) FROM price_snapshots q WHERE q.provider = p.provider"
         " AND q.model = p.model AND q.source = p.source) ORDER BY provider, model",
-        (source, provider, provider),
+        (source.value, provider, provider),
     )
     return [_price_row(row) for row in rows]
 

@@ -1,5 +1,8 @@
 """SQL of task recovery: the effects of a task whose outcome is unknown, their recorded resolutions, and the
-immutable recovery assessments (see ``migrations/000005_recovery.sql``)."""
+immutable recovery assessments (see ``migrations/000005_recovery.sql``). Rows leave through one decoder per
+row type with states, kinds, outcomes and actions as their enums (an unknown stored value raises
+:class:`StoredValueUnknownError`); an assessment's known facts and ambiguous effects are the JSON snapshot it
+recorded, decoded."""
 
 from __future__ import annotations
 
@@ -10,7 +13,9 @@ from dataclasses import dataclass
 from codeflux.domain.errors import ConflictError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.recovery import AmbiguousEffect, EffectKind, EffectOutcome, RecoveryAction
+from codeflux.domain.tasks import TaskState
 from codeflux.store.database import ReadView, Row, Transaction
+from codeflux.store.decoding import decode_choice, decode_optional_choice
 
 __all__ = [
     "AssessmentRow",
@@ -44,7 +49,7 @@ ORDER BY 5, 2
 class AssessmentRow:
     assessment_id: int
     task_id: TaskId
-    interrupted_in: str
+    interrupted_in: TaskState
     known: Mapping[str, object]
     ambiguous: Sequence[Mapping[str, object]]
     recommended: RecoveryAction
@@ -55,8 +60,10 @@ class AssessmentRow:
 
 def _assessment(row: Row) -> AssessmentRow:
     return AssessmentRow(
-        assessment_id=int(row[0]), task_id=TaskId.parse(str(row[1])), interrupted_in=str(row[2]),
-        known=json.loads(str(row[3])), ambiguous=json.loads(str(row[4])), recommended=RecoveryAction(str(row[5])),
+        assessment_id=int(row[0]), task_id=TaskId.parse(str(row[1])),
+        interrupted_in=decode_choice(TaskState, row[2], kind="task state"),
+        known=json.loads(str(row[3])), ambiguous=json.loads(str(row[4])),
+        recommended=decode_choice(RecoveryAction, row[5], kind="recovery action"),
         diff_identity=None if row[6] is None else str(row[6]), reason=str(row[7]), assessed_at_us=int(row[8]),
     )
 
@@ -64,20 +71,22 @@ def _assessment(row: Row) -> AssessmentRow:
 def ambiguous_effects_of_task(view: ReadView, task_id: TaskId) -> list[AmbiguousEffect]:
     """Every tool execution and model request of the task whose outcome is unknown, with any resolution."""
     rows = view.query_all(_EFFECTS, (task_id.value, task_id.value))
-    return [AmbiguousEffect(kind=EffectKind(str(row[0])), item_id=str(row[1]), summary=str(row[2]),
-                            outcome=None if row[3] is None else EffectOutcome(str(row[3]))) for row in rows]
+    return [AmbiguousEffect(kind=decode_choice(EffectKind, row[0], kind="ambiguous effect kind"), item_id=str(row[1]),
+                            summary=str(row[2]),
+                            outcome=decode_optional_choice(EffectOutcome, row[3], kind="ambiguous effect outcome"))
+            for row in rows]
 
 
 def insert_assessment(
-    tx: Transaction, *, task_id: TaskId, interrupted_in: str, known: Mapping[str, object],
+    tx: Transaction, *, task_id: TaskId, interrupted_in: TaskState, known: Mapping[str, object],
     ambiguous: Sequence[Mapping[str, object]], recommended: RecoveryAction, diff_identity: str | None, reason: str,
     at_us: int,
 ) -> AssessmentRow:  # fmt: skip
     rows = tx.execute(
         f"INSERT INTO recovery_assessments ({_ASSESSMENT.removeprefix('id, ')})"  # noqa: S608
         f" VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_ASSESSMENT}",
-        (task_id.value, interrupted_in, json.dumps(known, sort_keys=True), json.dumps(list(ambiguous), sort_keys=True),
-         recommended.value, diff_identity, reason, at_us),
+        (task_id.value, interrupted_in.value, json.dumps(known, sort_keys=True),
+         json.dumps(list(ambiguous), sort_keys=True), recommended.value, diff_identity, reason, at_us),
     )
     return _assessment(rows[0])
 

@@ -2,7 +2,9 @@
 
 A repository row is immutable: its id, canonical root path, identity (sha256 over location and first
 commits) and the root commits. An acknowledgement records, for one task, the exact list of uncommitted
-changes the person saw and its hash; the newest acknowledgement of a task is the one in force.
+changes the person saw and its hash; the newest acknowledgement of a task is the one in force. The JSON
+columns stay here: rows carry the root commits and the acknowledged changes decoded (each status as
+:class:`ChangeStatus`; an unknown one raises :class:`StoredValueUnknownError`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from codeflux.domain.errors import NotFoundError
+from codeflux.domain.errors import NotFoundError, StoredValueUnknownError
 from codeflux.domain.ids import RepositoryId, TaskId
+from codeflux.domain.working_tree import ChangeStatus
 from codeflux.store.database import ReadView, Row, Transaction
+from codeflux.store.decoding import decode_choice
 
 __all__ = [
     "AcknowledgedChange",
@@ -88,7 +92,7 @@ class AcknowledgedChange:
     """One listed uncommitted change, as acknowledged: path, status and content hash (None: no content)."""
 
     path: str
-    status: str
+    status: ChangeStatus
     content_sha256: str | None
 
 
@@ -103,10 +107,19 @@ class DirtyAcknowledgementRow:
     acknowledged_at_us: int
 
 
+def _acknowledged_changes(text: str) -> tuple[AcknowledgedChange, ...]:
+    try:
+        items = json.loads(text)
+        return tuple(AcknowledgedChange(path=str(item[0]),
+                                        status=decode_choice(ChangeStatus, item[1], kind="acknowledged change status"),
+                                        content_sha256=None if item[2] is None else str(item[2]))
+                     for item in items)
+    except (ValueError, IndexError, TypeError, KeyError):
+        raise StoredValueUnknownError(kind="acknowledged changes", value=text) from None
+
+
 def _acknowledgement(row: Row) -> DirtyAcknowledgementRow:
-    changes = tuple(AcknowledgedChange(path=str(item[0]), status=str(item[1]),
-                                       content_sha256=None if item[2] is None else str(item[2]))
-                    for item in json.loads(str(row[4])))
+    changes = _acknowledged_changes(str(row[4]))
     return DirtyAcknowledgementRow(
         acknowledgement_id=int(row[0]), task_id=TaskId.parse(str(row[1])),
         repository_id=RepositoryId.parse(str(row[2])), dirty_hash=str(row[3]), changes=changes,
@@ -119,7 +132,7 @@ def insert_dirty_acknowledgement(
     changes: Sequence[AcknowledgedChange], acknowledged_by: str, at_us: int,
 ) -> DirtyAcknowledgementRow:
     """Record that the person acknowledged exactly ``changes`` (listed under ``dirty_hash``) for the task."""
-    listed = json.dumps([[c.path, c.status, c.content_sha256] for c in changes], separators=(",", ":"),
+    listed = json.dumps([[c.path, c.status.value, c.content_sha256] for c in changes], separators=(",", ":"),
                         ensure_ascii=False)
     rows = tx.execute(
         "INSERT INTO dirty_acknowledgements (task_id, repository_id, dirty_hash, changes_json, acknowledged_by,"

@@ -4,19 +4,22 @@ An attempt is one pass of a task's run through the pipeline, under an approved p
 refuses any other). Its ledger is one immutable row per stage, keyed by the stage NAME, written in stage
 order without gaps while the attempt is open; the attempt ends once, when all 37 stages have a verdict.
 The rules deciding *which* verdict each stage gets live in :mod:`codeflux.domain.pipeline`; this module
-only stores what the task service decided.
+only stores what the task service decided. Rows leave through one decoder per row type, stage names and
+outcomes as their enums (an unknown stored value raises :class:`StoredValueUnknownError`) and the evidence
+as the JSON object it was stored as.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from codeflux.domain.errors import NotFoundError
 from codeflux.domain.ids import RunId, TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict, stage_named
+from codeflux.domain.pipeline.ledger import LedgerRow, RunAttemptRow
 from codeflux.store.database import ReadView, Row, Transaction
+from codeflux.store.decoding import decode_choice, decode_optional_choice
 
 __all__ = [
     "LedgerRow",
@@ -34,28 +37,12 @@ _LEDGER = ("task_id, attempt, stage_number, stage, outcome, gate_evaluation, rea
            " recorded_at_us")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunAttemptRow:
-    run_id: RunId
-    task_id: TaskId
-    attempt: int
-    plan_revision: int
-    plan_sha256: str
-    started_at_us: int
-    ended_at_us: int | None
-    stopped_at: StageName | None
-
-    @property
-    def is_open(self) -> bool:
-        return self.ended_at_us is None
-
-
 def _attempt(row: Row) -> RunAttemptRow:
     return RunAttemptRow(
         run_id=RunId.parse(str(row[0])), task_id=TaskId.parse(str(row[1])), attempt=int(row[2]),
         plan_revision=int(row[3]), plan_sha256=str(row[4]), started_at_us=int(row[5]),
         ended_at_us=None if row[6] is None else int(row[6]),
-        stopped_at=None if row[7] is None else StageName(str(row[7])),
+        stopped_at=decode_optional_choice(StageName, row[7], kind="stage name"),
     )
 
 
@@ -102,18 +89,9 @@ def end_run_attempt(
     return _attempt(rows[0])
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LedgerRow:
-    task_id: TaskId
-    attempt: int
-    number: int
-    verdict: StageVerdict
-    evidence: Mapping[str, object]
-    recorded_at_us: int
-
-
 def _ledger(row: Row) -> LedgerRow:
-    verdict = StageVerdict(stage=StageName(str(row[3])), outcome=StageOutcome(str(row[4])),
+    verdict = StageVerdict(stage=decode_choice(StageName, row[3], kind="stage name"),
+                           outcome=decode_choice(StageOutcome, row[4], kind="stage outcome"),
                            gate_evaluation=None if row[5] is None else str(row[5]),
                            reason=None if row[6] is None else str(row[6]))
     return LedgerRow(task_id=TaskId.parse(str(row[0])), attempt=int(row[1]), number=int(row[2]), verdict=verdict,

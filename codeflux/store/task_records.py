@@ -19,8 +19,9 @@ from pathlib import Path
 from codeflux.domain.errors import ConflictError, NotFoundError, StaleRevisionError
 from codeflux.domain.events import TaskCreated, TaskStateChanged
 from codeflux.domain.ids import RepositoryId, TaskId
-from codeflux.domain.tasks import TaskState
+from codeflux.domain.tasks import Actor, PatchKind, TaskRecord, TaskState
 from codeflux.store.database import ReadView, Row, Transaction, now_us
+from codeflux.store.decoding import decode_choice
 from codeflux.store.events import JournalEvent, append_event
 from codeflux.store.tasks import TaskRow, require_task, task_session_id
 
@@ -48,32 +49,14 @@ _PATCH = ("id, task_id, kind, diff_identity, base_commit, head_commit, patch, pa
           " recorded_at_us")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskRecord:
-    """A task as the task service sees it. ``repository_id`` is None only for minimal tasks made by
-    other services (tests, tools) before or outside the task service."""
-
-    task_id: TaskId
-    session_id: str
-    repository_id: RepositoryId | None
-    repository_root: Path
-    worktree: Path
-    base_revision: str | None
-    title: str | None
-    requirement: str | None
-    state: TaskState
-    revision: int
-    created_at_us: int
-    updated_at_us: int
-
-
 def _task(row: Row) -> TaskRecord:
     return TaskRecord(
         task_id=TaskId.parse(str(row[0])), session_id=str(row[1]),
         repository_id=None if row[2] is None else RepositoryId.parse(str(row[2])),
         repository_root=Path(str(row[3])), worktree=Path(str(row[4])),
         base_revision=None if row[5] is None else str(row[5]), title=None if row[6] is None else str(row[6]),
-        requirement=None if row[7] is None else str(row[7]), state=TaskState(str(row[8])), revision=int(row[9]),
+        requirement=None if row[7] is None else str(row[7]),
+        state=decode_choice(TaskState, row[8], kind="task state"), revision=int(row[9]),
         created_at_us=int(row[10]), updated_at_us=int(row[11]),
     )
 
@@ -139,7 +122,7 @@ class TransitionRow:
     from_state: TaskState
     to_state: TaskState
     reason: str
-    actor: str
+    actor: Actor
     event_session_id: str
     event_sequence: int
     at_us: int
@@ -148,13 +131,15 @@ class TransitionRow:
 def _transition(row: Row) -> TransitionRow:
     return TransitionRow(
         transition_id=int(row[0]), task_id=TaskId.parse(str(row[1])), task_revision=int(row[2]),
-        from_state=TaskState(str(row[3])), to_state=TaskState(str(row[4])), reason=str(row[5]), actor=str(row[6]),
+        from_state=decode_choice(TaskState, row[3], kind="task state"),
+        to_state=decode_choice(TaskState, row[4], kind="task state"), reason=str(row[5]),
+        actor=decode_choice(Actor, row[6], kind="task actor"),
         event_session_id=str(row[7]), event_sequence=int(row[8]), at_us=int(row[9]),
     )
 
 
 def record_task_transition(
-    tx: Transaction, *, task_id: TaskId, expected_revision: int, to_state: TaskState, reason: str, actor: str,
+    tx: Transaction, *, task_id: TaskId, expected_revision: int, to_state: TaskState, reason: str, actor: Actor,
     at_us: int, base_revision: str | None = None,
 ) -> tuple[TaskRecord, TransitionRow, JournalEvent]:
     """Move the task to ``to_state`` if it is still at ``expected_revision``; event and transition row too.
@@ -173,12 +158,13 @@ def record_task_transition(
                                  actual=before.revision)
     revision = int(rows[0][0])
     event = append_event(tx, session_id=before.session_id, event=TaskStateChanged(
-        task_id=task_id, from_state=before.state, to_state=to_state, revision=revision, reason=reason, actor=actor,
+        task_id=task_id, from_state=before.state, to_state=to_state, revision=revision, reason=reason,
+        actor=actor.value,
     ))
     inserted = tx.execute(
         f"INSERT INTO task_transitions ({_TRANSITION}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)"  # noqa: S608
         f" RETURNING {_TRANSITION}",
-        (task_id.value, revision, before.state.value, to_state.value, reason, actor, event.session_id,
+        (task_id.value, revision, before.state.value, to_state.value, reason, actor.value, event.session_id,
          event.sequence, at_us),
     )
     return require_task_record(tx, task_id), _transition(inserted[0]), event
@@ -186,7 +172,8 @@ def record_task_transition(
 
 
 def change_task_state(
-    tx: Transaction, *, task_id: TaskId, expected_revision: int, state: TaskState, reason: str, actor: str = "system"
+    tx: Transaction, *, task_id: TaskId, expected_revision: int, state: TaskState, reason: str,
+    actor: Actor = Actor.SYSTEM,
 ) -> TaskRow:
     """Move the task to ``state`` (the caller validated the move) through :func:`record_task_transition`,
     so every state change — budget pauses and resumes included — has its event *and* its transition row."""
@@ -205,7 +192,7 @@ def transitions_of_task(view: ReadView, task_id: TaskId) -> list[TransitionRow]:
 class TaskPatchRow:
     patch_id: int
     task_id: TaskId
-    kind: str
+    kind: PatchKind
     diff_identity: str
     base_commit: str
     head_commit: str
@@ -217,14 +204,15 @@ class TaskPatchRow:
 
 def _patch(row: Row) -> TaskPatchRow:
     return TaskPatchRow(
-        patch_id=int(row[0]), task_id=TaskId.parse(str(row[1])), kind=str(row[2]), diff_identity=str(row[3]),
+        patch_id=int(row[0]), task_id=TaskId.parse(str(row[1])),
+        kind=decode_choice(PatchKind, row[2], kind="task patch kind"), diff_identity=str(row[3]),
         base_commit=str(row[4]), head_commit=str(row[5]), patch=bytes(row[6]), patch_sha256=str(row[7]),
         reason=str(row[8]), recorded_at_us=int(row[9]),
     )
 
 
 def insert_task_patch(
-    tx: Transaction, *, task_id: TaskId, kind: str, diff_identity: str, base_commit: str, head_commit: str,
+    tx: Transaction, *, task_id: TaskId, kind: PatchKind, diff_identity: str, base_commit: str, head_commit: str,
     patch: bytes, reason: str, at_us: int,
 ) -> tuple[TaskPatchRow, bool]:
     """Store ``patch`` once per (task, kind, diff identity); returns the row and whether it is new.
@@ -235,7 +223,7 @@ def insert_task_patch(
     digest = hashlib.sha256(patch).hexdigest()
     existing = tx.query_one(
         f"SELECT {_PATCH} FROM task_patches WHERE task_id = ? AND kind = ? AND diff_identity = ?",  # noqa: S608
-        (task_id.value, kind, diff_identity),
+        (task_id.value, kind.value, diff_identity),
     )
     if existing is not None:
         row = _patch(existing)
@@ -245,7 +233,7 @@ def insert_task_patch(
         return row, False
     inserted = tx.execute(
         f"INSERT INTO task_patches ({_PATCH}) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_PATCH}",  # noqa: S608
-        (task_id.value, kind, diff_identity, base_commit, head_commit, patch, digest, reason, at_us),
+        (task_id.value, kind.value, diff_identity, base_commit, head_commit, patch, digest, reason, at_us),
     )
     return _patch(inserted[0]), True
 

@@ -18,6 +18,7 @@ from codeflux.domain.events import TaskCreated
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import TaskState
 from codeflux.store.database import ReadView, Transaction, now_us
+from codeflux.store.decoding import decode_choice
 from codeflux.store.events import append_event
 
 __all__ = [
@@ -59,7 +60,7 @@ def _row(raw: tuple[object, ...]) -> TaskRow:
         repository_root=Path(str(raw[2])),
         worktree=Path(str(raw[3])),
         base_revision=None if raw[4] is None else str(raw[4]),
-        state=TaskState(str(raw[5])),
+        state=decode_choice(TaskState, raw[5], kind="task state"),
         revision=int(str(raw[6])),
         created_at_us=int(str(raw[7])),
         updated_at_us=int(str(raw[8])),

@@ -17,6 +17,7 @@ from codeflux.authority.intents import ExecutionIntent
 from codeflux.authority.service import AuthorityService, RequestView
 from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.errors import ApprovalRequiredError, StoreBusyError
+from codeflux.domain.execution import ToolExecutionState
 from codeflux.domain.ids import TaskId
 from codeflux.domain.operations import ExecutablePin, describe_operation
 from codeflux.domain.tasks import TaskState
@@ -181,7 +182,7 @@ def test_a_retry_under_the_same_key_returns_the_recorded_execution_and_intends_n
     again, retried = submit(service, task_id, "write_file", "k1", path="a.txt", content="x")
     task = db.read(lambda v: require_task(v, task_id))
     service.record_execution_result(task=task, execution_id=intent.execution_id,
-                                    result=ExecutionResultValues(state="succeeded"))
+                                    result=ExecutionResultValues(state=ToolExecutionState.SUCCEEDED))
     after_result, finished = submit(service, task_id, "write_file", "k1", path="a.txt", content="x")
 
     assert again.request_id == view.request_id == after_result.request_id

@@ -17,6 +17,7 @@ from codeflux.authority.decide import UserDecision
 from codeflux.authority.service import AuthorityService, RequestView
 from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.errors import CapabilityDeniedError, IdempotencyConflictError
+from codeflux.domain.execution import ToolExecutionState
 from codeflux.domain.ids import TaskId
 from codeflux.domain.operations import ExecutablePin, describe_operation
 from codeflux.domain.tasks import TaskState
@@ -106,7 +107,7 @@ def _exercise(db: Database) -> None:
     intent = service.record_execution_intent(once.request_id)
     service.record_execution_intent(once.request_id)
     service.record_execution_result(task=intent.task, execution_id=intent.execution_id,
-                                    result=rows.ExecutionResultValues(state="succeeded", exit_code=0))
+                                    result=rows.ExecutionResultValues(state=ToolExecutionState.SUCCEEDED, exit_code=0))
     service.record_execution_intent(covered.request_id)
     service.reconcile_interrupted_executions()
     denied = _submit(service, task_id, "k5", ["nc", "example.net", "80"])

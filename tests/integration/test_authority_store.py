@@ -21,6 +21,7 @@ from codeflux.domain.errors import (
     StoreError,
     TaskInactiveError,
 )
+from codeflux.domain.execution import ToolExecutionState
 from codeflux.domain.ids import TaskId
 from codeflux.domain.operations import ExecutablePin, describe_operation
 from codeflux.domain.tasks import TaskState
@@ -221,8 +222,9 @@ def test_an_execution_moves_forward_only_and_is_immutable_once_it_ended(
     service.mark_execution_running(intent.execution_id)
     task = db.read(lambda v: require_task(v, task_id))
 
-    ended = service.record_execution_result(task=task, execution_id=intent.execution_id,
-                                            result=ExecutionResultValues(state="succeeded", content="hello"))
+    ended = service.record_execution_result(
+        task=task, execution_id=intent.execution_id,
+        result=ExecutionResultValues(state=ToolExecutionState.SUCCEEDED, content="hello"))
 
     assert ended.state == "succeeded" and ended.started_at_us is not None and ended.finished_at_us is not None
     for sql in ("UPDATE tool_executions SET state = 'failed', failure_kind = 'x'",

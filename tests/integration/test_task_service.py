@@ -487,7 +487,7 @@ def test_the_schema_refuses_the_limits_even_when_the_service_is_bypassed(
     def force_running(task_id: TaskId, revision: int) -> None:
         db.write(lambda tx: records.record_task_transition(
             tx, task_id=task_id, expected_revision=revision, to_state=TaskState.RUNNING, reason="bypass",
-            actor="system", at_us=1))
+            actor=Actor.SYSTEM, at_us=1))
 
     with pytest.raises(StoreError):
         force_running(same_repo.task_id, same_repo.revision)

@@ -1,13 +1,22 @@
 """Every module under codeflux/ imports only what its package may lean on (STYLE.md §1).
 
-The table below is the rule, first-party *and* third-party. A module's package is the first folder under
-``codeflux/``; the modules directly in ``codeflux/`` (``logs.py``, the root ``__init__.py``) share the
-top-level row. Every package may import itself and the standard library (``sys.stdlib_module_names``).
-Importing the root package ``codeflux`` itself (``import codeflux`` for ``__version__``) is allowed
-everywhere: it runs whenever any codeflux module is imported anyway. Imports under ``TYPE_CHECKING``
-count, and so does ``importlib.import_module("constant")``.
+The table below is the rule, first-party *and* third-party. A module's row is the most specific one that
+contains it: each folder under ``codeflux/`` has a row, and so do the coordinator's wings
+(``coordinator.tasks``, ``coordinator.runs``, ``coordinator.spending``), whose modules are then no longer in the
+``coordinator`` row — that row holds the coordinator's top-level modules (hooks, journal, maintenance, doctor,
+…). The modules directly in ``codeflux/`` (``logs.py``, the root ``__init__.py``) share the top-level row.
+Every row may import itself and the standard library (``sys.stdlib_module_names``). Importing the root
+package ``codeflux`` itself (``import codeflux`` for ``__version__``) is allowed everywhere: it runs whenever
+any codeflux module is imported anyway. Imports under ``TYPE_CHECKING`` count, and so does
+``importlib.import_module("constant")``.
 
-A new folder under ``codeflux/`` fails here until it has a row.
+Besides whole rows, a row may name single modules it may import (``store.database``): the adapters
+(``services``, ``cli``) take from the store only the ``Database`` type, the data location and ``open_store``;
+everything else of the store reaches them through coordinator functions (``coordinator.maintenance``,
+``coordinator.journal``, …). The coordinator's rows form floors without a circle: its top-level modules lean on
+no wing, ``spending`` on none, ``tasks`` on ``spending``, ``runs`` on both.
+
+A new folder under ``codeflux/`` or ``codeflux/coordinator/`` fails here until it has a row.
 """
 
 from __future__ import annotations
@@ -33,24 +42,33 @@ PACKAGES = frozenset(
         "pipeline", "memory", "coordinator", "services", "server", "cli", "api",
     }
 )  # fmt: skip
-EVERY_UNIT = PACKAGES | {TOP_LEVEL}
+COORDINATOR_WINGS = frozenset({"coordinator.tasks", "coordinator.runs", "coordinator.spending"})
+COORDINATOR_ROWS = COORDINATOR_WINGS | {"coordinator"}  # "coordinator": its top-level modules
+EVERY_UNIT = PACKAGES | COORDINATOR_WINGS | {TOP_LEVEL}
+
+STORE_FOR_ADAPTERS = frozenset({"store.database", "store.location", "store.opening"})
+"""The store modules ``services`` and ``cli`` may import: the ``Database`` type, where the data lives
+(``DataLocation`` and its resolve/ensure functions) and ``open_store`` (how a command opens its database)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Leans:
-    """What one package may import besides itself and the standard library."""
+    """What one row may import besides itself and the standard library."""
 
-    first_party: frozenset[str]
+    first_party: frozenset[str]  # whole rows
     third_party: frozenset[str] | None  # None: any installed package
+    modules: frozenset[str] = frozenset()  # single first-party modules (and what is below them) of other rows
 
     def describe(self) -> str:
-        first = sorted(f"codeflux.{p}" if p in PACKAGES else p for p in self.first_party)
+        first = sorted(_row_name(p) for p in self.first_party)
+        single = sorted(f"codeflux.{m}" for m in self.modules)
         third = ["any third-party package"] if self.third_party is None else sorted(self.third_party)
-        return ", ".join([*first, *third, "the standard library"])
+        return ", ".join([*first, *single, *third, "the standard library"])
 
 
-def leans(*first_party: str, third_party: frozenset[str] | None = frozenset()) -> Leans:
-    return Leans(first_party=frozenset(first_party), third_party=third_party)
+def leans(*first_party: str, third_party: frozenset[str] | None = frozenset(),
+          modules: frozenset[str] = frozenset()) -> Leans:
+    return Leans(first_party=frozenset(first_party), third_party=third_party, modules=modules)
 
 
 IMPORT_TABLE: dict[str, Leans] = {
@@ -64,11 +82,26 @@ IMPORT_TABLE: dict[str, Leans] = {
     "providers": leans("domain", "credentials", "redact", third_party=frozenset({"httpx", "pydantic"})),
     "pipeline": leans("domain", "store", "gitwork"),
     "memory": leans("domain", "store"),
-    "coordinator": leans(*(EVERY_UNIT - {"services", "server", "cli"}), third_party=None),
-    "services": leans(*(EVERY_UNIT - {"server", "cli"}), third_party=None),
-    "server": leans(*(EVERY_UNIT - {"cli"}), third_party=None),
+    # The coordinator's floors, lowest first; each leans only on the ones below it.
+    # Its top-level modules (hooks and their tool-call values, journal, maintenance, doctor, instance, demo).
+    "coordinator": leans("domain", "store", "authority", "credentials", "worker", TOP_LEVEL,
+                         third_party=frozenset({"apsw"})),
+    # Money: the model gateway, budgets and their ledger, prices, model approvals.
+    "coordinator.spending": leans("domain", "store", "providers", "redact"),
+    # One task's life; startup recovery reconciles interrupted model requests through the gateway's function.
+    "coordinator.tasks": leans("domain", "store", "authority", "gitwork", "pipeline", "coordinator",
+                               "coordinator.spending", third_party=frozenset({"pydantic"})),
+    # One run of a task: drives the task service, spends through the gateway, talks to the worker.
+    "coordinator.runs": leans("domain", "store", "authority", "gitwork", "pipeline", "providers", "redact", "worker",
+                              TOP_LEVEL, "coordinator", "coordinator.tasks", "coordinator.spending"),
+    # The RPC handlers: validate, call the coordinator, convert its records into protobuf views.
+    "services": leans("domain", "api", "authority", "credentials", "gitwork", "worker", *COORDINATOR_ROWS,
+                      third_party=frozenset({"google.protobuf"}), modules=STORE_FOR_ADAPTERS),
+    # The transports over the method table; the store is reached only through services and the coordinator.
+    "server": leans("domain", "api", "redact", "services", *COORDINATOR_ROWS,
+                    third_party=frozenset({"grpc", "google.protobuf", "websockets"})),
     # `codeflux start` runs the server; the server never reaches back into the CLI.
-    "cli": leans(*EVERY_UNIT, third_party=None),
+    "cli": leans(*(EVERY_UNIT - {"store"}), third_party=None, modules=STORE_FOR_ADAPTERS),
     "api": leans(third_party=frozenset({"grpc", "google.protobuf"})),
     TOP_LEVEL: leans("domain", "redact", third_party=frozenset({"structlog"})),
     # `python -m codeflux` may only hand over to the CLI.
@@ -91,7 +124,7 @@ class Layout:
         if len(parts) == 1:
             return ROOT
         if parts[1] in self.packages:
-            return parts[1]
+            return row_containing(".".join(parts[1:])) or parts[1]
         if parts[1] == MAIN:
             return MAIN
         if parts[1] in self.modules:
@@ -99,9 +132,15 @@ class Layout:
         return ROOT  # an attribute of the root package, such as __version__
 
 
+def row_containing(dotted: str) -> str | None:
+    """The most specific row a module (dotted below ``codeflux``, e.g. ``coordinator.tasks.service``) is in."""
+    rows = [row for row in IMPORT_TABLE if row not in {TOP_LEVEL, MAIN} and within(dotted, row)]
+    return max(rows, key=len, default=None)
+
+
 def unit_of_module(relative: Path) -> str:
     if len(relative.parts) > 1:
-        return relative.parts[0]
+        return row_containing(".".join(relative.with_suffix("").parts)) or relative.parts[0]
     return MAIN if relative.stem == MAIN else TOP_LEVEL
 
 
@@ -192,6 +231,12 @@ def _why_not_allowed(dotted: str, *, unit: str, rule: Leans, layout: Layout) -> 
     if target is not None:
         if target in {ROOT, unit} or target in rule.first_party:
             return None
+        if any(within(dotted, f"codeflux.{module}") for module in rule.modules):
+            return None
+        only = sorted(f"codeflux.{m}" for m in rule.modules if within(f"codeflux.{m}", f"codeflux.{target}"))
+        if only:
+            return (f"{_row_name(unit)} may import from {_row_name(target)} only {', '.join(only)}; "
+                    "reach the rest through a coordinator function")
         return allowed_here
     if dotted.partition(".")[0] in sys.stdlib_module_names:
         return None
@@ -201,7 +246,9 @@ def _why_not_allowed(dotted: str, *, unit: str, rule: Leans, layout: Layout) -> 
 
 
 def _row_name(unit: str) -> str:
-    return f"codeflux.{unit}" if unit in PACKAGES else unit
+    if unit == "coordinator":
+        return "codeflux.coordinator (its top-level modules)"
+    return f"codeflux.{unit}" if unit in PACKAGES | COORDINATOR_WINGS else unit
 
 
 def codeflux_modules() -> list[Path]:
@@ -264,6 +311,37 @@ def test_only_the_cli_may_import_the_server_and_nothing_imports_the_cli() -> Non
     }
     assert leaning_on_adapters == {}
     assert IMPORT_TABLE[MAIN].first_party == {"cli"}
+
+
+@pytest.mark.parametrize("adapter", ["services", "cli"])
+def test_the_adapters_take_from_the_store_only_the_database_its_location_and_open_store(adapter: str) -> None:
+    rule = IMPORT_TABLE[adapter]
+    assert "store" not in rule.first_party
+    assert rule.modules == STORE_FOR_ADAPTERS == {"store.database", "store.location", "store.opening"}
+
+
+def test_every_folder_under_the_coordinator_is_a_wing_with_a_row() -> None:
+    folders = {p.name for p in (SOURCE_ROOT / "coordinator").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert {f"coordinator.{name}" for name in folders} == COORDINATOR_WINGS
+
+
+def test_the_coordinators_rows_lean_on_each_other_without_a_circle() -> None:
+    below = {row: IMPORT_TABLE[row].first_party & COORDINATOR_ROWS for row in COORDINATOR_ROWS}
+    floors: list[str] = []
+    while len(floors) < len(below):
+        ready = sorted(row for row, needs in below.items() if row not in floors and needs <= set(floors))
+        assert ready, f"the coordinator's rows lean on each other in a circle: {below}"
+        floors.extend(ready)
+    assert floors == ["coordinator", "coordinator.spending", "coordinator.tasks", "coordinator.runs"]
+
+
+def test_no_lower_floor_leans_on_the_coordinator_services_server_or_cli() -> None:
+    upper = COORDINATOR_ROWS | {"services", "server", "cli"}
+    lower = set(IMPORT_TABLE) - upper - {MAIN}
+    leaning = {row: sorted(IMPORT_TABLE[row].first_party & upper) for row in lower
+               if IMPORT_TABLE[row].first_party & upper}
+    assert leaning == {}
+    assert not IMPORT_TABLE["services"].first_party & {"server", "cli"}
 
 
 def test_the_worker_never_reaches_credentials_store_providers_or_keyring() -> None:
@@ -334,6 +412,58 @@ def test_a_package_missing_from_the_table_is_reported() -> None:
 def test_the_coordinator_may_not_import_the_adapters(adapter: str) -> None:
     assert violations_in(f"from codeflux.{adapter} import main\n", "coordinator/tasks/service.py") == [
         f"codeflux.{adapter}.main"
+    ]
+
+
+@pytest.mark.parametrize("adapter", ["services", "cli"])
+def test_an_adapter_importing_a_store_module_beyond_the_database_and_its_location_is_reported(adapter: str) -> None:
+    source = (
+        "from codeflux.store.database import Database\nfrom codeflux.store.location import DataLocation\n"
+        "from codeflux.store.opening import open_store\nimport codeflux.store.database\n"
+        "from codeflux.store import events\nfrom codeflux.store.app_logs import purge_app_logs\n"
+        "from codeflux import store\nfrom codeflux.coordinator.maintenance import check_integrity\n"
+    )
+    assert violations_in(source, f"{adapter}/x.py") == [
+        "codeflux.store.events", "codeflux.store.app_logs.purge_app_logs", "codeflux.store"
+    ]
+
+
+def test_a_store_violation_by_an_adapter_names_the_modules_it_may_use() -> None:
+    found = find_violations("from codeflux.store import events\n", relative=Path("services/x.py"),
+                            layout=EXAMPLE_LAYOUT)
+    assert [v.why for v in found] == [
+        "codeflux.services may import from codeflux.store only codeflux.store.database, codeflux.store.location, "
+        "codeflux.store.opening; reach the rest through a coordinator function"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("module", "imported", "allowed"),
+    [
+        ("coordinator/runs/loop.py", "codeflux.coordinator.tasks.service", True),
+        ("coordinator/runs/loop.py", "codeflux.coordinator.spending.gateway", True),
+        ("coordinator/runs/loop.py", "codeflux.coordinator.hooks", True),
+        ("coordinator/tasks/recovery.py", "codeflux.coordinator.spending.gateway", True),
+        ("coordinator/tasks/recovery.py", "codeflux.coordinator.runs.tool_driver", False),
+        ("coordinator/spending/gateway.py", "codeflux.coordinator.tasks.service", False),
+        ("coordinator/spending/gateway.py", "codeflux.coordinator.hooks", False),
+        ("coordinator/hooks.py", "codeflux.coordinator.runs.tool_driver", False),
+        ("coordinator/tasks/__init__.py", "codeflux.coordinator.runs", False),
+        ("coordinator/maintenance.py", "codeflux.coordinator.tasks.records", False),
+        ("coordinator/maintenance.py", "codeflux.coordinator.journal", True),
+    ],
+)
+def test_a_coordinator_wing_may_import_only_the_floors_below_it(module: str, imported: str, allowed: bool) -> None:
+    *package, name = imported.split(".")
+    assert violations_in(f"from {'.'.join(package)} import {name}\n", module) == ([] if allowed else [imported])
+
+
+def test_a_wing_violation_names_the_wing_and_what_it_may_lean_on() -> None:
+    found = find_violations("from codeflux.coordinator.runs import loop\n",
+                            relative=Path("coordinator/tasks/service.py"), layout=EXAMPLE_LAYOUT)
+    assert [str(v) for v in found] == [
+        "codeflux/coordinator/tasks/service.py:1 imports codeflux.coordinator.runs.loop: codeflux.coordinator.tasks "
+        f"may lean on: {IMPORT_TABLE['coordinator.tasks'].describe()}"
     ]
 
 

@@ -49,9 +49,10 @@ May import: codeflux.domain and codeflux.store (and the standard library).
 
 from __future__ import annotations
 
-from codeflux.authority.classify.classification import Classification, ClassifiedNeed, WorktreeFacts
+from codeflux.authority.classify.classification import Classification, WorktreeFacts
 from codeflux.authority.classify.commands import MAX_NESTING
 from codeflux.authority.classify.request import classify_tool_request
+from codeflux.domain.authority import ClassifiedNeed
 
 __all__ = [
     "MAX_NESTING",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codeflux.domain.authority import ClassifiedNeed
 from codeflux.domain.capabilities import Capability, CapabilityNeed, is_automatic_capability
 from codeflux.domain.tools import ToolName
 
@@ -21,14 +22,6 @@ class WorktreeFacts:
     """
 
     escaping_paths: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClassifiedNeed:
-    """One need and why it is needed, in words a person can check against the request."""
-
-    need: CapabilityNeed
-    reason: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from codeflux.authority.classify.classification import Classification, ClassifiedNeed
+from codeflux.authority.classify.classification import Classification
+from codeflux.domain.authority import ClassifiedNeed
 from codeflux.domain.capabilities import Capability, CapabilityNeed, is_automatic_capability
 from codeflux.domain.tools import ToolName
 

@@ -24,6 +24,7 @@ from codeflux.coordinator.runs.tool_driver import ExecutionRecord
 from codeflux.coordinator.tasks.changes import TaskChanges
 from codeflux.domain.errors import UsageError
 from codeflux.domain.events import AgentMessage
+from codeflux.domain.execution import ToolExecutionState
 from codeflux.domain.ids import TaskId
 from codeflux.domain.models import Message, MessagePart, ReasoningPart, Role, TextPart, ToolCall, ToolResult
 from codeflux.domain.plans import Plan
@@ -109,7 +110,7 @@ class StepTracker:
 
 def execution_failed(record: ExecutionRecord) -> bool:
     """A tool execution failed when it did not succeed, or its program exited non-zero."""
-    return record.state != "succeeded" or (record.exit_code is not None and record.exit_code != 0)
+    return record.state is not ToolExecutionState.SUCCEEDED or (record.exit_code is not None and record.exit_code != 0)
 
 
 def describe_execution(record: ExecutionRecord) -> str:

@@ -70,7 +70,7 @@ class DriverCheckCommands:
             record = self._driver.execute(submitted.request_id)
         except AuthorityRefusedError as error:
             return _not_run(f"refused at execution: {error}", submitted.request_id)
-        return CheckCommandRun(request_id=submitted.request_id, state=record.state, exit_code=record.exit_code,
+        return CheckCommandRun(request_id=submitted.request_id, state=record.state.value, exit_code=record.exit_code,
                                stdout=record.stdout or "", stderr=record.stderr or "")
 
 

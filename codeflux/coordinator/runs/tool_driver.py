@@ -54,9 +54,10 @@ from codeflux.authority.service import AuthorityService, ExecutionIntent, Reques
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.runs.live_output import LiveOutput
 from codeflux.coordinator.runs.program_pins import resolve_executable_pin
-from codeflux.coordinator.runs.tool_calls import ExecutionRecord, SubmittedRequest
+from codeflux.coordinator.tool_calls import ExecutionRecord, SubmittedRequest
+from codeflux.domain.authority import ExecutionResultValues, ExecutionRow
 from codeflux.domain.capabilities import CapabilityNeed
-from codeflux.domain.confinement import standing_approval_needs_opt_in
+from codeflux.domain.confinement import ConfinementMode, standing_approval_needs_opt_in
 from codeflux.domain.errors import (
     PathNotFoundError,
     PathRefusedError,
@@ -64,7 +65,7 @@ from codeflux.domain.errors import (
     WorkerClosedError,
     WorkerStartError,
 )
-from codeflux.domain.execution import ExecutionState, FailureKind
+from codeflux.domain.execution import ExecutionState, FailureKind, ToolExecutionState
 from codeflux.domain.ids import TaskId, ToolRequestId
 from codeflux.domain.operations import (
     ExecutablePin,
@@ -73,7 +74,6 @@ from codeflux.domain.operations import (
 )
 from codeflux.domain.tools import ArgumentType, BoundToolRequest, bind_tool_request
 from codeflux.redact import SecretKind, default_redactor
-from codeflux.store.authority import ExecutionResultValues, ExecutionRow
 from codeflux.store.database import Database
 from codeflux.store.tasks import TaskRow, require_task
 from codeflux.worker.client.confinement import ConfinementChoice, choose_confinement
@@ -306,7 +306,7 @@ class ToolDriver:
             outcome = self._run_in_worker(intent, bound)
         except BaseException:
             self._store(intent, ExecutionResultValues(
-                state="outcome-unknown", failure_kind=FailureKind.INTERNAL_ERROR.value,
+                state=ToolExecutionState.OUTCOME_UNKNOWN, failure_kind=FailureKind.INTERNAL_ERROR,
                 message="the coordinator failed while the request was with the worker; the effect is unknown"))
             raise
         return self._store(intent, self._result_values(outcome))
@@ -426,7 +426,7 @@ class ToolDriver:
         try:
             worker = self._worker_for(intent.task)
         except (WorkerStartError, WorkerClosedError) as error:
-            return ExecutionResultValues(state="failed", failure_kind=FailureKind.WORKER_UNAVAILABLE.value,
+            return ExecutionResultValues(state=ToolExecutionState.FAILED, failure_kind=FailureKind.WORKER_UNAVAILABLE,
                                          message=str(error))
         live = LiveOutput(self._db, session_id=intent.task.session_id, request_id=intent.request_id,
                           execution_id=intent.execution_id)
@@ -448,8 +448,8 @@ class ToolDriver:
         stdout, stdout_cut = _cap(_redacted(redact, outcome.stdout), STORED_STREAM_CHARS)
         stderr, stderr_cut = _cap(_redacted(redact, outcome.stderr), STORED_STREAM_CHARS)
         return ExecutionResultValues(
-            state=outcome.state.value,
-            failure_kind=None if outcome.failure_kind is None else outcome.failure_kind.value,
+            state=ToolExecutionState(outcome.state.value),
+            failure_kind=outcome.failure_kind,
             message=message, exit_code=outcome.exit_code, content=content, stdout=stdout, stderr=stderr,
             content_truncated=outcome.content_truncated or content_cut,
             stdout_truncated=outcome.stdout_truncated or stdout_cut,
@@ -458,13 +458,13 @@ class ToolDriver:
             confinement=self._ran_in(outcome),
         )
 
-    def _ran_in(self, outcome: WorkerOutcome) -> str | None:
+    def _ran_in(self, outcome: WorkerOutcome) -> ConfinementMode | None:
         """The box the worker reported; for an in-flight request whose worker was lost, the box it was
         started in (the request may have run there); None when nothing reached a worker."""
         if outcome.confinement is not None:
-            return outcome.confinement.value
+            return outcome.confinement
         if outcome.state is ExecutionState.OUTCOME_UNKNOWN:
-            return self._confinement.mode.value
+            return self._confinement.mode
         return None
 
     @property

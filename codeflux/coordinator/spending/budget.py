@@ -17,7 +17,7 @@ from codeflux.domain.errors import ConflictError, InvalidValueError
 from codeflux.domain.events import BudgetAcknowledged, BudgetSet
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Money
-from codeflux.domain.tasks import TaskState
+from codeflux.domain.tasks import Actor, TaskState
 from codeflux.store import money as rows
 from codeflux.store.database import Database, Transaction, now_us
 from codeflux.store.events import append_event
@@ -131,7 +131,7 @@ class BudgetService:
             if task.state is not TaskState.PAUSED:
                 raise InvalidValueError(kind="resume", reason=f"the task is {task.state}, not paused")
             return change_task_state(tx, task_id=task_id, expected_revision=task.revision, state=TaskState.RUNNING,
-                                     reason="resumed after the budget allowed it", actor="user")
+                                     reason="resumed after the budget allowed it", actor=Actor.USER)
 
         return self._db.write(work)
 
@@ -143,6 +143,6 @@ class BudgetService:
             if task.state is not TaskState.PAUSED:
                 raise InvalidValueError(kind="stop", reason=f"the task is {task.state}, not paused")
             return change_task_state(tx, task_id=task_id, expected_revision=task.revision, state=TaskState.CANCELLED,
-                                     reason="stopped while paused by its budget", actor="user")
+                                     reason="stopped while paused by its budget", actor=Actor.USER)
 
         return self._db.write(work)

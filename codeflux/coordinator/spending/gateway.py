@@ -82,6 +82,7 @@ from codeflux.domain.events import (
 )
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition, ModelTier, Rung
+from codeflux.domain.model_calls import ModelCallErrorKind, ModelRequestState
 from codeflux.domain.models import ModelReply, ModelRequest
 from codeflux.domain.money import Cost, Money, UnknownCost
 from codeflux.domain.pricing import TokenUsage
@@ -326,7 +327,8 @@ class ModelGateway:
         if isinstance(cost, Money) and cost.currency != plan.currency:
             cost = UnknownCost.because(f"the price is in {cost.currency.code}, the budget in {plan.currency.code}")
         end = model_rows.ModelRequestEnd(
-            state="succeeded", usage=reply.usage, cost_minor=cost.minor if isinstance(cost, Money) else None,
+            state=ModelRequestState.SUCCEEDED, usage=reply.usage,
+            cost_minor=cost.minor if isinstance(cost, Money) else None,
             cost_reason=None if isinstance(cost, Money) else "; ".join(cost.reasons)[:1024],
             stop_reason=reply.stop_reason.value,
             provider_request_id=reply.request_id[:256] if reply.request_id else None,
@@ -336,7 +338,7 @@ class ModelGateway:
             moves = self._ledger.settle(tx, request_id=request_id, actual=cost)
         else:
             moves = self._ledger.record_unknown(tx, request_id=request_id, unknown=cost)
-        summary = self._close(tx, planned, moves, state="succeeded", cost=cost)
+        summary = self._close(tx, planned, moves, state=ModelRequestState.SUCCEEDED, cost=cost)
         return GatewayReply(
             request_id=request_id, provider=route.adapter.display_name, model=plan.model, rung=rung, reply=reply,
             reserved=planned.reserved, cost=cost, charged=charged_by(moves, plan.currency),
@@ -363,13 +365,14 @@ class ModelGateway:
         self._close(tx, planned, moves, state=state, cost=cost)
 
     def _close(
-        self, tx: Transaction, planned: _Planned, moves: tuple[LedgerMove, ...], *, state: str, cost: Cost
+        self, tx: Transaction, planned: _Planned, moves: tuple[LedgerMove, ...], *, state: ModelRequestState,
+        cost: Cost,
     ) -> BudgetSummary:
         """Journal the closed reservation (its entries ``moves`` are written) and a crossed warning."""
         plan, task = planned.plan, planned.task
         after = self._ledger.summary(tx, plan.task_id)
         append_event(tx, session_id=task.session_id, event=ModelCallFinished(
-            request_id=plan.request_id, state=state, cost=str(cost),
+            request_id=plan.request_id, state=state.value, cost=str(cost),
             ledger=tuple(SettlementMove(kind=m.kind.value, amount_minor=m.amount_minor) for m in moves),
             spent=str(after.spent), remaining=str(after.remaining),
         ))
@@ -390,18 +393,21 @@ def _redacting(stream: StreamRedactor, sink: TextSink) -> TextSink:
     return feed
 
 
-def _classify_failure(error: Exception) -> tuple[str, str, bool]:
+def _classify_failure(error: Exception) -> tuple[ModelRequestState, ModelCallErrorKind, bool]:
     """(state, error kind, may have been billed) for an exception raised by an adapter."""
     if isinstance(error, ProviderOutcomeUnknownError):
-        return "outcome-unknown", "outcome-unknown", True
+        return ModelRequestState.OUTCOME_UNKNOWN, ModelCallErrorKind.OUTCOME_UNKNOWN, True
     if isinstance(error, ProviderError):
-        kinds = ((ProviderRejectedError, "rejected"), (ProviderUnavailableError, "unavailable"),
-                 (ProviderReplyInvalidError, "reply-invalid"), (ScriptExhaustedError, "script-exhausted"))
-        kind = next((name for cls, name in kinds if isinstance(error, cls)), "provider-error")
-        return "failed", kind, error.may_have_been_processed
+        kinds = ((ProviderRejectedError, ModelCallErrorKind.REJECTED),
+                 (ProviderUnavailableError, ModelCallErrorKind.UNAVAILABLE),
+                 (ProviderReplyInvalidError, ModelCallErrorKind.REPLY_INVALID),
+                 (ScriptExhaustedError, ModelCallErrorKind.SCRIPT_EXHAUSTED))
+        kind = next((name for cls, name in kinds if isinstance(error, cls)), ModelCallErrorKind.PROVIDER_ERROR)
+        return ModelRequestState.FAILED, kind, error.may_have_been_processed
     if isinstance(error, CredentialNotFoundError | CredentialStoreUnavailableError):
-        return "failed", "credential-unavailable", False  # the key is fetched before anything is sent
-    return "outcome-unknown", "internal-error", True
+        # the key is fetched before anything is sent
+        return ModelRequestState.FAILED, ModelCallErrorKind.CREDENTIAL_UNAVAILABLE, False
+    return ModelRequestState.OUTCOME_UNKNOWN, ModelCallErrorKind.INTERNAL_ERROR, True
 
 
 # ─── recovery ──────────────────────────────────────────────────────────────────────────────────
@@ -417,12 +423,12 @@ def reconcile_interrupted_model_requests(db: Database, *, clock: Callable[[], in
 
         def work(tx: Transaction, request: model_rows.ModelRequestRow = request) -> None:
             task = require_task(tx, request.plan.task_id)
-            sent = request.state == "in-flight"
+            sent = request.state is ModelRequestState.IN_FLIGHT
             reason = "codeflux stopped while the call was in flight; it may have been processed and billed"
             end = model_rows.ModelRequestEnd(
-                state="outcome-unknown" if sent else "failed", usage=TokenUsage(),
+                state=ModelRequestState.OUTCOME_UNKNOWN if sent else ModelRequestState.FAILED, usage=TokenUsage(),
                 cost_minor=None if sent else 0, cost_reason=reason if sent else None,
-                error_kind="interrupted" if sent else "interrupted-before-sending",
+                error_kind=ModelCallErrorKind.INTERRUPTED if sent else ModelCallErrorKind.INTERRUPTED_BEFORE_SENDING,
                 error_message=reason if sent else "codeflux stopped before the call was sent",
             )
             model_rows.record_model_request_end(tx, request_id=request.request_id, end=end, at_us=clock())
@@ -432,7 +438,7 @@ def reconcile_interrupted_model_requests(db: Database, *, clock: Callable[[], in
             else:
                 books.release(tx, request_id=request.request_id)
             append_event(tx, session_id=task.session_id,
-                         event=ModelCallReconciled(request_id=request.request_id, state=end.state))
+                         event=ModelCallReconciled(request_id=request.request_id, state=end.state.value))
 
         db.write(work)
         reconciled.append(request.request_id)

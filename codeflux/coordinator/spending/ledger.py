@@ -111,7 +111,7 @@ class BudgetLedger:
             raise ConflictError(f"model request {request_id} already has a reservation")
         admission.consume(tx)
         move = reserve_move(admission.bound)
-        rows.insert_budget_entry(tx, task_id=admission.task_id, request_id=request_id, kind=move.kind.value,
+        rows.insert_budget_entry(tx, task_id=admission.task_id, request_id=request_id, kind=move.kind,
                                  amount_minor=move.amount_minor, currency=admission.currency, reason=move.reason,
                                  at_us=self._clock())  # fmt: skip
         return move
@@ -178,7 +178,7 @@ class BudgetLedger:
 
     def _open_reservation(self, view: ReadView, request_id: str) -> rows.LedgerEntryRow:
         entries = rows.budget_entries_of_request(view, request_id)
-        reservation = next((entry for entry in entries if entry.kind == LedgerKind.RESERVE.value), None)
+        reservation = next((entry for entry in entries if entry.kind is LedgerKind.RESERVE), None)
         if reservation is None:
             raise NotFoundError(kind="reservation of model request", entity_id=request_id)
         if len(entries) > 1:
@@ -192,7 +192,7 @@ class BudgetLedger:
         at = self._clock()
         return [
             rows.insert_budget_entry(tx, task_id=reservation.task_id, request_id=reservation.request_id,
-                                     kind=move.kind.value, amount_minor=move.amount_minor,
+                                     kind=move.kind, amount_minor=move.amount_minor,
                                      currency=reservation.currency, reason=move.reason, at_us=at)
             for move in moves
         ]  # fmt: skip

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from codeflux.domain.events import PriceSet
-from codeflux.domain.pricing import Price
+from codeflux.domain.pricing import Price, PriceSource
 from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, PriceSnapshot
 from codeflux.store import prices as rows
 from codeflux.store.database import Database, Transaction, now_us
@@ -32,7 +32,7 @@ class PriceListing:
     aliases: tuple[str, ...]
     price: Price
     effective_date: dt.date
-    source: str
+    source: PriceSource
     source_detail: str
     revision: int | None
 
@@ -50,7 +50,8 @@ class PriceCatalog:
 
     def list_prices(self, provider: str | None = None) -> list[PriceListing]:
         """Every shipped model and every model with a user revision, by provider and model."""
-        users = self._db.read(lambda view: rows.latest_price_revisions(view, source="user", provider=provider))
+        users = self._db.read(
+            lambda view: rows.latest_price_revisions(view, source=PriceSource.USER, provider=provider))
         return merge_price_listings(self._shipped, users, provider=provider)
 
     def set_user_price(
@@ -59,8 +60,9 @@ class PriceCatalog:
         """Record ``price`` as the next revision of ``model`` (source ``user``) with a ``price-set`` event."""
 
         def work(tx: Transaction) -> rows.PriceRevisionRow:
-            row = rows.insert_price_revision(tx, provider=provider, model=model, source="user", source_detail=detail,
-                                             price=price, effective_date=effective_date, at_us=self._clock())
+            row = rows.insert_price_revision(tx, provider=provider, model=model, source=PriceSource.USER,
+                                             source_detail=detail, price=price, effective_date=effective_date,
+                                             at_us=self._clock())
             append_event(tx, session_id=SYSTEM_SESSION_ID, event=PriceSet(
                 provider=provider, model=model, revision=row.revision, effective_date=effective_date.isoformat(),
                 currency=price.currency.code,
@@ -74,15 +76,15 @@ class PriceCatalog:
         snapshot = next((s for s in self._shipped if s.provider.value == provider and s.matches(model)), None)
         names = [model] if snapshot is None or snapshot.model == model else [model, snapshot.model]
         for name in names:
-            user = rows.latest_price_revision(tx, provider=provider, model=name, source="user")
+            user = rows.latest_price_revision(tx, provider=provider, model=name, source=PriceSource.USER)
             if user is not None:
                 return user
         if snapshot is None:
             return None
-        shipped = rows.latest_price_revision(tx, provider=provider, model=snapshot.model, source="shipped")
+        shipped = rows.latest_price_revision(tx, provider=provider, model=snapshot.model, source=PriceSource.SHIPPED)
         if shipped is not None and (shipped.price, shipped.effective_date) == (snapshot.price, snapshot.effective_date):
             return shipped
-        return rows.insert_price_revision(tx, provider=provider, model=snapshot.model, source="shipped",
+        return rows.insert_price_revision(tx, provider=provider, model=snapshot.model, source=PriceSource.SHIPPED,
                                           source_detail=snapshot.source, price=snapshot.price,
                                           effective_date=snapshot.effective_date, at_us=self._clock())
 
@@ -106,7 +108,7 @@ def merge_price_listings(
         user = by_key.pop((snapshot.provider.value, snapshot.model), None)
         listed.append(_listing(user, aliases=snapshot.aliases) if user else PriceListing(
             provider=snapshot.provider.value, model=snapshot.model, aliases=snapshot.aliases,
-            price=snapshot.price, effective_date=snapshot.effective_date, source="shipped",
+            price=snapshot.price, effective_date=snapshot.effective_date, source=PriceSource.SHIPPED,
             source_detail=snapshot.source, revision=None,
         ))  # fmt: skip
     listed += [_listing(row, aliases=()) for row in by_key.values()]

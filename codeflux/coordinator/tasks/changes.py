@@ -18,7 +18,7 @@ from typing import TypeVar
 from codeflux.coordinator.hooks import Observers, TaskStateChanged
 from codeflux.domain.errors import InvalidValueError, StaleRevisionError
 from codeflux.domain.ids import TaskId
-from codeflux.domain.tasks import TaskState
+from codeflux.domain.tasks import Actor, TaskState
 from codeflux.store import task_records as records
 from codeflux.store.database import Database, Transaction
 from codeflux.store.events import JournalEvent
@@ -36,14 +36,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-class Actor(StrEnum):
-    """Who made a change: a person, the headless policy (``--yes``) or codeflux itself."""
-
-    USER = "user"
-    HEADLESS_POLICY = "headless-policy"
-    SYSTEM = "system"
 
 
 class TaskFault(StrEnum):
@@ -165,7 +157,7 @@ class TaskChanges:
         """Record ``task.state → to_state`` (validated and gated by the caller) with its event and row."""
         record, _, event = records.record_task_transition(
             tx, task_id=task.task_id, expected_revision=task.revision, to_state=to_state, reason=reason,
-            actor=actor.value, at_us=self.clock(), base_revision=base_revision)
+            actor=actor, at_us=self.clock(), base_revision=base_revision)
         events.append(event)
         if self._observers is not None:
             observers, changed = self._observers, TaskStateChanged(

@@ -28,6 +28,7 @@ from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.events import CheckpointCreated, DeliveryRecorded
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
+from codeflux.domain.tasks import Actor
 from codeflux.domain.tools import ToolName
 from codeflux.gitwork.checkpoint_refs import delete_checkpoint_ref, preserve_worktree
 from codeflux.gitwork.diff import CommitAuthor
@@ -109,7 +110,7 @@ class CheckpointService:
 
 def record_delivery_decision(
     tx: Transaction, events: list[JournalEvent], *, task_id: TaskId, diff_identity: str, accepted: bool,
-    landed_commit: str | None, reason: str | None, decided_by: str, at_us: int,
+    landed_commit: str | None, reason: str | None, decided_by: Actor, at_us: int,
 ) -> DeliveryRow | None:  # fmt: skip
     """Record stages 36/37 for the task's newest attempt when it finished waiting for this decision.
 

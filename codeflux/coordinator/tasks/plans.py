@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import StrEnum
 from typing import Final
 
 from codeflux.coordinator.tasks import gates
@@ -28,7 +27,7 @@ from codeflux.coordinator.tasks.plan_schema import require_plan_size
 from codeflux.domain.errors import ConflictError, PlanChangedError
 from codeflux.domain.events import PlanApproved, PlanRevisionRecorded, PlanSentBack
 from codeflux.domain.ids import TaskId
-from codeflux.domain.plans import Plan, plan_sha256
+from codeflux.domain.plans import Plan, PlanAuthor, PlanDecider, PlanVerdict, plan_sha256
 from codeflux.domain.tasks import TaskState, validate_task_transition
 from codeflux.store import plans as plan_rows
 from codeflux.store import task_records as records
@@ -38,14 +37,6 @@ from codeflux.store.events import JournalEvent, append_event
 __all__ = ["MAX_FEEDBACK_CHARS", "PlanAuthor", "decide_plan", "read_pending_feedback", "record_plan_revision"]
 
 MAX_FEEDBACK_CHARS: Final = 8192
-
-
-class PlanAuthor(StrEnum):
-    """Who wrote a plan revision; ``scripted`` is the scripted provider, never a model."""
-
-    MODEL = "model"
-    USER = "user"
-    SCRIPTED = "scripted"
 
 
 def record_plan_revision(
@@ -63,7 +54,7 @@ def record_plan_revision(
         require_revision(task, expected_revision)
         validate_task_transition(task.state, TaskState.AWAITING_PLAN_APPROVAL)
         gates.require_entry_allowed(tx, task, TaskState.AWAITING_PLAN_APPROVAL, dedicated_ok=True)
-        row = plan_rows.insert_plan_revision(tx, task_id=task_id, plan=plan, created_by=author.value,
+        row = plan_rows.insert_plan_revision(tx, task_id=task_id, plan=plan, created_by=author,
                                              feedback=feedback, at_us=changes.clock())
         events.append(append_event(tx, session_id=task.session_id, event=PlanRevisionRecorded(
             task_id=task_id, revision=row.revision, sha256=row.sha256, created_by=author.value)))
@@ -94,8 +85,8 @@ def decide_plan(
         _require_current(tx, task_id, revision=revision, sha256=sha256)
         validate_task_transition(task.state, to_state)
         plan_rows.insert_plan_decision(tx, task_id=task_id, revision=revision, sha256=sha256,
-                                       decision="approved" if approving else "sent-back", feedback=feedback,
-                                       decided_by=actor.value, at_us=changes.clock())
+                                       decision=PlanVerdict.APPROVED if approving else PlanVerdict.SENT_BACK,
+                                       feedback=feedback, decided_by=PlanDecider(actor.value), at_us=changes.clock())
         events.append(append_event(tx, session_id=task.session_id, event=(
             PlanApproved if approving else PlanSentBack)(task_id=task_id, revision=revision, sha256=sha256,
                                                           by=actor.value)))

@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from codeflux.coordinator.runs.tool_driver import reconcile_interrupted_executions
+from codeflux.authority.service import AuthorityService
 from codeflux.coordinator.spending.gateway import reconcile_interrupted_model_requests
 from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
@@ -55,7 +55,7 @@ from codeflux.domain.recovery import (
     WorktreeCondition,
     classify_recovery,
 )
-from codeflux.domain.tasks import TaskAction, TaskState, validate_task_transition
+from codeflux.domain.tasks import PatchKind, TaskAction, TaskState, validate_task_transition
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
 from codeflux.store import checkpoints as checkpoint_rows
 from codeflux.store import plans as plan_rows
@@ -196,7 +196,7 @@ class RecoveryService:
         """The task's recovery view, observed now (the worktree is read, nothing is written)."""
         task = self._db.read(lambda view: records.require_task_record(view, task_id))
         assessment = self._db.read(lambda view: recovery_rows.latest_assessment(view, task_id))
-        interrupted_in = TaskState(assessment.interrupted_in) if assessment is not None else task.state
+        interrupted_in = assessment.interrupted_in if assessment is not None else task.state
         return self._assess(task, interrupted_in)
 
     def tasks_needing_recovery(self) -> list[RecoveryView]:
@@ -207,7 +207,7 @@ class RecoveryService:
 
     def recover_at_startup(self) -> StartupRecovery:
         """Reconcile interrupted effects and mark every interrupted task (call under the exclusive lock)."""
-        executions = tuple(reconcile_interrupted_executions(self._db))
+        executions = tuple(AuthorityService(self._db).reconcile_interrupted_executions())
         requests = tuple(reconcile_interrupted_model_requests(self._db))
         marked = []
         for task in self._db.read(lambda view: records.tasks_in_states(view, INTERRUPTIBLE_STATES)):
@@ -225,7 +225,7 @@ class RecoveryService:
             if current.revision != task.revision:
                 raise ConflictError(f"task {task.task_id} changed while it was assessed; assess it again")
             row = recovery_rows.insert_assessment(
-                tx, task_id=task.task_id, interrupted_in=view.known.interrupted_in.value,
+                tx, task_id=task.task_id, interrupted_in=view.known.interrupted_in,
                 known=_known_json(view.known) | _checkpoint_json(view.last_checkpoint),
                 ambiguous=_effects_json(view.ambiguous),
                 recommended=view.recommendation.recommended, diff_identity=view.known.diff_identity, reason=reason,
@@ -328,12 +328,12 @@ class RecoveryService:
 
         def work(tx: Transaction, events: list[JournalEvent]) -> records.TaskPatchRow:
             row, created = records.insert_task_patch(
-                tx, task_id=task_id, kind="preserved", diff_identity=diff.identity, base_commit=diff.base,
+                tx, task_id=task_id, kind=PatchKind.PRESERVED, diff_identity=diff.identity, base_commit=diff.base,
                 head_commit=diff.head, patch=diff.unified_diff, reason="preserved during recovery",
                 at_us=self._changes.clock())
             if created:
                 events.append(append_event(tx, session_id=view.task.session_id, event=PatchStored(
-                    task_id=task_id, kind="preserved", diff_identity=diff.identity, patch_sha256=row.patch_sha256,
+                    task_id=task_id, kind=row.kind.value, diff_identity=diff.identity, patch_sha256=row.patch_sha256,
                     bytes=len(diff.unified_diff))))
             return row
 

@@ -33,6 +33,7 @@ from codeflux.domain.events import AcceptConflicted, PatchStored, TaskAccepted
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import (
     TASK_ACTION_TARGETS,
+    PatchKind,
     TaskAction,
     TaskState,
     describe_task_action,
@@ -121,7 +122,7 @@ class ReviewService:
                 task_id=task_id, diff_identity=reviewed_identity, kind=outcome.kind.value, branch=outcome.branch,
                 previous_head=outcome.previous_head, landed_head=outcome.landed_head, task_commit=outcome.task_commit)))
             record_delivery_decision(tx, events, task_id=task_id, diff_identity=reviewed_identity, accepted=True,
-                                     landed_commit=outcome.landed_head, reason=None, decided_by=Actor.USER.value,
+                                     landed_commit=outcome.landed_head, reason=None, decided_by=Actor.USER,
                                      at_us=self._changes.clock())
             return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision}
 
@@ -143,16 +144,16 @@ class ReviewService:
         def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
             current = records.require_task_record(tx, task_id)
             row, created = records.insert_task_patch(
-                tx, task_id=task_id, kind="rejected", diff_identity=rejected.identity, base_commit=rejected.base,
-                head_commit=rejected.head, patch=rejected.patch, reason=note[:_MAX_REASON],
+                tx, task_id=task_id, kind=PatchKind.REJECTED, diff_identity=rejected.identity,
+                base_commit=rejected.base, head_commit=rejected.head, patch=rejected.patch, reason=note[:_MAX_REASON],
                 at_us=self._changes.clock())
             stored.append(row)
             if created:
                 events.append(append_event(tx, session_id=current.session_id, event=PatchStored(
-                    task_id=task_id, kind="rejected", diff_identity=rejected.identity, patch_sha256=row.patch_sha256,
-                    bytes=len(rejected.patch))))
+                    task_id=task_id, kind=row.kind.value, diff_identity=rejected.identity,
+                    patch_sha256=row.patch_sha256, bytes=len(rejected.patch))))
             record_delivery_decision(tx, events, task_id=task_id, diff_identity=reviewed_identity, accepted=False,
-                                     landed_commit=None, reason=reason, decided_by=Actor.USER.value,
+                                     landed_commit=None, reason=reason, decided_by=Actor.USER,
                                      at_us=self._changes.clock())
             record = self._end_review(tx, events, current, _REJECT_TARGET, reason=f"rejected: {reason}"[:_MAX_REASON])
             return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision}
@@ -175,7 +176,7 @@ class ReviewService:
         patches = self._db.read(lambda view: records.patches_of_task(view, task_id))
         if not patches:
             raise NotFoundError(kind="stored patch of task", entity_id=task_id.value)
-        rejected = [p for p in patches if p.kind == "rejected"]
+        rejected = [p for p in patches if p.kind is PatchKind.REJECTED]
         return (rejected or patches)[-1]
 
     def task_patch(self, task_id: TaskId) -> records.TaskPatchRow:

@@ -20,7 +20,6 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
@@ -43,7 +42,13 @@ from codeflux.domain.events import DirtyTreeAcknowledged, PatchStored, Repositor
 from codeflux.domain.ids import RepositoryId, RunId, TaskId
 from codeflux.domain.pipeline import StageName, StageVerdict
 from codeflux.domain.plans import Plan
-from codeflux.domain.tasks import TaskActionAvailability, TaskState, describe_task_actions, validate_task_transition
+from codeflux.domain.tasks import (
+    PatchKind,
+    TaskActionAvailability,
+    TaskState,
+    describe_task_actions,
+    validate_task_transition,
+)
 from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.store import plans as plan_rows
 from codeflux.store import repositories as repository_rows
@@ -67,11 +72,6 @@ _COMMIT: Final = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _MAX_REQUIREMENT: Final = 65536
 _MAX_TITLE: Final = 80
 _MAX_REASON: Final = 2048
-
-
-class PatchKind(StrEnum):
-    REJECTED = "rejected"  # the diff a person rejected
-    PRESERVED = "preserved"  # work kept before a worktree goes (failure, recovery)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,7 +172,7 @@ class TaskService:
                                 actor: Actor) -> JournalEvent:
         if task.repository_id is None:
             raise UsageError(f"task {task.task_id} has no repository to acknowledge changes in")
-        changes = [repository_rows.AcknowledgedChange(path=c.path, status=str(c.status),
+        changes = [repository_rows.AcknowledgedChange(path=c.path, status=c.status,
                                                       content_sha256=c.content_sha256) for c in snapshot.changes]
         repository_rows.insert_dirty_acknowledgement(
             tx, task_id=task.task_id, repository_id=task.repository_id, dirty_hash=snapshot.dirty_hash,
@@ -374,7 +374,7 @@ class TaskService:
 
         def work(tx: Transaction, events: list[JournalEvent]) -> records.TaskPatchRow:
             task = records.require_task_record(tx, task_id)
-            row, created = records.insert_task_patch(tx, task_id=task_id, kind=chosen.value,
+            row, created = records.insert_task_patch(tx, task_id=task_id, kind=chosen,
                                                      diff_identity=diff_identity, base_commit=base_commit,
                                                      head_commit=head_commit, patch=patch, reason=reason,
                                                      at_us=self._changes.clock())

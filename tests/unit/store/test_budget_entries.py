@@ -75,11 +75,11 @@ def record(db: Database, task_id: TaskId, index: int, call: Call) -> None:
             reserved_tokens=1, max_output_tokens=1,
         )
         insert_model_request(tx, plan, at_us=1)
-        ledger.insert_budget_entry(tx, task_id=task_id, request_id=request_id, kind="reserve",
+        ledger.insert_budget_entry(tx, task_id=task_id, request_id=request_id, kind=LedgerKind.RESERVE,
                                    amount_minor=call.reserved, currency=USD, reason=plan.reserved_reason, at_us=1)
         if call.closed:
             for move in closing_moves(reserved_minor=call.reserved, actual=call.outcome):
-                ledger.insert_budget_entry(tx, task_id=task_id, request_id=request_id, kind=move.kind.value,
+                ledger.insert_budget_entry(tx, task_id=task_id, request_id=request_id, kind=move.kind,
                                            amount_minor=move.amount_minor, currency=USD, reason=move.reason, at_us=1)
 
     db.write(work)
@@ -122,7 +122,7 @@ def test_the_store_refuses_to_close_a_reservation_twice(db: Database, tmp_path: 
     for kind, amount in (("settle", 4), ("release", 6), ("unknown-charge", 10), ("overrun", 1)):
         with pytest.raises(StoreError):
             db.write(lambda tx, kind=kind, amount=amount: ledger.insert_budget_entry(
-                tx, task_id=task_id, request_id=request_id, kind=kind, amount_minor=amount, currency=USD,
+                tx, task_id=task_id, request_id=request_id, kind=LedgerKind(kind), amount_minor=amount, currency=USD,
                 reason="again", at_us=2))
     with pytest.raises(StoreError):
         db.write(lambda tx: tx.execute("UPDATE budget_entries SET amount_minor = 0"))
@@ -138,8 +138,9 @@ def test_the_store_refuses_a_settlement_above_the_reservation_and_a_release_that
     request_id = db.read(lambda view: ledger.budget_entries_of_task(view, task_id))[0].request_id
 
     def add(kind: str, amount: int | None) -> None:
-        db.write(lambda tx: ledger.insert_budget_entry(tx, task_id=task_id, request_id=request_id, kind=kind,
-                                                       amount_minor=amount, currency=USD, reason="r", at_us=2))
+        db.write(lambda tx: ledger.insert_budget_entry(tx, task_id=task_id, request_id=request_id,
+                                                       kind=LedgerKind(kind), amount_minor=amount, currency=USD,
+                                                       reason="r", at_us=2))
 
     with pytest.raises(StoreError):
         add("settle", 11)  # above the reservation: must be settle 10 + overrun 1

@@ -1,6 +1,7 @@
 """What the tool driver returns about a tool call: the recorded request with its decision, and its stored
 execution. Plain values, shared by :mod:`codeflux.coordinator.runs.tool_driver` (which makes them) and
-:mod:`codeflux.coordinator.hooks` (whose notifications carry them)."""
+:mod:`codeflux.coordinator.hooks` (whose notifications carry them); they live beside the hooks, below the
+wings, so the hook points lean on no wing."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 from codeflux.authority.classify import ClassifiedNeed
 from codeflux.authority.decide import DecisionOutcome
 from codeflux.authority.service import DecisionView
+from codeflux.domain.confinement import ConfinementMode
+from codeflux.domain.execution import FailureKind, ToolExecutionState
 from codeflux.domain.ids import TaskId
 from codeflux.domain.operations import OperationIdentity
 
@@ -42,8 +45,8 @@ class ExecutionRecord:
     execution_id: str
     request_id: str
     task_id: TaskId
-    state: str
-    failure_kind: str | None
+    state: ToolExecutionState
+    failure_kind: FailureKind | None
     message: str | None
     exit_code: int | None
     content: str | None
@@ -54,4 +57,4 @@ class ExecutionRecord:
     stderr_truncated: bool
     content_sha256: str | None
     duration_ms: int | None
-    confinement: str | None = None
+    confinement: ConfinementMode | None = None

@@ -1,0 +1,71 @@
+"""Reading the event journal: what the services replay to the browser and the CLI.
+
+Every session's events are numbered 1, 2, … without gaps; these functions read committed events only, each
+decoded once into its typed payload (an event of a kind this codeflux does not know keeps its stored payload).
+Writing stays with the coordinator code that changes an aggregate (one transaction per outcome).
+
+- :func:`read_session_events` — a page of a session's events after a sequence (up to a bound);
+- :func:`read_session_head` — the session's last committed sequence (``None`` when there is no such session);
+- :func:`latest_session_event` — the newest event of one of the given kinds;
+- :func:`read_every_system_event` — the whole system session (coordinator-wide facts, such as endpoint
+  approvals), page by page;
+- :data:`SYSTEM_SESSION_ID` — the id of that session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Final
+
+from codeflux.store.database import Database
+from codeflux.store.events import (
+    MAX_PAGE,
+    SYSTEM_SESSION_ID,
+    JournalEvent,
+    latest_event,
+    read_stored_events_after,
+    session_head,
+)
+
+__all__ = [
+    "MAX_EVENT_PAGE",
+    "SYSTEM_SESSION_ID",
+    "JournalEvent",
+    "latest_session_event",
+    "read_every_system_event",
+    "read_session_events",
+    "read_session_head",
+]
+
+MAX_EVENT_PAGE: Final = MAX_PAGE
+"""The most events one read returns."""
+
+
+def read_session_events(
+    db: Database, *, session_id: str, after_sequence: int, through_sequence: int | None = None, limit: int
+) -> list[JournalEvent]:
+    """Committed events of ``session_id`` in ``(after_sequence, through_sequence]`` (no upper bound when None),
+    oldest first, at most ``limit`` (1..:data:`MAX_EVENT_PAGE`)."""
+    return db.read(lambda view: read_stored_events_after(
+        view, session_id=session_id, after_sequence=after_sequence, through_sequence=through_sequence, limit=limit))
+
+
+def read_session_head(db: Database, session_id: str) -> int | None:
+    """The last committed sequence of ``session_id`` (0 before its first event); None if no such session."""
+    return db.read(lambda view: session_head(view, session_id))
+
+
+def latest_session_event(db: Database, *, session_id: str, kinds: Sequence[str]) -> JournalEvent | None:
+    """The newest committed event of ``session_id`` whose kind is one of ``kinds``; None when there is none."""
+    return db.read(lambda view: latest_event(view, session_id=session_id, kinds=kinds))
+
+
+def read_every_system_event(db: Database) -> Iterator[JournalEvent]:
+    """Every committed event of the system session, oldest first, read one page at a time."""
+    after = 0
+    while True:
+        page = read_session_events(db, session_id=SYSTEM_SESSION_ID, after_sequence=after, limit=MAX_EVENT_PAGE)
+        yield from page
+        if len(page) < MAX_EVENT_PAGE:
+            return
+        after = page[-1].sequence
