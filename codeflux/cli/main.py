@@ -234,6 +234,13 @@ def _run_module(module: ModuleType, args: argparse.Namespace, context: CliContex
         return int(module.run(args, context, channel))
 
 
+def _silence_closed_stdout(context: CliContext) -> None:
+    if context.stdout is sys.stdout:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def _run_command(arguments: list[str], context: CliContext) -> int:
     command_name = "codeflux"
     try:
@@ -263,6 +270,12 @@ def _run_command(arguments: list[str], context: CliContext) -> int:
         return int(exit_code_for(err))
     except KeyboardInterrupt:
         context.warn(f"{command_name}: interrupted")
+        return int(ExitCode.FAILED)
+    except BrokenPipeError:
+        # The reader of our output went away (`codeflux task list | head -1`): what the command did is done and
+        # recorded; only the rest of its output is lost. Say nothing more, and keep Python's exit-time flush
+        # from failing on the same pipe.
+        _silence_closed_stdout(context)
         return int(ExitCode.FAILED)
     except Exception as err:
         context.error_class = type(err).__name__

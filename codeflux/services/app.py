@@ -12,7 +12,7 @@ is the coordinator's; the app only holds it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from codeflux.coordinator.runs.scheduler import BackgroundRuns
@@ -28,18 +28,21 @@ SCRIPTED_DEMO_LABEL: Final = "scripted demo — not an AI model"
 
 @dataclass(slots=True, kw_only=True)
 class CoordinatorApp:
-    """What every service implementation gets. ``runs`` is created by the services layer itself
-    (:func:`codeflux.services.methods.build_method_table`); ``codeflux start`` calls ``runs.shutdown()``
-    on SIGINT/SIGTERM."""
+    """What every service implementation gets. ``runs`` (the coordinator's scheduler) is built with the app, over
+    the same database, data directory and model access; nothing else completes the app later.
+    ``codeflux start`` calls ``runs.shutdown()`` on SIGINT/SIGTERM (:func:`codeflux.services.methods.shutdown_runs`)."""
 
     db: Database
     location: DataLocation
     models: ModelAccess
     version: str
-    # The background run manager; set by codeflux.services.methods.build_method_table when missing.
-    runs: BackgroundRuns | None = None
+    # The background runs: the coordinator's scheduler (built in __post_init__; it starts nothing by itself).
+    runs: BackgroundRuns = field(init=False)
     # The loopback port the coordinator serves on, once it is bound (doctor checks that one).
     port: int | None = None
     # Asked before each model call of a plan draft: a signal's name stops the draft at that boundary (the
     # terminal's in-process channel sets it; the coordinator stops through BackgroundRuns.shutdown).
     stop_requested: Callable[[], str | None] = lambda: None
+
+    def __post_init__(self) -> None:
+        self.runs = BackgroundRuns(self.db, self.location, lambda: self.models)

@@ -1,7 +1,8 @@
 """The one method table both transports dispatch to: every services module's ``methods(app)`` together.
 
-:func:`build_method_table` also gives the app its :class:`~codeflux.coordinator.runs.scheduler.BackgroundRuns` when it
-has none yet; ``codeflux start`` calls :func:`shutdown_runs` on SIGINT/SIGTERM.
+Building the table only binds handlers to the app (the app was complete when it was built, its
+:class:`~codeflux.coordinator.runs.scheduler.BackgroundRuns` included); ``codeflux start`` calls
+:func:`shutdown_runs` on SIGINT/SIGTERM.
 """
 
 from __future__ import annotations
@@ -49,11 +50,10 @@ SERVICE_MODULES: Final[tuple[MethodsOf, ...]] = (
 
 def build_method_table(app: CoordinatorApp) -> MethodTable:
     """Every RPC of ``api/codeflux/v1/product.proto`` by its full name, bound to ``app``."""
-    tasks.runs_of(app)
     return MethodTable.of(method for methods_of in SERVICE_MODULES for method in methods_of(app))
 
 
 def shutdown_runs(app: CoordinatorApp, *, timeout: float = 60.0) -> list[TaskId]:
     """``codeflux start`` on SIGINT/SIGTERM: pause every active run between turns, wait (bounded), capture a
     ``shutdown`` checkpoint per active task and stop the workers (:meth:`BackgroundRuns.shutdown`)."""
-    return [] if app.runs is None else app.runs.shutdown(timeout=timeout)
+    return app.runs.shutdown(timeout=timeout)

@@ -66,9 +66,7 @@ _MAX_TEXT: Final = 64 * 1024
 
 
 def runs_of(app: CoordinatorApp) -> BackgroundRuns:
-    """The coordinator's background runs (created on first use)."""
-    if app.runs is None:
-        app.runs = BackgroundRuns(app.db, app.location, lambda: app.models)
+    """The coordinator's background runs."""
     return app.runs
 
 
@@ -231,7 +229,6 @@ def _timeline(app: CoordinatorApp, ctx: CallContext, request: pb.GetTimelineRequ
 
 
 def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamMethod[Message, Message]]:
-    runs_of(app)
     ledger = MutationLedger()
 
     def mutating(name: str, request_type: type[Message], handler: object) -> UnaryMethod[Message, Message]:

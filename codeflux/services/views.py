@@ -215,8 +215,8 @@ def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
         actions=[product_pb2.TaskActionView(action=a.action.value, available=a.available, reason=a.reason or "")
                  for a in view.actions],
         budget=budget_view(app, task_id), pending_approvals=pending_approvals(app, task_id),
-        run_active=runs is not None and runs.is_active(task_id), provider_label=app.models.label,
-        through_sequence=head, last_outcome="" if runs is None else runs.last_outcome(task_id),
+        run_active=runs.is_active(task_id), provider_label=app.models.label,
+        through_sequence=head, last_outcome=runs.last_outcome(task_id),
         worktree_exists=task.worktree.is_dir())
     disposal = _worktree_disposal(app.db, task.session_id)
     if disposal is not None:

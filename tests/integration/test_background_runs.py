@@ -101,7 +101,6 @@ def test_shutdown_pauses_with_a_checkpoint_stops_workers_and_a_new_coordinator_r
         assert view.state in ("awaiting-authority", "awaiting-review", "failed"), view.last_outcome
         assert view.last_outcome
     finally:
-        assert app.runs is not None
         app.runs.shutdown(timeout=60)
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,15 @@ def test_an_option_of_another_command_is_unknown_here_and_never_suggested_as_its
     assert "unknown option --port" in err
     assert "did you mean --port" not in err
     assert "47399" not in err
+
+
+def test_a_reader_that_goes_away_is_not_reported_as_a_bug(tmp_path: Path) -> None:
+    """`codeflux prices list | head -1`: the pipe closes early; no "internal error … this is a bug"."""
+    process = subprocess.Popen([sys.executable, "-B", "-m", "codeflux", "--data-dir", str(tmp_path / "data"),
+                                "prices", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader goes away before the command writes its first line
+    with process.stderr:
+        err = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 1
+    assert err == "", err

@@ -7,14 +7,20 @@ client meets: a stale ``expected_revision``, a missing idempotency key, a start 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.services.app import SCRIPTED_DEMO_LABEL
+from codeflux.coordinator.runs.scheduler import BackgroundRuns
+from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
+from codeflux.services.methods import build_method_table
 from codeflux.services.registry import Code
+from codeflux.store.database import Database
+from codeflux.store.location import DataLocation
 from tests.fixtures.service_runs import Coordinator, call, control, drive_to_ready, failure, settle
+from tests.fixtures.services import ScriptedDemoAccess
 
 pytestmark = pytest.mark.slow
 
@@ -141,3 +147,17 @@ def test_a_dirty_repository_needs_its_exact_hash_acknowledged(coordinator: Coord
         control=control(), repository_path=str(c.repo), requirement="Fix add()",
         acknowledged_dirty_hash=inspected.dirty_hash))
     assert isinstance(created, pb.TaskView) and created.state == "draft"
+
+
+def test_the_app_is_whole_when_built_and_building_the_method_table_changes_nothing(
+    db: Database, data_location: DataLocation
+) -> None:
+    """The issue's smell: the app used to be completed (its runs set) as a side effect of building the table."""
+    app = CoordinatorApp(db=db, location=data_location, models=ScriptedDemoAccess(db), version="test")
+    before = {field.name: getattr(app, field.name) for field in dataclasses.fields(app)}
+    assert isinstance(before["runs"], BackgroundRuns)
+
+    build_method_table(app)
+    build_method_table(app)
+
+    assert {field.name: getattr(app, field.name) for field in dataclasses.fields(app)} == before
