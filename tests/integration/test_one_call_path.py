@@ -126,8 +126,16 @@ def test_every_state_change_prints_the_same_with_and_without_a_running_coordinat
                  cli(data, "task", "plan", task_id, "--provider", "scripted", "--script", str(scripted))]
         found = re.search(r"--revision (\d+) --sha256 ([0-9a-f]{64})", steps[-1].out)
         assert found, steps[-1].out + steps[-1].err
+        steps += [cli(data, "task", "send-back", task_id, "--revision", found.group(1), "--sha256", found.group(2),
+                      "--feedback", "smaller"),
+                  cli(data, "task", "show", task_id),  # resting in forecasting: not "interrupted"
+                  cli(data, "task", "plan", task_id, "--provider", "scripted", "--script", str(scripted))]
+        found = re.search(r"--revision (\d+) --sha256 ([0-9a-f]{64})", steps[-1].out)
+        assert found and found.group(1) == "2", steps[-1].out + steps[-1].err
         steps += [cli(data, "task", "approve-plan", task_id, "--revision", found.group(1), "--sha256",
                       found.group(2)),
+                  cli(data, "budget", "approve-rung", "--task", task_id, "--rung", "capable:max"),
+                  cli(data, "budget", "acknowledge", "--task", task_id),
                   cli(data, "task", "show", task_id),
                   cli(data, "task", "cancel", task_id),
                   cli(data, "task", "show", task_id)]
@@ -141,4 +149,5 @@ def test_every_state_change_prints_the_same_with_and_without_a_running_coordinat
         served = journey(remote=True)
 
     assert alone == served
+    assert "  state        forecasting" in alone[5]
     assert "  state        cancelled" in alone[-1]

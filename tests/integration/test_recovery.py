@@ -19,9 +19,10 @@ from codeflux.authority.decide import UserDecision
 from codeflux.coordinator.doctor import CheckStatus, run_doctor
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.spending.ledger import Admission, BudgetLedger
 from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.coordinator.tasks.recovery import RecoveryService, exclusive_startup_lock
-from codeflux.coordinator.tasks.service import TaskService
+from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.credentials import Secret, store_provider_key
 from codeflux.domain.errors import OutcomeUnresolvedError
 from codeflux.domain.ids import TaskId
@@ -29,14 +30,15 @@ from codeflux.domain.money import USD, Money
 from codeflux.domain.providers import ProviderName
 from codeflux.domain.recovery import EffectKind, EffectOutcome, RecoveryAction, WorktreeCondition
 from codeflux.domain.tasks import TaskState
-from codeflux.store.database import Database
+from codeflux.store.database import Database, Transaction
 from codeflux.store.location import DataLocation
+from codeflux.store.model_requests import ModelRequestPlan, insert_model_request
 from codeflux.store.task_records import transitions_of_task
 from tests.fixtures.cli import run_codeflux
 from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.provider_servers import ProviderServer, Reply, a_test_key
 from tests.fixtures.reviews import a_running_task_with_worktree
-from tests.fixtures.tasks import a_repository
+from tests.fixtures.tasks import a_draft, a_repository
 
 REPO = Path(__file__).resolve().parents[2]
 APPEND_THEN_WAIT = ["sh", "-c", "echo $$ >> marker.log; exec sleep 30"]
@@ -198,3 +200,37 @@ def test_a_child_killed_mid_model_call_lists_the_call_as_ambiguous_and_never_sen
         assert recovery.assess(task_id).recommendation.recommended is RecoveryAction.SAFE_RESUME
         assert recovery.safe_resume(task_id).state is TaskState.PAUSED
         assert len(server.requests) == 1
+
+
+def test_a_task_waiting_for_its_next_plan_draft_is_not_interrupted_and_one_that_was_drafting_is(
+    db: Database, data_location: DataLocation, tasks: TaskService, tmp_path: Path
+) -> None:
+    """Found with the one call path: after `task send-back` a task rests in `forecasting` until the next draft,
+    and the next command's startup recovery used to mark it recovery-required ("interrupted while
+    forecasting") although nothing was under way. A task whose plan call was in flight is still marked."""
+    waiting = a_draft(tasks, a_repository(tmp_path / "one")).task_id
+    drafting = a_draft(tasks, a_repository(tmp_path / "two")).task_id
+    for task_id in (waiting, drafting):
+        tasks.transition(task_id, TaskState.FORECASTING, expected_revision=0, reason="planning", actor=Actor.SYSTEM,
+                         idempotency_key=f"plan-{task_id}")
+    plan = ModelRequestPlan(
+        request_id="mreq_" + "1" * 32, task_id=drafting, idempotency_key="draft-1", request_sha256="0" * 64,
+        provider="scripted", base_url=None, model="scripted-cheap", rung="cheap:low", price_snapshot_id=None,
+        currency=USD, reserved_minor=10, reserved_reason=None, reserved_tokens=10, max_output_tokens=100)
+    BudgetService(db).set_budget(drafting, hard_limit=Money(minor=100, currency=USD), expected_revision=None,
+                                 idempotency_key="budget-drafting")
+
+    def planned(tx: Transaction) -> None:  # the plan call the stop interrupted, as the gateway records it
+        ledger = BudgetLedger()
+        admission = ledger.check(tx, drafting, bound=Money(minor=10, currency=USD), tokens=10)
+        assert isinstance(admission, Admission)
+        insert_model_request(tx, plan, at_us=1)
+        ledger.reserve(tx, admission, request_id=plan.request_id)
+
+    db.write(planned)
+
+    recovery = startup(db, data_location)
+
+    assert tasks.show(waiting).task.state is TaskState.FORECASTING
+    assert tasks.show(drafting).task.state is TaskState.RECOVERY_REQUIRED
+    assert recovery.assess(drafting).known.interrupted_in == "forecasting"

@@ -58,6 +58,7 @@ from codeflux.domain.recovery import (
 from codeflux.domain.tasks import PatchKind, TaskAction, TaskState, validate_task_transition
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
 from codeflux.store import checkpoints as checkpoint_rows
+from codeflux.store import model_requests as model_rows
 from codeflux.store import plans as plan_rows
 from codeflux.store import recovery as recovery_rows
 from codeflux.store import stage_ledger as ledger_rows
@@ -208,9 +209,14 @@ class RecoveryService:
     def recover_at_startup(self) -> StartupRecovery:
         """Reconcile interrupted effects and mark every interrupted task (call under the exclusive lock)."""
         executions = tuple(AuthorityService(self._db).reconcile_interrupted_executions())
+        drafting = {row.plan.task_id for row in self._db.read(model_rows.unfinished_model_requests)}
         requests = tuple(reconcile_interrupted_model_requests(self._db))
         marked = []
         for task in self._db.read(lambda view: records.tasks_in_states(view, INTERRUPTIBLE_STATES)):
+            if task.state is TaskState.FORECASTING and task.task_id not in drafting:
+                # Waiting for its next plan draft (after a send-back, say) with no model call under way: nothing
+                # was interrupted, and `task plan` (or the browser) drafts it.
+                continue
             view = self._assess(task, task.state)
             self._record_assessment(view, to_state=TaskState.RECOVERY_REQUIRED, key=f"startup:{task.revision}",
                                     reason=f"codeflux stopped while the task was {task.state.value}")
