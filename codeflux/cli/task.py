@@ -184,8 +184,9 @@ def _task(channel: Channel, task_id: str) -> pb.TaskView:
 def _show_task(ctx: CliContext, channel: Channel, view: pb.TaskView) -> None:
     recovery = None
     if view.state == TaskState.RECOVERY_REQUIRED.value:
-        listed = channel.call("RecoveryService/ListRecovery", pb.ListRecoveryRequest(), pb.ListRecoveryReply).tasks
-        recovery = next((item for item in listed if item.task_id == view.task_id), None)
+        request = pb.ListRecoveryRequest(task_id=view.task_id)
+        listed = channel.call("RecoveryService/ListRecovery", request, pb.ListRecoveryReply).tasks
+        recovery = listed[0] if listed else None
     print_task(ctx, view, recovery)
 
 
@@ -385,12 +386,13 @@ _TASK_HANDLERS: dict[str, Handler] = {
 
 
 def _start_here(args: argparse.Namespace, ctx: CliContext, task_id: TaskId) -> int:
-    with _local_tasks(ctx) as (db, service), ShutdownOnSignal(ctx, ctx.location()) as shutdown:
+    with _local_tasks(ctx, recover=True) as (db, service), ShutdownOnSignal(ctx, ctx.location()) as shutdown:
         return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args, shutdown=shutdown)
 
 
 def _resume_here(args: argparse.Namespace, ctx: CliContext, task_id: TaskId) -> int:
-    with _local_tasks(ctx) as (db, service), ShutdownOnSignal(ctx, ctx.location()) as shutdown:
+    # the in-process channel that read the task already ran startup recovery
+    with _local_tasks(ctx, recover=False) as (db, service), ShutdownOnSignal(ctx, ctx.location()) as shutdown:
         view = service.show(task_id)
         service.transition(task_id, TaskState.READY, expected_revision=view.task.revision,
                            reason="resumed by the user", actor=Actor.USER, idempotency_key=control().idempotency_key)
@@ -406,11 +408,12 @@ def _resume_here(args: argparse.Namespace, ctx: CliContext, task_id: TaskId) -> 
 
 
 @contextlib.contextmanager
-def _local_tasks(ctx: CliContext) -> Iterator[tuple[Database, TaskService]]:
+def _local_tasks(ctx: CliContext, *, recover: bool) -> Iterator[tuple[Database, TaskService]]:
     location = ctx.location()
     db = open_store(location, create=False, migrate=False)
     try:
-        startup_recovery(ctx, db, location)
+        if recover:
+            startup_recovery(ctx, db, location)
         yield db, TaskService(db, worktrees_root=location.worktrees)
     finally:
         db.close()

@@ -125,8 +125,7 @@ def print_budget(ctx: CliContext, report: product_pb2.BudgetReport) -> None:
     """A task's budget figures (unknown is never written as 0), its state and, when asked, the ledger."""
     if report.outcome:
         ctx.say(report.outcome)
-    lines: Sequence[str] = report.budget.lines
-    for line in lines:
+    for line in report.budget.lines:
         ctx.say(line)
     ctx.say(f"  task state   {report.task_state}")
     for entry in report.entries:

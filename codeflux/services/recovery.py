@@ -1,6 +1,6 @@
 """``RecoveryService``: interrupted tasks as known / ambiguous / recommended, and the person's choices.
 
-* ``ListRecovery`` — every ``recovery-required`` task, observed now
+* ``ListRecovery`` — every ``recovery-required`` task (or only ``task_id``'s), observed now
   (:meth:`codeflux.coordinator.tasks.recovery.RecoveryService.tasks_needing_recovery`): the known facts as
   lines (as ``codeflux task recovery`` prints them), each ambiguous effect with its recorded outcome (empty
   while unresolved), the recommended action and why, the actions allowed now and why each other one is not.
@@ -24,6 +24,7 @@ from codeflux.coordinator.tasks.recovery import RecoveryView
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.recovery import EffectOutcome, KnownState, RecoveryAction
+from codeflux.domain.tasks import TaskState
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import MutationLedger, check_expected_revision, mutation_of, parse_task_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
@@ -130,7 +131,13 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
     ledger = MutationLedger()
 
     def list_recovery(ctx: CallContext, request: pb.ListRecoveryRequest) -> pb.ListRecoveryReply:
-        views = CoordinatorRecovery(app.db).tasks_needing_recovery()
+        recovery = CoordinatorRecovery(app.db)
+        if request.task_id:
+            task_id = parse_task_id(request.task_id)
+            needs = task_service(app).show(task_id).task.state is TaskState.RECOVERY_REQUIRED
+            views = [recovery.assess(task_id)] if needs else []
+        else:
+            views = recovery.tasks_needing_recovery()
         return pb.ListRecoveryReply(tasks=[recovery_view(view) for view in views])
 
     def record_outcome(ctx: CallContext, request: pb.RecordOutcomeRequest) -> pb.RecoveryView:

@@ -26,7 +26,7 @@ from codeflux.domain.events import EventKind, WorktreeDisposed, WorktreeRemoved
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Cost, Money
 from codeflux.domain.plans import Plan, PlanAuthor, PlanDecisionRow, PlanForecast
-from codeflux.domain.tasks import TaskRecord, TaskState
+from codeflux.domain.tasks import TaskRecord, TaskState, is_terminal
 from codeflux.domain.tools import ArgumentValue
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
 from codeflux.store.database import Database
@@ -192,7 +192,8 @@ def session_head(db: Database, session_id: str) -> int:
 
 
 def _worktree_disposal(db: Database, session_id: str) -> product_pb2.WorktreeDisposalView | None:
-    """The task's last worktree disposal, from its journal (None: its worktree never ended)."""
+    """The ended task's worktree disposal, from its journal (None: none was recorded). Called only for an ended
+    task: a worktree is disposed of only at the end, and a live task's journal is not scanned for it."""
     found = latest_session_event(db, session_id=session_id, kinds=(EventKind.WORKTREE_REMOVED, EventKind.WORKTREE_KEPT))
     event = None if found is None else found.event
     if not isinstance(event, WorktreeDisposed):
@@ -218,7 +219,7 @@ def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
         run_active=runs.is_active(task_id), provider_label=app.models.label,
         through_sequence=head, last_outcome=runs.last_outcome(task_id),
         worktree_exists=task.worktree.is_dir())
-    disposal = _worktree_disposal(app.db, task.session_id)
+    disposal = _worktree_disposal(app.db, task.session_id) if is_terminal(task.state) else None
     if disposal is not None:
         shown.worktree_disposal.CopyFrom(disposal)
     plan = _plan(app, view)

@@ -151,6 +151,9 @@ def test_a_child_killed_mid_command_leaves_the_task_recovery_required_and_the_co
     assert check.remediation is not None and "codeflux task recovery" in check.remediation
     listed = run_codeflux("task", "recovery", data_dir=data_location.directory)
     assert effect.item_id in listed.out and "UNRESOLVED" in listed.out
+    shown = run_codeflux("task", "show", binding.task_id.value, data_dir=data_location.directory)
+    assert "  state        recovery-required" in shown.out and "  ambiguous" in shown.out, shown.out + shown.err
+    assert f"{effect.item_id}  tool-execution" in shown.out and "UNRESOLVED" in shown.out
     assert run_codeflux("task", "recover", binding.task_id.value, "--action", "safe-resume",
                         data_dir=data_location.directory).code == 3
     with pytest.raises(OutcomeUnresolvedError):

@@ -19,7 +19,7 @@ from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from tests.fixtures.reviews import a_running_task_with_worktree, an_interrupted_tool_execution
 from tests.fixtures.services import call, control, refusal, service_app
-from tests.fixtures.tasks import a_repository
+from tests.fixtures.tasks import a_draft, a_repository
 
 LIST, RECORD = "/codeflux.v1.RecoveryService/ListRecovery", "/codeflux.v1.RecoveryService/RecordOutcome"
 ACTION = "/codeflux.v1.RecoveryService/TakeAction"
@@ -43,7 +43,7 @@ def interrupted(db: Database, data_location: DataLocation, tmp_path: Path) -> tu
 
 
 def test_an_interrupted_task_is_listed_as_known_ambiguous_and_recommended(
-    app: CoordinatorApp, interrupted: tuple[TaskId, str]
+    app: CoordinatorApp, interrupted: tuple[TaskId, str], tmp_path: Path
 ) -> None:
     task_id, item = interrupted
 
@@ -57,6 +57,12 @@ def test_an_interrupted_task_is_listed_as_known_ambiguous_and_recommended(
     assert [(e.item_id, e.kind, e.outcome) for e in view.ambiguous] == [(item, "tool-execution", "")]
     assert view.recommended and view.why and not view.allowed
     assert {r.action for r in view.refused} == {"safe-resume", "reconcile", "preserve-patch", "abandon"}
+    # one task's view (what `codeflux task show` asks for): the same, and nothing for a task that needs none
+    only = call(app, LIST, pb.ListRecoveryRequest(task_id=task_id.value))
+    assert isinstance(only, pb.ListRecoveryReply) and list(only.tasks) == [view]
+    other = a_draft(TaskService(app.db, worktrees_root=app.location.worktrees), a_repository(tmp_path / "other"))
+    none = call(app, LIST, pb.ListRecoveryRequest(task_id=other.task_id.value))
+    assert isinstance(none, pb.ListRecoveryReply) and not none.tasks
 
 
 def test_actions_wait_for_the_outcome_then_reconcile_pauses_the_task(

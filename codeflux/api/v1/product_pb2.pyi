@@ -822,8 +822,10 @@ class RejectChangeRequest(_message.Message):
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ListRecoveryRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
 
 class AmbiguousEffectView(_message.Message):
     __slots__ = ("item_id", "kind", "summary", "outcome")
