@@ -65,6 +65,7 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.AuthorityRefusedError: ExitCode.PREREQUISITE,
     e.CapabilityDeniedError: ExitCode.PREREQUISITE,
     e.TaskInactiveError: ExitCode.PREREQUISITE,
+    e.UnconfirmedDecisionError: ExitCode.PREREQUISITE,
     e.UnconfinedStandingApprovalError: ExitCode.PREREQUISITE,
     e.ConfinementUnavailableError: ExitCode.PREREQUISITE,
     e.UnconfinedPreapprovalError: ExitCode.PREREQUISITE,

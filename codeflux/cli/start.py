@@ -7,6 +7,12 @@ envelope on the address and gRPC on a 0600 Unix socket for the CLI; print the UR
 (``--no-browser`` skips that). The printed URL carries a one-time launch token, redeemed once for the
 session cookie — the session secret itself is never printed, logged or stored.
 
+The URL names the UI's own host, ``cf-<label>.localhost`` (one random label per data directory,
+:mod:`codeflux.coordinator.browser_host`), which browsers resolve to loopback by themselves, so the session
+cookie is never sent to another server on 127.0.0.1. ``--ip-host`` is the explicit fallback for a browser
+that cannot open such a name: the UI is then served on the loopback address itself, and every other local
+server on that address receives the session — printed as a warning on every start.
+
 SIGINT / SIGTERM: every active run pauses between turns and gets a ``shutdown`` checkpoint, workers stop,
 the WAL is checkpointed, and the command exits 0. ``--demo`` creates the sample repository and uses the
 scripted provider, labelled "scripted demo — not an AI model" wherever it appears.
@@ -22,16 +28,18 @@ import sys
 import webbrowser
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
+from urllib.parse import urlsplit
 
 import codeflux
 from codeflux.cli.context import CliContext
 from codeflux.cli.run import SCRIPTED, add_provider_arguments, build_gateway
+from codeflux.coordinator.browser_host import browser_host_name, is_browser_host_name, renew_browser_host_name
 from codeflux.coordinator.instance import coordinator_socket_path, hold_instance_lock
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_running_lock
 from codeflux.domain.errors import UsageError
 from codeflux.server.launch import LaunchTokens
-from codeflux.server.serve import ServingInfo, serve_coordinator
+from codeflux.server.serve import ServingInfo, serve_coordinator, url_host
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
 from codeflux.services.methods import build_method_table, shutdown_runs
 from codeflux.services.workspace import create_demo_repository
@@ -54,6 +62,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"loopback address to serve on (default {DEFAULT_ADDRESS}; port 0 picks a free one)",
     )
     parser.add_argument("--no-browser", action="store_true", help="print the URL but do not open a browser")
+    parser.add_argument(
+        "--ip-host",
+        action="store_true",
+        help="serve the UI on the loopback address itself instead of its own cf-….localhost name — only if your "
+        "browser cannot open that name: every other server on that address then receives the session "
+        "(see docs/security.md)",
+    )
+    parser.add_argument(
+        "--new-host-name",
+        action="store_true",
+        help="give this data directory's UI a new random host name (links and cookies of the old one stop working)",
+    )
     parser.add_argument(
         "--demo",
         action="store_true",
@@ -109,7 +129,9 @@ def open_url(url: str, environ: Mapping[str, str]) -> bool:
     """Hand a loopback http URL to the OS browser; anything else is never passed on. Without a graphical
     session (no DISPLAY / WAYLAND_DISPLAY on Linux) nothing is opened: a console browser would take over
     the terminal the coordinator prints to."""
-    if not url.startswith(("http://127.0.0.1:", "http://[::1]:")) or any(c in url for c in "@#\\ "):
+    host = (urlsplit(url).hostname or "") if url.startswith("http://") else ""
+    loopback = url.startswith(("http://127.0.0.1:", "http://[::1]:"))
+    if not (loopback or is_browser_host_name(host)) or any(c in url for c in "@#\\ "):
         return False
     if sys.platform.startswith("linux") and not (environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY")):
         return False
@@ -136,14 +158,32 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
                 app = CoordinatorApp(
                     db=db, location=location, models=CliModelAccess(db, args), version=codeflux.__version__
                 )
+                ui_name = _ui_name(ctx, db, host, ip_host=args.ip_host, renew=args.new_host_name)
                 if args.demo:
                     _create_demo(ctx, app)
-                _serve(ctx, app, host=host, port=port, open_browser=not args.no_browser, announce=instance.announce)
+                _serve(ctx, app, host=host, port=port, ui_name=ui_name, open_browser=not args.no_browser,
+                       announce=instance.announce)
         finally:
             db.checkpoint_wal()
             db.close()
     ctx.say("codeflux stopped: active runs paused with a shutdown checkpoint; the database is checkpointed")
     return 0
+
+
+def _ui_name(ctx: CliContext, db: Database, host: str, *, ip_host: bool, renew: bool) -> str:
+    """The host name the UI answers to: this data directory's ``cf-<label>.localhost``, or with ``--ip-host``
+    the loopback address itself (said as a warning)."""
+    name = renew_browser_host_name(db) if renew else browser_host_name(db)
+    if renew:
+        ctx.say("the UI has a new host name: links and browser sessions of the old one no longer work")
+    if not ip_host:
+        return name
+    ctx.warn(
+        "--ip-host: the UI is served on the loopback address itself, so your browser sends this session's "
+        "cookie to every other server you open on that address (for example a dev server running code the "
+        "agent wrote). Use it only if your browser cannot open *.localhost names; see docs/security.md"
+    )
+    return url_host(host)
 
 
 def _create_demo(ctx: CliContext, app: CoordinatorApp) -> None:
@@ -152,7 +192,8 @@ def _create_demo(ctx: CliContext, app: CoordinatorApp) -> None:
 
 
 def _serve(
-    ctx: CliContext, app: CoordinatorApp, *, host: str, port: int, open_browser: bool, announce: Callable[[str], None]
+    ctx: CliContext, app: CoordinatorApp, *, host: str, port: int, ui_name: str, open_browser: bool,
+    announce: Callable[[str], None],
 ) -> None:
     tokens = LaunchTokens()
     table = build_method_table(app)
@@ -162,7 +203,12 @@ def _serve(
         origin = info.url
         announce(origin)
         launch = f"{origin}/launch?token={tokens.issue()}"
-        ctx.say(f"codeflux {app.version} is serving on {origin} (provider: {app.models.label})")
+        ctx.say(f"codeflux {app.version} is serving on {origin} (listening on {url_host(info.host)}:{info.port};"
+                f" provider: {app.models.label})")
+        if info.ui_name != url_host(info.host):
+            ctx.say(f"{ui_name} is this codeflux's own name for your machine: Chromium and Firefox open it by"
+                    " themselves. If your browser cannot, stop codeflux and run `codeflux start --ip-host`"
+                    " (less safe: see docs/security.md).")
         ctx.say(f"open: {launch}")
         ctx.say("  (that link works once, within two minutes; the session secret is never printed)")
         if open_browser and not open_url(launch, ctx.environ):
@@ -184,6 +230,7 @@ def _serve(
                 socket_path=coordinator_socket_path(app.location),
                 ready=ready,
                 stop=stop,
+                ui_name=ui_name,
             )
         finally:
             ctx.say("stopping: pausing active runs between turns …")

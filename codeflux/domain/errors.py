@@ -42,6 +42,7 @@ to these classes by the adapter that met them and chained with ``from``.
     │   └── AuthorityRefusedError        the authority engine refused the operation; it did not run
     │       ├── CapabilityDeniedError    a recorded denial covers a capability the request needs
     │       ├── TaskInactiveError        the task is not running or validating; only reads may run
+    │       ├── UnconfirmedDecisionError a browser decision without its card's confirmation value
     │       └── UnconfinedStandingApprovalError  programs run unconfined: allow once, or opt in
     ├── DecisionNeededError              a person must decide and prompting is off         (exit 4)
     │   ├── ApprovalRequiredError        the tool request waits for allow-once/allow-for-task/deny
@@ -164,6 +165,7 @@ __all__ = [
     "TransitionNotAllowedError",
     "UnconfinedPreapprovalError",
     "UnconfinedStandingApprovalError",
+    "UnconfirmedDecisionError",
     "UnsafeArgumentError",
     "UsageError",
     "WorkerClosedError",
@@ -515,6 +517,20 @@ class TaskInactiveError(AuthorityRefusedError):
         )
         self.task_id = task_id
         self.state = state
+
+
+class UnconfirmedDecisionError(AuthorityRefusedError):
+    """A decision on the browser connection did not carry the confirmation value of the card it answers
+    (``reason``: "missing" or "unknown" — not issued for that card, or already used); nothing was decided."""
+
+    def __init__(self, *, decision: str, subject: str, reason: str) -> None:
+        super().__init__(
+            f"this {decision} decision was not made: it must answer the card codeflux is showing now "
+            f"(its confirmation is {reason}); reload the task and decide again",
+            request_id=subject,
+        )
+        self.decision = decision
+        self.reason = reason
 
 
 class ModelCallRefusedError(PrerequisiteError):

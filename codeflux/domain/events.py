@@ -47,6 +47,7 @@ __all__ = [
     "AcceptConflicted",
     "AgentMessage",
     "AuthorityDecided",
+    "BrowserDecisionRefused",
     "BudgetAcknowledged",
     "BudgetDefaultSet",
     "BudgetExhausted",
@@ -143,6 +144,8 @@ class EventKind(StrEnum):
     PRICE_SET = "price-set"
     ENDPOINT_APPROVED = "endpoint-approved"
     LADDER_RUNG_APPROVED = "ladder-rung-approved"
+    # the browser transport
+    BROWSER_DECISION_REFUSED = "browser-decision-refused"
     # the system session
     PROVIDER_CREDENTIAL_STORED = "provider-credential-stored"
     PROVIDER_CREDENTIAL_DELETED = "provider-credential-deleted"
@@ -584,6 +587,24 @@ class LadderRungApproved(EventPayload):
     by: str
 
 
+# ─── the browser transport ──────────────────────────────────────────────────────────────────────────
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BrowserDecisionRefused(EventPayload):
+    """A decision sent over the browser connection without the current card's confirmation value.
+
+    ``decision``: "approve-plan", "decide" or "accept"; ``subject``: what it answered (a plan revision as
+    ``r<N>``, a tool request id, a diff identity); ``reason``: "missing", "unknown" (not issued for this
+    card, or already used) — never the value that was sent."""
+
+    KIND = EventKind.BROWSER_DECISION_REFUSED
+    task_id: TaskId
+    decision: str
+    subject: str
+    reason: str
+
+
 # ─── the system session ─────────────────────────────────────────────────────────────────────────────
 
 
@@ -618,7 +639,7 @@ _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
     WorktreeRemoved, WorktreeKept,
     ModelCallPlanned, ModelCallRefused, ModelCallStarted, ModelCallFinished, ModelCallReconciled,
     BudgetSet, BudgetAcknowledged, BudgetWarning, BudgetExhausted, BudgetDefaultSet, PriceSet, EndpointApproved,
-    LadderRungApproved,
+    LadderRungApproved, BrowserDecisionRefused,
     ProviderCredentialStored, ProviderCredentialDeleted, LogsPurged,
 )  # fmt: skip
 

@@ -1,7 +1,9 @@
 """Python clients of a running coordinator: the binary WebSocket envelope, and gRPC on the Unix socket.
 
 - :class:`EnvelopeClient` speaks ``codeflux.v1+proto`` over one WebSocket (tests, benchmarks); it
-  multiplexes calls on one connection like the browser does. Sign in first with :func:`redeem_launch`.
+  multiplexes calls on one connection like the browser does. Sign in first with :func:`redeem_launch`,
+  which does what the browser does with a launch link: it gets the session cookie and the tab's page key.
+  Like a browser, it connects ``*.localhost`` names to 127.0.0.1 itself (no system resolver involved).
 - :func:`unix_channel` + :func:`call_unary` (and :func:`call_stream`) are what the CLI uses when a
   coordinator is running (:func:`coordinator_running`).
 
@@ -18,8 +20,10 @@ import contextlib
 import http.client
 import itertools
 import os
+import re
 import socket
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Generic, TypeVar
 from urllib.parse import urlsplit
@@ -34,15 +38,18 @@ from codeflux.api.v1 import common_pb2, envelope_pb2
 from codeflux.domain import errors
 from codeflux.server.envelope import PROTO_SUBPROTOCOL
 from codeflux.server.grpc_socket import ERROR_DETAIL_METADATA
-from codeflux.server.launch import COOKIE_NAME
+from codeflux.server.launch import COOKIE_NAME, PAGE_KEY_PROTOCOL_PREFIX
 from codeflux.server.limits import MAX_MESSAGE_BYTES
 from codeflux.services.registry import Code
 
 __all__ = [
+    "PAGE_KEY_META",
+    "BrowserSession",
     "EnvelopeClient",
     "EnvelopeStream",
     "call_stream",
     "call_unary",
+    "connect_address",
     "coordinator_running",
     "error_from_status",
     "redeem_launch",
@@ -142,21 +149,49 @@ def call_stream(channel: grpc.Channel, method: str, request: Message, response_t
 # --- the WebSocket envelope -----------------------------------------------------------------------------
 
 
-def redeem_launch(launch_url: str) -> str:
-    """Open a launch URL once and return the ``Cookie`` header value it grants (``codeflux_session=…``)."""
+@dataclass(frozen=True, slots=True)
+class BrowserSession:
+    """What a redeemed launch link grants a client: the ``Cookie`` header value and the page key."""
+
+    cookie: str = field(repr=False)
+    page_key: str = field(repr=False)
+
+    def __repr__(self) -> str:
+        return "BrowserSession(<redacted>)"
+
+    def subprotocols(self, subprotocol: str = PROTO_SUBPROTOCOL) -> list[str]:
+        """What the upgrade offers: the envelope's subprotocol, then the page key's."""
+        return [subprotocol, f"{PAGE_KEY_PROTOCOL_PREFIX}{self.page_key}"]
+
+
+def connect_address(hostname: str | None) -> str:
+    """Where a client connects for a URL's host: ``*.localhost`` (and ``localhost``) are loopback by
+    definition (RFC 6761), so they go to 127.0.0.1 without asking a resolver; anything else as given."""
+    name = (hostname or "127.0.0.1").lower()
+    return "127.0.0.1" if name == "localhost" or name.endswith(".localhost") else name
+
+
+PAGE_KEY_META: Final = re.compile(r'<meta name="codeflux-page-key" content="([A-Za-z0-9_-]{16,128})">')
+
+
+def redeem_launch(launch_url: str) -> BrowserSession:
+    """Open a launch URL once and return the session it grants (the cookie and the page key)."""
     parts = urlsplit(launch_url)
-    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=30)
+    connection = http.client.HTTPConnection(connect_address(parts.hostname), parts.port, timeout=30)
     try:
-        connection.request("GET", f"{parts.path}?{parts.query}")
+        connection.putrequest("GET", f"{parts.path}?{parts.query}", skip_host=True)
+        connection.putheader("Host", parts.netloc)
+        connection.endheaders()
         response = connection.getresponse()
-        response.read()
+        body = response.read().decode("utf-8", "replace")
         set_cookie = response.getheader("Set-Cookie") or ""
     finally:
         connection.close()
     cookie = set_cookie.split(";", 1)[0]
-    if response.status != 303 or not cookie.startswith(f"{COOKIE_NAME}="):
+    page_key = PAGE_KEY_META.search(body)
+    if response.status != 200 or not cookie.startswith(f"{COOKIE_NAME}=") or page_key is None:
         raise errors.PrerequisiteError("the launch URL did not grant a session (already used or expired)")
-    return cookie
+    return BrowserSession(cookie, page_key.group(1))
 
 
 class EnvelopeStream(Generic[Rep]):
@@ -208,18 +243,20 @@ class EnvelopeClient:
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def connect(cls, ws_url: str, *, cookie: str, origin: str | None = None,
+    async def connect(cls, ws_url: str, *, session: BrowserSession, origin: str | None = None,
                       max_queue: int | None = 16, sock: socket.socket | None = None) -> EnvelopeClient:
         parts = urlsplit(ws_url)
+        where: dict[str, Any] = {"sock": sock} if sock is not None else {"host": connect_address(parts.hostname)}
         connection = await connect(
             ws_url,
-            additional_headers={"Cookie": cookie},
+            additional_headers={"Cookie": session.cookie},
             origin=origin or f"http://{parts.netloc}",  # type: ignore[arg-type]
-            subprotocols=[PROTO_SUBPROTOCOL],  # type: ignore[list-item]
+            subprotocols=session.subprotocols(),  # type: ignore[arg-type]
             max_size=MAX_MESSAGE_BYTES,
             max_queue=max_queue,
             compression=None,
-            sock=sock,
+            proxy=None,
+            **where,
         )
         return cls(connection)
 

@@ -1,16 +1,20 @@
-"""The HTTP request policy of the loopback server (ARCHITECTURE §11, issue 6 item 2).
+"""The HTTP request policy of the loopback server (ARCHITECTURE §11, issues 6 and 13).
 
 `respond_to_http` is pure: method, path and headers in; status, headers and body out. The websockets
 server calls it from `process_request` (see `make_process_request`), so every plain HTTP request is
-answered here. A WebSocket upgrade (``GET /ws`` with ``Upgrade: websocket``) goes through
-`upgrade_refusal` first: loopback Host (else 421), GET (else 405), exactly one ``Origin`` equal to
-``http://<that Host>`` and the session cookie (else 403) — all before the handshake. The caller (the
-websocket transport) then applies its rate and connection caps and binds the authentication to the
-connection object; nothing downstream trusts a header.
+answered here. Every request must carry exactly one ``Host`` equal to the UI's own origin host —
+``cf-<label>.localhost:PORT`` (see :mod:`codeflux.coordinator.browser_host`), or the loopback address
+itself when ``codeflux start --ip-host`` chose the fallback — else 421, without naming that host. A
+WebSocket upgrade (``GET /ws`` with ``Upgrade: websocket``) goes through `upgrade_refusal` first: that
+Host (421), GET (405), exactly one ``Origin`` equal to ``http://<that Host>``, the session cookie and a
+page key offered as a ``codeflux.page.<key>`` subprotocol (else 403) — all before the handshake. The
+caller (the websocket transport) then applies its rate and connection caps and binds the authentication
+to the connection object; nothing downstream trusts a header.
 
-Routes: ``/launch?token=…`` (redeem once → 303 + cookie), ``/`` and the app routes (:data:`APP_ROUTE`;
-the web client's ``index.html`` with the cookie, a page explaining how to open codeflux without it),
-``/static/<file>`` (the web client's files; cookie required), everything else 404.
+Routes: ``/launch?token=…`` (redeem once → a page that sets the cookie, hands the tab its page key and
+moves on to ``/``), ``/`` and the app routes (:data:`APP_ROUTE`; the web client's ``index.html`` with the
+cookie, a page explaining how to open codeflux without it), ``/static/<file>`` (the web client's files;
+cookie required), everything else 404.
 """
 
 from __future__ import annotations
@@ -28,9 +32,8 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from codeflux.server.assets import StaticFiles
-from codeflux.server.launch import COOKIE_NAME, LaunchTokens
+from codeflux.server.launch import COOKIE_NAME, PAGE_KEY_PROTOCOL_PREFIX, LaunchTokens
 
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WEBSOCKET_PATH: Final = "/ws"
 # The client-side routes of the web client: each serves index.html (with the cookie).
 APP_ROUTE: Final = re.compile(
@@ -41,33 +44,31 @@ APP_ROUTE: Final = re.compile(
 HttpResult = tuple[int, list[tuple[str, str]], bytes]
 
 
-def security_headers(host: str) -> list[tuple[str, str]]:
-    """The headers every response carries; `host` is this origin's host:port."""
+def security_headers(host: str | None) -> list[tuple[str, str]]:
+    """The headers every response carries; `host` is this origin's host:port (None for a request that did not
+    name it: the page may then connect nowhere, and the UI's host name is not given away)."""
+    connect = "'none'" if host is None else f"ws://{host}"
     return [
         (
             "Content-Security-Policy",
             "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; "
-            f"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; connect-src ws://{host}",
+            f"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; connect-src {connect}",
         ),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
         ("Cross-Origin-Opener-Policy", "same-origin"),
+        ("Cross-Origin-Resource-Policy", "same-origin"),
         ("Cache-Control", "no-store"),
     ]
 
 
-def _port_of(origin_host: str) -> str:
-    return origin_host.rpartition(":")[2]
-
-
-def _loopback_host(headers: list[tuple[str, str]], origin_host: str) -> str | None:
-    """The request's Host if it is exactly one loopback name on this server's port, else None."""
+def _exact_host(headers: list[tuple[str, str]], ui_host: str) -> str | None:
+    """The request's Host if it is exactly one Host header naming the UI's origin host, else None."""
     hosts = [value for name, value in headers if name.lower() == "host"]
     if len(hosts) != 1:
         return None
     host = hosts[0].strip().lower()
-    allowed = {f"{name}:{_port_of(origin_host)}" for name in LOOPBACK_NAMES}
-    return host if host in allowed else None
+    return host if host == ui_host.lower() else None
 
 
 def _session_cookie_values(headers: list[tuple[str, str]]) -> list[str]:
@@ -98,7 +99,7 @@ def _page(title: str, body_html: str) -> bytes:
 
 def _result(
     status: HTTPStatus,
-    host: str,
+    host: str | None,
     body: bytes,
     extra: Iterable[tuple[str, str]] = (),
     *,
@@ -108,12 +109,19 @@ def _result(
     return int(status), headers, body
 
 
-def _misdirected(origin_host: str) -> HttpResult:
-    return _result(
-        HTTPStatus.MISDIRECTED_REQUEST,
-        origin_host,
-        _page("Misdirected request", "<p>codeflux only answers requests addressed to the loopback host.</p>"),
-    )
+_MISDIRECTED = (
+    "<p>codeflux answers only at the address <code>codeflux start</code> printed (its own host name under "
+    "<code>localhost</code>, so that the browser never sends its session to any other local server). Open "
+    "that link, or run <code>codeflux start</code> again for a new one.</p>"
+    "<p>If your browser cannot open that address, stop codeflux and run <code>codeflux start --ip-host</code>: "
+    "it serves on the loopback address instead, which is less safe — every other server on that address "
+    "then receives the session (see <code>docs/security.md</code>).</p>"
+)
+
+
+def _misdirected() -> HttpResult:
+    # Neither the page nor its headers name the UI's host: knowing it is what another local server would need.
+    return _result(HTTPStatus.MISDIRECTED_REQUEST, None, _page("Misdirected request", _MISDIRECTED))
 
 
 def _not_allowed(host: str) -> HttpResult:
@@ -125,11 +133,11 @@ def _not_allowed(host: str) -> HttpResult:
     )
 
 
-def _admitted_host(method: str, path: str, headers: list[tuple[str, str]], origin_host: str) -> str | HttpResult:
-    """The request's loopback Host when it may be answered at all; else the refusal (421, then 405)."""
-    host = _loopback_host(headers, origin_host)
+def _admitted_host(method: str, path: str, headers: list[tuple[str, str]], ui_host: str) -> str | HttpResult:
+    """The request's Host when it may be answered at all; else the refusal (421, then 405)."""
+    host = _exact_host(headers, ui_host)
     if host is None or not path.startswith("/") or path.startswith("//"):
-        return _misdirected(origin_host)
+        return _misdirected()
     if method != "GET":
         return _not_allowed(host)
     return host
@@ -139,6 +147,17 @@ def _has_session(headers: list[tuple[str, str]], tokens: LaunchTokens) -> bool:
     # Every value is compared (no early exit), each in constant time.
     results = [tokens.is_session(value) for value in _session_cookie_values(headers)]
     return any(results)
+
+
+def _launch_page(page_key: str) -> bytes:
+    """The redemption response: it hands this tab its page key (kept in sessionStorage by launch.js, which
+    then replaces the page with ``/``). The key is URL-safe base64, so it needs no escaping."""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Opening codeflux</title>\n"
+        f"<meta name=\"codeflux-page-key\" content=\"{html.escape(page_key)}\">\n"
+        "<script type=\"module\" src=\"/static/launch.js\"></script></head>\n"
+        "<body><h1>Opening codeflux</h1><noscript><p>codeflux's page needs JavaScript.</p></noscript></body></html>\n"
+    ).encode()
 
 
 def _placeholder() -> bytes:
@@ -151,33 +170,29 @@ def respond_to_http(
     path: str,
     headers: Iterable[tuple[str, str]],
     *,
-    origin_host: str,
+    ui_host: str,
     tokens: LaunchTokens,
     static: StaticFiles | None = None,
 ) -> HttpResult:
-    """Answer one plain HTTP request. `origin_host` is the host:port the server listens on; `static` is
-    where the web client's files are read from (the package's ``static/`` directory by default)."""
+    """Answer one plain HTTP request. `ui_host` is the UI's origin host (``cf-<label>.localhost:PORT``);
+    `static` is where the web client's files are read from (the package's ``static/`` directory by default)."""
     header_list = list(headers)
-    host = _admitted_host(method, path, header_list, origin_host)
+    host = _admitted_host(method, path, header_list, ui_host)
     if not isinstance(host, str):
         return host
     target = urlsplit(path)
     if target.path == "/launch":
         tokens_given = parse_qs(target.query).get("token", [])
-        cookie = tokens.redeem(tokens_given[0]) if len(tokens_given) == 1 else None
-        if cookie is None:
+        redeemed = tokens.redeem(tokens_given[0]) if len(tokens_given) == 1 else None
+        if redeemed is None:
             return _result(
                 HTTPStatus.FORBIDDEN,
                 host,
                 _page("This launch link cannot be used", "<p>It was already used, has expired or is not valid.</p>"
                       + _HOW_TO_OPEN),
             )
-        return _result(
-            HTTPStatus.SEE_OTHER,
-            host,
-            _page("Opening codeflux", '<p><a href="/">Continue</a></p>'),
-            [("Location", "/"), ("Set-Cookie", cookie.set_cookie_header())],
-        )
+        return _result(HTTPStatus.OK, host, _launch_page(redeemed.page_key),
+                       [("Set-Cookie", redeemed.cookie.set_cookie_header())])
     files = static if static is not None else StaticFiles()
     if APP_ROUTE.fullmatch(target.path):
         if _has_session(header_list, tokens):
@@ -205,17 +220,18 @@ def upgrade_refusal(
     path: str,
     headers: Iterable[tuple[str, str]],
     *,
-    origin_host: str,
+    ui_host: str,
     tokens: LaunchTokens,
 ) -> HttpResult | None:
     """None if this WebSocket upgrade may proceed; else the response refusing it before the handshake.
 
-    The upgrade needs a loopback Host on this port (421), GET (405), the exact path ``/ws`` without a
-    query, exactly one ``Origin`` equal to ``http://<Host>`` (a foreign site, another loopback port,
-    ``null`` or no Origin at all are refused: 403) and the session cookie, compared in constant time (403).
+    The upgrade needs the UI's Host (421), GET (405), the exact path ``/ws`` without a query, exactly one
+    ``Origin`` equal to ``http://<Host>`` (a foreign site, another loopback port or name, ``null`` or no
+    Origin at all are refused: 403), the session cookie and a page key offered as a subprotocol, each
+    compared in constant time (403).
     """
     header_list = list(headers)
-    host = _admitted_host(method, path, header_list, origin_host)
+    host = _admitted_host(method, path, header_list, ui_host)
     if not isinstance(host, str):
         return host
     origins = [value for name, value in header_list if name.lower() == "origin"]
@@ -227,9 +243,22 @@ def upgrade_refusal(
     )
     same_origin = len(origins) == 1 and origins[0] == f"http://{host}"
     signed_in = _has_session(header_list, tokens)
-    if path != WEBSOCKET_PATH or not same_origin or not signed_in:
+    page_bound = _has_page_key(header_list, tokens)
+    if path != WEBSOCKET_PATH or not same_origin or not signed_in or not page_bound:
         return refused
     return None
+
+
+def _has_page_key(headers: list[tuple[str, str]], tokens: LaunchTokens) -> bool:
+    offered = [
+        protocol.strip().removeprefix(PAGE_KEY_PROTOCOL_PREFIX)
+        for name, value in headers
+        if name.lower() == "sec-websocket-protocol"
+        for protocol in value.split(",")
+        if protocol.strip().startswith(PAGE_KEY_PROTOCOL_PREFIX)
+    ]
+    results = [tokens.is_page_key(key) for key in offered]
+    return any(results)
 
 
 def too_many(host: str, what: str) -> HttpResult:
@@ -250,9 +279,9 @@ def transport_logger() -> logging.Logger:
     return logger
 
 
-def _origin_host_of(connection: ServerConnection) -> str:
-    address, port = connection.local_address[:2]
-    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+def ui_origin_host(ui_name: str, connection: ServerConnection) -> str:
+    """``ui_name:PORT`` for the port this connection arrived on (the exact Host every request must carry)."""
+    return f"{ui_name}:{connection.local_address[1]}"
 
 
 def to_response(result: HttpResult) -> Response:
@@ -269,20 +298,22 @@ UpgradeGate = Callable[[ServerConnection, Request, str], Response | None]
 def make_process_request(
     tokens: LaunchTokens,
     *,
+    ui_name: str,
     upgrade: UpgradeGate | None = None,
     static: StaticFiles | None = None,
 ) -> Callable[[ServerConnection, Request], Response | None]:
     """A websockets `process_request` hook: plain HTTP is answered with `respond_to_http`; a WebSocket
-    upgrade is handed to `upgrade` (connection, request, origin host) — None lets the handshake proceed.
-    Without an `upgrade` gate every request, upgrades included, is answered as plain HTTP."""
+    upgrade is handed to `upgrade` (connection, request, the UI's origin host) — None lets the handshake
+    proceed. Without an `upgrade` gate every request, upgrades included, is answered as plain HTTP.
+    ``ui_name`` is the UI's host name without the port (``cf-<label>.localhost``, or ``127.0.0.1``)."""
 
     def process_request(connection: ServerConnection, request: Request) -> Response | None:
-        origin_host = _origin_host_of(connection)
+        ui_host = ui_origin_host(ui_name, connection)
         raw = list(request.headers.raw_items())
         if upgrade is not None and is_upgrade_request(request.path, raw):
-            return upgrade(connection, request, origin_host)
+            return upgrade(connection, request, ui_host)
         return to_response(
-            respond_to_http(request.method, request.path, raw, origin_host=origin_host, tokens=tokens, static=static)
+            respond_to_http(request.method, request.path, raw, ui_host=ui_host, tokens=tokens, static=static)
         )
 
     return process_request

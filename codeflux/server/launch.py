@@ -1,8 +1,18 @@
-"""One-time launch tokens redeemed for an in-memory session cookie (ARCHITECTURE §11).
+"""One-time launch tokens redeemed for an in-memory session cookie and a page key (ARCHITECTURE §11).
 
 `codeflux start` prints (and opens) a URL carrying a launch token. The token can be redeemed once,
-within a short window, for the session cookie. The session secret lives only in this object: it is
-never printed, logged, stored or put in page content, and every comparison is constant time.
+within a short window, for
+
+- the **session cookie**: host-only (no ``Domain``), ``HttpOnly; SameSite=Strict``, one secret per
+  coordinator process. The UI is served on its own host name (``cf-<label>.localhost``), so the browser
+  sends it to nothing else;
+- a **page key**: a fresh value per redemption, delivered only in the redemption response (a page that is
+  never cacheable and never readable cross-origin) and kept by the tab in ``sessionStorage``. The WebSocket
+  upgrade must offer it (as a ``codeflux.page.<key>`` subprotocol) next to the cookie, so a copied cookie
+  alone opens nothing.
+
+The secrets live only in this object: they are never printed, logged or stored, and every comparison is
+constant time.
 """
 
 from __future__ import annotations
@@ -16,6 +26,10 @@ from dataclasses import dataclass, field
 
 COOKIE_NAME = "codeflux_session"
 LAUNCH_WINDOW_SECONDS = 120.0
+# The WebSocket subprotocol that carries a tab's page key (never selected by the server: only offered).
+PAGE_KEY_PROTOCOL_PREFIX = "codeflux.page."
+# Page keys kept valid at once (one per redeemed launch link, i.e. per tab opened that way); the oldest goes.
+MAX_PAGE_KEYS = 64
 _TOKEN_BYTES = 32
 
 
@@ -39,8 +53,20 @@ class SessionCookie:
     __str__ = __repr__
 
 
+@dataclass(frozen=True, slots=True)
+class Redemption:
+    """What a redeemed launch token grants: the session cookie and this tab's page key."""
+
+    cookie: SessionCookie
+    _page_key: str = field(repr=False)
+
+    @property
+    def page_key(self) -> str:
+        return self._page_key
+
+
 class LaunchTokens:
-    """Issues one-time launch tokens and checks session cookies. Thread-safe."""
+    """Issues one-time launch tokens and checks session cookies and page keys. Thread-safe."""
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic, window: float = LAUNCH_WINDOW_SECONDS) -> None:
         if window <= 0:
@@ -50,6 +76,7 @@ class LaunchTokens:
         self._lock = threading.Lock()
         self._pending: list[tuple[str, float]] = []  # (token, expires_at)
         self._session_secret = secrets.token_urlsafe(_TOKEN_BYTES)
+        self._page_keys: list[str] = []
 
     def __repr__(self) -> str:
         return f"LaunchTokens(window={self._window}, pending={len(self._pending)})"
@@ -61,10 +88,9 @@ class LaunchTokens:
             self._pending.append((token, self._clock() + self._window))
         return token
 
-    def redeem(self, token: str) -> SessionCookie | None:
-        """The session cookie if `token` was issued, not yet redeemed and not expired; else None.
-
-        A matching token is consumed even when it has expired, so it can never work later.
+    def redeem(self, token: str) -> Redemption | None:
+        """The session cookie and a fresh page key if `token` was issued, not yet redeemed and not expired;
+        else None. A matching token is consumed even when it has expired, so it can never work later.
         """
         now = self._clock()
         with self._lock:
@@ -77,7 +103,23 @@ class LaunchTokens:
             self._pending = [entry for entry in self._pending if entry[1] > now]
         if matched is None or now >= matched[1]:
             return None
-        return SessionCookie(self._session_secret)
+        page_key = secrets.token_urlsafe(_TOKEN_BYTES)
+        with self._lock:
+            self._page_keys = [*self._page_keys[-(MAX_PAGE_KEYS - 1):], page_key]
+        return Redemption(SessionCookie(self._session_secret), page_key)
+
+    @property
+    def page_keys_issued(self) -> int:
+        """How many page keys are valid now (tests check that no request but a redemption adds one)."""
+        with self._lock:
+            return len(self._page_keys)
+
+    def is_page_key(self, value: str) -> bool:
+        """Whether ``value`` is a page key this process issued and still holds (each compared in constant time)."""
+        with self._lock:
+            keys = list(self._page_keys)
+        results = [_same(key, value) for key in keys]  # no early exit on a match
+        return any(results)
 
     def is_session(self, value: str) -> bool:
         """Whether a cookie value is this process's session secret (constant time)."""

@@ -17,15 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from codeflux.coordinator.browser_host import browser_host_name, fresh_browser_host_name
 from codeflux.coordinator.instance import coordinator_socket_path
 from codeflux.domain.errors import UsageError
+from codeflux.domain.ids import TaskId
 from codeflux.server.assets import StaticFiles
+from codeflux.server.confirmations import CardConfirmations
 from codeflux.server.grpc_socket import start_unix_server
 from codeflux.server.launch import LaunchTokens
 from codeflux.server.limits import TransportLimits
 from codeflux.server.websocket import WebSocketTransport, bound_port
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import MethodTable
+from codeflux.services.views import task_service
 
 __all__ = ["LOOPBACK_HOSTS", "RunningServer", "ServingInfo", "serve_coordinator", "start_in_thread"]
 
@@ -36,17 +40,30 @@ _READY_TIMEOUT_S: Final = 30.0
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServingInfo:
-    """Where the coordinator is serving. ``url`` is the origin (no token); ``port`` is the bound port."""
+    """Where the coordinator is serving. ``host``/``port``: the bound loopback address; ``ui_name``: the host
+    name the UI is served on (every request must name it); ``url``: the UI's origin (no token)."""
 
     host: str
     port: int
+    ui_name: str
     url: str
     socket_path: Path
     transport: WebSocketTransport = field(repr=False)
 
 
-def _url_host(host: str) -> str:
+def url_host(host: str) -> str:
+    """``host`` as it is written in a URL (an IPv6 literal in brackets)."""
     return f"[{host}]" if ":" in host else host
+
+
+def refusal_recorder(app: CoordinatorApp) -> Callable[[str, str, str, str], None]:
+    """Journal a browser decision refused for want of its card's confirmation (on the task's session)."""
+
+    def record(task_id: str, decision: str, subject: str, reason: str) -> None:
+        task_service(app).record_browser_decision_refused(TaskId.parse(task_id), decision=decision, subject=subject,
+                                                          reason=reason)
+
+    return record
 
 
 async def serve_coordinator(
@@ -59,22 +76,26 @@ async def serve_coordinator(
     socket_path: Path,
     ready: Callable[[ServingInfo], None],
     stop: asyncio.Event,
+    ui_name: str,
     limits: TransportLimits | None = None,
     static: StaticFiles | None = None,
 ) -> None:
     """Serve ``table`` over HTTP+WebSocket on ``host:port`` (0 = a free port) and gRPC on ``socket_path``;
     call ``ready`` once both listen; return after ``stop`` is set and every connection is closed.
 
-    ``host`` must be a loopback literal or ``localhost``. ``app`` is the composition root the table was
-    built from (kept here so the serving lifetime and the app's are visibly the same)."""
+    ``host`` must be a loopback literal or ``localhost``; ``ui_name`` is the host name the UI answers to
+    (``cf-<label>.localhost``, or the address itself for ``--ip-host``). ``app`` is the composition root the
+    table was built from; decisions refused on the browser connection are journaled through it."""
     if host not in LOOPBACK_HOSTS:
         raise UsageError("codeflux serves only on a loopback address (127.0.0.1, ::1 or localhost)")
-    transport = WebSocketTransport(table, tokens, limits=limits, static=static)
+    confirmations = CardConfirmations(record=None if app is None else refusal_recorder(app))
+    transport = WebSocketTransport(table, tokens, ui_name=ui_name, confirmations=confirmations, limits=limits,
+                                   static=static)
     grpc_server = await start_unix_server(table, socket_path, limits=limits)
     try:
         async with transport.serve(host, port) as ws_server:
             actual = bound_port(ws_server)
-            ready(ServingInfo(host=host, port=actual, url=f"http://{_url_host(host)}:{actual}",
+            ready(ServingInfo(host=host, port=actual, ui_name=ui_name, url=f"http://{ui_name}:{actual}",
                               socket_path=socket_path, transport=transport))
             await stop.wait()
             await transport.drop_connections(code=_CLOSE_GOING_AWAY)
@@ -118,8 +139,12 @@ class RunningServer:
         return self.info.url
 
     @property
+    def ui_name(self) -> str:
+        return self.info.ui_name
+
+    @property
     def ws_url(self) -> str:
-        return f"ws://{_url_host(self.info.host)}:{self.info.port}/ws"
+        return f"ws://{self.info.ui_name}:{self.info.port}/ws"
 
     def launch_url(self) -> str:
         """A fresh one-time launch URL (what ``codeflux start`` prints and opens)."""
@@ -155,12 +180,15 @@ def start_in_thread(
     socket_path: Path | None = None,
     limits: TransportLimits | None = None,
     static: StaticFiles | None = None,
+    ui_name: str | None = None,
 ) -> RunningServer:
     """Start :func:`serve_coordinator` in a new thread; return once it serves (raise if it could not).
 
     The gRPC socket goes to ``socket_path``, else the app's data directory, else a fresh private
-    temporary directory removed by :meth:`RunningServer.stop`."""
+    temporary directory removed by :meth:`RunningServer.stop`. The UI's host name is ``ui_name``, else the
+    app's data directory's (as ``codeflux start`` uses), else a fresh one."""
     launch = tokens or LaunchTokens()
+    name = ui_name or (browser_host_name(app.db) if app is not None else fresh_browser_host_name())
     scratch: Path | None = None
     if socket_path is not None:
         path = socket_path
@@ -181,7 +209,7 @@ def start_in_thread(
             started.set()
 
         await serve_coordinator(app, table, host=host, port=port, tokens=launch, socket_path=path,
-                                ready=ready, stop=stop_event, limits=limits, static=static)
+                                ready=ready, stop=stop_event, ui_name=name, limits=limits, static=static)
 
     def run() -> None:
         try:

@@ -1,10 +1,12 @@
 """The loopback HTTP + WebSocket server: the HTTP policy, the upgrade gate and the envelope per connection.
 
 Authentication is bound to the connection object: the upgrade gate (run in ``process_request``, before
-the handshake) checks Host, Origin and the session cookie (:func:`codeflux.server.http.upgrade_refusal`),
-then the server's connection cap and upgrade rate (429), and only then records *this connection
-object* as authenticated. The connection handler serves the envelope only to a recorded connection;
-nothing downstream looks at a header.
+the handshake) checks Host, Origin, the session cookie and the tab's page key
+(:func:`codeflux.server.http.upgrade_refusal`), then the server's connection cap and upgrade rate (429),
+and only then records *this connection object* as authenticated. The connection handler serves the
+envelope only to a recorded connection; nothing downstream looks at a header. The method table the
+browser reaches is guarded by :class:`~codeflux.server.confirmations.CardConfirmations`: decisions must
+send back the value of the card they answer.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from websockets.asyncio.server import serve as websockets_serve
 from websockets.http11 import Request, Response
 
 from codeflux.server.assets import StaticFiles
+from codeflux.server.confirmations import CardConfirmations
 from codeflux.server.envelope import SUBPROTOCOLS, EnvelopeConnection
 from codeflux.server.http import make_process_request, to_response, too_many, transport_logger, upgrade_refusal
 from codeflux.server.launch import LaunchTokens
@@ -39,11 +42,17 @@ class WebSocketTransport:
         table: MethodTable,
         tokens: LaunchTokens,
         *,
+        ui_name: str,
+        confirmations: CardConfirmations | None = None,
         limits: TransportLimits | None = None,
         static: StaticFiles | None = None,
     ) -> None:
-        self._table = table
+        """``ui_name``: the UI's host name (``cf-<label>.localhost``, or the loopback address with ``--ip-host``);
+        every request must name it in ``Host``."""
+        self._confirmations = confirmations or CardConfirmations()
+        self._table = self._confirmations.guard(table)
         self._tokens = tokens
+        self._ui_name = ui_name
         self._limits = limits or TransportLimits()
         self._static = static
         self._rate = UpgradeRate(self._limits.upgrades_per_minute)
@@ -57,12 +66,16 @@ class WebSocketTransport:
     def limits(self) -> TransportLimits:
         return self._limits
 
-    def _admit_upgrade(self, connection: ServerConnection, request: Request, origin_host: str) -> Response | None:
+    @property
+    def ui_name(self) -> str:
+        return self._ui_name
+
+    def _admit_upgrade(self, connection: ServerConnection, request: Request, ui_host: str) -> Response | None:
         raw = list(request.headers.raw_items())
-        refusal = upgrade_refusal(request.method, request.path, raw, origin_host=origin_host, tokens=self._tokens)
+        refusal = upgrade_refusal(request.method, request.path, raw, ui_host=ui_host, tokens=self._tokens)
         if refusal is not None:
             return to_response(refusal)
-        host = request.headers.get("Host", origin_host).lower()
+        host = ui_host
         if len(self._open) + len(self._pending()) >= self._limits.max_connections:
             return to_response(too_many(host, "codeflux already has as many browser connections as it allows."))
         if not self._rate.admit():
@@ -111,7 +124,8 @@ class WebSocketTransport:
             self.handle,
             host,
             port,
-            process_request=make_process_request(self._tokens, upgrade=self._admit_upgrade, static=self._static),
+            process_request=make_process_request(self._tokens, ui_name=self._ui_name, upgrade=self._admit_upgrade,
+                                                 static=self._static),
             subprotocols=[*SUBPROTOCOLS],  # type: ignore[list-item]
             max_size=self._limits.max_message_bytes,
             max_queue=16,

@@ -34,7 +34,7 @@ from pathlib import Path
 from codeflux.api.v1 import product_pb2
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.domain.events import AgentMessage
-from codeflux.server.client import EnvelopeClient, redeem_launch
+from codeflux.server.client import BrowserSession, EnvelopeClient, connect_address, redeem_launch
 from codeflux.server.serve import start_in_thread
 from codeflux.services import session
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
@@ -100,8 +100,8 @@ def bare_read_seconds(path: Path) -> float:
     return elapsed
 
 
-async def replay_seconds(ws_url: str, cookie: str) -> float:
-    async with await EnvelopeClient.connect(ws_url, cookie=cookie) as client:
+async def replay_seconds(ws_url: str, session: BrowserSession) -> float:
+    async with await EnvelopeClient.connect(ws_url, session=session) as client:
         started = time.perf_counter()
         stream = await client.open(SUBSCRIBE, product_pb2.SubscribeRequest(session_id=SYSTEM_SESSION_ID),
                                    product_pb2.SessionFrame)
@@ -119,7 +119,7 @@ async def replay_seconds(ws_url: str, cookie: str) -> float:
     return elapsed
 
 
-async def live_latencies(ws_url: str, cookie: str, db: Database) -> list[float]:
+async def live_latencies(ws_url: str, session: BrowserSession, db: Database) -> list[float]:
     committed_at: dict[int, float] = {}
     latencies: list[float] = []
 
@@ -130,7 +130,7 @@ async def live_latencies(ws_url: str, cookie: str, db: Database) -> list[float]:
 
         db.write(work)
 
-    async with await EnvelopeClient.connect(ws_url, cookie=cookie) as client:
+    async with await EnvelopeClient.connect(ws_url, session=session) as client:
         stream = await client.open(SUBSCRIBE, product_pb2.SubscribeRequest(
             session_id=SYSTEM_SESSION_ID, after_sequence=EVENTS), product_pb2.SessionFrame)
         boundary = await anext(stream)
@@ -202,10 +202,11 @@ def cold_start_seconds(folder: Path, *, use_cli: bool, env: dict[str, str]) -> f
                 break
         if url is None:
             raise RuntimeError(f"the server exited {process.wait()} without printing its URL")
-        cookie = redeem_launch(url)
+        session = redeem_launch(url)
         host_port = url.split("/")[2]
-        connection = http.client.HTTPConnection(*host_port.rsplit(":", 1), timeout=30)
-        connection.request("GET", "/", headers={"Cookie": cookie})
+        name, port = host_port.rsplit(":", 1)
+        connection = http.client.HTTPConnection(connect_address(name), int(port), timeout=30)
+        connection.request("GET", "/", headers={"Cookie": session.cookie, "Host": host_port})
         response = connection.getresponse()
         body = response.read()
         elapsed = time.perf_counter() - started
@@ -241,12 +242,12 @@ def main() -> int:
             fill_journal(db, EVENTS)
             server = start_in_thread(MethodTable.of(session.methods(app)))
             try:
-                cookie = redeem_launch(server.launch_url())
+                signed_in = redeem_launch(server.launch_url())
                 replay, bare = [], []
                 for _ in range(ROUNDS):  # interleaved so drift affects both sides alike
                     bare.append(bare_read_seconds(location.database))
-                    replay.append(asyncio.run(replay_seconds(server.ws_url, cookie)))
-                latencies = asyncio.run(live_latencies(server.ws_url, cookie, db))
+                    replay.append(asyncio.run(replay_seconds(server.ws_url, signed_in)))
+                latencies = asyncio.run(live_latencies(server.ws_url, signed_in, db))
             finally:
                 server.stop()
         finally:

@@ -4,6 +4,7 @@ inside the real page: Host, Origin, launch token, GET-only, no foreign requests,
 from __future__ import annotations
 
 import http.client
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin, Subprotocol
 
+from codeflux.server.client import connect_address, redeem_launch
 from tests.fixtures.browser import WAIT_S, AppPage, chromium_browser, failure_screenshot, open_app, thread_coordinator
 
 pytestmark = [pytest.mark.browser, pytest.mark.security]
@@ -36,9 +38,9 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 def _request(url: str, method: str = "GET", headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
     parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
+    connection = http.client.HTTPConnection(connect_address(parts.hostname), parts.port, timeout=30)
     target = parts.path + (f"?{parts.query}" if parts.query else "")
-    connection.request(method, target or "/", headers=headers or {})
+    connection.request(method, target or "/", headers={"Host": parts.netloc, **(headers or {})})
     response = connection.getresponse()
     response.read()
     connection.close()
@@ -47,9 +49,9 @@ def _request(url: str, method: str = "GET", headers: dict[str, str] | None = Non
 
 def _session_cookie(server: Any) -> str:
     response = _request(server.launch_url())
-    assert response.status == 303
+    assert response.status == 200
     cookie = response.getheader("Set-Cookie") or ""
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Domain" not in cookie
     return cookie.split(";", 1)[0]
 
 
@@ -69,7 +71,7 @@ def test_a_forged_host_is_misdirected(server: Any) -> None:
 def test_the_launch_token_works_once_and_a_plain_get_has_no_session(server: Any) -> None:
     url = server.launch_url()
     first = _request(url)
-    assert first.status == 303
+    assert first.status == 200
     assert first.getheader("Set-Cookie")
     second = _request(url)
     assert second.status in (403, 404, 410)
@@ -84,26 +86,32 @@ def test_only_get_is_answered(server: Any) -> None:
         assert _request(_origin(server) + "/", method=method).status == 405, method
 
 
-def _dial(ws_url: str, *, origin: str | None, cookie: str | None) -> str | None:
+def _dial(ws_url: str, *, origin: str | None, cookie: str | None, page_key: str | None) -> str | None:
     """Open and close a WebSocket; returns the agreed subprotocol (raises InvalidStatus when refused)."""
     headers = {"Cookie": cookie} if cookie else {}
-    with connect(ws_url, origin=None if origin is None else Origin(origin), additional_headers=headers,
-                 subprotocols=[Subprotocol(SUBPROTOCOL)], open_timeout=30) as connection:
+    offered = [Subprotocol(SUBPROTOCOL)] + ([Subprotocol(f"codeflux.page.{page_key}")] if page_key else [])
+    sock = socket.create_connection(("127.0.0.1", urlsplit(ws_url).port or 80), timeout=30)
+    with connect(ws_url, sock=sock, origin=None if origin is None else Origin(origin), additional_headers=headers,
+                 subprotocols=offered, open_timeout=30) as connection:
         return connection.subprotocol
 
 
-def test_the_websocket_needs_the_exact_origin_and_the_cookie(server: Any) -> None:
+def test_the_websocket_needs_the_exact_origin_the_cookie_and_the_page_key(server: Any) -> None:
     origin = _origin(server)
     ws_url = origin.replace("http://", "ws://") + "/ws"
-    cookie = _session_cookie(server)
-    assert _dial(ws_url, origin=origin, cookie=cookie) == SUBPROTOCOL
-    for bad_origin in ("http://evil.example", "null", "http://127.0.0.1.attacker.invalid", "http://127.0.0.1:1", None):
+    signed_in = redeem_launch(server.launch_url())
+    cookie, key = signed_in.cookie, signed_in.page_key
+    assert _dial(ws_url, origin=origin, cookie=cookie, page_key=key) == SUBPROTOCOL
+    for bad_origin in ("http://evil.example", "null", "http://127.0.0.1.attacker.invalid", "http://127.0.0.1:1",
+                       f"http://127.0.0.1:{server.port}", None):
         with pytest.raises(InvalidStatus):
-            _dial(ws_url, origin=bad_origin, cookie=cookie)
+            _dial(ws_url, origin=bad_origin, cookie=cookie, page_key=key)
     with pytest.raises(InvalidStatus):
-        _dial(ws_url, origin=origin, cookie=None)
+        _dial(ws_url, origin=origin, cookie=None, page_key=key)
     with pytest.raises(InvalidStatus):
-        _dial(ws_url, origin=origin, cookie=cookie.replace("=", "=x", 1))
+        _dial(ws_url, origin=origin, cookie=cookie.replace("=", "=x", 1), page_key=key)
+    with pytest.raises(InvalidStatus):  # a copied cookie without the tab's page key
+        _dial(ws_url, origin=origin, cookie=cookie, page_key=None)
 
 
 def test_the_page_requests_nothing_outside_its_origin_and_runs_no_inline_script(

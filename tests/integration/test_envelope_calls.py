@@ -22,7 +22,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from codeflux.api.v1 import envelope_pb2, product_pb2
-from codeflux.server.client import EnvelopeClient
+from codeflux.server.client import BrowserSession, EnvelopeClient
 from codeflux.server.envelope import JSON_SUBPROTOCOL, PROTO_SUBPROTOCOL
 from codeflux.server.limits import TransportLimits
 from codeflux.store.events import SYSTEM_SESSION_ID
@@ -43,10 +43,12 @@ def subscribe(after: int, session_id: str = SYSTEM_SESSION_ID) -> product_pb2.Su
     return product_pb2.SubscribeRequest(session_id=session_id, after_sequence=after)
 
 
-async def raw(harness: TransportHarness, cookie: str, subprotocol: str = PROTO_SUBPROTOCOL) -> ClientConnection:
-    return await connect(harness.server.ws_url, additional_headers={"Cookie": cookie},
+async def raw(harness: TransportHarness, session: BrowserSession,
+              subprotocol: str = PROTO_SUBPROTOCOL) -> ClientConnection:
+    return await connect(harness.server.ws_url, additional_headers={"Cookie": session.cookie},
                          origin=harness.server.origin,  # type: ignore[arg-type]
-                         subprotocols=[subprotocol], max_size=None)  # type: ignore[list-item]
+                         host="127.0.0.1", proxy=None,
+                         subprotocols=session.subprotocols(subprotocol), max_size=None)  # type: ignore[arg-type]
 
 
 def call_frame(stream_id: int, method: str, request: object) -> bytes:
@@ -78,10 +80,10 @@ async def close_code(ws: ClientConnection) -> int | None:
 
 def test_replay_boundary_then_live_alongside_unary_calls_on_one_socket(harness: TransportHarness) -> None:
     commit_events(harness.db, 30)
-    cookie = harness.cookie()
+    session = harness.session()
 
     async def scenario() -> tuple[list[int], int, list[int], list[int]]:
-        async with await EnvelopeClient.connect(harness.server.ws_url, cookie=cookie) as client:
+        async with await EnvelopeClient.connect(harness.server.ws_url, session=session) as client:
             stream = await client.open(SUBSCRIBE, subscribe(after=10), product_pb2.SessionFrame)
             replayed: list[int] = []
             live: list[int] = []
@@ -116,10 +118,10 @@ def test_replay_boundary_then_live_alongside_unary_calls_on_one_socket(harness: 
 
 def test_subscribing_at_the_head_sends_the_boundary_at_once(harness: TransportHarness) -> None:
     commit_events(harness.db, 3)
-    cookie = harness.cookie()
+    session = harness.session()
 
     async def first_frame() -> product_pb2.SessionFrame:
-        async with await EnvelopeClient.connect(harness.server.ws_url, cookie=cookie) as client:
+        async with await EnvelopeClient.connect(harness.server.ws_url, session=session) as client:
             stream = await client.open(SUBSCRIBE, subscribe(after=3), product_pb2.SessionFrame)
             frame = await anext(stream)
             await stream.cancel()
@@ -129,10 +131,10 @@ def test_subscribing_at_the_head_sends_the_boundary_at_once(harness: TransportHa
 
 
 def test_cancel_ends_the_stream_with_status_cancelled(harness: TransportHarness) -> None:
-    cookie = harness.cookie()
+    session = harness.session()
 
     async def scenario() -> list[envelope_pb2.Frame]:
-        async with await raw(harness, cookie) as ws:
+        async with await raw(harness, session) as ws:
             await ws.send(call_frame(1, SUBSCRIBE, subscribe(after=0)))
             first = envelope_pb2.Frame.FromString(await ws.recv())  # type: ignore[arg-type]
             await ws.send(envelope_pb2.Frame(stream_id=1, cancel=envelope_pb2.Cancel()).SerializeToString())
@@ -167,10 +169,10 @@ def test_bad_calls_get_a_safe_status_and_the_connection_goes_on(
     harness: TransportHarness, method: str, request_message: object, code: int, words: str
 ) -> None:
     commit_events(harness.db, 2)
-    cookie = harness.cookie()
+    session = harness.session()
 
     async def scenario() -> tuple[envelope_pb2.Status, envelope_pb2.Frame]:
-        async with await raw(harness, cookie) as ws:
+        async with await raw(harness, session) as ws:
             await ws.send(call_frame(1, method, request_message))
             status = (await frames_until_status(ws, 1))[-1].status
             await ws.send(call_frame(2, GET_HEAD, head_request()))
@@ -188,11 +190,11 @@ def test_bad_calls_get_a_safe_status_and_the_connection_goes_on(
 
 
 def test_a_request_that_is_not_a_message_of_its_type_is_invalid(harness: TransportHarness) -> None:
-    cookie = harness.cookie()
+    session = harness.session()
     garbage = any_pb2.Any(type_url="type.googleapis.com/codeflux.v1.GetHeadRequest", value=b"\xff\xff\xff")
 
     async def scenario() -> envelope_pb2.Status:
-        async with await raw(harness, cookie) as ws:
+        async with await raw(harness, session) as ws:
             call = envelope_pb2.Call(method=GET_HEAD, request=garbage)
             await ws.send(envelope_pb2.Frame(stream_id=1, call=call).SerializeToString())
             return (await frames_until_status(ws, 1))[-1].status
@@ -202,10 +204,10 @@ def test_a_request_that_is_not_a_message_of_its_type_is_invalid(harness: Transpo
 
 def test_more_streams_than_the_cap_are_resource_exhausted(tmp_path: Path) -> None:
     with transport_harness(tmp_path / "data", limits=TransportLimits(max_streams=2)) as harness:
-        cookie = harness.cookie()
+        session = harness.session()
 
         async def scenario() -> tuple[int, int]:
-            async with await raw(harness, cookie) as ws:
+            async with await raw(harness, session) as ws:
                 for stream_id in (1, 2):
                     await ws.send(call_frame(stream_id, SUBSCRIBE, subscribe(after=0)))
                     await ws.recv()  # the boundary: the stream is open and live
@@ -235,10 +237,10 @@ def test_more_streams_than_the_cap_are_resource_exhausted(tmp_path: Path) -> Non
 )
 def test_protocol_violations_close_the_connection(harness: TransportHarness, payload: bytes | str,
                                                   expected: int) -> None:
-    cookie = harness.cookie()
+    session = harness.session()
 
     async def scenario() -> int | None:
-        async with await raw(harness, cookie) as ws:
+        async with await raw(harness, session) as ws:
             await ws.send(payload)
             return await close_code(ws)
 
@@ -246,16 +248,16 @@ def test_protocol_violations_close_the_connection(harness: TransportHarness, pay
 
 
 def test_a_message_over_4_mib_closes_the_connection(harness: TransportHarness) -> None:
-    cookie = harness.cookie()
+    session = harness.session()
 
     async def scenario() -> tuple[int | None, bool, int]:
-        async with await raw(harness, cookie) as ws:
+        async with await raw(harness, session) as ws:
             with contextlib.suppress(ConnectionClosed):  # the server may close while the client still writes
                 await ws.send(b"\x00" * (4 * 1024 * 1024 + 1))
             await close_code(ws)
             received = ws.protocol.close_rcvd
             closed = ws.state.name == "CLOSED"
-        async with await raw(harness, cookie) as ws:  # the server itself is unaffected
+        async with await raw(harness, session) as ws:  # the server itself is unaffected
             await ws.send(call_frame(1, GET_HEAD, head_request()))
             after = (await frames_until_status(ws, 1))[-1].status.code
         return (received.code if received is not None else None), closed, after
@@ -268,10 +270,10 @@ def test_a_message_over_4_mib_closes_the_connection(harness: TransportHarness) -
 
 
 def test_a_reused_stream_id_closes_the_connection(harness: TransportHarness) -> None:
-    cookie = harness.cookie()
+    session = harness.session()
 
     async def scenario() -> int | None:
-        async with await raw(harness, cookie) as ws:
+        async with await raw(harness, session) as ws:
             await ws.send(call_frame(5, GET_HEAD, head_request()))
             await frames_until_status(ws, 5)
             await ws.send(call_frame(5, GET_HEAD, head_request()))
@@ -285,18 +287,18 @@ def test_a_reused_stream_id_closes_the_connection(harness: TransportHarness) -> 
 
 def test_json_mode_speaks_canonical_proto3_json_with_int64_as_strings(harness: TransportHarness) -> None:
     commit_events(harness.db, 4)
-    cookie = harness.cookie()
+    session = harness.session()
     call = {"streamId": 1, "call": {"method": GET_HEAD, "request": {
         "@type": "type.googleapis.com/codeflux.v1.GetHeadRequest", "sessionId": SYSTEM_SESSION_ID}}}
 
     async def scenario() -> tuple[list[dict[str, object]], int | None, int | None]:
-        async with await raw(harness, cookie, JSON_SUBPROTOCOL) as ws:
+        async with await raw(harness, session, JSON_SUBPROTOCOL) as ws:
             await ws.send(json.dumps(call))
             replies = [json.loads(await ws.recv()), json.loads(await ws.recv())]
-        async with await raw(harness, cookie, JSON_SUBPROTOCOL) as ws:
+        async with await raw(harness, session, JSON_SUBPROTOCOL) as ws:
             await ws.send(json.dumps({"streamId": 1, "call": {"method": GET_HEAD}, "surprise": 1}))
             unknown_field = await close_code(ws)
-        async with await raw(harness, cookie, JSON_SUBPROTOCOL) as ws:
+        async with await raw(harness, session, JSON_SUBPROTOCOL) as ws:
             await ws.send(call_frame(1, GET_HEAD, head_request()))
             binary_on_json = await close_code(ws)
         return replies, unknown_field, binary_on_json

@@ -1,4 +1,4 @@
-"""The launch security of the loopback server over real sockets (issue 6 item 2).
+"""The launch security of the loopback server over real sockets (issue 6 item 2, issue 13).
 
 A real websockets 17 server on 127.0.0.1:0, in its own asyncio loop on a thread, answering through
 `make_process_request`; the client is `http.client` or a raw socket.
@@ -27,15 +27,23 @@ async def _never_upgraded(connection: ServerConnection) -> None:  # pragma: no c
     await connection.close()
 
 
+UI_NAME = "cf-abcdefghijklmnopqrst.localhost"
+
+
 @dataclass
 class RunningServer:
     port: int
     tokens: LaunchTokens
 
+    @property
+    def ui_host(self) -> str:
+        return f"{UI_NAME}:{self.port}"
+
     def get(self, path: str, *, method: str = "GET", headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+        """A request over 127.0.0.1 naming the UI's host (unless ``headers`` give another Host)."""
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
-            connection.request(method, path, headers=headers or {})
+            connection.request(method, path, headers={"Host": self.ui_host, **(headers or {})})
             response = connection.getresponse()
             response.read()
             return response
@@ -57,7 +65,7 @@ def server() -> Iterator[RunningServer]:
             _never_upgraded,
             "127.0.0.1",
             0,
-            process_request=make_process_request(tokens),
+            process_request=make_process_request(tokens, ui_name=UI_NAME),
             server_header=None,
             logger=transport_logger(),
         ) as ws_server:
@@ -85,10 +93,12 @@ def server() -> Iterator[RunningServer]:
     assert set(threading.enumerate()) <= threads_before
 
 
-def test_a_spoofed_host_is_misdirected(server: RunningServer) -> None:
-    response = server.get("/", headers={"Host": "evil.example"})
+@pytest.mark.parametrize("host", ["evil.example", "127.0.0.1:{port}", "localhost:{port}", "{ui}:1"])
+def test_a_spoofed_host_is_misdirected_without_learning_the_ui_host(server: RunningServer, host: str) -> None:
+    response = server.get("/", headers={"Host": host.format(port=server.port, ui=UI_NAME)})
     assert response.status == 421
-    assert response.getheader("Content-Security-Policy").endswith(f"connect-src ws://127.0.0.1:{server.port}")
+    assert response.getheader("Content-Security-Policy").endswith("connect-src 'none'")
+    assert "abcdefghijklmnopqrst" not in str(response.getheaders())
 
 
 def test_a_raw_request_with_a_rebinding_host_is_misdirected(server: RunningServer) -> None:
@@ -117,14 +127,13 @@ def test_launch_gives_the_cookie_once_and_home_needs_it(server: RunningServer) -
 
     token = server.tokens.issue()
     launched = server.get(f"/launch?token={token}")
-    assert launched.status == 303
-    assert launched.getheader("Location") == "/"
+    assert launched.status == 200
     set_cookie = launched.getheader("Set-Cookie")
     assert set_cookie.startswith(f"{COOKIE_NAME}=")
     assert set_cookie.endswith("; Path=/; HttpOnly; SameSite=Strict")
     assert launched.getheader("Content-Security-Policy") == (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; "
-        f"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; connect-src ws://127.0.0.1:{server.port}"
+        f"base-uri 'none'; form-action 'none'; frame-ancestors 'none'; connect-src ws://{server.ui_host}"
     )
 
     again = server.get(f"/launch?token={token}")
@@ -141,11 +150,19 @@ def test_unknown_paths_are_not_found(server: RunningServer) -> None:
     assert server.get("/api").status == 404
 
 
-def test_the_session_secret_is_never_logged(server: RunningServer, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_session_secret_and_the_page_key_are_never_logged(
+    server: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
-    launched = server.get(f"/launch?token={server.tokens.issue()}")
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("GET", f"/launch?token={server.tokens.issue()}", headers={"Host": server.ui_host})
+    launched = connection.getresponse()
+    page = launched.read().decode()
+    connection.close()
     cookie = launched.getheader("Set-Cookie").split(";")[0]
     secret = cookie.partition("=")[2]
+    page_key = page.split('name="codeflux-page-key" content="', 1)[1].split('"', 1)[0]
+    assert len(page_key) >= 32 and page_key not in caplog.text
     assert server.get("/", headers={"Cookie": cookie}).status == 200
     assert server.get("/", method="POST", headers={"Cookie": cookie}).status == 405
     assert any(record.name == "codeflux.server.transport" for record in caplog.records)  # the log was seen

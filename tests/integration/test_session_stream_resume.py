@@ -18,11 +18,11 @@ from tests.fixtures.transport_servers import SUBSCRIBE, commit_events, transport
 def test_a_dropped_connection_resumes_from_the_last_sequence(tmp_path: Path) -> None:
     with transport_harness(tmp_path / "data") as harness:
         commit_events(harness.db, 12)
-        cookie = harness.cookie()
+        session = harness.session()
 
         async def scenario() -> tuple[list[int], int | None, list[int], int, int]:
             seen: list[int] = []
-            async with await EnvelopeClient.connect(harness.server.ws_url, cookie=cookie) as client:
+            async with await EnvelopeClient.connect(harness.server.ws_url, session=session) as client:
                 stream = await client.open(SUBSCRIBE, product_pb2.SubscribeRequest(session_id=SYSTEM_SESSION_ID),
                                            product_pb2.SessionFrame)
                 with pytest.raises(OperationFailedError, match="connection to the coordinator closed"):
@@ -34,7 +34,7 @@ def test_a_dropped_connection_resumes_from_the_last_sequence(tmp_path: Path) -> 
                             await asyncio.to_thread(commit_events, harness.db, 4)  # while disconnected
                 close_code = client.connection.close_code
             after: list[int] = []
-            async with await EnvelopeClient.connect(harness.server.ws_url, cookie=cookie) as client:
+            async with await EnvelopeClient.connect(harness.server.ws_url, session=session) as client:
                 request = product_pb2.SubscribeRequest(session_id=SYSTEM_SESSION_ID, after_sequence=seen[-1])
                 stream = await client.open(SUBSCRIBE, request, product_pb2.SessionFrame)
                 async for frame in stream:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from google.protobuf.message import Message
 
 from codeflux.api.v1 import common_pb2
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.server.client import call_unary, unix_channel
+from codeflux.server.client import call_unary, connect_address, unix_channel
 from tests.fixtures.cli import run_codeflux
 from tests.fixtures.processes import wait_until_no_process_works_under
 
@@ -67,10 +68,18 @@ def started(tmp_path: Path) -> Iterator[Started]:
 
 
 def _get(origin: str, path: str, headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+    """GET ``path`` from ``origin`` as a browser would (``*.localhost`` is loopback; Host names the origin)."""
     parts = urlsplit(origin)
-    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
-    connection.request("GET", path, headers=headers or {})
+    connection = http.client.HTTPConnection(connect_address(parts.hostname), parts.port, timeout=30)
+    connection.request("GET", path, headers={"Host": parts.netloc, **(headers or {})})
     return connection.getresponse()
+
+
+def _stop(started: Started) -> str:
+    started.process.send_signal(signal.SIGTERM)
+    out, _ = started.process.communicate(timeout=90)
+    assert started.process.returncode == 0
+    return out
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0:0", "192.168.1.10:47311", "example.com:80", "[::ffff:127.0.0.1]:0",
@@ -88,9 +97,9 @@ def test_start_migrates_prints_a_one_time_launch_url_and_serves_the_page(started
     assert plain.status == 200 and plain.getheader("Set-Cookie") is None
     launch = urlsplit(started.launch_url)
     first = _get(started.origin, f"{launch.path}?{launch.query}")
-    assert first.status == 303
+    assert first.status == 200
     cookie = first.getheader("Set-Cookie") or ""
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Domain" not in cookie
     again = _get(started.origin, f"{launch.path}?{launch.query}")
     assert again.status == 403 and again.getheader("Set-Cookie") is None
     secret = cookie.split(";")[0].split("=", 1)[1]
@@ -98,6 +107,40 @@ def test_start_migrates_prints_a_one_time_launch_url_and_serves_the_page(started
     app = _get(started.origin, "/", {"Cookie": cookie.split(";")[0]})
     assert app.status == 200
     assert b"<script" in app.read()
+
+
+def test_start_serves_the_ui_on_its_own_host_name_kept_per_data_directory(started: Started, tmp_path: Path) -> None:
+    name = urlsplit(started.origin).hostname or ""
+    assert re.fullmatch(r"cf-[a-z2-7]{20}\.localhost", name), started.lines
+    port = urlsplit(started.origin).port
+    assert _get(f"http://127.0.0.1:{port}", "/").status == 421  # the address alone is not the UI's host
+    assert _get(started.origin, "/").status == 200
+    assert any("codeflux start --ip-host" in line for line in started.lines)  # the fallback is said, with its risk
+    _stop(started)
+    again = _start(tmp_path / "data")
+    assert urlsplit(again.origin).hostname == name  # the same name after a restart
+    _stop(again)
+    renewed = _start(tmp_path / "data", "--new-host-name")
+    fresh = urlsplit(renewed.origin).hostname or ""
+    assert fresh != name and re.fullmatch(r"cf-[a-z2-7]{20}\.localhost", fresh)
+    assert any("new host name" in line for line in renewed.lines)
+    _stop(renewed)
+    other = _start(tmp_path / "d2")
+    assert urlsplit(other.origin).hostname not in (name, fresh)  # another data directory, another name
+    _stop(other)
+
+
+def test_ip_host_is_the_explicit_fallback_and_warns_every_time(tmp_path: Path) -> None:
+    started = _start(tmp_path / "data", "--ip-host")
+    try:
+        assert urlsplit(started.origin).hostname == "127.0.0.1"
+        assert _get(started.origin, "/").status == 200
+        launch = urlsplit(started.launch_url)
+        assert _get(started.origin, f"{launch.path}?{launch.query}").status == 200
+    finally:
+        started.process.send_signal(signal.SIGTERM)
+        _, err = started.process.communicate(timeout=90)
+    assert "--ip-host" in err and "every other server" in err and "docs/security.md" in err
 
 
 def test_a_second_start_on_the_same_data_directory_names_the_running_one(started: Started, tmp_path: Path) -> None:

@@ -46,15 +46,15 @@ def test_a_stalled_subscriber_is_cut_off_and_resumes_from_its_last_sequence(
 
     with transport_harness(tmp_path / "data", limits=limits) as harness:
         commit_events(harness.db, 3)
-        cookie = harness.cookie()
+        session = harness.session()
 
         async def scenario() -> tuple[list[int], envelope_pb2.Status, list[int], int]:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             sock.connect(("127.0.0.1", harness.server.port))
-            async with connect(harness.server.ws_url, sock=sock, additional_headers={"Cookie": cookie},
+            async with connect(harness.server.ws_url, sock=sock, additional_headers={"Cookie": session.cookie},
                                origin=harness.server.origin,  # type: ignore[arg-type]
-                               subprotocols=[PROTO_SUBPROTOCOL],  # type: ignore[list-item]
+                               subprotocols=session.subprotocols(PROTO_SUBPROTOCOL),  # type: ignore[arg-type]
                                max_queue=1, max_size=None) as ws:
                 await ws.send(call_frame(1, after=0))
                 committed = 3

@@ -52,6 +52,7 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_PROVIDER_CREDENTIAL_STORED: _ClassVar[EventKind]
     EVENT_KIND_PROVIDER_CREDENTIAL_DELETED: _ClassVar[EventKind]
     EVENT_KIND_LOGS_PURGED: _ClassVar[EventKind]
+    EVENT_KIND_BROWSER_DECISION_REFUSED: _ClassVar[EventKind]
 EVENT_KIND_UNSPECIFIED: EventKind
 EVENT_KIND_REPOSITORY_REGISTERED: EventKind
 EVENT_KIND_TASK_CREATED: EventKind
@@ -94,6 +95,7 @@ EVENT_KIND_LADDER_RUNG_APPROVED: EventKind
 EVENT_KIND_PROVIDER_CREDENTIAL_STORED: EventKind
 EVENT_KIND_PROVIDER_CREDENTIAL_DELETED: EventKind
 EVENT_KIND_LOGS_PURGED: EventKind
+EVENT_KIND_BROWSER_DECISION_REFUSED: EventKind
 
 class GetOverviewRequest(_message.Message):
     __slots__ = ()
@@ -332,7 +334,7 @@ class ForecastView(_message.Message):
     def __init__(self, label: _Optional[str] = ..., heuristic: _Optional[str] = ..., wall_seconds: _Optional[_Union[CountRange, _Mapping]] = ..., tokens: _Optional[_Union[CountRange, _Mapping]] = ..., cost: _Optional[_Union[_common_pb2.MoneyRange, _Mapping]] = ..., uncertainty: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PlanView(_message.Message):
-    __slots__ = ("revision", "sha256", "task_class", "scope_summary", "scope_paths", "scope_excluded", "steps", "checks", "permissions", "assumptions", "forecast", "decision", "feedback", "author_label")
+    __slots__ = ("revision", "sha256", "task_class", "scope_summary", "scope_paths", "scope_excluded", "steps", "checks", "permissions", "assumptions", "forecast", "decision", "feedback", "author_label", "confirmation")
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
     TASK_CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -347,6 +349,7 @@ class PlanView(_message.Message):
     DECISION_FIELD_NUMBER: _ClassVar[int]
     FEEDBACK_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_LABEL_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     revision: int
     sha256: str
     task_class: str
@@ -361,7 +364,8 @@ class PlanView(_message.Message):
     decision: str
     feedback: str
     author_label: str
-    def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ...) -> None: ...
+    confirmation: str
+    def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ..., confirmation: _Optional[str] = ...) -> None: ...
 
 class BudgetView(_message.Message):
     __slots__ = ("set", "revision", "hard_limit", "warning", "spent", "reserved", "remaining", "tokens_used", "tokens_reserved", "token_limit", "token_limit_set", "pending_decisions", "exhausted", "lines")
@@ -396,7 +400,7 @@ class BudgetView(_message.Message):
     def __init__(self, set: _Optional[bool] = ..., revision: _Optional[int] = ..., hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., warning: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., spent: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., reserved: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., remaining: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., tokens_used: _Optional[int] = ..., tokens_reserved: _Optional[int] = ..., token_limit: _Optional[int] = ..., token_limit_set: _Optional[bool] = ..., pending_decisions: _Optional[_Iterable[int]] = ..., exhausted: _Optional[bool] = ..., lines: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PendingApproval(_message.Message):
-    __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd", "meaning", "allow_for_task_refusal")
+    __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd", "meaning", "allow_for_task_refusal", "confirmation")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -407,6 +411,7 @@ class PendingApproval(_message.Message):
     CWD_FIELD_NUMBER: _ClassVar[int]
     MEANING_FIELD_NUMBER: _ClassVar[int]
     ALLOW_FOR_TASK_REFUSAL_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     tool: str
     arguments: _containers.RepeatedCompositeFieldContainer[Argument]
@@ -417,7 +422,8 @@ class PendingApproval(_message.Message):
     cwd: str
     meaning: str
     allow_for_task_refusal: str
-    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., operation_identity: _Optional[str] = ..., reason: _Optional[str] = ..., cwd: _Optional[str] = ..., meaning: _Optional[str] = ..., allow_for_task_refusal: _Optional[str] = ...) -> None: ...
+    confirmation: str
+    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., operation_identity: _Optional[str] = ..., reason: _Optional[str] = ..., cwd: _Optional[str] = ..., meaning: _Optional[str] = ..., allow_for_task_refusal: _Optional[str] = ..., confirmation: _Optional[str] = ...) -> None: ...
 
 class Argument(_message.Message):
     __slots__ = ("name", "value")
@@ -520,16 +526,18 @@ class DraftPlanRequest(_message.Message):
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ...) -> None: ...
 
 class ApprovePlanRequest(_message.Message):
-    __slots__ = ("control", "task_id", "revision", "sha256")
+    __slots__ = ("control", "task_id", "revision", "sha256", "confirmation")
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     control: _common_pb2.MutationControl
     task_id: str
     revision: int
     sha256: str
-    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., revision: _Optional[int] = ..., sha256: _Optional[str] = ...) -> None: ...
+    confirmation: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., revision: _Optional[int] = ..., sha256: _Optional[str] = ..., confirmation: _Optional[str] = ...) -> None: ...
 
 class SendBackPlanRequest(_message.Message):
     __slots__ = ("control", "task_id", "revision", "sha256", "feedback")
@@ -622,18 +630,20 @@ class DenialView(_message.Message):
     def __init__(self, capability: _Optional[str] = ..., resource: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class DecideRequest(_message.Message):
-    __slots__ = ("control", "task_id", "request_id", "decision", "reason")
+    __slots__ = ("control", "task_id", "request_id", "decision", "reason", "confirmation")
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     DECISION_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     control: _common_pb2.MutationControl
     task_id: str
     request_id: str
     decision: str
     reason: str
-    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., request_id: _Optional[str] = ..., decision: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    confirmation: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., request_id: _Optional[str] = ..., decision: _Optional[str] = ..., reason: _Optional[str] = ..., confirmation: _Optional[str] = ...) -> None: ...
 
 class DecideReply(_message.Message):
     __slots__ = ("request_id", "outcome", "task")
@@ -724,7 +734,7 @@ class WhatRunsChangeView(_message.Message):
     def __init__(self, path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ReviewView(_message.Message):
-    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs")
+    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs", "accept_confirmation")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
@@ -737,6 +747,7 @@ class ReviewView(_message.Message):
     NOT_EXAMINED_FIELD_NUMBER: _ClassVar[int]
     EVIDENCE_MATCHES_DIFF_FIELD_NUMBER: _ClassVar[int]
     CHANGES_WHAT_RUNS_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     diff_identity: str
     base: str
@@ -749,7 +760,8 @@ class ReviewView(_message.Message):
     not_examined: _containers.RepeatedScalarFieldContainer[str]
     evidence_matches_diff: bool
     changes_what_runs: _containers.RepeatedCompositeFieldContainer[WhatRunsChangeView]
-    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ...) -> None: ...
+    accept_confirmation: str
+    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., accept_confirmation: _Optional[str] = ...) -> None: ...
 
 class ListStagesRequest(_message.Message):
     __slots__ = ("task_id", "attempt")
@@ -784,14 +796,16 @@ class ListStagesReply(_message.Message):
     def __init__(self, attempt: _Optional[int] = ..., stages: _Optional[_Iterable[_Union[StageView, _Mapping]]] = ...) -> None: ...
 
 class AcceptChangeRequest(_message.Message):
-    __slots__ = ("control", "task_id", "diff_identity")
+    __slots__ = ("control", "task_id", "diff_identity", "confirmation")
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     control: _common_pb2.MutationControl
     task_id: str
     diff_identity: str
-    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ...) -> None: ...
+    confirmation: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., confirmation: _Optional[str] = ...) -> None: ...
 
 class AcceptChangeReply(_message.Message):
     __slots__ = ("kind", "branch", "previous_head", "landed_head", "conflicting_paths", "task")

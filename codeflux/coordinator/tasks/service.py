@@ -38,7 +38,13 @@ from codeflux.coordinator.tasks.changes import (
 from codeflux.coordinator.tasks.ledger import Evidence, finish_attempt_ledger, record_verdicts_in_ledger
 from codeflux.coordinator.tasks.plans import PlanAuthor
 from codeflux.domain.errors import ConflictError, InvalidValueError, UsageError
-from codeflux.domain.events import DirtyTreeAcknowledged, PatchStored, RepositoryRegistered, RunAttemptOpened
+from codeflux.domain.events import (
+    BrowserDecisionRefused,
+    DirtyTreeAcknowledged,
+    PatchStored,
+    RepositoryRegistered,
+    RunAttemptOpened,
+)
 from codeflux.domain.ids import RepositoryId, RunId, TaskId
 from codeflux.domain.pipeline import StageName, StageVerdict
 from codeflux.domain.plans import Plan
@@ -326,6 +332,16 @@ class TaskService:
 
         return self._changes.mutate(scope=f"task:{task_id.value}", key=idempotency_key, work=work,
                             request={"operation": "begin-next-attempt"})
+
+    def record_browser_decision_refused(self, task_id: TaskId, *, decision: str, subject: str, reason: str) -> None:
+        """Journal that a decision reached the browser connection without the current card's confirmation
+        value (the decision itself was not made); the task is not changed."""
+        def work(tx: Transaction, events: list[JournalEvent]) -> None:
+            task = records.require_task_record(tx, task_id)
+            events.append(append_event(tx, session_id=task.session_id, event=BrowserDecisionRefused(
+                task_id=task_id, decision=decision, subject=subject[:128], reason=reason)))
+
+        self._changes.write(work)
 
     # ─── stage ledger and patches ────────────────────────────────────────────────────────────────────
 

@@ -1,7 +1,7 @@
 // The codeflux web client: one RpcClient (one WebSocket), views per screen, and the selected task's
 // session stream. Mutating controls are enabled only while that stream is live.
 
-import { Code, RpcClient } from "./rpc.js";
+import { Code, RpcClient, pageKey } from "./rpc.js";
 import { SessionStream, State } from "./session.js";
 import { clear, el } from "./dom.js";
 import { Timeline } from "./timeline.js";
@@ -53,6 +53,16 @@ class App {
   }
 
   async boot() {
+    if (!pageKey()) {
+      // The page key comes only with a launch link, and stays in the tab that opened it.
+      this.connection.textContent = "coordinator: not connected";
+      clear(this.main).append(el("section", { class: "notice", testid: "needs-launch-link" },
+        el("h2", { text: "Open codeflux from its launch link" }),
+        el("p", { text: "This tab was not opened through a codeflux launch link, so it cannot connect. "
+          + "Run `codeflux start` (or use the link it printed, if it is unused and less than two minutes old): "
+          + "each link opens codeflux in one tab, and that tab keeps working after a reload." })));
+      return;
+    }
     try {
       this.overview = await this.rpc.unary("WorkspaceService/GetOverview", {});
     } catch (error) {
@@ -98,6 +108,11 @@ class App {
     } catch (error) {
       if (isStaleRevision(error)) {
         this.showNotice("This task changed since you looked; reloaded. Check it and try again.", "stale-revision");
+        await (reload ? reload() : this.refreshTask());
+      } else if (error.detail && error.detail.errorType === "UnconfirmedDecisionError") {
+        // The card this answered is no longer the one codeflux shows: nothing was decided; show the current one.
+        this.showNotice("Nothing was decided: that card is no longer current. Reloaded; check it and decide again.",
+          "unconfirmed-decision");
         await (reload ? reload() : this.refreshTask());
       } else {
         this.showError(error);

@@ -88,7 +88,8 @@ export const commands = {
     return this.mutate(async () => {
       const taskId = this.taskId;
       const approved = await this.rpc.unary("TaskService/ApprovePlan",
-        { control: control("approve", this.task.revision), taskId, revision: plan.revision, sha256: plan.sha256 });
+        { control: control("approve", this.task.revision), taskId, revision: plan.revision, sha256: plan.sha256,
+          confirmation: plan.confirmation || "" });
       const task = await this.rpc.unary("TaskService/StartTask",
         { control: control("start", approved.revision), taskId, planRevision: plan.revision });
       this.applyTask(task);
@@ -112,8 +113,11 @@ export const commands = {
 
   decide(requestId, decision) {
     return this.mutate(async () => {
+      // The card's confirmation: issued by the coordinator with the pending request, used up by this decision.
+      const card = ((this.task && this.task.pendingApprovals) || []).find((a) => a.requestId === requestId);
       const reply = await this.rpc.unary("ApprovalService/Decide",
-        { control: control("decide", this.task.revision), taskId: this.taskId, requestId, decision });
+        { control: control("decide", this.task.revision), taskId: this.taskId, requestId, decision,
+          confirmation: (card && card.confirmation) || "" });
       if (reply.task) this.applyTask(reply.task);
     });
   },
@@ -126,9 +130,10 @@ export const commands = {
     });
   },
 
-  accept(diffIdentity) {
+  accept(diffIdentity, confirmation) {
     return this.mutate(async () => {
-      const reply = await this.rpc.unary("ReviewService/AcceptChange", { control: control("accept"), taskId: this.taskId, diffIdentity });
+      const reply = await this.rpc.unary("ReviewService/AcceptChange",
+        { control: control("accept"), taskId: this.taskId, diffIdentity, confirmation: confirmation || "" });
       if (reply.task) this.applyTask(reply.task);
       clear(this.drawerSlot).append(el("aside", { class: "drawer", testid: "accept-result" },
         el("h2", { text: "Change accepted" }),

@@ -42,7 +42,7 @@ export function reviewDrawer(app, task, review) {
   const reason = el("input", { id: "reject-reason", testid: "reject-reason", placeholder: "Why reject?" });
   const canDecide = task.state === "awaiting-review";
   const decide = canDecide ? el("div", { class: "actions" },
-    mutatingButton("Accept the change", () => app.accept(review.diffIdentity), "review-accept", { dataset: { mutating: "1", scope: "task" } }),
+    mutatingButton("Accept the change", () => app.accept(review.diffIdentity, review.acceptConfirmation), "review-accept", { dataset: { mutating: "1", scope: "task" } }),
     el("label", { for: "reject-reason", text: "Reason" }), reason,
     mutatingButton("Reject", () => app.reject(review.diffIdentity, reason.value), "review-reject", { dataset: { mutating: "1", scope: "task" } }))
     : el("p", { class: "empty", text: `Review decisions are available when the task awaits review (now: ${task.state}).` });

@@ -64,6 +64,19 @@ function describeStatus(status) {
   return new RpcError(code, status.safeMessage || detail.safeMessage || "", detail);
 }
 
+// Where a tab keeps its page key (launch.js puts it there); the upgrade offers it as a subprotocol next to
+// the envelope's, so the session cookie alone opens nothing.
+export const PAGE_KEY_STORAGE = "codeflux.pageKey";
+const PAGE_KEY_PROTOCOL = "codeflux.page.";
+
+export function pageKey() {
+  try {
+    return sessionStorage.getItem(PAGE_KEY_STORAGE) || "";
+  } catch {
+    return "";
+  }
+}
+
 export class RpcClient {
   constructor(url = `ws://${location.host}/ws`) {
     this.url = url;
@@ -93,7 +106,7 @@ export class RpcClient {
     this.opening = new Promise((resolve, reject) => {
       let socket;
       try {
-        socket = new WebSocket(this.url, [SUBPROTOCOL]);
+        socket = new WebSocket(this.url, [SUBPROTOCOL, PAGE_KEY_PROTOCOL + pageKey()]);
       } catch (error) {
         this.opening = null;
         reject(new RpcError(Code.UNAVAILABLE, "could not connect to the coordinator"));

@@ -212,6 +212,18 @@ function agentMessage(payload) {
       el("p", { class: "note" }, `attempt ${payload.attempt} · committed`)) };
 }
 
+const REFUSED_DECISION = { "approve-plan": "An approval of the plan", decide: "An answer to a tool request",
+  accept: "An accept of the change" };
+
+function browserDecisionRefused(payload) {
+  const what = REFUSED_DECISION[payload.decision] || "A decision";
+  return { title: "A decision was refused", testid: "decision-refused-card",
+    content: el("div", {}, el("p", { text: `${what} reached codeflux's browser connection without the `
+      + `confirmation of the card it answers (${payload.reason}), so nothing was decided. If you did not just `
+      + "click an outdated card, something else holds this browser session: see docs/security.md." }),
+    facts([["Answered", payload.subject]])) };
+}
+
 function genericCard(payload, event) {
   const summary = Object.entries(payload).slice(0, 8).map(([key, value]) =>
     [key, typeof value === "object" && value !== null ? JSON.stringify(value) : String(value)]);
@@ -235,4 +247,5 @@ const CARD_BUILDERS = {
     content: facts([["Branch", payload.branch], ["Landed", payload.landed_head], ["How", payload.kind]]) }),
   [EventKind.RECOVERY_ASSESSED]: recoveryAssessed,
   [EventKind.AGENT_MESSAGE]: agentMessage,
+  [EventKind.BROWSER_DECISION_REFUSED]: browserDecisionRefused,
 };

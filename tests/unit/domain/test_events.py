@@ -41,6 +41,7 @@ TODAYS_SHAPES: dict[str, dict[str, Any]] = {
                                 "by": "user"},
     "endpoint-approved": {"provider": "openai-compatible", "base_url": "http://127.0.0.1:8080/v1", "by": "user"},
     "ladder-rung-approved": {"task_id": TASK, "rung": "capable:max", "by": "user"},
+    "browser-decision-refused": {"task_id": TASK, "decision": "decide", "subject": REQUEST, "reason": "missing"},
     "model-call-reconciled": {"request_id": "mreq_1", "state": "outcome-unknown"},
     "plan-sent-back": {"task_id": TASK, "revision": 1, "sha256": "a" * 64, "by": "user"},
     "provider-credential-deleted": {"provider": "anthropic"},

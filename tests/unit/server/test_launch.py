@@ -1,7 +1,8 @@
-"""Launch tokens and the HTTP request policy of the loopback server (issue 6 item 2)."""
+"""Launch tokens, page keys and the HTTP request policy of the loopback server (issue 6 item 2, issue 13)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,17 +11,20 @@ from hypothesis import strategies as st
 
 from codeflux.server.assets import StaticFiles
 from codeflux.server.http import respond_to_http
-from codeflux.server.launch import COOKIE_NAME, LaunchTokens
+from codeflux.server.launch import COOKIE_NAME, MAX_PAGE_KEYS, LaunchTokens
 
-ORIGIN = "127.0.0.1:47311"
+UI_NAME = "cf-abcdefghijklmnopqrst.localhost"
+ORIGIN = f"{UI_NAME}:47311"
 NO_WEB_CLIENT = Path("/nonexistent-codeflux-static")  # a static directory without the web client
 HOST = [("Host", ORIGIN)]
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
-    "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; connect-src ws://127.0.0.1:47311",
+    "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; "
+    f"connect-src ws://{ORIGIN}",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 
@@ -42,7 +46,7 @@ def request(
     static: StaticFiles | None = None,
 ) -> tuple[int, dict[str, str], str]:
     status, response_headers, body = respond_to_http(
-        method, path, HOST if headers is None else headers, origin_host=ORIGIN, tokens=tokens,
+        method, path, HOST if headers is None else headers, ui_host=ORIGIN, tokens=tokens,
         static=static or StaticFiles(NO_WEB_CLIENT),
     )
     names = [name for name, _ in response_headers]
@@ -68,15 +72,31 @@ def test_a_token_is_long_random_and_url_safe() -> None:
     assert set(first) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
-def test_a_token_redeems_once_for_the_session_cookie() -> None:
+def test_a_token_redeems_once_for_the_session_cookie_and_a_page_key() -> None:
     tokens = LaunchTokens()
     token = tokens.issue()
-    cookie = tokens.redeem(token)
-    assert cookie is not None
-    header = cookie.set_cookie_header()
-    assert header.endswith("; Path=/; HttpOnly; SameSite=Strict")
+    redeemed = tokens.redeem(token)
+    assert redeemed is not None
+    header = redeemed.cookie.set_cookie_header()
+    assert header.endswith("; Path=/; HttpOnly; SameSite=Strict")  # host-only: no Domain attribute
     assert tokens.is_session(session_secret(header))
+    assert tokens.is_page_key(redeemed.page_key)
+    assert not tokens.is_session(redeemed.page_key) and not tokens.is_page_key(session_secret(header))
     assert tokens.redeem(token) is None
+
+
+def test_each_redemption_gets_its_own_page_key_and_only_the_newest_are_kept() -> None:
+    tokens = LaunchTokens()
+    keys = []
+    for _ in range(MAX_PAGE_KEYS + 1):
+        redeemed = tokens.redeem(tokens.issue())
+        assert redeemed is not None
+        keys.append(redeemed.page_key)
+    assert len(set(keys)) == len(keys)
+    assert tokens.page_keys_issued == MAX_PAGE_KEYS
+    assert not tokens.is_page_key(keys[0])
+    assert all(tokens.is_page_key(key) for key in keys[1:])
+    assert not tokens.is_page_key("") and not tokens.is_page_key(keys[-1][:-1]) and not tokens.is_page_key("é")
 
 
 def test_a_late_token_fails_and_stays_used() -> None:
@@ -106,13 +126,14 @@ def test_unknown_tokens_and_foreign_cookies_fail() -> None:
     assert not tokens.is_session("forged-é")
 
 
-def test_the_secret_never_shows_in_a_repr() -> None:
+def test_the_secrets_never_show_in_a_repr() -> None:
     tokens = LaunchTokens()
-    cookie = tokens.redeem(tokens.issue())
-    assert cookie is not None
-    secret = session_secret(cookie.set_cookie_header())
-    for text in (repr(cookie), str(cookie), repr(tokens), f"{cookie}"):
+    redeemed = tokens.redeem(tokens.issue())
+    assert redeemed is not None
+    secret = session_secret(redeemed.cookie.set_cookie_header())
+    for text in (repr(redeemed), repr(redeemed.cookie), str(redeemed.cookie), repr(tokens), f"{redeemed}"):
         assert secret not in text
+        assert redeemed.page_key not in text
 
 
 @given(st.lists(st.integers(min_value=0, max_value=4), min_size=1, max_size=20))
@@ -134,15 +155,18 @@ def test_the_window_must_be_positive() -> None:
 # --- respond_to_http ----------------------------------------------------------------------------------
 
 
-def test_launch_redirects_home_with_the_cookie_then_refuses_the_second_time() -> None:
+def test_launch_sets_the_cookie_and_hands_the_page_its_key_then_refuses_the_second_time() -> None:
     tokens = LaunchTokens()
     token = tokens.issue()
     status, headers, body = request(tokens, f"/launch?token={token}")
-    assert status == 303
-    assert headers["Location"] == "/"
+    assert status == 200
     secret = session_secret(headers["Set-Cookie"])
     assert headers["Set-Cookie"] == f"{COOKIE_NAME}={secret}; Path=/; HttpOnly; SameSite=Strict"
+    assert headers["Cache-Control"] == "no-store"
     assert secret not in body
+    key = re.search(r'<meta name="codeflux-page-key" content="([A-Za-z0-9_-]+)">', body)
+    assert key is not None and tokens.is_page_key(key.group(1))
+    assert '<script type="module" src="/static/launch.js"></script>' in body
     status, headers, body = request(tokens, f"/launch?token={token}")
     assert status == 403
     assert "Set-Cookie" not in headers
@@ -210,11 +234,11 @@ def test_unknown_paths_are_not_found(path: str) -> None:
     assert request(LaunchTokens(), path)[0] == 404
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1:47311", "localhost:47311", "[::1]:47311", "LOCALHOST:47311"])
-def test_loopback_hosts_are_served_and_the_csp_names_that_origin(host: str) -> None:
+@pytest.mark.parametrize("host", [ORIGIN, ORIGIN.upper(), f" {ORIGIN} "])
+def test_the_ui_host_is_served_and_the_csp_names_that_origin(host: str) -> None:
     status, headers, _ = request(LaunchTokens(), headers=[("Host", host)])
     assert status == 200
-    assert headers["Content-Security-Policy"].endswith(f"; connect-src ws://{host.lower()}")
+    assert headers["Content-Security-Policy"].endswith(f"; connect-src ws://{ORIGIN}")
 
 
 @pytest.mark.parametrize(
@@ -222,26 +246,35 @@ def test_loopback_hosts_are_served_and_the_csp_names_that_origin(host: str) -> N
     [
         [],
         [("Host", "evil.example:47311")],
-        [("Host", "127.0.0.1")],
-        [("Host", "127.0.0.1:1")],
-        [("Host", "127.0.0.1:47311"), ("Host", "evil.example")],
+        [("Host", "127.0.0.1:47311")],
+        [("Host", "localhost:47311")],
+        [("Host", "[::1]:47311")],
+        [("Host", "other.localhost:47311")],
+        [("Host", UI_NAME)],
+        [("Host", f"{UI_NAME}:1")],
+        [("Host", f"{UI_NAME}.:47311")],
+        [("Host", ORIGIN), ("Host", "evil.example")],
     ],
 )
-def test_a_missing_wrong_or_doubled_host_is_misdirected(headers: list[tuple[str, str]]) -> None:
-    status, response_headers, _ = request(LaunchTokens(), headers=headers)
+def test_a_missing_wrong_or_doubled_host_is_misdirected_without_naming_the_ui_host(
+    headers: list[tuple[str, str]],
+) -> None:
+    status, response_headers, body = request(LaunchTokens(), headers=headers)
     assert status == 421
-    assert response_headers["Content-Security-Policy"] == SECURITY_HEADERS["Content-Security-Policy"]
+    assert response_headers["Content-Security-Policy"].endswith("; connect-src 'none'")
+    assert not any("abcdefghijklmnopqrst" in value for value in [body, *response_headers.values()])
+    assert "codeflux start --ip-host" in body
 
 
-@pytest.mark.parametrize("path", ["http://127.0.0.1:47311/", "//evil.example/", "*"])
+@pytest.mark.parametrize("path", [f"http://{ORIGIN}/", "//evil.example/", "*"])
 def test_a_request_target_that_is_not_a_local_path_is_misdirected(path: str) -> None:
     assert request(LaunchTokens(), path)[0] == 421
 
 
 @pytest.mark.security
 @given(st.text(max_size=40))
-def test_any_host_that_is_not_loopback_gets_421(host: str) -> None:
-    if host.strip().lower() in {"127.0.0.1:47311", "localhost:47311", "[::1]:47311"}:
+def test_any_host_but_the_ui_host_gets_421(host: str) -> None:
+    if host.strip().lower() == ORIGIN:
         return
     tokens = LaunchTokens()
     token = tokens.issue()
@@ -267,8 +300,9 @@ def test_every_response_carries_the_security_headers() -> None:
         status, response_headers, _ = request(tokens, path, method=method, headers=headers)
         statuses.add(status)
         for name, value in SECURITY_HEADERS.items():
-            assert response_headers[name] == value
-    assert statuses == {200, 303, 403, 404, 405, 421}
+            expected = value.replace(f"ws://{ORIGIN}", "'none'") if status == 421 else value
+            assert response_headers[name] == expected
+    assert statuses == {200, 403, 404, 405, 421}
 
 
 # --- the web client's files -----------------------------------------------------------------------------

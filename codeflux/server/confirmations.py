@@ -1,0 +1,213 @@
+"""Card confirmations: a decision made in the browser must answer a card the coordinator showed (issue 13).
+
+When a reply on the browser connection carries a decision card — a task's plan awaiting approval
+(``TaskView.plan``), a pending tool request (``PendingApproval``), a review (``ReviewView``) — the transport
+stamps it with a fresh random value, kept only in this process and bound to what the card decides:
+
+* ``approve-plan``: the task, the plan revision and its sha256;
+* ``decide``: the tool request (allow-once, allow-for-task and deny alike);
+* ``accept``: the task and the diff identity.
+
+``ApprovePlan``, ``Decide`` and ``AcceptChange`` over the browser connection must send that value back; the
+first decision carrying it uses it up. A decision without a value, or with one not issued for that card
+(another card, an older plan revision or diff, a value already used, one from before a restart) is refused
+(PERMISSION_DENIED, nothing decided) and journaled on the task as ``browser-decision-refused`` — never
+with the value sent. The one exception is an identical retry of a decision already let through (same
+idempotency key, same value: the reconnect case); it reaches the mutation ledger, which answers with the
+original result. The value is removed from the request before the service sees it, so the ledger's request
+identity is the decision itself.
+
+Over the Unix socket (CLI, headless) none of this applies: the socket's 0600 permission is its authority.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.domain.errors import InvalidValueError, NotFoundError, UnconfirmedDecisionError
+from codeflux.services.registry import CallContext, Method, MethodTable, StreamMethod, UnaryMethod
+
+__all__ = ["CardConfirmations", "RefusalRecorder"]
+
+# A person's refusal is journaled with these words (BrowserDecisionRefused.reason).
+MISSING: Final = "missing"
+UNKNOWN: Final = "unknown"
+
+_PER_CARD: Final = 8  # values outstanding per card (tabs and re-reads each get their own)
+_MAX_CARDS: Final = 2048  # cards remembered at once; the least recently stamped goes first
+_VALUE_BYTES: Final = 24
+
+RefusalRecorder = Callable[[str, str, str, str], None]
+"""``(task_id, decision, subject, reason)`` → journal the refusal on the task."""
+
+_DECISIONS: Final = {
+    "/codeflux.v1.TaskService/ApprovePlan": "approve-plan",
+    "/codeflux.v1.ApprovalService/Decide": "decide",
+    "/codeflux.v1.ReviewService/AcceptChange": "accept",
+}
+_CARD_TYPES: Final = frozenset({pb.TaskView.DESCRIPTOR, pb.PendingApproval.DESCRIPTOR, pb.ReviewView.DESCRIPTOR})
+
+
+@dataclass(slots=True)
+class _Card:
+    values: dict[str, str | None] = field(default_factory=dict)  # value → idempotency key that used it
+
+
+def _plan_card(task_id: str, revision: int, sha256: str) -> tuple[str, str]:
+    return "approve-plan", f"{task_id}:r{revision}:{sha256}"
+
+
+def _decide_card(request_id: str) -> tuple[str, str]:
+    return "decide", request_id
+
+
+def _accept_card(task_id: str, diff_identity: str) -> tuple[str, str]:
+    return "accept", f"{task_id}:{diff_identity}"
+
+
+class CardConfirmations:
+    """The values issued on this server's browser connections. Thread-safe (unary handlers run in threads)."""
+
+    def __init__(self, record: RefusalRecorder | None = None) -> None:
+        self._record = record
+        self._lock = threading.Lock()
+        self._cards: OrderedDict[tuple[str, str], _Card] = OrderedDict()
+        self._holds_cards: dict[Descriptor, bool] = {}
+
+    def __repr__(self) -> str:
+        return f"CardConfirmations(cards={len(self._cards)})"
+
+    # ─── issuing ────────────────────────────────────────────────────────────────────────────────────
+
+    def _issue(self, card: tuple[str, str]) -> str:
+        value = secrets.token_urlsafe(_VALUE_BYTES)
+        with self._lock:
+            held = self._cards.pop(card, None) or _Card()
+            unused = [v for v, used_by in held.values.items() if used_by is None]
+            if len(unused) >= _PER_CARD:
+                del held.values[unused[0]]
+            held.values[value] = None
+            self._cards[card] = held
+            while len(self._cards) > _MAX_CARDS:
+                self._cards.popitem(last=False)
+        return value
+
+    def stamp(self, message: Message) -> None:
+        """Fill in a confirmation value on every card ``message`` holds (in place)."""
+        if isinstance(message, pb.TaskView):
+            plan = message.plan if message.HasField("plan") else None
+            if plan is not None and message.state == "awaiting-plan-approval" and plan.decision == "undecided":
+                plan.confirmation = self._issue(_plan_card(message.task_id, plan.revision, plan.sha256))
+        elif isinstance(message, pb.PendingApproval):
+            message.confirmation = self._issue(_decide_card(message.request_id))
+            return
+        elif isinstance(message, pb.ReviewView) and message.diff_identity:
+            message.accept_confirmation = self._issue(_accept_card(message.task_id, message.diff_identity))
+        for descriptor, value in message.ListFields():
+            if descriptor.type != FieldDescriptor.TYPE_MESSAGE or not self._may_hold(descriptor.message_type):
+                continue
+            for item in (value if descriptor.is_repeated else [value]):
+                self.stamp(item)
+
+    def _may_hold(self, descriptor: Descriptor) -> bool:
+        """Whether a message of this type can contain a card (so replies without any are not walked)."""
+        known = self._holds_cards.get(descriptor)
+        if known is not None:
+            return known
+        self._holds_cards[descriptor] = False  # a recursive type is settled by its other fields
+        holds = descriptor in _CARD_TYPES or any(
+            self._may_hold(item.message_type) for item in descriptor.fields if item.type == FieldDescriptor.TYPE_MESSAGE
+        )
+        self._holds_cards[descriptor] = holds
+        return holds
+
+    # ─── checking ───────────────────────────────────────────────────────────────────────────────────
+
+    def admit(self, method: str, request: Message) -> None:
+        """Let a browser decision through (its value removed from ``request``) or refuse and journal it."""
+        decision = _DECISIONS[method]
+        card, task_id, subject = _card_of(request)
+        value = str(getattr(request, "confirmation", ""))
+        request.ClearField("confirmation")
+        key = str(request.control.idempotency_key)
+        reason = MISSING if not value else None if self._use(card, value, key) else UNKNOWN
+        if reason is None:
+            return
+        if self._record is not None:
+            with contextlib.suppress(NotFoundError, InvalidValueError):  # no such task: nothing to journal it on
+                self._record(task_id, decision, subject, reason)
+        raise UnconfirmedDecisionError(decision=decision, subject=subject, reason=reason)
+
+    def _use(self, card: tuple[str, str], value: str, key: str) -> bool:
+        with self._lock:
+            held = self._cards.get(card)
+            if held is None:
+                return False
+            matched = None
+            for candidate in held.values:  # each compared in constant time, no early exit
+                if hmac.compare_digest(candidate.encode(), value.encode("utf-8", "surrogatepass")):
+                    matched = candidate
+            if matched is None:
+                return False
+            used_by = held.values[matched]
+            if used_by is None:
+                held.values[matched] = key
+                return True
+            return bool(key) and used_by == key  # the identical retry of a decision already let through
+
+    # ─── the browser's method table ─────────────────────────────────────────────────────────────────
+
+    def guard(self, table: MethodTable) -> MethodTable:
+        """``table`` as the browser connection sees it: decisions checked, card-carrying replies stamped."""
+        return MethodTable.of(self._guarded(method) for method in table.methods.values())
+
+    def _guarded(self, method: Method) -> Method:
+        name, inner = method.name, method.handler
+        if isinstance(method, StreamMethod):
+            if not self._may_hold(method.response_type.DESCRIPTOR):
+                return method
+
+            async def stream(ctx: CallContext, request: Message) -> AsyncIterator[Message]:
+                async for reply in inner(ctx, request):
+                    self.stamp(reply)
+                    yield reply
+
+            return StreamMethod(name=name, request_type=method.request_type, response_type=method.response_type,
+                                handler=stream)
+        checks = name in _DECISIONS
+        stamps = self._may_hold(method.response_type.DESCRIPTOR)
+        if not checks and not stamps:
+            return method
+
+        def unary(ctx: CallContext, request: Message) -> Message:
+            if checks:
+                self.admit(name, request)
+            reply = inner(ctx, request)
+            if stamps:
+                self.stamp(reply)
+            return reply
+
+        return UnaryMethod(name=name, request_type=method.request_type, response_type=method.response_type,
+                           handler=unary, mutating=method.mutating)
+
+
+def _card_of(request: Message) -> tuple[tuple[str, str], str, str]:
+    """The card a decision request answers, its task and the subject journaled on a refusal."""
+    if isinstance(request, pb.ApprovePlanRequest):
+        return _plan_card(request.task_id, request.revision, request.sha256), request.task_id, f"r{request.revision}"
+    if isinstance(request, pb.DecideRequest):
+        return _decide_card(request.request_id), request.task_id, request.request_id
+    if isinstance(request, pb.AcceptChangeRequest):
+        return _accept_card(request.task_id, request.diff_identity), request.task_id, request.diff_identity
+    raise TypeError(type(request).__name__)

@@ -1,0 +1,142 @@
+"""Card confirmations (issue 13 item 2): a browser decision must send back the single-use value issued with
+the card it answers; without it nothing is decided and the refusal is journaled."""
+
+from __future__ import annotations
+
+import pytest
+from google.protobuf.message import Message
+
+from codeflux.api.v1 import common_pb2
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.domain.errors import UnconfirmedDecisionError
+from codeflux.server.confirmations import CardConfirmations
+from codeflux.services.registry import CallContext, MethodTable, UnaryMethod
+
+TASK = "tsk_0123456789abcdef"
+REQUEST = "treq_0123456789abcdef"
+CONTEXT = CallContext(transport="websocket", connection_id="browser-test")
+
+
+def awaiting_plan(revision: int = 1, sha: str = "a" * 64) -> pb.TaskView:
+    return pb.TaskView(task_id=TASK, state="awaiting-plan-approval",
+                       plan=pb.PlanView(revision=revision, sha256=sha, decision="undecided"),
+                       pending_approvals=[pb.PendingApproval(request_id=REQUEST, tool="run_command")])
+
+
+def approve(confirmation: str = "", *, key: str = "k1", revision: int = 1,
+            sha: str = "a" * 64) -> pb.ApprovePlanRequest:
+    return pb.ApprovePlanRequest(control=common_pb2.MutationControl(idempotency_key=key), task_id=TASK,
+                                 revision=revision, sha256=sha, confirmation=confirmation)
+
+
+class Journal:
+    def __init__(self) -> None:
+        self.refusals: list[tuple[str, str, str, str]] = []
+
+    def __call__(self, task_id: str, decision: str, subject: str, reason: str) -> None:
+        self.refusals.append((task_id, decision, subject, reason))
+
+
+def test_cards_nested_anywhere_in_a_reply_are_stamped_with_distinct_values() -> None:
+    cards = CardConfirmations()
+    reply = pb.DecideReply(task=awaiting_plan())
+    cards.stamp(reply)
+    plan_value, decide_value = reply.task.plan.confirmation, reply.task.pending_approvals[0].confirmation
+    assert len(plan_value) >= 32 and len(decide_value) >= 32 and plan_value != decide_value
+    again = awaiting_plan()
+    cards.stamp(again)
+    assert again.plan.confirmation not in ("", plan_value)  # every read gets its own value
+    review = pb.ReviewView(task_id=TASK, diff_identity="d" * 64)
+    cards.stamp(review)
+    assert review.accept_confirmation
+
+
+def test_a_plan_that_is_not_awaiting_approval_gets_no_value() -> None:
+    cards = CardConfirmations()
+    view = awaiting_plan()
+    view.state = "running"
+    cards.stamp(view)
+    assert view.plan.confirmation == ""
+    decided = awaiting_plan()
+    decided.plan.decision = "approved"
+    cards.stamp(decided)
+    assert decided.plan.confirmation == ""
+
+
+def test_a_decision_without_its_value_is_refused_and_journaled_without_the_value() -> None:
+    journal = Journal()
+    cards = CardConfirmations(record=journal)
+    with pytest.raises(UnconfirmedDecisionError, match="missing"):
+        cards.admit("/codeflux.v1.TaskService/ApprovePlan", approve())
+    with pytest.raises(UnconfirmedDecisionError, match="unknown"):
+        cards.admit("/codeflux.v1.TaskService/ApprovePlan", approve("forged-value"))
+    assert journal.refusals == [(TASK, "approve-plan", "r1", "missing"), (TASK, "approve-plan", "r1", "unknown")]
+
+
+def test_a_value_is_used_once_except_by_the_identical_retry() -> None:
+    journal = Journal()
+    cards = CardConfirmations(record=journal)
+    view = awaiting_plan()
+    cards.stamp(view)
+    value = view.plan.confirmation
+    request = approve(value, key="k1")
+    cards.admit("/codeflux.v1.TaskService/ApprovePlan", request)
+    assert request.confirmation == ""  # the service (and its idempotency ledger) never sees it
+    cards.admit("/codeflux.v1.TaskService/ApprovePlan", approve(value, key="k1"))  # the reconnect retry
+    with pytest.raises(UnconfirmedDecisionError):  # a replay under a new key
+        cards.admit("/codeflux.v1.TaskService/ApprovePlan", approve(value, key="k2"))
+    assert journal.refusals == [(TASK, "approve-plan", "r1", "unknown")]
+
+
+def test_a_value_answers_only_its_own_card() -> None:
+    cards = CardConfirmations()
+    view = awaiting_plan(revision=1)
+    cards.stamp(view)
+    value = view.plan.confirmation
+    for other in (approve(value, revision=2), approve(value, sha="b" * 64)):
+        with pytest.raises(UnconfirmedDecisionError):
+            cards.admit("/codeflux.v1.TaskService/ApprovePlan", other)
+    decide = pb.DecideRequest(control=common_pb2.MutationControl(idempotency_key="d1"), task_id=TASK,
+                              request_id=REQUEST, decision="allow-once", confirmation=value)
+    with pytest.raises(UnconfirmedDecisionError):  # a plan's value does not answer a tool request
+        cards.admit("/codeflux.v1.ApprovalService/Decide", decide)
+    decide.confirmation = view.pending_approvals[0].confirmation
+    cards.admit("/codeflux.v1.ApprovalService/Decide", decide)
+    cards.admit("/codeflux.v1.TaskService/ApprovePlan", approve(value))
+
+
+def test_the_guarded_table_checks_decisions_and_stamps_replies_and_leaves_other_methods_alone() -> None:
+    seen: list[Message] = []
+
+    def approve_plan(ctx: CallContext, request: pb.ApprovePlanRequest) -> pb.TaskView:
+        seen.append(request)
+        return pb.TaskView(task_id=TASK, state="ready")
+
+    def get_task(ctx: CallContext, request: pb.GetTaskRequest) -> pb.TaskView:
+        return awaiting_plan()
+
+    def list_tasks(ctx: CallContext, request: pb.ListTasksRequest) -> pb.ListTasksReply:
+        return pb.ListTasksReply()
+
+    methods = [
+        UnaryMethod(name="/codeflux.v1.TaskService/ApprovePlan", request_type=pb.ApprovePlanRequest,
+                    response_type=pb.TaskView, handler=approve_plan, mutating=True),
+        UnaryMethod(name="/codeflux.v1.TaskService/GetTask", request_type=pb.GetTaskRequest,
+                    response_type=pb.TaskView, handler=get_task),
+        UnaryMethod(name="/codeflux.v1.TaskService/ListTasks", request_type=pb.ListTasksRequest,
+                    response_type=pb.ListTasksReply, handler=list_tasks),
+    ]
+    plain = MethodTable.of(methods)  # type: ignore[arg-type]
+    guarded = CardConfirmations().guard(plain)
+    assert guarded.methods["/codeflux.v1.TaskService/ListTasks"] is plain.methods["/codeflux.v1.TaskService/ListTasks"]
+    view = guarded.methods["/codeflux.v1.TaskService/GetTask"].handler(CONTEXT, pb.GetTaskRequest(task_id=TASK))
+    assert isinstance(view, pb.TaskView) and view.plan.confirmation
+    approve_method = guarded.methods["/codeflux.v1.TaskService/ApprovePlan"]
+    with pytest.raises(UnconfirmedDecisionError):
+        approve_method.handler(CONTEXT, approve())
+    assert seen == []  # nothing reached the service
+    approve_method.handler(CONTEXT, approve(view.plan.confirmation))
+    assert len(seen) == 1 and seen[0].confirmation == ""  # type: ignore[attr-defined]
+    # Over the Unix socket the table is not guarded at all: the plain handler takes the request as it is.
+    plain.methods["/codeflux.v1.TaskService/ApprovePlan"].handler(CONTEXT, approve())
+    assert len(seen) == 2
