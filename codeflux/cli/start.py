@@ -52,6 +52,8 @@ SUMMARY = "run the coordinator and open its browser UI on loopback"
 RECORDS_APP_LOG = True
 
 DEFAULT_ADDRESS: Final = "127.0.0.1:47311"
+# How long after handing the link to a browser ``start`` waits for a tab to open it before saying why it may not.
+UNOPENED_REMINDER_S: Final = 30.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -186,6 +188,16 @@ def _ui_name(ctx: CliContext, db: Database, host: str, *, ip_host: bool, renew: 
     return url_host(host)
 
 
+async def remind_if_unopened(ctx: CliContext, tokens: LaunchTokens, ui_name: str, *, delay: float) -> None:
+    """The browser was handed the link: if no tab has redeemed one after ``delay`` seconds, the likeliest
+    cause is a browser that cannot open ``*.localhost`` names — say so, and how to fall back."""
+    await asyncio.sleep(delay)
+    if tokens.page_keys_issued == 0:
+        ctx.say(f"the browser has not opened the link after {delay:.0f} s. If it shows an error for {ui_name} (it "
+                "cannot open *.localhost names), stop codeflux and run `codeflux start --ip-host` (less safe: "
+                "see docs/security.md); otherwise open the link yourself")
+
+
 def _create_demo(ctx: CliContext, app: CoordinatorApp) -> None:
     root = create_demo_repository(app)
     ctx.say(f"demo: sample repository at {root}; the provider is the {SCRIPTED_DEMO_LABEL}")
@@ -197,6 +209,7 @@ def _serve(
 ) -> None:
     tokens = LaunchTokens()
     table = build_method_table(app)
+    reminders: set[asyncio.Task[None]] = set()
 
     def ready(info: ServingInfo) -> None:
         app.port = info.port
@@ -213,6 +226,11 @@ def _serve(
         ctx.say("  (that link works once, within two minutes; the session secret is never printed)")
         if open_browser and not open_url(launch, ctx.environ):
             ctx.say("  (no browser could be opened here; open the link yourself)")
+        elif open_browser and info.ui_name != url_host(info.host):
+            reminder = asyncio.get_running_loop().create_task(
+                remind_if_unopened(ctx, tokens, ui_name, delay=UNOPENED_REMINDER_S))
+            reminders.add(reminder)
+            reminder.add_done_callback(reminders.discard)
         ctx.say("stop with Ctrl-C")
 
     async def main() -> None:
@@ -233,6 +251,8 @@ def _serve(
                 ui_name=ui_name,
             )
         finally:
+            for reminder in tuple(reminders):
+                reminder.cancel()
             ctx.say("stopping: pausing active runs between turns …")
             await asyncio.to_thread(shutdown_runs, app)
 

@@ -135,7 +135,7 @@ class RunningServer:
 
     @property
     def origin(self) -> str:
-        """``http://host:port`` — the page's origin (the WebSocket upgrade's required ``Origin``)."""
+        """``http://cf-<label>.localhost:port`` — the page's origin (the WebSocket upgrade's required ``Origin``)."""
         return self.info.url
 
     @property
