@@ -164,3 +164,54 @@ def test_the_round_bound_ends_the_attempt(harness: Harness) -> None:
 
     assert outcome.kind is RunOutcomeKind.FAILED and "1 rounds" in outcome.reason
     assert state_of(harness, task_id) is TaskState.FAILED
+
+
+class ManualClock:
+    """A clock the test moves (``now``), or that moves ``tick`` seconds on every reading — the agent's work
+    taking time. The wall bound is judged on it, never on real time."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.tick = 0.0
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+def test_time_a_person_spends_deciding_is_not_the_attempts_time(harness: Harness) -> None:
+    """Issue 14 item 8: a 5-second wall bound and a person who reads the card for 10 seconds — the attempt
+    still completes (it used to fail with "the attempt reached its bound of 5 seconds")."""
+    clock = ManualClock()
+    task_id, waiting = start_on(harness, clock, [*implementing_turns(), run_command(["true"], "t1"), done()])
+    assert waiting.kind is RunOutcomeKind.AWAITING_AUTHORITY
+    clock.now += 10  # the person reads the card
+    harness.driver.decide(waiting.pending_request_id or "", UserDecision.ALLOW_ONCE, reason="fine")
+    clock.now += 1  # the agent's own time after the decision still counts
+
+    validating = resume_run(waiting)
+
+    # The implementation went through; what waits now is the pipeline's own test command.
+    assert validating.kind is RunOutcomeKind.AWAITING_AUTHORITY, validating.reason
+    assert "test command" in validating.reason
+    assert state_of(harness, task_id) is TaskState.AWAITING_AUTHORITY
+
+
+def test_the_agents_own_time_still_ends_the_attempt(harness: Harness) -> None:
+    clock = ManualClock()
+    task_id, waiting = start_on(harness, clock, [*implementing_turns(), run_command(["true"], "t1"), done()])
+    harness.driver.decide(waiting.pending_request_id or "", UserDecision.ALLOW_ONCE, reason="fine")
+    clock.tick = 6  # decided at once; every step of the agent's work now takes 6 seconds
+
+    ended = resume_run(waiting)
+
+    assert ended.kind is RunOutcomeKind.FAILED and "5 seconds" in ended.reason
+    assert state_of(harness, task_id) is TaskState.FAILED
+
+
+def start_on(harness: Harness, clock: ManualClock, turns: list[ScriptedTurn]) -> tuple[TaskId, RunOutcome]:
+    task_id = harness.ready_task()
+    gateway, _ = scripted_gateway(harness.db, turns)
+    return task_id, run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                             repo_snapshot=harness.snapshot(), position=ONE_RUNG,
+                             limits=LoopLimits(max_wall_seconds=5), headless_policy=None, clock=clock)

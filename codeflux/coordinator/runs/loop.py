@@ -104,7 +104,9 @@ class LoopLimits:
     max_tokens: int = 600_000
     """Known tokens (input + output) reported by the provider; unknown usage is counted as unknown, not 0."""
     max_wall_seconds: float = 720.0
-    """Wall time of the attempt, measured from the first turn (time spent awaiting a decision included)."""
+    """Wall time of the attempt, measured from the first turn. Time the attempt spends waiting for a person's
+    decision (from returning ``awaiting-authority`` until it runs again) is not the agent's time and does
+    not count."""
     max_output_tokens: int = 8192
     """The output bound sent with each model request."""
 
@@ -168,6 +170,8 @@ class _Counters:
     tokens: int = 0
     unknown_usage_turns: int = 0
     started: float | None = None
+    waiting_since: float | None = None  # returned awaiting a person's decision at this clock reading
+    waited: float = 0.0  # seconds spent waiting for decisions, not counted against the wall bound
     stall: LadderStep | None = None
     pending: _Pending | None = None
     messages: list[Message] = field(default_factory=list)
@@ -208,6 +212,9 @@ class ImplementationLoop:
         """Run (or continue) the attempt until it completes, waits, stops or reaches a bound."""
         if self._state.started is None:
             self._state.started = self._clock()
+        if self._state.waiting_since is not None:  # back from a person's decision: that time was theirs
+            self._state.waited += max(0.0, self._clock() - self._state.waiting_since)
+            self._state.waiting_since = None
         if not self._state.loaded:
             self._begin_conversation()
         if self._state.pending is not None and (stop := self._resume_pending()) is not None:
@@ -372,6 +379,7 @@ class ImplementationLoop:
                 self._tasks.transition(self._task_id, TaskState.AWAITING_AUTHORITY, expected_revision=task.revision,
                                        reason=f"tool request {request_id} waits for a decision", actor=Actor.SYSTEM,
                                        idempotency_key=f"{self._key}:await:{request_id}")
+                self._state.waiting_since = self._clock()
                 return self._outcome(LoopOutcomeKind.AWAITING_AUTHORITY,
                                      f"tool request {request_id} waits for a decision",
                                      pending_request_id=request_id, pending_call=call)
@@ -428,7 +436,7 @@ class ImplementationLoop:
         if len(state.messages) > MAX_CONVERSATION_MESSAGES - 2:
             return self._outcome(LoopOutcomeKind.LIMIT_REACHED,
                                  f"the conversation reached its bound of {MAX_CONVERSATION_MESSAGES} messages")
-        elapsed = self._clock() - (state.started or self._clock())
+        elapsed = self._clock() - (state.started or self._clock()) - state.waited
         for reached, what in ((state.rounds >= limits.max_rounds, f"{limits.max_rounds} rounds"),
                               (state.tool_calls >= limits.max_tool_calls, f"{limits.max_tool_calls} tool calls"),
                               (state.tokens >= limits.max_tokens, f"{limits.max_tokens} tokens"),

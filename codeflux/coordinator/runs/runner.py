@@ -45,6 +45,7 @@ half-written.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -130,6 +131,7 @@ class _Run:
     limits: LoopLimits
     policy: HeadlessPolicy | None
     provider: str | None
+    clock: Callable[[], float] = time.monotonic
     denials: list[str] = field(default_factory=list)
 
 
@@ -137,8 +139,10 @@ def run_task(
     task_id: TaskId, *, gateway: ModelGateway, driver: ToolDriver, tasks: TaskService,
     repo_snapshot: RepositorySnapshot, position: LadderPosition, limits: LoopLimits,
     headless_policy: HeadlessPolicy | None, acceptance: AcceptancePort | None = None, provider: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> RunOutcome:  # fmt: skip
-    """Run a ``ready`` task to ``awaiting-review`` (see the module docstring for every other ending)."""
+    """Run a ``ready`` task to ``awaiting-review`` (see the module docstring for every other ending).
+    ``clock`` is what the loop's wall bound is measured on."""
     view = tasks.show(task_id)
     if view.task.state is not TaskState.READY:
         raise UsageError(f"task {task_id} is {view.task.state}; run_task starts a ready task")
@@ -158,7 +162,7 @@ def run_task(
                           acceptance=acceptance or NoAcceptanceYet(), repository_root=view.task.repository_root,
                           search_path=search_path)
     run = _Run(task_id=task_id, attempt=started.attempt or 1, tasks=tasks, gateway=gateway, driver=driver,
-               ports=ports, position=position, limits=limits, policy=headless_policy, provider=provider)
+               ports=ports, position=position, limits=limits, policy=headless_policy, provider=provider, clock=clock)
     failed = record_specification(task_id, run.attempt, ports=ports)
     if failed is not None:
         return _fail(run, f"{failed.stage} did not hold: {failed.gate_evaluation}",
@@ -195,7 +199,8 @@ def _new_loop(run: _Run, *, carried: str | None) -> ImplementationLoop:
     requirement = facts.requirement if carried is None else f"{facts.requirement}\n\n{carried}"
     return ImplementationLoop(run.task_id, attempt=run.attempt, requirement=requirement, plan=facts.plan,
                               gateway=run.gateway, driver=run.driver, tasks=run.tasks, position=run.position,
-                              limits=run.limits, provider=run.provider, continue_conversation=carried is None)
+                              limits=run.limits, provider=run.provider, clock=run.clock,
+                              continue_conversation=carried is None)
 
 
 def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
