@@ -235,17 +235,17 @@ STAGES: Final[tuple[Stage, ...]] = (
     # E Program
     _stage(26, _N.ASSEMBLY, _P.PROGRAM,
            "The changed package compiles and imports in the task worktree before anything else runs.",
-           _N.CONTROL_FLOW, sends_back=True, performable=True),
+           _N.ATOMIC_INSTRUCTIONS, sends_back=True, performable=True),
     _stage(27, _N.PROGRAM, _P.PROGRAM,
            "A runnable program or installable build is produced from the worktree.",
            _N.ASSEMBLY),
     _stage(28, _N.INTEGRATION_TESTS, _P.PROGRAM,
            "The repository's detected test command (pytest with junit XML) runs on this diff and every "
            "collected test passes.",
-           _N.PROGRAM, performable=True),
+           _N.ASSEMBLY, performable=True),
     _stage(29, _N.END_TO_END_TESTS, _P.PROGRAM,
            "Every acceptance example is reproduced exactly against the built program.",
-           _N.INSTRUCTIONS, _N.PROGRAM, sends_back=True),
+           _N.INSTRUCTIONS, _N.ASSEMBLY, sends_back=True),
     # F Verification depth
     _stage(30, _N.GLOBAL_INVARIANTS, _P.VERIFICATION_DEPTH,
            "Whole-program properties hold: no forbidden capability (network, subprocess, unsafe "

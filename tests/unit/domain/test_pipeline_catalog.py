@@ -223,3 +223,17 @@ def test_the_package_re_exports_every_public_name_of_its_modules() -> None:
     assert set(pipeline.__all__) == set(stages.__all__) | set(outcomes.__all__)
     for name in pipeline.__all__:
         assert getattr(pipeline, name) is getattr(stages if name in stages.__all__ else outcomes, name)
+
+
+def test_no_phase_b_to_d_verdict_and_no_build_stops_assembly_or_the_tests() -> None:
+    """Issue 14 item 5 (ARCHITECTURE §8.2): assembly and the tests always run — a blocked build (27) or a
+    failed atom, molecule or control-flow gate is never a prerequisite of 26, 28 or 29."""
+    atoms_to_control = {s.name for s in STAGES if s.phase in {PipelinePhase.ATOMS, PipelinePhase.MOLECULES,
+                                                             PipelinePhase.CONTROL_FLOW}}
+    for stage in (N.ASSEMBLY, N.INTEGRATION_TESTS, N.END_TO_END_TESTS):
+        required = transitive_prerequisites(stage)
+        assert not required & atoms_to_control, stage
+        assert N.PROGRAM not in required, stage
+    assert stage_named(N.INTEGRATION_TESTS.value).prerequisites == (N.ASSEMBLY,)
+    assert stage_named(N.END_TO_END_TESTS.value).prerequisites == (N.INSTRUCTIONS, N.ASSEMBLY)
+    assert stage_named(N.ASSEMBLY.value).prerequisites == (N.ATOMIC_INSTRUCTIONS,)

@@ -104,9 +104,10 @@ def test_blocked_wins_over_not_implemented() -> None:
 
 
 def test_the_unmet_prerequisite_is_the_first_one_in_catalog_order() -> None:
-    outcomes = {N.INSTRUCTIONS: SO.SATISFIED, N.PROGRAM: SO.FAILED}
-    assert unmet_prerequisite(N.END_TO_END_TESTS, outcomes) is N.PROGRAM
-    assert unmet_prerequisite(N.END_TO_END_TESTS, {N.INSTRUCTIONS: SO.BLOCKED, N.PROGRAM: SO.FAILED}) is N.INSTRUCTIONS
+    outcomes = {N.INSTRUCTIONS: SO.SATISFIED, N.ASSEMBLY: SO.FAILED}
+    assert unmet_prerequisite(N.END_TO_END_TESTS, outcomes) is N.ASSEMBLY
+    assert unmet_prerequisite(N.END_TO_END_TESTS, {N.INSTRUCTIONS: SO.BLOCKED, N.ASSEMBLY: SO.FAILED}) is N.INSTRUCTIONS
+    assert unmet_prerequisite(N.END_TO_END_TESTS, {N.INSTRUCTIONS: SO.SATISFIED, N.PROGRAM: SO.BLOCKED}) is None
     assert unmet_prerequisite(N.END_TO_END_TESTS, {}) is None
 
 
@@ -183,7 +184,7 @@ def test_a_failed_prerequisite_is_named_in_the_blocked_reason() -> None:
     recorded = [satisfied(N.INSTRUCTIONS), satisfied(N.ATOMIC_INSTRUCTIONS), failed(N.ASSEMBLY)]
     final = {v.stage: v for v in finalize_run([*recorded, satisfied(N.EVIDENCE_BUNDLE)], stopped_at=None)}
     assert final[N.PROGRAM].reason == "prerequisite assembly did not hold (failed)"
-    assert final[N.INTEGRATION_TESTS].reason == "prerequisite program did not hold (blocked)"
+    assert final[N.INTEGRATION_TESTS].reason == "prerequisite assembly did not hold (failed)"
     assert final[N.EVIDENCE_BUNDLE].outcome is SO.SATISFIED  # the bundle reports the failure, it is not blocked by it
 
 
@@ -200,7 +201,7 @@ def test_a_performable_stage_the_run_never_decided_is_blocked() -> None:
     assert final[N.ATOMIC_INSTRUCTIONS].outcome is SO.BLOCKED
     assert final[N.ATOMIC_INSTRUCTIONS].reason == "the run ended without deciding this stage"
     assert final[N.ASSEMBLY].outcome is SO.BLOCKED
-    assert final[N.ASSEMBLY].reason == "prerequisite control-flow did not hold (blocked)"
+    assert final[N.ASSEMBLY].reason == "prerequisite atomic-instructions did not hold (blocked)"
 
 
 def test_a_verdict_recorded_after_the_stop_point_is_refused() -> None:
