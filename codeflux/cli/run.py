@@ -72,7 +72,7 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import ToolCall
 from codeflux.domain.money import USD, Money
-from codeflux.domain.pipeline import StageOutcome
+from codeflux.domain.pipeline import GATING_STAGES, StageOutcome
 from codeflux.domain.pricing import Price, TokenUsage
 from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import ToolName
@@ -327,7 +327,8 @@ def transcript_observers(say: Callable[[str], None]) -> Observers:
             .subscribe(ToolCallDecided, transcript.decided).subscribe(ToolCallRan, transcript.ran))
 
 
-_EXIT_OF: Final = {RunOutcomeKind.AWAITING_REVIEW: ExitCode.OK, RunOutcomeKind.AWAITING_AUTHORITY:
+_EXIT_OF: Final = {RunOutcomeKind.AWAITING_REVIEW: ExitCode.OK, RunOutcomeKind.NEEDS_YOU: ExitCode.FAILED,
+                   RunOutcomeKind.AWAITING_AUTHORITY:
                    ExitCode.DECISION_NEEDED, RunOutcomeKind.DECISION_NEEDED: ExitCode.DECISION_NEEDED,
                    RunOutcomeKind.PAUSED: ExitCode.DECISION_NEEDED, RunOutcomeKind.CANCELLED: ExitCode.FAILED,
                    RunOutcomeKind.STOPPED: ExitCode.FAILED, RunOutcomeKind.FAILED: ExitCode.FAILED}
@@ -358,7 +359,16 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
     # A failed model call ends the run with the error's own code in the one table (1 for a provider
     # failure such as a script that ran out of turns, 4 for a budget refusal); every other ending by kind.
     code = _EXIT_OF[outcome.kind] if outcome.error is None else exit_code_for(outcome.error)
-    if outcome.kind is RunOutcomeKind.AWAITING_REVIEW and identity is not None:
+    red = [row.verdict.stage.value for row in rows
+           if row.verdict.stage in GATING_STAGES and row.verdict.outcome is StageOutcome.FAILED]
+    if red and code is ExitCode.OK:
+        code = ExitCode.FAILED  # reviewable, but a gating check is red: never exit 0
+    if red:
+        ctx.say(f"gating stages failed: {', '.join(red)} — the evidence is red; review it before accepting")
+    if outcome.kind is RunOutcomeKind.NEEDS_YOU:
+        ctx.say(f"next: `codeflux task diff {task_id}` and `codeflux task show {task_id}`; then accept, or reject "
+                "it with --reason")
+    elif outcome.kind is RunOutcomeKind.AWAITING_REVIEW and identity is not None:
         ctx.say(f"next: codeflux task accept {task_id} --identity {identity}  (or reject it with --reason)")
     elif outcome.error is not None and task.state is TaskState.PAUSED:
         ctx.say(f"next: `codeflux task resume {task_id}` with a provider (or script) that can answer continues the "

@@ -48,6 +48,8 @@ __all__ = [
 JUNIT_RELATIVE_PATH: Final = ".codeflux-checks/junit.xml"
 _MAX_JUNIT_BYTES: Final = 16 * 1024 * 1024
 _MAX_FAILING_SHOWN: Final = 50
+_MAX_MESSAGE_CHARS: Final = 600
+_MESSAGE_TAIL_LINES: Final = 6
 _HEADER: Final = re.compile(r"platform \S+ -- Python (?P<python>[\w.+-]+), pytest-(?P<pytest>[\w.+-]+)")
 _NO_PYTEST: Final = re.compile(r"No module named '?pytest'?")
 _PYTEST_NO_TESTS: Final = 5  # pytest's exit status when it collected nothing
@@ -72,6 +74,8 @@ class JunitCounts:
     errors: int
     skipped: int
     failing: tuple[str, ...]
+    failure_messages: tuple[str, ...] = ()
+    """Per failing test (same order): the report's message, first lines only and cut (it is repository output)."""
 
     @property
     def passed(self) -> int:
@@ -159,15 +163,30 @@ def parse_junit_xml(data: bytes) -> JunitCounts:
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     failing: list[str] = []
+    messages: list[str] = []
     for suite in suites:
         for key in totals:
             totals[key] += int(suite.get(key, "0"))
         for case in suite.iter("testcase"):
-            if case.find("failure") is not None or case.find("error") is not None:
+            problem = case.find("failure")
+            if problem is None:
+                problem = case.find("error")
+            if problem is not None:
                 name = f"{case.get('classname', '')}::{case.get('name', '')}"
                 if len(failing) < _MAX_FAILING_SHOWN:
                     failing.append(name)
-    return JunitCounts(failing=tuple(failing), **totals)
+                    messages.append(_failure_message(problem))
+    return JunitCounts(failing=tuple(failing), failure_messages=tuple(messages), **totals)
+
+
+def _failure_message(problem: ElementTree.Element) -> str:
+    """The failure's message attribute, else the last lines of its text (where pytest puts the assertion and
+    the last frame), cut to :data:`_MAX_MESSAGE_CHARS`."""
+    message = (problem.get("message") or "").strip()
+    text = (problem.text or "").strip()
+    tail = "\n".join(text.splitlines()[-_MESSAGE_TAIL_LINES:])
+    combined = message if not tail else f"{message}\n{tail}" if message and message not in tail else tail
+    return combined[:_MAX_MESSAGE_CHARS]
 
 
 def _read_junit(worktree: Path) -> bytes | None:
@@ -219,7 +238,8 @@ def evaluate_integration_tests(ports: PipelinePorts, *, attempt: int, diff_ident
     except (ValueError, ElementTree.ParseError):
         return _verdict(stage, StageOutcome.FAILED, "pytest's junit report could not be read", evidence)
     evidence.update(tests=counts.tests, passed=counts.passed, failures=counts.failures, errors=counts.errors,
-                    skipped=counts.skipped, failing=list(counts.failing))
+                    skipped=counts.skipped, failing=list(counts.failing),
+                    failure_messages=list(counts.failure_messages))
     if run.exit_code == _PYTEST_NO_TESTS or counts.tests == 0:
         return _verdict(stage, StageOutcome.SKIPPED, "pytest collected no tests in this repository", evidence)
     seen = (f"pytest ran on diff {(diff_identity or 'unknown')[:12]}: {counts.tests} tests, {counts.passed} passed, "

@@ -31,6 +31,7 @@ from tests.fixtures.task_runs import (
     done,
     implementing_turns,
     make_harness,
+    rewriting_turns,
     scripted_gateway,
 )
 from tests.fixtures.tasks import keys
@@ -99,10 +100,11 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
 
 def test_a_failing_test_is_a_failed_integration_stage_with_the_junit_counts(harness: Harness) -> None:
     task_id = harness.ready_task()
+    fixed = rewriting_turns(expected=-3, previous=3, attempt=2)
 
-    outcome = run(harness, task_id, [*implementing_turns(expected=3), done()], policy=policy_for(harness))
+    outcome = run(harness, task_id, [*implementing_turns(expected=3), done(), *fixed], policy=policy_for(harness))
 
-    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and not outcome.clean
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean and outcome.attempt == 2  # sent back
     row = ledger(harness, task_id)[StageName.INTEGRATION_TESTS]
     assert row.verdict.outcome is StageOutcome.FAILED
     assert (row.evidence["tests"], row.evidence["passed"], row.evidence["failures"]) == (2, 1, 1)

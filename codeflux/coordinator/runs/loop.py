@@ -109,10 +109,13 @@ class LoopLimits:
     not count."""
     max_output_tokens: int = 8192
     """The output bound sent with each model request."""
+    max_repairs_per_rung: int = 3
+    """Attempts a gate may send back on one rung of the ladder (a stall climbs before that; with rungs × this
+    in total the task waits for the person with its red evidence)."""
 
     def __post_init__(self) -> None:
         if min(self.max_rounds, self.max_tool_calls, self.max_tool_calls_per_turn, self.max_tokens,
-               self.max_output_tokens) < 1 or self.max_wall_seconds <= 0:
+               self.max_output_tokens, self.max_repairs_per_rung) < 1 or self.max_wall_seconds <= 0:
             raise UsageError("every loop limit must be positive")
 
 

@@ -7,7 +7,9 @@ pipeline (:func:`codeflux.pipeline.runner.run_pipeline`) and leaves the task in 
 
 What can happen on the way, as :class:`RunOutcome` kinds (the CLI's exit code in brackets):
 
-* ``awaiting-review`` [0; the bundle may still report failed checks: ``clean`` says] — the run went through;
+* ``awaiting-review`` [0] — the run went through and no gating stage failed;
+* ``needs-you`` [1] — a gate kept sending the work back until repair was exhausted on a rung (see below):
+  the task is ``awaiting-review`` with its red evidence, for a person to decide (accept, reject, retry);
 * ``awaiting-authority`` [4] — a request waits for a person; the task is ``awaiting-authority`` and
   :func:`resume_run` continues in this process after the decision is recorded;
 * ``decision-needed`` [4] — headless: the policy denied a request that was not pre-approved (recorded,
@@ -25,8 +27,11 @@ What can happen on the way, as :class:`RunOutcome` kinds (the CLI's exit code in
 * a stall at the top of the ladder raises :class:`StalledError` [5] after the attempt's ledger is finished
   and the task marked ``failed``.
 
-A stall lower on the ladder, or an assembly failure (a gate that sends work back), ends the attempt and
-opens the next one on the rung the ladder chose, with the failure carried into a new conversation.
+A stall lower on the ladder, or a failed gate that sends work back — assembly (26), or the integration tests
+(28: the failing tests' names and messages go with it) — ends the attempt and opens the next one on the
+rung the ladder chose, with the failure carried into a new conversation. Repair is bounded per rung
+(:attr:`LoopLimits.max_repairs_per_rung`, default 3): the ladder climbs on a stall (the same failure
+fingerprint three times), and a rung whose repairs are used up without a stall ends the run ``needs-you``.
 Any attempt that ends early has its ledger finished (``blocked`` from the stop on): 37 rows each.
 
 **Resuming.** Every other ending keeps the loop's conversation (in SQLite, redacted): the next
@@ -89,6 +94,7 @@ _MOVE_ATTEMPTS: Final = 20
 
 class RunOutcomeKind(StrEnum):
     AWAITING_REVIEW = "awaiting-review"
+    NEEDS_YOU = "needs-you"
     AWAITING_AUTHORITY = "awaiting-authority"
     DECISION_NEEDED = "decision-needed"
     PAUSED = "paused"
@@ -132,6 +138,8 @@ class _Run:
     policy: HeadlessPolicy | None
     provider: str | None
     clock: Callable[[], float] = time.monotonic
+    repairs: int = 0
+    """Attempts sent back by a gate on the current rung (reset when the ladder climbs)."""
     denials: list[str] = field(default_factory=list)
 
 
@@ -299,6 +307,8 @@ def _after_failure(run: _Run, *, gate: str, detail: str, step: LadderStep, loop:
             return _outcome(run, RunOutcomeKind.DECISION_NEEDED, f"the ladder's next rung {step.rung} asks before "
                             "spending; approve it and run again", verdicts=verdicts, loop=loop)
         case LadderDecision.CLIMB | LadderDecision.STAY:
+            if step.decision is LadderDecision.CLIMB:
+                run.repairs = 0
             if run.tasks.show(run.task_id).task.state is TaskState.VALIDATING and (state := _move(
                     run, TaskState.RUNNING, f"{gate} sent the work back to the loop", from_state=TaskState.VALIDATING)
                     ) is not None:
@@ -344,15 +354,21 @@ def _validate(run: _Run) -> RunOutcome:
     if (state := _move(run, TaskState.VALIDATING, "the implementation loop finished; checks run")) is not None:
         return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY),
                         reason=f"the task was {state} at the handover from the loop to validation")
-    verdicts = run_pipeline(run.task_id, run.attempt, ports=run.ports)
-    by_stage = {verdict.stage: verdict for verdict in verdicts}
-    assembly = by_stage[StageName.ASSEMBLY]
-    if assembly.outcome is StageOutcome.FAILED:
-        detail = assembly.gate_evaluation or "assembly failed"
-        run.position, step = run.position.record(FailureKind.CHECK, fingerprint_failure(gate="assembly",
-                                                                                        output=detail))
-        return _after_failure(run, gate=StageName.ASSEMBLY.value, detail=detail, step=step, loop=None,
-                              verdicts=verdicts)
+    return _after_checks(run, run_pipeline(run.task_id, run.attempt, ports=run.ports))
+
+
+def _after_checks(run: _Run, verdicts: tuple[StageVerdict, ...]) -> RunOutcome:
+    """The attempt's checks are recorded: send the work back, end ``needs-you``, or leave it for review."""
+    sent_back = _sent_back(run, verdicts)
+    if sent_back is not None:
+        gate, detail, failing = sent_back
+        run.position, step = run.position.record(FailureKind.CHECK, fingerprint_failure(
+            gate=gate.value, output=detail, failing_tests=failing))
+        if step.decision is LadderDecision.STAY:
+            if run.repairs >= run.limits.max_repairs_per_rung:
+                return _repair_exhausted(run, gate, detail, verdicts)
+            run.repairs += 1
+        return _after_failure(run, gate=gate.value, detail=detail, step=step, loop=None, verdicts=verdicts)
     if (state := _move(run, TaskState.AWAITING_REVIEW, "checks recorded; the diff waits for review",
                        from_state=TaskState.VALIDATING)) is not None:
         return _stopped(run, state, verdicts=verdicts, reason=f"the task was {state} while its checks ran; "
@@ -360,6 +376,50 @@ def _validate(run: _Run) -> RunOutcome:
     close_conversation(run.tasks.changes, run.task_id, reason="the implementation went through validation")
     kind = RunOutcomeKind.DECISION_NEEDED if run.denials else RunOutcomeKind.AWAITING_REVIEW
     return _outcome(run, kind, "the diff and its evidence wait for review", verdicts=verdicts)
+
+
+_SENT_BACK_DETAIL_CHARS: Final = 6000
+
+
+def _sent_back(run: _Run, verdicts: tuple[StageVerdict, ...]) -> tuple[StageName, str, tuple[str, ...]] | None:
+    """The gate that sends this attempt's work back, what to tell the loop, and the failing tests (for the
+    fingerprint) — or None when no send-back gate failed. Assembly comes first: nothing else is meaningful
+    on a worktree that does not compile."""
+    by_stage = {verdict.stage: verdict for verdict in verdicts}
+    assembly = by_stage[StageName.ASSEMBLY]
+    if assembly.outcome is StageOutcome.FAILED:
+        return StageName.ASSEMBLY, assembly.gate_evaluation or "assembly failed", ()
+    tests = by_stage[StageName.INTEGRATION_TESTS]
+    if tests.outcome is not StageOutcome.FAILED:
+        return None
+    evidence = next((row.evidence for row in run.tasks.ledger(run.task_id, run.attempt)
+                     if row.verdict.stage is StageName.INTEGRATION_TESTS), {})
+    failing = tuple(str(name) for name in _listed(evidence.get("failing")))
+    messages = [str(message) for message in _listed(evidence.get("failure_messages"))]
+    lines = [f"The repository's tests failed: {tests.gate_evaluation or 'integration-tests failed'}."]
+    if failing:
+        lines.append("Failing tests (pytest junit report), each with its message and last lines:")
+        for index, name in enumerate(failing):
+            message = messages[index] if index < len(messages) else ""
+            lines.append(f"- {name}" + (f"\n  {message.replace(chr(10), chr(10) + '  ')}" if message else ""))
+    lines.append("Fix the code (or the test, when the test is wrong about the requirement) so that every test "
+                 "passes, then finish.")
+    return StageName.INTEGRATION_TESTS, "\n".join(lines)[:_SENT_BACK_DETAIL_CHARS], failing
+
+
+def _listed(value: object) -> list[object]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _repair_exhausted(run: _Run, gate: StageName, detail: str, verdicts: tuple[StageVerdict, ...]) -> RunOutcome:
+    """Repair is used up on this rung without a stall: the task waits for the person with its red evidence
+    (reviewable: accept, reject or retry), never a silent review that looks clean."""
+    reason = (f"needs you: {gate.value} still fails after {run.repairs} repair attempt(s) on rung "
+              f"{run.position.rung}; the evidence is red — review it, then accept, reject or retry")
+    if (state := _move(run, TaskState.AWAITING_REVIEW, reason[:2000], from_state=TaskState.VALIDATING)) is not None:
+        return _stopped(run, state, verdicts=verdicts, reason=f"the task was {state} while its checks ran")
+    close_conversation(run.tasks.changes, run.task_id, reason=f"repair was exhausted: {detail[:500]}")
+    return _outcome(run, RunOutcomeKind.NEEDS_YOU, reason, verdicts=verdicts)
 
 
 def _resume_validation(run: _Run) -> RunOutcome:

@@ -17,6 +17,7 @@ from codeflux.domain.pipeline.outcomes import (
     unmet_prerequisite,
 )
 from codeflux.domain.pipeline.stages import (
+    GATING_STAGES,
     PERFORMABLE_STAGES,
     SEND_BACK_STAGES,
     STAGES,
@@ -28,6 +29,7 @@ from codeflux.domain.pipeline.stages import (
 )
 
 __all__ = [
+    "GATING_STAGES",
     "NOT_IMPLEMENTED_REASON",
     "PERFORMABLE_STAGES",
     "SEND_BACK_STAGES",

@@ -10,8 +10,8 @@ both). Each :class:`Stage` says:
   blocked is itself blocked (see :mod:`codeflux.domain.pipeline.outcomes`). Every edge points to a
   lower number, and every stage is reachable from ``instructions``.
 * ``sends_back`` — a failure returns the work to the implementation loop (possibly on a higher rung of
-  the ladder) instead of ending the run: ``atom-verification``, ``assembly``, ``end-to-end-tests``,
-  ``adversarial``.
+  the ladder) instead of ending the run: ``atom-verification``, ``assembly``, ``integration-tests``,
+  ``end-to-end-tests``, ``adversarial`` (ARCHITECTURE §8.3).
 * ``performable`` — codeflux can evaluate the gate today. Every other stage is recorded honestly as
   ``not-implemented``, and may never be recorded ``satisfied``, ``failed`` or ``skipped``.
 
@@ -35,6 +35,7 @@ from typing import Final
 from codeflux.domain.errors import InvalidValueError
 
 __all__ = [
+    "GATING_STAGES",
     "PERFORMABLE_STAGES",
     "SEND_BACK_STAGES",
     "STAGES",
@@ -242,7 +243,7 @@ STAGES: Final[tuple[Stage, ...]] = (
     _stage(28, _N.INTEGRATION_TESTS, _P.PROGRAM,
            "The repository's detected test command (pytest with junit XML) runs on this diff and every "
            "collected test passes.",
-           _N.ASSEMBLY, performable=True),
+           _N.ASSEMBLY, sends_back=True, performable=True),
     _stage(29, _N.END_TO_END_TESTS, _P.PROGRAM,
            "Every acceptance example is reproduced exactly against the built program.",
            _N.INSTRUCTIONS, _N.ASSEMBLY, sends_back=True),
@@ -282,6 +283,10 @@ _BY_NAME: Final[Mapping[str, Stage]] = MappingProxyType({stage.name.value: stage
 
 SEND_BACK_STAGES: Final = frozenset(stage.name for stage in STAGES if stage.sends_back)
 """The gates whose failure returns work to the implementation loop."""
+
+GATING_STAGES: Final = SEND_BACK_STAGES | {_N.ASSEMBLY, _N.INTEGRATION_TESTS, _N.END_TO_END_TESTS}
+"""The stages whose failure decides a run's exit code (§8.2): 26, 28, 29 and the send-back gates. Every other
+stage is advisory: its findings are listed, it never fails the run."""
 
 PERFORMABLE_STAGES: Final = frozenset(stage.name for stage in STAGES if stage.performable)
 """The stages codeflux evaluates today; every other one is recorded ``not-implemented``."""

@@ -11,6 +11,7 @@ import pytest
 from codeflux.domain import pipeline
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.pipeline import (
+    GATING_STAGES,
     PERFORMABLE_STAGES,
     SEND_BACK_STAGES,
     STAGES,
@@ -93,8 +94,9 @@ def test_instructions_is_the_only_root_and_every_stage_is_reachable_from_it() ->
         assert N.INSTRUCTIONS in transitive_prerequisites(stage.name), stage.name
 
 
-def test_exactly_the_four_gates_of_the_architecture_send_work_back() -> None:
-    assert {N.ATOM_VERIFICATION, N.ASSEMBLY, N.END_TO_END_TESTS, N.ADVERSARIAL} == SEND_BACK_STAGES
+def test_exactly_the_five_gates_of_the_architecture_send_work_back() -> None:
+    assert {N.ATOM_VERIFICATION, N.ASSEMBLY, N.INTEGRATION_TESTS, N.END_TO_END_TESTS, N.ADVERSARIAL} == SEND_BACK_STAGES
+    assert SEND_BACK_STAGES | {N.ASSEMBLY, N.INTEGRATION_TESTS, N.END_TO_END_TESTS} == GATING_STAGES
     assert {stage.name for stage in STAGES if stage.sends_back} == SEND_BACK_STAGES
 
 

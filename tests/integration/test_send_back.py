@@ -1,0 +1,121 @@
+"""Red checks go back to the agent (issue 14 items 7 and 11), with the scripted provider (not a model), real
+worker processes and real pytest runs.
+
+The reproduction of the issue's "Why": a change whose test fails used to go straight to review, and
+``codeflux run`` exited 0. Now the failing test's id and message start the next attempt; the attempt that
+fixes it reaches review clean; repair is bounded per rung, a stall climbs the ladder, and repair that runs
+out leaves the task reviewable with its red evidence ("needs you", exit 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codeflux.cli.context import CliContext
+from codeflux.cli.run import report_outcome
+from codeflux.coordinator.runs.loop import LoopLimits
+from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.domain.ids import TaskId
+from codeflux.domain.ladder import Ladder, LadderPosition
+from codeflux.domain.models import ModelRequest
+from codeflux.domain.pipeline import StageName, StageOutcome
+from codeflux.domain.tasks import TaskState
+from codeflux.pipeline.program import pytest_argv
+from codeflux.providers.scripted import ScriptedAdapter, ScriptedTurn
+from codeflux.store.database import Database
+from tests.fixtures.task_runs import (
+    Harness,
+    done,
+    implementing_turns,
+    make_harness,
+    rewriting_turns,
+    scripted_gateway,
+)
+
+FAILING = "tests.test_calc::test_add_negative"
+WRONG = [*implementing_turns(expected=3), done()]  # attempt 1: the test asserts add(-1, -2) == 3
+
+
+def retry(expected: int, attempt: int) -> list[ScriptedTurn]:
+    return rewriting_turns(expected=expected, previous=3, attempt=attempt)
+
+
+@pytest.fixture
+def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
+    with ToolDriver(db, state_dir=tmp_path / "state") as driver:
+        yield make_harness(db, tmp_path, driver)
+
+
+def run(harness: Harness, turns: list[ScriptedTurn], *, position: LadderPosition | None = None,
+        limits: LoopLimits | None = None) -> tuple[TaskId, RunOutcome, ScriptedAdapter]:
+    task_id = harness.ready_task()
+    gateway, adapter = scripted_gateway(harness.db, turns)
+    policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
+    outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=position or LadderPosition.start(),
+                       limits=limits or LoopLimits(), headless_policy=policy)
+    return task_id, outcome, adapter
+
+
+def stage(harness: Harness, task_id: TaskId, attempt: int, name: StageName) -> tuple[StageOutcome, dict[str, object]]:
+    row = next(row for row in harness.tasks.ledger(task_id, attempt) if row.verdict.stage is name)
+    return row.verdict.outcome, dict(row.evidence)
+
+
+def text_of(request: ModelRequest) -> str:
+    return "\n".join(str(getattr(part, "text", "")) for message in request.messages for part in message.parts)
+
+
+def exit_code(harness: Harness, outcome: RunOutcome) -> tuple[int, str]:
+    import io
+
+    out = io.StringIO()
+    code = report_outcome(CliContext(stdout=out), harness.tasks, outcome)
+    return code, out.getvalue()
+
+
+def test_a_failing_test_goes_back_to_the_agent_and_the_next_attempt_fixes_it(harness: Harness) -> None:
+    task_id, outcome, adapter = run(harness, [*WRONG, *retry(-3, 2)])
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    assert outcome.attempt == 2
+    first, evidence = stage(harness, task_id, 1, StageName.INTEGRATION_TESTS)
+    assert first is StageOutcome.FAILED and evidence["failing"] == [FAILING]
+    messages = evidence["failure_messages"]
+    assert isinstance(messages, list) and "assert" in messages[0]
+    assert stage(harness, task_id, 2, StageName.INTEGRATION_TESTS)[0] is StageOutcome.SATISFIED
+    # The second attempt's first model request carries the failing test, its message, and why it came back.
+    second_attempt = adapter.requests[3]
+    prompt = text_of(second_attempt)
+    assert "sent back by integration-tests" in prompt and FAILING in prompt and "-1, -2" in prompt
+    assert exit_code(harness, outcome)[0] == 0
+    assert harness.tasks.show(task_id).task.state is TaskState.AWAITING_REVIEW
+
+
+def test_repair_that_runs_out_waits_for_the_person_with_red_evidence_and_exits_1(harness: Harness) -> None:
+    task_id, outcome, _ = run(harness, [*WRONG, *retry(3, 2)],
+                              limits=LoopLimits(max_repairs_per_rung=1))
+
+    assert outcome.kind is RunOutcomeKind.NEEDS_YOU and outcome.attempt == 2
+    assert "needs you" in outcome.reason and "integration-tests" in outcome.reason
+    assert harness.tasks.show(task_id).task.state is TaskState.AWAITING_REVIEW  # still reviewable
+    assert stage(harness, task_id, 2, StageName.INTEGRATION_TESTS)[0] is StageOutcome.FAILED
+    code, printed = exit_code(harness, outcome)
+    assert code == 1 and "gating stages failed: integration-tests" in printed
+
+
+def test_the_same_failure_three_times_climbs_one_rung(harness: Harness) -> None:
+    two_rungs = LadderPosition.start(Ladder.parse(["cheap:low", "capable:low"]))
+    turns = [*WRONG, *retry(3, 2), *retry(3, 3), *retry(-3, 4)]
+
+    task_id, outcome, adapter = run(harness, turns, position=two_rungs)
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean and outcome.attempt == 4
+    assert [stage(harness, task_id, n, StageName.INTEGRATION_TESTS)[0] for n in (1, 2, 3, 4)] == [
+        StageOutcome.FAILED, StageOutcome.FAILED, StageOutcome.FAILED, StageOutcome.SATISFIED]
+    fourth = text_of(adapter.requests[9])
+    assert "on rung capable:low" in fourth  # the third identical failure climbed to the next rung
