@@ -36,6 +36,7 @@ from codeflux.pipeline.specification import StageResult
 
 __all__ = [
     "JUNIT_RELATIVE_PATH",
+    "MAX_JUNIT_CASES",
     "JunitCounts",
     "TestCommand",
     "detect_test_command",
@@ -43,12 +44,14 @@ __all__ = [
     "evaluate_integration_tests",
     "parse_junit_xml",
     "pytest_argv",
+    "run_integration_tests",
 ]
 
 JUNIT_RELATIVE_PATH: Final = ".codeflux-checks/junit.xml"
 _MAX_JUNIT_BYTES: Final = 16 * 1024 * 1024
 _MAX_FAILING_SHOWN: Final = 50
 _MAX_MESSAGE_CHARS: Final = 600
+MAX_JUNIT_CASES: Final = 20_000
 _MESSAGE_TAIL_LINES: Final = 6
 _HEADER: Final = re.compile(r"platform \S+ -- Python (?P<python>[\w.+-]+), pytest-(?P<pytest>[\w.+-]+)")
 _NO_PYTEST: Final = re.compile(r"No module named '?pytest'?")
@@ -76,6 +79,9 @@ class JunitCounts:
     failing: tuple[str, ...]
     failure_messages: tuple[str, ...] = ()
     """Per failing test (same order): the report's message, first lines only and cut (it is repository output)."""
+    cases: tuple[tuple[str, str, str], ...] = ()
+    """Every test case the report names (up to :data:`MAX_JUNIT_CASES`): (classname, name, status), status one
+    of ``passed``, ``failed``, ``error``, ``skipped`` — what stage 29 looks named tests up in."""
 
     @property
     def passed(self) -> int:
@@ -164,6 +170,7 @@ def parse_junit_xml(data: bytes) -> JunitCounts:
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     failing: list[str] = []
     messages: list[str] = []
+    cases: list[tuple[str, str, str]] = []
     for suite in suites:
         for key in totals:
             totals[key] += int(suite.get(key, "0"))
@@ -171,12 +178,16 @@ def parse_junit_xml(data: bytes) -> JunitCounts:
             problem = case.find("failure")
             if problem is None:
                 problem = case.find("error")
+            if len(cases) < MAX_JUNIT_CASES:
+                status = ("failed" if case.find("failure") is not None else "error" if problem is not None
+                          else "skipped" if case.find("skipped") is not None else "passed")
+                cases.append((case.get("classname", ""), case.get("name", ""), status))
             if problem is not None:
                 name = f"{case.get('classname', '')}::{case.get('name', '')}"
                 if len(failing) < _MAX_FAILING_SHOWN:
                     failing.append(name)
                     messages.append(_failure_message(problem))
-    return JunitCounts(failing=tuple(failing), failure_messages=tuple(messages), **totals)
+    return JunitCounts(failing=tuple(failing), failure_messages=tuple(messages), cases=tuple(cases), **totals)
 
 
 def _failure_message(problem: ElementTree.Element) -> str:
@@ -206,19 +217,25 @@ def _install_hint(command: TestCommand) -> str:
 
 def evaluate_integration_tests(ports: PipelinePorts, *, attempt: int, diff_identity: str | None) -> StageResult:
     """Stage 28 (see the module docstring)."""
+    return run_integration_tests(ports, attempt=attempt, diff_identity=diff_identity)[0]
+
+
+def run_integration_tests(ports: PipelinePorts, *, attempt: int,
+                          diff_identity: str | None) -> tuple[StageResult, JunitCounts | None]:
+    """Stage 28, and the junit report it read (None when pytest wrote none that could be read)."""
     facts = ports.facts
     command = detect_test_command(worktree=facts.worktree.path, repository_root=ports.repository_root,
                                   search_path=ports.search_path)
     stage = StageName.INTEGRATION_TESTS
     if command is None:
         return _verdict(stage, StageOutcome.BLOCKED, "no Python interpreter found: no .venv/venv in the worktree or "
-                        "repository and no python3 on the worker's PATH; create a .venv with pytest", {})
+                        "repository and no python3 on the worker's PATH; create a .venv with pytest", {}), None
     if command.pytest_missing:
-        return _verdict(stage, StageOutcome.BLOCKED, _install_hint(command), {})
+        return _verdict(stage, StageOutcome.BLOCKED, _install_hint(command), {}), None
     shutil.rmtree(facts.worktree.path / Path(JUNIT_RELATIVE_PATH).parent, ignore_errors=True)
     run = ports.commands.run_check_command(facts.task_id, command.argv, attempt=attempt)
     if not run.ran:
-        return _verdict(stage, StageOutcome.BLOCKED, f"the test command did not run: {run.refusal}", {})
+        return _verdict(stage, StageOutcome.BLOCKED, f"the test command did not run: {run.refusal}", {}), None
     report = _read_junit(facts.worktree.path)
     header = _HEADER.search(run.stdout)
     evidence: dict[str, object] = {
@@ -230,22 +247,22 @@ def evaluate_integration_tests(ports: PipelinePorts, *, attempt: int, diff_ident
     evidence["diff_identity_after"] = _identity_after(ports)
     if report is None:
         if _NO_PYTEST.search(run.stderr) or _NO_PYTEST.search(run.stdout):
-            return _verdict(stage, StageOutcome.BLOCKED, _install_hint(command), {})
+            return _verdict(stage, StageOutcome.BLOCKED, _install_hint(command), {}), None
         return _verdict(stage, StageOutcome.FAILED, f"pytest ended {run.state} (exit {run.exit_code}) and wrote no "
-                        "junit report", evidence)
+                        "junit report", evidence), None
     try:
         counts = parse_junit_xml(report)
     except (ValueError, ElementTree.ParseError):
-        return _verdict(stage, StageOutcome.FAILED, "pytest's junit report could not be read", evidence)
+        return _verdict(stage, StageOutcome.FAILED, "pytest's junit report could not be read", evidence), None
     evidence.update(tests=counts.tests, passed=counts.passed, failures=counts.failures, errors=counts.errors,
                     skipped=counts.skipped, failing=list(counts.failing),
                     failure_messages=list(counts.failure_messages))
     if run.exit_code == _PYTEST_NO_TESTS or counts.tests == 0:
-        return _verdict(stage, StageOutcome.SKIPPED, "pytest collected no tests in this repository", evidence)
+        return _verdict(stage, StageOutcome.SKIPPED, "pytest collected no tests in this repository", evidence), counts
     seen = (f"pytest ran on diff {(diff_identity or 'unknown')[:12]}: {counts.tests} tests, {counts.passed} passed, "
             f"{counts.failures} failed, {counts.errors} errors, {counts.skipped} skipped (exit {run.exit_code})")
     held = run.exit_code == 0 and counts.failures == 0 and counts.errors == 0
-    return _verdict(stage, StageOutcome.SATISFIED if held else StageOutcome.FAILED, seen, evidence)
+    return _verdict(stage, StageOutcome.SATISFIED if held else StageOutcome.FAILED, seen, evidence), counts
 
 
 def _identity_after(ports: PipelinePorts) -> str | None:

@@ -2,12 +2,14 @@
 
 :func:`record_specification` records 1 instructions and 3 atomic-instructions (the implementation loop
 starts only when both held). :func:`run_pipeline` records what is still missing of those, then 26
-assembly, 28 integration-tests, 35 evidence-bundle and — when a person has decided — 36 and 37, each
-as one ledger write with its evidence, and ends the attempt with ``finish_attempt``:
+assembly, 28 integration-tests, 29 end-to-end-tests (the acceptance examples, looked up in 28's report or
+run), 35 evidence-bundle and — when a person has decided — 36 and 37, each as one ledger write with its
+evidence, and ends the attempt with ``finish_attempt``:
 
-* a failed specification stage or a failed assembly (a gate that sends work back) stops the run at
-  that stage: everything after it is ``blocked``;
-* failed integration tests do not stop it: the evidence bundle reports them and a person reviews;
+* a failed specification stage or a failed assembly stops the run at that stage: everything after it is
+  ``blocked``;
+* failed tests or examples do not stop it: the evidence bundle reports them, and the runner sends the
+  work back (28 and 29 are send-back gates);
 * without an acceptance decision the run stops at human-acceptance (the task awaits review);
 * stages codeflux cannot perform are ``not-implemented`` by the ledger rules, never claimed.
 
@@ -19,8 +21,9 @@ from __future__ import annotations
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.pipeline.delivery import evaluate_deliver, evaluate_evidence_bundle, evaluate_human_acceptance
+from codeflux.pipeline.examples import evaluate_end_to_end_tests
 from codeflux.pipeline.ports import PipelinePorts
-from codeflux.pipeline.program import evaluate_assembly, evaluate_integration_tests
+from codeflux.pipeline.program import evaluate_assembly, run_integration_tests
 from codeflux.pipeline.specification import StageResult, evaluate_atomic_instructions, evaluate_instructions
 
 __all__ = ["record_specification", "run_pipeline"]
@@ -63,7 +66,10 @@ def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tupl
         return _finish(ports, task_id, attempt, StageName.ASSEMBLY)
     identity = assembly.evidence.get("diff_identity")
     diff_identity = identity if isinstance(identity, str) else None
-    _record(ports, task_id, attempt, evaluate_integration_tests(ports, attempt=attempt, diff_identity=diff_identity))
+    tests, junit = run_integration_tests(ports, attempt=attempt, diff_identity=diff_identity)
+    tests_verdict = _record(ports, task_id, attempt, tests)
+    examples = evaluate_end_to_end_tests(ports, attempt=attempt, junit=junit, tests=tests_verdict)
+    _record(ports, task_id, attempt, examples)
     rows = ports.ledger.ledger(task_id, attempt)
     _record(ports, task_id, attempt, evaluate_evidence_bundle(ports, rows, diff_identity=diff_identity))
     decision = ports.acceptance.acceptance_of(task_id)

@@ -82,6 +82,9 @@ def _example(body: str) -> AcceptanceExample | str:
     if tests:
         if not tests[0] or fields.get("expected"):
             return "a test block names one test and no expected output"
+        if "::" not in tests[0]:
+            return ("a test block names one test by its pytest node id (path::name); a whole file or suite is not "
+                    "an example")
         return AcceptanceExample(test=tests[0])
     try:
         argv = tuple(shlex.split(commands[0]))

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -85,6 +85,7 @@ from codeflux.gitwork.worktrees import create_task_worktree
 from codeflux.pipeline.ports import AcceptancePort, PipelinePorts, TaskFacts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.runner import record_specification, run_pipeline
+from codeflux.pipeline.specification import AcceptanceExample, derive_acceptance_examples
 from codeflux.worker.environment import build_worker_environment
 
 __all__ = ["HeadlessPolicy", "PreapprovedOperation", "RunOutcome", "RunOutcomeKind", "resume_run", "run_task"]
@@ -334,27 +335,42 @@ def _validate(run: _Run) -> RunOutcome:
     if (current := run.tasks.show(run.task_id).task.state) is not TaskState.RUNNING:
         return _stopped(run, current, verdicts=_finish(run, StageName.ASSEMBLY),
                         reason=f"the task was {current} at the handover from the loop to validation")
-    if command is not None and not command.pytest_missing:
-        try:
-            request = submit_check_command(run.driver, run.task_id, command.argv, attempt=run.attempt)
-        except ToolFailedError:
-            request = None  # the stage reports the program it could not find
-        if request is not None and request.outcome is DecisionOutcome.PENDING:
-            if run.policy is None:
-                reason = f"tool request {request.request_id} waits for a decision"
-                if (state := _move(run, TaskState.AWAITING_AUTHORITY, reason)) is not None:
-                    return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY))
-                return _outcome(run, RunOutcomeKind.AWAITING_AUTHORITY, f"the test command {request.request_id} "
-                                "waits for a decision", pending_request_id=request.request_id,
-                                resume=lambda: _resume_validation(run))
-            decision = decide_headless(run.policy, run.driver, request.request_id, tool="run_command",
-                                       arguments={"argv": list(command.argv)})
-            if not decision.allowed:
-                run.denials.append(decision.reason)
+    checks = [] if command is None or command.pytest_missing else [("the test command", command.argv)]
+    checks += [("an acceptance example's command", example.argv) for example in _example_commands(run)]
+    for what, argv in checks:
+        if (waiting := _settle_check_authority(run, what, argv)) is not None:
+            return waiting
     if (state := _move(run, TaskState.VALIDATING, "the implementation loop finished; checks run")) is not None:
         return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY),
                         reason=f"the task was {state} at the handover from the loop to validation")
     return _after_checks(run, run_pipeline(run.task_id, run.attempt, ports=run.ports))
+
+
+def _example_commands(run: _Run) -> list[AcceptanceExample]:
+    examples, _ = derive_acceptance_examples(run.ports.facts.requirement)
+    return [example for example in examples if example.test is None and example.argv]
+
+
+def _settle_check_authority(run: _Run, what: str, argv: tuple[str, ...]) -> RunOutcome | None:
+    """Record the pipeline's own request for a check command while the task runs, so its decision is made
+    before validation: a person's (the run then waits, awaiting authority) or the headless policy's."""
+    try:
+        request = submit_check_command(run.driver, run.task_id, argv, attempt=run.attempt)
+    except ToolFailedError:
+        return None  # the stage reports the program it could not find
+    if request.outcome is not DecisionOutcome.PENDING:
+        return None
+    if run.policy is None:
+        reason = f"tool request {request.request_id} waits for a decision"
+        if (state := _move(run, TaskState.AWAITING_AUTHORITY, reason)) is not None:
+            return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY))
+        return _outcome(run, RunOutcomeKind.AWAITING_AUTHORITY, f"{what} {request.request_id} waits for a decision",
+                        pending_request_id=request.request_id, resume=lambda: _resume_validation(run))
+    decision = decide_headless(run.policy, run.driver, request.request_id, tool="run_command",
+                               arguments={"argv": list(argv)})
+    if not decision.allowed:
+        run.denials.append(decision.reason)
+    return None
 
 
 def _after_checks(run: _Run, verdicts: tuple[StageVerdict, ...]) -> RunOutcome:
@@ -391,9 +407,8 @@ def _sent_back(run: _Run, verdicts: tuple[StageVerdict, ...]) -> tuple[StageName
         return StageName.ASSEMBLY, assembly.gate_evaluation or "assembly failed", ()
     tests = by_stage[StageName.INTEGRATION_TESTS]
     if tests.outcome is not StageOutcome.FAILED:
-        return None
-    evidence = next((row.evidence for row in run.tasks.ledger(run.task_id, run.attempt)
-                     if row.verdict.stage is StageName.INTEGRATION_TESTS), {})
+        return _examples_sent_back(run, by_stage[StageName.END_TO_END_TESTS])
+    evidence = _evidence_of(run, StageName.INTEGRATION_TESTS)
     failing = tuple(str(name) for name in _listed(evidence.get("failing")))
     messages = [str(message) for message in _listed(evidence.get("failure_messages"))]
     lines = [f"The repository's tests failed: {tests.gate_evaluation or 'integration-tests failed'}."]
@@ -405,6 +420,30 @@ def _sent_back(run: _Run, verdicts: tuple[StageVerdict, ...]) -> tuple[StageName
     lines.append("Fix the code (or the test, when the test is wrong about the requirement) so that every test "
                  "passes, then finish.")
     return StageName.INTEGRATION_TESTS, "\n".join(lines)[:_SENT_BACK_DETAIL_CHARS], failing
+
+
+def _evidence_of(run: _Run, stage: StageName) -> Mapping[str, object]:
+    return next((row.evidence for row in run.tasks.ledger(run.task_id, run.attempt) if row.verdict.stage is stage), {})
+
+
+def _examples_sent_back(run: _Run, examples: StageVerdict) -> tuple[StageName, str, tuple[str, ...]] | None:
+    """Stage 29 failed: which of the person's acceptance examples did not hold, and why."""
+    if examples.outcome is not StageOutcome.FAILED:
+        return None
+    failed = [item for item in _listed(_evidence_of(run, StageName.END_TO_END_TESTS).get("examples"))
+              if isinstance(item, Mapping) and item.get("outcome") == "failed"]
+    lines = ["An acceptance example the person gave does not hold on this diff:"]
+    names = []
+    for item in failed:
+        name = str(item.get("test") or " ".join(str(part) for part in _listed(item.get("argv"))))
+        names.append(name)
+        lines.append(f"- {name}: {item.get('detail')}")
+        expected = _listed(item.get("expected"))
+        if expected:
+            lines.append("  expected output lines: " + " | ".join(str(line) for line in expected)[:800])
+            lines.append("  got: " + " | ".join(str(line) for line in _listed(item.get("stdout_lines")))[:800])
+    lines.append("Make every example hold exactly, then finish.")
+    return StageName.END_TO_END_TESTS, "\n".join(lines)[:_SENT_BACK_DETAIL_CHARS], tuple(names)
 
 
 def _listed(value: object) -> list[object]:

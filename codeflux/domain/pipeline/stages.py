@@ -245,8 +245,9 @@ STAGES: Final[tuple[Stage, ...]] = (
            "collected test passes.",
            _N.ASSEMBLY, sends_back=True, performable=True),
     _stage(29, _N.END_TO_END_TESTS, _P.PROGRAM,
-           "Every acceptance example is reproduced exactly against the built program.",
-           _N.INSTRUCTIONS, _N.ASSEMBLY, sends_back=True),
+           "Every acceptance example is reproduced exactly on this diff: each named test exists and passes in the "
+           "test run, each command exits 0 with exactly the expected output lines.",
+           _N.INSTRUCTIONS, _N.ASSEMBLY, sends_back=True, performable=True),
     # F Verification depth
     _stage(30, _N.GLOBAL_INVARIANTS, _P.VERIFICATION_DEPTH,
            "Whole-program properties hold: no forbidden capability (network, subprocess, unsafe "

@@ -1,0 +1,124 @@
+"""Stage 29 runs the person's acceptance examples (issue 14 item 6), with the scripted provider (not a
+model), real worker processes, real pytest and confined commands.
+
+The reproduction of the issue's "Why": a named test that does not exist, or a command whose output does not
+match, used to yield a "clean" bundle (stage 29 was not implemented). Now each example is reproduced on the
+attempt's diff, and one that does not hold sends the work back.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codeflux.coordinator.runs.loop import LoopLimits
+from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.domain.ids import TaskId
+from codeflux.domain.ladder import LadderPosition
+from codeflux.domain.pipeline import StageName, StageOutcome
+from codeflux.pipeline.examples import junit_case_of
+from codeflux.pipeline.program import pytest_argv
+from codeflux.providers.scripted import ScriptedTurn
+from codeflux.store.database import Database
+from tests.fixtures.task_runs import (
+    FIXED_CALC,
+    Harness,
+    calc_tests,
+    done,
+    implementing_turns,
+    make_harness,
+    scripted_gateway,
+    write_file,
+)
+
+EXTRA_TEST = "\n\ndef test_add_zero():\n    assert add(0, 5) == 5\n"
+
+
+@pytest.fixture
+def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
+    with ToolDriver(db, state_dir=tmp_path / "state") as driver:
+        yield make_harness(db, tmp_path, driver)
+
+
+def run(harness: Harness, requirement: str, turns: list[ScriptedTurn], *, allow: tuple[list[str], ...] = (),
+        limits: LoopLimits | None = None) -> tuple[TaskId, RunOutcome]:
+    task_id = harness.ready_task(requirement=requirement)
+    gateway, _ = scripted_gateway(harness.db, turns)
+    allowed = [PreapprovedOperation.command(pytest_argv(harness.venv_python)),
+               *(PreapprovedOperation.command(argv) for argv in allow)]
+    outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=LadderPosition.start(),
+                       limits=limits or LoopLimits(), headless_policy=HeadlessPolicy.allowing(allowed))
+    return task_id, outcome
+
+
+def examples_of(harness: Harness, task_id: TaskId, attempt: int) -> tuple[StageOutcome, list[dict[str, object]]]:
+    row = next(row for row in harness.tasks.ledger(task_id, attempt) if row.verdict.stage is StageName.END_TO_END_TESTS)
+    found = row.evidence.get("examples")
+    return row.verdict.outcome, list(found) if isinstance(found, list) else []
+
+
+def requirement_naming(test: str) -> str:
+    return f"Make add() handle negative numbers.\n<<<ACCEPTANCE\ntest: {test}\n>>>\n"
+
+
+def test_a_named_test_that_does_not_exist_goes_back_until_it_exists_and_passes(harness: Harness) -> None:
+    requirement = requirement_naming("tests/test_calc.py::test_add_zero")
+    adding = [write_file("pkg/calc.py", FIXED_CALC, "a2w1", replacing=FIXED_CALC),
+              write_file("tests/test_calc.py", calc_tests(-3) + EXTRA_TEST, "a2w2", replacing=calc_tests(-3)), done()]
+
+    task_id, outcome = run(harness, requirement, [*implementing_turns(), done(), *adding])
+
+    first, examples = examples_of(harness, task_id, 1)
+    assert first is StageOutcome.FAILED  # every test passed, but the named one does not exist
+    assert examples[0]["outcome"] == "failed" and "does not exist" in str(examples[0]["detail"])
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean and outcome.attempt == 2
+    second, examples = examples_of(harness, task_id, 2)
+    assert second is StageOutcome.SATISFIED and examples[0]["outcome"] == "satisfied"
+    assert examples[0]["discriminates"] is None and "not measured" in str(examples[0]["discrimination"])
+
+
+def test_a_command_example_holds_only_with_exactly_the_expected_output(harness: Harness) -> None:
+    argv = [harness.venv_python, "-c", "from pkg.calc import add; print(add(-1, -2))"]
+    good = f"Fix add().\n<<<ACCEPTANCE\ncommand: {shlex.join(argv)}\nexpected: -3\n>>>\n"
+
+    task_id, outcome = run(harness, good, [*implementing_turns(), done()], allow=(argv,))
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    satisfied, examples = examples_of(harness, task_id, 1)
+    assert satisfied is StageOutcome.SATISFIED
+    assert examples[0]["exit_code"] == 0 and examples[0]["stdout_lines"] == ["-3"]
+
+
+def test_a_command_example_whose_output_differs_is_sent_back_then_needs_you(harness: Harness) -> None:
+    argv = [harness.venv_python, "-c", "from pkg.calc import add; print(add(-1, -2))"]
+    wrong = f"Fix add().\n<<<ACCEPTANCE\ncommand: {shlex.join(argv)}\nexpected: -4\n>>>\n"
+    again = [write_file("pkg/calc.py", FIXED_CALC, "a2w1", replacing=FIXED_CALC),
+             write_file("tests/test_calc.py", calc_tests(-3), "a2w2", replacing=calc_tests(-3)), done()]
+
+    task_id, outcome = run(harness, wrong, [*implementing_turns(), done(), *again], allow=(argv,),
+                           limits=LoopLimits(max_repairs_per_rung=1))
+
+    failed, examples = examples_of(harness, task_id, 1)
+    assert failed is StageOutcome.FAILED and "differs from the expected output at line 1" in str(examples[0]["detail"])
+    assert outcome.kind is RunOutcomeKind.NEEDS_YOU and "end-to-end-tests" in outcome.reason
+
+
+def test_a_whole_file_is_not_an_example() -> None:
+    from codeflux.pipeline.specification import derive_acceptance_examples
+
+    examples, problems = derive_acceptance_examples(requirement_naming("tests/test_calc.py"))
+    assert examples == () and "a whole file or suite is not an example" in problems[0]
+
+
+@pytest.mark.parametrize(("node_id", "case"), [
+    ("tests/test_ops.py::test_add_negative", ("tests.test_ops", "test_add_negative")),
+    ("tests/unit/test_x.py::TestThing::test_it[1-2]", ("tests.unit.test_x.TestThing", "test_it[1-2]")),
+    ("test_top.py::test_a", ("test_top", "test_a")),
+])
+def test_a_node_id_maps_to_the_junit_case_pytest_writes(node_id: str, case: tuple[str, str]) -> None:
+    assert junit_case_of(node_id) == case
