@@ -73,6 +73,7 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.OutcomeUnresolvedError: ExitCode.PREREQUISITE,
     e.DecisionNeededError: ExitCode.DECISION_NEEDED,
     e.ApprovalRequiredError: ExitCode.DECISION_NEEDED,
+    e.AcceptanceExampleNeededError: ExitCode.DECISION_NEEDED,
     e.DirtyTreeNotAcknowledgedError: ExitCode.DECISION_NEEDED,
     e.PlanNotApprovedError: ExitCode.DECISION_NEEDED,
     e.BudgetExhaustedError: ExitCode.DECISION_NEEDED,

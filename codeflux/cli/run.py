@@ -546,7 +546,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             planned = propose_plan(task_id, gateway=gateway[0], tasks=tasks, position=LadderPosition.start(),
                                    idempotency_key=key(), stop_requested=shutdown.stop_requested)
             print_plan(ctx, plan_view(revision=planned.revision, sha256=planned.sha256, plan=planned.plan,
-                                      decision=None, author_label=gateway[1]), indent="")
+                                      decision=None, author_label=gateway[1], requirement=requirement), indent="")
             approve = (f"`codeflux task approve-plan {task_id} --revision {planned.revision} --sha256 "
                        f"{planned.sha256}` and `codeflux task start {task_id}`")
             if shutdown.requested is not None:

@@ -48,6 +48,9 @@ def print_plan(ctx: CliContext, plan: product_pb2.PlanView, *, indent: str = "  
     for check in plan.checks:
         argv = shlex.join(escape_for_display(a) for a in check.argv)
         ctx.say(f"{indent}  check      {escape_for_display(check.name)}: {argv}")
+    ctx.say(f"{indent}  examples   {escape_for_display(plan.examples_source)}")
+    for example in plan.examples:
+        ctx.say(f"{indent}    - {escape_for_display(example)}")
     if plan.decision == "sent-back" and plan.feedback:
         ctx.say(f"{indent}  feedback   {escape_for_display(plan.feedback)}")
 

@@ -45,6 +45,7 @@ to these classes by the adapter that met them and chained with ``from``.
     │       ├── UnconfirmedDecisionError a browser decision without its card's confirmation value
     │       └── UnconfinedStandingApprovalError  programs run unconfined: allow once, or opt in
     ├── DecisionNeededError              a person must decide and prompting is off         (exit 4)
+    │   ├── AcceptanceExampleNeededError  the plan has no executable example; ask for one first
     │   ├── ApprovalRequiredError        the tool request waits for allow-once/allow-for-task/deny
     │   ├── BudgetExhaustedError         the task's hard budget is reached; it is paused until raised
     │   ├── BudgetDecisionNeededError    an overrun, unknown charge, unknown price or no budget
@@ -92,6 +93,7 @@ from typing import Final
 
 __all__ = [
     "INTERNAL_ERROR_MESSAGE",
+    "AcceptanceExampleNeededError",
     "ApprovalRequiredError",
     "AuthorityRefusedError",
     "BudgetDecisionNeededError",
@@ -609,6 +611,20 @@ class OutcomeUnresolvedError(PrerequisiteError):
 
 class DecisionNeededError(CodefluxError):
     """A person has to decide (approval, plan approval, budget) and prompting is off."""
+
+
+class AcceptanceExampleNeededError(DecisionNeededError):
+    """Plan revision ``revision`` of ``task_id`` cannot be approved: neither the requirement nor the plan has an
+    executable acceptance example, so nothing could ever show the change done. The person is asked first."""
+
+    def __init__(self, *, task_id: str, revision: int) -> None:
+        super().__init__(
+            f"task {task_id}: plan revision {revision} has no executable acceptance example, so it cannot be "
+            "approved — how would anyone know the change is done? Send it back saying which test should pass or "
+            "which command should print what (`codeflux task send-back`), or add an <<<ACCEPTANCE block"
+        )
+        self.task_id = task_id
+        self.revision = revision
 
 
 class ApprovalRequiredError(DecisionNeededError):

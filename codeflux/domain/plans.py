@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
 
+from codeflux.domain.acceptance import MAX_EXAMPLES, AcceptanceExample
 from codeflux.domain.capabilities import CapabilityNeed
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.forecast import CountRange, Forecast, TaskClass
@@ -245,9 +246,15 @@ class Plan:
     permissions: tuple[PlanPermission, ...] = ()
     assumptions: tuple[str, ...] = ()
     forecast: PlanForecast | None = None
+    examples: tuple[AcceptanceExample, ...] = ()
+    """Executable acceptance examples the planner proposed (approved with this revision); see
+    :mod:`codeflux.domain.acceptance`. The person's own ACCEPTANCE blocks, when the requirement has any, win."""
 
     def __post_init__(self) -> None:
         TaskClass(self.task_class)
+        _check_items(self.examples, field="examples", limit=MAX_EXAMPLES)
+        if not all(isinstance(example, AcceptanceExample) for example in self.examples):
+            raise _refuse("examples must be acceptance examples")
         _check_items(self.steps, field="steps", limit=MAX_STEPS, minimum=1)
         _check_items(self.checks, field="checks", limit=MAX_CHECKS)
         _check_items(self.permissions, field="permissions", limit=MAX_PERMISSIONS)
@@ -307,7 +314,15 @@ def plan_to_document(plan: Plan) -> dict[str, object]:
         "permissions": [{"need": str(p.need), "reason": p.reason} for p in plan.permissions],
         "assumptions": list(plan.assumptions),
         "forecast": None if plan.forecast is None else _forecast_document(plan.forecast),
+        # Only when there are any: a plan without examples keeps the document (and hash) it always had.
+        **({"examples": [_example_document(e) for e in plan.examples]} if plan.examples else {}),
     }
+
+
+def _example_document(example: AcceptanceExample) -> dict[str, object]:
+    if example.test is not None:
+        return {"test": example.test}
+    return {"command": list(example.argv), "expected": list(example.expected)}
 
 
 def canonical_plan_json(plan: Plan) -> str:
@@ -397,8 +412,26 @@ _PLAN_KEYS: Final = frozenset(
 )
 
 
+def _examples(value: object) -> tuple[AcceptanceExample, ...]:
+    examples = []
+    for item in _list(value, field="examples"):
+        if isinstance(item, Mapping) and "test" in item:
+            document = _object(item, field="example", keys=frozenset({"test"}))
+            examples.append(AcceptanceExample(test=_text(document["test"], field="example.test")))
+        else:
+            document = _object(item, field="example", keys=frozenset({"command", "expected"}))
+            examples.append(AcceptanceExample(argv=_strings(document["command"], field="example.command"),
+                                              expected=_strings(document["expected"], field="example.expected")))
+    return tuple(examples)
+
+
 def plan_from_document(document: object) -> Plan:
     """The plan a :func:`plan_to_document` document describes; :class:`InvalidValueError` otherwise."""
+    if isinstance(document, Mapping) and "examples" in document:
+        examples = _examples(document["examples"])
+        document = {key: value for key, value in document.items() if key != "examples"}
+    else:
+        examples = ()
     top = _object(document, field="plan", keys=_PLAN_KEYS)
     if top["schema"] != PLAN_SCHEMA:
         raise _refuse(f"schema must be {PLAN_SCHEMA}")
@@ -428,6 +461,7 @@ def plan_from_document(document: object) -> Plan:
                           for p in permissions),
         assumptions=_strings(top["assumptions"], field="assumptions"),
         forecast=_forecast(top["forecast"]),
+        examples=examples,
     )
 
 

@@ -1,6 +1,7 @@
 """Stage 29, end-to-end-tests: every acceptance example reproduced exactly on the attempt's final diff.
 
-The examples are the ones stage 1 recorded (:func:`~codeflux.pipeline.specification.derive_acceptance_examples`):
+The examples are the ones stage 1 recorded (:func:`~codeflux.pipeline.specification.acceptance_for`: the
+person's ACCEPTANCE blocks, else the examples approved with the plan):
 
 * a **named test** (a pytest node id, ``tests/test_ops.py::test_add_negative``) must exist and pass. It is
   looked up in the junit report of stage 28's run of the whole suite on this same diff — pytest names a
@@ -25,7 +26,7 @@ from typing import Final
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import JunitCounts
-from codeflux.pipeline.specification import AcceptanceExample, StageResult, derive_acceptance_examples
+from codeflux.pipeline.specification import AcceptanceExample, StageResult, acceptance_for
 
 __all__ = ["evaluate_end_to_end_tests", "junit_case_of"]
 
@@ -87,7 +88,8 @@ def _command(example: AcceptanceExample, ports: PipelinePorts, attempt: int) -> 
 def evaluate_end_to_end_tests(ports: PipelinePorts, *, attempt: int, junit: JunitCounts | None,
                               tests: StageVerdict) -> StageResult:
     """Stage 29 on this attempt's diff; ``junit`` and ``tests`` are stage 28's report and verdict."""
-    examples, _ = derive_acceptance_examples(ports.facts.requirement)
+    found = acceptance_for(ports.facts)
+    examples = found.examples
     why_no_report = (f"the test run produced no junit report to look the test up in "
                      f"({tests.outcome.value}: {tests.gate_evaluation or tests.reason or 'no detail'})")
     results = [_named_test(example, junit, why_no_report) if example.test is not None
@@ -95,7 +97,7 @@ def evaluate_end_to_end_tests(ports: PipelinePorts, *, attempt: int, junit: Juni
     verdict = _verdict(results)
     if verdict.outcome is StageOutcome.BLOCKED:
         return StageResult(verdict=verdict, evidence={})  # a stage that did not run keeps no evidence
-    evidence: dict[str, object] = {"examples": results, "source": "requirement ACCEPTANCE blocks",
+    evidence: dict[str, object] = {"examples": results, "source": found.source,
                                    "discrimination": _NOT_MEASURED}
     return StageResult(verdict=verdict, evidence=evidence)
 

@@ -19,6 +19,7 @@ from codeflux.coordinator.journal import latest_session_event, read_session_head
 from codeflux.coordinator.runs.tool_records import read_denials_of_task
 from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
 from codeflux.coordinator.tasks.service import TaskService, TaskView
+from codeflux.domain.acceptance import acceptance_of
 from codeflux.domain.capabilities import Capability
 from codeflux.domain.confinement import allow_for_task_refusal, describe_approval
 from codeflux.domain.display import argument_display_text
@@ -93,8 +94,10 @@ def _author_label(app: CoordinatorApp, created_by: PlanAuthor) -> str:
 
 
 def plan_view(*, revision: int, sha256: str, plan: Plan, decision: PlanDecisionRow | None,
-              author_label: str) -> product_pb2.PlanView:
-    """One plan revision as the plan card (and the terminal's plan printer) shows it."""
+              author_label: str, requirement: str) -> product_pb2.PlanView:
+    """One plan revision as the plan card (and the terminal's plan printer) shows it, with the acceptance
+    examples the task will be checked against (``requirement``'s own blocks win over the plan's)."""
+    acceptance = acceptance_of(requirement, plan.examples, plan_revision=revision)
     shown = product_pb2.PlanView(
         revision=revision, sha256=sha256, task_class=str(plan.task_class), scope_summary=plan.scope.summary,
         scope_paths=list(plan.scope.paths), scope_excluded=list(plan.scope.excluded),
@@ -104,7 +107,8 @@ def plan_view(*, revision: int, sha256: str, plan: Plan, decision: PlanDecisionR
         permissions=[product_pb2.PlanPermissionView(capability=p.need.capability.value, resource=p.need.resource or "",
                                                     reason=p.reason) for p in plan.permissions],
         assumptions=list(plan.assumptions), decision="undecided" if decision is None else decision.decision,
-        feedback=(decision.feedback or "") if decision is not None else "", author_label=author_label)
+        feedback=(decision.feedback or "") if decision is not None else "", author_label=author_label,
+        examples=[example.describe() for example in acceptance.examples], examples_source=acceptance.source)
     if plan.forecast is not None:
         shown.forecast.CopyFrom(_forecast(plan.forecast))
     return shown
@@ -115,7 +119,7 @@ def _plan(app: CoordinatorApp, view: TaskView) -> product_pb2.PlanView | None:
     if row is None:
         return None
     return plan_view(revision=row.revision, sha256=row.sha256, plan=row.plan, decision=view.plan_decision,
-                     author_label=_author_label(app, row.created_by))
+                     author_label=_author_label(app, row.created_by), requirement=view.task.requirement or "")
 
 
 # ─── the budget ──────────────────────────────────────────────────────────────────────────────────

@@ -109,9 +109,9 @@ def test_a_command_example_whose_output_differs_is_sent_back_then_needs_you(harn
 
 
 def test_a_whole_file_is_not_an_example() -> None:
-    from codeflux.pipeline.specification import derive_acceptance_examples
+    from codeflux.domain.acceptance import examples_in_requirement
 
-    examples, problems = derive_acceptance_examples(requirement_naming("tests/test_calc.py"))
+    examples, problems = examples_in_requirement(requirement_naming("tests/test_calc.py"))
     assert examples == () and "a whole file or suite is not an example" in problems[0]
 
 

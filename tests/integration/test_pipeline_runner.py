@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from codeflux.cli.exit_codes import ExitCode, exit_code_for
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.planner import propose_plan
 from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
 from codeflux.coordinator.runs.tool_driver import ToolDriver
-from codeflux.domain.errors import PlannerFailedError
+from codeflux.domain.errors import AcceptanceExampleNeededError, PlannerFailedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.pipeline import PERFORMABLE_STAGES, StageName, StageOutcome
@@ -66,9 +68,13 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
                             if key not in {"schema", "forecast"}})
     task_id = harness.tasks.create_task(harness.snapshot(), _requirement(), idempotency_key=keys()).task_id
     harness.set_budget(task_id)
-    planner, _ = scripted_gateway(harness.db, [ScriptedTurn(text=plan_json, usage=USAGE)])
+    planner, asked = scripted_gateway(harness.db, [ScriptedTurn(text=plan_json, usage=USAGE)])
     planned = propose_plan(task_id, gateway=planner, tasks=harness.tasks, position=LadderPosition.start(),
                            idempotency_key="plan-1")
+    # The planner's recorded request: its schema requires executable examples (a scripted plan alone could
+    # not show that stage 1 works from plain language).
+    schema = json.loads(asked.requests[0].system.split("JSON Schema:\n", 1)[1])
+    assert "examples" in schema["required"] and "pytest node ids" in asked.requests[0].system
     harness.tasks.approve_plan(task_id, revision=planned.revision, sha256=planned.sha256, idempotency_key=keys())
 
     outcome = run(harness, task_id, [*implementing_turns(), done()], policy=policy_for(harness))
@@ -127,16 +133,32 @@ def test_a_headless_run_whose_test_command_is_not_pre_approved_records_the_denia
     assert row.verdict.outcome is StageOutcome.BLOCKED and "headless-policy" in (row.verdict.reason or "")
 
 
-def test_a_requirement_without_acceptance_examples_fails_instructions_and_the_run(harness: Harness) -> None:
+def test_a_plain_requirement_without_any_example_asks_before_the_plan_is_approved(harness: Harness) -> None:
+    """Issue 14 item 1: no example in the requirement and none in the plan — the approval is refused with the
+    question (exit 4 in the one table), the task still awaits plan approval; nothing fails after approval."""
+    plain = replace(a_plan_with_two_steps(), examples=())
+
+    with pytest.raises(AcceptanceExampleNeededError, match="no executable acceptance example") as refused:
+        harness.ready_task(plan=plain, requirement="Make add() handle negative numbers.")
+
+    assert exit_code_for(refused.value) is ExitCode.DECISION_NEEDED
+    task = harness.tasks.list_tasks(limit=1)[0]
+    assert task.state is TaskState.AWAITING_PLAN_APPROVAL
+
+
+def test_a_plain_requirement_runs_on_the_examples_approved_with_the_plan(harness: Harness) -> None:
+    """Issue 14 item 1: no ACCEPTANCE block, the plan's example approved with it — stage 1 holds and says where
+    the example came from, and stage 29 reproduces it."""
     task_id = harness.ready_task(requirement="Make add() handle negative numbers.")
 
-    outcome = run(harness, task_id, [], policy=None)
+    outcome = run(harness, task_id, [*implementing_turns(), done()], policy=policy_for(harness))
 
-    assert outcome.kind is RunOutcomeKind.FAILED
-    assert harness.tasks.show(task_id).task.state is TaskState.FAILED
-    rows = ledger(harness, task_id)
-    assert len(rows) == 37 and rows[StageName.INSTRUCTIONS].verdict.outcome is StageOutcome.FAILED
-    assert rows[StageName.ASSEMBLY].verdict.outcome is StageOutcome.BLOCKED
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    instructions = ledger(harness, task_id)[StageName.INSTRUCTIONS]
+    assert instructions.verdict.outcome is StageOutcome.SATISFIED
+    assert instructions.evidence["source"] == "proposed by the model in plan revision 1, approved by the person with it"
+    examples = ledger(harness, task_id)[StageName.END_TO_END_TESTS]
+    assert examples.verdict.outcome is StageOutcome.SATISFIED
 
 
 def test_the_planner_retries_once_with_the_schema_findings_then_records(harness: Harness) -> None:

@@ -334,7 +334,7 @@ class ForecastView(_message.Message):
     def __init__(self, label: _Optional[str] = ..., heuristic: _Optional[str] = ..., wall_seconds: _Optional[_Union[CountRange, _Mapping]] = ..., tokens: _Optional[_Union[CountRange, _Mapping]] = ..., cost: _Optional[_Union[_common_pb2.MoneyRange, _Mapping]] = ..., uncertainty: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PlanView(_message.Message):
-    __slots__ = ("revision", "sha256", "task_class", "scope_summary", "scope_paths", "scope_excluded", "steps", "checks", "permissions", "assumptions", "forecast", "decision", "feedback", "author_label", "confirmation")
+    __slots__ = ("revision", "sha256", "task_class", "scope_summary", "scope_paths", "scope_excluded", "steps", "checks", "permissions", "assumptions", "forecast", "decision", "feedback", "author_label", "confirmation", "examples", "examples_source")
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
     TASK_CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -350,6 +350,8 @@ class PlanView(_message.Message):
     FEEDBACK_FIELD_NUMBER: _ClassVar[int]
     AUTHOR_LABEL_FIELD_NUMBER: _ClassVar[int]
     CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLES_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLES_SOURCE_FIELD_NUMBER: _ClassVar[int]
     revision: int
     sha256: str
     task_class: str
@@ -365,7 +367,9 @@ class PlanView(_message.Message):
     feedback: str
     author_label: str
     confirmation: str
-    def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ..., confirmation: _Optional[str] = ...) -> None: ...
+    examples: _containers.RepeatedScalarFieldContainer[str]
+    examples_source: str
+    def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ..., confirmation: _Optional[str] = ..., examples: _Optional[_Iterable[str]] = ..., examples_source: _Optional[str] = ...) -> None: ...
 
 class BudgetView(_message.Message):
     __slots__ = ("set", "revision", "hard_limit", "warning", "spent", "reserved", "remaining", "tokens_used", "tokens_reserved", "token_limit", "token_limit_set", "pending_decisions", "exhausted", "lines")

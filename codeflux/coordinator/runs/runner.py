@@ -85,7 +85,7 @@ from codeflux.gitwork.worktrees import create_task_worktree
 from codeflux.pipeline.ports import AcceptancePort, PipelinePorts, TaskFacts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.runner import record_specification, run_pipeline
-from codeflux.pipeline.specification import AcceptanceExample, derive_acceptance_examples
+from codeflux.pipeline.specification import AcceptanceExample, acceptance_for
 from codeflux.worker.environment import build_worker_environment
 
 __all__ = ["HeadlessPolicy", "PreapprovedOperation", "RunOutcome", "RunOutcomeKind", "resume_run", "run_task"]
@@ -347,8 +347,7 @@ def _validate(run: _Run) -> RunOutcome:
 
 
 def _example_commands(run: _Run) -> list[AcceptanceExample]:
-    examples, _ = derive_acceptance_examples(run.ports.facts.requirement)
-    return [example for example in examples if example.test is None and example.argv]
+    return [example for example in acceptance_for(run.ports.facts).examples if example.test is None and example.argv]
 
 
 def _settle_check_authority(run: _Run, what: str, argv: tuple[str, ...]) -> RunOutcome | None:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 from typing import Annotated, Final
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
+from codeflux.domain.acceptance import AcceptanceExample
 from codeflux.domain.capabilities import CapabilityNeed
 from codeflux.domain.errors import InvalidValueError, PlanInvalidError
 from codeflux.domain.forecast import TaskClass
@@ -45,6 +46,8 @@ __all__ = ["PlanDocument", "parse_plan_json", "parse_plan_object", "require_plan
 
 _LOCATION_PART_CHARS: Final = 40
 _PROBLEMS_KEPT: Final = 20
+MAX_PLANNED_EXAMPLES: Final = 20
+MAX_EXPECTED_LINES: Final = 200
 
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SHORT_TEXT)]
 LongText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LONG_TEXT)]
@@ -97,6 +100,26 @@ class PermissionDocument(_Strict):
         return value
 
 
+class ExampleDocument(_Strict):
+    """One executable acceptance example: ``test`` (a pytest node id, ``path::name``) or ``command`` (an argv)
+    with the exact ``expected`` output lines (none: only the exit status 0 is checked)."""
+
+    test: RepositoryPath | None = None
+    command: list[Argument] | None = Field(default=None, min_length=1, max_length=MAX_ARGV_ITEMS)
+    expected: list[LongText] = Field(default_factory=list, max_length=MAX_EXPECTED_LINES)
+
+    def to_example(self) -> AcceptanceExample:
+        return AcceptanceExample(test=self.test, argv=tuple(self.command or ()), expected=tuple(self.expected))
+
+    @model_validator(mode="after")
+    def _one_executable_example(self) -> ExampleDocument:
+        try:
+            self.to_example()
+        except InvalidValueError as error:
+            raise ValueError(error.reason) from None
+        return self
+
+
 class PlanDocument(_Strict):
     """A plan as a planner writes it (no forecast: codeflux attaches that)."""
 
@@ -107,6 +130,10 @@ class PlanDocument(_Strict):
     checks: list[CheckDocument] = Field(default_factory=list, max_length=MAX_CHECKS)
     permissions: list[PermissionDocument] = Field(default_factory=list, max_length=MAX_PERMISSIONS)
     assumptions: list[LongText] = Field(default_factory=list, max_length=MAX_ASSUMPTIONS)
+    examples: list[ExampleDocument] = Field(max_length=MAX_PLANNED_EXAMPLES)
+    """Required: how a person (and codeflux) will know the change is done — tests the change adds or makes
+    pass, or commands with their exact output. Empty only when none can be stated; then say why in
+    ``assumptions`` (the plan cannot be approved without an example)."""
 
     @field_validator("task_class")
     @classmethod
@@ -127,6 +154,7 @@ class PlanDocument(_Strict):
             permissions=tuple(PlanPermission(need=CapabilityNeed.parse(p.need), reason=p.reason)
                               for p in self.permissions),
             assumptions=tuple(self.assumptions),
+            examples=tuple(example.to_example() for example in self.examples),
         )
 
 

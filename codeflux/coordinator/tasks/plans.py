@@ -24,10 +24,11 @@ from codeflux.coordinator.tasks.changes import (
     require_revision,
 )
 from codeflux.coordinator.tasks.plan_schema import require_plan_size
-from codeflux.domain.errors import ConflictError, PlanChangedError
+from codeflux.domain.acceptance import acceptance_of
+from codeflux.domain.errors import AcceptanceExampleNeededError, ConflictError, PlanChangedError
 from codeflux.domain.events import PlanApproved, PlanRevisionRecorded, PlanSentBack
 from codeflux.domain.ids import TaskId
-from codeflux.domain.plans import Plan, PlanAuthor, PlanDecider, PlanVerdict, plan_sha256
+from codeflux.domain.plans import Plan, PlanAuthor, PlanDecider, PlanRevisionRow, PlanVerdict, plan_sha256
 from codeflux.domain.tasks import TaskState, validate_task_transition
 from codeflux.store import plans as plan_rows
 from codeflux.store import task_records as records
@@ -82,8 +83,11 @@ def decide_plan(
 
     def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
         task = records.require_task_record(tx, task_id)
-        _require_current(tx, task_id, revision=revision, sha256=sha256)
+        current = _require_current(tx, task_id, revision=revision, sha256=sha256)
         validate_task_transition(task.state, to_state)
+        if approving and not acceptance_of(task.requirement or "", current.plan.examples,
+                                           plan_revision=revision).examples:
+            raise AcceptanceExampleNeededError(task_id=task_id.value, revision=revision)
         plan_rows.insert_plan_decision(tx, task_id=task_id, revision=revision, sha256=sha256,
                                        decision=PlanVerdict.APPROVED if approving else PlanVerdict.SENT_BACK,
                                        feedback=feedback, decided_by=PlanDecider(actor.value), at_us=changes.clock())
@@ -100,7 +104,7 @@ def decide_plan(
         "feedback": feedback, "by": actor.value})
 
 
-def _require_current(view: ReadView, task_id: TaskId, *, revision: int, sha256: str) -> None:
+def _require_current(view: ReadView, task_id: TaskId, *, revision: int, sha256: str) -> PlanRevisionRow:
     latest = plan_rows.latest_plan_revision(view, task_id)
     if latest is None or latest.revision != revision or latest.sha256 != sha256:
         raise PlanChangedError(task_id=task_id.value, offered_revision=revision, offered_sha256=sha256,
@@ -109,6 +113,7 @@ def _require_current(view: ReadView, task_id: TaskId, *, revision: int, sha256: 
     decided = plan_rows.plan_decision(view, task_id, revision)
     if decided is not None:
         raise ConflictError(f"task {task_id}: plan revision {revision} was already {decided.decision}")
+    return latest
 
 
 def read_pending_feedback(view: ReadView, task_id: TaskId) -> str | None:

@@ -184,3 +184,18 @@ def test_every_plan_round_trips_through_its_canonical_json(plan: Plan) -> None:
 @given(_PLAN, _PLAN)
 def test_distinct_plans_have_distinct_hashes(first: Plan, second: Plan) -> None:
     assert (plan_sha256(first) == plan_sha256(second)) == (first == second)
+
+
+def test_examples_round_trip_and_a_plan_without_them_keeps_its_document_and_hash() -> None:
+    from codeflux.domain.acceptance import AcceptanceExample
+    from codeflux.domain.plans import plan_from_document, plan_sha256, plan_to_document
+
+    plain = plan_from_document(json.loads(json.dumps(plan_to_document(a_plan()))))
+    assert "examples" not in plan_to_document(plain)  # older revisions: same document, same hash
+    with_examples = replace(plain, examples=(AcceptanceExample(test="tests/t.py::test_x"),
+                                             AcceptanceExample(argv=("python", "-c", "print(2)"), expected=("2",))))
+    document = plan_to_document(with_examples)
+    assert document["examples"] == [{"test": "tests/t.py::test_x"},
+                                    {"command": ["python", "-c", "print(2)"], "expected": ["2"]}]
+    assert plan_from_document(json.loads(json.dumps(document))) == with_examples
+    assert plan_sha256(with_examples) != plan_sha256(plain)

@@ -21,6 +21,8 @@ def a_document() -> dict[str, Any]:
         "checks": [{"name": "unit tests", "argv": ["python", "-m", "pytest", "-q"]}],
         "permissions": [{"need": "process", "reason": "run the tests"}],
         "assumptions": ["pytest is installed"],
+        "examples": [{"test": "tests/test_calc.py::test_add_negative"},
+                     {"command": ["python", "-c", "print(1)"], "expected": ["1"]}],
     }
 
 
@@ -32,10 +34,38 @@ def test_a_well_formed_plan_becomes_the_domain_plan() -> None:
     assert plan.checks[0].argv == ("python", "-m", "pytest", "-q")
     assert str(plan.permissions[0].need) == "process"
     assert plan.forecast is None
+    assert [example.describe() for example in plan.examples] == [
+        "test tests/test_calc.py::test_add_negative exists and passes",
+        "`python -c 'print(1)'` exits 0 and prints exactly: 1"]
+
+
+def test_the_schema_the_planner_is_sent_requires_examples() -> None:
+    """Issue 14 item 1: a plan states executable acceptance examples; the key cannot be left out."""
+    schema = PlanDocument.model_json_schema()
+    assert "examples" in schema["required"]
+    document = a_document()
+    del document["examples"]
+    with pytest.raises(PlanInvalidError, match="examples: Field required"):
+        parse_plan_json(json.dumps(document))
+
+
+@pytest.mark.parametrize("example", [
+    {"test": "tests/test_calc.py"},  # a whole file is not an example
+    {"test": "t.py::a", "command": ["x"]},
+    {"command": []},
+    {"expected": ["1"]},
+    {"test": "t.py::a", "expected": ["1"]},
+])  # fmt: skip
+def test_an_example_that_is_not_executable_is_refused(example: dict[str, Any]) -> None:
+    document = a_document()
+    document["examples"] = [example]
+    with pytest.raises(PlanInvalidError):
+        parse_plan_json(json.dumps(document))
 
 
 def test_optional_lists_may_be_left_out_and_bytes_parse_like_text() -> None:
-    document = {"task_class": "feature", "scope": {"summary": "s"}, "steps": [{"title": "t", "detail": "d"}]}
+    document = {"task_class": "feature", "scope": {"summary": "s"}, "steps": [{"title": "t", "detail": "d"}],
+                "examples": []}
 
     from_text = parse_plan_json(json.dumps(document))
     from_bytes = parse_plan_json(json.dumps(document).encode("utf-8"))
