@@ -146,8 +146,8 @@ def _stage(
 STAGES: Final[tuple[Stage, ...]] = (
     # A Specification
     _stage(1, _N.INSTRUCTIONS, _P.SPECIFICATION,
-           "At least one executable acceptance example is derived from the requirement "
-           "(a command with its expected output, or a named test).",
+           "At least one executable acceptance example (a named test, or a command with its expected output) "
+           "comes from the person's ACCEPTANCE blocks, else from the plan revision the person approved.",
            performable=True),
     _stage(2, _N.CLARIFICATION, _P.SPECIFICATION,
            "No material ambiguity is left: each was asked and answered, or a bounded reading is stated "
