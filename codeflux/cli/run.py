@@ -355,6 +355,11 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
     if binding is not None and binding.path.exists():
         identity = diff_against_base(binding).identity
         ctx.say(f"diff identity {identity} (`codeflux task diff {task_id}`)")
+    budgets = BudgetService(tasks.changes.db)
+    if budgets.revision_of(task_id) is not None:  # measured spend (unknown stays unknown) and what is left
+        spend = budgets.summary(task_id)
+        ctx.say(f"spent {spend.spent} of the hard limit {spend.hard_limit}; remaining {spend.remaining}; "
+                f"{spend.tokens_used:,} tokens used")
     ctx.say(f"task {task_id}: {task.state} — {outcome.kind}: {escape_for_display(outcome.reason[:300])}")
     # A failed model call ends the run with the error's own code in the one table (1 for a provider
     # failure such as a script that ran out of turns, 4 for a budget refusal); every other ending by kind.

@@ -92,7 +92,8 @@ def test_a_failing_test_goes_back_to_the_agent_and_the_next_attempt_fixes_it(har
     second_attempt = adapter.requests[3]
     prompt = text_of(second_attempt)
     assert "sent back by integration-tests" in prompt and FAILING in prompt and "-1, -2" in prompt
-    assert exit_code(harness, outcome)[0] == 0
+    code, printed = exit_code(harness, outcome)
+    assert code == 0 and "spent $" in printed and "of the hard limit $" in printed and "tokens used" in printed
     assert harness.tasks.show(task_id).task.state is TaskState.AWAITING_REVIEW
 
 
