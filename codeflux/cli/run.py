@@ -49,6 +49,7 @@ from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, run_tas
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
+from codeflux.coordinator.spending.ladder_position import ladder_position_of
 from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.coordinator.tasks.service import Actor, TaskService
@@ -334,6 +335,15 @@ _EXIT_OF: Final = {RunOutcomeKind.AWAITING_REVIEW: ExitCode.OK, RunOutcomeKind.N
                    RunOutcomeKind.STOPPED: ExitCode.FAILED, RunOutcomeKind.FAILED: ExitCode.FAILED}
 
 
+def _say_spend(ctx: CliContext, budgets: BudgetService, task_id: TaskId) -> None:
+    """Measured spend (unknown stays unknown), the hard limit and what is left."""
+    if budgets.revision_of(task_id) is None:
+        return
+    spend = budgets.summary(task_id)
+    ctx.say(f"spent {spend.spent} of the hard limit {spend.hard_limit}; remaining {spend.remaining}; "
+            f"{spend.tokens_used:,} tokens used")
+
+
 def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> int:
     """The ledger summary, the diff identity and the ending; returns the exit code."""
     task_id = outcome.task_id
@@ -355,11 +365,7 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
     if binding is not None and binding.path.exists():
         identity = diff_against_base(binding).identity
         ctx.say(f"diff identity {identity} (`codeflux task diff {task_id}`)")
-    budgets = BudgetService(tasks.changes.db)
-    if budgets.revision_of(task_id) is not None:  # measured spend (unknown stays unknown) and what is left
-        spend = budgets.summary(task_id)
-        ctx.say(f"spent {spend.spent} of the hard limit {spend.hard_limit}; remaining {spend.remaining}; "
-                f"{spend.tokens_used:,} tokens used")
+    _say_spend(ctx, BudgetService(tasks.changes.db), task_id)
     ctx.say(f"task {task_id}: {task.state} — {outcome.kind}: {escape_for_display(outcome.reason[:300])}")
     # A failed model call ends the run with the error's own code in the one table (1 for a provider
     # failure such as a script that ran out of turns, 4 for a budget refusal); every other ending by kind.
@@ -411,7 +417,8 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
             ctx.say(f"commands run {describe_confinement(driver.confinement.mode, network=False)}")
             stopping.pause_task_on_signal(task_id)
             outcome = run_task(task_id, gateway=chosen, driver=driver, tasks=tasks,
-                               repo_snapshot=open_repository(task.repository_root), position=LadderPosition.start(),
+                               repo_snapshot=open_repository(task.repository_root),
+                               position=ladder_position_of(db, task_id),
                                limits=LoopLimits(), headless_policy=policy,
                                provider=SCRIPTED if provider == SCRIPTED_DISPLAY_NAME else None)
             if stopping.requested is not None:

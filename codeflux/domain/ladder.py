@@ -268,6 +268,16 @@ class LadderPosition:
         """The bottom rung of ``ladder`` with no failures recorded."""
         return cls(ladder=ladder, rung=ladder.rungs[0], stall_threshold=stall_threshold)
 
+    @classmethod
+    def resumed(cls, used: Iterable[Rung], ladder: Ladder = DEFAULT_LADDER, *,
+                stall_threshold: int = DEFAULT_STALL_THRESHOLD) -> LadderPosition:
+        """Where a task's run goes on after a pause, a resume or a restart: the highest rung of ``ladder`` its
+        model calls already used (the ladder never descends within a task), else the bottom rung. Rungs not on
+        ``ladder`` are ignored; failure counts start afresh."""
+        reached = [rung for rung in used if rung in ladder.rungs]
+        top = max(reached, key=ladder.rungs.index, default=ladder.rungs[0])
+        return cls(ladder=ladder, rung=top, stall_threshold=stall_threshold)
+
     def count_of(self, fingerprint: FailureFingerprint) -> int:
         """How often ``fingerprint`` was recorded on the current rung."""
         return dict(self.recurrences).get(fingerprint.digest, 0)

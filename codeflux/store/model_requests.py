@@ -28,6 +28,7 @@ __all__ = [
     "model_request_by_key",
     "read_model_request",
     "record_model_request_end",
+    "rungs_used_by_task",
     "unfinished_model_requests",
 ]
 
@@ -150,6 +151,12 @@ def model_request_by_key(view: ReadView, *, task_id: TaskId, idempotency_key: st
         (task_id.value, idempotency_key),
     )
     return None if row is None else _request_row(row)
+
+
+def rungs_used_by_task(view: ReadView, task_id: TaskId) -> list[str]:
+    """Every ladder rung a model request of ``task_id`` was made on (each once)."""
+    rows = view.query_all("SELECT DISTINCT rung FROM model_requests WHERE task_id = ? ORDER BY rung", (task_id.value,))
+    return [str(row[0]) for row in rows]
 
 
 def mark_model_request_in_flight(tx: Transaction, *, request_id: str, at_us: int) -> None:

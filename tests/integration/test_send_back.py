@@ -19,8 +19,9 @@ from codeflux.cli.run import report_outcome
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
 from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.spending.ladder_position import ladder_position_of
 from codeflux.domain.ids import TaskId
-from codeflux.domain.ladder import Ladder, LadderPosition
+from codeflux.domain.ladder import Ladder, LadderPosition, Rung
 from codeflux.domain.models import ModelRequest
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.domain.tasks import TaskState
@@ -120,3 +121,15 @@ def test_the_same_failure_three_times_climbs_one_rung(harness: Harness) -> None:
         StageOutcome.FAILED, StageOutcome.FAILED, StageOutcome.FAILED, StageOutcome.SATISFIED]
     fourth = text_of(adapter.requests[9])
     assert "on rung capable:low" in fourth  # the third identical failure climbed to the next rung
+
+
+def test_a_new_run_of_the_task_goes_on_from_the_rung_it_had_climbed_to(harness: Harness) -> None:
+    """Issue 14 item 7: the ladder position survives a resume or a restart (a new run reads it back from the
+    rungs the task's recorded model calls used)."""
+    two_rungs = LadderPosition.start(Ladder.parse(["cheap:low", "capable:low"]))
+    turns = [*WRONG, *retry(3, 2), *retry(3, 3), *retry(-3, 4)]
+    task_id, outcome, _ = run(harness, turns, position=two_rungs)
+    assert outcome.attempt == 4
+
+    assert ladder_position_of(harness.db, task_id).rung == Rung.parse("capable:low")
+    assert ladder_position_of(harness.db, harness.ready_task()).rung == Rung.parse("cheap:low")  # a fresh task

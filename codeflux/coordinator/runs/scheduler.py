@@ -46,6 +46,7 @@ from codeflux.coordinator.hooks import Observers, TaskStateChanged
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, resume_run, run_task
 from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.spending.ladder_position import ladder_position_of
 from codeflux.coordinator.spending.model_access import ModelAccess
 from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.coordinator.tasks.service import Actor, TaskChange, TaskService
@@ -60,7 +61,6 @@ from codeflux.domain.errors import (
     safe_error_message,
 )
 from codeflux.domain.ids import TaskId
-from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.pipeline import StageName
 from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action, is_allowed_task_transition
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
@@ -193,8 +193,8 @@ class BackgroundRuns:
 
         def step() -> RunOutcome:
             return run_task(task_id, gateway=gateway, driver=driver, tasks=tasks, repo_snapshot=snapshot,
-                            position=LadderPosition.start(), limits=self._limits, headless_policy=None,
-                            provider=provider)
+                            position=ladder_position_of(self._db, task_id), limits=self._limits,
+                            headless_policy=None, provider=provider)
 
         self._launch(run, step)
         start.settled.wait()

@@ -188,3 +188,12 @@ def _render(noise: dict[str, object]) -> str:
 def test_a_fingerprint_is_invariant_under_masked_noise(first: dict[str, object], second: dict[str, object]) -> None:
     one = fingerprint_failure(gate="assembly", output=_render(first))
     assert one == fingerprint_failure(gate="assembly", output=_render(second))
+
+
+def test_a_resumed_run_goes_on_from_the_highest_rung_already_used() -> None:
+    """Issue 14 item 7: a pause, resume or restart never sends a task back to the bottom of the ladder."""
+    used = [Rung.parse("cheap:low"), Rung.parse("capable:low"), Rung.parse("cheap:max")]
+    assert LadderPosition.resumed(used).rung == Rung.parse("capable:low")
+    assert LadderPosition.resumed([]).rung == DEFAULT_LADDER.rungs[0]
+    assert LadderPosition.resumed([Rung.parse("capable:max")]).rung == DEFAULT_LADDER.rungs[0]  # not on the ladder
+    assert LadderPosition.resumed(used).recurrences == ()
