@@ -20,6 +20,7 @@ from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.ladder_position import ladder_position_of
+from codeflux.domain.errors import UsageError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import Ladder, LadderPosition, Rung
 from codeflux.domain.models import ModelRequest
@@ -28,6 +29,7 @@ from codeflux.domain.tasks import TaskState
 from codeflux.pipeline.program import pytest_argv
 from codeflux.providers.scripted import ScriptedAdapter, ScriptedTurn
 from codeflux.store.database import Database
+from codeflux.store.events import read_events_after
 from tests.fixtures.task_runs import (
     Harness,
     done,
@@ -133,3 +135,36 @@ def test_a_new_run_of_the_task_goes_on_from_the_rung_it_had_climbed_to(harness: 
 
     assert ladder_position_of(harness.db, task_id).rung == Rung.parse("capable:low")
     assert ladder_position_of(harness.db, harness.ready_task()).rung == Rung.parse("cheap:low")  # a fresh task
+
+
+def test_a_person_retries_a_task_that_needs_them_with_their_own_words(harness: Harness) -> None:
+    """Issue 14 item 9: after repair ran out, the person asks for another attempt on the same plan, with
+    feedback; the new attempt's conversation starts with their words and reaches review clean."""
+    task_id, needs_you, _ = run(harness, [*WRONG, *retry(3, 2)], limits=LoopLimits(max_repairs_per_rung=1))
+    assert needs_you.kind is RunOutcomeKind.NEEDS_YOU
+    gateway, adapter = scripted_gateway(harness.db, retry(-3, 3))
+    policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
+
+    again = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                     repo_snapshot=harness.snapshot(), position=ladder_position_of(harness.db, task_id),
+                     limits=LoopLimits(), headless_policy=policy,
+                     retry_feedback="add(-1, -2) is -3: the test's expectation is wrong, not the code")
+
+    assert again.kind is RunOutcomeKind.AWAITING_REVIEW and again.clean and again.attempt == 3
+    first = text_of(adapter.requests[0])
+    assert "asked for another attempt on the same plan" in first and "the test's expectation is wrong" in first
+    session = harness.tasks.show(task_id).task.session_id
+    events = harness.db.read(lambda view: read_events_after(view, session_id=session, after_sequence=0, limit=1000))
+    reasons = [str(event.event.to_payload().get("reason")) for event in events if event.kind == "task-state-changed"]
+    assert any("retry under plan revision 1: add(-1, -2) is -3" in reason for reason in reasons)  # journaled
+
+
+def test_only_a_task_under_review_or_failed_can_be_retried_and_only_with_words(harness: Harness) -> None:
+    task_id = harness.tasks.create_task(harness.snapshot(), "Fix add()", idempotency_key="c").task_id
+    revision = harness.tasks.show(task_id).task.revision
+    with pytest.raises(UsageError, match="retry one awaiting review or failed"):
+        harness.tasks.start_run(task_id, harness.snapshot(), expected_revision=revision, idempotency_key="k",
+                                retry_feedback="try again")
+    with pytest.raises(UsageError, match="retry feedback"):
+        harness.tasks.start_run(task_id, harness.snapshot(), expected_revision=revision, idempotency_key="k2",
+                                retry_feedback="   ")

@@ -148,16 +148,20 @@ def run_task(
     task_id: TaskId, *, gateway: ModelGateway, driver: ToolDriver, tasks: TaskService,
     repo_snapshot: RepositorySnapshot, position: LadderPosition, limits: LoopLimits,
     headless_policy: HeadlessPolicy | None, acceptance: AcceptancePort | None = None, provider: str | None = None,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Callable[[], float] = time.monotonic, retry_feedback: str | None = None,
 ) -> RunOutcome:  # fmt: skip
     """Run a ``ready`` task to ``awaiting-review`` (see the module docstring for every other ending).
-    ``clock`` is what the loop's wall bound is measured on."""
+    ``clock`` is what the loop's wall bound is measured on. With ``retry_feedback`` (a person's words), a task
+    awaiting review or failed gets another attempt on the same plan, in a new conversation that starts with
+    those words (``codeflux task retry``)."""
     view = tasks.show(task_id)
-    if view.task.state is not TaskState.READY:
+    retrying = retry_feedback is not None and view.task.state in (TaskState.AWAITING_REVIEW, TaskState.FAILED)
+    if view.task.state is not TaskState.READY and not retrying:
         raise UsageError(f"task {task_id} is {view.task.state}; run_task starts a ready task")
     if view.attempt is not None and view.attempt.is_open:
         _finish_interrupted_attempt(tasks, task_id, view.attempt.attempt)
-    started = tasks.start_run(task_id, repo_snapshot, expected_revision=view.task.revision, actor=Actor.SYSTEM,
+    started = tasks.start_run(task_id, repo_snapshot, expected_revision=view.task.revision,
+                              actor=Actor.USER if retrying else Actor.SYSTEM, retry_feedback=retry_feedback,
                               idempotency_key=f"run:{task_id.value}:{view.task.revision}")
     view = tasks.show(task_id)
     if view.plan is None or view.task.requirement is None or view.task.base_revision is None:
@@ -176,6 +180,10 @@ def run_task(
     if failed is not None:
         return _fail(run, f"{failed.stage} did not hold: {failed.gate_evaluation}",
                      verdicts=_finish(run, failed.stage), loop=None)
+    if retrying:
+        carried = (f"The person reviewed attempt {run.attempt - 1} and asked for another attempt on the same plan, "
+                   f"saying: {retry_feedback}")
+        return _drive(run, _new_loop(run, carried=carried))
     return _drive(run, _new_loop(run, carried=None))
 
 

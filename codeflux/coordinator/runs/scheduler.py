@@ -172,8 +172,9 @@ class BackgroundRuns:
 
     # ─── starting and continuing ─────────────────────────────────────────────────────────────────
 
-    def start(self, task_id: TaskId) -> None:
-        """Run the ``ready`` task in a new thread; returns once the run started (its errors are raised here)."""
+    def start(self, task_id: TaskId, *, retry_feedback: str | None = None) -> None:
+        """Run the ``ready`` task in a new thread; returns once the run started (its errors are raised here).
+        ``retry_feedback``: another attempt on the same plan for a task awaiting review or failed."""
         self.hold_running_lock()
         start = _RunStart(task_id)
         tasks = TaskService(self._db, worktrees_root=self._location.worktrees,
@@ -194,7 +195,7 @@ class BackgroundRuns:
         def step() -> RunOutcome:
             return run_task(task_id, gateway=gateway, driver=driver, tasks=tasks, repo_snapshot=snapshot,
                             position=ladder_position_of(self._db, task_id), limits=self._limits,
-                            headless_policy=None, provider=provider)
+                            headless_policy=None, provider=provider, retry_feedback=retry_feedback)
 
         self._launch(run, step)
         start.settled.wait()

@@ -78,6 +78,9 @@ _COMMIT: Final = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _MAX_REQUIREMENT: Final = 65536
 _MAX_TITLE: Final = 80
 _MAX_REASON: Final = 2048
+MAX_RETRY_FEEDBACK_CHARS: Final = 4000
+# Where a person may ask for another attempt on the same plan: a diff under review, or a failed run.
+_RETRYABLE: Final = frozenset({TaskState.AWAITING_REVIEW, TaskState.FAILED})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -269,9 +272,12 @@ class TaskService:
 
     def start_run(
         self, task_id: TaskId, snapshot: RepositorySnapshot, *, expected_revision: int, actor: Actor = Actor.USER,
-        idempotency_key: str,
+        idempotency_key: str, retry_feedback: str | None = None,
     ) -> TaskChange:  # fmt: skip
         """Start a ``ready`` task: it becomes ``running`` and its next run attempt opens.
+
+        With ``retry_feedback`` (a person's words), a task awaiting review or failed starts another attempt on
+        the same approved plan instead (``codeflux task retry``); the words are recorded with the state change.
 
         In the same transaction: the repository must be the task's, on a branch, with no operation in
         progress; a first start from a dirty tree needs the current list acknowledged; the newest plan
@@ -281,12 +287,21 @@ class TaskService:
         """
         who = Actor(actor)
 
+        retrying = retry_feedback is not None
+        if retrying:
+            check_text(retry_feedback or "", kind="retry feedback", limit=MAX_RETRY_FEEDBACK_CHARS)
+
         def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
             task = records.require_task_record(tx, task_id)
             require_revision(task, expected_revision)
+            if retrying and task.state in _RETRYABLE:
+                if task.state is TaskState.FAILED:  # failed → ready (retry), then it starts like any ready task
+                    task = self._changes.transition(tx, events, task, TaskState.READY, actor=who,
+                                                    reason=f"retry requested: {(retry_feedback or '')[:1900]}")
+            elif task.state is not TaskState.READY:
+                raise UsageError(f"task {task_id} is {task.state}; only a ready task starts (resume a paused one"
+                                 + (", retry one awaiting review or failed)" if retrying else ")"))
             validate_task_transition(task.state, TaskState.RUNNING)
-            if task.state is not TaskState.READY:
-                raise UsageError(f"task {task_id} is {task.state}; only a ready task starts (resume a paused one)")
             gates.require_same_repository(task, _repository_of(tx, task), snapshot)
             gates.require_landable_checkout(snapshot)
             if task.base_revision is None:
@@ -296,16 +311,17 @@ class TaskService:
             gates.require_entry_allowed(tx, task, TaskState.RUNNING, dedicated_ok=True)
             if (previous := ledger_rows.latest_run_attempt(tx, task_id)) is not None and previous.is_open:
                 raise ConflictError(f"task {task_id} run attempt {previous.attempt} is still open; end it first")
+            reason = (f"retry under plan revision {plan.revision}: {(retry_feedback or '')[:1900]}" if retrying
+                      else f"run started under plan revision {plan.revision}")
             record = self._changes.transition(tx, events, task, TaskState.RUNNING, actor=who,
-                                              base_revision=snapshot.head,
-                                              reason=f"run started under plan revision {plan.revision}")
+                                              base_revision=snapshot.head, reason=reason)
             opened = self._open_attempt(tx, events, record, plan)
             return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision,
                     "attempt": opened.attempt, "plan_revision": plan.revision}
 
         return self._changes.mutate(scope=f"task:{task_id.value}", key=idempotency_key, work=work, request={
             "operation": "start-run", "identity": snapshot.identity, "head": snapshot.head,
-            "expected_revision": expected_revision, "actor": who.value})
+            "expected_revision": expected_revision, "actor": who.value, "retry_feedback": retry_feedback})
 
     def _open_attempt(self, tx: Transaction, events: list[JournalEvent], task: records.TaskRecord,
                       plan: plan_rows.PlanRevisionRow) -> ledger_rows.RunAttemptRow:
