@@ -394,10 +394,11 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
 def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks: TaskService, task_id: TaskId,
                    *, args: argparse.Namespace, phases: Sequence[str] = ("run",),
                    gateway: tuple[ModelGateway, str] | None = None,
-                   shutdown: ShutdownOnSignal | None = None) -> int:
+                   shutdown: ShutdownOnSignal | None = None, retry_feedback: str | None = None) -> int:
     """Run a ``ready`` task in this process under the headless policy of ``args.allow``; holds the
     shared running lock throughout. ``shutdown``: the command's own signal handling, already installed
-    (one is installed here otherwise). Returns the exit code."""
+    (one is installed here otherwise). ``retry_feedback``: another attempt for a task awaiting review or
+    failed (``codeflux task retry``). Returns the exit code."""
     policy = headless_policy(args.allow)
     chosen, provider = gateway or build_gateway(db, args, phases=phases)
     task = tasks.show(task_id).task
@@ -419,7 +420,7 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
             outcome = run_task(task_id, gateway=chosen, driver=driver, tasks=tasks,
                                repo_snapshot=open_repository(task.repository_root),
                                position=ladder_position_of(db, task_id),
-                               limits=LoopLimits(), headless_policy=policy,
+                               limits=LoopLimits(), headless_policy=policy, retry_feedback=retry_feedback,
                                provider=SCRIPTED if provider == SCRIPTED_DISPLAY_NAME else None)
             if stopping.requested is not None:
                 stopping.settle()

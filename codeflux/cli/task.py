@@ -76,6 +76,8 @@ _ACTIONS = {
     "cancel": "cancel an open task (its worktree is removed unless that would lose work)",
     "plan": "draft the next plan revision via the gateway (provider flags as for `codeflux run`)",
     "start": "run a ready task in this process, headless: only --allow operations run without a person",
+    "retry": ("another attempt on the same plan for a task awaiting review or failed, starting with --feedback "
+              "(the running coordinator runs it; else this process, headless, as `start`)"),
     "pause": "pause a task (a running one stops between turns)",
     "resume": ("continue a paused task in this process: the next attempt continues the run's conversation (kept "
                "in SQLite, redacted) with the plan steps already done"),
@@ -126,7 +128,9 @@ def _configure_action(action: str, sub: argparse.ArgumentParser) -> None:
 
 
 def _configure_run_action(action: str, sub: argparse.ArgumentParser) -> None:
-    if action in ("plan", "start", "resume"):
+    if action == "retry":
+        sub.add_argument("--feedback", required=True, metavar="TEXT", help="what the next attempt should change")
+    if action in ("plan", "start", "resume", "retry"):
         add_provider_arguments(sub)
         if action != "plan":
             add_allow_argument(sub)
@@ -147,7 +151,7 @@ def _parse_count(text: str) -> int:
 
 def channel_needs(args: argparse.Namespace) -> ChannelNeeds:
     """What :func:`codeflux.cli.channel.open_channel` must give this verb (``codeflux.cli.main`` asks)."""
-    if args.action == "start":
+    if args.action in ("start", "retry"):
         return ChannelNeeds(use=ChannelUse.COORDINATOR_ONLY)
     if args.action in ("plan", "resume"):  # both may draft a plan: in process, with this command's provider
         return ChannelNeeds(use=ChannelUse.EXISTING, models=lambda db: CliModelAccess(db, args))
@@ -155,8 +159,9 @@ def channel_needs(args: argparse.Namespace) -> ChannelNeeds:
 
 
 def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> int:
-    if channel is None:  # `start` with no coordinator: this process runs the task
-        return _start_here(args, ctx, TaskId.parse(args.task))
+    if channel is None:  # `start` or `retry` with no coordinator: this process runs the task
+        return _start_here(args, ctx, TaskId.parse(args.task), retry_feedback=getattr(args, "feedback", None)
+                           if args.action == "retry" else None)
     if args.action == "create":
         return _create(args, ctx, channel)
     if args.action == "list":
@@ -358,6 +363,14 @@ def _start(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id:
     return 0
 
 
+def _retry(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    request = pb.RetryTaskRequest(control=control(), task_id=task_id, feedback=args.feedback)
+    print_task(ctx, channel.call("TaskService/RetryTask", request, pb.TaskView))  # only a coordinator gets here
+    ctx.say("the coordinator runs the new attempt in the background; follow it in the browser or with "
+            "`codeflux task show`")
+    return 0
+
+
 def _resume(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
     view = _task(channel, task_id)
     if view.state != TaskState.PAUSED.value:
@@ -378,16 +391,18 @@ _TASK_HANDLERS: dict[str, Handler] = {
     "show": _show, "approve-plan": _approve, "send-back": _send_back, "accept": _accept, "reject": _reject,
     "patch": _patch, "record-outcome": _record_outcome, "recover": _recover, "plan": _plan, "start": _start,
     "pause": _action("PauseTask", "paused"), "cancel": _action("CancelTask", "cancelled"), "resume": _resume,
-    "decide": _decide, "diff": _diff,
+    "decide": _decide, "diff": _diff, "retry": _retry,
 }
 
 
 # ─── start and resume in this process (no coordinator runs) ─────────────────────────────────────────
 
 
-def _start_here(args: argparse.Namespace, ctx: CliContext, task_id: TaskId) -> int:
+def _start_here(args: argparse.Namespace, ctx: CliContext, task_id: TaskId, *,
+                retry_feedback: str | None = None) -> int:
     with _local_tasks(ctx, recover=True) as (db, service), ShutdownOnSignal(ctx, ctx.location()) as shutdown:
-        return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args, shutdown=shutdown)
+        return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args, shutdown=shutdown,
+                              retry_feedback=retry_feedback)
 
 
 def _resume_here(args: argparse.Namespace, ctx: CliContext, task_id: TaskId) -> int:

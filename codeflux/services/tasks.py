@@ -48,7 +48,7 @@ from codeflux.domain.errors import (
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.money import USD, Currency, Money
-from codeflux.domain.tasks import TaskAction, describe_task_action
+from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import Mutation, MutationLedger, check_expected_revision, mutation_of, parse_task_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
@@ -158,6 +158,19 @@ def _start(app: CoordinatorApp, ctx: CallContext, request: pb.StartTaskRequest) 
     return task_view(app, task_id)
 
 
+def _retry(app: CoordinatorApp, ctx: CallContext, request: pb.RetryTaskRequest) -> pb.TaskView:
+    _, task_id = _checked(app, ctx, "RetryTask", request)
+    state = task_service(app).show(task_id).task.state
+    action = TaskAction.RETRY if state is TaskState.FAILED else TaskAction.REPAIR
+    availability = describe_task_action(state, action)
+    if not availability.available:
+        raise TaskActionUnavailableError(task_id=task_id.value, action="retry", state=state.value,
+                                         reason=availability.reason or "retry is not available")
+    feedback = _text(request.feedback, kind="feedback", required=True)
+    runs_of(app).start(task_id, retry_feedback=feedback)
+    return task_view(app, task_id)
+
+
 def _pause(app: CoordinatorApp, ctx: CallContext, request: pb.TaskActionRequest) -> pb.TaskView:
     mutation, task_id = _checked(app, ctx, "PauseTask", request)
     reason = _text(request.reason, kind="reason", required=False)[:2048] or "paused by the user"
@@ -254,6 +267,7 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         mutating("ApprovePlan", pb.ApprovePlanRequest, _approve),
         mutating("SendBackPlan", pb.SendBackPlanRequest, _send_back),
         mutating("StartTask", pb.StartTaskRequest, _start),
+        mutating("RetryTask", pb.RetryTaskRequest, _retry),
         mutating("PauseTask", pb.TaskActionRequest, _pause),
         mutating("ResumeTask", pb.TaskActionRequest, _resume),
         mutating("CancelTask", pb.TaskActionRequest, _cancel),

@@ -116,3 +116,25 @@ def test_first_run_says_unknown_not_no_key_when_the_credential_store_cannot_answ
             text = rows.nth(index).inner_text()
             assert "unknown: the OS credential store" in text, text
             assert "no key stored" not in text, text
+
+
+def test_a_task_under_review_can_be_tried_again_with_feedback(app: AppPage) -> None:
+    """Issue 14 item 9 in the browser: the review drawer's "try again" starts a new attempt on the same plan
+    with the person's words (it used to say "Retry — not offered by the browser client yet"); the scripted
+    demo replays its turns, so the new attempt asks to run the tests again."""
+    demo_task_to_plan(app)
+    approve_until_approval_card(app)
+    allow_once_until_review(app)
+    task_state(app, "awaiting-review")
+    app.testid("open-review").click()
+    drawer = app.testid("review-drawer")
+    expect(drawer.get_by_test_id("retry-form")).to_be_visible(timeout=MS)
+    drawer.get_by_test_id("retry").click()
+    expect(app.testid("error")).to_contain_text("Say what the next attempt should change", timeout=MS)
+
+    drawer.get_by_test_id("retry-feedback").fill("also give add() a docstring")
+    drawer.get_by_test_id("retry").click()
+
+    retried = app.page.locator('[data-testid="state-card"]', has_text="retry under plan revision 1: also give")
+    expect(retried.first).to_be_visible(timeout=MS)
+    task_state(app, "awaiting-authority")  # the new attempt is under way and asks to run the tests again

@@ -219,3 +219,26 @@ def test_a_moved_ref_is_left_alone_and_a_kept_worktree_keeps_its_refs(tmp_path: 
     assert cancelled.code == 0, cancelled.err
     assert "worktree kept" in cancelled.out
     assert sorted(checkpoint_refs(repo, task_id)) == sorted(f"{ref} {commit}" for ref, commit in recorded)
+
+
+def test_retry_with_feedback_runs_another_attempt_on_the_same_plan(tmp_path: Path) -> None:
+    """Issue 14 item 9: `codeflux task retry ID --feedback …` on a task awaiting review: a new attempt whose
+    conversation begins with the person's words (used to be: no such verb)."""
+    s = script(tmp_path / "s.json", turn("fix", FIX), turn("Every step is done."))
+    _repo, data, task_id = planned_task(tmp_path, s)
+    allow = ["--allow", f"run_command:{DEMO_TEST_COMMAND}"]
+    first = cli(data, "task", "start", task_id, "--provider", "scripted", "--script", str(s), *allow)
+    assert first.code == 0 and state(data, task_id) == "awaiting-review", first.out + first.err
+    docstring = ("edit_file", {"path": "calc/ops.py", "old_text": "def add(a, b):\n",
+                               "new_text": "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n"})
+    second = script(tmp_path / "s2.json", turn("docstring", docstring), turn("Every step is done."))
+
+    retried = cli(data, "task", "retry", task_id, "--feedback", "give add() a docstring", "--provider", "scripted",
+                  "--script", str(second), *allow)
+
+    assert retried.code == 0, retried.out + retried.err
+    assert "stage ledger (attempt 2)" in retried.out and state(data, task_id) == "awaiting-review"
+    stored = rows(data, "SELECT reason FROM task_transitions WHERE task_id = ? AND to_state = 'running'", task_id)
+    assert any("give add() a docstring" in str(reason) for (reason,) in stored)
+    blank = cli(data, "task", "retry", task_id, "--feedback", " ", "--provider", "scripted", "--script", str(second))
+    assert blank.code == 2 and "feedback" in blank.err

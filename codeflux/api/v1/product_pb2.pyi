@@ -557,6 +557,16 @@ class SendBackPlanRequest(_message.Message):
     feedback: str
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., revision: _Optional[int] = ..., sha256: _Optional[str] = ..., feedback: _Optional[str] = ...) -> None: ...
 
+class RetryTaskRequest(_message.Message):
+    __slots__ = ("control", "task_id", "feedback")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    FEEDBACK_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    feedback: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., feedback: _Optional[str] = ...) -> None: ...
+
 class StartTaskRequest(_message.Message):
     __slots__ = ("control", "task_id", "plan_revision")
     CONTROL_FIELD_NUMBER: _ClassVar[int]

@@ -8,7 +8,7 @@ import { Timeline } from "./timeline.js";
 import { commands } from "./commands.js";
 import { TaskPanel, composer, streamBanner, taskList } from "./workspace.js";
 import { chooserView, firstRunView, providerLabel } from "./screens.js";
-import { ledgerView, reviewDrawer } from "./review.js";
+import { ledgerView, retryForm, reviewDrawer } from "./review.js";
 import { recoveryView } from "./recovery.js";
 import { diagnosticsView, settingsView } from "./settings.js";
 
@@ -272,6 +272,16 @@ class App {
     } catch (error) {
       this.showError(error);
     }
+  }
+
+  openRetry() {
+    if (!this.taskId) return;
+    clear(this.drawerSlot).append(el("aside", { class: "drawer", testid: "retry-drawer", "aria-label": "Try again" },
+      el("div", { class: "drawer-head" }, el("h2", { text: "Try again" }),
+        el("button", { type: "button", onclick: () => this.closeDrawer(), text: "Close" })),
+      retryForm(this)));
+    this.drawer = "retry";
+    this.gate();
   }
 
   async openLedger() {

@@ -84,7 +84,7 @@ export function budgetCard(app, task) {
 const ACTION_LABELS = {
   plan: "Draft a plan", "approve-plan": "Approve plan", "send-back": "Send plan back", "change-budget": "Change budget",
   start: "Start", pause: "Pause", resume: "Resume", "decide-approval": "Decide the tool request", accept: "Accept",
-  reject: "Reject", repair: "Repair", rollback: "Roll back", retry: "Retry", "safe-resume": "Safe resume",
+  reject: "Reject", repair: "Try again with feedback", rollback: "Roll back", retry: "Try again", "safe-resume": "Safe resume",
   reconcile: "Reconcile", "preserve-patch": "Preserve patch", "record-outcome": "Record an outcome",
   abandon: "Abandon", cancel: "Cancel the task",
 };

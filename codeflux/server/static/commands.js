@@ -143,6 +143,15 @@ export const commands = {
     });
   },
 
+  retry(feedback) {
+    if (!feedback.trim()) { this.showError("Say what the next attempt should change before trying again."); return null; }
+    return this.mutate(async () => {
+      this.applyTask(await this.rpc.unary("TaskService/RetryTask",
+        { control: control("retry", this.task.revision), taskId: this.taskId, feedback }));
+      this.closeDrawer();
+    });
+  },
+
   reject(diffIdentity, reason) {
     return this.mutate(async () => {
       this.applyTask(await this.rpc.unary("ReviewService/RejectChange",
@@ -209,6 +218,8 @@ export const commands = {
       "decide-approval": () => pending() && focus("approval-allow-once")(),
       accept: () => this.openReview(),
       reject: () => this.openReview(),
+      repair: () => this.openReview(),
+      retry: () => this.openRetry(),
       "safe-resume": () => this.recoveryAction(this.task, "safe-resume"),
       reconcile: () => this.recoveryAction(this.task, "reconcile"),
       "preserve-patch": () => this.recoveryAction(this.task, "preserve-patch"),

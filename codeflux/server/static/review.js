@@ -44,7 +44,8 @@ export function reviewDrawer(app, task, review) {
   const decide = canDecide ? el("div", { class: "actions" },
     mutatingButton("Accept the change", () => app.accept(review.diffIdentity, review.acceptConfirmation), "review-accept", { dataset: { mutating: "1", scope: "task" } }),
     el("label", { for: "reject-reason", text: "Reason" }), reason,
-    mutatingButton("Reject", () => app.reject(review.diffIdentity, reason.value), "review-reject", { dataset: { mutating: "1", scope: "task" } }))
+    mutatingButton("Reject", () => app.reject(review.diffIdentity, reason.value), "review-reject", { dataset: { mutating: "1", scope: "task" } }),
+    retryForm(app))
     : el("p", { class: "empty", text: `Review decisions are available when the task awaits review (now: ${task.state}).` });
   return el("aside", { class: "drawer", testid: "review-drawer", "aria-label": "Review" },
     el("div", { class: "drawer-head" }, el("h2", { text: "Review" }),
@@ -63,6 +64,16 @@ export function reviewDrawer(app, task, review) {
     el("h3", { text: "Evidence" }), textList(review.evidence, "No evidence recorded.", "review-evidence"),
     el("h3", { text: "Not examined" }), textList(review.notExamined, "Nothing listed as not examined.", "review-not-examined"),
     decide);
+}
+
+// Another attempt on the same plan, starting with the person's words (a task awaiting review or failed).
+export function retryForm(app) {
+  const feedback = el("textarea", { id: "retry-feedback", testid: "retry-feedback", rows: "3",
+    placeholder: "What should the next attempt change?" });
+  return el("div", { class: "retry", testid: "retry-form" },
+    el("label", { for: "retry-feedback", text: "Try again on the same plan, with your feedback" }), feedback,
+    mutatingButton("Try again with this feedback", () => app.retry(feedback.value), "retry",
+      { dataset: { mutating: "1", scope: "task" } }));
 }
 
 export function ledgerView(app, reply) {

@@ -25,6 +25,7 @@ const REQUEST_TYPES = {
   "TaskService/ApprovePlan": "ApprovePlanRequest",
   "TaskService/SendBackPlan": "SendBackPlanRequest",
   "TaskService/StartTask": "StartTaskRequest",
+  "TaskService/RetryTask": "RetryTaskRequest",
   "TaskService/PauseTask": "TaskActionRequest",
   "TaskService/ResumeTask": "TaskActionRequest",
   "TaskService/CancelTask": "TaskActionRequest",
