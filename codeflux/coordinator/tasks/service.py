@@ -298,10 +298,12 @@ class TaskService:
                 if task.state is TaskState.FAILED:  # failed → ready (retry), then it starts like any ready task
                     task = self._changes.transition(tx, events, task, TaskState.READY, actor=who,
                                                     reason=f"retry requested: {(retry_feedback or '')[:1900]}")
-            elif task.state is not TaskState.READY:
-                raise UsageError(f"task {task_id} is {task.state}; only a ready task starts (resume a paused one"
-                                 + (", retry one awaiting review or failed)" if retrying else ")"))
+            elif retrying and task.state is not TaskState.READY:
+                raise UsageError(f"task {task_id} is {task.state}; only a ready task starts (resume a paused one, "
+                                 "retry one awaiting review or failed)")
             validate_task_transition(task.state, TaskState.RUNNING)
+            if task.state is not TaskState.READY and not retrying:
+                raise UsageError(f"task {task_id} is {task.state}; only a ready task starts (resume a paused one)")
             gates.require_same_repository(task, _repository_of(tx, task), snapshot)
             gates.require_landable_checkout(snapshot)
             if task.base_revision is None:
