@@ -4,7 +4,9 @@
 was checked (or why it was not), the checks that ran with their argv and results, the diff identity
 they saw, the hard failures, and — stated, never hidden — every stage that was not examined. Stages
 the run went past are included with the outcome the ledger rules give them. The bundle is built
-precisely when checks failed: that is where a reviewer reads about it.
+precisely when checks failed: that is where a reviewer reads about it. A repository with no Python in it
+(no ``.py`` file, no ``pyproject.toml`` / ``setup.py`` / ``setup.cfg``) is labelled "experimental: generic
+checks only" — codeflux's real checks are Python's (ARCHITECTURE §8.4).
 
 **human-acceptance** holds only when a person accepted this exact diff (the acceptance record's diff
 identity equals the one the checks saw); a rejection fails it. Without a decision the stage is not
@@ -14,14 +16,38 @@ accepted change landed on the user's branch.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
 
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict, finalize_run, stage_named
 from codeflux.pipeline.ports import AcceptanceRecord, PipelinePorts
 from codeflux.pipeline.specification import StageResult
 from codeflux.store.stage_ledger import LedgerRow
 
-__all__ = ["evaluate_deliver", "evaluate_evidence_bundle", "evaluate_human_acceptance"]
+__all__ = ["EXPERIMENTAL_LABEL", "evaluate_deliver", "evaluate_evidence_bundle", "evaluate_human_acceptance",
+           "is_python_repository"]
+
+EXPERIMENTAL_LABEL: Final = "experimental: generic checks only (not a Python repository)"
+_PYTHON_MARKERS: Final = frozenset({"pyproject.toml", "setup.py", "setup.cfg"})
+_SCAN_LIMIT: Final = 20_000
+
+
+def is_python_repository(root: Path) -> bool:
+    """Whether ``root`` holds Python: a packaging file at the top, or a ``.py`` file within the first
+    :data:`_SCAN_LIMIT` entries of a walk that skips hidden directories and never follows links."""
+    if any((root / marker).is_file() for marker in _PYTHON_MARKERS):
+        return True
+    seen = 0
+    for _folder, directories, files in os.walk(root, followlinks=False):
+        directories[:] = [name for name in directories if not name.startswith(".")]
+        seen += len(directories) + len(files)
+        if any(name.endswith(".py") for name in files):
+            return True
+        if seen > _SCAN_LIMIT:
+            return False
+    return False
 
 _HARD_FAILURE = StageOutcome.FAILED
 _CHECK_KEYS = ("argv", "interpreter", "python_version", "pytest_version", "exit_code", "tests", "passed",
@@ -57,12 +83,14 @@ def evaluate_evidence_bundle(ports: PipelinePorts, rows: Sequence[LedgerRow], *,
     unexamined = [{"stage": claim["stage"], "outcome": claim["outcome"], "reason": claim.get("reason")}
                   for claim in claims if claim["outcome"] not in examined]
     facts = ports.facts
+    python = is_python_repository(facts.worktree.path)
     evidence: dict[str, object] = {
         "task_id": facts.task_id.value, "plan_revision": facts.plan_revision, "plan_sha256": facts.plan_sha256,
         "diff_identity": diff_identity, "claims": claims, "counts": counts, "hard_failures": hard,
-        "not_examined": unexamined, "clean": not hard,
+        "not_examined": unexamined, "clean": not hard, "support": "python" if python else EXPERIMENTAL_LABEL,
     }
-    seen = (f"bundle of {len(claims)} stages on diff {(diff_identity or 'unknown')[:12]}: "
+    seen = ("" if python else f"{EXPERIMENTAL_LABEL}: ") + (
+            f"bundle of {len(claims)} stages on diff {(diff_identity or 'unknown')[:12]}: "
             f"{counts['satisfied']} satisfied, {counts['failed']} failed, {counts['skipped']} skipped, "
             f"{len(unexamined)} not examined")
     verdict = StageVerdict(stage=StageName.EVIDENCE_BUNDLE, outcome=StageOutcome.SATISFIED, gate_evaluation=seen)

@@ -120,6 +120,9 @@ def _bundle_lines(bundle: Mapping[str, object]) -> tuple[list[str], list[str]]:
     identity = _text(bundle.get("diff_identity")) or "unknown"
     evidence = [f"evidence bundle of plan revision {bundle.get('plan_revision')} on diff {identity[:12]}"
                 + (": " + ", ".join(f"{v} {k}" for k, v in counts.items()) if isinstance(counts, Mapping) else "")]
+    support = _text(bundle.get("support"))
+    if support and support != "python":  # e.g. "experimental: generic checks only (not a Python repository)"
+        evidence.append(support)
     claims = bundle.get("claims")
     for claim in claims if isinstance(claims, list) else []:
         if not isinstance(claim, Mapping) or claim.get("outcome") not in ("satisfied", "failed", "skipped"):

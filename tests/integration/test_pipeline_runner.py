@@ -100,6 +100,7 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
     assert tests["diff_identity_before"] == identity == tests["diff_identity_after"]
     bundle = rows[StageName.EVIDENCE_BUNDLE].evidence
     assert bundle["clean"] is True and bundle["diff_identity"] == tests["diff_identity_before"]
+    assert bundle["support"] == "python"  # a non-Python repository is labelled "experimental: generic checks only"
     assert len(bundle["not_examined"]) == 29  # type: ignore[arg-type]
     assert not (harness.tasks.show(task_id).task.worktree / ".codeflux-checks").exists()
 
