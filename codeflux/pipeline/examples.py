@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from codeflux.domain.acceptance import AcceptanceExample
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import JunitCounts
-from codeflux.pipeline.specification import AcceptanceExample, StageResult, acceptance_for
+from codeflux.pipeline.specification import StageResult, acceptance_for
 
 __all__ = ["evaluate_end_to_end_tests", "junit_case_of"]
 

@@ -41,7 +41,6 @@ __all__ = [
     "TestCommand",
     "detect_test_command",
     "evaluate_assembly",
-    "evaluate_integration_tests",
     "parse_junit_xml",
     "pytest_argv",
     "run_integration_tests",
@@ -215,14 +214,10 @@ def _install_hint(command: TestCommand) -> str:
             f"install it with: {command.interpreter} -m pip install pytest")
 
 
-def evaluate_integration_tests(ports: PipelinePorts, *, attempt: int, diff_identity: str | None) -> StageResult:
-    """Stage 28 (see the module docstring)."""
-    return run_integration_tests(ports, attempt=attempt, diff_identity=diff_identity)[0]
-
-
 def run_integration_tests(ports: PipelinePorts, *, attempt: int,
                           diff_identity: str | None) -> tuple[StageResult, JunitCounts | None]:
-    """Stage 28, and the junit report it read (None when pytest wrote none that could be read)."""
+    """Stage 28 (see the module docstring), and the junit report it read (None when pytest wrote none that
+    could be read): stage 29 looks the named tests up in it."""
     facts = ports.facts
     command = detect_test_command(worktree=facts.worktree.path, repository_root=ports.repository_root,
                                   search_path=ports.search_path)

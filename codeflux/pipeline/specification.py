@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from codeflux.domain.acceptance import AcceptanceExample, AcceptanceSource, acceptance_of
+from codeflux.domain.acceptance import AcceptanceSource, acceptance_of
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.pipeline.ports import TaskFacts
 
 __all__ = [
-    "AcceptanceExample",
     "StageResult",
     "acceptance_for",
     "evaluate_atomic_instructions",

@@ -9,6 +9,7 @@ out leaves the task reviewable with its red evidence ("needs you", exit 1).
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,8 +75,6 @@ def text_of(request: ModelRequest) -> str:
 
 
 def exit_code(harness: Harness, outcome: RunOutcome) -> tuple[int, str]:
-    import io
-
     out = io.StringIO()
     code = report_outcome(CliContext(stdout=out), harness.tasks, outcome)
     return code, out.getvalue()

@@ -67,6 +67,7 @@ from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
 from codeflux.coordinator.tasks.service import Actor, TaskService
+from codeflux.domain.acceptance import AcceptanceExample
 from codeflux.domain.errors import (
     CodefluxError,
     ConflictError,
@@ -86,7 +87,7 @@ from codeflux.gitwork.worktrees import create_task_worktree
 from codeflux.pipeline.ports import AcceptancePort, PipelinePorts, TaskFacts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.runner import record_specification, run_pipeline
-from codeflux.pipeline.specification import AcceptanceExample, acceptance_for
+from codeflux.pipeline.specification import acceptance_for
 from codeflux.worker.environment import build_worker_environment
 
 __all__ = ["HeadlessPolicy", "PreapprovedOperation", "RunOutcome", "RunOutcomeKind", "resume_run", "run_task"]
