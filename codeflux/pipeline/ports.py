@@ -84,9 +84,11 @@ class LedgerPort(Protocol):
 
 
 class CheckCommandPort(Protocol):
-    """Runs one check command in the task's worker, through the authority engine (never prompting)."""
+    """Runs one check command in the task's worker, through the authority engine (never prompting);
+    ``working_directory`` (worktree-relative) is where it starts — the base run's scratch — else the root."""
 
-    def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int) -> CheckCommandRun: ...
+    def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
+                          working_directory: str | None = None) -> CheckCommandRun: ...
 
 
 class AcceptancePort(Protocol):

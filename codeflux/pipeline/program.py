@@ -41,6 +41,7 @@ __all__ = [
     "TestCommand",
     "detect_test_command",
     "evaluate_assembly",
+    "junit_case_of",
     "parse_junit_xml",
     "pytest_argv",
     "run_integration_tests",
@@ -85,6 +86,18 @@ class JunitCounts:
     @property
     def passed(self) -> int:
         return max(0, self.tests - self.failures - self.errors - self.skipped)
+
+    def status_of(self, node_id: str) -> str:
+        """The status of the test ``node_id`` names (a pytest node id), ``not-collected`` when the report
+        does not name it."""
+        classname, name = junit_case_of(node_id)
+        return next((status for case_class, case_name, status in self.cases
+                     if case_class == classname and case_name == name), "not-collected")
+
+    def failing_ids(self) -> tuple[str, ...]:
+        """``classname::name`` of every failed or erroring case the report names."""
+        return tuple(f"{case_class}::{name}" for case_class, name, status in self.cases
+                     if status in ("failed", "error"))
 
 
 def pytest_argv(interpreter: str) -> tuple[str, ...]:
@@ -157,6 +170,14 @@ def evaluate_assembly(ports: PipelinePorts) -> StageResult:
         return _verdict(StageName.ASSEMBLY, StageOutcome.FAILED, seen + f"; {len(errors)} do not", evidence)
     return _verdict(StageName.ASSEMBLY, StageOutcome.SATISFIED, seen + " (imports run under integration-tests)",
                     evidence)
+
+
+def junit_case_of(node_id: str) -> tuple[str, str]:
+    """The (classname, name) pytest's junit report gives the test ``node_id`` names."""
+    path, _, rest = node_id.partition("::")
+    parts = rest.split("::")
+    module = path.removesuffix(".py").replace("\\", "/").strip("/").replace("/", ".")
+    return ".".join([module, *parts[:-1]]), parts[-1]
 
 
 def parse_junit_xml(data: bytes) -> JunitCounts:

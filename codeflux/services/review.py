@@ -52,7 +52,8 @@ MAX_DIFF_BYTES: Final = 1 << 20
 MAX_TERMINAL_BYTES: Final = 3 << 20
 _IDENTITY: Final = re.compile(r"[0-9a-f]{64}")
 _SERVICE: Final = "ReviewService"
-_DETAIL_KEYS: Final = ("argv", "exit_code", "tests", "passed", "failures", "errors", "skipped", "failing")
+_DETAIL_KEYS: Final = ("argv", "exit_code", "tests", "passed", "failures", "errors", "skipped", "failing",
+                        "failing_on_base_too", "discrimination", "not_shown_to_need_this_change")
 
 
 def _tasks(app: CoordinatorApp) -> TaskService:
