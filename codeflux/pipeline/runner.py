@@ -23,11 +23,12 @@ from collections.abc import Mapping
 
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
+from codeflux.pipeline.assembly import evaluate_assembly
 from codeflux.pipeline.base_revision import BaseRun, base_overlay, integration_with_base, measure_base
 from codeflux.pipeline.delivery import evaluate_deliver, evaluate_evidence_bundle, evaluate_human_acceptance
 from codeflux.pipeline.examples import evaluate_end_to_end_tests
 from codeflux.pipeline.ports import PipelinePorts
-from codeflux.pipeline.program import JunitCounts, evaluate_assembly, run_integration_tests
+from codeflux.pipeline.program import JunitCounts, run_integration_tests
 from codeflux.pipeline.specification import (
     StageResult,
     acceptance_for,
@@ -94,7 +95,7 @@ def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tupl
     failed_specification = record_specification(task_id, attempt, ports=ports)
     if failed_specification is not None:
         return _finish(ports, task_id, attempt, failed_specification.stage)
-    assembly = evaluate_assembly(ports)
+    assembly = evaluate_assembly(ports, attempt=attempt)
     if _record(ports, task_id, attempt, assembly).outcome is not StageOutcome.SATISFIED:
         return _finish(ports, task_id, attempt, StageName.ASSEMBLY)
     identity = assembly.evidence.get("diff_identity")

@@ -25,6 +25,7 @@ __all__ = [
     "acceptance_for",
     "evaluate_atomic_instructions",
     "evaluate_instructions",
+    "stage_result",
 ]
 
 
@@ -34,6 +35,14 @@ class StageResult:
 
     verdict: StageVerdict
     evidence: dict[str, object]
+
+
+def stage_result(stage: StageName, outcome: StageOutcome, text: str, evidence: dict[str, object]) -> StageResult:
+    """A stage's result: ``text`` is the reason of a stage that did not run (blocked, skipped), else what its
+    gate evaluated."""
+    if outcome in (StageOutcome.BLOCKED, StageOutcome.SKIPPED):
+        return StageResult(verdict=StageVerdict(stage=stage, outcome=outcome, reason=text), evidence=evidence)
+    return StageResult(verdict=StageVerdict(stage=stage, outcome=outcome, gate_evaluation=text), evidence=evidence)
 
 
 def acceptance_for(facts: TaskFacts) -> AcceptanceSource:

@@ -195,3 +195,26 @@ def test_a_whole_file_is_not_an_example() -> None:
 ])
 def test_a_node_id_maps_to_the_junit_case_pytest_writes(node_id: str, case: tuple[str, str]) -> None:
     assert junit_case_of(node_id) == case
+
+
+def test_a_changed_module_that_does_not_import_fails_assembly_and_goes_back(harness: Harness) -> None:
+    """Issue 14 item 4, the "Why": a change adding an unresolvable import used to pass 26 and reach review with
+    exit 0 because no test imports that module. Now every changed module is imported in the box."""
+    broken = "import definitely_not_installed_anywhere\n\n\ndef report():\n    return 'ok'\n"
+    fixed = "def report():\n    return 'ok'\n"
+    turns = [*implementing_turns(), write_file("pkg/report.py", broken, "w3"), done(),
+             write_file("pkg/calc.py", FIXED_CALC, "a2w1", replacing=FIXED_CALC),
+             write_file("tests/test_calc.py", calc_tests(-3), "a2w2", replacing=calc_tests(-3)),
+             write_file("pkg/report.py", fixed, "a2w3", replacing=broken), done()]
+
+    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"), turns)
+
+    first = next(row for row in harness.tasks.ledger(task_id, 1) if row.verdict.stage is StageName.ASSEMBLY)
+    assert first.verdict.outcome is StageOutcome.FAILED
+    assert "pkg.report: ModuleNotFoundError" in str(first.verdict.gate_evaluation)
+    imports = dict(first.evidence["imports"])
+    assert imports["checked"] and imports["modules"] == ["pkg.calc", "pkg.report"]
+    assert [failure["module"] for failure in imports["failures"]] == ["pkg.report"]
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean and outcome.attempt == 2, outcome.reason
+    second = evidence_of(harness, task_id, 2, StageName.ASSEMBLY)["imports"]
+    assert second["failures"] == [] and second["detail"] == "2 of 2 changed module(s) import"

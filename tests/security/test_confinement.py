@@ -457,9 +457,9 @@ def test_a_base_run_is_allowed_only_by_derivation_from_an_allowed_check_and_neve
     (world.worktree / ".codeflux-checks" / "base").mkdir(parents=True)
     argv = [sys.executable, "-c", "print('base')"]
     derived = DerivedAllowance(decided_by=Decider.USER, reason="the base-revision run of an allowed check")
-    with pytest.raises(InvalidValueError):
-        driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="d-root",
-                                   source="pipeline", derived=derived)  # a derived decision only for a base run
+    with pytest.raises(InvalidValueError, match="only the pipeline"):
+        driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="d-model",
+                                   source="model", derived=derived)
     with pytest.raises(InvalidValueError):  # the rules never allow a program by themselves
         driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="d-sys",
                                    source="pipeline", working_directory=".codeflux-checks/base",

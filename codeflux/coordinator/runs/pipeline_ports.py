@@ -12,6 +12,7 @@ stage's execution are the same request and an allow-once approval covers exactly
 from __future__ import annotations
 
 import hashlib
+import shlex
 
 from codeflux.authority.decide import Decider, DecisionOutcome
 from codeflux.authority.service import DerivedAllowance
@@ -63,15 +64,16 @@ class DriverCheckCommands:
         self._driver = driver
 
     def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
-                          working_directory: str | None = None) -> CheckCommandRun:
+                          working_directory: str | None = None,
+                          covered_by: tuple[str, ...] | None = None) -> CheckCommandRun:
         try:
             derived = None
-            if working_directory is not None:
-                root = submit_check_command(self._driver, task_id, argv, attempt=attempt)
+            if working_directory is not None or covered_by is not None:
+                root = submit_check_command(self._driver, task_id, covered_by or argv, attempt=attempt)
                 if root.outcome not in _ALLOWED:
-                    return _not_run(f"the same command in the worktree was not allowed ({root.outcome}); its base "
-                                    "run follows that decision", root.request_id)
-                derived = _derived_from(root, working_directory)
+                    return _not_run(f"the check it follows ({shlex.join((covered_by or argv)[:3])} …) was not "
+                                    f"allowed in the worktree ({root.outcome})", root.request_id)
+                derived = _derived_from(root, working_directory, same_argv=covered_by is None)
             submitted = submit_check_command(self._driver, task_id, argv, attempt=attempt, intend_if_allowed=True,
                                              working_directory=working_directory, derived=derived)
         except ToolFailedError as error:
@@ -91,14 +93,16 @@ class DriverCheckCommands:
                                stdout=record.stdout or "", stderr=record.stderr or "")
 
 
-def _derived_from(root: SubmittedRequest, working_directory: str) -> DerivedAllowance:
-    """The base run of a check (the same argv and program, started in ``working_directory``) is allowed once by
-    the decision on the same check in the worktree root this attempt (``root``, allowed), by the same decider,
-    with a reason naming it — recorded with the request, so no person is ever shown a card for it."""
+def _derived_from(root: SubmittedRequest, working_directory: str | None, *, same_argv: bool) -> DerivedAllowance:
+    """A check that follows another's decision — the base run of a check (the same argv and program, started
+    in ``working_directory``), or the import check (the test command's interpreter importing the changed
+    modules) — is allowed once by the decision on ``root`` this attempt (allowed), by the same decider, with a
+    reason naming it; recorded with the request, so no person is ever shown a card for it."""
     decider = Decider.HEADLESS_POLICY if root.decision.decided_by is Decider.HEADLESS_POLICY else Decider.USER
+    what = ("the base-revision run of" if same_argv else "the import check (same interpreter) that follows")
+    where = f", started in {working_directory}" if working_directory else ""
     return DerivedAllowance(decided_by=decider, reason=(
-        f"the base-revision run of request {root.request_id} ({root.outcome}, decided by "
-        f"{root.decision.decided_by}): the same program and arguments, started in {working_directory}"))
+        f"{what} request {root.request_id} ({root.outcome}, decided by {root.decision.decided_by}){where}"))
 
 
 class NoAcceptanceYet:

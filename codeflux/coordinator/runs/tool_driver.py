@@ -217,8 +217,8 @@ class ToolDriver:
 
         ``working_directory`` (worktree-relative; part of the operation's identity) is for the pipeline's
         own requests only: a check run on the base revision in its scratch directory. The model's
-        requests always run in the worktree root. ``derived`` (pipeline only, with a working directory) allows
-        such a request once in its own transaction by a decision already made (see
+        requests always run in the worktree root. ``derived`` (pipeline only) allows such a request once in its
+        own transaction by a decision already made on the check it follows (see
         :class:`~codeflux.authority.service.DerivedAllowance`).
 
         With ``intend_if_allowed``, a first decision that already allows the request also commits its
@@ -231,9 +231,8 @@ class ToolDriver:
         :class:`SecretLeakError` for a request carrying a loaded secret (nothing is recorded then).
         """
         if (working_directory is not None or derived is not None) and source != PIPELINE_SOURCE:
-            raise InvalidValueError(kind="tool request", reason="only the pipeline chooses a working directory")
-        if derived is not None and working_directory is None:
-            raise InvalidValueError(kind="tool request", reason="only a base-revision run is allowed by derivation")
+            raise InvalidValueError(kind="tool request",
+                                    reason="only the pipeline chooses a working directory or a derived decision")
         worktree = self._worktree_of(task_id)
         request = bind_tool_request(tool, raw_args)
         pin = None
