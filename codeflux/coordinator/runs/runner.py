@@ -66,6 +66,7 @@ from codeflux.coordinator.runs.pipeline_ports import DriverCheckCommands, NoAcce
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
+from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.domain.acceptance import AcceptanceExample
 from codeflux.domain.errors import (
@@ -151,11 +152,16 @@ def run_task(
     repo_snapshot: RepositorySnapshot, position: LadderPosition, limits: LoopLimits,
     headless_policy: HeadlessPolicy | None, acceptance: AcceptancePort | None = None, provider: str | None = None,
     clock: Callable[[], float] = time.monotonic, retry_feedback: str | None = None,
+    rejection: DiffRejection | None = None,
 ) -> RunOutcome:  # fmt: skip
     """Run a ``ready`` task to ``awaiting-review`` (see the module docstring for every other ending).
     ``clock`` is what the loop's wall bound is measured on. With ``retry_feedback`` (a person's words), a task
     awaiting review or failed gets another attempt on the same plan, in a new conversation that starts with
-    those words (``codeflux task retry``)."""
+    those words (``codeflux task retry``). With ``rejection`` (``codeflux task reject --retry``), the diff under
+    review is rejected as the attempt starts (its patch kept, in the same transaction) and the conversation
+    starts with the rejection's reason."""
+    if rejection is not None:
+        retry_feedback = rejection.reason
     view = tasks.show(task_id)
     retrying = retry_feedback is not None and view.task.state in (TaskState.AWAITING_REVIEW, TaskState.FAILED)
     if view.task.state is not TaskState.READY and not retrying:
@@ -164,6 +170,7 @@ def run_task(
         _finish_interrupted_attempt(tasks, task_id, view.attempt.attempt)
     started = tasks.start_run(task_id, repo_snapshot, expected_revision=view.task.revision,
                               actor=Actor.USER if retrying else Actor.SYSTEM, retry_feedback=retry_feedback,
+                              rejection=rejection,
                               idempotency_key=f"run:{task_id.value}:{view.task.revision}")
     view = tasks.show(task_id)
     if view.plan is None or view.task.requirement is None or view.task.base_revision is None:
@@ -182,6 +189,12 @@ def run_task(
     if failed is not None:
         return _fail(run, f"{failed.stage} did not hold: {failed.gate_evaluation}",
                      verdicts=_finish(run, failed.stage), loop=None)
+    if rejection is not None:
+        carried = (f"The person rejected the diff of attempt {run.attempt - 1} (identity "
+                   f"{rejection.reviewed_identity[:12]}; its patch is kept) and asked for another attempt on the same "
+                   f"plan, saying: {rejection.reason}\nThe worktree still holds the rejected change: rework or undo "
+                   "it as the person asks.")
+        return _drive(run, _new_loop(run, carried=carried))
     if retrying:
         carried = (f"The person reviewed attempt {run.attempt - 1} and asked for another attempt on the same plan, "
                    f"saying: {retry_feedback}")
