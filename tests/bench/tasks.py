@@ -29,6 +29,7 @@ from pathlib import Path
 
 from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
 from codeflux.coordinator.tasks.service import Actor, PlanAuthor, TaskService
+from codeflux.domain.acceptance import AcceptanceExample
 from codeflux.domain.forecast import TaskClass
 from codeflux.domain.ids import TaskId
 from codeflux.domain.plans import Plan, PlanScope, PlanStep, plan_sha256
@@ -86,7 +87,8 @@ def _make_repository(root: Path, files: int) -> Path:
 
 def _plan() -> Plan:
     return Plan(task_class=TaskClass.BUG_FIX, scope=PlanScope(summary="bench", paths=("pkg",)),
-                steps=(PlanStep(title="Edit", detail="edit one file", expected_files=("pkg/d00/m0000.py",)),))
+                steps=(PlanStep(title="Edit", detail="edit one file", expected_files=("pkg/d00/m0000.py",)),),
+                examples=(AcceptanceExample(test="tests/test_m0000.py::test_f_0"),))
 
 
 def _ready(tasks: TaskService, repo: Path) -> tuple[TaskId, int]:
