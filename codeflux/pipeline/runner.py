@@ -2,10 +2,10 @@
 
 :func:`record_specification` records 1 instructions and 3 atomic-instructions (the implementation loop
 starts only when both held). :func:`run_pipeline` records what is still missing of those, then 26
-assembly, 28 integration-tests, 29 end-to-end-tests (the acceptance examples, looked up in 28's report or
-run) — with the base revision's run between them when failed tests or the examples need it
-(:mod:`~codeflux.pipeline.base_revision`) — 35 evidence-bundle and — when a person has decided — 36 and 37,
-each as one ledger write with its evidence, and ends the attempt with ``finish_attempt``:
+assembly, 27 program (an advisory wheel build), 28 integration-tests, 29 end-to-end-tests (the acceptance
+examples, looked up in 28's report or run) — with the base revision's run between them when failed tests or
+the examples need it (:mod:`~codeflux.pipeline.base_revision`) — 35 evidence-bundle and — when a person has
+decided — 36 and 37, each as one ledger write with its evidence, and ends the attempt with ``finish_attempt``:
 
 * a failed specification stage or a failed assembly stops the run at that stage: everything after it is
   ``blocked``;
@@ -25,6 +25,7 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.pipeline.assembly import evaluate_assembly
 from codeflux.pipeline.base_revision import BaseRun, base_overlay, integration_with_base, measure_base
+from codeflux.pipeline.build import evaluate_program
 from codeflux.pipeline.delivery import evaluate_deliver, evaluate_evidence_bundle, evaluate_human_acceptance
 from codeflux.pipeline.examples import evaluate_end_to_end_tests
 from codeflux.pipeline.ports import PipelinePorts
@@ -98,6 +99,9 @@ def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tupl
     assembly = evaluate_assembly(ports, attempt=attempt)
     if _record(ports, task_id, attempt, assembly).outcome is not StageOutcome.SATISFIED:
         return _finish(ports, task_id, attempt, StageName.ASSEMBLY)
+    files = assembly.evidence.get("files")
+    changed = [str(item["path"]) for item in files if isinstance(item, Mapping)] if isinstance(files, list) else []
+    _record(ports, task_id, attempt, evaluate_program(ports, attempt=attempt, changed=changed))
     identity = assembly.evidence.get("diff_identity")
     diff_identity = identity if isinstance(identity, str) else None
     tests, junit = run_integration_tests(ports, attempt=attempt, diff_identity=diff_identity)

@@ -218,3 +218,39 @@ def test_a_changed_module_that_does_not_import_fails_assembly_and_goes_back(harn
     assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean and outcome.attempt == 2, outcome.reason
     second = evidence_of(harness, task_id, 2, StageName.ASSEMBLY)["imports"]
     assert second["failures"] == [] and second["detail"] == "2 of 2 changed module(s) import"
+
+
+PYPROJECT = ('[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "{backend}"\n\n'
+             '[project]\nname = "calc-sample"\nversion = "0.1.0"\n\n[tool.setuptools]\npackages = ["pkg"]\n')
+
+
+def test_a_repository_with_build_configuration_gets_a_wheel_built_without_network(harness: Harness) -> None:
+    write_files(harness.repo, {"pyproject.toml": PYPROJECT.format(backend="setuptools.build_meta")})
+    commit_all(harness.repo, "packaging")
+
+    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"),
+                           [*implementing_turns(), done()])
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    row = next(row for row in harness.tasks.ledger(task_id, 1) if row.verdict.stage is StageName.PROGRAM)
+    assert row.verdict.outcome is StageOutcome.SATISFIED, row.verdict
+    wheels = row.evidence["wheels"]
+    assert [wheel["name"] for wheel in wheels] == ["calc_sample-0.1.0-py3-none-any.whl"]
+    assert len(wheels[0]["sha256"]) == 64 and "--no-index" in row.evidence["argv"]
+    worktree = harness.tasks.show(task_id).task.worktree
+    assert not (worktree / ".codeflux-checks").exists() and not (worktree / "build").exists()
+    assert not list(worktree.glob("*.egg-info"))  # the build ran in a copy: nothing of it reaches the diff
+
+
+def test_a_missing_build_backend_blocks_the_build_naming_it_and_never_the_tests(harness: Harness) -> None:
+    write_files(harness.repo, {"pyproject.toml": PYPROJECT.format(backend="no_such_backend_anywhere")})
+    commit_all(harness.repo, "packaging with a backend this environment lacks")
+
+    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"),
+                           [*implementing_turns(), done()])
+
+    rows = {row.verdict.stage: row.verdict for row in harness.tasks.ledger(task_id, 1)}
+    assert rows[StageName.PROGRAM].outcome is StageOutcome.BLOCKED
+    assert "no_such_backend_anywhere" in str(rows[StageName.PROGRAM].reason)
+    assert rows[StageName.INTEGRATION_TESTS].outcome is StageOutcome.SATISFIED  # 28 needs assembly, not program
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW, outcome.reason

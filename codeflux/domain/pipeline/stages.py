@@ -239,7 +239,7 @@ STAGES: Final[tuple[Stage, ...]] = (
            _N.ATOMIC_INSTRUCTIONS, sends_back=True, performable=True),
     _stage(27, _N.PROGRAM, _P.PROGRAM,
            "A runnable program or installable build is produced from the worktree.",
-           _N.ASSEMBLY),
+           _N.ASSEMBLY, performable=True),
     _stage(28, _N.INTEGRATION_TESTS, _P.PROGRAM,
            "The repository's detected test command (pytest with junit XML) runs on this diff and every "
            "collected test passes.",
