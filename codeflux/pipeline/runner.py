@@ -1,7 +1,9 @@
 """The stage runner: evaluate the real stages of one attempt in stage order and record them.
 
-:func:`record_specification` records 1 instructions and 3 atomic-instructions (the implementation loop
-starts only when both held). :func:`run_pipeline` records what is still missing of those, then 26
+:func:`record_specification` records 1 instructions, 2 clarification, 3 atomic-instructions and 4
+decomposition-coverage (the implementation loop starts only when 1–3 held — ``skipped`` counts as held,
+it only says what was not measured; 4 is advisory: its failure is recorded and reported, never a stop, so
+the tests always run). :func:`run_pipeline` records what is still missing of those, then 26
 assembly, 28 integration-tests, 29 end-to-end-tests (the acceptance examples, looked up in 28's report or
 run), 35 evidence-bundle and — when a person has decided — 36 and 37, each as one ledger write with its
 evidence, and ends the attempt with ``finish_attempt``:
@@ -18,13 +20,21 @@ Returns every stage's verdict as stored (37, in stage order).
 
 from __future__ import annotations
 
+from typing import Final
+
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.pipeline.delivery import evaluate_deliver, evaluate_evidence_bundle, evaluate_human_acceptance
 from codeflux.pipeline.examples import evaluate_end_to_end_tests
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import evaluate_assembly, run_integration_tests
-from codeflux.pipeline.specification import StageResult, evaluate_atomic_instructions, evaluate_instructions
+from codeflux.pipeline.specification import (
+    StageResult,
+    evaluate_atomic_instructions,
+    evaluate_clarification,
+    evaluate_decomposition_coverage,
+    evaluate_instructions,
+)
 
 __all__ = ["record_specification", "run_pipeline"]
 
@@ -40,14 +50,21 @@ def _recorded(ports: PipelinePorts, task_id: TaskId, attempt: int) -> dict[Stage
     return {row.verdict.stage: row.verdict for row in ports.ledger.ledger(task_id, attempt)}
 
 
+_HELD: Final = frozenset({StageOutcome.SATISFIED, StageOutcome.SKIPPED})
+
+
 def record_specification(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> StageVerdict | None:
-    """Record stages 1 and 3 unless already recorded; return the first that did not hold, else None."""
+    """Record stages 1–4 unless already recorded; return the first of 1–3 that did not hold, else None
+    (stage 4 is recorded, never returned: it is advisory)."""
     recorded = _recorded(ports, task_id, attempt)
     for stage, evaluate in ((StageName.INSTRUCTIONS, evaluate_instructions),
+                            (StageName.CLARIFICATION, evaluate_clarification),
                             (StageName.ATOMIC_INSTRUCTIONS, evaluate_atomic_instructions)):
         verdict = recorded.get(stage) or _record(ports, task_id, attempt, evaluate(ports.facts))
-        if verdict.outcome is not StageOutcome.SATISFIED:
+        if verdict.outcome not in _HELD:
             return verdict
+    if StageName.DECOMPOSITION_COVERAGE not in recorded:
+        _record(ports, task_id, attempt, evaluate_decomposition_coverage(ports.facts))
     return None
 
 

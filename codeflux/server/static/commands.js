@@ -105,6 +105,15 @@ export const commands = {
     });
   },
 
+  answerQuestion(plan, number, text) {
+    if (!text.trim()) { this.showError(`Write an answer to question ${number} first.`); return null; }
+    return this.mutate(async () => {
+      this.applyTask(await this.rpc.unary("TaskService/AnswerQuestion",
+        { control: control("answer", this.task.revision), taskId: this.taskId, revision: plan.revision, sha256: plan.sha256,
+          question: number, text }));
+    });
+  },
+
   taskCommand(method, prefix) {
     return this.mutate(async () => {
       this.applyTask(await this.rpc.unary(method, { control: control(prefix, this.task.revision), taskId: this.taskId }));

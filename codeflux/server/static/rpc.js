@@ -24,6 +24,7 @@ const REQUEST_TYPES = {
   "TaskService/DraftPlan": "DraftPlanRequest",
   "TaskService/ApprovePlan": "ApprovePlanRequest",
   "TaskService/SendBackPlan": "SendBackPlanRequest",
+  "TaskService/AnswerQuestion": "AnswerQuestionRequest",
   "TaskService/StartTask": "StartTaskRequest",
   "TaskService/RetryTask": "RetryTaskRequest",
   "TaskService/PauseTask": "TaskActionRequest",
