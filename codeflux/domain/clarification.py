@@ -12,8 +12,9 @@ what a sentence means (no pronoun or vagueness heuristics):
 
 1. a path or identifier the requirement names explicitly — a backticked ```name```, or an unquoted token
    that looks like a path (it has a known file extension, or a ``/`` and a first component the repository
-   has) — that the repository does not have at the base revision. A path the plan says it will create or
-   change is not absent. Identifiers are looked up as words in the base tree's Python files;
+   has) — that the repository does not have at the base revision. A path a plan step says it will create or
+   change (or a folder it writes into) is not absent. Identifiers are looked up as words in the base tree's
+   Python files (and as file or folder names); Python's keywords and builtins always exist;
 2. two acceptance examples running the same command (argv) with different expected output;
 3. the planner's own questions (added by the planner, not here).
 
@@ -217,13 +218,14 @@ def named_references(requirement: str) -> tuple[NamedReference, ...]:
 
 
 def _planned(path: str, planned_paths: Iterable[str]) -> bool:
-    return any(path == planned or path.startswith(planned.rstrip("/") + "/") or planned.startswith(path + "/")
-               for planned in planned_paths)
+    """A step creates or changes ``path`` itself, or files inside it (a folder)."""
+    return any(path == planned or planned.startswith(path.rstrip("/") + "/") for planned in planned_paths)
 
 
 def _absent(reference: NamedReference, names: RepositoryNames, planned_paths: Sequence[str]) -> bool:
-    if reference.kind == "identifier":
-        return not names.has_identifier(reference.name)
+    if reference.kind == "identifier":  # a word of the Python files, or a file or folder of that name
+        return not (names.has_identifier(reference.name) or names.has_path(reference.name)
+                    or _planned(reference.name, planned_paths))
     if _planned(reference.name, planned_paths) or names.has_path(reference.name):
         return False
     if reference.kind == "slash-path":  # "and/or": only a path when its first folder exists

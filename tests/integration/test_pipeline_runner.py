@@ -114,7 +114,8 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
     assert clarification["policy"] == "ask" and clarification["questions"] == []
     assert "meaning" in str(clarification["not_judged"]) and clarification["base_commit"]
     coverage = rows[StageName.DECOMPOSITION_COVERAGE]
-    assert coverage.evidence["uncovered_examples"] == [] and "meaning not judged" in (coverage.verdict.gate_evaluation or "")
+    assert coverage.evidence["uncovered_examples"] == []
+    assert "meaning not judged" in (coverage.verdict.gate_evaluation or "")
     assert [step["examples"] for step in coverage.evidence["trace"]] == [[1], [1]]  # type: ignore[index,union-attr]
     assert not (harness.tasks.show(task_id).task.worktree / ".codeflux-checks").exists()
 

@@ -284,8 +284,8 @@ def _clarified(plan: Plan, requirement: str, root: Path, policy: ClarificationPo
     """``plan`` with the clarification check's findings added to its questions, under ``policy``."""
     names = repository_names_at_head(root)
     acceptance = acceptance_of(requirement, plan.examples, plan_revision=None)
-    planned = (*plan.expected_files, *plan.scope.paths)
-    checked, findings = find_ambiguities(requirement, acceptance.examples, planned_paths=planned, names=names)
+    checked, findings = find_ambiguities(requirement, acceptance.examples, planned_paths=plan.expected_files,
+                                         names=names)
     found = [PlanQuestion(question=f.question, origin=f.origin, assumption=f.assumption) for f in findings]
     questions = [*found, *plan.questions][:MAX_QUESTIONS]
     if policy is ClarificationPolicy.ASSUME:

@@ -86,8 +86,10 @@ def test_an_absent_path_or_identifier_becomes_a_question_unless_a_step_creates_i
     assert all(f.origin is QuestionOrigin.ABSENT_NAME and f.assumption for f in findings)
     assert {r.name for r in checked} == {"multiply", "add", "calc/ops.py", "docs/calc.md", "and/or", "README.md"}
 
-    _, planned = find_ambiguities(requirement, (), planned_paths=("docs",), names=Names())
+    _, planned = find_ambiguities(requirement, (), planned_paths=("docs/calc.md",), names=Names())
     assert [f.question.split("`")[1] for f in planned] == ["multiply"]
+    _, folder = find_ambiguities("Put it under `docs`.", (), planned_paths=("docs/calc.md",), names=Names())
+    assert folder == ()  # a folder a step writes into is not absent
 
 
 def test_the_same_command_expecting_different_output_is_a_contradiction() -> None:
