@@ -381,8 +381,11 @@ def _plan(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: 
 
 def _drafted(ctx: CliContext, view: pb.TaskView, stopped_by: str | None) -> int:
     print_plan(ctx, view.plan, indent="")
-    ctx.say(f"approve it: codeflux task approve-plan {view.task_id} --revision {view.plan.revision} "
-            f"--sha256 {view.plan.sha256}")
+    if any(question.status == "open" for question in view.plan.questions):
+        ctx.say(f"answer its open questions first: codeflux task answer {view.task_id} --question N --text TEXT")
+    else:
+        ctx.say(f"approve it: codeflux task approve-plan {view.task_id} --revision {view.plan.revision} "
+                f"--sha256 {view.plan.sha256}")
     if stopped_by is not None:
         ctx.say(f"{stopped_by}: stopped after recording plan revision {view.plan.revision}")
         ctx.say(f"exit {int(ExitCode.DECISION_NEEDED)}")

@@ -57,3 +57,19 @@ def test_an_open_question_is_answered_on_the_plan_card_then_the_answered_plan_ru
 
     card = approve_until_approval_card(app)
     expect(card.get_by_test_id("approval-arguments")).not_to_be_empty()
+
+
+def test_the_clarification_policy_is_set_on_the_settings_screen(served_page: AppPage) -> None:
+    app = served_page
+    expect(app.testid("first-run")).to_be_visible(timeout=MS)
+    app.testid("nav-settings").click()
+    view = app.testid("settings-view")
+    expect(view).to_contain_text("ask: approval waits for your answers", timeout=MS)
+
+    app.testid("clarification-policy").select_option("assume")
+    save = app.testid("settings-save-clarification")
+    expect(save).to_be_enabled(timeout=MS)
+    save.click()
+
+    expect(app.testid("settings-view")).to_contain_text("assume: each question's stated reading", timeout=MS)
+    expect(app.testid("clarification-policy")).to_have_value("assume")

@@ -193,6 +193,14 @@ export const commands = {
     });
   },
 
+  setClarificationPolicy(policy) {
+    return this.mutate(async () => {
+      const settings = await this.rpc.unary("SettingsService/SetClarificationPolicy",
+        { control: control("clarification"), policy });
+      clear(this.main).append(settingsView(this, settings));
+    });
+  },
+
   async runDoctor() {
     try {
       const report = await this.rpc.unary("DiagnosticsService/RunDoctor", {});

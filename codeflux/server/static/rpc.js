@@ -44,6 +44,7 @@ const REQUEST_TYPES = {
   "RecoveryService/TakeAction": "RecoveryActionRequest",
   "SettingsService/GetSettings": "GetSettingsRequest",
   "SettingsService/SetBudgetDefaults": "SetBudgetDefaultsRequest",
+  "SettingsService/SetClarificationPolicy": "SetClarificationPolicyRequest",
   "DiagnosticsService/RunDoctor": "RunDoctorRequest",
   "DiagnosticsService/CreateBackup": "CreateBackupRequest",
   "SessionService/Subscribe": "SubscribeRequest",
