@@ -13,8 +13,9 @@ The evidence records the revision, its hash and each step; the tie of each step 
 the person's approval of that exact revision, which the evidence names.
 
 **clarification** reads what the planner recorded in the approved revision (:mod:`codeflux.domain.clarification`):
-the policy, the commit the named paths and identifiers were looked up in, the names checked, and every
-question with its answer or its stated assumption. It holds when no question is left open (approval is
+the policy, the commit the named paths and identifiers were looked up in (the checkout's HEAD when the plan was
+drafted; the evidence says so when the task's base differs), the names checked, and every question with its
+answer or its stated assumption. It holds when no question is left open (approval is
 refused while one is, so after approval it holds). A revision that records no clarification check (not
 drafted by the planner) is ``skipped`` with that reason — the check was not run, so nothing is claimed.
 The evidence says that the meaning of the requirement is not judged.
@@ -127,6 +128,7 @@ def evaluate_clarification(facts: TaskFacts) -> StageResult:
     evidence: dict[str, object] = {
         "plan_revision": facts.plan_revision, "plan_sha256": facts.plan_sha256, "checked": True,
         "policy": plan.clarity.policy.value, "base_commit": plan.clarity.base_commit,
+        "task_base_revision": facts.worktree.base,
         "checks": list(_CLARIFICATION_CHECKS), "names_checked": list(plan.clarity.names), "questions": questions,
         "assumptions": [f"question {q['number']}: {q['assumption']}" for q in questions if q["status"] == "assumed"],
         "not_judged": _NOT_JUDGED_MEANING,
@@ -136,6 +138,9 @@ def evaluate_clarification(facts: TaskFacts) -> StageResult:
     seen = (f"{len(plan.clarity.names)} named path(s)/identifier(s) looked up at {plan.clarity.base_commit[:12]}, "
             f"examples compared; {len(questions)} question(s): {counts['answered']} answered, {counts['assumed']} "
             f"assumed (policy {plan.clarity.policy.value}); meaning not judged")
+    if facts.worktree.base != plan.clarity.base_commit:
+        seen += (f"; the names were looked up when the plan was drafted, at {plan.clarity.base_commit[:12]}, not at "
+                 f"the task's base {facts.worktree.base[:12]}")
     if open_numbers:
         seen += f"; open: {', '.join(open_numbers)}"
     outcome = StageOutcome.FAILED if open_numbers else StageOutcome.SATISFIED

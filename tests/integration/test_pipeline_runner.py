@@ -112,7 +112,8 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
     assert len(bundle["not_examined"]) == 27  # type: ignore[arg-type]
     clarification = rows[StageName.CLARIFICATION].evidence
     assert clarification["policy"] == "ask" and clarification["questions"] == []
-    assert "meaning" in str(clarification["not_judged"]) and clarification["base_commit"]
+    assert "meaning" in str(clarification["not_judged"])
+    assert clarification["base_commit"] == clarification["task_base_revision"]  # looked up at the task's base
     coverage = rows[StageName.DECOMPOSITION_COVERAGE]
     assert coverage.evidence["uncovered_examples"] == []
     assert "meaning not judged" in (coverage.verdict.gate_evaluation or "")
