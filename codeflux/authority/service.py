@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from codeflux.authority.classify import Classification
 from codeflux.authority.decide import (
@@ -44,6 +44,7 @@ from codeflux.authority.records import (
     standing_approval,
     standing_denials,
 )
+from codeflux.domain.authority import ApprovalScope, DecisionRow, ToolRequestRow
 from codeflux.domain.authority import RequestSource as RecordedSource
 from codeflux.domain.capabilities import CapabilityNeed
 from codeflux.domain.errors import (
@@ -62,13 +63,24 @@ from codeflux.store.database import Database, ReadView, Transaction
 from codeflux.store.events import append_event
 from codeflux.store.tasks import TaskRow, require_task
 
-__all__ = ["AuthorityService", "DecisionView", "ExecutionIntent", "RequestSource", "RequestView"]
+__all__ = ["AuthorityService", "DecisionView", "DerivedAllowance", "ExecutionIntent", "RequestSource", "RequestView"]
 
 RequestSource = str
 """Who asked, as a caller names it: a :class:`~codeflux.domain.authority.RequestSource` value — the model (the
 implementation loop), a person, a test, or the pipeline itself (a check command)."""
 _FINAL_ALLOWING = frozenset({DecisionOutcome.AUTOMATIC, DecisionOutcome.ALLOWED_FOR_TASK})
 """First decisions that allow a request at submission: no person decides later, nothing is consumed."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DerivedAllowance:
+    """A decision already made that covers a new request: the pipeline's base-revision run of a check
+    follows the decision on the same check in the worktree root (docs/security.md, "The base-revision run of
+    a check"). ``decided_by`` is that decision's decider (a person or the headless policy); ``reason`` names it.
+    """
+
+    decided_by: Decider
+    reason: str
 
 
 class AuthorityService:
@@ -94,11 +106,17 @@ class AuthorityService:
         classification: Classification,
         source: RequestSource,
         idempotency_key: str,
+        derived: DerivedAllowance | None = None,
     ) -> RequestView:
         """Record the request, rule on it and append ``tool-requested``; an identical retry with the same
-        key returns the original request, a different request under the key is a conflict."""
+        key returns the original request, a different request under the key is a conflict.
+
+        With ``derived``, a request the rules leave pending is allowed once in the same transaction, by
+        ``derived.decided_by`` (its pending first decision is superseded before anything is published, so
+        no person is ever asked); a request the rules refuse stays refused."""
         view, _ = self._record_request(operation=operation, classification=classification, source=source,
-                                       idempotency_key=idempotency_key, intend=False, before_commit=None)
+                                       idempotency_key=idempotency_key, intend=False, before_commit=None,
+                                       derived=derived)
         return view
 
     def record_request_with_intent(
@@ -109,6 +127,7 @@ class AuthorityService:
         source: RequestSource,
         idempotency_key: str,
         before_commit: Callable[[], None] | None = None,
+        derived: DerivedAllowance | None = None,
     ) -> tuple[RequestView, ExecutionIntent | None]:
         """:meth:`record_request`, and in the same transaction the execution intent when the first
         decision allows the request at once (``automatic``, or ``allowed-for-task`` by a standing
@@ -122,7 +141,8 @@ class AuthorityService:
         execution returns no intent (execute it through :meth:`record_execution_intent`).
         ``before_commit`` runs last inside the transaction, only when an intent is being written."""
         return self._record_request(operation=operation, classification=classification, source=source,
-                                    idempotency_key=idempotency_key, intend=True, before_commit=before_commit)
+                                    idempotency_key=idempotency_key, intend=True, before_commit=before_commit,
+                                    derived=derived)
 
     def _record_request(
         self,
@@ -133,7 +153,11 @@ class AuthorityService:
         idempotency_key: str,
         intend: bool,
         before_commit: Callable[[], None] | None,
+        derived: DerivedAllowance | None = None,
     ) -> tuple[RequestView, ExecutionIntent | None]:
+        if derived is not None and (derived.decided_by is Decider.SYSTEM or not 1 <= len(derived.reason) <= 2048):
+            raise InvalidValueError(kind="derived decision",
+                                    reason="a person's or the headless policy's, with a reason")
         try:
             recorded_source = RecordedSource(source)
         except ValueError:
@@ -173,6 +197,8 @@ class AuthorityService:
                 decided_by=Decider.SYSTEM, reason=ruling.reason, approval_id=ruling.approval_id,
                 denial_id=ruling.denial_id,
             )
+            if derived is not None and ruling.outcome is DecisionOutcome.PENDING:
+                decision = self._allow_once_as_derived(tx, request, decision, classification, derived)
             append_event(tx, session_id=task.session_id, event=ToolRequested(
                 request_id=ToolRequestId.parse(request.request_id), tool=operation.tool, operation=str(identity),
                 needs=tuple(str(item.need) for item in classification.needs),
@@ -198,6 +224,18 @@ class AuthorityService:
             return view, intent
 
         return self._db.write(work)
+
+    def _allow_once_as_derived(self, tx: Transaction, request: ToolRequestRow, pending: DecisionRow,
+                               classification: Classification, derived: DerivedAllowance) -> DecisionRow:
+        ruling = rule_on_user_decision(decision=UserDecision.ALLOW_ONCE, classification=classification)
+        decided = rows.insert_decision(
+            tx, decision_id=DecisionId.from_entropy(self._entropy(16)).value, request=request,
+            outcome=ruling.outcome, covered=ruling.covered, decided_by=derived.decided_by, reason=derived.reason,
+            supersedes_decision_id=pending.decision_id,
+        )
+        rows.insert_approval(tx, approval_id=ApprovalId.from_entropy(self._entropy(16)).value, request=request,
+                             decision_id=decided.decision_id, scope=ApprovalScope.ALLOW_ONCE)
+        return decided
 
     @staticmethod
     def _recorded_execution(view: ReadView, request: rows.ToolRequestRow, task: TaskRow) -> ExecutionIntent | None:

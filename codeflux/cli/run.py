@@ -53,6 +53,7 @@ from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
 from codeflux.coordinator.spending.ladder_position import ladder_position_of
 from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.coordinator.tasks.recovery import shared_running_lock
+from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.coordinator.tasks.shutdown import capture_shutdown_checkpoint, pause_task_for_shutdown
 from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
@@ -344,9 +345,7 @@ def _say_spend(ctx: CliContext, budgets: BudgetService, task_id: TaskId) -> None
     """Measured spend (unknown stays unknown), the hard limit and what is left."""
     if budgets.revision_of(task_id) is None:
         return
-    spend = budgets.summary(task_id)
-    ctx.say(f"spent {spend.spent} of the hard limit {spend.hard_limit}; remaining {spend.remaining}; "
-            f"{spend.tokens_used:,} tokens used")
+    ctx.say(budgets.summary(task_id).spend_line())
 
 
 def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> int:
@@ -399,11 +398,13 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
 def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks: TaskService, task_id: TaskId,
                    *, args: argparse.Namespace, phases: Sequence[str] = ("run",),
                    gateway: tuple[ModelGateway, str] | None = None,
-                   shutdown: ShutdownOnSignal | None = None, retry_feedback: str | None = None) -> int:
+                   shutdown: ShutdownOnSignal | None = None, retry_feedback: str | None = None,
+                   rejection: DiffRejection | None = None) -> int:
     """Run a ``ready`` task in this process under the headless policy of ``args.allow``; holds the
     shared running lock throughout. ``shutdown``: the command's own signal handling, already installed
     (one is installed here otherwise). ``retry_feedback``: another attempt for a task awaiting review or
-    failed (``codeflux task retry``). Returns the exit code."""
+    failed (``codeflux task retry``); ``rejection``: the diff under review is rejected as that attempt starts
+    (``codeflux task reject --retry``). Returns the exit code."""
     policy = headless_policy(args.allow)
     chosen, provider = gateway or build_gateway(db, args, phases=phases)
     task = tasks.show(task_id).task
@@ -426,6 +427,7 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
                                repo_snapshot=open_repository(task.repository_root),
                                position=ladder_position_of(db, task_id),
                                limits=LoopLimits(), headless_policy=policy, retry_feedback=retry_feedback,
+                               rejection=rejection,
                                provider=SCRIPTED if provider == SCRIPTED_DISPLAY_NAME else None)
             if stopping.requested is not None:
                 stopping.settle()

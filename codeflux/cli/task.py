@@ -28,6 +28,10 @@ go to a running coordinator too (it runs the task in the background); without on
 process under the headless policy (:mod:`codeflux.cli.run`), which is not a call of the method table: the
 run lives as long as this command. Exit codes come from the one table (0 done, 1 failed, 2 usage, 3 refused
 by state, 4 a decision is needed, 5 stalled).
+
+``reject --retry`` rejects the diff as the next attempt on the same plan starts, with the reason as that
+attempt's feedback (the patch is kept; the task goes back to ``running``, never through ``cancelled``); like
+``retry`` it goes to a running coordinator, else runs in this process as ``start`` does.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from codeflux.cli.run import (
 from codeflux.cli.start import CliModelAccess
 from codeflux.cli.views import print_plan, print_recovery, print_task, worktree_disposal_text, write_bytes
 from codeflux.coordinator.runs.loop_steps import conversation_summary
+from codeflux.coordinator.tasks.review import ReviewService
 from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, TaskActionUnavailableError, UsageError
 from codeflux.domain.ids import TaskId
@@ -73,7 +78,8 @@ _ACTIONS = {
     "answer": ("answer open question N of the newest plan revision: records the next revision with the answer, "
                "which you then approve"),
     "accept": "land the reviewed diff (identity H) on your branch and complete the task",
-    "reject": "keep the diff (identity H) as a patch and end the task",
+    "reject": ("keep the diff (identity H) as a patch and end the task; with --retry, start another attempt on the "
+               "same plan with --reason as its feedback instead (as `retry`)"),
     "patch": "print the patch kept for a task",
     "recovery": "interrupted tasks: what is known, what is ambiguous, what is recommended",
     "record-outcome": "record whether an effect with an unknown outcome happened (it is never re-run)",
@@ -119,6 +125,12 @@ def _configure_action(action: str, sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--identity", required=True, metavar="H", help="the diff identity you reviewed")
         if action == "reject":
             sub.add_argument("--reason", required=True, metavar="TEXT", help="why the diff is rejected")
+            sub.add_argument("--retry", action="store_true",
+                             help=("reject this diff (its patch is kept) and start another attempt on the same plan "
+                                   "with the reason as feedback (the running coordinator runs it; else this process, "
+                                   "headless, as `start`)"))
+            add_provider_arguments(sub)
+            add_allow_argument(sub)
     elif action == "record-outcome":
         sub.add_argument("--item", required=True, metavar="ITEM", help="the effect id (exe_… or mreq_…)")
         outcome = sub.add_mutually_exclusive_group(required=True)
@@ -166,7 +178,7 @@ def _parse_count(text: str) -> int:
 
 def channel_needs(args: argparse.Namespace) -> ChannelNeeds:
     """What :func:`codeflux.cli.channel.open_channel` must give this verb (``codeflux.cli.main`` asks)."""
-    if args.action in ("start", "retry"):
+    if args.action in ("start", "retry") or (args.action == "reject" and args.retry):
         return ChannelNeeds(use=ChannelUse.COORDINATOR_ONLY)
     if args.action in ("plan", "resume"):  # both may draft a plan: in process, with this command's provider
         return ChannelNeeds(use=ChannelUse.EXISTING, models=lambda db: CliModelAccess(db, args))
@@ -174,6 +186,8 @@ def channel_needs(args: argparse.Namespace) -> ChannelNeeds:
 
 
 def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> int:
+    if channel is None and args.action == "reject":  # `reject --retry` with no coordinator
+        return _reject_here(args, ctx, TaskId.parse(args.task))
     if channel is None:  # `start` or `retry` with no coordinator: this process runs the task
         return _start_here(args, ctx, TaskId.parse(args.task), retry_feedback=getattr(args, "feedback", None)
                            if args.action == "retry" else None)
@@ -291,8 +305,15 @@ def _accept(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id
 
 def _reject(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
     request = pb.RejectChangeRequest(control=control(), task_id=task_id, diff_identity=args.identity,
-                                     reason=args.reason)
+                                     reason=args.reason, retry=args.retry)
     view = channel.call("ReviewService/RejectChange", request, pb.TaskView)
+    if args.retry:  # only a coordinator gets here (see run)
+        ctx.say(f"task {task_id}: diff {args.identity[:12]} rejected (its patch is kept); another attempt on the same "
+                "plan starts with your reason")
+        print_task(ctx, view)
+        ctx.say("the coordinator runs the new attempt in the background; follow it in the browser or with "
+                "`codeflux task show`")
+        return 0
     patch = channel.call("ReviewService/GetPatch", pb.GetPatchRequest(task_id=task_id), pb.PatchView)
     ctx.say(f"task {task_id}: rejected; {view.state}; patch {patch.diff_identity} kept ({patch.whole_bytes} bytes; "
             f"`codeflux task patch {task_id}`)")
@@ -316,6 +337,9 @@ def _diff(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: 
                  f"`git diff {diff.base}` in the task's worktree shows all of it)")
     ctx.say(f"diff identity {diff.diff_identity} (base {diff.base[:12]}, head {diff.head[:12]}, "
             f"{diff.file_count} file(s))")
+    budget = _task(channel, task_id).budget
+    if budget.set:  # what the work under review cost so far (as `codeflux run` prints it)
+        ctx.say(budget.spend_line)
     flags = [WhatRunsChange(path=flag.path, reason=flag.reason) for flag in diff.changes_what_runs]
     for line in what_runs_lines(flags):
         ctx.say(line)
@@ -441,6 +465,17 @@ def _start_here(args: argparse.Namespace, ctx: CliContext, task_id: TaskId, *,
     with _local_tasks(ctx, recover=True) as (db, service), ShutdownOnSignal(ctx, ctx.location()) as shutdown:
         return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args, shutdown=shutdown,
                               retry_feedback=retry_feedback)
+
+
+def _reject_here(args: argparse.Namespace, ctx: CliContext, task_id: TaskId) -> int:
+    """``reject --retry`` with no coordinator: the diff is rejected as the next attempt starts (one transaction),
+    and that attempt runs in this process under the headless policy, as ``retry`` does."""
+    with _local_tasks(ctx, recover=True) as (db, service), ShutdownOnSignal(ctx, ctx.location()) as shutdown:
+        rejection = ReviewService(db).rejection(task_id, reviewed_identity=args.identity, reason=args.reason)
+        ctx.say(f"task {task_id}: rejecting diff {args.identity[:12]} (its patch is kept); another attempt on the "
+                "same plan starts in this process with your reason")
+        return run_ready_task(ctx, db, ctx.location(), service, task_id, args=args, shutdown=shutdown,
+                              rejection=rejection)
 
 
 def _resume_here(args: argparse.Namespace, ctx: CliContext, task_id: TaskId) -> int:

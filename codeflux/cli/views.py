@@ -108,6 +108,7 @@ def print_task(ctx: CliContext, view: product_pb2.TaskView,
         ended = "open" if view.attempt.open else f"ended at {view.attempt.stopped_at or 'the end'}"
         ctx.say(f"  attempt      {view.attempt.attempt} under plan revision {view.attempt.plan_revision} ({ended})")
     if view.budget.set:
+        ctx.say(f"  spend        {view.budget.spend_line}")
         for line in view.budget.lines:
             ctx.say(f"  {line}")
     else:

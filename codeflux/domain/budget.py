@@ -242,6 +242,12 @@ class BudgetSummary:
         """The known part of what is spent and reserved: what the hard limit is checked against."""
         return self.spent_known + self.reserved_known
 
+    def spend_line(self) -> str:
+        """Measured spend so far and what is left of the hard limit, in one line (``codeflux run``, ``task
+        show``, the review); unknown is written with its reason, never as 0."""
+        return (f"spent {self.spent} of the hard limit {self.hard_limit}; remaining {self.remaining}; "
+                f"{self.tokens_used:,} tokens used")
+
     def lines(self) -> list[str]:
         """The figures as lines for people; unknown is never written as 0."""
         limit = "none" if self.token_limit is None else f"{self.token_limit:,}"

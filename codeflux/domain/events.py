@@ -605,7 +605,7 @@ class LadderRungApproved(EventPayload):
 class BrowserDecisionRefused(EventPayload):
     """A decision sent over the browser connection without the current card's confirmation value.
 
-    ``decision``: "approve-plan", "decide" or "accept"; ``subject``: what it answered (a plan revision as
+    ``decision``: "approve-plan", "decide", "accept" or "reject"; ``subject``: what it answered (a plan revision as
     ``r<N>``, a tool request id, a diff identity); ``reason``: "missing", "unknown" (not issued for this
     card, or already used) — never the value that was sent."""
 

@@ -13,8 +13,12 @@ The heuristic (``transparent-heuristic-v1``; ``docs/money.md`` explains it for u
   file; plus 60 s and 3k tokens per check to run.
 - P90 is exactly 2 × P50.
 - Tokens split ¾ input, ¼ output (input rounded down); no cache reads are assumed.
-- Cost is the price snapshot applied to each token figure (rounded up to the minor unit). Without a
-  price, or with a price missing a component, the cost range is unknown, with the reasons.
+- Cost is the price snapshot applied to each token figure (rounded up to the minor unit). P50 is priced
+  at the model the run starts with (``inputs.model``); P90 at the dearest of that model and the models of
+  the rungs the ladder may climb to (``climb``), since a run that needs P90 tokens is the one that stalls
+  and climbs. Without a price for any of those models, or with a price missing a component, that end of
+  the range is unknown, with the reasons (``no price for model …``); prices in two currencies make the
+  P90 end unknown too (codeflux does not convert currencies).
 - Uncertainty reasons are listed, never hidden: ``price-unavailable``, ``scope-not-localized`` (no
   likely files), ``validation-unknown`` (no checks), ``large-repository`` (a size bucket was capped),
   ``wide-likely-file-set`` (more than 20 likely files). The model and effort are bound into the hash
@@ -25,13 +29,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ladder import Effort
-from codeflux.domain.money import Cost, CostRange, UnknownCost, require_exact_int
+from codeflux.domain.money import Cost, CostRange, Money, UnknownCost, require_exact_int
 from codeflux.domain.pricing import Price, PriceComponent, TokenUsage
 
 __all__ = [
@@ -40,6 +45,7 @@ __all__ = [
     "CountRange",
     "Forecast",
     "ForecastInputs",
+    "ModelPrice",
     "TaskClass",
     "forecast_task",
 ]
@@ -104,9 +110,10 @@ class ForecastInputs:
         TaskClass(self.task_class)
         Effort(self.effort)
 
-    def sha256(self, price: Price | None) -> str:
-        """The hash binding a forecast to these inputs, the heuristic version and ``price``."""
-        material = {
+    def sha256(self, price: Price | None, climb: Sequence[ModelPrice] = ()) -> str:
+        """The hash binding a forecast to these inputs, the heuristic version, ``price`` and the prices of
+        the models the ladder may climb to (``climb``; not part of the material when empty)."""
+        material: dict[str, object] = {
             "heuristic": HEURISTIC_VERSION,
             "task_class": self.task_class.value,
             "repository_files": self.repository_files,
@@ -119,6 +126,9 @@ class ForecastInputs:
             "task_fingerprint": self.task_fingerprint,
             "price": None if price is None else _price_material(price),
         }
+        if climb:
+            material["climb"] = [{"model": item.model, "price": None if item.price is None
+                                  else _price_material(item.price)} for item in climb]
         canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -129,6 +139,18 @@ def _price_material(price: Price) -> dict[str, str | None]:
         rate = price.rate(component)
         rates[component.value] = None if rate is None else f"{rate.numerator}/{rate.denominator}"
     return rates
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelPrice:
+    """The price in force for one model the ladder may use (None: codeflux knows no price for it)."""
+
+    model: str
+    price: Price | None
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise InvalidValueError(kind="model price", reason="the model must be named")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,9 +189,9 @@ class Forecast:
     def tokens(self) -> CountRange:
         return self.input_tokens + self.output_tokens
 
-    def is_for(self, inputs: ForecastInputs, price: Price | None) -> bool:
-        """Whether this forecast was computed for exactly ``inputs`` and ``price``."""
-        return self.inputs == inputs and self.inputs_sha256 == inputs.sha256(price)
+    def is_for(self, inputs: ForecastInputs, price: Price | None, climb: Sequence[ModelPrice] = ()) -> bool:
+        """Whether this forecast was computed for exactly ``inputs``, ``price`` and ``climb``."""
+        return self.inputs == inputs and self.inputs_sha256 == inputs.sha256(price, climb)
 
     def describe(self) -> str:
         """One line for people, the label first: ``Estimate, not a promise. Time 6 – 12 min; …``."""
@@ -185,8 +207,9 @@ def _buckets(amount: int, per_bucket: int) -> tuple[int, bool]:
     return min(started, _BUCKET_CAP), started > _BUCKET_CAP
 
 
-def forecast_task(inputs: ForecastInputs, *, price: Price | None) -> Forecast:
-    """The heuristic forecast for ``inputs`` (see the module docstring), priced with ``price``."""
+def forecast_task(inputs: ForecastInputs, *, price: Price | None, climb: Sequence[ModelPrice] = ()) -> Forecast:
+    """The heuristic forecast for ``inputs`` (see the module docstring): P50 priced with ``price`` (the
+    starting model's), P90 with the dearest of it and ``climb`` (the other models the ladder may use)."""
     file_buckets, files_capped = _buckets(inputs.repository_files, _FILES_PER_BUCKET)
     byte_buckets, bytes_capped = _buckets(inputs.repository_bytes, _BYTES_PER_BUCKET)
     base_seconds, base_tokens = _CLASS_BASE[inputs.task_class]
@@ -203,7 +226,7 @@ def forecast_task(inputs: ForecastInputs, *, price: Price | None) -> Forecast:
     output_tokens = CountRange(p50=tokens - input_p50, p90=(tokens - input_p50) * _P90_FACTOR)
 
     uncertainty: list[str] = []
-    if price is None:
+    if price is None or any(item.price is None for item in climb):
         uncertainty.append("price-unavailable")
     if inputs.likely_files == 0:
         uncertainty.append("scope-not-localized")
@@ -216,14 +239,15 @@ def forecast_task(inputs: ForecastInputs, *, price: Price | None) -> Forecast:
 
     return Forecast(
         inputs=inputs,
-        inputs_sha256=inputs.sha256(price),
+        inputs_sha256=inputs.sha256(price, climb),
         heuristic=HEURISTIC_VERSION,
         wall_seconds=CountRange(p50=seconds, p90=seconds * _P90_FACTOR),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cost=CostRange(
             low=_cost(price, inputs.model, input_tokens.p50, output_tokens.p50),
-            high=_cost(price, inputs.model, input_tokens.p90, output_tokens.p90),
+            high=_dearest([_cost(item.price, item.model, input_tokens.p90, output_tokens.p90)
+                           for item in (ModelPrice(model=inputs.model, price=price), *climb)]),
         ),
         uncertainty=tuple(uncertainty),
     )
@@ -236,3 +260,15 @@ def _cost(price: Price | None, model: str, input_tokens: int, output_tokens: int
         input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=0, cache_write_tokens=0
     )
     return price.cost_of(usage, model=model)
+
+
+def _dearest(costs: Sequence[Cost]) -> Cost:
+    """The highest of ``costs``; unknown (with every reason) when any is unknown or they differ in currency."""
+    unknown = [cost for cost in costs if isinstance(cost, UnknownCost)]
+    if unknown:
+        return UnknownCost(tuple(reason for cost in unknown for reason in cost.reasons))
+    known = [cost for cost in costs if isinstance(cost, Money)]
+    currencies = sorted({cost.currency.code for cost in known})
+    if len(currencies) > 1:
+        return UnknownCost.because(f"the ladder's models are priced in {' and '.join(currencies)}")
+    return max(known, key=lambda cost: cost.minor)

@@ -251,15 +251,20 @@ def describe_operation(
     executable: ExecutablePin | None = None,
     env: Mapping[str, str] | None = None,
     stdin_sha256: str | None = None,
+    working_directory: str | None = None,
 ) -> Operation:
     """The operation a bound request would perform in ``task_id``'s worktree.
 
     Tool, argument order, working directory and effects come from the request's descriptor, never from
     the model. ``executable`` is required exactly for tools that run a program (``run_command``): the
     caller resolves argv[0] to a real path and hashes it before the identity is taken, so an approval
-    pins that binary. ``env`` holds coordinator-chosen overrides only.
+    pins that binary. ``env`` holds coordinator-chosen overrides only. ``working_directory`` is the
+    coordinator's choice too, never the model's: the pipeline runs a check on the base revision in a
+    scratch directory inside the worktree (only programs may run elsewhere than the root).
     """
     descriptor = request.descriptor
+    if working_directory not in (None, descriptor.working_directory) and not descriptor.runs_program:
+        raise InvalidValueError(kind="operation", reason=f"{descriptor.name} runs in the worktree root only")
     if descriptor.runs_program and executable is None:
         raise InvalidValueError(kind="operation", reason=f"{descriptor.name} needs the resolved executable")
     if not descriptor.runs_program and executable is not None:
@@ -268,7 +273,7 @@ def describe_operation(
         task_id=task_id,
         tool=descriptor.name.value,
         arguments=tuple((argument.name, argument.value) for argument in request.arguments),
-        cwd=descriptor.working_directory,
+        cwd=descriptor.working_directory if working_directory is None else working_directory,
         effects=tuple(effect.value for effect in descriptor.effects),
         executable=executable,
         env=tuple((env or {}).items()),

@@ -114,7 +114,9 @@ _SPECIFIC_TRANSITIONS: Final[Mapping[TaskState, frozenset[TaskState]]] = Mapping
         _S.AWAITING_AUTHORITY: frozenset({_S.RUNNING, _S.PAUSED}),
         # → running: a gate sent work back to the loop (repair); → paused: pause works while checks run.
         _S.VALIDATING: frozenset({_S.RUNNING, _S.PAUSED, _S.AWAITING_REVIEW, _S.FAILED}),
-        # → running: repair; → completed: accept; → rolled-back: restore the pre-change checkpoint.
+        # → running: repair, a retry, or a reject with retry (the rejected patch is kept; cancelled is final, so a
+        # task that tries again never passes through it); → completed: accept; → rolled-back: restore the
+        # pre-change checkpoint.
         _S.AWAITING_REVIEW: frozenset({_S.RUNNING, _S.COMPLETED, _S.ROLLED_BACK}),
         _S.FAILED: frozenset({_S.READY}),
         _S.RECOVERY_REQUIRED: frozenset({_S.PAUSED, _S.READY, _S.FAILED, _S.ROLLED_BACK}),

@@ -51,7 +51,8 @@ def is_python_repository(root: Path) -> bool:
 
 _HARD_FAILURE = StageOutcome.FAILED
 _CHECK_KEYS = ("argv", "interpreter", "python_version", "pytest_version", "exit_code", "tests", "passed",
-               "failures", "errors", "skipped", "failing", "compiled", "compile_errors")
+               "failures", "errors", "skipped", "failing", "failing_on_base_too", "compiled", "compile_errors",
+               "discrimination", "not_shown_to_need_this_change")
 
 
 def _claim(verdict: StageVerdict, evidence: dict[str, object]) -> dict[str, object]:

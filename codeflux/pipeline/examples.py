@@ -14,45 +14,43 @@ person's ACCEPTANCE blocks, else the examples approved with the plan):
 The gate fails when any example does not hold (it sends the work back); it is ``blocked`` when an example
 could not be checked (no junit report, a command that was not allowed to run), naming why.
 
-Whether an example **discriminates** — fails on the base code with the final test files, passes after — is
-not measured yet: the evidence says so for every example, never that it does.
+Whether an example **discriminates** — fails on the base code with the final test files, passes after — comes
+from the base run (:mod:`codeflux.pipeline.base_revision`): an example that already holds on the base is
+listed as "not shown to need this change" (a finding, not a gate failure); when the base run could not be made
+the evidence says "not measured" and why, never that it discriminates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Final
 
 from codeflux.domain.acceptance import AcceptanceExample
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
+from codeflux.pipeline.base_revision import BaseRun, discrimination_of, output_lines
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import JunitCounts
 from codeflux.pipeline.specification import StageResult, acceptance_for
 
-__all__ = ["evaluate_end_to_end_tests", "junit_case_of"]
+__all__ = ["evaluate_end_to_end_tests"]
 
-_NOT_MEASURED: Final = "not measured: codeflux does not run examples on the base revision yet"
 _SHOWN_LINES: Final = 20
 
 
-def junit_case_of(node_id: str) -> tuple[str, str]:
-    """The (classname, name) pytest's junit report gives the test ``node_id`` names."""
-    path, _, rest = node_id.partition("::")
-    parts = rest.split("::")
-    module = path.removesuffix(".py").replace("\\", "/").strip("/").replace("/", ".")
-    return ".".join([module, *parts[:-1]]), parts[-1]
+def _on_base(example: AcceptanceExample, base: BaseRun | None) -> dict[str, object]:
+    discriminates, detail = discrimination_of(example, base)
+    return {"discriminates": discriminates, "discrimination": detail}
 
 
-def _named_test(example: AcceptanceExample, junit: JunitCounts | None, why_no_report: str) -> dict[str, object]:
+def _named_test(example: AcceptanceExample, junit: JunitCounts | None, why_no_report: str,
+                base: BaseRun | None) -> dict[str, object]:
     test = example.test or ""
-    record: dict[str, object] = {"kind": "named-test", "test": test, "discriminates": None,
-                                 "discrimination": _NOT_MEASURED}
+    record: dict[str, object] = {"kind": "named-test", "test": test, **_on_base(example, base)}
     if junit is None:
         return {**record, "outcome": "blocked", "detail": why_no_report}
-    classname, name = junit_case_of(test)
-    status = next((case_status for case_class, case_name, case_status in junit.cases
-                   if case_class == classname and case_name == name), None)
-    if status is None:
+    status = junit.status_of(test)
+    if status == "not-collected":
         return {**record, "outcome": "failed", "detail": f"pytest did not collect {test}: the named test does not "
                 "exist on this diff"}
     if status != "passed":
@@ -60,20 +58,13 @@ def _named_test(example: AcceptanceExample, junit: JunitCounts | None, why_no_re
     return {**record, "outcome": "satisfied", "detail": f"{test} passed"}
 
 
-def _lines(text: str) -> list[str]:
-    lines = [line.rstrip() for line in text.splitlines()]
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines
-
-
-def _command(example: AcceptanceExample, ports: PipelinePorts, attempt: int) -> dict[str, object]:
+def _command(example: AcceptanceExample, ports: PipelinePorts, attempt: int, base: BaseRun | None) -> dict[str, object]:
     record: dict[str, object] = {"kind": "command", "argv": list(example.argv), "expected": list(example.expected),
-                                 "discriminates": None, "discrimination": _NOT_MEASURED}
+                                 **_on_base(example, base)}
     run = ports.commands.run_check_command(ports.facts.task_id, example.argv, attempt=attempt)
     if not run.ran:
         return {**record, "outcome": "blocked", "detail": f"the command did not run: {run.refusal}"}
-    got = _lines(run.stdout)
+    got = output_lines(run.stdout)
     record.update(request_id=run.request_id, exit_code=run.exit_code, stdout_lines=got[:_SHOWN_LINES])
     if run.exit_code != 0:
         return {**record, "outcome": "failed", "detail": f"exited {run.exit_code} ({run.state})"}
@@ -87,20 +78,31 @@ def _command(example: AcceptanceExample, ports: PipelinePorts, attempt: int) -> 
 
 
 def evaluate_end_to_end_tests(ports: PipelinePorts, *, attempt: int, junit: JunitCounts | None,
-                              tests: StageVerdict) -> StageResult:
-    """Stage 29 on this attempt's diff; ``junit`` and ``tests`` are stage 28's report and verdict."""
+                              tests: StageVerdict, base: BaseRun | None) -> StageResult:
+    """Stage 29 on this attempt's diff; ``junit`` and ``tests`` are stage 28's report and verdict, ``base``
+    the base revision's run (None when none was made)."""
     found = acceptance_for(ports.facts)
     examples = found.examples
     why_no_report = (f"the test run produced no junit report to look the test up in "
                      f"({tests.outcome.value}: {tests.gate_evaluation or tests.reason or 'no detail'})")
-    results = [_named_test(example, junit, why_no_report) if example.test is not None
-               else _command(example, ports, attempt) for example in examples]
+    results = [_named_test(example, junit, why_no_report, base) if example.test is not None
+               else _command(example, ports, attempt, base) for example in examples]
     verdict = _verdict(results)
     if verdict.outcome is StageOutcome.BLOCKED:
         return StageResult(verdict=verdict, evidence={})  # a stage that did not run keeps no evidence
+    not_shown = [_named(r) for r in results if r["discriminates"] is False]
+    measured = sum(1 for r in results if r["discriminates"] is not None)
+    discrimination = (f"{measured} of {len(results)} example(s) measured on the base revision; "
+                      f"{len(not_shown)} not shown to need this change")
     evidence: dict[str, object] = {"examples": results, "source": found.source,
-                                   "discrimination": _NOT_MEASURED}
-    return StageResult(verdict=verdict, evidence=evidence)
+                                   "not_shown_to_need_this_change": not_shown, "discrimination": discrimination}
+    return StageResult(verdict=replace(verdict, gate_evaluation=f"{verdict.gate_evaluation}; {discrimination}"),
+                       evidence=evidence)
+
+
+def _named(result: dict[str, object]) -> str:
+    argv = result.get("argv")
+    return str(result.get("test") or (" ".join(str(part) for part in argv) if isinstance(argv, list) else ""))
 
 
 def _verdict(results: Sequence[dict[str, object]]) -> StageVerdict:

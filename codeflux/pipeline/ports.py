@@ -84,9 +84,16 @@ class LedgerPort(Protocol):
 
 
 class CheckCommandPort(Protocol):
-    """Runs one check command in the task's worker, through the authority engine (never prompting)."""
+    """Runs one check command in the task's worker, through the authority engine (never prompting);
+    ``working_directory`` (worktree-relative) is where it starts — the base run's scratch — else the root.
 
-    def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int) -> CheckCommandRun: ...
+    A command started elsewhere than the root, or one ``covered_by`` another check's argv (the import check
+    runs the test command's interpreter), is decided by the decision on that check (``covered_by``, else the
+    same argv) in the root this attempt, and is not run when that was not allowed."""
+
+    def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
+                          working_directory: str | None = None,
+                          covered_by: tuple[str, ...] | None = None) -> CheckCommandRun: ...
 
 
 class AcceptancePort(Protocol):

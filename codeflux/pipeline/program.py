@@ -1,10 +1,4 @@
-"""Phase E, the stages codeflux performs: 26 assembly and 28 integration-tests.
-
-**assembly** verifies the task worktree (its binding to repository, branch and base), takes the diff
-against the base (untracked files included) and its identity, and compiles every added or changed
-Python file with codeflux's own interpreter — ``compile()`` parses and compiles, it never executes the
-repository's code. Importing the package executes repository code, so it happens only in the worker:
-pytest's collection in integration-tests does it, and the evidence says so.
+"""Phase E: 28 integration-tests (26 assembly is :mod:`codeflux.pipeline.assembly`).
 
 **integration-tests** runs the repository's test command in the task's worker, inside the worktree,
 with the repository's own environment: the first of ``.venv/bin/python`` and ``venv/bin/python`` in the
@@ -28,11 +22,10 @@ from typing import Final
 from xml.etree import ElementTree
 
 from codeflux.domain.errors import CodefluxError
-from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
-from codeflux.gitwork.diff import FileChangeKind, diff_against_base
-from codeflux.gitwork.task_worktree import verify_task_worktree
+from codeflux.domain.pipeline import StageName, StageOutcome
+from codeflux.gitwork.diff import diff_against_base
 from codeflux.pipeline.ports import PipelinePorts
-from codeflux.pipeline.specification import StageResult
+from codeflux.pipeline.specification import StageResult, stage_result
 
 __all__ = [
     "JUNIT_RELATIVE_PATH",
@@ -40,7 +33,7 @@ __all__ = [
     "JunitCounts",
     "TestCommand",
     "detect_test_command",
-    "evaluate_assembly",
+    "junit_case_of",
     "parse_junit_xml",
     "pytest_argv",
     "run_integration_tests",
@@ -86,6 +79,18 @@ class JunitCounts:
     def passed(self) -> int:
         return max(0, self.tests - self.failures - self.errors - self.skipped)
 
+    def status_of(self, node_id: str) -> str:
+        """The status of the test ``node_id`` names (a pytest node id), ``not-collected`` when the report
+        does not name it."""
+        classname, name = junit_case_of(node_id)
+        return next((status for case_class, case_name, status in self.cases
+                     if case_class == classname and case_name == name), "not-collected")
+
+    def failing_ids(self) -> tuple[str, ...]:
+        """``classname::name`` of every failed or erroring case the report names."""
+        return tuple(f"{case_class}::{name}" for case_class, name, status in self.cases
+                     if status in ("failed", "error"))
+
 
 def pytest_argv(interpreter: str) -> tuple[str, ...]:
     """The exact integration-test argv for ``interpreter`` (what a headless run pre-approves)."""
@@ -110,53 +115,12 @@ def detect_test_command(*, worktree: Path, repository_root: Path, search_path: s
                        pytest_missing=False)
 
 
-def _verdict(stage: StageName, outcome: StageOutcome, text: str, evidence: dict[str, object]) -> StageResult:
-    if outcome in (StageOutcome.BLOCKED, StageOutcome.SKIPPED):
-        return StageResult(verdict=StageVerdict(stage=stage, outcome=outcome, reason=text), evidence=evidence)
-    return StageResult(verdict=StageVerdict(stage=stage, outcome=outcome, gate_evaluation=text), evidence=evidence)
-
-
-def evaluate_assembly(ports: PipelinePorts) -> StageResult:
-    """Stage 26 (see the module docstring). A worktree that does not verify fails the gate."""
-    worktree = ports.facts.worktree
-    try:
-        verify_task_worktree(worktree)
-        diff = diff_against_base(worktree)
-    except CodefluxError as error:
-        return _verdict(StageName.ASSEMBLY, StageOutcome.FAILED, f"the task worktree does not verify: {error}",
-                        {"worktree": str(worktree.path)})
-    compiled: list[str] = []
-    errors: list[dict[str, object]] = []
-    for change in diff.files:
-        if change.kind is FileChangeKind.DELETED or change.binary or not change.path.endswith(".py"):
-            continue
-        path = worktree.path / change.path
-        if path.is_symlink() or not path.is_file():
-            errors.append({"path": change.path, "problem": "not a regular file"})
-            continue
-        try:
-            compile(path.read_bytes(), change.path, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as error:
-            errors.append({"path": change.path, "problem": type(error).__name__,
-                           "line": getattr(error, "lineno", None), "message": str(getattr(error, "msg", ""))[:200]})
-            continue
-        compiled.append(change.path)
-    evidence: dict[str, object] = {
-        "diff_identity": diff.identity, "base": diff.base, "head": diff.head,
-        "files": [{"path": f.path, "kind": f.kind.value, "additions": f.additions, "deletions": f.deletions}
-                  for f in diff.files],
-        "compiled": compiled, "compile_errors": errors, "skipped_paths": list(diff.skipped_paths),
-        "imported": False, "import_checked_by": StageName.INTEGRATION_TESTS.value,
-    }
-    if diff.is_empty:
-        return _verdict(StageName.ASSEMBLY, StageOutcome.FAILED, "the worktree verifies but the diff is empty",
-                        evidence)
-    seen = (f"worktree verified; diff {diff.identity[:12]} changes {len(diff.files)} file(s); "
-            f"{len(compiled)} changed Python file(s) compile")
-    if errors:
-        return _verdict(StageName.ASSEMBLY, StageOutcome.FAILED, seen + f"; {len(errors)} do not", evidence)
-    return _verdict(StageName.ASSEMBLY, StageOutcome.SATISFIED, seen + " (imports run under integration-tests)",
-                    evidence)
+def junit_case_of(node_id: str) -> tuple[str, str]:
+    """The (classname, name) pytest's junit report gives the test ``node_id`` names."""
+    path, _, rest = node_id.partition("::")
+    parts = rest.split("::")
+    module = path.removesuffix(".py").replace("\\", "/").strip("/").replace("/", ".")
+    return ".".join([module, *parts[:-1]]), parts[-1]
 
 
 def parse_junit_xml(data: bytes) -> JunitCounts:
@@ -223,14 +187,14 @@ def run_integration_tests(ports: PipelinePorts, *, attempt: int,
                                   search_path=ports.search_path)
     stage = StageName.INTEGRATION_TESTS
     if command is None:
-        return _verdict(stage, StageOutcome.BLOCKED, "no Python interpreter found: no .venv/venv in the worktree or "
-                        "repository and no python3 on the worker's PATH; create a .venv with pytest", {}), None
+        return stage_result(stage, StageOutcome.BLOCKED, "no Python interpreter found: no .venv/venv in the worktree "
+                            "or repository and no python3 on the worker's PATH; create a .venv with pytest", {}), None
     if command.pytest_missing:
-        return _verdict(stage, StageOutcome.BLOCKED, _install_hint(command), {}), None
+        return stage_result(stage, StageOutcome.BLOCKED, _install_hint(command), {}), None
     shutil.rmtree(facts.worktree.path / Path(JUNIT_RELATIVE_PATH).parent, ignore_errors=True)
     run = ports.commands.run_check_command(facts.task_id, command.argv, attempt=attempt)
     if not run.ran:
-        return _verdict(stage, StageOutcome.BLOCKED, f"the test command did not run: {run.refusal}", {}), None
+        return stage_result(stage, StageOutcome.BLOCKED, f"the test command did not run: {run.refusal}", {}), None
     report = _read_junit(facts.worktree.path)
     header = _HEADER.search(run.stdout)
     evidence: dict[str, object] = {
@@ -242,22 +206,23 @@ def run_integration_tests(ports: PipelinePorts, *, attempt: int,
     evidence["diff_identity_after"] = _identity_after(ports)
     if report is None:
         if _NO_PYTEST.search(run.stderr) or _NO_PYTEST.search(run.stdout):
-            return _verdict(stage, StageOutcome.BLOCKED, _install_hint(command), {}), None
-        return _verdict(stage, StageOutcome.FAILED, f"pytest ended {run.state} (exit {run.exit_code}) and wrote no "
+            return stage_result(stage, StageOutcome.BLOCKED, _install_hint(command), {}), None
+        return stage_result(stage, StageOutcome.FAILED, f"pytest ended {run.state} (exit {run.exit_code}) and wrote no "
                         "junit report", evidence), None
     try:
         counts = parse_junit_xml(report)
     except (ValueError, ElementTree.ParseError):
-        return _verdict(stage, StageOutcome.FAILED, "pytest's junit report could not be read", evidence), None
+        return stage_result(stage, StageOutcome.FAILED, "pytest's junit report could not be read", evidence), None
     evidence.update(tests=counts.tests, passed=counts.passed, failures=counts.failures, errors=counts.errors,
                     skipped=counts.skipped, failing=list(counts.failing),
                     failure_messages=list(counts.failure_messages))
     if run.exit_code == _PYTEST_NO_TESTS or counts.tests == 0:
-        return _verdict(stage, StageOutcome.SKIPPED, "pytest collected no tests in this repository", evidence), counts
+        skipped = stage_result(stage, StageOutcome.SKIPPED, "pytest collected no tests in this repository", evidence)
+        return skipped, counts
     seen = (f"pytest ran on diff {(diff_identity or 'unknown')[:12]}: {counts.tests} tests, {counts.passed} passed, "
             f"{counts.failures} failed, {counts.errors} errors, {counts.skipped} skipped (exit {run.exit_code})")
     held = run.exit_code == 0 and counts.failures == 0 and counts.errors == 0
-    return _verdict(stage, StageOutcome.SATISFIED if held else StageOutcome.FAILED, seen, evidence), counts
+    return stage_result(stage, StageOutcome.SATISFIED if held else StageOutcome.FAILED, seen, evidence), counts
 
 
 def _identity_after(ports: PipelinePorts) -> str | None:

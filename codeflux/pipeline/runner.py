@@ -5,8 +5,9 @@ decomposition-coverage (the implementation loop starts only when 1–3 held — 
 it only says what was not measured; 4 is advisory: its failure is recorded and reported, never a stop, so
 the tests always run). :func:`run_pipeline` records what is still missing of those, then 26
 assembly, 28 integration-tests, 29 end-to-end-tests (the acceptance examples, looked up in 28's report or
-run), 35 evidence-bundle and — when a person has decided — 36 and 37, each as one ledger write with its
-evidence, and ends the attempt with ``finish_attempt``:
+run) — with the base revision's run between them when failed tests or the examples need it
+(:mod:`~codeflux.pipeline.base_revision`) — 35 evidence-bundle and — when a person has decided — 36 and 37,
+each as one ledger write with its evidence, and ends the attempt with ``finish_attempt``:
 
 * a failed specification stage or a failed assembly stops the run at that stage: everything after it is
   ``blocked``;
@@ -20,16 +21,20 @@ Returns every stage's verdict as stored (37, in stage order).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
+from codeflux.pipeline.assembly import evaluate_assembly
+from codeflux.pipeline.base_revision import BaseRun, base_overlay, integration_with_base, measure_base
 from codeflux.pipeline.delivery import evaluate_deliver, evaluate_evidence_bundle, evaluate_human_acceptance
 from codeflux.pipeline.examples import evaluate_end_to_end_tests
 from codeflux.pipeline.ports import PipelinePorts
-from codeflux.pipeline.program import evaluate_assembly, run_integration_tests
+from codeflux.pipeline.program import JunitCounts, run_integration_tests
 from codeflux.pipeline.specification import (
     StageResult,
+    acceptance_for,
     evaluate_atomic_instructions,
     evaluate_clarification,
     evaluate_decomposition_coverage,
@@ -73,19 +78,46 @@ def _finish(ports: PipelinePorts, task_id: TaskId, attempt: int, stopped_at: Sta
     return tuple(row.verdict for row in ports.ledger.finish_attempt(task_id, attempt, stopped_at=stopped_at))
 
 
+def _base_runs(ports: PipelinePorts, attempt: int, tests: StageResult, junit: JunitCounts | None,
+               assembly: StageResult) -> tuple[BaseRun | None, BaseRun | None]:
+    """The base revision's runs that something needs (see :mod:`~codeflux.pipeline.base_revision`): with its
+    own test files when tests failed (which failures it shares), with the final test files when there are
+    acceptance examples (whether they discriminate; the suite runs there only for a named-test example)."""
+    examples = acceptance_for(ports.facts).examples
+    argv = tests.evidence.get("argv")
+    test_argv = tuple(str(part) for part in argv) if isinstance(argv, list) and junit is not None else None
+    shares = None
+    if tests.verdict.outcome is StageOutcome.FAILED and test_argv is not None:
+        shares = measure_base(ports, attempt=attempt, purpose="failures the base shares", test_argv=test_argv,
+                              examples=(), overlay=())
+    if not examples:
+        return shares, None
+    files = assembly.evidence.get("files")
+    changed = [item for item in files if isinstance(item, Mapping)] if isinstance(files, list) else []
+    named = any(example.test for example in examples)
+    discrimination = measure_base(ports, attempt=attempt, purpose="discrimination",
+                                  test_argv=test_argv if named else None, examples=examples,
+                                  overlay=base_overlay(changed, examples),
+                                  earlier_runs=() if shares is None else (shares,))
+    return shares, discrimination
+
+
 def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tuple[StageVerdict, ...]:
     """Evaluate, record and finish the attempt (see the module docstring)."""
     failed_specification = record_specification(task_id, attempt, ports=ports)
     if failed_specification is not None:
         return _finish(ports, task_id, attempt, failed_specification.stage)
-    assembly = evaluate_assembly(ports)
+    assembly = evaluate_assembly(ports, attempt=attempt)
     if _record(ports, task_id, attempt, assembly).outcome is not StageOutcome.SATISFIED:
         return _finish(ports, task_id, attempt, StageName.ASSEMBLY)
     identity = assembly.evidence.get("diff_identity")
     diff_identity = identity if isinstance(identity, str) else None
     tests, junit = run_integration_tests(ports, attempt=attempt, diff_identity=diff_identity)
-    tests_verdict = _record(ports, task_id, attempt, tests)
-    examples = evaluate_end_to_end_tests(ports, attempt=attempt, junit=junit, tests=tests_verdict)
+    shares, discrimination = _base_runs(ports, attempt, tests, junit, assembly)
+    runs = tuple(run for run in (shares, discrimination) if run is not None)
+    tests_verdict = _record(ports, task_id, attempt, integration_with_base(tests, junit, runs, shares))
+    examples = evaluate_end_to_end_tests(ports, attempt=attempt, junit=junit, tests=tests_verdict,
+                                         base=discrimination)
     _record(ports, task_id, attempt, examples)
     rows = ports.ledger.ledger(task_id, attempt)
     _record(ports, task_id, attempt, evaluate_evidence_bundle(ports, rows, diff_identity=diff_identity))

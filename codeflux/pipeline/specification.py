@@ -47,6 +47,7 @@ __all__ = [
     "evaluate_clarification",
     "evaluate_decomposition_coverage",
     "evaluate_instructions",
+    "stage_result",
 ]
 
 _CLARIFICATION_CHECKS = (
@@ -67,6 +68,14 @@ class StageResult:
 
     verdict: StageVerdict
     evidence: dict[str, object]
+
+
+def stage_result(stage: StageName, outcome: StageOutcome, text: str, evidence: dict[str, object]) -> StageResult:
+    """A stage's result: ``text`` is the reason of a stage that did not run (blocked, skipped), else what its
+    gate evaluated."""
+    if outcome in (StageOutcome.BLOCKED, StageOutcome.SKIPPED):
+        return StageResult(verdict=StageVerdict(stage=stage, outcome=outcome, reason=text), evidence=evidence)
+    return StageResult(verdict=StageVerdict(stage=stage, outcome=outcome, gate_evaluation=text), evidence=evidence)
 
 
 def acceptance_for(facts: TaskFacts) -> AcceptanceSource:

@@ -6,11 +6,13 @@ stamps it with a fresh random value, kept only in this process and bound to what
 
 * ``approve-plan``: the task, the plan revision and its sha256;
 * ``decide``: the tool request (allow-once, allow-for-task and deny alike);
-* ``accept``: the task and the diff identity.
+* ``accept``: the task and the diff identity (``ReviewView.accept_confirmation``);
+* ``reject``: the task and the diff identity (``ReviewView.reject_confirmation``), for a plain reject and a
+  reject with retry alike.
 
-``ApprovePlan``, ``Decide`` and ``AcceptChange`` over the browser connection must send that value back; the
-first decision carrying it uses it up. A decision without a value, or with one not issued for that card
-(another card, an older plan revision or diff, a value already used, one from before a restart) is refused
+``ApprovePlan``, ``Decide``, ``AcceptChange`` and ``RejectChange`` over the browser connection must send that
+value back; the first decision carrying it uses it up. A decision without a value, or with one not issued for
+that card (another card, an older plan revision or diff, a value already used, one from before a restart) is refused
 (PERMISSION_DENIED, nothing decided) and journaled on the task as ``browser-decision-refused`` — never
 with the value sent. The one exception is an identical retry of a decision already let through (same
 idempotency key, same value: the reconnect case); it reaches the mutation ledger, which answers with the
@@ -55,6 +57,7 @@ _DECISIONS: Final = {
     "/codeflux.v1.TaskService/ApprovePlan": "approve-plan",
     "/codeflux.v1.ApprovalService/Decide": "decide",
     "/codeflux.v1.ReviewService/AcceptChange": "accept",
+    "/codeflux.v1.ReviewService/RejectChange": "reject",
 }
 _CARD_TYPES: Final = frozenset({pb.TaskView.DESCRIPTOR, pb.PendingApproval.DESCRIPTOR, pb.ReviewView.DESCRIPTOR})
 
@@ -74,6 +77,10 @@ def _decide_card(request_id: str) -> tuple[str, str]:
 
 def _accept_card(task_id: str, diff_identity: str) -> tuple[str, str]:
     return "accept", f"{task_id}:{diff_identity}"
+
+
+def _reject_card(task_id: str, diff_identity: str) -> tuple[str, str]:
+    return "reject", f"{task_id}:{diff_identity}"
 
 
 class CardConfirmations:
@@ -114,6 +121,7 @@ class CardConfirmations:
             return
         elif isinstance(message, pb.ReviewView) and message.diff_identity:
             message.accept_confirmation = self._issue(_accept_card(message.task_id, message.diff_identity))
+            message.reject_confirmation = self._issue(_reject_card(message.task_id, message.diff_identity))
         for descriptor, value in message.ListFields():
             if descriptor.type != FieldDescriptor.TYPE_MESSAGE or not self._may_hold(descriptor.message_type):
                 continue
@@ -210,4 +218,6 @@ def _card_of(request: Message) -> tuple[tuple[str, str], str, str]:
         return _decide_card(request.request_id), request.task_id, request.request_id
     if isinstance(request, pb.AcceptChangeRequest):
         return _accept_card(request.task_id, request.diff_identity), request.task_id, request.diff_identity
+    if isinstance(request, pb.RejectChangeRequest):
+        return _reject_card(request.task_id, request.diff_identity), request.task_id, request.diff_identity
     raise TypeError(type(request).__name__)

@@ -5,15 +5,19 @@
   ``diff_truncated`` set); ``checks`` are the newest attempt's ledger rows of the stages codeflux performs
   (integration-tests among them) with their outcomes; ``evidence`` and ``not_examined`` come from the
   stage-35 evidence bundle exactly as recorded; ``evidence_matches_diff`` says whether the bundle saw
-  this very diff. Paths the diff could not hold (nested repositories, special files) are listed as not
-  examined. ``changes_what_runs`` lists the changed files that change what later commands execute
-  (``conftest.py``, ``pytest.ini``, a Makefile, a ``.pth`` file, …) with why
-  (:func:`codeflux.domain.review_flags.changes_what_runs`).
+  this very diff; ``budget`` is the task's measured spend so far and what remains of its hard limit
+  (the same figures and ``spend_line`` as ``task show`` and ``codeflux run``). Paths the diff could not
+  hold (nested repositories, special files) are listed as not examined. ``changes_what_runs`` lists the
+  changed files that change what later commands execute (``conftest.py``, ``pytest.ini``, a Makefile, a
+  ``.pth`` file, …) with why (:func:`codeflux.domain.review_flags.changes_what_runs`).
 * ``ListStages`` — all 37 stages of an attempt (0 = the newest) with their gate text and the recorded
   outcome, empty where nothing is recorded yet.
 * ``AcceptChange`` / ``RejectChange`` — :class:`codeflux.coordinator.tasks.review.ReviewService`, bound to the
   reviewed diff identity: a stale identity is ABORTED, a dirty checkout FAILED_PRECONDITION, a conflict is
-  a reply (``kind`` "conflict", nothing changed). A retry with the same idempotency key returns the first
+  a reply (``kind`` "conflict", nothing changed). A rejection needs a reason; with ``retry`` the diff is
+  rejected (its patch kept, stage 36 failed) as the next attempt on the same plan starts, in one transaction,
+  and the coordinator runs that attempt in the background with the reason as its feedback
+  (:mod:`codeflux.coordinator.tasks.rejection`). A retry with the same idempotency key returns the first
   reply (:class:`~codeflux.services.mutations.MutationLedger`); the coordinator keys each decision by the
   reviewed identity as well.
 * ``GetDiff`` / ``GetPatch`` — the terminal's ``codeflux task diff`` and ``task patch``: the exact bytes of the
@@ -44,7 +48,7 @@ from codeflux.gitwork.diff import TaskDiff, diff_against_base
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import MutationLedger, mutation_of, parse_task_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
-from codeflux.services.views import task_view
+from codeflux.services.views import budget_view, task_view
 
 __all__ = ["MAX_DIFF_BYTES", "MAX_TERMINAL_BYTES", "methods", "review_view", "stage_views"]
 
@@ -52,7 +56,8 @@ MAX_DIFF_BYTES: Final = 1 << 20
 MAX_TERMINAL_BYTES: Final = 3 << 20
 _IDENTITY: Final = re.compile(r"[0-9a-f]{64}")
 _SERVICE: Final = "ReviewService"
-_DETAIL_KEYS: Final = ("argv", "exit_code", "tests", "passed", "failures", "errors", "skipped", "failing")
+_DETAIL_KEYS: Final = ("argv", "exit_code", "tests", "passed", "failures", "errors", "skipped", "failing",
+                        "failing_on_base_too", "discrimination", "not_shown_to_need_this_change")
 
 
 def _tasks(app: CoordinatorApp) -> TaskService:
@@ -180,7 +185,8 @@ def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
         evidence=evidence, not_examined=not_examined,
         evidence_matches_diff=bool(bundle) and bundle.get("diff_identity") == diff.identity,
         changes_what_runs=[pb.WhatRunsChangeView(path=flag.path, reason=flag.reason)
-                           for flag in changes_what_runs(f.path for f in diff.files)])
+                           for flag in changes_what_runs(f.path for f in diff.files)],
+        budget=budget_view(app, task_id))
 
 
 def stage_views(app: CoordinatorApp, task_id: TaskId, attempt: int) -> pb.ListStagesReply:
@@ -226,10 +232,17 @@ def _reject(app: CoordinatorApp, ledger: MutationLedger, ctx: CallContext,
     mutation = mutation_of(ctx, "RejectChange", request.control)
     task_id = parse_task_id(request.task_id)
     identity = _identity(request.diff_identity)
-    reason = request.reason or "rejected in review"
+    reason = request.reason
 
     def work() -> pb.TaskView:
-        CoordinatorReview(app.db).reject_task(task_id, reviewed_identity=identity, reason=reason)
+        review = CoordinatorReview(app.db)
+        if not reason.strip():
+            _tasks(app).show(task_id)  # an unknown task is NOT_FOUND before the missing reason
+            raise InvalidValueError(kind="rejection reason", reason="say why the diff is rejected")
+        if request.retry:  # rejected as the next attempt starts, in its transaction; run in the background
+            app.runs.start(task_id, rejection=review.rejection(task_id, reviewed_identity=identity, reason=reason))
+        else:
+            review.reject_task(task_id, reviewed_identity=identity, reason=reason)
         return task_view(app, task_id)
 
     return ledger.run(mutation, request, pb.TaskView, work)

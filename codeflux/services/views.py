@@ -165,7 +165,8 @@ def budget_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.BudgetView:
         tokens_used=summary.tokens_used, tokens_reserved=summary.tokens_reserved,
         token_limit=summary.token_limit or 0, token_limit_set=summary.token_limit is not None,
         pending_decisions=list(summary.pending_decisions),
-        exhausted=committed >= summary.hard_limit and summary.hard_limit.minor > 0, lines=summary.lines())
+        exhausted=committed >= summary.hard_limit and summary.hard_limit.minor > 0, lines=summary.lines(),
+        spend_line=summary.spend_line())
     if summary.warning is not None:
         view.warning.CopyFrom(money(summary.warning))
     return view

@@ -230,7 +230,8 @@ class WorkerService:
                               executables=self._executables, confinement=self._confinement,
                               network_granted=request.network_granted)
         pin = CommandPin(executable_path=request.executable_path, executable_sha256=request.executable_sha256,
-                         env_overrides=dict(request.env_overrides), stdin=bytes(request.stdin))
+                         env_overrides=dict(request.env_overrides), stdin=bytes(request.stdin),
+                         working_directory=request.working_directory or ".")
         events = execute_tool(tool=request.tool, raw_arguments=arguments, context=context, pin=pin)
         try:
             while True:

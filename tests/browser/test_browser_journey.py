@@ -138,3 +138,44 @@ def test_a_task_under_review_can_be_tried_again_with_feedback(app: AppPage) -> N
     retried = app.page.locator('[data-testid="state-card"]', has_text="retry under plan revision 1: also give")
     expect(retried.first).to_be_visible(timeout=MS)
     task_state(app, "awaiting-authority")  # the new attempt is under way and asks to run the tests again
+
+
+def test_a_diff_under_review_can_be_rejected_and_tried_again_with_a_reason(app: AppPage) -> None:
+    """Issue 14 items 9 and 10 in the browser: the review drawer shows the measured spend and what remains of the
+    hard limit; "Reject and try again" needs a reason and a confirmation step, answers the review's own card,
+    keeps the patch and starts another attempt on the same plan with the reason (a plain reject used to end the
+    task at one click, with any reason or none)."""
+    demo_task_to_plan(app)
+    approve_until_approval_card(app)
+    allow_once_until_review(app)
+    task_state(app, "awaiting-review")
+    app.testid("open-review").click()
+    drawer = app.testid("review-drawer")
+    spend = drawer.get_by_test_id("review-spend")
+    expect(spend).to_contain_text("Spent so far (measured)", timeout=MS)
+    expect(spend).to_contain_text("Remaining of the hard limit")
+    expect(spend).to_contain_text("$")  # the demo budget's limit; unknown would say so, never 0
+    identity = drawer.get_by_test_id("review-facts").locator("dd").first.inner_text()
+
+    drawer.get_by_test_id("review-reject").click()  # a plain reject needs a reason too
+    expect(app.testid("error")).to_contain_text("Say why you reject this diff", timeout=MS)
+    expect(drawer.get_by_test_id("reject-confirm")).to_have_count(0)
+    drawer.get_by_test_id("reject-reason").fill("add() needs a docstring")
+    drawer.get_by_test_id("review-reject").click()
+    confirm = drawer.get_by_test_id("reject-confirm")
+    expect(confirm).to_contain_text("and end the task? Its patch is kept", timeout=MS)
+    confirm.get_by_test_id("reject-confirm-no").click()  # nothing is decided without the confirmation
+    expect(drawer.get_by_test_id("reject-confirm")).to_have_count(0)
+    task_state(app, "awaiting-review")
+
+    drawer.get_by_test_id("review-reject-retry").click()
+    confirm = drawer.get_by_test_id("reject-confirm")
+    expect(confirm).to_contain_text(f"Reject diff {identity[:12]} and try again? Its patch is kept", timeout=MS)
+    confirm.get_by_test_id("reject-confirm-yes").click()
+
+    retried = app.page.locator('[data-testid="state-card"]',
+                               has_text=f"diff {identity[:12]} rejected; retry under plan revision 1: add() needs")
+    expect(retried.first).to_be_visible(timeout=MS)
+    task_state(app, "awaiting-authority")  # the new attempt is under way and asks to run the tests again
+    refused = app.page.locator('[data-kind="browser-decision-refused"]')
+    expect(refused).to_have_count(0)  # the review's own confirmation value was sent

@@ -8,9 +8,11 @@ attempt's diff, and one that does not hold sends the work back.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,10 +22,10 @@ from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.pipeline import StageName, StageOutcome
-from codeflux.pipeline.examples import junit_case_of
-from codeflux.pipeline.program import pytest_argv
+from codeflux.pipeline.program import junit_case_of, pytest_argv
 from codeflux.providers.scripted import ScriptedTurn
 from codeflux.store.database import Database
+from tests.fixtures.repos import BASE_FILES, commit_all, write_files
 from tests.fixtures.task_runs import (
     FIXED_CALC,
     Harness,
@@ -31,6 +33,7 @@ from tests.fixtures.task_runs import (
     done,
     implementing_turns,
     make_harness,
+    rewriting_turns,
     scripted_gateway,
     write_file,
 )
@@ -62,6 +65,10 @@ def examples_of(harness: Harness, task_id: TaskId, attempt: int) -> tuple[StageO
     return row.verdict.outcome, list(found) if isinstance(found, list) else []
 
 
+def evidence_of(harness: Harness, task_id: TaskId, attempt: int, stage: StageName) -> dict[str, Any]:
+    return dict(next(row.evidence for row in harness.tasks.ledger(task_id, attempt) if row.verdict.stage is stage))
+
+
 def requirement_naming(test: str) -> str:
     return f"Make add() handle negative numbers.\n<<<ACCEPTANCE\ntest: {test}\n>>>\n"
 
@@ -79,7 +86,69 @@ def test_a_named_test_that_does_not_exist_goes_back_until_it_exists_and_passes(h
     assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean and outcome.attempt == 2
     second, examples = examples_of(harness, task_id, 2)
     assert second is StageOutcome.SATISFIED and examples[0]["outcome"] == "satisfied"
-    assert examples[0]["discriminates"] is None and "not measured" in str(examples[0]["discrimination"])
+    # add(0, 5) == 5 held before the change too: the example is run on the base code with the final test
+    # files, and the evidence says it is not shown to need this change (a finding, not a gate failure).
+    assert examples[0]["discriminates"] is False
+    assert "not shown to need this change" in str(examples[0]["discrimination"])
+    assert evidence_of(harness, task_id, 2, StageName.END_TO_END_TESTS)["not_shown_to_need_this_change"] == [
+        "tests/test_calc.py::test_add_zero"]
+
+
+FLAG_TEST = "\n\ndef test_flag():\n    from pkg.calc import NEGATIVES_HANDLED\n    assert NEGATIVES_HANDLED\n"
+
+
+def test_an_example_that_fails_on_the_base_code_discriminates(harness: Harness) -> None:
+    with_flag = [write_file("pkg/calc.py", FIXED_CALC, "w1", replacing=BASE_FILES["pkg/calc.py"]),
+                 write_file("tests/test_calc.py", calc_tests(-3) + FLAG_TEST, "w2",
+                            replacing=BASE_FILES["tests/test_calc.py"]), done()]
+
+    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_flag"), with_flag)
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    satisfied, examples = examples_of(harness, task_id, 1)
+    assert satisfied is StageOutcome.SATISFIED
+    assert examples[0]["discriminates"] is True and "failed on the base revision" in str(examples[0]["discrimination"])
+    runs = evidence_of(harness, task_id, 1, StageName.INTEGRATION_TESTS)["base_runs"]
+    assert [run["purpose"] for run in runs] == ["discrimination"]  # the tests passed: no base run for failures
+    assert runs[0]["statuses"] == {"tests/test_calc.py::test_flag": "failed"}
+    # the scratch is gone: nothing of the base run is left in the worktree or the diff
+    assert not (harness.tasks.show(task_id).task.worktree / ".codeflux-checks").exists()
+    assert ".codeflux-checks" not in " ".join(str(f["path"]) for f in evidence_of(
+        harness, task_id, 1, StageName.ASSEMBLY)["files"])
+
+
+def test_a_test_that_fails_on_the_base_revision_too_is_listed_never_sent_back(harness: Harness) -> None:
+    write_files(harness.repo, {"tests/test_legacy.py": "def test_legacy_is_broken():\n    assert 1 == 2\n"})
+    commit_all(harness.repo, "a test that was already failing")
+
+    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"),
+                           [*implementing_turns(), done()])
+
+    # Before: the old failure sent the work back until repair ran out (exit 1, "needs you"). Now it is listed.
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean and outcome.attempt == 1, outcome.reason
+    tests = evidence_of(harness, task_id, 1, StageName.INTEGRATION_TESTS)
+    assert tests["failing_on_base_too"] == ["tests.test_legacy::test_legacy_is_broken"]
+    runs = tests["base_runs"]
+    assert runs[0]["purpose"] == "failures the base shares" and runs[0]["failing"] == [
+        "tests.test_legacy::test_legacy_is_broken"]
+    verdict = next(row.verdict for row in harness.tasks.ledger(task_id, 1)
+                   if row.verdict.stage is StageName.INTEGRATION_TESTS)
+    assert verdict.outcome is StageOutcome.SATISFIED and "also fails on the base revision" in str(
+        verdict.gate_evaluation)
+
+
+def test_a_failing_test_the_change_adds_is_sent_back_even_when_it_fails_on_the_base_too(harness: Harness) -> None:
+    wrong = calc_tests(-3) + "\n\ndef test_zero():\n    assert add(0, 0) == 1\n"
+    turns = [write_file("pkg/calc.py", FIXED_CALC, "w1", replacing=BASE_FILES["pkg/calc.py"]),
+             write_file("tests/test_calc.py", wrong, "w2", replacing=BASE_FILES["tests/test_calc.py"]), done(),
+             *rewriting_turns(expected=-3, previous=-3, attempt=2)]
+    turns[-2] = write_file("tests/test_calc.py", calc_tests(-3), "a2w2", replacing=wrong)
+
+    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"), turns)
+
+    tests = evidence_of(harness, task_id, 1, StageName.INTEGRATION_TESTS)
+    assert tests["failing_on_base_too"] == []  # the base's own tests pass: the new test is the change's
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean and outcome.attempt == 2, outcome.reason
 
 
 def test_a_command_example_holds_only_with_exactly_the_expected_output(harness: Harness) -> None:
@@ -106,6 +175,10 @@ def test_a_command_example_whose_output_differs_is_sent_back_then_needs_you(harn
     failed, examples = examples_of(harness, task_id, 1)
     assert failed is StageOutcome.FAILED and "differs from the expected output at line 1" in str(examples[0]["detail"])
     assert outcome.kind is RunOutcomeKind.NEEDS_YOU and "end-to-end-tests" in outcome.reason
+    # the example command ran on the base revision once: attempt 2 (same test files) reused attempt 1's run
+    first, second = (evidence_of(harness, task_id, n, StageName.INTEGRATION_TESTS)["base_runs"][0] for n in (1, 2))
+    assert first["from_attempt"] == 1 and second["from_attempt"] == 1 and first["key"] == second["key"]
+    assert first["commands"][json.dumps(argv, separators=(",", ":"))]["stdout_lines"] == ["-3"]
 
 
 def test_a_whole_file_is_not_an_example() -> None:
@@ -122,3 +195,26 @@ def test_a_whole_file_is_not_an_example() -> None:
 ])
 def test_a_node_id_maps_to_the_junit_case_pytest_writes(node_id: str, case: tuple[str, str]) -> None:
     assert junit_case_of(node_id) == case
+
+
+def test_a_changed_module_that_does_not_import_fails_assembly_and_goes_back(harness: Harness) -> None:
+    """Issue 14 item 4, the "Why": a change adding an unresolvable import used to pass 26 and reach review with
+    exit 0 because no test imports that module. Now every changed module is imported in the box."""
+    broken = "import definitely_not_installed_anywhere\n\n\ndef report():\n    return 'ok'\n"
+    fixed = "def report():\n    return 'ok'\n"
+    turns = [*implementing_turns(), write_file("pkg/report.py", broken, "w3"), done(),
+             write_file("pkg/calc.py", FIXED_CALC, "a2w1", replacing=FIXED_CALC),
+             write_file("tests/test_calc.py", calc_tests(-3), "a2w2", replacing=calc_tests(-3)),
+             write_file("pkg/report.py", fixed, "a2w3", replacing=broken), done()]
+
+    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"), turns)
+
+    first = next(row for row in harness.tasks.ledger(task_id, 1) if row.verdict.stage is StageName.ASSEMBLY)
+    assert first.verdict.outcome is StageOutcome.FAILED
+    assert "pkg.report: ModuleNotFoundError" in str(first.verdict.gate_evaluation)
+    imports = dict(first.evidence["imports"])
+    assert imports["checked"] and imports["modules"] == ["pkg.calc", "pkg.report"]
+    assert [failure["module"] for failure in imports["failures"]] == ["pkg.report"]
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean and outcome.attempt == 2, outcome.reason
+    second = evidence_of(harness, task_id, 2, StageName.ASSEMBLY)["imports"]
+    assert second["failures"] == [] and second["detail"] == "2 of 2 changed module(s) import"

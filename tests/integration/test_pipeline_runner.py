@@ -15,14 +15,16 @@ from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.planner import propose_plan
 from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
 from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
 from codeflux.domain.errors import AcceptanceExampleNeededError, PlannerFailedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
+from codeflux.domain.money import USD, Money
 from codeflux.domain.pipeline import PERFORMABLE_STAGES, StageName, StageOutcome
 from codeflux.domain.plans import plan_to_document
 from codeflux.domain.tasks import TaskState
 from codeflux.pipeline.program import pytest_argv
-from codeflux.providers.scripted import ScriptedTurn
+from codeflux.providers.scripted import ScriptedAdapter, ScriptedTurn
 from codeflux.store.database import Database
 from codeflux.store.stage_ledger import LedgerRow
 from tests.fixtures.task_runs import (
@@ -211,3 +213,35 @@ def test_two_misfit_plans_fail_the_planner_and_record_nothing(harness: Harness) 
 
 def _requirement() -> str:
     return REQUIREMENT
+
+
+def _plan_reply() -> ScriptedTurn:
+    plan_json = json.dumps({key: value for key, value in plan_to_document(a_plan_with_two_steps()).items()
+                            if key not in {"schema", "forecast"}})
+    return ScriptedTurn(text=plan_json, usage=USAGE)
+
+
+def test_the_plans_forecast_is_priced_with_the_rates_in_force_for_the_ladders_models(harness: Harness) -> None:
+    """Issue 14 item 10 (it used to be always unknown): the scripted models are priced $1 per million tokens
+    in and out (the user's price revisions), so P50 and P90 are the token figures at that rate, rounded up;
+    a ladder model with no price makes the P90 end unknown, naming the model."""
+    task_id = harness.tasks.create_task(harness.snapshot(), _requirement(), idempotency_key=keys()).task_id
+    harness.set_budget(task_id)
+    planner, _ = scripted_gateway(harness.db, [_plan_reply()])
+    forecast = propose_plan(task_id, gateway=planner, tasks=harness.tasks, position=LadderPosition.start(),
+                            idempotency_key="plan-priced").plan.forecast
+    assert forecast is not None and forecast.cost.is_known, forecast
+    assert forecast.cost.low == Money(minor=-(-forecast.tokens.p50 // 10_000), currency=USD)  # cents, rounded up
+    assert forecast.cost.high == Money(minor=-(-forecast.tokens.p90 // 10_000), currency=USD)
+    assert "price-unavailable" not in forecast.uncertainty
+    assert str(harness.tasks.show(task_id).plan.plan.forecast.cost).startswith("$")  # type: ignore[union-attr]
+
+    other = harness.tasks.create_task(harness.snapshot(), _requirement(), idempotency_key=keys()).task_id
+    harness.set_budget(other)
+    route = ModelRoute(provider="scripted", adapter=ScriptedAdapter([_plan_reply()]), cheap_model="scripted-cheap",
+                       capable_model="scripted-unpriced")
+    unpriced = propose_plan(other, gateway=ModelGateway(harness.db, [route]), tasks=harness.tasks,
+                            position=LadderPosition.start(), idempotency_key="plan-unpriced").plan.forecast
+    assert unpriced is not None and unpriced.cost.low == forecast.cost.low
+    assert str(unpriced.cost) == "unknown (no price for model scripted-unpriced)"
+    assert "price-unavailable" in unpriced.uncertainty

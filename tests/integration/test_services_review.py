@@ -68,6 +68,10 @@ def test_a_run_to_review_shows_its_diff_checks_evidence_and_all_stages_then_acce
     assert shown.evidence[0].startswith("evidence bundle of plan revision 1 on diff " + shown.diff_identity[:12])
     assert any("end-to-end-tests: satisfied" in line for line in shown.evidence)  # the example was reproduced
     assert any(line.startswith("program: not-implemented") for line in shown.not_examined)
+    # what the work under review cost so far, and what is left (issue 14 item 10): the same line as `codeflux run`
+    assert shown.budget.set and shown.budget.spent.known and shown.budget.remaining.known
+    assert shown.budget.spend_line.startswith(f"spent {shown.budget.spent.amount.display} of the hard limit "
+                                              f"{shown.budget.hard_limit.display}; remaining ")
 
     stages = call(app, STAGES, pb.ListStagesRequest(task_id=task_id.value))
     assert isinstance(stages, pb.ListStagesReply) and stages.attempt == 1
@@ -164,6 +168,10 @@ def test_bad_input_is_refused_with_typed_statuses(app: CoordinatorApp, reviewabl
                                                        diff_identity="nothex"))[0] == Code.INVALID_ARGUMENT
     assert refusal(app, REJECT, pb.RejectChangeRequest(control=control("k"), task_id=unknown,
                                                        diff_identity=reviewable.identity))[0] == Code.NOT_FOUND
+    for retry in (False, True):  # a reject needs a reason, with or without another attempt (issue 14 item 9)
+        assert refusal(app, REJECT, pb.RejectChangeRequest(control=control(f"blank-{retry}"), task_id=task,
+                                                           diff_identity=reviewable.identity, reason=" ",
+                                                           retry=retry))[0] == Code.INVALID_ARGUMENT
     assert refusal(app, STAGES, pb.ListStagesRequest(task_id=task, attempt=-1))[0] == Code.INVALID_ARGUMENT
 
 

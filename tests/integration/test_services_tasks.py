@@ -45,9 +45,11 @@ def test_the_demo_journey_through_the_services(coordinator: Coordinator) -> None
     ready = drive_to_ready(c)
     assert ready.plan.author_label == SCRIPTED_DEMO_LABEL and ready.provider_label == SCRIPTED_DEMO_LABEL
     assert ready.plan.decision == "approved" and ready.plan.checks[0].argv[0] == "python3"
+    # priced with the rates in force (issue 14 item 10; it used to be always unknown): the scripted provider's
+    # models are priced at zero, so the range is a known $0.00
     cost = ready.plan.forecast.cost
-    assert ready.plan.forecast.label and cost.low.known is False and cost.low.unknown_reason
-    assert not cost.low.HasField("amount"), "unknown is never shown as 0"
+    assert ready.plan.forecast.label and cost.low.known and cost.high.known, cost
+    assert cost.low.amount.display == cost.high.amount.display == "$0.00"
     assert ready.budget.set and ready.budget.hard_limit.display == "$1.00" and ready.budget.spent.known
     assert {a.action: a.available for a in ready.actions}["start"] is True
     assert all(a.reason for a in ready.actions if not a.available)

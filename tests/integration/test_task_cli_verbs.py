@@ -242,3 +242,54 @@ def test_retry_with_feedback_runs_another_attempt_on_the_same_plan(tmp_path: Pat
     assert any("give add() a docstring" in str(reason) for (reason,) in stored)
     blank = cli(data, "task", "retry", task_id, "--feedback", " ", "--provider", "scripted", "--script", str(second))
     assert blank.code == 2 and "feedback" in blank.err
+
+
+def test_reject_with_retry_keeps_the_patch_and_runs_another_attempt_with_the_reason(tmp_path: Path) -> None:
+    """Issue 14 item 9: `codeflux task reject ID --identity H --reason … --retry` rejects the reviewed diff (its
+    patch kept, stage 36 failed with the reason, never `cancelled`) as a second attempt on the same plan starts
+    with the reason in its conversation, and that attempt goes back to review (it used to be: no --retry; a
+    reject ended the task). Item 10: `task show` and `task diff` (the terminal's review) show the measured spend
+    and what remains of the hard limit, as `codeflux run` prints it."""
+    s = script(tmp_path / "s.json", turn("fix", FIX), turn("Every step is done."))
+    _repo, data, task_id = planned_task(tmp_path, s)
+    allow = ["--allow", f"run_command:{DEMO_TEST_COMMAND}"]
+    first = cli(data, "task", "start", task_id, "--provider", "scripted", "--script", str(s), *allow)
+    assert first.code == 0 and state(data, task_id) == "awaiting-review", first.out + first.err
+    reviewed = cli(data, "task", "diff", task_id)
+    found = re.search(r"diff identity ([0-9a-f]{64})", reviewed.out)
+    assert reviewed.code == 0 and found, reviewed.out + reviewed.err
+    identity = found.group(1)
+    spend = re.compile(r"spent (\S+|unknown \(.*?\)) of the hard limit \$1\.00; remaining .+; [\d,]+ tokens used")
+    assert spend.search(reviewed.out), reviewed.out
+    shown = cli(data, "task", "show", task_id)
+    assert re.search(r"^  spend        " + spend.pattern, shown.out, re.MULTILINE), shown.out
+    docstring = ("edit_file", {"path": "calc/ops.py", "old_text": "def add(a, b):\n",
+                               "new_text": "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n"})
+    second = script(tmp_path / "s2.json", turn("docstring", docstring), turn("Every step is done."))
+    reason = "no docstring on add(); write one"
+
+    blank = cli(data, "task", "reject", task_id, "--identity", identity, "--reason", " ", "--retry",
+                "--provider", "scripted", "--script", str(second))
+    assert blank.code == 2 and "reason" in blank.err and state(data, task_id) == "awaiting-review"
+    retried = cli(data, "task", "reject", task_id, "--identity", identity, "--reason", reason, "--retry",
+                  "--provider", "scripted", "--script", str(second), *allow)
+
+    assert retried.code == 0, retried.out + retried.err
+    assert "stage ledger (attempt 2)" in retried.out and state(data, task_id) == "awaiting-review"
+    assert rows(data, "SELECT kind, diff_identity FROM task_patches WHERE task_id = ?", task_id) == [
+        ("rejected", identity)]
+    assert rows(data, "SELECT attempt, decision, diff_identity, human_acceptance, deliver, reason "
+                      "FROM task_deliveries WHERE task_id = ?", task_id) == [
+        (1, "rejected", identity, "failed", "blocked", reason)]
+    moves = rows(data, "SELECT from_state, to_state, reason FROM task_transitions WHERE task_id = ? ORDER BY id",
+                 task_id)
+    assert ("awaiting-review", "running",
+            f"diff {identity[:12]} rejected; retry under plan revision 1: {reason}") in moves
+    assert all(to != "cancelled" for _, to, _ in moves)
+    opened = rows(data, "SELECT m.parts_json FROM loop_messages m JOIN loop_conversations c "
+                        "ON c.id = m.conversation_id WHERE m.task_id = ? AND c.opened_in_attempt = 2 "
+                        "AND m.sequence = 1", task_id)
+    assert opened and reason in str(opened[0][0]) and f"rejected the diff of attempt 1 (identity {identity[:12]}" \
+        in str(opened[0][0])
+    patch = cli(data, "task", "patch", task_id)
+    assert patch.code == 0 and "calc/ops.py" in patch.out

@@ -29,7 +29,8 @@ from pathlib import Path
 import keyring.backend
 import pytest
 
-from codeflux.authority.decide import DecisionOutcome, UserDecision
+from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
+from codeflux.authority.service import DerivedAllowance
 from codeflux.coordinator.runs.tool_driver import ExecutionRecord, SubmittedRequest, ToolDriver
 from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.confinement import ConfinementMode
@@ -405,3 +406,69 @@ def test_a_worktree_venv_whose_interpreter_lives_under_a_home_runs_boxed_and_the
         assert (twin.stdout or "").splitlines()[1:] == [str((world.worktree / ".venv").resolve()), "neighbour: reached"]
     finally:
         neighbour.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("mode", CONFINED, ids=str)
+def test_a_check_started_in_a_scratch_folder_of_the_worktree_is_boxed_the_same(
+        world: World, drivers: dict[ConfinementMode, ToolDriver], mode: ConfinementMode) -> None:
+    """The base-revision run (issue 14) starts the test command in ``.codeflux-checks/base``: the folder is part of
+    the operation's identity, only the pipeline may choose it, and the box around it is the task's box."""
+    driver = drivers[mode]
+    scratch = world.worktree / ".codeflux-checks" / "base"
+    scratch.mkdir(parents=True)
+    (scratch / "probe.py").write_text(PROBE)
+    argv = [sys.executable, "probe.py", json.dumps(world.targets())]
+    with pytest.raises(InvalidValueError, match="only the pipeline"):
+        driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="m-cwd", source="model",
+                                   working_directory=".codeflux-checks/base")
+    request = driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="p-cwd",
+                                         source="pipeline", working_directory=".codeflux-checks/base")
+    in_root = submit(driver, world.first, "run_command", argv=argv)
+    assert request.operation_identity != in_root.operation_identity  # the folder is part of the identity
+    driver.decide(request.request_id, UserDecision.ALLOW_ONCE, reason="the test allows it")
+
+    record = driver.execute(request.request_id)
+
+    assert record.state == "succeeded", (record.message, record.stderr)
+    assert (scratch / "probe-ran.txt").read_text() == "ran\n"  # it started in the scratch folder
+    boxed = dict(json.loads(record.stdout or "{}"))
+    gaps = LANDLOCK_GAPS if mode is ConfinementMode.LANDLOCK else frozenset()
+    assert {name: boxed[name] for name in MUST_FAIL if name not in gaps and boxed[name] == "reached"} == {}, boxed
+
+
+def test_a_scratch_folder_reached_through_a_symbolic_link_is_refused_in_the_worker(
+        world: World, drivers: dict[ConfinementMode, ToolDriver], tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (world.worktree / "linked").symlink_to(outside, target_is_directory=True)
+    driver = drivers[ConfinementMode.NONE]
+    request = driver.submit_tool_request(world.first, "run_command", {"argv": [sys.executable, "-c", "pass"]},
+                                         idempotency_key="p-link", source="pipeline", working_directory="linked")
+    driver.decide(request.request_id, UserDecision.ALLOW_ONCE, reason="the test allows it")
+
+    record = driver.execute(request.request_id)
+
+    assert record.state == "failed" and "symbolic link" in (record.message or ""), record.message
+
+
+def test_a_base_run_is_allowed_only_by_derivation_from_an_allowed_check_and_never_shows_a_card(
+        world: World, drivers: dict[ConfinementMode, ToolDriver]) -> None:
+    driver = drivers[ConfinementMode.BUBBLEWRAP]
+    (world.worktree / ".codeflux-checks" / "base").mkdir(parents=True)
+    argv = [sys.executable, "-c", "print('base')"]
+    derived = DerivedAllowance(decided_by=Decider.USER, reason="the base-revision run of an allowed check")
+    with pytest.raises(InvalidValueError, match="only the pipeline"):
+        driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="d-model",
+                                   source="model", derived=derived)
+    with pytest.raises(InvalidValueError):  # the rules never allow a program by themselves
+        driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="d-sys",
+                                   source="pipeline", working_directory=".codeflux-checks/base",
+                                   derived=DerivedAllowance(decided_by=Decider.SYSTEM, reason="x"))
+
+    request = driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="d-base",
+                                         source="pipeline", working_directory=".codeflux-checks/base", derived=derived)
+
+    assert request.outcome is DecisionOutcome.ALLOWED_ONCE and request.decision.decided_by is Decider.USER
+    assert driver.pending_decisions(world.first) == []  # nobody was asked, not even for a moment
+    record = driver.execute(request.request_id)
+    assert (record.state, record.stdout) == ("succeeded", "base\n")

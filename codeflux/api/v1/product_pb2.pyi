@@ -406,7 +406,7 @@ class PlanView(_message.Message):
     def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ..., confirmation: _Optional[str] = ..., examples: _Optional[_Iterable[str]] = ..., examples_source: _Optional[str] = ..., traced: _Optional[bool] = ..., sentences: _Optional[_Iterable[str]] = ..., uncovered_examples: _Optional[_Iterable[int]] = ..., uncovered_sentences: _Optional[_Iterable[int]] = ..., questions: _Optional[_Iterable[_Union[PlanQuestionView, _Mapping]]] = ..., clarification_policy: _Optional[str] = ...) -> None: ...
 
 class BudgetView(_message.Message):
-    __slots__ = ("set", "revision", "hard_limit", "warning", "spent", "reserved", "remaining", "tokens_used", "tokens_reserved", "token_limit", "token_limit_set", "pending_decisions", "exhausted", "lines")
+    __slots__ = ("set", "revision", "hard_limit", "warning", "spent", "reserved", "remaining", "tokens_used", "tokens_reserved", "token_limit", "token_limit_set", "pending_decisions", "exhausted", "lines", "spend_line")
     SET_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     HARD_LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -421,6 +421,7 @@ class BudgetView(_message.Message):
     PENDING_DECISIONS_FIELD_NUMBER: _ClassVar[int]
     EXHAUSTED_FIELD_NUMBER: _ClassVar[int]
     LINES_FIELD_NUMBER: _ClassVar[int]
+    SPEND_LINE_FIELD_NUMBER: _ClassVar[int]
     set: bool
     revision: int
     hard_limit: _common_pb2.Money
@@ -435,7 +436,8 @@ class BudgetView(_message.Message):
     pending_decisions: _containers.RepeatedScalarFieldContainer[int]
     exhausted: bool
     lines: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, set: _Optional[bool] = ..., revision: _Optional[int] = ..., hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., warning: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., spent: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., reserved: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., remaining: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., tokens_used: _Optional[int] = ..., tokens_reserved: _Optional[int] = ..., token_limit: _Optional[int] = ..., token_limit_set: _Optional[bool] = ..., pending_decisions: _Optional[_Iterable[int]] = ..., exhausted: _Optional[bool] = ..., lines: _Optional[_Iterable[str]] = ...) -> None: ...
+    spend_line: str
+    def __init__(self, set: _Optional[bool] = ..., revision: _Optional[int] = ..., hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., warning: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., spent: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., reserved: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., remaining: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., tokens_used: _Optional[int] = ..., tokens_reserved: _Optional[int] = ..., token_limit: _Optional[int] = ..., token_limit_set: _Optional[bool] = ..., pending_decisions: _Optional[_Iterable[int]] = ..., exhausted: _Optional[bool] = ..., lines: _Optional[_Iterable[str]] = ..., spend_line: _Optional[str] = ...) -> None: ...
 
 class PendingApproval(_message.Message):
     __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd", "meaning", "allow_for_task_refusal", "confirmation")
@@ -798,7 +800,7 @@ class WhatRunsChangeView(_message.Message):
     def __init__(self, path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ReviewView(_message.Message):
-    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs", "accept_confirmation")
+    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs", "accept_confirmation", "budget", "reject_confirmation")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
@@ -812,6 +814,8 @@ class ReviewView(_message.Message):
     EVIDENCE_MATCHES_DIFF_FIELD_NUMBER: _ClassVar[int]
     CHANGES_WHAT_RUNS_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    REJECT_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     diff_identity: str
     base: str
@@ -825,7 +829,9 @@ class ReviewView(_message.Message):
     evidence_matches_diff: bool
     changes_what_runs: _containers.RepeatedCompositeFieldContainer[WhatRunsChangeView]
     accept_confirmation: str
-    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., accept_confirmation: _Optional[str] = ...) -> None: ...
+    budget: BudgetView
+    reject_confirmation: str
+    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., accept_confirmation: _Optional[str] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., reject_confirmation: _Optional[str] = ...) -> None: ...
 
 class ListStagesRequest(_message.Message):
     __slots__ = ("task_id", "attempt")
@@ -888,16 +894,20 @@ class AcceptChangeReply(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., branch: _Optional[str] = ..., previous_head: _Optional[str] = ..., landed_head: _Optional[str] = ..., conflicting_paths: _Optional[_Iterable[str]] = ..., task: _Optional[_Union[TaskView, _Mapping]] = ...) -> None: ...
 
 class RejectChangeRequest(_message.Message):
-    __slots__ = ("control", "task_id", "diff_identity", "reason")
+    __slots__ = ("control", "task_id", "diff_identity", "reason", "retry", "confirmation")
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    RETRY_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     control: _common_pb2.MutationControl
     task_id: str
     diff_identity: str
     reason: str
-    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    retry: bool
+    confirmation: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., reason: _Optional[str] = ..., retry: _Optional[bool] = ..., confirmation: _Optional[str] = ...) -> None: ...
 
 class ListRecoveryRequest(_message.Message):
     __slots__ = ("task_id",)

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63odeflux/v1/worker.proto\x12\x0b\x63odeflux.v1\"$\n\x10HeartbeatRequest\x12\x10\n\x08lease_id\x18\x01 \x01(\t\"U\n\x0eHeartbeatReply\x12\x10\n\x08lease_id\x18\x01 \x01(\t\x12\x12\n\nworker_pid\x18\x02 \x01(\x03\x12\x1d\n\x15in_flight_request_ids\x18\x03 \x03(\t\"\x1b\n\nStringList\x12\r\n\x05items\x18\x01 \x03(\t\"\x81\x01\n\x0cToolArgument\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x04text\x18\x02 \x01(\tH\x00\x12\x11\n\x07integer\x18\x03 \x01(\x03H\x00\x12\x0e\n\x04\x66lag\x18\x04 \x01(\x08H\x00\x12\'\n\x04\x61rgv\x18\x05 \x01(\x0b\x32\x17.codeflux.v1.StringListH\x00\x42\x07\n\x05value\"W\n\x0f\x45xecutionLimits\x12\x12\n\ntimeout_ms\x18\x01 \x01(\x03\x12\x18\n\x10max_output_bytes\x18\x02 \x01(\x03\x12\x16\n\x0emax_file_bytes\x18\x03 \x01(\x03\"\xa7\x03\n\x0e\x45xecuteRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x1a\n\x12operation_identity\x18\x03 \x01(\t\x12\x0c\n\x04tool\x18\x04 \x01(\t\x12,\n\targuments\x18\x05 \x03(\x0b\x32\x19.codeflux.v1.ToolArgument\x12,\n\x06limits\x18\x06 \x01(\x0b\x32\x1c.codeflux.v1.ExecutionLimits\x12\x17\n\x0f\x65xecutable_path\x18\x07 \x01(\t\x12\x19\n\x11\x65xecutable_sha256\x18\x08 \x01(\t\x12\x44\n\renv_overrides\x18\t \x03(\x0b\x32-.codeflux.v1.ExecuteRequest.EnvOverridesEntry\x12\r\n\x05stdin\x18\n \x01(\x0c\x12\x13\n\x0blease_token\x18\x0b \x01(\t\x12\x17\n\x0fnetwork_granted\x18\x0c \x01(\x08\x1a\x33\n\x11\x45nvOverridesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"F\n\x0bOutputChunk\x12)\n\x06stream\x18\x01 \x01(\x0e\x32\x19.codeflux.v1.OutputStream\x12\x0c\n\x04text\x18\x02 \x01(\t\"@\n\x10\x45xecutionStarted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x18\n\x10process_group_id\x18\x02 \x01(\x03\"\xaa\x02\n\x0f\x45xecutionResult\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\'\n\x05state\x18\x02 \x01(\x0e\x32\x18.codeflux.v1.ResultState\x12\x14\n\x0c\x66\x61ilure_kind\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x11\n\texit_code\x18\x05 \x01(\x05\x12\x0f\n\x07\x63ontent\x18\x06 \x01(\t\x12\x19\n\x11\x63ontent_truncated\x18\x07 \x01(\x08\x12\x18\n\x10stdout_truncated\x18\x08 \x01(\x08\x12\x18\n\x10stderr_truncated\x18\t \x01(\x08\x12\x13\n\x0b\x64uration_ms\x18\n \x01(\x03\x12\x16\n\x0e\x63ontent_sha256\x18\x0b \x01(\t\x12\x13\n\x0b\x63onfinement\x18\x0c \x01(\t\"\xa5\x01\n\x0c\x45xecuteEvent\x12\x30\n\x07started\x18\x01 \x01(\x0b\x32\x1d.codeflux.v1.ExecutionStartedH\x00\x12*\n\x06output\x18\x02 \x01(\x0b\x32\x18.codeflux.v1.OutputChunkH\x00\x12.\n\x06result\x18\x03 \x01(\x0b\x32\x1c.codeflux.v1.ExecutionResultH\x00\x42\x07\n\x05\x65vent\"#\n\rCancelRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\"\"\n\x0b\x43\x61ncelReply\x12\x13\n\x0bwas_running\x18\x01 \x01(\x08\"!\n\x0fShutdownRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\".\n\rShutdownReply\x12\x1d\n\x15killed_process_groups\x18\x01 \x01(\x05*a\n\x0cOutputStream\x12\x1d\n\x19OUTPUT_STREAM_UNSPECIFIED\x10\x00\x12\x18\n\x14OUTPUT_STREAM_STDOUT\x10\x01\x12\x18\n\x14OUTPUT_STREAM_STDERR\x10\x02*\x9e\x01\n\x0bResultState\x12\x1c\n\x18RESULT_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16RESULT_STATE_SUCCEEDED\x10\x01\x12\x17\n\x13RESULT_STATE_FAILED\x10\x02\x12\x1a\n\x16RESULT_STATE_CANCELLED\x10\x03\x12 \n\x1cRESULT_STATE_OUTCOME_UNKNOWN\x10\x04\x32\x9e\x02\n\x06Worker\x12G\n\tHeartbeat\x12\x1d.codeflux.v1.HeartbeatRequest\x1a\x1b.codeflux.v1.HeartbeatReply\x12\x45\n\x07\x45xecute\x12\x1b.codeflux.v1.ExecuteRequest\x1a\x19.codeflux.v1.ExecuteEvent(\x01\x30\x01\x12>\n\x06\x43\x61ncel\x12\x1a.codeflux.v1.CancelRequest\x1a\x18.codeflux.v1.CancelReply\x12\x44\n\x08Shutdown\x12\x1c.codeflux.v1.ShutdownRequest\x1a\x1a.codeflux.v1.ShutdownReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18\x63odeflux/v1/worker.proto\x12\x0b\x63odeflux.v1\"$\n\x10HeartbeatRequest\x12\x10\n\x08lease_id\x18\x01 \x01(\t\"U\n\x0eHeartbeatReply\x12\x10\n\x08lease_id\x18\x01 \x01(\t\x12\x12\n\nworker_pid\x18\x02 \x01(\x03\x12\x1d\n\x15in_flight_request_ids\x18\x03 \x03(\t\"\x1b\n\nStringList\x12\r\n\x05items\x18\x01 \x03(\t\"\x81\x01\n\x0cToolArgument\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x04text\x18\x02 \x01(\tH\x00\x12\x11\n\x07integer\x18\x03 \x01(\x03H\x00\x12\x0e\n\x04\x66lag\x18\x04 \x01(\x08H\x00\x12\'\n\x04\x61rgv\x18\x05 \x01(\x0b\x32\x17.codeflux.v1.StringListH\x00\x42\x07\n\x05value\"W\n\x0f\x45xecutionLimits\x12\x12\n\ntimeout_ms\x18\x01 \x01(\x03\x12\x18\n\x10max_output_bytes\x18\x02 \x01(\x03\x12\x16\n\x0emax_file_bytes\x18\x03 \x01(\x03\"\xc2\x03\n\x0e\x45xecuteRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x1a\n\x12operation_identity\x18\x03 \x01(\t\x12\x0c\n\x04tool\x18\x04 \x01(\t\x12,\n\targuments\x18\x05 \x03(\x0b\x32\x19.codeflux.v1.ToolArgument\x12,\n\x06limits\x18\x06 \x01(\x0b\x32\x1c.codeflux.v1.ExecutionLimits\x12\x17\n\x0f\x65xecutable_path\x18\x07 \x01(\t\x12\x19\n\x11\x65xecutable_sha256\x18\x08 \x01(\t\x12\x44\n\renv_overrides\x18\t \x03(\x0b\x32-.codeflux.v1.ExecuteRequest.EnvOverridesEntry\x12\r\n\x05stdin\x18\n \x01(\x0c\x12\x13\n\x0blease_token\x18\x0b \x01(\t\x12\x17\n\x0fnetwork_granted\x18\x0c \x01(\x08\x12\x19\n\x11working_directory\x18\r \x01(\t\x1a\x33\n\x11\x45nvOverridesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"F\n\x0bOutputChunk\x12)\n\x06stream\x18\x01 \x01(\x0e\x32\x19.codeflux.v1.OutputStream\x12\x0c\n\x04text\x18\x02 \x01(\t\"@\n\x10\x45xecutionStarted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x18\n\x10process_group_id\x18\x02 \x01(\x03\"\xaa\x02\n\x0f\x45xecutionResult\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\'\n\x05state\x18\x02 \x01(\x0e\x32\x18.codeflux.v1.ResultState\x12\x14\n\x0c\x66\x61ilure_kind\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x11\n\texit_code\x18\x05 \x01(\x05\x12\x0f\n\x07\x63ontent\x18\x06 \x01(\t\x12\x19\n\x11\x63ontent_truncated\x18\x07 \x01(\x08\x12\x18\n\x10stdout_truncated\x18\x08 \x01(\x08\x12\x18\n\x10stderr_truncated\x18\t \x01(\x08\x12\x13\n\x0b\x64uration_ms\x18\n \x01(\x03\x12\x16\n\x0e\x63ontent_sha256\x18\x0b \x01(\t\x12\x13\n\x0b\x63onfinement\x18\x0c \x01(\t\"\xa5\x01\n\x0c\x45xecuteEvent\x12\x30\n\x07started\x18\x01 \x01(\x0b\x32\x1d.codeflux.v1.ExecutionStartedH\x00\x12*\n\x06output\x18\x02 \x01(\x0b\x32\x18.codeflux.v1.OutputChunkH\x00\x12.\n\x06result\x18\x03 \x01(\x0b\x32\x1c.codeflux.v1.ExecutionResultH\x00\x42\x07\n\x05\x65vent\"#\n\rCancelRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\"\"\n\x0b\x43\x61ncelReply\x12\x13\n\x0bwas_running\x18\x01 \x01(\x08\"!\n\x0fShutdownRequest\x12\x0e\n\x06reason\x18\x01 \x01(\t\".\n\rShutdownReply\x12\x1d\n\x15killed_process_groups\x18\x01 \x01(\x05*a\n\x0cOutputStream\x12\x1d\n\x19OUTPUT_STREAM_UNSPECIFIED\x10\x00\x12\x18\n\x14OUTPUT_STREAM_STDOUT\x10\x01\x12\x18\n\x14OUTPUT_STREAM_STDERR\x10\x02*\x9e\x01\n\x0bResultState\x12\x1c\n\x18RESULT_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16RESULT_STATE_SUCCEEDED\x10\x01\x12\x17\n\x13RESULT_STATE_FAILED\x10\x02\x12\x1a\n\x16RESULT_STATE_CANCELLED\x10\x03\x12 \n\x1cRESULT_STATE_OUTCOME_UNKNOWN\x10\x04\x32\x9e\x02\n\x06Worker\x12G\n\tHeartbeat\x12\x1d.codeflux.v1.HeartbeatRequest\x1a\x1b.codeflux.v1.HeartbeatReply\x12\x45\n\x07\x45xecute\x12\x1b.codeflux.v1.ExecuteRequest\x1a\x19.codeflux.v1.ExecuteEvent(\x01\x30\x01\x12>\n\x06\x43\x61ncel\x12\x1a.codeflux.v1.CancelRequest\x1a\x18.codeflux.v1.CancelReply\x12\x44\n\x08Shutdown\x12\x1c.codeflux.v1.ShutdownRequest\x1a\x1a.codeflux.v1.ShutdownReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,10 +33,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_EXECUTEREQUEST_ENVOVERRIDESENTRY']._loaded_options = None
   _globals['_EXECUTEREQUEST_ENVOVERRIDESENTRY']._serialized_options = b'8\001'
-  _globals['_OUTPUTSTREAM']._serialized_start=1605
-  _globals['_OUTPUTSTREAM']._serialized_end=1702
-  _globals['_RESULTSTATE']._serialized_start=1705
-  _globals['_RESULTSTATE']._serialized_end=1863
+  _globals['_OUTPUTSTREAM']._serialized_start=1632
+  _globals['_OUTPUTSTREAM']._serialized_end=1729
+  _globals['_RESULTSTATE']._serialized_start=1732
+  _globals['_RESULTSTATE']._serialized_end=1890
   _globals['_HEARTBEATREQUEST']._serialized_start=41
   _globals['_HEARTBEATREQUEST']._serialized_end=77
   _globals['_HEARTBEATREPLY']._serialized_start=79
@@ -48,25 +48,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EXECUTIONLIMITS']._serialized_start=327
   _globals['_EXECUTIONLIMITS']._serialized_end=414
   _globals['_EXECUTEREQUEST']._serialized_start=417
-  _globals['_EXECUTEREQUEST']._serialized_end=840
-  _globals['_EXECUTEREQUEST_ENVOVERRIDESENTRY']._serialized_start=789
-  _globals['_EXECUTEREQUEST_ENVOVERRIDESENTRY']._serialized_end=840
-  _globals['_OUTPUTCHUNK']._serialized_start=842
-  _globals['_OUTPUTCHUNK']._serialized_end=912
-  _globals['_EXECUTIONSTARTED']._serialized_start=914
-  _globals['_EXECUTIONSTARTED']._serialized_end=978
-  _globals['_EXECUTIONRESULT']._serialized_start=981
-  _globals['_EXECUTIONRESULT']._serialized_end=1279
-  _globals['_EXECUTEEVENT']._serialized_start=1282
-  _globals['_EXECUTEEVENT']._serialized_end=1447
-  _globals['_CANCELREQUEST']._serialized_start=1449
-  _globals['_CANCELREQUEST']._serialized_end=1484
-  _globals['_CANCELREPLY']._serialized_start=1486
-  _globals['_CANCELREPLY']._serialized_end=1520
-  _globals['_SHUTDOWNREQUEST']._serialized_start=1522
-  _globals['_SHUTDOWNREQUEST']._serialized_end=1555
-  _globals['_SHUTDOWNREPLY']._serialized_start=1557
-  _globals['_SHUTDOWNREPLY']._serialized_end=1603
-  _globals['_WORKER']._serialized_start=1866
-  _globals['_WORKER']._serialized_end=2152
+  _globals['_EXECUTEREQUEST']._serialized_end=867
+  _globals['_EXECUTEREQUEST_ENVOVERRIDESENTRY']._serialized_start=816
+  _globals['_EXECUTEREQUEST_ENVOVERRIDESENTRY']._serialized_end=867
+  _globals['_OUTPUTCHUNK']._serialized_start=869
+  _globals['_OUTPUTCHUNK']._serialized_end=939
+  _globals['_EXECUTIONSTARTED']._serialized_start=941
+  _globals['_EXECUTIONSTARTED']._serialized_end=1005
+  _globals['_EXECUTIONRESULT']._serialized_start=1008
+  _globals['_EXECUTIONRESULT']._serialized_end=1306
+  _globals['_EXECUTEEVENT']._serialized_start=1309
+  _globals['_EXECUTEEVENT']._serialized_end=1474
+  _globals['_CANCELREQUEST']._serialized_start=1476
+  _globals['_CANCELREQUEST']._serialized_end=1511
+  _globals['_CANCELREPLY']._serialized_start=1513
+  _globals['_CANCELREPLY']._serialized_end=1547
+  _globals['_SHUTDOWNREQUEST']._serialized_start=1549
+  _globals['_SHUTDOWNREQUEST']._serialized_end=1582
+  _globals['_SHUTDOWNREPLY']._serialized_start=1584
+  _globals['_SHUTDOWNREPLY']._serialized_end=1630
+  _globals['_WORKER']._serialized_start=1893
+  _globals['_WORKER']._serialized_end=2179
 # @@protoc_insertion_point(module_scope)

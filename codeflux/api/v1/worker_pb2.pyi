@@ -76,7 +76,7 @@ class ExecutionLimits(_message.Message):
     def __init__(self, timeout_ms: _Optional[int] = ..., max_output_bytes: _Optional[int] = ..., max_file_bytes: _Optional[int] = ...) -> None: ...
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("request_id", "task_id", "operation_identity", "tool", "arguments", "limits", "executable_path", "executable_sha256", "env_overrides", "stdin", "lease_token", "network_granted")
+    __slots__ = ("request_id", "task_id", "operation_identity", "tool", "arguments", "limits", "executable_path", "executable_sha256", "env_overrides", "stdin", "lease_token", "network_granted", "working_directory")
     class EnvOverridesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -96,6 +96,7 @@ class ExecuteRequest(_message.Message):
     STDIN_FIELD_NUMBER: _ClassVar[int]
     LEASE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     NETWORK_GRANTED_FIELD_NUMBER: _ClassVar[int]
+    WORKING_DIRECTORY_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     task_id: str
     operation_identity: str
@@ -108,7 +109,8 @@ class ExecuteRequest(_message.Message):
     stdin: bytes
     lease_token: str
     network_granted: bool
-    def __init__(self, request_id: _Optional[str] = ..., task_id: _Optional[str] = ..., operation_identity: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[ToolArgument, _Mapping]]] = ..., limits: _Optional[_Union[ExecutionLimits, _Mapping]] = ..., executable_path: _Optional[str] = ..., executable_sha256: _Optional[str] = ..., env_overrides: _Optional[_Mapping[str, str]] = ..., stdin: _Optional[bytes] = ..., lease_token: _Optional[str] = ..., network_granted: _Optional[bool] = ...) -> None: ...
+    working_directory: str
+    def __init__(self, request_id: _Optional[str] = ..., task_id: _Optional[str] = ..., operation_identity: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[ToolArgument, _Mapping]]] = ..., limits: _Optional[_Union[ExecutionLimits, _Mapping]] = ..., executable_path: _Optional[str] = ..., executable_sha256: _Optional[str] = ..., env_overrides: _Optional[_Mapping[str, str]] = ..., stdin: _Optional[bytes] = ..., lease_token: _Optional[str] = ..., network_granted: _Optional[bool] = ..., working_directory: _Optional[str] = ...) -> None: ...
 
 class OutputChunk(_message.Message):
     __slots__ = ("stream", "text")

@@ -12,9 +12,11 @@ stage's execution are the same request and an allow-once approval covers exactly
 from __future__ import annotations
 
 import hashlib
+import shlex
 
-from codeflux.authority.decide import DecisionOutcome
-from codeflux.coordinator.runs.tool_driver import SubmittedRequest, ToolDriver
+from codeflux.authority.decide import Decider, DecisionOutcome
+from codeflux.authority.service import DerivedAllowance
+from codeflux.coordinator.runs.tool_driver import PIPELINE_SOURCE, SubmittedRequest, ToolDriver
 from codeflux.domain.errors import AuthorityRefusedError, ToolFailedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tools import ToolName
@@ -22,25 +24,32 @@ from codeflux.pipeline.ports import AcceptanceRecord, CheckCommandRun
 
 __all__ = ["DriverCheckCommands", "NoAcceptanceYet", "check_request_key", "submit_check_command"]
 
-# A check command is the pipeline's own request (not the model's, not a person's): recorded as such, so
-# what asked for it is never misattributed. Its authority is settled like any other request.
-_CHECK_SOURCE = "pipeline"
+# A check command is the pipeline's own request (not the model's, not a person's): recorded as such
+# (PIPELINE_SOURCE), so what asked for it is never misattributed. Its authority is settled like any other.
 
 
-def check_request_key(task_id: TaskId, attempt: int, argv: tuple[str, ...]) -> str:
+def check_request_key(task_id: TaskId, attempt: int, argv: tuple[str, ...], working_directory: str | None = None
+                      ) -> str:
     digest = hashlib.sha256("\x00".join(argv).encode()).hexdigest()[:32]
-    return f"check:{task_id.value}:{attempt}:{digest}"
+    where = "" if working_directory is None else ":" + hashlib.sha256(working_directory.encode()).hexdigest()[:16]
+    return f"check:{task_id.value}:{attempt}:{digest}{where}"
 
 
 def submit_check_command(driver: ToolDriver, task_id: TaskId, argv: tuple[str, ...], *,
-                         attempt: int, intend_if_allowed: bool = False) -> SubmittedRequest:
+                         attempt: int, intend_if_allowed: bool = False,
+                         working_directory: str | None = None, derived: DerivedAllowance | None = None
+                         ) -> SubmittedRequest:
     """Record (or find again) the check command's request; raises :class:`ToolFailedError` when the
     program cannot be found. ``intend_if_allowed`` (only where it is executed right away) commits the
     intent with a request recorded now whose first decision allows it — see
     :meth:`ToolDriver.submit_tool_request`; the runner's pre-flight records without an intent."""
     return driver.submit_tool_request(task_id, ToolName.RUN_COMMAND.value, {"argv": list(argv)},
-                                      idempotency_key=check_request_key(task_id, attempt, argv), source=_CHECK_SOURCE,
-                                      intend_if_allowed=intend_if_allowed)
+                                      idempotency_key=check_request_key(task_id, attempt, argv, working_directory),
+                                      source=PIPELINE_SOURCE, intend_if_allowed=intend_if_allowed,
+                                      working_directory=working_directory, derived=derived)
+
+
+_ALLOWED = frozenset({DecisionOutcome.ALLOWED_ONCE, DecisionOutcome.ALLOWED_FOR_TASK})
 
 
 def _not_run(refusal: str, request_id: str | None = None) -> CheckCommandRun:
@@ -54,9 +63,19 @@ class DriverCheckCommands:
     def __init__(self, driver: ToolDriver) -> None:
         self._driver = driver
 
-    def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int) -> CheckCommandRun:
+    def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
+                          working_directory: str | None = None,
+                          covered_by: tuple[str, ...] | None = None) -> CheckCommandRun:
         try:
-            submitted = submit_check_command(self._driver, task_id, argv, attempt=attempt, intend_if_allowed=True)
+            derived = None
+            if working_directory is not None or covered_by is not None:
+                root = submit_check_command(self._driver, task_id, covered_by or argv, attempt=attempt)
+                if root.outcome not in _ALLOWED:
+                    return _not_run(f"the check it follows ({shlex.join((covered_by or argv)[:3])} …) was not "
+                                    f"allowed in the worktree ({root.outcome})", root.request_id)
+                derived = _derived_from(root, working_directory, same_argv=covered_by is None)
+            submitted = submit_check_command(self._driver, task_id, argv, attempt=attempt, intend_if_allowed=True,
+                                             working_directory=working_directory, derived=derived)
         except ToolFailedError as error:
             return _not_run(f"{argv[0]} cannot run ({error.failure_kind}): {error}")
         outcome = submitted.outcome
@@ -72,6 +91,18 @@ class DriverCheckCommands:
             return _not_run(f"refused at execution: {error}", submitted.request_id)
         return CheckCommandRun(request_id=submitted.request_id, state=record.state.value, exit_code=record.exit_code,
                                stdout=record.stdout or "", stderr=record.stderr or "")
+
+
+def _derived_from(root: SubmittedRequest, working_directory: str | None, *, same_argv: bool) -> DerivedAllowance:
+    """A check that follows another's decision — the base run of a check (the same argv and program, started
+    in ``working_directory``), or the import check (the test command's interpreter importing the changed
+    modules) — is allowed once by the decision on ``root`` this attempt (allowed), by the same decider, with a
+    reason naming it; recorded with the request, so no person is ever shown a card for it."""
+    decider = Decider.HEADLESS_POLICY if root.decision.decided_by is Decider.HEADLESS_POLICY else Decider.USER
+    what = ("the base-revision run of" if same_argv else "the import check (same interpreter) that follows")
+    where = f", started in {working_directory}" if working_directory else ""
+    return DerivedAllowance(decided_by=decider, reason=(
+        f"{what} request {root.request_id} ({root.outcome}, decided by {root.decision.decided_by}){where}"))
 
 
 class NoAcceptanceYet:

@@ -3,7 +3,9 @@
 :func:`propose_plan` asks the model, through the gateway (the only model entry point), for one JSON plan
 document in the shape of :class:`~codeflux.coordinator.tasks.plan_schema.PlanDocument`; validates it with
 :func:`~codeflux.coordinator.tasks.plan_schema.parse_plan_object`; attaches the forecast range codeflux
-computes itself; and records the revision with
+computes itself, its cost priced with the rates in force for the models the ladder will use
+(:meth:`~codeflux.coordinator.spending.gateway.ModelGateway.ladder_prices`; unknown only where a model has
+no price, with the reason); and records the revision with
 :meth:`~codeflux.coordinator.tasks.service.TaskService.record_plan_revision` (the task moves to
 ``awaiting-plan-approval``). A ``draft`` task first moves to ``forecasting``.
 
@@ -64,7 +66,7 @@ from codeflux.domain.errors import (
     TransitionNotAllowedError,
     UsageError,
 )
-from codeflux.domain.forecast import ForecastInputs, forecast_task
+from codeflux.domain.forecast import ForecastInputs, ModelPrice, forecast_task
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import Message, ModelRequest, Role, TextPart
@@ -182,15 +184,18 @@ def _plan_in(text: str) -> object:
         raise PlanInvalidError(problems=("the reply's JSON object does not parse",)) from None
 
 
-def _forecast(plan: Plan, listing: RepositoryListing, *, model: str, position: LadderPosition,
+def _forecast(plan: Plan, listing: RepositoryListing, *, prices: tuple[ModelPrice, ...], position: LadderPosition,
               revision: str, requirement: str) -> PlanForecast:
+    """The plan's forecast, priced with the rates in force for the models the ladder will use from
+    ``position`` (``prices``: the starting model first); a model without a price leaves its end unknown."""
+    start, *climb = prices
     inputs = ForecastInputs(
         task_class=plan.task_class, repository_files=listing.files, repository_bytes=listing.bytes,
-        likely_files=len(plan.expected_files), checks=len(plan.checks), model=model, effort=position.rung.effort,
-        repository_revision=revision, task_fingerprint=hashlib.sha256(requirement.encode()).hexdigest(),
+        likely_files=len(plan.expected_files), checks=len(plan.checks), model=start.model,
+        effort=position.rung.effort, repository_revision=revision,
+        task_fingerprint=hashlib.sha256(requirement.encode()).hexdigest(),
     )
-    # No price here: the forecast's cost stays unknown ("price-unavailable") rather than guessed.
-    return PlanForecast.from_forecast(forecast_task(inputs, price=None))
+    return PlanForecast.from_forecast(forecast_task(inputs, price=start.price, climb=climb))
 
 
 def _ask(gateway: ModelGateway, task_id: TaskId, messages: list[Message], *, position: LadderPosition,
@@ -234,8 +239,8 @@ def propose_plan(
             raise DecisionNeededError(f"task {task_id}: {cause} while planning; the task is paused and "
                                       f"`codeflux task resume {task_id}` drafts the plan again")
         try:
-            text, request_id, model, provider = _ask(gateway, task_id, messages, position=position,
-                                                     key=f"{idempotency_key}:plan-{attempt}")
+            text, request_id, _model, provider = _ask(gateway, task_id, messages, position=position,
+                                                      key=f"{idempotency_key}:plan-{attempt}")
         except (ProviderError, CredentialNotFoundError, CredentialStoreUnavailableError) as error:
             _pause_planning(tasks, task_id, f"the plan could not be drafted: {error}"[:2000])
             raise
@@ -248,8 +253,8 @@ def propose_plan(
                          Message.user_text("That plan was refused: " + "; ".join(problems)
                                            + ". Answer again with one JSON object that fits the schema.")]
             continue
-        forecast = _forecast(plan, listing, model=model, position=position, requirement=task.requirement,
-                             revision=task.base_revision or "")
+        forecast = _forecast(plan, listing, prices=gateway.ladder_prices(position),
+                             position=position, requirement=task.requirement, revision=task.base_revision or "")
         planned = _clarified(plan.with_forecast(forecast), task.requirement, task.repository_root,
                              clarification or read_clarification_policy(tasks.changes.db).policy)
         author = PlanAuthor.SCRIPTED if provider == SCRIPTED_DISPLAY_NAME else PlanAuthor.MODEL

@@ -49,6 +49,7 @@ from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.ladder_position import ladder_position_of
 from codeflux.coordinator.spending.model_access import ModelAccess
 from codeflux.coordinator.tasks.recovery import shared_running_lock
+from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskChange, TaskService
 from codeflux.coordinator.tasks.shutdown import capture_shutdown_checkpoint, pause_task_for_shutdown
 from codeflux.coordinator.tasks.worktree_lifecycle import dispose_task_worktree
@@ -172,9 +173,11 @@ class BackgroundRuns:
 
     # ─── starting and continuing ─────────────────────────────────────────────────────────────────
 
-    def start(self, task_id: TaskId, *, retry_feedback: str | None = None) -> None:
+    def start(self, task_id: TaskId, *, retry_feedback: str | None = None,
+              rejection: DiffRejection | None = None) -> None:
         """Run the ``ready`` task in a new thread; returns once the run started (its errors are raised here).
-        ``retry_feedback``: another attempt on the same plan for a task awaiting review or failed."""
+        ``retry_feedback``: another attempt on the same plan for a task awaiting review or failed;
+        ``rejection``: the diff under review is rejected as that attempt starts (``task reject --retry``)."""
         self.hold_running_lock()
         start = _RunStart(task_id)
         tasks = TaskService(self._db, worktrees_root=self._location.worktrees,
@@ -195,7 +198,8 @@ class BackgroundRuns:
         def step() -> RunOutcome:
             return run_task(task_id, gateway=gateway, driver=driver, tasks=tasks, repo_snapshot=snapshot,
                             position=ladder_position_of(self._db, task_id), limits=self._limits,
-                            headless_policy=None, provider=provider, retry_feedback=retry_feedback)
+                            headless_policy=None, provider=provider, retry_feedback=retry_feedback,
+                            rejection=rejection)
 
         self._launch(run, step)
         start.settled.wait()

@@ -50,15 +50,16 @@ from typing import Final
 
 from codeflux.authority.classify import Classification, WorktreeFacts, classify_tool_request
 from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
-from codeflux.authority.service import AuthorityService, ExecutionIntent, RequestView
+from codeflux.authority.service import AuthorityService, DerivedAllowance, ExecutionIntent, RequestView
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.runs.live_output import LiveOutput
 from codeflux.coordinator.runs.program_pins import resolve_executable_pin
 from codeflux.coordinator.tool_calls import ExecutionRecord, SubmittedRequest
-from codeflux.domain.authority import ExecutionResultValues, ExecutionRow
+from codeflux.domain.authority import ExecutionResultValues, ExecutionRow, RequestSource
 from codeflux.domain.capabilities import CapabilityNeed
 from codeflux.domain.confinement import ConfinementMode, standing_approval_needs_opt_in
 from codeflux.domain.errors import (
+    InvalidValueError,
     PathNotFoundError,
     PathRefusedError,
     SecretLeakError,
@@ -83,6 +84,7 @@ from codeflux.worker.paths import resolve_worktree_path
 from codeflux.worker.tools.executables import ExecutableDigests
 
 __all__ = [
+    "PIPELINE_SOURCE",
     "DriverFault",
     "ExecutionRecord",
     "SubmittedRequest",
@@ -93,6 +95,8 @@ __all__ = [
 STORED_CONTENT_CHARS: Final = 1024 * 1024
 STORED_STREAM_CHARS: Final = 256 * 1024
 STORED_MESSAGE_CHARS: Final = 1024
+PIPELINE_SOURCE: Final = RequestSource.PIPELINE.value
+"""The source of the pipeline's own requests (a check command): not the model's, not a person's."""
 _KEPT: Final = 256  # described operations and classifications kept per driver (then forgotten at once)
 
 
@@ -198,7 +202,7 @@ class ToolDriver:
         self._intended: dict[str, tuple[ExecutionIntent, BoundToolRequest]] = {}
         self._worktrees: dict[TaskId, Path] = {}
         self._classifications: dict[tuple[_ValuesKey, WorktreeFacts], Classification] = {}
-        self._operations: dict[tuple[_ValuesKey, TaskId, ExecutablePin | None], Operation] = {}
+        self._operations: dict[tuple[_ValuesKey, TaskId, ExecutablePin | None, str | None], Operation] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -206,9 +210,16 @@ class ToolDriver:
 
     def submit_tool_request(
         self, task_id: TaskId, tool: str, raw_args: Mapping[str, object], *, idempotency_key: str,
-        source: str = "model", intend_if_allowed: bool = False,
+        source: str = "model", intend_if_allowed: bool = False, working_directory: str | None = None,
+        derived: DerivedAllowance | None = None,
     ) -> SubmittedRequest:
         """Bind, pin, classify and record a request with its first decision (one transaction).
+
+        ``working_directory`` (worktree-relative; part of the operation's identity) is for the pipeline's
+        own requests only: a check run on the base revision in its scratch directory. The model's
+        requests always run in the worktree root. ``derived`` (pipeline only) allows such a request once in its
+        own transaction by a decision already made on the check it follows (see
+        :class:`~codeflux.authority.service.DerivedAllowance`).
 
         With ``intend_if_allowed``, a first decision that already allows the request also commits its
         execution intent in that transaction (``intended_execution_id`` is set); call :meth:`execute`
@@ -219,6 +230,9 @@ class ToolDriver:
         fit its tool, :class:`ToolFailedError` for a program that cannot be found, and
         :class:`SecretLeakError` for a request carrying a loaded secret (nothing is recorded then).
         """
+        if (working_directory is not None or derived is not None) and source != PIPELINE_SOURCE:
+            raise InvalidValueError(kind="tool request",
+                                    reason="only the pipeline chooses a working directory or a derived decision")
         worktree = self._worktree_of(task_id)
         request = bind_tool_request(tool, raw_args)
         pin = None
@@ -226,16 +240,17 @@ class ToolDriver:
             pin = resolve_executable_pin(request.argv()[0], worktree=worktree, search_path=self._search_path,
                                          digests=self._executables)
         values = _values_key(request)
-        operation = self._describe(values, request, task_id, pin)
+        operation = self._describe(values, request, task_id, pin, working_directory)
         self._refuse_loaded_secrets(request)
         classification = self._classify(values, request, _worktree_facts(request, worktree))
         if not intend_if_allowed:
             submitted = _submitted(self._authority.record_request(
-                operation=operation, classification=classification, source=source, idempotency_key=idempotency_key))
+                operation=operation, classification=classification, source=source, idempotency_key=idempotency_key,
+                derived=derived))
         else:
             view, intent = self._authority.record_request_with_intent(
                 operation=operation, classification=classification, source=source, idempotency_key=idempotency_key,
-                before_commit=lambda: self._inject(DriverFault.BEFORE_INTENT_COMMIT))
+                before_commit=lambda: self._inject(DriverFault.BEFORE_INTENT_COMMIT), derived=derived)
             if intent is None or intent.existing is not None:
                 submitted = _submitted(view)  # nothing new intended: execute goes through the intent transaction
             else:
@@ -348,13 +363,14 @@ class ToolDriver:
     # classified once per driver. Keys carry each value's type (``_values_key``): True and 1 never meet.
 
     def _describe(self, values: _ValuesKey, request: BoundToolRequest, task_id: TaskId,
-                  pin: ExecutablePin | None) -> Operation:
-        key = (values, task_id, pin)
+                  pin: ExecutablePin | None, working_directory: str | None) -> Operation:
+        key = (values, task_id, pin, working_directory)
         with self._lock:
             known = self._operations.get(key)
         if known is not None:
             return known
-        operation = describe_operation(request, task_id=task_id, executable=pin)
+        operation = describe_operation(request, task_id=task_id, executable=pin,
+                                       working_directory=working_directory)
         with self._lock:
             if len(self._operations) >= _KEPT:
                 self._operations.clear()
@@ -422,6 +438,7 @@ class ToolDriver:
             request_id=ToolRequestId.parse(intent.request_id), task_id=operation.task_id,
             operation_identity=intent.identity, request=request, executable=operation.executable,
             env_overrides=dict(operation.env), network_granted=intent.network_granted,
+            working_directory=operation.cwd,
         )
         try:
             worker = self._worker_for(intent.task)

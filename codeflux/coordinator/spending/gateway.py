@@ -80,6 +80,7 @@ from codeflux.domain.events import (
     ModelCallStarted,
     SettlementMove,
 )
+from codeflux.domain.forecast import ModelPrice
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition, ModelTier, Rung
 from codeflux.domain.model_calls import ModelCallErrorKind, ModelRequestState
@@ -212,6 +213,15 @@ class ModelGateway:
             if stream is not None and on_text is not None and (rest := stream.flush()):
                 on_text(rest)
         return self._db.write(partial(self._settle, planned=planned, reply=reply, route=route, rung=rung))
+
+    def ladder_prices(self, position: LadderPosition, *, provider: str | None = None) -> tuple[ModelPrice, ...]:
+        """The price in force (read only; None when unknown) of each model a run from ``position`` may use:
+        the current rung's model first, then those of the rungs above it on the ladder, each model once."""
+        route = self._route(provider)
+        rungs = position.ladder.rungs
+        models = dict.fromkeys(route.model_for(rung.tier) for rung in rungs[rungs.index(position.rung):])
+        return tuple(ModelPrice(model=model, price=self._catalog.price_of(provider=route.provider, model=model))
+                     for model in models)
 
     def _route(self, provider: str | None) -> ModelRoute:
         if provider is None:

@@ -16,7 +16,7 @@ from codeflux.domain.events import PriceSet
 from codeflux.domain.pricing import Price, PriceSource
 from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, PriceSnapshot
 from codeflux.store import prices as rows
-from codeflux.store.database import Database, Transaction, now_us
+from codeflux.store.database import Database, ReadView, Transaction, now_us
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event
 
 __all__ = ["PriceCatalog", "PriceListing", "merge_price_listings"]
@@ -71,14 +71,34 @@ class PriceCatalog:
 
         return self._db.write(work)
 
-    def price_in_force(self, tx: Transaction, *, provider: str, model: str) -> rows.PriceRevisionRow | None:
-        """The rates a call to ``model`` is priced with, recording the shipped default on first use."""
-        snapshot = next((s for s in self._shipped if s.provider.value == provider and s.matches(model)), None)
+    def _snapshot(self, provider: str, model: str) -> PriceSnapshot | None:
+        return next((s for s in self._shipped if s.provider.value == provider and s.matches(model)), None)
+
+    def _user_revision(self, view: ReadView, *, provider: str, model: str,
+                       snapshot: PriceSnapshot | None) -> rows.PriceRevisionRow | None:
         names = [model] if snapshot is None or snapshot.model == model else [model, snapshot.model]
         for name in names:
-            user = rows.latest_price_revision(tx, provider=provider, model=name, source=PriceSource.USER)
+            user = rows.latest_price_revision(view, provider=provider, model=name, source=PriceSource.USER)
             if user is not None:
                 return user
+        return None
+
+    def price_of(self, *, provider: str, model: str) -> Price | None:
+        """The rates a call to ``model`` would be priced with now (the user's newest revision, else the
+        shipped default), or None when codeflux knows none. Read only: nothing is recorded (a forecast)."""
+        snapshot = self._snapshot(provider, model)
+        user = self._db.read(lambda view: self._user_revision(view, provider=provider, model=model,
+                                                              snapshot=snapshot))
+        if user is not None:
+            return user.price
+        return None if snapshot is None else snapshot.price
+
+    def price_in_force(self, tx: Transaction, *, provider: str, model: str) -> rows.PriceRevisionRow | None:
+        """The rates a call to ``model`` is priced with, recording the shipped default on first use."""
+        snapshot = self._snapshot(provider, model)
+        user = self._user_revision(tx, provider=provider, model=model, snapshot=snapshot)
+        if user is not None:
+            return user
         if snapshot is None:
             return None
         shipped = rows.latest_price_revision(tx, provider=provider, model=snapshot.model, source=PriceSource.SHIPPED)

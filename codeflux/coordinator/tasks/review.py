@@ -11,7 +11,9 @@
 * :meth:`ReviewService.reject_task` takes the worktree's current patch and, in one transaction, stores it
   (``task_patches``, kind ``rejected``), records the ``patch-stored`` event and moves the task to the
   domain's reject target (``cancelled``) with the delivery decision (36 failed, 37 blocked). The patch
-  stays retrievable: :meth:`ReviewService.task_patch`.
+  stays retrievable: :meth:`ReviewService.task_patch`. :meth:`ReviewService.rejection` reads the same
+  rejection for a retry instead (:mod:`.rejection`): the task then goes back to ``running`` on the same plan,
+  never through ``cancelled``.
 
 After either, the worktree is removed unless that would lose something (:mod:`.worktree_lifecycle`).
 The idempotency key of each decision is derived from the reviewed identity, so repeating the same
@@ -27,9 +29,15 @@ from dataclasses import dataclass
 from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
 from codeflux.coordinator.tasks.checkpoints import record_delivery_decision
+from codeflux.coordinator.tasks.rejection import (
+    MAX_REJECTION_REASON,
+    DiffRejection,
+    read_rejection,
+    record_rejection,
+)
 from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
 from codeflux.domain.errors import NotFoundError, TaskActionUnavailableError
-from codeflux.domain.events import AcceptConflicted, PatchStored, TaskAccepted
+from codeflux.domain.events import AcceptConflicted, TaskAccepted
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import (
     TASK_ACTION_TARGETS,
@@ -39,7 +47,7 @@ from codeflux.domain.tasks import (
     describe_task_action,
     validate_task_transition,
 )
-from codeflux.gitwork.accept import AcceptKind, AcceptOutcome, accept_task_diff, reject_task_diff
+from codeflux.gitwork.accept import AcceptKind, AcceptOutcome, accept_task_diff
 from codeflux.gitwork.diff import CommitAuthor
 from codeflux.gitwork.worktrees import TaskWorktree
 from codeflux.store import task_records as records
@@ -48,7 +56,7 @@ from codeflux.store.events import JournalEvent, append_event
 
 __all__ = ["AcceptResult", "RejectResult", "ReviewService", "require_task_action"]
 
-_MAX_REASON = 2048
+_MAX_REASON = MAX_REJECTION_REASON
 _REJECT_TARGET: TaskState = next(iter(TASK_ACTION_TARGETS[TaskAction.REJECT]))
 
 
@@ -134,27 +142,12 @@ class ReviewService:
 
     def reject_task(self, task_id: TaskId, *, reviewed_identity: str, reason: str) -> RejectResult:
         """Store the worktree's patch and end the task (see the module docstring)."""
-        check_text(reason, kind="rejection reason", limit=_MAX_REASON)
-        _, binding = self._reviewable(task_id, TaskAction.REJECT)
-        rejected = reject_task_diff(binding, reviewed_identity=reviewed_identity)
-        note = reason if rejected.matches_review else (
-            f"{reason} (reviewed {reviewed_identity[:12]}; the worktree now holds {rejected.identity[:12]}, kept)")
+        rejection = self.rejection(task_id, reviewed_identity=reviewed_identity, reason=reason)
         stored: list[records.TaskPatchRow] = []
 
         def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
             current = records.require_task_record(tx, task_id)
-            row, created = records.insert_task_patch(
-                tx, task_id=task_id, kind=PatchKind.REJECTED, diff_identity=rejected.identity,
-                base_commit=rejected.base, head_commit=rejected.head, patch=rejected.patch, reason=note[:_MAX_REASON],
-                at_us=self._changes.clock())
-            stored.append(row)
-            if created:
-                events.append(append_event(tx, session_id=current.session_id, event=PatchStored(
-                    task_id=task_id, kind=row.kind.value, diff_identity=rejected.identity,
-                    patch_sha256=row.patch_sha256, bytes=len(rejected.patch))))
-            record_delivery_decision(tx, events, task_id=task_id, diff_identity=reviewed_identity, accepted=False,
-                                     landed_commit=None, reason=reason, decided_by=Actor.USER,
-                                     at_us=self._changes.clock())
+            stored.append(record_rejection(tx, events, current, rejection, at_us=self._changes.clock))
             record = self._end_review(tx, events, current, _REJECT_TARGET, reason=f"rejected: {reason}"[:_MAX_REASON])
             return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision}
 
@@ -164,7 +157,16 @@ class ReviewService:
         patch = stored[0] if stored else self._latest_patch(task_id)
         disposal = dispose_task_worktree(self._db, task_id, saved_patch_identity=patch.diff_identity,
                                          delete_branch=False, publish=self._publish)
-        return RejectResult(change=change, patch=patch, matches_review=rejected.matches_review, worktree=disposal)
+        return RejectResult(change=change, patch=patch, matches_review=rejection.patch.matches_review,
+                            worktree=disposal)
+
+    def rejection(self, task_id: TaskId, *, reviewed_identity: str, reason: str) -> DiffRejection:
+        """The rejection of the task's diff under review (its patch read now, nothing changed), for
+        :meth:`reject_task` or for a retry that records it as it starts the next attempt
+        (:meth:`~codeflux.coordinator.tasks.service.TaskService.start_run`, ``rejection``)."""
+        check_text(reason, kind="rejection reason", limit=MAX_REJECTION_REASON)
+        _, binding = self._reviewable(task_id, TaskAction.REJECT)
+        return read_rejection(binding, reviewed_identity=reviewed_identity, reason=reason)
 
     def _end_review(self, tx: Transaction, events: list[JournalEvent], task: records.TaskRecord,
                     to_state: TaskState, *, reason: str) -> records.TaskRecord:

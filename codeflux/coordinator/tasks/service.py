@@ -37,6 +37,8 @@ from codeflux.coordinator.tasks.changes import (
 )
 from codeflux.coordinator.tasks.ledger import Evidence, finish_attempt_ledger, record_verdicts_in_ledger
 from codeflux.coordinator.tasks.plans import PlanAuthor
+from codeflux.coordinator.tasks.rejection import DiffRejection, record_rejection
+from codeflux.coordinator.tasks.review import require_task_action
 from codeflux.domain.errors import ConflictError, InvalidValueError, UsageError
 from codeflux.domain.events import (
     BrowserDecisionRefused,
@@ -50,6 +52,7 @@ from codeflux.domain.pipeline import StageName, StageVerdict
 from codeflux.domain.plans import Plan
 from codeflux.domain.tasks import (
     PatchKind,
+    TaskAction,
     TaskActionAvailability,
     TaskState,
     describe_task_actions,
@@ -280,12 +283,16 @@ class TaskService:
 
     def start_run(
         self, task_id: TaskId, snapshot: RepositorySnapshot, *, expected_revision: int, actor: Actor = Actor.USER,
-        idempotency_key: str, retry_feedback: str | None = None,
+        idempotency_key: str, retry_feedback: str | None = None, rejection: DiffRejection | None = None,
     ) -> TaskChange:  # fmt: skip
         """Start a ``ready`` task: it becomes ``running`` and its next run attempt opens.
 
         With ``retry_feedback`` (a person's words), a task awaiting review or failed starts another attempt on
         the same approved plan instead (``codeflux task retry``); the words are recorded with the state change.
+        With ``rejection`` (``codeflux task reject --retry``; its reason is the feedback), the task must be awaiting
+        review: the rejected diff's patch and the attempt's delivery decision are recorded in the same
+        transaction as ``awaiting-review → running`` (:mod:`.rejection`), so the rejection and the new attempt
+        happen together or not at all.
 
         In the same transaction: the repository must be the task's, on a branch, with no operation in
         progress; a first start from a dirty tree needs the current list acknowledged; the newest plan
@@ -294,7 +301,8 @@ class TaskService:
         commit the task's worktree is based on (``snapshot.head``).
         """
         who = Actor(actor)
-
+        if rejection is not None:  # the rejection's reason is the retry's feedback
+            retry_feedback = rejection.reason
         retrying = retry_feedback is not None
         if retrying:
             check_text(retry_feedback or "", kind="retry feedback", limit=MAX_RETRY_FEEDBACK_CHARS)
@@ -302,6 +310,8 @@ class TaskService:
         def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
             task = records.require_task_record(tx, task_id)
             require_revision(task, expected_revision)
+            if rejection is not None:
+                require_task_action(task, TaskAction.REJECT)  # only a diff awaiting review is rejected
             if retrying and task.state in _RETRYABLE:
                 if task.state is TaskState.FAILED:  # failed → ready (retry), then it starts like any ready task
                     task = self._changes.transition(tx, events, task, TaskState.READY, actor=who,
@@ -312,17 +322,14 @@ class TaskService:
             validate_task_transition(task.state, TaskState.RUNNING)
             if task.state is not TaskState.READY and not retrying:
                 raise UsageError(f"task {task_id} is {task.state}; only a ready task starts (resume a paused one)")
-            gates.require_same_repository(task, _repository_of(tx, task), snapshot)
-            gates.require_landable_checkout(snapshot)
-            if task.base_revision is None:
-                acknowledged = repository_rows.latest_dirty_acknowledgement(tx, task_id)
-                gates.require_acknowledged_tree(snapshot, None if acknowledged is None else acknowledged.dirty_hash)
-            plan = gates.require_approved_plan(tx, task)
-            gates.require_entry_allowed(tx, task, TaskState.RUNNING, dedicated_ok=True)
+            plan = _require_startable(tx, task, snapshot)
             if (previous := ledger_rows.latest_run_attempt(tx, task_id)) is not None and previous.is_open:
                 raise ConflictError(f"task {task_id} run attempt {previous.attempt} is still open; end it first")
             reason = (f"retry under plan revision {plan.revision}: {(retry_feedback or '')[:1900]}" if retrying
                       else f"run started under plan revision {plan.revision}")
+            if rejection is not None:
+                record_rejection(tx, events, task, rejection, at_us=self._changes.clock)
+                reason = f"diff {rejection.reviewed_identity[:12]} rejected; {reason}"
             record = self._changes.transition(tx, events, task, TaskState.RUNNING, actor=who,
                                               base_revision=snapshot.head, reason=reason)
             opened = self._open_attempt(tx, events, record, plan)
@@ -331,7 +338,8 @@ class TaskService:
 
         return self._changes.mutate(scope=f"task:{task_id.value}", key=idempotency_key, work=work, request={
             "operation": "start-run", "identity": snapshot.identity, "head": snapshot.head,
-            "expected_revision": expected_revision, "actor": who.value, "retry_feedback": retry_feedback})
+            "expected_revision": expected_revision, "actor": who.value, "retry_feedback": retry_feedback,
+            "rejected_identity": None if rejection is None else rejection.reviewed_identity})
 
     def _open_attempt(self, tx: Transaction, events: list[JournalEvent], task: records.TaskRecord,
                       plan: plan_rows.PlanRevisionRow) -> ledger_rows.RunAttemptRow:
@@ -453,6 +461,19 @@ class TaskService:
 
     def patches(self, task_id: TaskId) -> list[records.TaskPatchRow]:
         return self._db.read(lambda view: records.patches_of_task(view, task_id))
+
+
+def _require_startable(tx: Transaction, task: records.TaskRecord,
+                       snapshot: RepositorySnapshot) -> plan_rows.PlanRevisionRow:
+    """The gates of a run start (see :meth:`TaskService.start_run`); returns the approved plan it runs under."""
+    gates.require_same_repository(task, _repository_of(tx, task), snapshot)
+    gates.require_landable_checkout(snapshot)
+    if task.base_revision is None:
+        acknowledged = repository_rows.latest_dirty_acknowledgement(tx, task.task_id)
+        gates.require_acknowledged_tree(snapshot, None if acknowledged is None else acknowledged.dirty_hash)
+    plan = gates.require_approved_plan(tx, task)
+    gates.require_entry_allowed(tx, task, TaskState.RUNNING, dedicated_ok=True)
+    return plan
 
 
 def _repository_of(view: ReadView, task: records.TaskRecord) -> repository_rows.RepositoryRow:

@@ -161,10 +161,14 @@ export const commands = {
     });
   },
 
-  reject(diffIdentity, reason) {
+  // A reject answers the review's card (its single-use confirmation); `retry` starts another attempt on the same
+  // plan with the reason as its feedback, the patch kept.
+  reject(diffIdentity, reason, confirmation, retry) {
+    if (!reason.trim()) { this.showError("Say why you reject this diff before rejecting it."); return null; }
     return this.mutate(async () => {
       this.applyTask(await this.rpc.unary("ReviewService/RejectChange",
-        { control: control("reject"), taskId: this.taskId, diffIdentity, reason }));
+        { control: control(retry ? "reject-retry" : "reject"), taskId: this.taskId, diffIdentity, reason,
+          retry: Boolean(retry), confirmation: confirmation || "" }));
       this.closeDrawer();
     });
   },

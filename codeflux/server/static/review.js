@@ -1,10 +1,11 @@
-// The review drawer (diff, checks, evidence, what was not examined; accept / reject) and the pipeline
+// The review drawer (diff, checks, evidence, what was not examined, spend so far; accept / reject, which needs
+// a reason and a confirmation step, with or without another attempt) and the pipeline
 // ledger (all 37 stages with their outcome as text and icon). Changed files that change what later
 // commands execute (conftest.py, pytest.ini, a Makefile, a .pth file, …) are listed in words as
 // "changes what runs" with why, and marked in the file list. Paths are shown escaped (escapeForDisplay).
 
-import { badge, el, facts, mutatingButton, textList } from "./dom.js";
-import { escapeForDisplay } from "./format.js";
+import { badge, clear, el, facts, mutatingButton, textList } from "./dom.js";
+import { escapeForDisplay, maybeMoney, money } from "./format.js";
 
 const CHANGES_WHAT_RUNS = "changes what runs";
 
@@ -32,6 +33,15 @@ function diffView(text, truncated) {
     truncated ? el("p", { class: "notice", text: "The diff was cut at 1 MiB; the full change is larger." }) : null);
 }
 
+// What the work under review cost so far (measured) and what is left of the hard limit; unknown is never 0.
+function spendFacts(budget) {
+  const b = budget || {};
+  if (!b.set) return el("p", { class: "empty", testid: "review-spend", text: "No budget is set for this task." });
+  return facts([["Spent so far (measured)", maybeMoney(b.spent)], ["Hard limit", money(b.hardLimit)],
+    ["Remaining of the hard limit", maybeMoney(b.remaining)], ["Tokens used", String(b.tokensUsed || "0")]],
+  "review-spend");
+}
+
 export function reviewDrawer(app, task, review) {
   const flags = review.changesWhatRuns || [];
   const flagged = new Set(flags.map((f) => f.path));
@@ -39,12 +49,20 @@ export function reviewDrawer(app, task, review) {
     (review.checks || []).map((c) => el("li", { dataset: { outcome: c.outcome || "" } },
       badge(c.outcome || "not recorded"), ` ${c.name}`, c.detail ? el("span", { class: "detail", text: ` — ${c.detail}` }) : null)));
   if (!(review.checks || []).length) checks.append(el("li", { class: "empty", text: "No checks recorded." }));
-  const reason = el("input", { id: "reject-reason", testid: "reject-reason", placeholder: "Why reject?" });
+  const reason = el("input", { id: "reject-reason", testid: "reject-reason", placeholder: "Why reject? (required)" });
+  const confirmSlot = el("div", { testid: "reject-confirm-slot" });
+  const askReject = (retry) => {
+    if (!reason.value.trim()) { app.showError("Say why you reject this diff before rejecting it."); return; }
+    clear(confirmSlot).append(rejectConfirmation(app, review, reason.value, retry, () => clear(confirmSlot)));
+    app.gate();
+  };
   const canDecide = task.state === "awaiting-review";
   const decide = canDecide ? el("div", { class: "actions" },
     mutatingButton("Accept the change", () => app.accept(review.diffIdentity, review.acceptConfirmation), "review-accept", { dataset: { mutating: "1", scope: "task" } }),
-    el("label", { for: "reject-reason", text: "Reason" }), reason,
-    mutatingButton("Reject", () => app.reject(review.diffIdentity, reason.value), "review-reject", { dataset: { mutating: "1", scope: "task" } }),
+    el("label", { for: "reject-reason", text: "Reason (required to reject)" }), reason,
+    mutatingButton("Reject…", () => askReject(false), "review-reject", { dataset: { mutating: "1", scope: "task" } }),
+    mutatingButton("Reject and try again…", () => askReject(true), "review-reject-retry", { dataset: { mutating: "1", scope: "task" } }),
+    confirmSlot,
     retryForm(app))
     : el("p", { class: "empty", text: `Review decisions are available when the task awaits review (now: ${task.state}).` });
   return el("aside", { class: "drawer", testid: "review-drawer", "aria-label": "Review" },
@@ -52,6 +70,7 @@ export function reviewDrawer(app, task, review) {
       el("button", { type: "button", testid: "review-close", onclick: () => app.closeDrawer(), text: "Close" })),
     facts([["Diff identity", review.diffIdentity], ["Base", review.base], ["Head", review.head],
       ["Evidence matches this diff", review.evidenceMatchesDiff ? "yes" : "no"]], "review-facts"),
+    spendFacts(review.budget),
     el("h3", { text: "Files" }),
     textList((review.files || []).map((f) => `${f.status}: ${escapeForDisplay(f.path)}`
       + (flagged.has(f.path) ? ` (${CHANGES_WHAT_RUNS})` : "")), "No files changed.", "review-files"),
@@ -64,6 +83,21 @@ export function reviewDrawer(app, task, review) {
     el("h3", { text: "Evidence" }), textList(review.evidence, "No evidence recorded.", "review-evidence"),
     el("h3", { text: "Not examined" }), textList(review.notExamined, "Nothing listed as not examined.", "review-not-examined"),
     decide);
+}
+
+// The confirmation step of a reject: says what will happen (the patch is kept; the task ends, or another
+// attempt on the same plan starts with the reason) and decides only on "Yes".
+function rejectConfirmation(app, review, reason, retry, cancel) {
+  const diff = (review.diffIdentity || "").slice(0, 12);
+  const what = retry
+    ? `Reject diff ${diff} and try again? Its patch is kept, and another attempt on the same plan starts now with your reason.`
+    : `Reject diff ${diff} and end the task? Its patch is kept (codeflux task patch); the task ends.`;
+  return el("div", { class: "confirm notice", role: "alertdialog", "aria-label": "Confirm the rejection", testid: "reject-confirm" },
+    el("p", { testid: "reject-confirm-text", text: what }),
+    el("p", { class: "detail", text: `Reason: ${reason}` }),
+    mutatingButton(retry ? "Yes, reject and try again" : "Yes, reject", () => app.reject(review.diffIdentity, reason,
+      review.rejectConfirmation, retry), "reject-confirm-yes", { dataset: { mutating: "1", scope: "task" } }),
+    el("button", { type: "button", testid: "reject-confirm-no", onclick: cancel, text: "No, keep reviewing" }));
 }
 
 // Another attempt on the same plan, starting with the person's words (a task awaiting review or failed).

@@ -63,6 +63,8 @@ class WorkerExecution:
     env_overrides: tuple[tuple[str, str], ...] = ()
     stdin: bytes = b""
     network_granted: bool = False
+    working_directory: str = "."
+    """Worktree-relative, as the operation's identity has it (only the pipeline's checks leave the root)."""
 
     @classmethod
     def for_request(
@@ -76,6 +78,7 @@ class WorkerExecution:
         env_overrides: Mapping[str, str] | None = None,
         stdin: bytes = b"",
         network_granted: bool = False,
+        working_directory: str = ".",
     ) -> Self:
         """An execution with the limits of the request's descriptor (the only place limits come from)."""
         return cls(
@@ -88,6 +91,7 @@ class WorkerExecution:
             env_overrides=tuple(sorted((env_overrides or {}).items())),
             stdin=stdin,
             network_granted=network_granted,
+            working_directory=working_directory,
         )
 
 
@@ -187,6 +191,7 @@ def encode_execution(execution: WorkerExecution, *, lease_token: str) -> worker_
         stdin=execution.stdin,
         lease_token=lease_token,
         network_granted=execution.network_granted,
+        working_directory=execution.working_directory,
     )
 
 

@@ -142,10 +142,11 @@ class Confinement:
             else None
 
     def command(self, argv: Sequence[str], *, executable: str | None, network: bool,
-                search_path: str | None = None) -> tuple[list[str], str | None]:
+                search_path: str | None = None, cwd: Path | None = None) -> tuple[list[str], str | None]:
         """The argv (and executable) that start ``argv`` boxed; ``executable`` is the program to exec
         (``argv[0]`` resolved) or None to search ``argv[0]`` as given. ``search_path`` is the ``PATH``
-        the command runs with: an ``argv[0]`` found there as exactly ``executable`` need not be kept."""
+        the command runs with: an ``argv[0]`` found there as exactly ``executable`` need not be kept.
+        ``cwd`` is where it starts inside the box (the worktree when None)."""
         program = executable or argv[0]
         if self.mode is ConfinementMode.NONE:
             return list(argv), executable
@@ -153,7 +154,7 @@ class Confinement:
             exposed = install_prefix_to_expose(program, self.paths, started_as=argv[0])
             keep = argv[0] != program and _located(argv[0], search_path) != program
             return self._profile.argv(program, argv, network=network, readonly=exposed,
-                                      keep_argv0=keep), self.bubblewrap
+                                      keep_argv0=keep, cwd=cwd), self.bubblewrap
         return launcher_argv(self.python, self.paths, program, list(argv), network=network,
                              abi=self.landlock_abi), self.python
 

@@ -37,7 +37,7 @@ _SCRATCH: Final = (Path("/tmp"), Path("/var/tmp"))  # noqa: S108 (empty and writ
 class BubblewrapProfile:
     """The bwrap argv of one box, its fixed parts computed once."""
 
-    __slots__ = ("_head", "_shell", "_tail")
+    __slots__ = ("_head", "_shell", "_tail", "_worktree")
 
     def __init__(self, bwrap: str, paths: BoxPaths) -> None:
         hidden = [path for path in paths.all_hidden if os.path.isdir(path)]
@@ -57,20 +57,21 @@ class BubblewrapProfile:
         for path in hidden:  # last: the binds made their mount points inside these first
             if path not in _SCRATCH:
                 tail += ["--remount-ro", str(path)]
-        tail += ["--chdir", str(paths.worktree), "--"]
+        self._worktree = paths.worktree
         self._head = (bwrap, head)
         self._tail = tail
         self._shell = _SHELL if os.access(_SHELL, os.X_OK) else None
 
     def argv(self, program: str, argv: Sequence[str], *, network: bool, readonly: Sequence[Path] = (),
-             keep_argv0: bool = True) -> list[str]:
+             keep_argv0: bool = True, cwd: Path | None = None) -> list[str]:
         """``bwrap … -- program argv[1:]…``, with ``argv[0]`` kept as written when ``keep_argv0`` and it
-        differs from ``program`` (absolute)."""
+        differs from ``program`` (absolute); it starts in ``cwd`` (the worktree when None)."""
         bwrap, head = self._head
+        tail = [*self._tail, "--chdir", str(cwd or self._worktree), "--"]
         boxed = [bwrap, "--unshare-all", *(["--share-net"] if network else []), *head]
         for shown in readonly:
             if os.path.exists(shown):
                 boxed += ["--ro-bind", str(shown), str(shown)]
         if not keep_argv0 or argv[0] == program or self._shell is None:
-            return [*boxed, *self._tail, program, *argv[1:]]
-        return [*boxed, *self._tail, self._shell, "-p", "-c", 'exec -a "$0" "$@"', argv[0], program, *argv[1:]]
+            return [*boxed, *tail, program, *argv[1:]]
+        return [*boxed, *tail, self._shell, "-p", "-c", 'exec -a "$0" "$@"', argv[0], program, *argv[1:]]

@@ -8,7 +8,9 @@
   Between that check and the exec the path is not held: swapping the file in that window is not
   detected (the hash-then-exec race, documented in ``docs/security.md``).
 - **No shell** unless argv names one; the environment is the worker's allow-list plus the request's
-  checked overrides; cwd is the worktree; stdin is the request's bytes (or ``/dev/null``).
+  checked overrides; cwd is the worktree — or the directory inside it the operation names (the pipeline's
+  base-revision runs), resolved without following a symbolic link; stdin is the request's bytes (or
+  ``/dev/null``).
 - **Bounded.** The descriptor's timeout; each output stream capped at ``max_output_bytes`` (truncation
   flagged), decoded with replacement characters, pattern-redacted as a stream (a secret split across
   reads is caught) and streamed as it is released.
@@ -26,11 +28,13 @@ import signal
 import stat
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
-from codeflux.domain.errors import ToolFailedError
+from codeflux.domain.errors import CodefluxError, ToolFailedError
 from codeflux.domain.execution import ExecutionState, FailureKind
 from codeflux.domain.tools import BoundToolRequest
 from codeflux.worker.environment import command_environment
+from codeflux.worker.paths import resolve_worktree_path
 from codeflux.worker.tools.context import ToolContext
 from codeflux.worker.tools.pump import OutputCapture, PumpEnd, pump_process
 from codeflux.worker.tools.results import ToolResult
@@ -46,6 +50,7 @@ class CommandPin:
     executable_sha256: str
     env_overrides: Mapping[str, str]
     stdin: bytes
+    working_directory: str = "."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,13 +72,14 @@ def run_command(
     if not argv:
         raise ToolFailedError(failure_kind=FailureKind.INVALID_REQUEST, message="run_command needs an argv")
     _verify_executable(pin, context)
+    cwd = _working_directory(pin, context)
     environment = command_environment(context.environment, pin.env_overrides)
     context.check_still_running()
     boxed, executable = context.confinement.command(argv, executable=pin.executable_path,
                                                     network=context.network_granted,
-                                                    search_path=environment.get("PATH"))
+                                                    search_path=environment.get("PATH"), cwd=cwd)
     try:
-        process = context.processes.spawn(boxed, executable=executable, cwd=context.worktree,
+        process = context.processes.spawn(boxed, executable=executable, cwd=cwd,
                                           env=environment, stdin_piped=bool(pin.stdin))
     except FileNotFoundError:
         raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND,
@@ -123,6 +129,21 @@ def _describe_exit(exit_code: int) -> str:
     except ValueError:
         name = f"signal {-exit_code}"
     return f"killed by {name}"
+
+
+def _working_directory(pin: CommandPin, context: ToolContext) -> Path:
+    """The worktree, or the existing directory inside it that the operation names (no symlink on the way)."""
+    if pin.working_directory in ("", "."):
+        return context.worktree
+    try:
+        path = resolve_worktree_path(context.worktree, pin.working_directory, must_exist=True)
+    except CodefluxError as error:
+        raise ToolFailedError(failure_kind=FailureKind.INVALID_REQUEST,
+                              message=f"the working directory is refused: {error}") from None
+    if not path.is_dir():
+        raise ToolFailedError(failure_kind=FailureKind.INVALID_REQUEST,
+                              message="the working directory is not a directory")
+    return path
 
 
 def _verify_executable(pin: CommandPin, context: ToolContext) -> None:

@@ -14,11 +14,12 @@ from codeflux.domain.forecast import (
     HEURISTIC_VERSION,
     CountRange,
     ForecastInputs,
+    ModelPrice,
     TaskClass,
     forecast_task,
 )
 from codeflux.domain.ladder import Effort
-from codeflux.domain.money import USD, Money, UnknownCost
+from codeflux.domain.money import USD, Currency, Money, UnknownCost
 from codeflux.domain.pricing import Price
 
 PRICE = Price.from_per_million_tokens(
@@ -69,6 +70,47 @@ def test_a_price_missing_a_component_used_by_the_forecast_leaves_the_cost_unknow
     cost = forecast_task(INPUTS, price=input_only).cost
     assert isinstance(cost.low, UnknownCost)
     assert cost.reasons == ("no output price for model claude-sonnet-4-5",)
+
+
+CHEAP = Price.from_per_million_tokens(currency=USD, input_per_million="1.00", output_per_million="5.00")
+CAPABLE = Price.from_per_million_tokens(currency=USD, input_per_million="3.00", output_per_million="15.00")
+
+
+def test_p50_is_priced_at_the_starting_model_and_p90_at_the_dearest_model_the_ladder_may_climb_to() -> None:
+    """Issue 14 item 10: the forecast uses the price snapshot in force for the ladder's models."""
+    forecast = forecast_task(replace(INPUTS, model="cheap-model"), price=CHEAP,
+                             climb=[ModelPrice(model="capable-model", price=CAPABLE)])
+    # P50 at the cheap model: 96k × $1/M + 32k × $5/M = $0.096 + $0.16 = $0.256 → $0.26 (rounded up).
+    # P90 at the capable one: 192k × $3/M + 64k × $15/M = $0.576 + $0.96 = $1.536 → $1.54.
+    assert forecast.cost.low == Money.parse("$0.26") and forecast.cost.high == Money.parse("$1.54")
+    assert forecast.uncertainty == ()
+    alone = forecast_task(replace(INPUTS, model="cheap-model"), price=CHEAP)
+    # P90 at the cheap model alone: 192k × $1/M + 64k × $5/M = $0.192 + $0.32 = $0.512 → $0.52.
+    assert alone.cost.high == Money.parse("$0.52") and alone.inputs_sha256 != forecast.inputs_sha256
+    # a climb to a cheaper model never lowers the P90 end
+    cheaper = forecast_task(INPUTS, price=CAPABLE, climb=[ModelPrice(model="cheap-model", price=CHEAP)])
+    assert cheaper.cost.high == Money.parse("$1.54")
+
+
+def test_a_model_on_the_ladder_without_a_price_leaves_the_p90_end_unknown_with_its_reason() -> None:
+    forecast = forecast_task(replace(INPUTS, model="cheap-model"), price=CHEAP,
+                             climb=[ModelPrice(model="capable-model", price=None)])
+    assert forecast.cost.low == Money.parse("$0.26")
+    assert isinstance(forecast.cost.high, UnknownCost) and not forecast.cost.is_known
+    assert forecast.cost.reasons == ("no price for model capable-model",)
+    assert str(forecast.cost) == "unknown (no price for model capable-model)"
+    assert "price-unavailable" in forecast.uncertainty
+    assert forecast.is_for(replace(INPUTS, model="cheap-model"), CHEAP, [ModelPrice(model="capable-model", price=None)])
+    assert not forecast.is_for(replace(INPUTS, model="cheap-model"), CHEAP,
+                               [ModelPrice(model="capable-model", price=CAPABLE)])
+
+
+def test_prices_in_two_currencies_are_not_converted() -> None:
+    euros = Price.from_per_million_tokens(currency=Currency.parse("EUR"), input_per_million="1.00",
+                                          output_per_million="1.00")
+    forecast = forecast_task(INPUTS, price=CHEAP, climb=[ModelPrice(model="euro-model", price=euros)])
+    assert forecast.cost.low == Money.parse("$0.26")
+    assert forecast.cost.reasons == ("the ladder's models are priced in EUR and USD",)
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,32 @@ def test_cards_nested_anywhere_in_a_reply_are_stamped_with_distinct_values() -> 
     assert review.accept_confirmation
 
 
+def test_a_reject_with_or_without_retry_answers_the_reviews_own_reject_value() -> None:
+    """Issue 14 item 9: a reject (and a reject with retry) is a browser decision like accept; the accept value
+    of the same review does not let it through, and the reject value is used once."""
+    journal = Journal()
+    cards = CardConfirmations(record=journal)
+    review = pb.ReviewView(task_id=TASK, diff_identity="d" * 64)
+    cards.stamp(review)
+    assert review.reject_confirmation and review.reject_confirmation != review.accept_confirmation
+    method = "/codeflux.v1.ReviewService/RejectChange"
+
+    def reject(value: str, key: str) -> pb.RejectChangeRequest:
+        return pb.RejectChangeRequest(control=common_pb2.MutationControl(idempotency_key=key), task_id=TASK,
+                                      diff_identity="d" * 64, reason="not this way", retry=True, confirmation=value)
+
+    with pytest.raises(UnconfirmedDecisionError, match="missing"):
+        cards.admit(method, reject("", "r1"))
+    with pytest.raises(UnconfirmedDecisionError, match="unknown"):
+        cards.admit(method, reject(review.accept_confirmation, "r2"))
+    admitted = reject(review.reject_confirmation, "r3")
+    cards.admit(method, admitted)
+    assert admitted.confirmation == "" and admitted.retry  # the value is removed; the decision is kept
+    with pytest.raises(UnconfirmedDecisionError, match="unknown"):
+        cards.admit(method, reject(review.reject_confirmation, "r4"))  # used up
+    assert journal.refusals == [(TASK, "reject", "d" * 64, reason) for reason in ("missing", "unknown", "unknown")]
+
+
 def test_a_plan_that_is_not_awaiting_approval_gets_no_value() -> None:
     cards = CardConfirmations()
     view = awaiting_plan()
