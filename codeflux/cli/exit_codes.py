@@ -74,6 +74,8 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.DecisionNeededError: ExitCode.DECISION_NEEDED,
     e.ApprovalRequiredError: ExitCode.DECISION_NEEDED,
     e.AcceptanceExampleNeededError: ExitCode.DECISION_NEEDED,
+    e.ClarificationNeededError: ExitCode.DECISION_NEEDED,
+    e.UncoveredExampleError: ExitCode.DECISION_NEEDED,
     e.DirtyTreeNotAcknowledgedError: ExitCode.DECISION_NEEDED,
     e.PlanNotApprovedError: ExitCode.DECISION_NEEDED,
     e.BudgetExhaustedError: ExitCode.DECISION_NEEDED,

@@ -35,6 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
+from codeflux.api.v1 import product_pb2 as pb
 from codeflux.authority.decide import DecisionOutcome
 from codeflux.cli.channel import startup_recovery
 from codeflux.cli.context import CliContext
@@ -57,6 +58,7 @@ from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.coordinator.tasks.shutdown import capture_shutdown_checkpoint, pause_task_for_shutdown
 from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.capabilities import Capability
+from codeflux.domain.clarification import ClarificationPolicy
 from codeflux.domain.confinement import (
     ConfinementMode,
     describe_approval,
@@ -113,6 +115,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--yes", action="store_true",
                         help="approve the plan revision just drafted (exactly its hash) and run; without it the "
                              "command stops after the plan with exit 4")
+    parser.add_argument("--clarification", choices=[p.value for p in ClarificationPolicy], default=None,
+                        help="open questions of the plan: ask (stop with exit 4 printing them) or assume (state "
+                             "each question's reading as an assumption and go on); default: the setting (ask)")
     add_allow_argument(parser)
     add_provider_arguments(parser)
 
@@ -558,10 +563,13 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             BudgetService(db).set_budget(task_id, hard_limit=budget, expected_revision=None, idempotency_key=key())
             ctx.say(f"budget {budget} hard limit")
             gateway = build_gateway(db, args, phases=("plan", "run"))
+            policy = None if args.clarification is None else ClarificationPolicy(args.clarification)
             planned = propose_plan(task_id, gateway=gateway[0], tasks=tasks, position=LadderPosition.start(),
-                                   idempotency_key=key(), stop_requested=shutdown.stop_requested)
-            print_plan(ctx, plan_view(revision=planned.revision, sha256=planned.sha256, plan=planned.plan,
-                                      decision=None, author_label=gateway[1], requirement=requirement), indent="")
+                                   idempotency_key=key(), stop_requested=shutdown.stop_requested,
+                                   clarification=policy)
+            shown = plan_view(revision=planned.revision, sha256=planned.sha256, plan=planned.plan, decision=None,
+                              author_label=gateway[1], requirement=requirement)
+            print_plan(ctx, shown, indent="")
             approve = (f"`codeflux task approve-plan {task_id} --revision {planned.revision} --sha256 "
                        f"{planned.sha256}` and `codeflux task start {task_id}`")
             if shutdown.requested is not None:
@@ -569,6 +577,8 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
                         f"was approved or run. Go on with {approve}")
                 ctx.say(f"exit {int(ExitCode.DECISION_NEEDED)}")
                 return int(ExitCode.DECISION_NEEDED)
+            if planned.plan.open_questions:
+                return _ask_open_questions(ctx, task_id, shown)
             if not args.yes:
                 ctx.say(f"plan approval needed and prompting is off: approve with {approve}, or run again with --yes")
                 ctx.say(f"exit {int(ExitCode.DECISION_NEEDED)}")
@@ -578,6 +588,18 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             return run_ready_task(ctx, db, location, tasks, task_id, args=args, gateway=gateway, shutdown=shutdown)
     finally:
         db.close()
+
+
+def _ask_open_questions(ctx: CliContext, task_id: TaskId, plan: pb.PlanView) -> int:
+    """The clarification policy is ask and the plan has open questions: print them and stop (exit 4)."""
+    for question in plan.questions:
+        if question.status == "open":
+            ctx.say(f"question {question.number}: {escape_for_display(question.question)}")
+    ctx.say(f"plan revision {plan.revision} has open questions (clarification policy ask), so it is not approved: "
+            f"answer each with `codeflux task answer {task_id} --question N --text TEXT`, then approve the revision "
+            "that records the answers (or run again with --clarification assume)")
+    ctx.say(f"exit {int(ExitCode.DECISION_NEEDED)}")
+    return int(ExitCode.DECISION_NEEDED)
 
 
 def _read_requirement(path: str) -> str:

@@ -17,6 +17,9 @@ identity, then the changed files that change what later commands execute ("chang
 ``resume`` stop at the next boundary with nothing half-written (see :mod:`codeflux.cli.run`). Arguments,
 paths and check argv are shown escaped (:func:`codeflux.domain.display.escape_for_display`).
 
+``answer`` answers an open question of the newest plan revision: a new revision records the answer, and
+that revision is the one approved.
+
 Every verb but ``start`` and ``resume`` is one or two calls of the method table (:mod:`codeflux.cli.channel`):
 to a running coordinator over its socket, else in this process — where startup recovery runs first when no
 other process is running tasks (interrupted work is marked, never resumed). Both print through the same
@@ -72,6 +75,8 @@ _ACTIONS = {
     "show": "a task's state, actions (with why unavailable), plan and budget",
     "approve-plan": "approve plan revision N with hash H; the task becomes ready",
     "send-back": "send plan revision N (hash H) back with feedback for a new revision",
+    "answer": ("answer open question N of the newest plan revision: records the next revision with the answer, "
+               "which you then approve"),
     "accept": "land the reviewed diff (identity H) on your branch and complete the task",
     "reject": ("keep the diff (identity H) as a patch and end the task; with --retry, start another attempt on the "
                "same plan with --reason as its feedback instead (as `retry`)"),
@@ -135,8 +140,18 @@ def _configure_action(action: str, sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--note", default=None, metavar="TEXT", help="what you checked")
     elif action == "recover":
         sub.add_argument("--action", dest="recovery", required=True, choices=[a.value for a in RecoveryAction])
+    elif action == "answer":
+        _configure_answer(sub)
     else:
         _configure_run_action(action, sub)
+
+
+def _configure_answer(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--question", required=True, type=_parse_count, metavar="N", help="the question's number")
+    sub.add_argument("--text", required=True, metavar="TEXT", help="your answer")
+    sub.add_argument("--revision", type=_parse_count, default=None, metavar="N",
+                     help="the plan revision you read (default: the newest)")
+    sub.add_argument("--sha256", default=None, metavar="H", help="that revision's sha256 (default: the newest's)")
 
 
 def _configure_run_action(action: str, sub: argparse.ArgumentParser) -> None:
@@ -246,6 +261,26 @@ def _send_back(args: argparse.Namespace, ctx: CliContext, channel: Channel, task
                                      feedback=args.feedback)
     view = channel.call("TaskService/SendBackPlan", request, pb.TaskView)
     ctx.say(f"task {task_id}: plan revision {args.revision} sent back; {view.state}")
+    return 0
+
+
+def _answer(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    plan = _task(channel, task_id).plan
+    revision = args.revision if args.revision is not None else plan.revision
+    sha256 = args.sha256 if args.sha256 is not None else plan.sha256
+    request = pb.AnswerQuestionRequest(control=control(), task_id=task_id, revision=revision, sha256=sha256,
+                                       question=args.question, text=args.text)
+    view = channel.call("TaskService/AnswerQuestion", request, pb.TaskView)
+    ctx.say(f"task {task_id}: question {args.question} of plan revision {revision} answered; plan revision "
+            f"{view.plan.revision} records it")
+    print_plan(ctx, view.plan, indent="")
+    still = [question.number for question in view.plan.questions if question.status == "open"]
+    if still:
+        ctx.say(f"still open: question(s) {', '.join(map(str, still))} (`codeflux task answer {task_id} --question N "
+                "--text TEXT`)")
+    else:
+        ctx.say(f"approve it: codeflux task approve-plan {task_id} --revision {view.plan.revision} "
+                f"--sha256 {view.plan.sha256}")
     return 0
 
 
@@ -370,8 +405,11 @@ def _plan(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: 
 
 def _drafted(ctx: CliContext, view: pb.TaskView, stopped_by: str | None) -> int:
     print_plan(ctx, view.plan, indent="")
-    ctx.say(f"approve it: codeflux task approve-plan {view.task_id} --revision {view.plan.revision} "
-            f"--sha256 {view.plan.sha256}")
+    if any(question.status == "open" for question in view.plan.questions):
+        ctx.say(f"answer its open questions first: codeflux task answer {view.task_id} --question N --text TEXT")
+    else:
+        ctx.say(f"approve it: codeflux task approve-plan {view.task_id} --revision {view.plan.revision} "
+                f"--sha256 {view.plan.sha256}")
     if stopped_by is not None:
         ctx.say(f"{stopped_by}: stopped after recording plan revision {view.plan.revision}")
         ctx.say(f"exit {int(ExitCode.DECISION_NEEDED)}")
@@ -415,7 +453,7 @@ _TASK_HANDLERS: dict[str, Handler] = {
     "show": _show, "approve-plan": _approve, "send-back": _send_back, "accept": _accept, "reject": _reject,
     "patch": _patch, "record-outcome": _record_outcome, "recover": _recover, "plan": _plan, "start": _start,
     "pause": _action("PauseTask", "paused"), "cancel": _action("CancelTask", "cancelled"), "resume": _resume,
-    "decide": _decide, "diff": _diff, "retry": _retry,
+    "decide": _decide, "diff": _diff, "retry": _retry, "answer": _answer,
 }
 
 

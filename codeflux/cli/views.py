@@ -45,14 +45,46 @@ def print_plan(ctx: CliContext, plan: product_pb2.PlanView, *, indent: str = "  
     for number, step in enumerate(plan.steps, start=1):
         files = f": {', '.join(escape_for_display(f) for f in step.expected_files)}" if step.expected_files else ""
         ctx.say(f"{indent}  step {number:<6}{escape_for_display(step.title)}{files}")
+        if plan.traced:
+            ctx.say(f"{indent}    serves   examples {_numbers(step.serves_examples)}; "
+                    f"sentences {_numbers(step.covers_sentences)}")
     for check in plan.checks:
         argv = shlex.join(escape_for_display(a) for a in check.argv)
         ctx.say(f"{indent}  check      {escape_for_display(check.name)}: {argv}")
     ctx.say(f"{indent}  examples   {escape_for_display(plan.examples_source)}")
     for example in plan.examples:
         ctx.say(f"{indent}    - {escape_for_display(example)}")
+    _print_trace_and_questions(ctx, plan, indent)
     if plan.decision == "sent-back" and plan.feedback:
         ctx.say(f"{indent}  feedback   {escape_for_display(plan.feedback)}")
+
+
+def _numbers(values: Sequence[int]) -> str:
+    return ", ".join(str(value) for value in values) or "none"
+
+
+def _print_trace_and_questions(ctx: CliContext, plan: product_pb2.PlanView, indent: str) -> None:
+    """Stage 4's coverage (what no step names) and stage 2's questions with their answers or assumptions."""
+    if plan.traced:
+        for number, sentence in enumerate(plan.sentences, start=1):
+            ctx.say(f"{indent}  sentence {number:<2}{escape_for_display(sentence)}")
+        if plan.uncovered_examples:
+            ctx.say(f"{indent}  uncovered  no step serves example(s) {_numbers(plan.uncovered_examples)}: "
+                    "the plan cannot be approved; send it back")
+        if plan.uncovered_sentences:
+            ctx.say(f"{indent}  unnamed    no step names sentence(s) {_numbers(plan.uncovered_sentences)}")
+    elif plan.revision:
+        ctx.say(f"{indent}  trace      none: coverage of the examples by steps is not measured")
+    for question in plan.questions:
+        ctx.say(f"{indent}  question {question.number} [{question.status}, {question.origin}] "
+                f"{escape_for_display(question.question)}")
+        if question.status == "answered":
+            ctx.say(f"{indent}    answer   {escape_for_display(question.answer)}")
+        elif question.status == "assumed":
+            ctx.say(f"{indent}    assumed  {escape_for_display(question.assumption)}")
+        else:
+            ctx.say(f"{indent}    open     approval waits for your answer (`codeflux task answer`); the planner "
+                    f"would otherwise assume: {escape_for_display(question.assumption)}")
 
 
 def print_task(ctx: CliContext, view: product_pb2.TaskView,

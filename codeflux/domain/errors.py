@@ -46,6 +46,8 @@ to these classes by the adapter that met them and chained with ``from``.
     │       └── UnconfinedStandingApprovalError  programs run unconfined: allow once, or opt in
     ├── DecisionNeededError              a person must decide and prompting is off         (exit 4)
     │   ├── AcceptanceExampleNeededError  the plan has no executable example; ask for one first
+    │   ├── ClarificationNeededError     the plan has open questions; answer them first (policy ask)
+    │   ├── UncoveredExampleError        the plan's trace maps no step to an acceptance example
     │   ├── ApprovalRequiredError        the tool request waits for allow-once/allow-for-task/deny
     │   ├── BudgetExhaustedError         the task's hard budget is reached; it is paused until raised
     │   ├── BudgetDecisionNeededError    an overrun, unknown charge, unknown price or no budget
@@ -100,6 +102,7 @@ __all__ = [
     "BudgetExhaustedError",
     "CapabilityDeniedError",
     "CheckoutNotCleanError",
+    "ClarificationNeededError",
     "CodefluxError",
     "ConfinementUnavailableError",
     "ConflictError",
@@ -168,6 +171,7 @@ __all__ = [
     "UnconfinedPreapprovalError",
     "UnconfinedStandingApprovalError",
     "UnconfirmedDecisionError",
+    "UncoveredExampleError",
     "UnsafeArgumentError",
     "UsageError",
     "WorkerClosedError",
@@ -625,6 +629,37 @@ class AcceptanceExampleNeededError(DecisionNeededError):
         )
         self.task_id = task_id
         self.revision = revision
+
+
+class ClarificationNeededError(DecisionNeededError):
+    """Plan revision ``revision`` of ``task_id`` has open questions (``numbers``, from 1) and the clarification
+    policy is ``ask``: it cannot be approved until each is answered (which records a new revision)."""
+
+    def __init__(self, *, task_id: str, revision: int, numbers: tuple[int, ...]) -> None:
+        listed = ", ".join(str(number) for number in numbers)
+        super().__init__(
+            f"task {task_id}: plan revision {revision} has {len(numbers)} open question(s) ({listed}), so it cannot "
+            f"be approved yet; answer each with `codeflux task answer {task_id} --question N --text TEXT` "
+            "(`codeflux task show` lists them)"
+        )
+        self.task_id = task_id
+        self.revision = revision
+        self.numbers = numbers
+
+
+class UncoveredExampleError(DecisionNeededError):
+    """Plan revision ``revision``'s trace maps no step to acceptance examples ``numbers`` (from 1): no step would
+    make them hold, so the plan is not approved; the person sends it back first."""
+
+    def __init__(self, *, task_id: str, revision: int, numbers: tuple[int, ...]) -> None:
+        listed = ", ".join(str(number) for number in numbers)
+        super().__init__(
+            f"task {task_id}: plan revision {revision} has no step serving acceptance example(s) {listed}, so it "
+            "cannot be approved; send it back asking for a step that makes each hold (`codeflux task send-back`)"
+        )
+        self.task_id = task_id
+        self.revision = revision
+        self.numbers = numbers
 
 
 class ApprovalRequiredError(DecisionNeededError):

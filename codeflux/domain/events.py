@@ -54,6 +54,7 @@ __all__ = [
     "BudgetSet",
     "BudgetWarning",
     "CheckpointCreated",
+    "ClarificationPolicySet",
     "DecodedEvent",
     "DeliveryRecorded",
     "DirtyTreeAcknowledged",
@@ -141,6 +142,7 @@ class EventKind(StrEnum):
     BUDGET_WARNING = "budget-warning"
     BUDGET_EXHAUSTED = "budget-exhausted"
     BUDGET_DEFAULT_SET = "budget-default-set"
+    CLARIFICATION_POLICY_SET = "clarification-policy-set"
     PRICE_SET = "price-set"
     ENDPOINT_APPROVED = "endpoint-approved"
     LADDER_RUNG_APPROVED = "ladder-rung-approved"
@@ -560,6 +562,15 @@ class BudgetDefaultSet(EventPayload):
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ClarificationPolicySet(EventPayload):
+    """``policy``: ``ask`` or ``assume``, what the planner does with open questions from now on."""
+
+    KIND = EventKind.CLARIFICATION_POLICY_SET
+    policy: str
+    revision: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class PriceSet(EventPayload):
     """``effective_date``: ISO date."""
 
@@ -638,7 +649,8 @@ _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
     PatchStored, AcceptConflicted, TaskAccepted, DeliveryRecorded, RecoveryAssessed, EffectOutcomeRecorded,
     WorktreeRemoved, WorktreeKept,
     ModelCallPlanned, ModelCallRefused, ModelCallStarted, ModelCallFinished, ModelCallReconciled,
-    BudgetSet, BudgetAcknowledged, BudgetWarning, BudgetExhausted, BudgetDefaultSet, PriceSet, EndpointApproved,
+    BudgetSet, BudgetAcknowledged, BudgetWarning, BudgetExhausted, BudgetDefaultSet, ClarificationPolicySet,
+    PriceSet, EndpointApproved,
     LadderRungApproved, BrowserDecisionRefused,
     ProviderCredentialStored, ProviderCredentialDeleted, LogsPurged,
 )  # fmt: skip

@@ -27,6 +27,7 @@ from typing import Final
 
 from codeflux.domain.acceptance import MAX_EXAMPLES, AcceptanceExample
 from codeflux.domain.capabilities import CapabilityNeed
+from codeflux.domain.clarification import MAX_SENTENCES, ClarificationPolicy, QuestionOrigin
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.forecast import CountRange, Forecast, TaskClass
 from codeflux.domain.ids import TaskId
@@ -42,10 +43,12 @@ __all__ = [
     "MAX_PATH_CHARS",
     "MAX_PERMISSIONS",
     "MAX_PLAN_JSON_BYTES",
+    "MAX_QUESTIONS",
     "MAX_SCOPE_PATHS",
     "MAX_SHORT_TEXT",
     "MAX_STEPS",
     "PLAN_SCHEMA",
+    "ClarityCheck",
     "Plan",
     "PlanAuthor",
     "PlanCheck",
@@ -53,10 +56,12 @@ __all__ = [
     "PlanDecisionRow",
     "PlanForecast",
     "PlanPermission",
+    "PlanQuestion",
     "PlanRevisionRow",
     "PlanScope",
     "PlanStep",
     "PlanVerdict",
+    "StepTrace",
     "canonical_plan_json",
     "check_repository_path",
     "plan_from_document",
@@ -77,6 +82,7 @@ MAX_ASSUMPTIONS: Final = 50
 MAX_SHORT_TEXT: Final = 200
 MAX_LONG_TEXT: Final = 4000
 MAX_PATH_CHARS: Final = 1024
+MAX_QUESTIONS: Final = 20
 
 _KIND: Final = "plan"
 
@@ -235,6 +241,69 @@ class PlanForecast:
                    uncertainty=forecast.uncertainty)
 
 
+def _check_numbers(values: object, *, field: str, limit: int) -> None:
+    numbers = _check_items(values, field=field, limit=limit)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= limit for n in numbers):
+        raise _refuse(f"{field} must hold numbers from 1 to {limit}")
+    if len(set(numbers)) != len(numbers):
+        raise _refuse(f"{field} names a number twice")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepTrace:
+    """What one step serves, as the planner states it: acceptance example numbers and requirement sentence
+    numbers (both from 1; see :mod:`codeflux.domain.clarification`)."""
+
+    examples: tuple[int, ...] = ()
+    sentences: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_numbers(self.examples, field="trace.examples", limit=MAX_EXAMPLES)
+        _check_numbers(self.sentences, field="trace.sentences", limit=MAX_SENTENCES)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanQuestion:
+    """An open point of the plan (stage 2): the ``question``, which check raised it, the reading assumed if it
+    is not asked, and then either the person's ``answer`` or ``assumed`` (the policy ``assume`` applied)."""
+
+    question: str
+    origin: QuestionOrigin
+    assumption: str
+    answer: str | None = None
+    assumed: bool = False
+
+    def __post_init__(self) -> None:
+        QuestionOrigin(self.origin)
+        _check_text(self.question, field="question.question", limit=MAX_LONG_TEXT)
+        _check_text(self.assumption, field="question.assumption", limit=MAX_LONG_TEXT)
+        if self.answer is not None:
+            _check_text(self.answer, field="question.answer", limit=MAX_LONG_TEXT)
+        if self.answer is not None and self.assumed:
+            raise _refuse("a question is answered or assumed, not both")
+
+    @property
+    def open(self) -> bool:
+        """Neither answered by the person nor assumed under the policy ``assume``."""
+        return self.answer is None and not self.assumed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClarityCheck:
+    """That codeflux ran the clarification check on this plan: under which policy, against which commit, and
+    the names the requirement states explicitly that were looked up (``path:…`` / ``identifier:…``)."""
+
+    policy: ClarificationPolicy
+    base_commit: str
+    names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        ClarificationPolicy(self.policy)
+        _check_text(self.base_commit, field="clarity.base_commit", limit=MAX_SHORT_TEXT)
+        for index, name in enumerate(_check_items(self.names, field="clarity.names", limit=MAX_ASSUMPTIONS)):
+            _check_text(name, field=f"clarity.names[{index}]", limit=MAX_LONG_TEXT)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     """A whole plan. ``steps`` has 1..:data:`MAX_STEPS` items; ``forecast`` is attached by codeflux."""
@@ -249,9 +318,23 @@ class Plan:
     examples: tuple[AcceptanceExample, ...] = ()
     """Executable acceptance examples the planner proposed (approved with this revision); see
     :mod:`codeflux.domain.acceptance`. The person's own ACCEPTANCE blocks, when the requirement has any, win."""
+    trace: tuple[StepTrace, ...] | None = None
+    """Per step (same order), the acceptance examples and requirement sentences it serves (stage 4); None for
+    a plan that carries no trace."""
+    questions: tuple[PlanQuestion, ...] = ()
+    """Open points found by the clarification check or asked by the planner (stage 2), with their answers."""
+    clarity: ClarityCheck | None = None
+    """Set when codeflux ran the clarification check on this plan (the planner does); None otherwise."""
 
     def __post_init__(self) -> None:
         TaskClass(self.task_class)
+        if self.trace is not None:
+            _check_items(self.trace, field="trace", limit=MAX_STEPS, minimum=1)
+            if not all(isinstance(step, StepTrace) for step in self.trace) or len(self.trace) != len(self.steps):
+                raise _refuse("the trace has one entry per step")
+        _check_items(self.questions, field="questions", limit=MAX_QUESTIONS)
+        if not all(isinstance(question, PlanQuestion) for question in self.questions):
+            raise _refuse("questions must be plan questions")
         _check_items(self.examples, field="examples", limit=MAX_EXAMPLES)
         if not all(isinstance(example, AcceptanceExample) for example in self.examples):
             raise _refuse("examples must be acceptance examples")
@@ -274,6 +357,19 @@ class Plan:
     def with_forecast(self, forecast: PlanForecast | None) -> Plan:
         """This plan with ``forecast`` attached (or removed)."""
         return replace(self, forecast=forecast)
+
+    @property
+    def open_questions(self) -> tuple[int, ...]:
+        """The numbers (from 1) of the questions neither answered nor assumed."""
+        return tuple(number for number, question in enumerate(self.questions, start=1) if question.open)
+
+    def answered(self, number: int, answer: str) -> Plan:
+        """This plan with question ``number`` (from 1) answered; :class:`InvalidValueError` for no such question."""
+        if not 1 <= number <= len(self.questions):
+            raise _refuse(f"there is no question {number} (the plan has {len(self.questions)})")
+        questions = list(self.questions)
+        questions[number - 1] = replace(questions[number - 1], answer=answer, assumed=False)
+        return replace(self, questions=tuple(questions))
 
 
 # ─── canonical form ────────────────────────────────────────────────────────────────────────────────
@@ -316,7 +412,18 @@ def plan_to_document(plan: Plan) -> dict[str, object]:
         "forecast": None if plan.forecast is None else _forecast_document(plan.forecast),
         # Only when there are any: a plan without examples keeps the document (and hash) it always had.
         **({"examples": [_example_document(e) for e in plan.examples]} if plan.examples else {}),
+        # The same for the trace, the questions and the clarity check: absent keys for plans without them.
+        **({"trace": [{"examples": list(t.examples), "sentences": list(t.sentences)} for t in plan.trace]}
+           if plan.trace is not None else {}),
+        **({"questions": [_question_document(q) for q in plan.questions]} if plan.questions else {}),
+        **({"clarity": {"policy": plan.clarity.policy.value, "base_commit": plan.clarity.base_commit,
+                        "names": list(plan.clarity.names)}} if plan.clarity is not None else {}),
     }
+
+
+def _question_document(question: PlanQuestion) -> dict[str, object]:
+    return {"question": question.question, "origin": question.origin.value, "assumption": question.assumption,
+            "answer": question.answer, "assumed": question.assumed}
 
 
 def _example_document(example: AcceptanceExample) -> dict[str, object]:
@@ -425,13 +532,53 @@ def _examples(value: object) -> tuple[AcceptanceExample, ...]:
     return tuple(examples)
 
 
+def _numbers(value: object, *, field: str) -> tuple[int, ...]:
+    return tuple(_integer(item, field=field) for item in _list(value, field=field))
+
+
+def _trace(value: object) -> tuple[StepTrace, ...]:
+    steps = [_object(item, field="trace", keys=frozenset({"examples", "sentences"})) for item in
+             _list(value, field="trace")]
+    return tuple(StepTrace(examples=_numbers(step["examples"], field="trace.examples"),
+                           sentences=_numbers(step["sentences"], field="trace.sentences")) for step in steps)
+
+
+def _questions(value: object) -> tuple[PlanQuestion, ...]:
+    keys = frozenset({"question", "origin", "assumption", "answer", "assumed"})
+    questions = []
+    for item in _list(value, field="questions"):
+        document = _object(item, field="question", keys=keys)
+        answer, assumed, origin = document["answer"], document["assumed"], _text(document["origin"], field="origin")
+        if origin not in {member.value for member in QuestionOrigin} or not isinstance(assumed, bool):
+            raise _refuse("a question's origin or assumed flag is not known")
+        questions.append(PlanQuestion(question=_text(document["question"], field="question.question"),
+                                      origin=QuestionOrigin(origin),
+                                      assumption=_text(document["assumption"], field="question.assumption"),
+                                      answer=None if answer is None else _text(answer, field="question.answer"),
+                                      assumed=assumed))
+    return tuple(questions)
+
+
+def _clarity(value: object) -> ClarityCheck:
+    document = _object(value, field="clarity", keys=frozenset({"policy", "base_commit", "names"}))
+    policy = _text(document["policy"], field="clarity.policy")
+    if policy not in {member.value for member in ClarificationPolicy}:
+        raise _refuse("clarity.policy is not a known policy")
+    return ClarityCheck(policy=ClarificationPolicy(policy), base_commit=_text(document["base_commit"],
+                                                                              field="clarity.base_commit"),
+                        names=_strings(document["names"], field="clarity.names"))
+
+
+_OPTIONAL_KEYS: Final = ("examples", "trace", "questions", "clarity")
+
+
 def plan_from_document(document: object) -> Plan:
     """The plan a :func:`plan_to_document` document describes; :class:`InvalidValueError` otherwise."""
-    if isinstance(document, Mapping) and "examples" in document:
-        examples = _examples(document["examples"])
-        document = {key: value for key, value in document.items() if key != "examples"}
-    else:
-        examples = ()
+    optional: dict[str, object] = {}
+    if isinstance(document, Mapping):
+        optional = {key: document[key] for key in _OPTIONAL_KEYS if key in document}
+        document = {key: value for key, value in document.items() if key not in _OPTIONAL_KEYS}
+    examples = _examples(optional["examples"]) if "examples" in optional else ()
     top = _object(document, field="plan", keys=_PLAN_KEYS)
     if top["schema"] != PLAN_SCHEMA:
         raise _refuse(f"schema must be {PLAN_SCHEMA}")
@@ -462,6 +609,9 @@ def plan_from_document(document: object) -> Plan:
         assumptions=_strings(top["assumptions"], field="assumptions"),
         forecast=_forecast(top["forecast"]),
         examples=examples,
+        trace=_trace(optional["trace"]) if "trace" in optional else None,
+        questions=_questions(optional["questions"]) if "questions" in optional else (),
+        clarity=_clarity(optional["clarity"]) if "clarity" in optional else None,
     )
 
 

@@ -1,10 +1,12 @@
 """The stage runner: evaluate the real stages of one attempt in stage order and record them.
 
-:func:`record_specification` records 1 instructions and 3 atomic-instructions (the implementation loop
-starts only when both held). :func:`run_pipeline` records what is still missing of those, then 26
-assembly, 27 program (an advisory wheel build), 28 integration-tests, 29 end-to-end-tests (the acceptance
-examples, looked up in 28's report or run) — with the base revision's run between them when failed tests or
-the examples need it (:mod:`~codeflux.pipeline.base_revision`) — 35 evidence-bundle and — when a person has
+:func:`record_specification` records 1 instructions, 2 clarification, 3 atomic-instructions and 4
+decomposition-coverage (the implementation loop starts only when 1–3 held — ``skipped`` counts as held,
+it only says what was not measured; 4 is advisory: its failure is recorded and reported, never a stop, so
+the tests always run). :func:`run_pipeline` records what is still missing of those, then 26 assembly, 27
+program (an advisory wheel build), 28 integration-tests, 29 end-to-end-tests (the acceptance examples,
+looked up in 28's report or run) — with the base revision's run between them when failed tests or the
+examples need it (:mod:`~codeflux.pipeline.base_revision`) — 35 evidence-bundle and — when a person has
 decided — 36 and 37, each as one ledger write with its evidence, and ends the attempt with ``finish_attempt``:
 
 * a failed specification stage or a failed assembly stops the run at that stage: everything after it is
@@ -20,6 +22,7 @@ Returns every stage's verdict as stored (37, in stage order).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
@@ -34,6 +37,8 @@ from codeflux.pipeline.specification import (
     StageResult,
     acceptance_for,
     evaluate_atomic_instructions,
+    evaluate_clarification,
+    evaluate_decomposition_coverage,
     evaluate_instructions,
 )
 
@@ -51,14 +56,21 @@ def _recorded(ports: PipelinePorts, task_id: TaskId, attempt: int) -> dict[Stage
     return {row.verdict.stage: row.verdict for row in ports.ledger.ledger(task_id, attempt)}
 
 
+_HELD: Final = frozenset({StageOutcome.SATISFIED, StageOutcome.SKIPPED})
+
+
 def record_specification(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> StageVerdict | None:
-    """Record stages 1 and 3 unless already recorded; return the first that did not hold, else None."""
+    """Record stages 1–4 unless already recorded; return the first of 1–3 that did not hold, else None
+    (stage 4 is recorded, never returned: it is advisory)."""
     recorded = _recorded(ports, task_id, attempt)
     for stage, evaluate in ((StageName.INSTRUCTIONS, evaluate_instructions),
+                            (StageName.CLARIFICATION, evaluate_clarification),
                             (StageName.ATOMIC_INSTRUCTIONS, evaluate_atomic_instructions)):
         verdict = recorded.get(stage) or _record(ports, task_id, attempt, evaluate(ports.facts))
-        if verdict.outcome is not StageOutcome.SATISFIED:
+        if verdict.outcome not in _HELD:
             return verdict
+    if StageName.DECOMPOSITION_COVERAGE not in recorded:
+        _record(ports, task_id, attempt, evaluate_decomposition_coverage(ports.facts))
     return None
 
 

@@ -5,6 +5,9 @@
   system session, which :func:`codeflux.coordinator.spending.model_approvals.approve_model_endpoint` commits in
   the same transaction as the approval; the time shown is the event's commit time), the provider the
   coordinator uses, and the default hard limit new tasks are offered (absent when none is set).
+* ``SetClarificationPolicy`` — ``ask`` (default: a plan revision with open questions waits for the person's
+  answers) or ``assume`` (each question's stated reading becomes an assumption of the revision); applies to
+  plan revisions drafted from then on (:mod:`codeflux.coordinator.tasks.clarification_policy`).
 * ``SetBudgetDefaults`` — sets that default from an exact decimal (``"2.50"``, never a float) in a currency
   codeflux knows, or clears it with an empty amount. It is a suggestion the composer pre-fills; a task's
   budget is still set on the task (see :mod:`codeflux.coordinator.spending.budget_defaults`).
@@ -20,6 +23,9 @@ from google.protobuf.message import Message
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.journal import read_every_system_event
 from codeflux.coordinator.spending.budget_defaults import read_budget_default, set_budget_default
+from codeflux.coordinator.tasks.clarification_policy import read_clarification_policy, set_clarification_policy
+from codeflux.domain.clarification import ClarificationPolicy
+from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.events import EndpointApproved
 from codeflux.domain.money import Currency, Money
 from codeflux.services.app import CoordinatorApp
@@ -53,7 +59,8 @@ def settings_view(app: CoordinatorApp) -> pb.SettingsView:
     """What the settings screen shows (see the module docstring)."""
     default = read_budget_default(app.db).hard_limit
     view = pb.SettingsView(providers=provider_statuses(app.db), endpoint_approvals=endpoint_approvals(app.db),
-                           provider_label=app.models.label)
+                           provider_label=app.models.label,
+                           clarification_policy=read_clarification_policy(app.db).policy.value)
     if default is not None:
         view.default_hard_limit.CopyFrom(money(default))
     return view
@@ -74,7 +81,19 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         set_budget_default(app.db, limit, expected_revision=expected)
         return settings_view(app)
 
+    def set_clarification(ctx: CallContext, request: pb.SetClarificationPolicyRequest) -> pb.SettingsView:
+        mutation_of(ctx, "SetClarificationPolicy", request.control)
+        if request.policy not in {member.value for member in ClarificationPolicy}:
+            raise InvalidValueError(kind="clarification policy", reason="must be ask or assume")
+        current = read_clarification_policy(app.db)
+        expected = request.control.expected_revision if request.control.expected_revision else current.revision
+        set_clarification_policy(app.db, ClarificationPolicy(request.policy), expected_revision=expected)
+        return settings_view(app)
+
     return [
+        UnaryMethod(name=method_name(_SERVICE, "SetClarificationPolicy"),
+                    request_type=pb.SetClarificationPolicyRequest, response_type=pb.SettingsView,
+                    handler=set_clarification, mutating=True),
         UnaryMethod(name=method_name(_SERVICE, "GetSettings"), request_type=pb.GetSettingsRequest,
                     response_type=pb.SettingsView, handler=get_settings),
         UnaryMethod(name=method_name(_SERVICE, "SetBudgetDefaults"), request_type=pb.SetBudgetDefaultsRequest,

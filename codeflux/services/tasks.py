@@ -13,6 +13,8 @@ returns the first reply, and a non-zero ``expected_revision`` must be the task's
   (:class:`BudgetDecisionNeededError`) rather than letting the gateway pause it.
 * ``SendBackPlan`` only records the feedback (the task returns to ``forecasting``); the UI then calls
   ``DraftPlan``, so the person sees the sent-back plan and a failed redraft is retried on its own.
+* ``AnswerQuestion`` answers one open question of the newest plan revision (the revision and hash the
+  person read): the next revision is that plan with the answer, and it needs its own approval.
 * ``StartTask`` starts exactly what was reviewed: ``plan_revision`` must be the newest, approved
   revision (:class:`PlanChangedError` otherwise); the run then goes on in the background
   (:class:`~codeflux.coordinator.runs.scheduler.BackgroundRuns`).
@@ -137,6 +139,14 @@ def _send_back(app: CoordinatorApp, ctx: CallContext, request: pb.SendBackPlanRe
     feedback = _text(request.feedback, kind="feedback", required=True)
     task_service(app).send_back(task_id, revision=request.revision, sha256=request.sha256, feedback=feedback,
                                 decided_by=Actor.USER, idempotency_key=mutation.key)
+    return task_view(app, task_id)
+
+
+def _answer(app: CoordinatorApp, ctx: CallContext, request: pb.AnswerQuestionRequest) -> pb.TaskView:
+    mutation, task_id = _checked(app, ctx, "AnswerQuestion", request)
+    text = _text(request.text, kind="answer", required=True)
+    task_service(app).answer_question(task_id, revision=request.revision, sha256=request.sha256,
+                                      question=request.question, answer=text, idempotency_key=mutation.key)
     return task_view(app, task_id)
 
 
@@ -266,6 +276,7 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         mutating("DraftPlan", pb.DraftPlanRequest, _draft),
         mutating("ApprovePlan", pb.ApprovePlanRequest, _approve),
         mutating("SendBackPlan", pb.SendBackPlanRequest, _send_back),
+        mutating("AnswerQuestion", pb.AnswerQuestionRequest, _answer),
         mutating("StartTask", pb.StartTaskRequest, _start),
         mutating("RetryTask", pb.RetryTaskRequest, _retry),
         mutating("PauseTask", pb.TaskActionRequest, _pause),

@@ -21,6 +21,7 @@ from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
 from codeflux.coordinator.tasks.service import TaskService, TaskView
 from codeflux.domain.acceptance import acceptance_of
 from codeflux.domain.capabilities import Capability
+from codeflux.domain.clarification import requirement_sentences, trace_coverage
 from codeflux.domain.confinement import allow_for_task_refusal, describe_approval
 from codeflux.domain.display import argument_display_text
 from codeflux.domain.events import EventKind, WorktreeDisposed, WorktreeRemoved
@@ -109,9 +110,35 @@ def plan_view(*, revision: int, sha256: str, plan: Plan, decision: PlanDecisionR
         assumptions=list(plan.assumptions), decision="undecided" if decision is None else decision.decision,
         feedback=(decision.feedback or "") if decision is not None else "", author_label=author_label,
         examples=[example.describe() for example in acceptance.examples], examples_source=acceptance.source)
+    _trace_and_questions(shown, plan, requirement, examples=len(acceptance.examples))
     if plan.forecast is not None:
         shown.forecast.CopyFrom(_forecast(plan.forecast))
     return shown
+
+
+def _trace_and_questions(shown: product_pb2.PlanView, plan: Plan, requirement: str, *, examples: int) -> None:
+    """Stage 4's trace (step → examples and sentences, what no step names) and stage 2's questions; an assumed
+    question is also listed among the assumptions, as the reading the plan goes on."""
+    sentences = requirement_sentences(requirement)
+    shown.sentences.extend(sentences)
+    if plan.trace is not None:
+        shown.traced = True
+        for step, trace in zip(shown.steps, plan.trace, strict=True):
+            step.serves_examples.extend(trace.examples)
+            step.covers_sentences.extend(trace.sentences)
+        coverage = trace_coverage([(t.examples, t.sentences) for t in plan.trace], examples=examples,
+                                  sentences=len(sentences))
+        shown.uncovered_examples.extend(coverage.uncovered_examples)
+        shown.uncovered_sentences.extend(coverage.uncovered_sentences)
+    for number, question in enumerate(plan.questions, start=1):
+        status = "answered" if question.answer is not None else "assumed" if question.assumed else "open"
+        shown.questions.append(product_pb2.PlanQuestionView(
+            number=number, question=question.question, origin=question.origin.value, status=status,
+            answer=question.answer or "", assumption=question.assumption))
+        if question.assumed:
+            shown.assumptions.append(f"(question {number}, policy assume) {question.assumption}")
+    if plan.clarity is not None:
+        shown.clarification_policy = plan.clarity.policy.value
 
 
 def _plan(app: CoordinatorApp, view: TaskView) -> product_pb2.PlanView | None:

@@ -40,8 +40,9 @@ from tests.fixtures.task_runs import (
 )
 from tests.fixtures.tasks import keys
 
-REAL = {StageName.INSTRUCTIONS, StageName.ATOMIC_INSTRUCTIONS, StageName.ASSEMBLY, StageName.INTEGRATION_TESTS,
-        StageName.END_TO_END_TESTS, StageName.EVIDENCE_BUNDLE}
+REAL = {StageName.INSTRUCTIONS, StageName.CLARIFICATION, StageName.ATOMIC_INSTRUCTIONS,
+        StageName.DECOMPOSITION_COVERAGE, StageName.ASSEMBLY, StageName.INTEGRATION_TESTS, StageName.END_TO_END_TESTS,
+        StageName.EVIDENCE_BUNDLE}
 
 
 @pytest.fixture
@@ -77,6 +78,13 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
     # not show that stage 1 works from plain language).
     schema = json.loads(asked.requests[0].system.split("JSON Schema:\n", 1)[1])
     assert "examples" in schema["required"] and "pytest node ids" in asked.requests[0].system
+    # ... and a trace (step → example and sentence numbers, issue 14 item 3), with the planner's own questions
+    # optional (item 2); the request numbers the requirement's sentences and the person's examples for it.
+    assert "trace" in schema["required"] and "questions" in schema["properties"]
+    assert "questions" not in schema["required"]
+    prompt = asked.requests[0].messages[0].text
+    assert "sentences, numbered for `trace`:\n1. Make add() handle negative numbers" in prompt
+    assert "1. test tests/test_calc.py::test_add_negative exists and passes" in prompt
     harness.tasks.approve_plan(task_id, revision=planned.revision, sha256=planned.sha256, idempotency_key=keys())
 
     outcome = run(harness, task_id, [*implementing_turns(), done()], policy=policy_for(harness))
@@ -105,7 +113,15 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
     bundle = rows[StageName.EVIDENCE_BUNDLE].evidence
     assert bundle["clean"] is True and bundle["diff_identity"] == tests["diff_identity_before"]
     assert bundle["support"] == "python"  # a non-Python repository is labelled "experimental: generic checks only"
-    assert len(bundle["not_examined"]) == 28  # type: ignore[arg-type]  # the not-implemented stages (27 now runs)
+    assert len(bundle["not_examined"]) == 26  # type: ignore[arg-type]  # the not-implemented stages
+    clarification = rows[StageName.CLARIFICATION].evidence
+    assert clarification["policy"] == "ask" and clarification["questions"] == []
+    assert "meaning" in str(clarification["not_judged"])
+    assert clarification["base_commit"] == clarification["task_base_revision"]  # looked up at the task's base
+    coverage = rows[StageName.DECOMPOSITION_COVERAGE]
+    assert coverage.evidence["uncovered_examples"] == []
+    assert "meaning not judged" in (coverage.verdict.gate_evaluation or "")
+    assert [step["examples"] for step in coverage.evidence["trace"]] == [[1], [1]]  # type: ignore[index,union-attr]
     assert not (harness.tasks.show(task_id).task.worktree / ".codeflux-checks").exists()
 
 

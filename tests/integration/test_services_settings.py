@@ -8,6 +8,7 @@ import keyring.backend
 import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.journal import read_every_system_event
 from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.credentials import Secret, store_provider_key
 from codeflux.domain.providers import ProviderName
@@ -89,3 +90,17 @@ def test_a_stored_key_shows_as_stored_and_never_as_its_value(
     assert by_name["anthropic"].detail == "a key is stored (not contacted)"
     assert not by_name["openai"].credential_stored and by_name["openai"].detail == "no key stored"
     assert key not in view.SerializeToString().decode("utf-8", errors="replace")
+
+
+def test_the_clarification_policy_defaults_to_ask_and_is_set_with_an_event(app: CoordinatorApp, db: Database) -> None:
+    assert call(app, "/codeflux.v1.SettingsService/GetSettings", pb.GetSettingsRequest()).clarification_policy == "ask"
+
+    view = call(app, "/codeflux.v1.SettingsService/SetClarificationPolicy",
+                pb.SetClarificationPolicyRequest(control=control("c-1"), policy="assume"))
+
+    assert isinstance(view, pb.SettingsView) and view.clarification_policy == "assume"
+    code, _ = refusal(app, "/codeflux.v1.SettingsService/SetClarificationPolicy",
+                      pb.SetClarificationPolicyRequest(control=control("c-2"), policy="guess"))
+    assert code == Code.INVALID_ARGUMENT
+    kinds = [event.event.KIND.value for event in read_every_system_event(db)]
+    assert kinds.count("clarification-policy-set") == 1

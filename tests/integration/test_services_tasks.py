@@ -163,3 +163,35 @@ def test_the_app_is_whole_when_built_and_building_the_method_table_changes_nothi
     build_method_table(app)
 
     assert {field.name: getattr(app, field.name) for field in dataclasses.fields(app)} == before
+
+
+def test_a_question_is_answered_through_the_method_table_and_the_answered_revision_is_approved(
+        coordinator: Coordinator) -> None:
+    """Issue 14 item 2 through the services (the browser's and the CLI's one path): the plan view carries the
+    question and the trace; ApprovePlan is refused while it is open; AnswerQuestion records revision 2."""
+    c = coordinator
+    requirement = (c.repo / "TASK.md").read_text().replace("numbers.", "numbers, as `docs/X.md` says.")
+    created = call(c, "TaskService/CreateTask", pb.CreateTaskRequest(
+        control=control(), repository_path=str(c.repo), requirement=requirement))
+    assert isinstance(created, pb.TaskView)
+    call(c, "TaskService/SetBudget", pb.SetBudgetRequest(control=control(), task_id=created.task_id, choice="set",
+                                                         hard_limit="1.00", currency="USD"))
+    planned = call(c, "TaskService/DraftPlan", pb.DraftPlanRequest(control=control(), task_id=created.task_id))
+    assert isinstance(planned, pb.TaskView)
+    plan = planned.plan
+    assert [q.status for q in plan.questions] == ["open"] and plan.clarification_policy == "ask"
+    assert plan.traced and list(plan.steps[0].serves_examples) == [1] and not plan.uncovered_examples
+    assert "`docs/X.md`" in plan.questions[0].question
+
+    status = failure(c, "TaskService/ApprovePlan", pb.ApprovePlanRequest(
+        control=control(), task_id=created.task_id, revision=plan.revision, sha256=plan.sha256))
+    assert status.code == Code.FAILED_PRECONDITION and "open question" in status.safe_message, status
+
+    answered = call(c, "TaskService/AnswerQuestion", pb.AnswerQuestionRequest(
+        control=control(), task_id=created.task_id, revision=plan.revision, sha256=plan.sha256, question=1,
+        text="There is no such file; ignore it."))
+    assert isinstance(answered, pb.TaskView) and answered.plan.revision == 2
+    assert answered.plan.questions[0].status == "answered" and answered.state == "awaiting-plan-approval"
+    ready = call(c, "TaskService/ApprovePlan", pb.ApprovePlanRequest(
+        control=control(), task_id=created.task_id, revision=2, sha256=answered.plan.sha256))
+    assert isinstance(ready, pb.TaskView) and ready.state == "ready"

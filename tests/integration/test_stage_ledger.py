@@ -46,6 +46,11 @@ def failed(stage: StageName) -> StageVerdict:
     return StageVerdict(stage=stage, outcome=OUT.FAILED, gate_evaluation="checked and did not hold")
 
 
+def specification() -> list[StageVerdict]:
+    """Stages 1–3 held (the implementation loop starts only then)."""
+    return [satisfied(N.INSTRUCTIONS), satisfied(N.CLARIFICATION), satisfied(N.ATOMIC_INSTRUCTIONS)]
+
+
 def ledger(db: Database, task: TaskId, attempt: int = 1) -> list[ledger_rows.LedgerRow]:
     return db.read(lambda view: ledger_rows.ledger_of_attempt(view, task, attempt))
 
@@ -53,12 +58,15 @@ def ledger(db: Database, task: TaskId, attempt: int = 1) -> list[ledger_rows.Led
 def test_stages_the_run_went_past_are_filled_in_and_evidence_stays_with_its_verdict(
     db: Database, service: TaskService, task: TaskId
 ) -> None:
-    rows = service.record_stage_verdicts(task, 1, [satisfied(N.INSTRUCTIONS), satisfied(N.ATOMIC_INSTRUCTIONS)],
+    rows = service.record_stage_verdicts(task, 1, [*specification(), satisfied(N.DECOMPOSITION_COVERAGE),
+                                                   satisfied(N.ASSEMBLY)],
                                          evidence={N.INSTRUCTIONS: {"examples": 2}})
 
-    assert [(r.verdict.stage, r.verdict.outcome) for r in rows] == [
-        (N.INSTRUCTIONS, OUT.SATISFIED), (N.CLARIFICATION, OUT.NOT_IMPLEMENTED), (N.ATOMIC_INSTRUCTIONS, OUT.SATISFIED)]
-    assert [r.number for r in rows] == [1, 2, 3]
+    assert [(r.verdict.stage, r.verdict.outcome) for r in rows][:5] == [
+        (N.INSTRUCTIONS, OUT.SATISFIED), (N.CLARIFICATION, OUT.SATISFIED), (N.ATOMIC_INSTRUCTIONS, OUT.SATISFIED),
+        (N.DECOMPOSITION_COVERAGE, OUT.SATISFIED), (N.CONTRACTS, OUT.NOT_IMPLEMENTED)]
+    assert [r.number for r in rows] == list(range(1, 27))
+    assert all(r.verdict.outcome is OUT.NOT_IMPLEMENTED for r in rows[4:25])  # the stages it went past
     assert rows[0].evidence == {"examples": 2} and rows[2].evidence == {}
     assert ledger(db, task) == list(rows)
 
@@ -79,16 +87,15 @@ def test_a_verdict_after_a_failed_prerequisite_is_stored_blocked_naming_it(db: D
 def test_a_stage_recorded_twice_or_out_of_order_is_refused_and_nothing_changes(
     db: Database, service: TaskService, task: TaskId
 ) -> None:
-    service.record_stage_verdicts(task, 1, [satisfied(N.INSTRUCTIONS), satisfied(N.ATOMIC_INSTRUCTIONS)])
+    service.record_stage_verdicts(task, 1, specification())
     before = ledger(db, task)
 
     with pytest.raises(StageAlreadyRecordedError) as twice:
         service.record_stage_verdicts(task, 1, [failed(N.INSTRUCTIONS)])
     assert (twice.value.stage, twice.value.outcome) == ("instructions", "satisfied")
-    with pytest.raises(StageAlreadyRecordedError):  # went past it: recorded as not-implemented
-        service.record_stage_verdicts(task, 1, [StageVerdict(stage=N.CLARIFICATION, outcome=OUT.NOT_IMPLEMENTED,
-                                                             reason="later")])
     service.record_stage_verdicts(task, 1, [satisfied(N.ASSEMBLY)])
+    with pytest.raises(StageAlreadyRecordedError, match="decomposition-coverage"):  # went past it: filled in
+        service.record_stage_verdicts(task, 1, [satisfied(N.DECOMPOSITION_COVERAGE)])
     with pytest.raises(StageAlreadyRecordedError, match="contracts"):  # the run went past it to assembly
         service.record_stage_verdicts(task, 1, [StageVerdict(stage=N.CONTRACTS, outcome=OUT.NOT_IMPLEMENTED,
                                                              reason="late")])
@@ -97,7 +104,7 @@ def test_a_stage_recorded_twice_or_out_of_order_is_refused_and_nothing_changes(
 
 def test_finishing_fills_every_stage_once_and_ends_the_attempt(db: Database, service: TaskService,
                                                                task: TaskId) -> None:
-    service.record_stage_verdicts(task, 1, [satisfied(N.INSTRUCTIONS), satisfied(N.ATOMIC_INSTRUCTIONS)])
+    service.record_stage_verdicts(task, 1, specification())
 
     rows = service.finish_attempt(task, 1, stopped_at=None)
 
@@ -115,8 +122,7 @@ def test_finishing_fills_every_stage_once_and_ends_the_attempt(db: Database, ser
 def test_a_run_that_stops_early_marks_the_rest_blocked_not_not_implemented(
     db: Database, service: TaskService, task: TaskId
 ) -> None:
-    service.record_stage_verdicts(task, 1, [satisfied(N.INSTRUCTIONS), satisfied(N.ATOMIC_INSTRUCTIONS),
-                                            failed(N.ASSEMBLY)])
+    service.record_stage_verdicts(task, 1, [*specification(), failed(N.ASSEMBLY)])
 
     rows = service.finish_attempt(task, 1, stopped_at=N.ASSEMBLY)
 
@@ -128,12 +134,11 @@ def test_a_run_that_stops_early_marks_the_rest_blocked_not_not_implemented(
 def test_a_gate_sending_work_back_opens_a_fresh_attempt_with_its_own_ledger(
     db: Database, service: TaskService, task: TaskId
 ) -> None:
-    service.record_stage_verdicts(task, 1, [satisfied(N.INSTRUCTIONS), satisfied(N.ATOMIC_INSTRUCTIONS),
-                                            failed(N.ASSEMBLY)])
+    service.record_stage_verdicts(task, 1, [*specification(), failed(N.ASSEMBLY)])
     service.finish_attempt(task, 1, stopped_at=N.ASSEMBLY)
 
     second = service.begin_next_attempt(task, idempotency_key=keys())
-    rows = service.record_stage_verdicts(task, 2, [satisfied(N.INSTRUCTIONS), satisfied(N.ATOMIC_INSTRUCTIONS),
+    rows = service.record_stage_verdicts(task, 2, [*specification(),
                                                    satisfied(N.ASSEMBLY, "the package imports")])
 
     assert second.attempt == 2 and second.plan_revision == 1

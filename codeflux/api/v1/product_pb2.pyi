@@ -53,6 +53,7 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_PROVIDER_CREDENTIAL_DELETED: _ClassVar[EventKind]
     EVENT_KIND_LOGS_PURGED: _ClassVar[EventKind]
     EVENT_KIND_BROWSER_DECISION_REFUSED: _ClassVar[EventKind]
+    EVENT_KIND_CLARIFICATION_POLICY_SET: _ClassVar[EventKind]
 EVENT_KIND_UNSPECIFIED: EventKind
 EVENT_KIND_REPOSITORY_REGISTERED: EventKind
 EVENT_KIND_TASK_CREATED: EventKind
@@ -96,6 +97,7 @@ EVENT_KIND_PROVIDER_CREDENTIAL_STORED: EventKind
 EVENT_KIND_PROVIDER_CREDENTIAL_DELETED: EventKind
 EVENT_KIND_LOGS_PURGED: EventKind
 EVENT_KIND_BROWSER_DECISION_REFUSED: EventKind
+EVENT_KIND_CLARIFICATION_POLICY_SET: EventKind
 
 class GetOverviewRequest(_message.Message):
     __slots__ = ()
@@ -282,14 +284,34 @@ class TaskActionView(_message.Message):
     def __init__(self, action: _Optional[str] = ..., available: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class PlanStepView(_message.Message):
-    __slots__ = ("title", "detail", "expected_files")
+    __slots__ = ("title", "detail", "expected_files", "serves_examples", "covers_sentences")
     TITLE_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_FILES_FIELD_NUMBER: _ClassVar[int]
+    SERVES_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
+    COVERS_SENTENCES_FIELD_NUMBER: _ClassVar[int]
     title: str
     detail: str
     expected_files: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, title: _Optional[str] = ..., detail: _Optional[str] = ..., expected_files: _Optional[_Iterable[str]] = ...) -> None: ...
+    serves_examples: _containers.RepeatedScalarFieldContainer[int]
+    covers_sentences: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, title: _Optional[str] = ..., detail: _Optional[str] = ..., expected_files: _Optional[_Iterable[str]] = ..., serves_examples: _Optional[_Iterable[int]] = ..., covers_sentences: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class PlanQuestionView(_message.Message):
+    __slots__ = ("number", "question", "origin", "status", "answer", "assumption")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    ASSUMPTION_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    question: str
+    origin: str
+    status: str
+    answer: str
+    assumption: str
+    def __init__(self, number: _Optional[int] = ..., question: _Optional[str] = ..., origin: _Optional[str] = ..., status: _Optional[str] = ..., answer: _Optional[str] = ..., assumption: _Optional[str] = ...) -> None: ...
 
 class PlanCheckView(_message.Message):
     __slots__ = ("name", "argv")
@@ -334,7 +356,7 @@ class ForecastView(_message.Message):
     def __init__(self, label: _Optional[str] = ..., heuristic: _Optional[str] = ..., wall_seconds: _Optional[_Union[CountRange, _Mapping]] = ..., tokens: _Optional[_Union[CountRange, _Mapping]] = ..., cost: _Optional[_Union[_common_pb2.MoneyRange, _Mapping]] = ..., uncertainty: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PlanView(_message.Message):
-    __slots__ = ("revision", "sha256", "task_class", "scope_summary", "scope_paths", "scope_excluded", "steps", "checks", "permissions", "assumptions", "forecast", "decision", "feedback", "author_label", "confirmation", "examples", "examples_source")
+    __slots__ = ("revision", "sha256", "task_class", "scope_summary", "scope_paths", "scope_excluded", "steps", "checks", "permissions", "assumptions", "forecast", "decision", "feedback", "author_label", "confirmation", "examples", "examples_source", "traced", "sentences", "uncovered_examples", "uncovered_sentences", "questions", "clarification_policy")
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
     TASK_CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -352,6 +374,12 @@ class PlanView(_message.Message):
     CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     EXAMPLES_FIELD_NUMBER: _ClassVar[int]
     EXAMPLES_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TRACED_FIELD_NUMBER: _ClassVar[int]
+    SENTENCES_FIELD_NUMBER: _ClassVar[int]
+    UNCOVERED_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
+    UNCOVERED_SENTENCES_FIELD_NUMBER: _ClassVar[int]
+    QUESTIONS_FIELD_NUMBER: _ClassVar[int]
+    CLARIFICATION_POLICY_FIELD_NUMBER: _ClassVar[int]
     revision: int
     sha256: str
     task_class: str
@@ -369,7 +397,13 @@ class PlanView(_message.Message):
     confirmation: str
     examples: _containers.RepeatedScalarFieldContainer[str]
     examples_source: str
-    def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ..., confirmation: _Optional[str] = ..., examples: _Optional[_Iterable[str]] = ..., examples_source: _Optional[str] = ...) -> None: ...
+    traced: bool
+    sentences: _containers.RepeatedScalarFieldContainer[str]
+    uncovered_examples: _containers.RepeatedScalarFieldContainer[int]
+    uncovered_sentences: _containers.RepeatedScalarFieldContainer[int]
+    questions: _containers.RepeatedCompositeFieldContainer[PlanQuestionView]
+    clarification_policy: str
+    def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ..., confirmation: _Optional[str] = ..., examples: _Optional[_Iterable[str]] = ..., examples_source: _Optional[str] = ..., traced: _Optional[bool] = ..., sentences: _Optional[_Iterable[str]] = ..., uncovered_examples: _Optional[_Iterable[int]] = ..., uncovered_sentences: _Optional[_Iterable[int]] = ..., questions: _Optional[_Iterable[_Union[PlanQuestionView, _Mapping]]] = ..., clarification_policy: _Optional[str] = ...) -> None: ...
 
 class BudgetView(_message.Message):
     __slots__ = ("set", "revision", "hard_limit", "warning", "spent", "reserved", "remaining", "tokens_used", "tokens_reserved", "token_limit", "token_limit_set", "pending_decisions", "exhausted", "lines", "spend_line")
@@ -558,6 +592,22 @@ class SendBackPlanRequest(_message.Message):
     sha256: str
     feedback: str
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., revision: _Optional[int] = ..., sha256: _Optional[str] = ..., feedback: _Optional[str] = ...) -> None: ...
+
+class AnswerQuestionRequest(_message.Message):
+    __slots__ = ("control", "task_id", "revision", "sha256", "question", "text")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    revision: int
+    sha256: str
+    question: int
+    text: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., revision: _Optional[int] = ..., sha256: _Optional[str] = ..., question: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
 
 class RetryTaskRequest(_message.Message):
     __slots__ = ("control", "task_id", "feedback")
@@ -954,16 +1004,26 @@ class EndpointApprovalView(_message.Message):
     def __init__(self, provider: _Optional[str] = ..., base_url: _Optional[str] = ..., approved_at: _Optional[str] = ...) -> None: ...
 
 class SettingsView(_message.Message):
-    __slots__ = ("providers", "endpoint_approvals", "default_hard_limit", "provider_label")
+    __slots__ = ("providers", "endpoint_approvals", "default_hard_limit", "provider_label", "clarification_policy")
     PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_APPROVALS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_HARD_LIMIT_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    CLARIFICATION_POLICY_FIELD_NUMBER: _ClassVar[int]
     providers: _containers.RepeatedCompositeFieldContainer[ProviderStatus]
     endpoint_approvals: _containers.RepeatedCompositeFieldContainer[EndpointApprovalView]
     default_hard_limit: _common_pb2.Money
     provider_label: str
-    def __init__(self, providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ..., endpoint_approvals: _Optional[_Iterable[_Union[EndpointApprovalView, _Mapping]]] = ..., default_hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., provider_label: _Optional[str] = ...) -> None: ...
+    clarification_policy: str
+    def __init__(self, providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ..., endpoint_approvals: _Optional[_Iterable[_Union[EndpointApprovalView, _Mapping]]] = ..., default_hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., provider_label: _Optional[str] = ..., clarification_policy: _Optional[str] = ...) -> None: ...
+
+class SetClarificationPolicyRequest(_message.Message):
+    __slots__ = ("control", "policy")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    policy: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., policy: _Optional[str] = ...) -> None: ...
 
 class SetBudgetDefaultsRequest(_message.Message):
     __slots__ = ("control", "hard_limit", "currency")

@@ -462,4 +462,10 @@ class ImplementationLoop:
 def _first_prompt(requirement: str, plan: Plan) -> str:
     steps = "\n".join(f"{index}. {step.title}: {step.detail} (files: {', '.join(step.expected_files) or 'none'})"
                       for index, step in enumerate(plan.steps, start=1))
-    return f"Requirement:\n{requirement}\n\nApproved plan ({plan.scope.summary}):\n{steps}"
+    prompt = f"Requirement:\n{requirement}\n\nApproved plan ({plan.scope.summary}):\n{steps}"
+    settled = [f"- {q.question} Answer from the person: {q.answer}" if q.answer is not None
+               else f"- {q.question} Assumed (no one was asked): {q.assumption}"
+               for q in plan.questions if not q.open]
+    if settled:
+        prompt += "\n\nQuestions settled before approval:\n" + "\n".join(settled)
+    return prompt

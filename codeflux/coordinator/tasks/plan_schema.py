@@ -17,8 +17,9 @@ from typing import Annotated, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
-from codeflux.domain.acceptance import AcceptanceExample
+from codeflux.domain.acceptance import MAX_EXAMPLES, AcceptanceExample
 from codeflux.domain.capabilities import CapabilityNeed
+from codeflux.domain.clarification import MAX_SENTENCES, QuestionOrigin
 from codeflux.domain.errors import InvalidValueError, PlanInvalidError
 from codeflux.domain.forecast import TaskClass
 from codeflux.domain.plans import (
@@ -31,14 +32,17 @@ from codeflux.domain.plans import (
     MAX_PATH_CHARS,
     MAX_PERMISSIONS,
     MAX_PLAN_JSON_BYTES,
+    MAX_QUESTIONS,
     MAX_SCOPE_PATHS,
     MAX_SHORT_TEXT,
     MAX_STEPS,
     Plan,
     PlanCheck,
     PlanPermission,
+    PlanQuestion,
     PlanScope,
     PlanStep,
+    StepTrace,
     canonical_plan_json,
 )
 
@@ -120,6 +124,29 @@ class ExampleDocument(_Strict):
         return self
 
 
+ExampleNumber = Annotated[int, Field(ge=1, le=MAX_EXAMPLES)]
+SentenceNumber = Annotated[int, Field(ge=1, le=MAX_SENTENCES)]
+
+
+class TraceDocument(_Strict):
+    """What one step serves, by number: ``examples`` — acceptance example numbers (from 1), ``sentences`` —
+    requirement sentence numbers (from 1), as numbered in the request."""
+
+    examples: list[ExampleNumber] = Field(max_length=MAX_EXAMPLES)
+    sentences: list[SentenceNumber] = Field(max_length=MAX_SENTENCES)
+
+    def to_trace(self) -> StepTrace:
+        return StepTrace(examples=tuple(dict.fromkeys(self.examples)), sentences=tuple(dict.fromkeys(self.sentences)))
+
+
+class QuestionDocument(_Strict):
+    """Something only the person can settle: the ``question``, and the reading you would ``assume`` if nobody
+    answers it (stated in the plan as an assumption under the policy ``assume``)."""
+
+    question: LongText
+    assumption: LongText
+
+
 class PlanDocument(_Strict):
     """A plan as a planner writes it (no forecast: codeflux attaches that)."""
 
@@ -134,6 +161,17 @@ class PlanDocument(_Strict):
     """Required: how a person (and codeflux) will know the change is done — tests the change adds or makes
     pass, or commands with their exact output. Empty only when none can be stated; then say why in
     ``assumptions`` (the plan cannot be approved without an example)."""
+    trace: list[TraceDocument] = Field(min_length=1, max_length=MAX_STEPS)
+    """Required, one entry per step in step order: the acceptance example numbers and requirement sentence
+    numbers each step serves. Every acceptance example must be served by at least one step."""
+    questions: list[QuestionDocument] = Field(default_factory=list, max_length=MAX_QUESTIONS)
+    """Optional: what only the person can settle before work starts, each with the reading you would assume."""
+
+    @model_validator(mode="after")
+    def _one_trace_entry_per_step(self) -> PlanDocument:
+        if len(self.trace) != len(self.steps):
+            raise ValueError(f"trace has {len(self.trace)} entries for {len(self.steps)} steps; give one per step")
+        return self
 
     @field_validator("task_class")
     @classmethod
@@ -155,6 +193,9 @@ class PlanDocument(_Strict):
                               for p in self.permissions),
             assumptions=tuple(self.assumptions),
             examples=tuple(example.to_example() for example in self.examples),
+            trace=tuple(entry.to_trace() for entry in self.trace),
+            questions=tuple(PlanQuestion(question=q.question, origin=QuestionOrigin.PLANNER, assumption=q.assumption)
+                            for q in self.questions),
         )
 
 

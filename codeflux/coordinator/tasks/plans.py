@@ -4,6 +4,14 @@
   moves the task from ``forecasting`` to ``awaiting-plan-approval``.
 - Approving binds to the revision *and* its hash, and only the newest revision: a stale revision or hash
   is refused with :class:`PlanChangedError`, nothing recorded. The task becomes ``ready``.
+- Approval is also refused, with nothing recorded, while the revision has no executable acceptance example
+  (:class:`AcceptanceExampleNeededError`), has open questions (:class:`ClarificationNeededError`: the
+  clarification policy was ``ask``), or carries a trace in which no step serves an acceptance example
+  (:class:`UncoveredExampleError`). A revision without any trace (not drafted by the planner) is not
+  refused for that: stage 4 then records that coverage was not measured.
+- Answering a question (:func:`answer_question`) records the next revision — the same plan with that
+  question's answer — by the person; the task stays ``awaiting-plan-approval`` and the approval binds to
+  the answered revision's hash (the older revision can no longer be approved: it is not the newest).
 - Sending back records the feedback as that revision's decision and returns the task to
   ``forecasting``; the planner's next revision carries the feedback and needs its own approval before
   work continues (:mod:`codeflux.coordinator.tasks.gates` checks that before anything becomes active).
@@ -25,7 +33,15 @@ from codeflux.coordinator.tasks.changes import (
 )
 from codeflux.coordinator.tasks.plan_schema import require_plan_size
 from codeflux.domain.acceptance import acceptance_of
-from codeflux.domain.errors import AcceptanceExampleNeededError, ConflictError, PlanChangedError
+from codeflux.domain.clarification import requirement_sentences, trace_coverage
+from codeflux.domain.errors import (
+    AcceptanceExampleNeededError,
+    ClarificationNeededError,
+    ConflictError,
+    PlanChangedError,
+    UncoveredExampleError,
+    UsageError,
+)
 from codeflux.domain.events import PlanApproved, PlanRevisionRecorded, PlanSentBack
 from codeflux.domain.ids import TaskId
 from codeflux.domain.plans import Plan, PlanAuthor, PlanDecider, PlanRevisionRow, PlanVerdict, plan_sha256
@@ -35,9 +51,11 @@ from codeflux.store import task_records as records
 from codeflux.store.database import ReadView, Transaction
 from codeflux.store.events import JournalEvent, append_event
 
-__all__ = ["MAX_FEEDBACK_CHARS", "PlanAuthor", "decide_plan", "read_pending_feedback", "record_plan_revision"]
+__all__ = ["MAX_ANSWER_CHARS", "MAX_FEEDBACK_CHARS", "PlanAuthor", "answer_question", "decide_plan",
+           "read_pending_feedback", "record_plan_revision"]
 
 MAX_FEEDBACK_CHARS: Final = 8192
+MAX_ANSWER_CHARS: Final = 4000
 
 
 def record_plan_revision(
@@ -85,9 +103,8 @@ def decide_plan(
         task = records.require_task_record(tx, task_id)
         current = _require_current(tx, task_id, revision=revision, sha256=sha256)
         validate_task_transition(task.state, to_state)
-        if approving and not acceptance_of(task.requirement or "", current.plan.examples,
-                                           plan_revision=revision).examples:
-            raise AcceptanceExampleNeededError(task_id=task_id.value, revision=revision)
+        if approving:
+            _require_approvable(task_id, task.requirement or "", current)
         plan_rows.insert_plan_decision(tx, task_id=task_id, revision=revision, sha256=sha256,
                                        decision=PlanVerdict.APPROVED if approving else PlanVerdict.SENT_BACK,
                                        feedback=feedback, decided_by=PlanDecider(actor.value), at_us=changes.clock())
@@ -102,6 +119,54 @@ def decide_plan(
     return changes.mutate(scope=f"task:{task_id.value}", key=idempotency_key, work=work, request={
         "operation": "approve-plan" if approving else "send-back-plan", "revision": revision, "sha256": sha256,
         "feedback": feedback, "by": actor.value})
+
+
+def _require_approvable(task_id: TaskId, requirement: str, current: PlanRevisionRow) -> None:
+    """Refuse approving ``current`` before anything is recorded (see the module docstring)."""
+    plan, revision = current.plan, current.revision
+    examples = acceptance_of(requirement, plan.examples, plan_revision=revision).examples
+    if not examples:
+        raise AcceptanceExampleNeededError(task_id=task_id.value, revision=revision)
+    if plan.open_questions:
+        raise ClarificationNeededError(task_id=task_id.value, revision=revision, numbers=plan.open_questions)
+    if plan.trace is not None:
+        coverage = trace_coverage([(t.examples, t.sentences) for t in plan.trace], examples=len(examples),
+                                  sentences=len(requirement_sentences(requirement)))
+        if coverage.uncovered_examples:
+            raise UncoveredExampleError(task_id=task_id.value, revision=revision,
+                                        numbers=coverage.uncovered_examples)
+
+
+def answer_question(
+    changes: TaskChanges, task_id: TaskId, *, revision: int, sha256: str, question: int, answer: str,
+    idempotency_key: str,
+) -> TaskChange:  # fmt: skip
+    """Record the person's ``answer`` to question ``question`` (from 1) of revision ``revision`` (hash
+    ``sha256``, the newest and undecided): the next revision is that plan with the answer, by the person."""
+    text = check_text(answer, kind="answer", limit=MAX_ANSWER_CHARS)
+
+    def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
+        task = records.require_task_record(tx, task_id)
+        if task.state is not TaskState.AWAITING_PLAN_APPROVAL:
+            raise UsageError(f"task {task_id} is {task.state}; questions are answered while its plan awaits approval")
+        current = _require_current(tx, task_id, revision=revision, sha256=sha256)
+        if not 1 <= question <= len(current.plan.questions):
+            raise UsageError(f"plan revision {revision} has no question {question} "
+                             f"({len(current.plan.questions)} question(s))")
+        if current.plan.questions[question - 1].answer is not None:
+            raise ConflictError(f"task {task_id}: question {question} of plan revision {revision} is already answered")
+        answered = current.plan.answered(question, text)
+        require_plan_size(answered)
+        row = plan_rows.insert_plan_revision(tx, task_id=task_id, plan=answered, created_by=PlanAuthor.USER,
+                                             feedback=None, at_us=changes.clock())
+        events.append(append_event(tx, session_id=task.session_id, event=PlanRevisionRecorded(
+            task_id=task_id, revision=row.revision, sha256=row.sha256, created_by=PlanAuthor.USER.value)))
+        return {"task_id": task_id.value, "state": task.state.value, "revision": task.revision,
+                "plan_revision": row.revision}
+
+    return changes.mutate(scope=f"task:{task_id.value}", key=idempotency_key, work=work, request={
+        "operation": "answer-question", "revision": revision, "sha256": sha256, "question": question,
+        "answer": text})
 
 
 def _require_current(view: ReadView, task_id: TaskId, *, revision: int, sha256: str) -> PlanRevisionRow:

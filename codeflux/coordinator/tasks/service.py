@@ -243,6 +243,14 @@ class TaskService:
         return task_plans.decide_plan(self._changes, task_id, revision=revision, sha256=sha256, feedback=feedback,
                                       decided_by=decided_by, idempotency_key=idempotency_key)
 
+    def answer_question(
+        self, task_id: TaskId, *, revision: int, sha256: str, question: int, answer: str, idempotency_key: str
+    ) -> TaskChange:
+        """Answer question ``question`` (from 1) of the newest plan revision ``revision`` (hash ``sha256``): the
+        next revision is that plan with the answer, recorded by the person; it needs its own approval."""
+        return task_plans.answer_question(self._changes, task_id, revision=revision, sha256=sha256,
+                                          question=question, answer=answer, idempotency_key=idempotency_key)
+
     def pending_feedback(self, task_id: TaskId) -> str | None:
         """The feedback the newest plan revision was sent back with (for the planner's next revision)."""
         return self._db.read(lambda view: task_plans.read_pending_feedback(view, task_id))

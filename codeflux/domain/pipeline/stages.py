@@ -150,16 +150,21 @@ STAGES: Final[tuple[Stage, ...]] = (
            "comes from the person's ACCEPTANCE blocks, else from the plan revision the person approved.",
            performable=True),
     _stage(2, _N.CLARIFICATION, _P.SPECIFICATION,
-           "No material ambiguity is left: each was asked and answered, or a bounded reading is stated "
-           "as an assumption.",
-           _N.INSTRUCTIONS),
+           "The deterministic clarification checks ran on the approved plan (every path or identifier the "
+           "requirement names explicitly exists at the base revision or a step creates it; no two acceptance "
+           "examples run the same command expecting different output), and each of their findings and the "
+           "planner's own questions was answered by the person or stated as an assumption (policy assume). "
+           "Whether the requirement's meaning is ambiguous is not judged.",
+           _N.INSTRUCTIONS, performable=True),
     _stage(3, _N.ATOMIC_INSTRUCTIONS, _P.SPECIFICATION,
            "A plan splits the requirement into single-purpose steps, each with its expected files and "
            "the part of the requirement it serves.",
            _N.CLARIFICATION, performable=True),
     _stage(4, _N.DECOMPOSITION_COVERAGE, _P.SPECIFICATION,
-           "Every acceptance criterion maps to at least one step, and every step to a criterion.",
-           _N.INSTRUCTIONS, _N.ATOMIC_INSTRUCTIONS),
+           "The approved plan's trace maps every acceptance example to at least one step; requirement sentences "
+           "no step names are listed. Only completeness is checked: whether a step really serves what it "
+           "names is not judged.",
+           _N.INSTRUCTIONS, _N.ATOMIC_INSTRUCTIONS, performable=True),
     _stage(5, _N.CONTRACTS, _P.SPECIFICATION,
            "Each unit to write has a declared contract: signature, types, pre- and postconditions, "
            "effects and errors.",

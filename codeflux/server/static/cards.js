@@ -19,7 +19,9 @@ export function planCard(app, task) {
   const forecast = plan.forecast || {};
   const steps = el("ol", { class: "steps", testid: "plan-steps" }, (plan.steps || []).map((step) =>
     el("li", {}, el("strong", { text: step.title }), step.detail ? el("p", { text: step.detail }) : null,
-      el("p", { class: "files" }, "Expected files: ", (step.expectedFiles || []).length ? shownList(step.expectedFiles) : "none listed"))));
+      el("p", { class: "files" }, "Expected files: ", (step.expectedFiles || []).length ? shownList(step.expectedFiles) : "none listed"),
+      plan.traced ? el("p", { class: "trace", testid: "plan-step-trace",
+        text: `Serves examples: ${numbers(step.servesExamples)} · covers sentences: ${numbers(step.coversSentences)}` }) : null)));
   const checks = textList((plan.checks || []).map((c) => `${escapeForDisplay(c.name)}: ${(c.argv || []).map(escapeForDisplay).join(" ")}`),
     "No checks listed.", "plan-checks");
   const permissions = textList((plan.permissions || []).map((p) => `${p.capability} on ${p.resource || "any"} — ${p.reason || "no reason given"}`),
@@ -34,7 +36,7 @@ export function planCard(app, task) {
     textList((plan.examples || []).map(escapeForDisplay),
       "No executable example: this plan cannot be approved. Send it back saying which test should pass or which command should print what.",
       "plan-examples"),
-    el("h4", { text: "Steps" }), steps,
+    el("h4", { text: "Steps" }), steps, coverage(plan), questions(app, task, plan),
     el("h4", { text: "Checks" }), checks,
     el("h4", { text: "Permissions" }), permissions,
     el("h4", { text: "Assumptions" }), textList(plan.assumptions, "None stated."),
@@ -52,6 +54,48 @@ export function planCard(app, task) {
       mutatingButton("Send back", () => app.sendBackPlan(plan, feedback.value), "plan-send-back", { dataset: TASK_SCOPE })));
   }
   return body;
+}
+
+const numbers = (items) => (items || []).length ? items.join(", ") : "none";
+
+// Stage 4: the requirement's numbered sentences and what no step names (completeness only, not meaning).
+function coverage(plan) {
+  if (!plan.traced) {
+    return el("p", { class: "note", testid: "plan-trace", text: "No trace: which step serves which example is not measured." });
+  }
+  const gaps = [];
+  if ((plan.uncoveredExamples || []).length) {
+    gaps.push(`No step serves example(s) ${numbers(plan.uncoveredExamples)}: this plan cannot be approved; send it back.`);
+  }
+  if ((plan.uncoveredSentences || []).length) gaps.push(`No step names sentence(s) ${numbers(plan.uncoveredSentences)}.`);
+  return el("div", { testid: "plan-trace" },
+    el("h4", { text: "Requirement sentences (numbered for the trace)" }),
+    el("ol", { class: "sentences", testid: "plan-sentences" }, (plan.sentences || []).map((s) => el("li", { text: s }))),
+    textList(gaps, "Every example and sentence is named by a step (completeness only; meaning is not judged).", "plan-coverage"));
+}
+
+// Stage 2: each question with its status in words; an open one gets an answer box (answering records a new
+// revision, which is then approved).
+function questions(app, task, plan) {
+  const list = plan.questions || [];
+  if (!list.length) return null;
+  const answering = (plan.decision || "undecided") === "undecided" && task.state === "awaiting-plan-approval";
+  return el("div", { testid: "plan-questions" },
+    el("h4", { text: `Questions (clarification policy: ${plan.clarificationPolicy || "not recorded"})` }),
+    el("ol", { class: "questions" }, list.map((q) => {
+      const item = el("li", { testid: "plan-question", dataset: { number: String(q.number), status: q.status } },
+        el("p", { text: `${q.question} (${q.status}; raised by ${q.origin})` }));
+      if (q.status === "answered") item.append(el("p", { text: `Answer: ${q.answer}` }));
+      if (q.status === "assumed") item.append(el("p", { text: `Assumed: ${q.assumption}` }));
+      if (q.status === "open" && answering) {
+        const id = `plan-answer-${q.number}`;
+        const box = el("textarea", { id, testid: "plan-answer", rows: 2, placeholder: q.assumption });
+        item.append(el("p", { class: "note", text: "Approval waits for your answer." }),
+          el("label", { for: id, text: `Answer to question ${q.number}` }), box,
+          mutatingButton("Answer", () => app.answerQuestion(plan, q.number, box.value), "plan-answer-send", { dataset: TASK_SCOPE }));
+      }
+      return item;
+    })));
 }
 
 export function budgetCard(app, task) {

@@ -105,6 +105,15 @@ export const commands = {
     });
   },
 
+  answerQuestion(plan, number, text) {
+    if (!text.trim()) { this.showError(`Write an answer to question ${number} first.`); return null; }
+    return this.mutate(async () => {
+      this.applyTask(await this.rpc.unary("TaskService/AnswerQuestion",
+        { control: control("answer", this.task.revision), taskId: this.taskId, revision: plan.revision, sha256: plan.sha256,
+          question: number, text }));
+    });
+  },
+
   taskCommand(method, prefix) {
     return this.mutate(async () => {
       this.applyTask(await this.rpc.unary(method, { control: control(prefix, this.task.revision), taskId: this.taskId }));
@@ -184,6 +193,14 @@ export const commands = {
     return this.mutate(async () => {
       const settings = await this.rpc.unary("SettingsService/SetBudgetDefaults",
         { control: control("defaults"), hardLimit: amount.trim(), currency: "USD" });
+      clear(this.main).append(settingsView(this, settings));
+    });
+  },
+
+  setClarificationPolicy(policy) {
+    return this.mutate(async () => {
+      const settings = await this.rpc.unary("SettingsService/SetClarificationPolicy",
+        { control: control("clarification"), policy });
       clear(this.main).append(settingsView(this, settings));
     });
   },

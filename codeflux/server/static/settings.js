@@ -23,7 +23,22 @@ export function settingsView(app, settings) {
     el("h3", { text: "Budget defaults" }),
     facts([["Default hard limit", settings.defaultHardLimit ? money(settings.defaultHardLimit) : "none (tasks ask before their first paid call)"]]),
     el("div", { class: "actions" }, el("label", { for: "default-limit", text: "New default (USD)" }), amount,
-      mutatingButton("Save default", () => app.setBudgetDefaults(amount.value), "settings-save-default")));
+      mutatingButton("Save default", () => app.setBudgetDefaults(amount.value), "settings-save-default")),
+    clarificationPolicy(app, settings));
+}
+
+// Open questions of a plan: "ask" (approval waits for the person's answers) or "assume" (each question's
+// stated reading becomes an assumption of the plan). Applies to plans drafted from then on.
+function clarificationPolicy(app, settings) {
+  const current = settings.clarificationPolicy || "ask";
+  const choice = el("select", { id: "clarification-policy", testid: "clarification-policy" },
+    ["ask", "assume"].map((value) => el("option", { value, text: value, selected: value === current })));
+  return el("div", {},
+    el("h3", { text: "Clarification" }),
+    facts([["Open questions of a plan", current === "ask" ? "ask: approval waits for your answers"
+      : "assume: each question's stated reading becomes an assumption of the plan"]]),
+    el("div", { class: "actions" }, el("label", { for: "clarification-policy", text: "Policy" }), choice,
+      mutatingButton("Save policy", () => app.setClarificationPolicy(choice.value), "settings-save-clarification")));
 }
 
 export function diagnosticsView(app, report, backup) {

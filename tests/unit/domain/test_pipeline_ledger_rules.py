@@ -160,7 +160,7 @@ def test_a_complete_run_records_not_implemented_for_every_stage_codeflux_cannot_
     for verdict in final:
         expected = SO.SATISFIED if stage_named(verdict.stage).performable else SO.NOT_IMPLEMENTED
         assert verdict.outcome is expected
-    assert final[1].reason == NOT_IMPLEMENTED_REASON
+    assert final[4].reason == NOT_IMPLEMENTED_REASON  # 5 contracts
 
 
 def test_a_run_stopped_by_a_question_marks_the_rest_blocked_not_not_implemented() -> None:
@@ -173,15 +173,18 @@ def test_a_run_stopped_by_a_question_marks_the_rest_blocked_not_not_implemented(
 
 
 def test_a_run_that_stopped_mid_stage_blocks_that_stage_and_names_where_it_stopped() -> None:
-    final = {v.stage: v for v in finalize_run([satisfied(N.INSTRUCTIONS)], stopped_at=N.ATOMIC_INSTRUCTIONS)}
-    assert final[N.CLARIFICATION].outcome is SO.NOT_IMPLEMENTED
-    assert final[N.ATOMIC_INSTRUCTIONS].outcome is SO.BLOCKED
-    assert final[N.ATOMIC_INSTRUCTIONS].reason == "the run stopped during this stage before it was decided"
-    assert final[N.DELIVER].reason == "the run stopped at atomic-instructions before this stage"
+    specification = [satisfied(N.INSTRUCTIONS), satisfied(N.CLARIFICATION), satisfied(N.ATOMIC_INSTRUCTIONS),
+                     satisfied(N.DECOMPOSITION_COVERAGE)]
+    final = {v.stage: v for v in finalize_run(specification, stopped_at=N.ASSEMBLY)}
+    assert final[N.CONTRACTS].outcome is SO.NOT_IMPLEMENTED
+    assert final[N.ASSEMBLY].outcome is SO.BLOCKED
+    assert final[N.ASSEMBLY].reason == "the run stopped during this stage before it was decided"
+    assert final[N.DELIVER].reason == "the run stopped at assembly before this stage"
 
 
 def test_a_failed_prerequisite_is_named_in_the_blocked_reason() -> None:
-    recorded = [satisfied(N.INSTRUCTIONS), satisfied(N.ATOMIC_INSTRUCTIONS), failed(N.ASSEMBLY)]
+    recorded = [satisfied(N.INSTRUCTIONS), satisfied(N.CLARIFICATION), satisfied(N.ATOMIC_INSTRUCTIONS),
+                failed(N.ASSEMBLY)]
     final = {v.stage: v for v in finalize_run([*recorded, satisfied(N.EVIDENCE_BUNDLE)], stopped_at=None)}
     assert final[N.PROGRAM].reason == "prerequisite assembly did not hold (failed)"
     assert final[N.INTEGRATION_TESTS].reason == "prerequisite assembly did not hold (failed)"
@@ -189,7 +192,8 @@ def test_a_failed_prerequisite_is_named_in_the_blocked_reason() -> None:
 
 
 def test_after_a_stop_the_reason_names_where_the_run_stopped() -> None:
-    recorded = [satisfied(N.INSTRUCTIONS), satisfied(N.ATOMIC_INSTRUCTIONS), failed(N.ASSEMBLY)]
+    recorded = [satisfied(N.INSTRUCTIONS), satisfied(N.CLARIFICATION), satisfied(N.ATOMIC_INSTRUCTIONS),
+                failed(N.ASSEMBLY)]
     final = {v.stage: v for v in finalize_run(recorded, stopped_at=N.ASSEMBLY)}
     assert final[N.ASSEMBLY].outcome is SO.FAILED
     assert final[N.PROGRAM].reason == "the run stopped at assembly before this stage"
@@ -197,7 +201,8 @@ def test_after_a_stop_the_reason_names_where_the_run_stopped() -> None:
 
 
 def test_a_performable_stage_the_run_never_decided_is_blocked() -> None:
-    final = {v.stage: v for v in finalize_run([satisfied(N.INSTRUCTIONS)], stopped_at=None)}
+    recorded = [satisfied(N.INSTRUCTIONS), satisfied(N.CLARIFICATION)]
+    final = {v.stage: v for v in finalize_run(recorded, stopped_at=None)}
     assert final[N.ATOMIC_INSTRUCTIONS].outcome is SO.BLOCKED
     assert final[N.ATOMIC_INSTRUCTIONS].reason == "the run ended without deciding this stage"
     assert final[N.ASSEMBLY].outcome is SO.BLOCKED

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codeflux.domain.capabilities import Capability, CapabilityNeed
+from codeflux.domain.clarification import ClarificationPolicy, QuestionOrigin
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.forecast import ForecastInputs, TaskClass, forecast_task
 from codeflux.domain.ladder import Effort
@@ -18,12 +19,15 @@ from codeflux.domain.money import USD
 from codeflux.domain.plans import (
     MAX_STEPS,
     PLAN_SCHEMA,
+    ClarityCheck,
     Plan,
     PlanCheck,
     PlanForecast,
     PlanPermission,
+    PlanQuestion,
     PlanScope,
     PlanStep,
+    StepTrace,
     canonical_plan_json,
     check_repository_path,
     plan_from_document,
@@ -199,3 +203,43 @@ def test_examples_round_trip_and_a_plan_without_them_keeps_its_document_and_hash
                                     {"command": ["python", "-c", "print(2)"], "expected": ["2"]}]
     assert plan_from_document(json.loads(json.dumps(document))) == with_examples
     assert plan_sha256(with_examples) != plan_sha256(plain)
+
+
+_NUMBERS = st.lists(st.integers(min_value=1, max_value=50), max_size=4, unique=True).map(tuple)
+_QUESTION = st.builds(PlanQuestion, question=_TEXT, origin=st.sampled_from(QuestionOrigin), assumption=_TEXT,
+                      answer=st.none() | _TEXT).flatmap(
+    lambda q: st.just(q) if q.answer is not None else st.builds(replace, st.just(q), assumed=st.booleans()))
+_CLARITY = st.builds(ClarityCheck, policy=st.sampled_from(ClarificationPolicy), base_commit=st.just("a" * 40),
+                     names=st.lists(_TEXT, max_size=3).map(tuple))
+
+
+def _with_stage_2_and_4(plan: Plan) -> st.SearchStrategy[Plan]:
+    trace = st.lists(st.builds(StepTrace, examples=_NUMBERS, sentences=_NUMBERS), min_size=len(plan.steps),
+                     max_size=len(plan.steps)).map(tuple)
+    return st.builds(replace, st.just(plan), trace=st.none() | trace,
+                     questions=st.lists(_QUESTION, max_size=3).map(tuple), clarity=st.none() | _CLARITY)
+
+
+@given(_PLAN.flatmap(_with_stage_2_and_4))
+def test_a_plan_with_a_trace_questions_and_a_clarity_check_round_trips(plan: Plan) -> None:
+    again = plan_from_document(json.loads(canonical_plan_json(plan)))
+    assert again == plan and plan_sha256(again) == plan_sha256(plan)
+
+
+def test_a_plan_without_trace_questions_or_clarity_keeps_its_document_and_hash() -> None:
+    plain = a_plan()
+    document = plan_to_document(plain)
+    assert not {"trace", "questions", "clarity"} & set(document)  # older revisions: same document, same hash
+    traced = replace(plain, trace=(StepTrace(examples=(1,), sentences=(1,)), StepTrace()))
+    assert plan_to_document(traced)["trace"] == [{"examples": [1], "sentences": [1]}, {"examples": [], "sentences": []}]
+    assert plan_sha256(traced) != plan_sha256(plain)
+    asked = replace(plain, questions=(PlanQuestion(question="Which?", origin=QuestionOrigin.PLANNER,
+                                                   assumption="This one."),))
+    assert asked.open_questions == (1,)
+    answered = asked.answered(1, "That one.")
+    assert answered.open_questions == () and answered.questions[0].answer == "That one."
+    assert plan_sha256(answered) != plan_sha256(asked)
+    with pytest.raises(InvalidValueError, match="no question 2"):
+        asked.answered(2, "x")
+    with pytest.raises(InvalidValueError, match="answered or assumed"):
+        PlanQuestion(question="q", origin=QuestionOrigin.PLANNER, assumption="a", answer="b", assumed=True)

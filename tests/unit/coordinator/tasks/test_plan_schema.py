@@ -23,6 +23,7 @@ def a_document() -> dict[str, Any]:
         "assumptions": ["pytest is installed"],
         "examples": [{"test": "tests/test_calc.py::test_add_negative"},
                      {"command": ["python", "-c", "print(1)"], "expected": ["1"]}],
+        "trace": [{"examples": [1, 2], "sentences": [1]}],
     }
 
 
@@ -49,6 +50,28 @@ def test_the_schema_the_planner_is_sent_requires_examples() -> None:
         parse_plan_json(json.dumps(document))
 
 
+def test_the_schema_the_planner_is_sent_requires_a_trace_and_offers_questions() -> None:
+    """Issue 14 items 2 and 3: the trace (step → example and sentence numbers) cannot be left out, has one entry
+    per step, and the planner's own questions are optional; they become planner questions, still open."""
+    schema = PlanDocument.model_json_schema()
+    assert "trace" in schema["required"] and "questions" in schema["properties"]
+    assert "questions" not in schema["required"]
+    document = a_document()
+    document["questions"] = [{"question": "Keep the old name?", "assumption": "Yes, keep it."}]
+    plan = parse_plan_json(json.dumps(document))
+    assert plan.trace is not None and plan.trace[0].examples == (1, 2) and plan.trace[0].sentences == (1,)
+    assert plan.questions[0].origin == "planner" and plan.questions[0].open and plan.open_questions == (1,)
+    del document["trace"]
+    with pytest.raises(PlanInvalidError, match="trace: Field required"):
+        parse_plan_json(json.dumps(document))
+    document["trace"] = [{"examples": [1], "sentences": []}] * 2
+    with pytest.raises(PlanInvalidError, match="one per step"):
+        parse_plan_json(json.dumps(document))
+    document["trace"] = [{"examples": [0], "sentences": []}]
+    with pytest.raises(PlanInvalidError, match="trace"):
+        parse_plan_json(json.dumps(document))
+
+
 @pytest.mark.parametrize("example", [
     {"test": "tests/test_calc.py"},  # a whole file is not an example
     {"test": "t.py::a", "command": ["x"]},
@@ -65,7 +88,7 @@ def test_an_example_that_is_not_executable_is_refused(example: dict[str, Any]) -
 
 def test_optional_lists_may_be_left_out_and_bytes_parse_like_text() -> None:
     document = {"task_class": "feature", "scope": {"summary": "s"}, "steps": [{"title": "t", "detail": "d"}],
-                "examples": []}
+                "examples": [], "trace": [{"examples": [], "sentences": []}]}
 
     from_text = parse_plan_json(json.dumps(document))
     from_bytes = parse_plan_json(json.dumps(document).encode("utf-8"))
@@ -150,6 +173,7 @@ def test_a_document_over_the_byte_limit_is_refused_before_it_is_parsed() -> None
 def test_a_plan_whose_canonical_form_is_too_large_is_refused() -> None:
     document = a_document()
     document["steps"] = [{"title": f"step {n}", "detail": "d" * 3000, "expected_files": []} for n in range(MAX_STEPS)]
+    document["trace"] = [{"examples": [], "sentences": []}] * MAX_STEPS
     document["assumptions"] = ["a" * 3000] * 50
 
     with pytest.raises(PlanInvalidError, match="bytes"):
