@@ -28,6 +28,7 @@ from codeflux.store import checkpoints as checkpoint_rows
 from codeflux.store.database import Database, Transaction
 from codeflux.store.location import DataLocation
 from codeflux.store.recovery import latest_assessment
+from codeflux.store.stage_ledger import ledger_of_attempt
 from tests.fixtures.cli import run_codeflux
 from tests.fixtures.repos import BASE_FILES
 from tests.fixtures.reviews import a_running_task_with_worktree
@@ -91,9 +92,22 @@ def test_accept_records_human_acceptance_and_deliver_with_the_landed_commit(harn
     assert delivery.landed_commit == accepted.outcome.landed_head
     assert git(harness.repo, "rev-parse", "HEAD").strip() == delivery.landed_commit
     assert harness.tasks.show(task_id).task.state is TaskState.COMPLETED
-    # The finished ledger was not rewritten: 36/37 there still say the run stopped waiting for a person.
-    ledger = {row.verdict.stage.value: row.verdict.outcome for row in harness.tasks.ledger(task_id, 1)}
-    assert ledger["human-acceptance"] is StageOutcome.BLOCKED and ledger["deliver"] is StageOutcome.BLOCKED
+    # The stored rows were not rewritten (fact rows: 36/37 there say the run stopped waiting for a person) ...
+    stored = {row.verdict.stage.value: row.verdict.outcome
+              for row in harness.db.read(lambda view: ledger_of_attempt(view, task_id, 1))}
+    assert stored["human-acceptance"] is StageOutcome.BLOCKED and stored["deliver"] is StageOutcome.BLOCKED
+    # ... but the ledger as it is read everywhere carries the decision (issue 14 item 11).
+    read = {row.verdict.stage.value: row for row in harness.tasks.ledger(task_id, 1)}
+    assert read["human-acceptance"].verdict.outcome is StageOutcome.SATISFIED
+    assert read["deliver"].verdict.outcome is StageOutcome.SATISFIED
+    assert read["deliver"].evidence["landed_commit"] == delivery.landed_commit
+    assert read["deliver"].evidence["when_the_attempt_ended"] == {
+        "outcome": "blocked", "reason": stored_reason(harness, task_id, "deliver")}
+
+
+def stored_reason(harness: Harness, task_id: TaskId, stage: str) -> str | None:
+    rows = harness.db.read(lambda view: ledger_of_attempt(view, task_id, 1))
+    return next(row.verdict.reason for row in rows if row.verdict.stage.value == stage)
 
 
 def diff_binding(harness: Harness, task_id: TaskId) -> TaskWorktree:

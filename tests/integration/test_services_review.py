@@ -88,6 +88,12 @@ def test_a_run_to_review_shows_its_diff_checks_evidence_and_all_stages_then_acce
     assert git(harness.repo, "rev-parse", "HEAD").strip() == accepted.landed_head
     assert "NEGATIVES_HANDLED" in (harness.repo / "pkg/calc.py").read_text()
     assert accepted.task.state == "completed" and accepted.task.task_id == task_id.value
+    # Issue 14 item 11, the "Why": after accept, 36-37 used to stay `blocked` in the ledger. Now the ledger as
+    # read everywhere carries the decision: 36 names the accepted diff identity, 37 the landed commit.
+    decided = {s.name: s for s in call(app, STAGES, pb.ListStagesRequest(task_id=task_id.value)).stages}
+    assert decided["human-acceptance"].outcome == "satisfied"
+    assert shown.diff_identity[:12] in decided["human-acceptance"].detail
+    assert decided["deliver"].outcome == "satisfied" and accepted.landed_head[:12] in decided["deliver"].detail
 
 
 def test_before_any_stage_is_recorded_the_review_says_so_and_every_stage_is_empty(

@@ -22,6 +22,7 @@ The delivery decision (stages 36 and 37 after accept / reject) is recorded by
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from codeflux.coordinator.tasks.changes import TaskChanges
 from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
@@ -136,6 +137,8 @@ def record_delivery_decision(
     human = acceptance.verdict
     if accepted:
         deliver = evaluate_deliver(record).verdict
+        if landed_commit is not None and deliver.gate_evaluation is not None:
+            deliver = replace(deliver, gate_evaluation=f"{deliver.gate_evaluation} as commit {landed_commit[:12]}")
     else:
         human = StageVerdict(stage=StageName.HUMAN_ACCEPTANCE, outcome=StageOutcome.FAILED,
                              gate_evaluation=f"{human.gate_evaluation}: {reason}"[:8192])

@@ -13,6 +13,12 @@ always equal what finalizing the attempt will say about them:
 
 Ending the attempt (:func:`finish_attempt_ledger`) fills every remaining stage — ``blocked`` after the
 stage where the run stopped — and closes the attempt, whose ledger then has exactly one row per stage.
+
+A finished attempt that stopped to wait for a person is decided later, by accept or reject: that decision is
+recorded once for the attempt (``task_deliveries``: the verdicts of 36 human-acceptance and 37 deliver, with
+the decision's diff identity, commit and decider). :func:`ledger_with_decision` is the attempt's ledger as it
+is read everywhere (CLI, review, ListStages): 36 and 37 carry the decision's verdicts, and their evidence
+names the decision and what the rows said when the attempt ended ("blocked: not decided yet").
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from codeflux.domain.errors import ConflictError, StageAlreadyRecordedError, Usa
 from codeflux.domain.events import RunAttemptEnded, StageVerdictsRecorded
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict, finalize_run, stage_named
+from codeflux.store.checkpoints import DeliveryRow
 from codeflux.store.database import Transaction
 from codeflux.store.events import JournalEvent, append_event
 from codeflux.store.stage_ledger import (
@@ -35,7 +42,7 @@ from codeflux.store.stage_ledger import (
     require_run_attempt,
 )
 
-__all__ = ["Evidence", "finish_attempt_ledger", "record_verdicts_in_ledger"]
+__all__ = ["Evidence", "finish_attempt_ledger", "ledger_with_decision", "record_verdicts_in_ledger"]
 
 Evidence = Mapping[str, object]
 """What a stage recorded as its evidence: a JSON object (argv, versions, diff identity, result, …)."""
@@ -129,3 +136,26 @@ def finish_attempt_ledger(
         outcomes=counts,
     ))
     return ledger, ended, event
+
+
+def ledger_with_decision(rows: Sequence[LedgerRow], delivery: DeliveryRow | None) -> list[LedgerRow]:
+    """``rows`` with stages 36 and 37 as the person's decision on the attempt decided them (see the module
+    docstring); unchanged when the attempt is not decided."""
+    if delivery is None:
+        return list(rows)
+    decided = {StageName.HUMAN_ACCEPTANCE: delivery.human_acceptance, StageName.DELIVER: delivery.deliver}
+    shown: list[LedgerRow] = []
+    for row in rows:
+        verdict = decided.get(row.verdict.stage)
+        if verdict is None:
+            shown.append(row)
+            continue
+        evidence: dict[str, object] = {
+            "decision": "accepted" if delivery.accepted else "rejected", "diff_identity": delivery.diff_identity,
+            "landed_commit": delivery.landed_commit, "reason": delivery.reason, "decided_by": str(delivery.decided_by),
+            "recorded_in": "the attempt's delivery decision (after the attempt ended)",
+            "when_the_attempt_ended": {"outcome": row.verdict.outcome.value, "reason": row.verdict.reason},
+        }
+        shown.append(LedgerRow(task_id=row.task_id, attempt=row.attempt, number=row.number, verdict=verdict,
+                               evidence=evidence, recorded_at_us=delivery.decided_at_us))
+    return shown

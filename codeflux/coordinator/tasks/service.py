@@ -35,7 +35,12 @@ from codeflux.coordinator.tasks.changes import (
     deciding_actor,
     require_revision,
 )
-from codeflux.coordinator.tasks.ledger import Evidence, finish_attempt_ledger, record_verdicts_in_ledger
+from codeflux.coordinator.tasks.ledger import (
+    Evidence,
+    finish_attempt_ledger,
+    ledger_with_decision,
+    record_verdicts_in_ledger,
+)
 from codeflux.coordinator.tasks.plans import PlanAuthor
 from codeflux.coordinator.tasks.rejection import DiffRejection, record_rejection
 from codeflux.coordinator.tasks.review import require_task_action
@@ -59,6 +64,7 @@ from codeflux.domain.tasks import (
     validate_task_transition,
 )
 from codeflux.gitwork.repository import RepositorySnapshot
+from codeflux.store import checkpoints as checkpoint_rows
 from codeflux.store import plans as plan_rows
 from codeflux.store import repositories as repository_rows
 from codeflux.store import stage_ledger as ledger_rows
@@ -457,7 +463,10 @@ class TaskService:
         return self._db.read(lambda view: records.list_task_records(view, limit=limit, repository_id=repository_id))
 
     def ledger(self, task_id: TaskId, attempt: int) -> list[ledger_rows.LedgerRow]:
-        return self._db.read(lambda view: ledger_rows.ledger_of_attempt(view, task_id, attempt))
+        """The attempt's stage ledger, 36 and 37 as the person's decision on it decided them (when it did)."""
+        return self._db.read(lambda view: ledger_with_decision(
+            ledger_rows.ledger_of_attempt(view, task_id, attempt),
+            checkpoint_rows.delivery_of_attempt(view, task_id, attempt)))
 
     def patches(self, task_id: TaskId) -> list[records.TaskPatchRow]:
         return self._db.read(lambda view: records.patches_of_task(view, task_id))
