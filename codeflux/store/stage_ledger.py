@@ -90,10 +90,10 @@ def end_run_attempt(
 
 
 def _ledger(row: Row) -> LedgerRow:
-    verdict = StageVerdict(stage=decode_choice(StageName, row[3], kind="stage name"),
-                           outcome=decode_choice(StageOutcome, row[4], kind="stage outcome"),
-                           gate_evaluation=None if row[5] is None else str(row[5]),
-                           reason=None if row[6] is None else str(row[6]))
+    verdict = StageVerdict.as_recorded(stage=decode_choice(StageName, row[3], kind="stage name"),
+                                       outcome=decode_choice(StageOutcome, row[4], kind="stage outcome"),
+                                       gate_evaluation=None if row[5] is None else str(row[5]),
+                                       reason=None if row[6] is None else str(row[6]))
     return LedgerRow(task_id=TaskId.parse(str(row[0])), attempt=int(row[1]), number=int(row[2]), verdict=verdict,
                      evidence=json.loads(str(row[7])), recorded_at_us=int(row[8]))
 

@@ -84,8 +84,23 @@ class StageVerdict:
         if problem is not None:
             raise InvalidValueError(kind="stage verdict", reason=f"{self.stage.value} {self.outcome.value}: {problem}")
 
+    @classmethod
+    def as_recorded(cls, *, stage: StageName, outcome: StageOutcome, gate_evaluation: str | None,
+                    reason: str | None) -> StageVerdict:
+        """A verdict read back from the ledger: checked like a new one, except against what codeflux performs
+        *today* — a row an older codeflux recorded ``not-implemented`` for a stage it performs now is still
+        the truth about that attempt."""
+        verdict = object.__new__(cls)
+        for name, value in (("stage", stage), ("outcome", outcome), ("gate_evaluation", gate_evaluation),
+                            ("reason", reason)):
+            object.__setattr__(verdict, name, value)
+        problem = _verdict_problem(verdict, against_catalog=False)
+        if problem is not None:
+            raise InvalidValueError(kind="stage verdict", reason=f"{stage.value} {outcome.value}: {problem}")
+        return verdict
 
-def _verdict_problem(verdict: StageVerdict) -> str | None:
+
+def _verdict_problem(verdict: StageVerdict, *, against_catalog: bool = True) -> str | None:
     outcome = verdict.outcome
     if outcome in _EVALUATED and not (verdict.gate_evaluation or "").strip():
         return "needs the gate evaluation (what was checked and what was seen)"
@@ -93,6 +108,8 @@ def _verdict_problem(verdict: StageVerdict) -> str | None:
         return "needs a reason"
     if outcome in _NOT_RUN and verdict.gate_evaluation is not None:
         return "did not run, so it cannot carry a gate evaluation"
+    if not against_catalog:
+        return None
     performable = stage_named(verdict.stage).performable
     if outcome is StageOutcome.NOT_IMPLEMENTED and performable:
         return "codeflux performs this stage, so it cannot be recorded as not implemented"

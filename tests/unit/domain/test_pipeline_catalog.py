@@ -239,3 +239,19 @@ def test_no_phase_b_to_d_verdict_and_no_build_stops_assembly_or_the_tests() -> N
     assert stage_named(N.INTEGRATION_TESTS.value).prerequisites == (N.ASSEMBLY,)
     assert stage_named(N.END_TO_END_TESTS.value).prerequisites == (N.INSTRUCTIONS, N.ASSEMBLY)
     assert stage_named(N.ASSEMBLY.value).prerequisites == (N.ATOMIC_INSTRUCTIONS,)
+
+
+def test_a_ledger_row_an_older_codeflux_recorded_not_implemented_still_reads_for_a_stage_performed_today() -> None:
+    """Stages 2, 4 and 27 became performable with issue 14: rows older versions stored for them say
+    ``not-implemented`` and must keep reading (`codeflux task show` of an old task crashed on them)."""
+    from codeflux.domain.errors import InvalidValueError
+    from codeflux.domain.pipeline import StageOutcome, StageVerdict
+
+    old = StageVerdict.as_recorded(stage=StageName.CLARIFICATION, outcome=StageOutcome.NOT_IMPLEMENTED,
+                                   gate_evaluation=None, reason="codeflux cannot perform this stage yet")
+    assert old.outcome is StageOutcome.NOT_IMPLEMENTED
+    with pytest.raises(InvalidValueError, match="codeflux performs this stage"):
+        StageVerdict(stage=StageName.CLARIFICATION, outcome=StageOutcome.NOT_IMPLEMENTED, reason="no")
+    with pytest.raises(InvalidValueError, match="needs a reason"):  # every other rule still holds
+        StageVerdict.as_recorded(stage=StageName.PROGRAM, outcome=StageOutcome.BLOCKED, gate_evaluation=None,
+                                 reason=None)
