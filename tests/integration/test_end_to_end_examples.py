@@ -254,3 +254,16 @@ def test_a_missing_build_backend_blocks_the_build_naming_it_and_never_the_tests(
     assert "no_such_backend_anywhere" in str(rows[StageName.PROGRAM].reason)
     assert rows[StageName.INTEGRATION_TESTS].outcome is StageOutcome.SATISFIED  # 28 needs assembly, not program
     assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW, outcome.reason
+
+
+def test_a_scratch_folder_left_in_the_worktree_never_reaches_the_diff(harness: Harness) -> None:
+    """What a killed base run leaves behind (here written into the worktree before validation) is removed
+    before assembly takes the diff: the reviewed diff never carries codeflux's scratch copies."""
+    leftover = write_file(".codeflux-checks/base/pkg/calc.py", "def add(a, b):\n    return 0\n", "w9")
+
+    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"),
+                           [*implementing_turns(), leftover, done()])
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    paths = [str(item["path"]) for item in evidence_of(harness, task_id, 1, StageName.ASSEMBLY)["files"]]
+    assert paths == ["pkg/calc.py", "tests/test_calc.py"]
