@@ -46,6 +46,7 @@ __all__ = [
     "EVENT_TYPES",
     "AcceptConflicted",
     "AgentMessage",
+    "AttemptSentBack",
     "AuthorityDecided",
     "BrowserDecisionRefused",
     "BudgetAcknowledged",
@@ -114,6 +115,7 @@ class EventKind(StrEnum):
     RUN_ATTEMPT_OPENED = "run-attempt-opened"
     STAGE_VERDICTS_RECORDED = "stage-verdicts-recorded"
     RUN_ATTEMPT_ENDED = "run-attempt-ended"
+    ATTEMPT_SENT_BACK = "attempt-sent-back"
     CHECKPOINT_CREATED = "checkpoint-created"
     AGENT_MESSAGE = "agent-message"
     # tools and authority
@@ -270,6 +272,21 @@ class RunAttemptEnded(EventPayload):
     attempt: int
     stopped_at: str | None
     outcomes: Mapping[StageOutcome, int]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptSentBack(EventPayload):
+    """A gate sent ``attempt``'s work back: the ``rung`` it ran on, the normalised failure ``fingerprint`` (its
+    digest) and what the ladder decided (``stay``, ``climb``, ``exhausted``, ``ask-before-climb``). A run that goes
+    on after a pause or a restart reads these back, so repair stays bounded per rung and stalls are still seen."""
+
+    KIND = EventKind.ATTEMPT_SENT_BACK
+    task_id: TaskId
+    attempt: int
+    gate: str
+    rung: str
+    fingerprint: str
+    decision: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -644,7 +661,7 @@ class LogsPurged(EventPayload):
 _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
     RepositoryRegistered, TaskCreated, TaskStateChanged, DirtyTreeAcknowledged,
     PlanRevisionRecorded, PlanApproved, PlanSentBack, RunAttemptOpened, StageVerdictsRecorded, RunAttemptEnded,
-    CheckpointCreated, AgentMessage,
+    AttemptSentBack, CheckpointCreated, AgentMessage,
     ToolRequested, AuthorityDecided, ToolExecutionIntended, ToolOutput, ToolExecutionFinished,
     PatchStored, AcceptConflicted, TaskAccepted, DeliveryRecorded, RecoveryAssessed, EffectOutcomeRecorded,
     WorktreeRemoved, WorktreeKept,

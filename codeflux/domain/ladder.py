@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Final
@@ -277,6 +277,21 @@ class LadderPosition:
         reached = [rung for rung in used if rung in ladder.rungs]
         top = max(reached, key=ladder.rungs.index, default=ladder.rungs[0])
         return cls(ladder=ladder, rung=top, stall_threshold=stall_threshold)
+
+    def continued(self, sent_back: Sequence[tuple[str, str, str]]) -> tuple[LadderPosition, int]:
+        """This position (where a new run of the task starts) with the failures its earlier runs recorded on
+        this same rung, and how many repairs they used — so a pause or a restart neither resets the repair bound
+        nor forgets a recurring failure. ``sent_back``: the task's journaled send-backs, oldest first, as
+        ``(rung, fingerprint digest, ladder decision)``; only the trailing ones on this rung count (a climb
+        started this rung afresh)."""
+        counts: dict[str, int] = {}
+        repairs = 0
+        for rung, digest, decision in reversed(sent_back):
+            if rung != str(self.rung):
+                break
+            counts[digest] = counts.get(digest, 0) + 1
+            repairs += decision == LadderDecision.STAY.value
+        return replace(self, recurrences=tuple(sorted(counts.items()))), repairs
 
     def count_of(self, fingerprint: FailureFingerprint) -> int:
         """How often ``fingerprint`` was recorded on the current rung."""

@@ -24,6 +24,7 @@ __all__ = [
     "SYSTEM_SESSION_ID",
     "JournalEvent",
     "append_event",
+    "events_of_kind",
     "find_journal_gaps",
     "latest_event",
     "read_events_after",
@@ -135,6 +136,14 @@ def latest_event(view: ReadView, *, session_id: str, kinds: Sequence[str]) -> Jo
         " WHERE session_id = ? AND kind = ? ORDER BY sequence DESC LIMIT 1", (session_id, kind)) for kind in kinds]
     found = [row for row in rows if row is not None]
     return _journal_event(max(found, key=lambda row: int(row[1]))) if found else None
+
+
+def events_of_kind(view: ReadView, *, session_id: str, kind: str, limit: int) -> list[JournalEvent]:
+    """The newest ``limit`` committed events of ``session_id`` with ``kind``, oldest first."""
+    rows = view.query_all(
+        "SELECT session_id, sequence, kind, payload_json, created_at_us FROM events"
+        " WHERE session_id = ? AND kind = ? ORDER BY sequence DESC LIMIT ?", (session_id, kind, limit))
+    return [_journal_event(row) for row in reversed(rows)]
 
 
 def find_journal_gaps(view: ReadView) -> list[str]:

@@ -26,7 +26,7 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import Ladder, LadderPosition, Rung
 from codeflux.domain.models import ModelRequest
 from codeflux.domain.pipeline import StageName, StageOutcome
-from codeflux.domain.tasks import TaskState
+from codeflux.domain.tasks import Actor, TaskState
 from codeflux.pipeline.program import pytest_argv
 from codeflux.providers.scripted import ScriptedAdapter, ScriptedTurn
 from codeflux.store.database import Database
@@ -167,3 +167,29 @@ def test_only_a_task_under_review_or_failed_can_be_retried_and_only_with_words(h
     with pytest.raises(UsageError, match="retry feedback"):
         harness.tasks.start_run(task_id, harness.snapshot(), expected_revision=revision, idempotency_key="k2",
                                 retry_feedback="   ")
+
+
+def test_a_restart_mid_repair_goes_on_with_the_same_rung_repairs_and_recurring_failure(harness: Harness) -> None:
+    """Issue 14 item 7: the ladder position and the repair count survive a pause and a new run (a resume, or
+    a restart — both start a new run from what is stored). Two identical failures, then the run stops (here the
+    script runs out, which pauses the task); the resumed run's first identical failure is the third: it climbs.
+    Before, a new run started counting afresh, so repair was never bounded across restarts."""
+    limits = LoopLimits(max_repairs_per_rung=2)
+    task_id, paused, _ = run(harness, [*WRONG, *retry(3, 2)], limits=limits)
+    assert paused.kind is RunOutcomeKind.PAUSED and paused.attempt == 3
+    assert [(s.rung, s.decision) for s in harness.tasks.send_backs(task_id)] == [("cheap:low", "stay")] * 2
+    view = harness.tasks.show(task_id)
+    harness.tasks.transition(task_id, TaskState.READY, expected_revision=view.task.revision, reason="resume",
+                             actor=Actor.USER, idempotency_key="resume-1")
+    gateway, adapter = scripted_gateway(harness.db, [*retry(3, 4), *retry(-3, 5)])
+    policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
+
+    resumed = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=ladder_position_of(harness.db, task_id),
+                       limits=limits, headless_policy=policy)
+
+    assert [(s.rung, s.decision) for s in harness.tasks.send_backs(task_id)] == [
+        ("cheap:low", "stay"), ("cheap:low", "stay"), ("cheap:low", "climb")]
+    assert resumed.kind is RunOutcomeKind.AWAITING_REVIEW and resumed.clean and resumed.attempt == 5
+    assert ladder_position_of(harness.db, task_id).rung == Rung.parse("cheap:max")
+    assert "on rung cheap:max" in text_of(adapter.requests[-2])

@@ -78,6 +78,7 @@ from codeflux.domain.errors import (
     TransitionNotAllowedError,
     UsageError,
 )
+from codeflux.domain.events import AttemptSentBack
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import FailureKind, LadderDecision, LadderPosition, LadderStep, fingerprint_failure
 from codeflux.domain.pipeline import STAGES, StageName, StageOutcome, StageVerdict
@@ -183,8 +184,13 @@ def run_task(
     ports = PipelinePorts(facts=facts, ledger=tasks, commands=DriverCheckCommands(driver),
                           acceptance=acceptance or NoAcceptanceYet(), repository_root=view.task.repository_root,
                           search_path=search_path)
+    repairs = 0
+    if not retrying and rejection is None:  # a run that goes on (resume, restart) keeps its repair count
+        position, repairs = position.continued([(sent.rung, sent.fingerprint, sent.decision)
+                                                for sent in tasks.send_backs(task_id)])
     run = _Run(task_id=task_id, attempt=started.attempt or 1, tasks=tasks, gateway=gateway, driver=driver,
-               ports=ports, position=position, limits=limits, policy=headless_policy, provider=provider, clock=clock)
+               ports=ports, position=position, limits=limits, policy=headless_policy, provider=provider, clock=clock,
+               repairs=repairs)
     failed = record_specification(task_id, run.attempt, ports=ports)
     if failed is not None:
         return _fail(run, f"{failed.stage} did not hold: {failed.gate_evaluation}",
@@ -400,8 +406,12 @@ def _after_checks(run: _Run, verdicts: tuple[StageVerdict, ...]) -> RunOutcome:
     sent_back = _sent_back(run, verdicts)
     if sent_back is not None:
         gate, detail, failing = sent_back
-        run.position, step = run.position.record(FailureKind.CHECK, fingerprint_failure(
-            gate=gate.value, output=detail, failing_tests=failing))
+        rung = run.position.rung
+        fingerprint = fingerprint_failure(gate=gate.value, output=detail, failing_tests=failing)
+        run.position, step = run.position.record(FailureKind.CHECK, fingerprint)
+        run.tasks.record_send_back(AttemptSentBack(task_id=run.task_id, attempt=run.attempt, gate=gate.value,
+                                                   rung=str(rung), fingerprint=fingerprint.digest,
+                                                   decision=step.decision.value))
         if step.decision is LadderDecision.STAY:
             if run.repairs >= run.limits.max_repairs_per_rung:
                 return _repair_exhausted(run, gate, detail, verdicts)

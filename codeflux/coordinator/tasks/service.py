@@ -46,6 +46,7 @@ from codeflux.coordinator.tasks.rejection import DiffRejection, record_rejection
 from codeflux.coordinator.tasks.review import require_task_action
 from codeflux.domain.errors import ConflictError, InvalidValueError, UsageError
 from codeflux.domain.events import (
+    AttemptSentBack,
     BrowserDecisionRefused,
     DirtyTreeAcknowledged,
     PatchStored,
@@ -70,7 +71,7 @@ from codeflux.store import repositories as repository_rows
 from codeflux.store import stage_ledger as ledger_rows
 from codeflux.store import task_records as records
 from codeflux.store.database import Database, ReadView, Transaction, now_us
-from codeflux.store.events import SYSTEM_SESSION_ID, JournalEvent, append_event
+from codeflux.store.events import SYSTEM_SESSION_ID, JournalEvent, append_event, events_of_kind
 
 __all__ = [
     "Actor",
@@ -400,6 +401,23 @@ class TaskService:
             return rows
 
         return tuple(self._changes.write(work))
+
+    def record_send_back(self, sent_back: AttemptSentBack) -> None:
+        """Journal that a gate sent an attempt's work back, with the rung, fingerprint and ladder decision."""
+        def work(tx: Transaction, events: list[JournalEvent]) -> None:
+            task = records.require_task_record(tx, sent_back.task_id)
+            events.append(append_event(tx, session_id=task.session_id, event=sent_back))
+
+        self._changes.write(work)
+
+    def send_backs(self, task_id: TaskId, *, limit: int = 200) -> list[AttemptSentBack]:
+        """The task's journaled send-backs (the newest ``limit``), oldest first."""
+        def work(view: ReadView) -> list[AttemptSentBack]:
+            session = records.require_task_record(view, task_id).session_id
+            found = events_of_kind(view, session_id=session, kind=AttemptSentBack.KIND.value, limit=limit)
+            return [event.event for event in found if isinstance(event.event, AttemptSentBack)]
+
+        return self._db.read(work)
 
     def finish_attempt(
         self, task_id: TaskId, attempt: int, *, stopped_at: StageName | None

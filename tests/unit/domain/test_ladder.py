@@ -197,3 +197,15 @@ def test_a_resumed_run_goes_on_from_the_highest_rung_already_used() -> None:
     assert LadderPosition.resumed([]).rung == DEFAULT_LADDER.rungs[0]
     assert LadderPosition.resumed([Rung.parse("capable:max")]).rung == DEFAULT_LADDER.rungs[0]  # not on the ladder
     assert LadderPosition.resumed(used).recurrences == ()
+
+
+def test_a_continued_position_counts_only_the_trailing_send_backs_on_its_own_rung() -> None:
+    position = LadderPosition.start().climbed_to(Rung.parse("cheap:max"))
+    journal = [("cheap:low", "a", "stay"), ("cheap:low", "a", "climb"), ("cheap:max", "b", "stay"),
+               ("cheap:max", "b", "stay"), ("cheap:max", "c", "stay")]
+
+    continued, repairs = position.continued(journal)
+
+    assert repairs == 3 and continued.rung == position.rung
+    assert dict(continued.recurrences) == {"b": 2, "c": 1}  # "a" was seen on the rung below, before the climb
+    assert position.continued([]) == (position, 0)
