@@ -54,6 +54,7 @@ __all__ = [
     "is_test_file",
     "measure_base",
     "output_lines",
+    "pin_pytest_root",
 ]
 
 BASE_DIRECTORY: Final = ".codeflux-checks/base"
@@ -148,6 +149,32 @@ class BaseRun:
             return None
 
 
+_PYTEST_SECTIONS: Final = {"pytest.ini": None, ".pytest.ini": None, "pyproject.toml": "[tool.pytest.ini_options]",
+                            "tox.ini": "[pytest]", "setup.cfg": "[tool:pytest]"}
+
+
+def pin_pytest_root(scratch: Path) -> bool:
+    """Make pytest take the base copy as its root, as it takes the repository's root when it runs there.
+
+    pytest looks for its configuration from the directory it runs in *upwards*: in the copy inside the
+    worktree, a base without pytest configuration would find the worktree's (the attempt's) — another root,
+    other test ids, other options. When no file at the copy's top holds a pytest section, an empty
+    ``pytest.ini`` is written there (only in the copy), which changes nothing else: the base had no pytest
+    configuration. Returns whether it was written."""
+    for name, section in _PYTEST_SECTIONS.items():
+        path = scratch / name
+        if path.is_file() and not path.is_symlink():
+            if section is None:
+                return False
+            try:
+                if section in path.read_text(encoding="utf-8", errors="replace"):
+                    return False
+            except OSError:
+                return False
+    (scratch / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    return True
+
+
 def _listed(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
@@ -198,56 +225,60 @@ def measure_base(ports: PipelinePorts, *, attempt: int, purpose: str, test_argv:
         remove_base_scratch(worktree, BASE_DIRECTORY)
 
 
+def _tests_on_base(ports: PipelinePorts, *, attempt: int, scratch: Path, test_argv: Sequence[str],
+                   notes: list[str]) -> tuple[JunitCounts | None, str | None]:
+    """The test command's report on the base copy (None when there is none: ``notes`` say why), and its
+    request id."""
+    if pin_pytest_root(scratch):
+        notes.append("pytest's root pinned to the base copy (the base has no pytest configuration of its own)")
+    run = ports.commands.run_check_command(ports.facts.task_id, tuple(test_argv), attempt=attempt,
+                                           working_directory=BASE_DIRECTORY)
+    report = scratch / JUNIT_RELATIVE_PATH
+    if not run.ran:
+        notes.append(f"the test command did not run on the base: {run.refusal}")
+        return None, run.request_id
+    if report.is_symlink() or not report.is_file():
+        notes.append(f"the test command ended {run.state} (exit {run.exit_code}) on the base and wrote no report")
+        return None, run.request_id
+    try:
+        return parse_junit_xml(report.read_bytes()), run.request_id
+    except (ValueError, ElementTree.ParseError):
+        notes.append("the base run's junit report could not be read")
+        return None, run.request_id
+
+
 def _run_in_scratch(ports: PipelinePorts, *, attempt: int, key: str, purpose: str, scratch: Path,
                     test_argv: Sequence[str] | None, examples: Sequence[AcceptanceExample]) -> BaseRun:
-    task_id = ports.facts.task_id
     request_ids: list[str] = []
-    failing: tuple[str, ...] = ()
-    statuses: dict[str, str] = {}
     notes: list[str] = []
-    tests_measured = False
     named = [example.test for example in examples if example.test]
+    counts = None
     if test_argv is not None:
-        run = ports.commands.run_check_command(task_id, tuple(test_argv), attempt=attempt,
-                                               working_directory=BASE_DIRECTORY)
-        if run.request_id:
-            request_ids.append(run.request_id)
-        report = scratch / JUNIT_RELATIVE_PATH
-        data = report.read_bytes() if run.ran and report.is_file() and not report.is_symlink() else None
-        if not run.ran:
-            notes.append(f"the test command did not run on the base: {run.refusal}")
-        elif data is None:
-            notes.append(f"the test command ended {run.state} (exit {run.exit_code}) on the base and wrote no report")
-        else:
-            try:
-                counts = parse_junit_xml(data)
-            except (ValueError, ElementTree.ParseError):
-                notes.append("the base run's junit report could not be read")
-            else:
-                tests_measured = True
-                failing = counts.failing_ids()
-                statuses = {test: counts.status_of(test) for test in named}
+        counts, request_id = _tests_on_base(ports, attempt=attempt, scratch=scratch, test_argv=test_argv,
+                                            notes=notes)
+        request_ids += [request_id] if request_id else []
     elif named:
         notes.append("no test command to run the named tests with on the base")
     commands: dict[str, dict[str, object]] = {}
     for example in examples:
         if example.test is not None or not example.argv:
             continue
-        run = ports.commands.run_check_command(task_id, example.argv, attempt=attempt,
+        run = ports.commands.run_check_command(ports.facts.task_id, example.argv, attempt=attempt,
                                                working_directory=BASE_DIRECTORY)
-        if run.request_id:
-            request_ids.append(run.request_id)
+        request_ids += [run.request_id] if run.request_id else []
         if not run.ran:
             notes.append(f"an example command did not run on the base: {run.refusal}")
             continue
         commands[command_key(example.argv)] = {"exit_code": run.exit_code,
                                                "stdout_lines": output_lines(run.stdout)[:_SHOWN_LINES]}
-    measured = tests_measured or bool(commands)
-    detail = "; ".join(notes) if notes else "measured on the base revision with this attempt's test files"
+    measured = counts is not None or bool(commands)
+    problems = [note for note in notes if not note.startswith("pytest's root pinned")]
+    detail = "; ".join(notes) if problems else "; ".join(["measured on the base revision", *notes])
     return BaseRun(key=key, purpose=purpose, measured=measured,
-                   detail=detail if measured else f"not measured: {detail}",
-                   tests_measured=tests_measured, failing=failing, statuses=statuses, commands=commands,
-                   request_ids=tuple(request_ids), from_attempt=attempt)
+                   detail=detail if measured else f"not measured: {detail}", tests_measured=counts is not None,
+                   failing=counts.failing_ids() if counts else (),
+                   statuses={test: counts.status_of(test) for test in named} if counts else {},
+                   commands=commands, request_ids=tuple(request_ids), from_attempt=attempt)
 
 
 def integration_with_base(result: StageResult, counts: JunitCounts | None, runs: Sequence[BaseRun],

@@ -267,3 +267,20 @@ def test_a_scratch_folder_left_in_the_worktree_never_reaches_the_diff(harness: H
     assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
     paths = [str(item["path"]) for item in evidence_of(harness, task_id, 1, StageName.ASSEMBLY)["files"]]
     assert paths == ["pkg/calc.py", "tests/test_calc.py"]
+
+
+def test_a_pytest_configuration_the_change_adds_does_not_become_the_base_runs_root(harness: Harness) -> None:
+    """The base copy lives inside the worktree; pytest looks for its configuration upwards, so a base without
+    one would take the attempt's new pytest.ini as its root and name every test differently — the example
+    would look "not collected" there and be claimed to discriminate. The copy's own root is pinned instead."""
+    config = write_file("pytest.ini", "[pytest]\naddopts = -ra\n", "w3")
+
+    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"),
+                           [*implementing_turns(), config, done()])
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    _, examples = examples_of(harness, task_id, 1)
+    assert examples[0]["discriminates"] is False  # add(-1, -2) == -3 held on the base code already
+    run_record = evidence_of(harness, task_id, 1, StageName.INTEGRATION_TESTS)["base_runs"][0]
+    assert run_record["statuses"] == {"tests/test_calc.py::test_add_negative": "passed"}
+    assert "pytest's root pinned" in run_record["detail"]
