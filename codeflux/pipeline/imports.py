@@ -11,6 +11,11 @@ Its authority follows the decision on the test command this attempt (the same pr
 repository's modules is part of what the test command does in the same box): when that was not allowed, the
 imports are not checked and the stage says so, never that they were.
 
+The script puts ``src`` first on ``sys.path`` for a src layout (a ``src`` folder that is not itself a package),
+so the worktree's code is imported, not an installed copy. A changed module that fails to import is then
+imported once on the base revision too (the base copy, :mod:`~codeflux.pipeline.base_revision`): one that
+fails there the same way was already broken — it is listed, never held against the change.
+
 The script prints one line ``codeflux-imports <json>`` last: per module ``null`` (imported) or the exception's
 type, message (cut) and the last frame of its traceback (file and line). That output comes from a process
 running repository code — it is read as untrusted data, bounded, and only ever shown, never followed.
@@ -24,16 +29,19 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final
 
-from codeflux.pipeline.base_revision import is_test_file
+from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
+from codeflux.pipeline.base_revision import BASE_DIRECTORY, is_test_file
 from codeflux.pipeline.ports import PipelinePorts
 
-__all__ = ["IMPORT_SCRIPT", "ImportCheck", "changed_modules", "check_imports"]
+__all__ = ["IMPORT_SCRIPT", "ImportCheck", "changed_modules", "check_imports", "failing_on_base_too"]
 
 MAX_MODULES: Final = 200
 _MARKER: Final = "codeflux-imports "
 _NEVER_IMPORTED: Final = frozenset({"conftest.py", "setup.py", "__main__.py"})
 IMPORT_SCRIPT: Final = (
-    "import importlib, json, sys, traceback\n"
+    "import importlib, json, os, sys, traceback\n"
+    "if os.path.isdir('src') and not os.path.exists(os.path.join('src', '__init__.py')):\n"
+    "    sys.path.insert(0, os.path.abspath('src'))\n"
     "results = {}\n"
     "for name in sys.argv[1:]:\n"
     "    try:\n"
@@ -99,15 +107,17 @@ def _reported(stdout: str) -> Mapping[str, object] | None:
 
 
 def check_imports(ports: PipelinePorts, *, attempt: int, modules: Sequence[str], interpreter: str | None,
-                  test_argv: Sequence[str] | None) -> ImportCheck:
-    """Import ``modules`` in the task's box (see the module docstring)."""
+                  test_argv: Sequence[str] | None, working_directory: str | None = None) -> ImportCheck:
+    """Import ``modules`` in the task's box (see the module docstring), in the worktree or, with
+    ``working_directory``, in the base copy there."""
     if not modules:
         return ImportCheck(checked=True, detail="no changed importable module")
     if interpreter is None or test_argv is None:
         return ImportCheck(checked=False, modules=tuple(modules),
                            detail="imports not checked: no test command with an interpreter to import them with")
     argv = (interpreter, "-c", IMPORT_SCRIPT, *modules)
-    run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=attempt, covered_by=tuple(test_argv))
+    run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=attempt, covered_by=tuple(test_argv),
+                                           working_directory=working_directory)
     if not run.ran:
         return ImportCheck(checked=False, modules=tuple(modules), argv=argv, request_id=run.request_id,
                            detail=f"imports not checked: {run.refusal}")
@@ -124,3 +134,24 @@ def check_imports(ports: PipelinePorts, *, attempt: int, modules: Sequence[str],
     imported = len(modules) - len(failures)
     return ImportCheck(checked=True, modules=tuple(modules), argv=argv, request_id=run.request_id,
                        failures=failures, detail=f"{imported} of {len(modules)} changed module(s) import")
+
+
+def failing_on_base_too(ports: PipelinePorts, *, attempt: int, check: ImportCheck, interpreter: str,
+                        test_argv: Sequence[str], existing: Sequence[str]) -> tuple[str, ...]:
+    """The modules of ``check``'s failures that fail to import on the base revision as well, with the same
+    exception type (only modules in ``existing``, the ones the base has, are tried)."""
+    tried = [str(failure["module"]) for failure in check.failures if failure.get("module") in existing]
+    if not tried:
+        return ()
+    scratch = write_base_scratch(ports.facts.worktree, directory=BASE_DIRECTORY, overlay=())
+    if scratch.path is None:
+        return ()
+    try:
+        on_base = check_imports(ports, attempt=attempt, modules=tried, interpreter=interpreter, test_argv=test_argv,
+                                working_directory=BASE_DIRECTORY)
+    finally:
+        remove_base_scratch(ports.facts.worktree, BASE_DIRECTORY)
+    types = {str(failure["module"]): failure.get("type") for failure in on_base.failures}
+    return tuple(failure_module for failure in check.failures
+                 if (failure_module := str(failure["module"])) in types
+                 and types[failure_module] == failure.get("type"))

@@ -284,3 +284,31 @@ def test_a_pytest_configuration_the_change_adds_does_not_become_the_base_runs_ro
     run_record = evidence_of(harness, task_id, 1, StageName.INTEGRATION_TESTS)["base_runs"][0]
     assert run_record["statuses"] == {"tests/test_calc.py::test_add_negative": "passed"}
     assert "pytest's root pinned" in run_record["detail"]
+
+
+def test_a_module_that_already_failed_to_import_on_the_base_is_listed_not_sent_back(harness: Harness) -> None:
+    broken = "import a_dependency_this_environment_lacks\n"
+    write_files(harness.repo, {"pkg/gpu.py": broken})
+    commit_all(harness.repo, "an optional module whose dependency is not installed here")
+    touched = write_file("pkg/gpu.py", broken + "# touched by the change\n", "w3", replacing=broken)
+
+    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"),
+                           [*implementing_turns(), touched, done()])
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean and outcome.attempt == 1, outcome.reason
+    imports = evidence_of(harness, task_id, 1, StageName.ASSEMBLY)["imports"]
+    assert [failure["module"] for failure in imports["failures"]] == ["pkg.gpu"]
+    assert imports["failing_on_base_too"] == ["pkg.gpu"]
+
+
+def test_a_src_layout_module_is_imported_from_the_worktree(harness: Harness) -> None:
+    write_files(harness.repo, {"src/tool/__init__.py": "", "src/tool/names.py": "NAME = 'old'\n"})
+    commit_all(harness.repo, "a src-layout package (not installed in the environment)")
+    renamed = write_file("src/tool/names.py", "NAME = 'new'\n", "w3", replacing="NAME = 'old'\n")
+
+    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"),
+                           [*implementing_turns(), renamed, done()])
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    imports = evidence_of(harness, task_id, 1, StageName.ASSEMBLY)["imports"]
+    assert "tool.names" in imports["modules"] and imports["failures"] == []
