@@ -295,7 +295,8 @@ def _accept(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id
     reply = channel.call("ReviewService/AcceptChange", request, pb.AcceptChangeReply)
     if reply.kind == "conflict":
         ctx.warn(f"codeflux task: the diff conflicts with {reply.branch} in: {', '.join(reply.conflicting_paths)}")
-        ctx.warn("nothing changed; the task still awaits review (repair it, or reject it to keep the patch)")
+        ctx.warn(f"nothing changed; the task still awaits review: `codeflux task retry {task_id} --feedback …` for "
+                 "another attempt, or reject it with --reason to keep the patch")
         return int(ExitCode.FAILED)
     ctx.say(f"task {task_id}: accepted ({reply.kind}) on {reply.branch} "
             f"{reply.previous_head[:12]} → {reply.landed_head[:12]}; {reply.task.state}")
