@@ -63,13 +63,28 @@ def harden_process() -> None:
 
     The re-executed process runs ``python -m codeflux`` with the same arguments and interpreter flags (``-I``,
     ``-E``, ``-B``) and the environment :func:`environment_without_secrets` keeps; it comes here again and finds
-    nothing to remove. ``execve`` keeps the pid, so a parent waiting on it sees one process.
+    nothing to remove. ``execve`` keeps the pid, so a parent waiting on it sees one process. ``-m`` would put
+    the current directory first on ``sys.path``, where a repository's own ``codeflux.py`` would be run instead
+    of codeflux: unless this process already had it there (it was itself started as ``python -m codeflux``),
+    the re-execution gets ``-P``, which leaves it out.
     """
     kept, removed = environment_without_secrets(os.environ)
     if removed:
         sys.stdout.flush()
         sys.stderr.flush()
         flags = [flag for flag, on in (("-I", sys.flags.isolated), ("-E", sys.flags.ignore_environment),
-                                       ("-B", sys.flags.dont_write_bytecode)) if on]
+                                       ("-B", sys.flags.dont_write_bytecode),
+                                       ("-P", not sys.flags.isolated and not _current_directory_first())) if on]
         os.execve(sys.executable, [sys.executable, *flags, "-m", "codeflux", *sys.argv[1:]], kept)  # noqa: S606
     make_undumpable()
+
+
+def _current_directory_first() -> bool:
+    """Whether this interpreter put the current directory first on ``sys.path`` (``python -m …``, ``-c``); a
+    console script has its own directory there instead, and ``-P``/``-I`` nothing."""
+    if sys.flags.safe_path or not sys.path:
+        return False
+    try:
+        return sys.path[0] in ("", os.getcwd())
+    except OSError:  # the current directory was removed
+        return False

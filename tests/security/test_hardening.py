@@ -238,6 +238,22 @@ def test_the_cli_decides_the_re_execution_before_importing_itself(tmp_path: Path
     assert {"codeflux.cli.entry", "codeflux.cli.main"} <= final
 
 
+def test_the_re_executed_cli_does_not_run_a_codeflux_module_of_the_current_directory(tmp_path: Path) -> None:
+    """The console script re-executes as ``python -m codeflux``; run from a repository holding its own
+    ``codeflux.py``, the re-executed process still runs codeflux, not that file. The twin proves the planted
+    module is found when the current directory is on the path (``python -m codeflux`` run there)."""
+    marker = f"planted-{secrets.token_hex(8)}"
+    (tmp_path / "codeflux.py").write_text(f"print({marker!r})\n")
+    kept, _ = environment_without_secrets(os.environ)
+    environment = {**kept, "CANARY_API_KEY": f"canary-{secrets.token_hex(8)}"}
+    ran = {name: subprocess.run([*_entry(name), "version"], env=environment, capture_output=True, text=True,
+                                cwd=tmp_path, timeout=120, check=False) for name in ENTRIES}
+    script = ran["console script"]
+    assert script.returncode == 0 and script.stdout.startswith("codeflux: "), script.stderr[-2000:]
+    assert marker not in script.stdout + script.stderr
+    assert marker in ran["python -m codeflux"].stdout  # the plant is live where the user put cwd on the path
+
+
 def test_the_coordinator_keeps_what_it_needs_and_drops_what_could_carry_a_credential() -> None:
     kept, removed = environment_without_secrets({
         "PATH": "/usr/bin", "HOME": "/home/a", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/bus",
