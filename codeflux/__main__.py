@@ -1,10 +1,10 @@
-"""``python -m codeflux``: the same entry point as the ``codeflux`` console script."""
+"""``python -m codeflux``: the same entry point as the ``codeflux`` console script (:mod:`codeflux.cli.entry`)."""
 
 from __future__ import annotations
 
 import sys
 
-from codeflux.cli.main import main
+from codeflux.cli.entry import main
 
 if __name__ == "__main__":
     sys.exit(main())

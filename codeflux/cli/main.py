@@ -19,7 +19,7 @@ from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for, exit_code_table_text
 from codeflux.domain.errors import CodefluxError, UsageError
 from codeflux.logs import configure_logging, get_logger, reset_logging
-from codeflux.worker.hardening import environment_without_secrets, make_undumpable
+from codeflux.worker.hardening import harden_process
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
@@ -172,7 +172,7 @@ def _check_command_name(argv: Sequence[str], names: Sequence[str]) -> None:
 
 def main(argv: Sequence[str] | None = None, ctx: CliContext | None = None) -> int:
     if argv is None:  # a real process (not a test calling in): keep our secrets from other processes
-        _harden_process()
+        harden_process()  # already done by codeflux.cli.entry when the process entered there
     arguments = list(sys.argv[1:] if argv is None else argv)
     context = ctx or CliContext()
     started = time.monotonic()
@@ -180,19 +180,6 @@ def main(argv: Sequence[str] | None = None, ctx: CliContext | None = None) -> in
     if context.records_app_log:
         _record_command_outcome(context, code=code, elapsed_s=time.monotonic() - started)
     return code
-
-
-def _harden_process() -> None:
-    """Re-execute without credential variables (``/proc/<pid>/environ`` keeps the environment a process
-    started with), then make this process undumpable. Both are silent: nothing is printed or logged."""
-    kept, removed = environment_without_secrets(os.environ)
-    if removed:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        flags = [flag for flag, on in (("-I", sys.flags.isolated), ("-E", sys.flags.ignore_environment),
-                                       ("-B", sys.flags.dont_write_bytecode)) if on]
-        os.execve(sys.executable, [sys.executable, *flags, "-m", "codeflux", *sys.argv[1:]], kept)  # noqa: S606
-    make_undumpable()
 
 
 def _record_command_outcome(context: CliContext, *, code: int, elapsed_s: float) -> None:

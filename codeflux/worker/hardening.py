@@ -8,17 +8,21 @@ program, so the programs a worker starts are not affected (their box keeps them 
 :func:`environment_without_secrets` is the coordinator's half of the other promise: ``/proc/<pid>/environ``
 shows the environment a process was *started* with, whatever it removes from ``os.environ`` later, so
 a coordinator started with credentials in its environment re-executes itself without them.
+:func:`harden_process` does both for a ``codeflux`` CLI process: :mod:`codeflux.cli.entry` calls it before the
+CLI is imported, and ``codeflux.cli.main.main`` again for a process that entered another way.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
+import sys
 from collections.abc import Mapping
 from typing import Final
 
 from codeflux.worker.environment import is_sensitive_environment_name
 
-__all__ = ["environment_without_secrets", "make_undumpable"]
+__all__ = ["environment_without_secrets", "harden_process", "make_undumpable"]
 
 _PR_SET_DUMPABLE: Final = 4
 _KEPT_FOR_THE_COORDINATOR: Final = frozenset({
@@ -50,3 +54,37 @@ def environment_without_secrets(environment: Mapping[str, str]) -> tuple[dict[st
         else:
             kept[name] = value
     return kept, sorted(removed)
+
+
+def harden_process() -> None:
+    """Re-execute this ``codeflux`` CLI process without credential variables (``/proc/<pid>/environ`` keeps
+    the environment a process started with), then make it undumpable. Both are silent: nothing is printed or
+    logged.
+
+    The re-executed process runs ``python -m codeflux`` with the same arguments and interpreter flags (``-I``,
+    ``-E``, ``-B``) and the environment :func:`environment_without_secrets` keeps; it comes here again and finds
+    nothing to remove. ``execve`` keeps the pid, so a parent waiting on it sees one process. ``-m`` would put
+    the current directory first on ``sys.path``, where a repository's own ``codeflux.py`` would be run instead
+    of codeflux: unless this process already had it there (it was itself started as ``python -m codeflux``),
+    the re-execution gets ``-P``, which leaves it out.
+    """
+    kept, removed = environment_without_secrets(os.environ)
+    if removed:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        flags = [flag for flag, on in (("-I", sys.flags.isolated), ("-E", sys.flags.ignore_environment),
+                                       ("-B", sys.flags.dont_write_bytecode),
+                                       ("-P", not sys.flags.isolated and not _current_directory_first())) if on]
+        os.execve(sys.executable, [sys.executable, *flags, "-m", "codeflux", *sys.argv[1:]], kept)  # noqa: S606
+    make_undumpable()
+
+
+def _current_directory_first() -> bool:
+    """Whether this interpreter put the current directory first on ``sys.path`` (``python -m …``, ``-c``); a
+    console script has its own directory there instead, and ``-P``/``-I`` nothing."""
+    if sys.flags.safe_path or not sys.path:
+        return False
+    try:
+        return sys.path[0] in ("", os.getcwd())
+    except OSError:  # the current directory was removed
+        return False

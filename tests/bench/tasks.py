@@ -13,16 +13,18 @@ Run with `cmd/codeflux-dev bench tasks`.
 * **demo journey** — the README's headless demo end to end: ``codeflux run`` of the sample repository
   (``codeflux demo init``'s files, its ``TASK.md``) with the scripted provider (not a model), the test command
   pre-approved and ``--yes``, then ``codeflux task accept`` with the identity ``run`` printed — two CLI
-  processes, as a user types them; versus doing the same work by hand with plain subprocess calls on an
-  identical fresh sample: ``git worktree add``, writing the file content the scripted edit produces, the
-  same pytest invocations the journey runs (the agent's own test run and stage 28's; stage 29 reads
-  stage 28's junit report, so it runs nothing), ``git commit``, ``git merge --ff-only`` into ``main``, and
-  removing the worktree and its branch (as accept does). Both sides run ``python3`` from the same ``PATH``
-  with ``PYTHONDONTWRITEBYTECODE=1`` (what the worker sets for every command); the CLI processes keep their
-  bytecode in a temp ``PYTHONPYCACHEPREFIX`` (an installed codeflux has compiled bytecode), warmed by one
-  untimed journey that also creates the data directory. Each journey's time is then broken down by phase
-  from the task's own records, read through ``inspect_stored_rows`` (what ``codeflux inspect`` shows):
-  events, tool requests and executions (``duration_ms`` is the program's own time).
+  processes through the console script, as a user types them; versus doing the same work by hand with plain
+  subprocess calls on an identical fresh sample: ``git worktree add``, writing the file content the scripted
+  edit produces, the same pytest invocations the journey runs (the agent's own test run and stage 28's; stage
+  29 reads stage 28's junit report, so it runs nothing), ``git commit``, ``git merge --ff-only`` into
+  ``main``, and removing the worktree and its branch (as accept does). Both sides run ``python3`` from the
+  same ``PATH`` with ``PYTHONDONTWRITEBYTECODE=1`` (what the worker sets for every command); the CLI processes
+  keep their bytecode in a temp ``PYTHONPYCACHEPREFIX`` (an installed codeflux has compiled bytecode), warmed
+  by one untimed journey that also creates the data directory. Each journey's time is then broken down by
+  phase from the task's own records, read through ``inspect_stored_rows`` (what ``codeflux inspect`` shows):
+  events, tool requests and executions (``duration_ms`` is the program's own time). Stage 28 also runs the
+  test command on the base revision (failures the base shares, whether the examples discriminate), which the
+  hand version does not: those runs are phases of their own, and the ratio is given without them too.
 
 Prints p50/p99 per side and the ratio of medians (codeflux / baseline). Nothing is asserted on time: the
 figures go to docs/benchmarks.md under ``## bench tasks``.
@@ -47,6 +49,7 @@ from typing import Any
 
 from codeflux.coordinator.demo import DEMO_TEST_COMMAND, create_sample_repository, demo_file_text, sample_files
 from codeflux.coordinator.maintenance import MAX_INSPECT_LIMIT, inspect_stored_rows
+from codeflux.coordinator.runs.pipeline_ports import check_request_key
 from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
 from codeflux.coordinator.tasks.service import Actor, PlanAuthor, TaskService
 from codeflux.domain.acceptance import AcceptanceExample
@@ -58,6 +61,7 @@ from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.gitwork.task_worktree import TaskWorktree
 from codeflux.gitwork.worktrees import create_task_worktree, remove_task_worktree
+from codeflux.pipeline.base_revision import BASE_DIRECTORY
 from codeflux.pipeline.program import pytest_argv
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
@@ -69,6 +73,8 @@ STARTS = int(os.environ.get("CODEFLUX_BENCH_STARTS", "20"))
 DIFFS = int(os.environ.get("CODEFLUX_BENCH_DIFFS", "10"))
 JOURNEYS = int(os.environ.get("CODEFLUX_BENCH_JOURNEYS", "5"))
 JOURNEY_TARGET = 2.0
+BASE_RUN_PHASES = ("checks: base-revision runs' own time (duration_ms)",
+                   "checks: around the base-revision runs (worker, transport)")
 _KEY = iter(range(1_000_000))
 _GIT_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_TERMINAL_PROMPT": "0", "GIT_AUTHOR_NAME": "Bench",
@@ -185,7 +191,11 @@ def bench_diff_identity(root: Path) -> tuple[list[float], list[float], int]:
 
 _ACCEPT_LINE = re.compile(r"codeflux task accept (tsk_[0-9a-f]+) --identity ([0-9a-f]{64})")
 _FIXED = "    return a + b\n"
-_CLI = (sys.executable, "-m", "codeflux.cli.main")
+_CONSOLE_SCRIPT = Path(sys.executable).with_name("codeflux")
+# What a user types: the console script (codeflux.cli.entry:main), else its twin `python -m codeflux`.
+_CLI = (str(_CONSOLE_SCRIPT),) if _CONSOLE_SCRIPT.is_file() else (sys.executable, "-m", "codeflux")
+# The CLI entered past the entry: the re-execution is decided only after the whole CLI was imported.
+_CLI_PAST_THE_ENTRY = (sys.executable, "-m", "codeflux.cli.main")
 
 
 class JourneyFailed(RuntimeError):
@@ -313,9 +323,18 @@ def _rows(data: Path, entity: str, entity_id: str) -> list[dict[str, str]]:
     return [dict(zip(found.columns, row, strict=True)) for row in found.rows]
 
 
+def _is_base_run(request: dict[str, str], task_id: str) -> bool:
+    """Whether a pipeline request ran in the base revision's scratch (stage 28's base runs): its idempotency
+    key ends with the working directory's part of :func:`check_request_key`."""
+    task = TaskId.parse(task_id)
+    suffix = check_request_key(task, 0, (), BASE_DIRECTORY).removeprefix(check_request_key(task, 0, ()))
+    return request["source"] == "pipeline" and request["idempotency_key"].endswith(suffix)
+
+
 def _journey_phases(data: Path, journey: Journey) -> dict[str, float]:
     """Where one codeflux journey's time went, in seconds, from the task's events, tool requests and
-    executions; the phases add up to the journey's time."""
+    executions; the phases add up to the journey's time. The pipeline's runs on the base revision (the
+    hand version never runs them) are phases of their own, named in :data:`BASE_RUN_PHASES`."""
     session = _rows(data, "tasks", journey.task_id)[0]["session_id"]
     events = [(row["kind"], json.loads(row["payload_json"]), int(row["created_at_us"]))
               for row in _rows(data, "events", session)]
@@ -331,13 +350,14 @@ def _journey_phases(data: Path, journey: Journey) -> dict[str, float]:
     completed = first("task-state-changed", to="completed")
     turns = {payload["request_id"]: at for kind, payload, at in events if kind == "model-call-planned" and at >= loop}
     turn_us = sum(first("model-call-finished", request_id=request) - at for request, at in turns.items())
-    spans: dict[str, list[int]] = {"model": [0, 0], "pipeline": [0, 0]}
+    spans: dict[str, list[int]] = {"model": [0, 0], "pipeline": [0, 0], "base": [0, 0]}
     for request in _rows(data, "tool-requests", journey.task_id):
         for execution in _rows(data, "executions", request["id"]):
-            span = spans[request["source"]]
+            span = spans["base" if _is_base_run(request, journey.task_id) else request["source"]]
             span[0] += int(execution["finished_at_us"]) - int(execution["intended_at_us"])
             span[1] += 1000 * int(execution["duration_ms"])
     (tools_us, programs_us), (checks_us, check_programs_us) = spans["model"], spans["pipeline"]
+    base_us, base_programs_us = spans["base"]
     phases_us = {
         "run: process start → task created (imports, store, repository)": created - journey.run_started,
         "planning (budget, prices, the planner's turn, plan recorded)": planned - created,
@@ -348,7 +368,9 @@ def _journey_phases(data: Path, journey: Journey) -> dict[str, float]:
         "loop: the rest (decisions, checkpoints, events)": validating - loop - turn_us - tools_us,
         "checks: the test command's own time (duration_ms)": check_programs_us,
         "checks: around the test command (worker, transport)": checks_us - check_programs_us,
-        "checks: the rest (stages 4-35, diff, junit, ledger)": review - validating - checks_us,
+        BASE_RUN_PHASES[0]: base_programs_us,
+        BASE_RUN_PHASES[1]: base_us - base_programs_us,
+        "checks: the rest (stages 4-35, diff, junit, ledger, base scratch)": review - validating - checks_us - base_us,
         "run: awaiting-review → process exit": journey.run_ended - review,
         "accept: process start → completed (imports, verify, merge)": completed - journey.accept_started,
         "accept: completed → process exit (worktree removal)": journey.accept_ended - completed,
@@ -356,18 +378,29 @@ def _journey_phases(data: Path, journey: Journey) -> dict[str, float]:
     return {name: us / 1e6 for name, us in phases_us.items()}
 
 
-def _cli_start(env: dict[str, str]) -> tuple[float, float, list[str]]:
-    """Seconds for ``codeflux version`` (median of 3) in the CLI's environment and in the same environment
-    without the credential-like variables (named in the third item) that make every CLI process re-execute
-    itself (``codeflux/cli/main.py::_harden_process``) — the difference is what that re-execution costs."""
-    kept, removed = environment_without_secrets(env)
-    argv = [*_CLI, "version"]
+@dataclass(frozen=True, slots=True)
+class CliStart:
+    """Seconds for ``codeflux version`` (median of 3 each), all in the CLI's environment but the last."""
 
-    def median(environment: dict[str, str]) -> float:
-        return statistics.median(_timed(partial(subprocess.run, argv, env=environment, check=True,
+    as_run: float
+    """Through the entry the journey uses (the re-execution decided before the CLI is imported)."""
+    past_the_entry: float
+    """``python -m codeflux.cli.main``: the re-execution decided after the whole CLI was imported."""
+    without_variables: float
+    """Through the entry, without the credential-like variables: no re-execution."""
+    removed: list[str]
+    """The variables that make every CLI process re-execute itself (``codeflux.worker.hardening.harden_process``)."""
+
+
+def _cli_start(env: dict[str, str]) -> CliStart:
+    """What a CLI process's start costs here, and what of it is the re-execution (:class:`CliStart`)."""
+    kept, removed = environment_without_secrets(env)
+
+    def median(cli: tuple[str, ...], environment: dict[str, str]) -> float:
+        return statistics.median(_timed(partial(subprocess.run, [*cli, "version"], env=environment, check=True,
                                                 capture_output=True)) for _ in range(3))
 
-    return median(env), median(kept), removed
+    return CliStart(median(_CLI, env), median(_CLI_PAST_THE_ENTRY, env), median(_CLI, kept), removed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,8 +410,7 @@ class JourneyFigures:
     """Per codeflux journey: seconds per phase (:func:`_journey_phases`)."""
     hand: list[dict[str, float]]
     """Per hand journey: seconds per step."""
-    cli_start: tuple[float, float, list[str]]
-    """:func:`_cli_start`."""
+    cli_start: CliStart
 
 
 def bench_demo_journey(root: Path) -> JourneyFigures:
@@ -411,12 +443,20 @@ def _report_journey(figures: JourneyFigures) -> None:
     _report(f"demo journey (codeflux run --provider scripted --yes + task accept vs git worktree add, edit, "
             f"{len(_test_invocations())} x pytest, commit + merge)", ours, theirs, baseline="hand",
             target=JOURNEY_TARGET)
+    without_base = [j.seconds - sum(p[name] for name in BASE_RUN_PHASES)
+                    for j, p in zip(figures.journeys, figures.phases, strict=True)]
+    print(f"  without the base-revision runs (their spans taken off each journey; the hand version never runs "
+          f"them): codeflux p50 {1000 * statistics.median(without_base):.1f} ms | ratio "
+          f"{statistics.median(without_base) / statistics.median(theirs):.2f}x")
     _report_breakdown("codeflux, by phase", figures.phases)
     _report_breakdown("by hand, by step", figures.hand)
-    as_is, clean, removed = figures.cli_start
-    why = f"re-executes without {', '.join(removed)}" if removed else "no credential-like variables: no re-execution"
-    print(f"  CLI start, `codeflux version` (bytecode cached): {1000 * as_is:.1f} ms in this environment ({why}); "
-          f"{1000 * clean:.1f} ms without those variables — paid by each of the 2 CLI processes")
+    start = figures.cli_start
+    why = (f"re-executes without {', '.join(start.removed)}" if start.removed
+           else "no credential-like variables: no re-execution")
+    print(f"  CLI start, `{' '.join(Path(part).name for part in _CLI)} version` (bytecode cached; paid by each of "
+          f"the 2 CLI processes): {1000 * start.as_run:.1f} ms in this environment ({why}); "
+          f"{1000 * start.past_the_entry:.1f} ms entered past the entry (`python -m codeflux.cli.main`, the "
+          f"re-execution after the CLI's import); {1000 * start.without_variables:.1f} ms without those variables")
 
 
 def _report(name: str, ours: list[float], theirs: list[float], *, baseline: str = "git",

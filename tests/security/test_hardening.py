@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,27 +163,95 @@ def test_a_boxed_script_of_an_unprivileged_user_cannot_read_that_users_other_pro
         _stop(plain)
 
 
-def test_the_coordinator_starts_again_without_credential_variables(tmp_path: Path) -> None:
+# The two ways in that a user types: the console script (`[project.scripts]`) and `python -m codeflux`.
+ENTRIES = {"console script": [str(Path(sys.executable).with_name("codeflux"))],
+           "python -m codeflux": [sys.executable, "-m", "codeflux"]}
+IMPORT_LOG_HEADER = "import time: self [us] | cumulative | imported package"
+HEAVY = ("codeflux.cli.main", "codeflux.cli.channel", "codeflux.coordinator", "codeflux.services", "grpc", "apsw")
+
+
+def _entry(name: str) -> list[str]:
+    argv = ENTRIES[name]
+    if not Path(argv[0]).is_file():
+        pytest.fail(f"no {argv[0]}: install codeflux into this interpreter's environment (cmd/codeflux-dev setup)")
+    return argv
+
+
+def _imports_per_process(log: str) -> list[set[str]]:
+    """The modules each process imported, in the order the processes ran, from ``-X importtime`` output on a
+    shared stderr: an ``execve`` keeps the stream, and each interpreter prints the header before its first
+    import."""
+    processes: list[set[str]] = []
+    for line in log.splitlines():
+        if line.startswith(IMPORT_LOG_HEADER):
+            processes.append(set())
+        elif line.startswith("import time:") and processes:
+            processes[-1].add(line.rsplit("|", 1)[1].strip())
+    return processes
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+def test_the_coordinator_starts_again_without_credential_variables(tmp_path: Path, entry: str) -> None:
+    """The real ``codeflux start``: the same pid, once it serves, was started without the credential variables;
+    and the process that re-executed had not imported the CLI (it only checked the environment)."""
     canary = f"sk-ant-{secrets.token_hex(16)}"
     environment = {**os.environ, "ANTHROPIC_API_KEY": canary, "MY_SERVICE_TOKEN": canary,
-                   "CODEFLUX_HOME": str(tmp_path / "data")}
-    process = subprocess.Popen([sys.executable, "-m", "codeflux", "start", "--no-browser", "--address",
-                                "127.0.0.1:0"], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+                   "CODEFLUX_HOME": str(tmp_path / "data"), "PYTHONPROFILEIMPORTTIME": "1"}
+    import_log = tmp_path / "imports.log"
+    with import_log.open("w") as log:
+        process = subprocess.Popen([*_entry(entry), "start", "--no-browser", "--address", "127.0.0.1:0"],
+                                   env=environment, stdout=subprocess.PIPE, stderr=log, text=True, cwd=tmp_path)
     try:
-        deadline = time.monotonic() + 60
+        assert process.stdout is not None
+        served = any("open: http://" in line for line in iter(process.stdout.readline, ""))
+        assert served, import_log.read_text()[-2000:]
         seen = Path(f"/proc/{process.pid}/environ").read_bytes()
-        # until it has re-executed (an exec in progress reads as empty)
-        while (b"ANTHROPIC_API_KEY" in seen or b"CODEFLUX_HOME" not in seen) and time.monotonic() < deadline:
-            time.sleep(0.05)
-            seen = Path(f"/proc/{process.pid}/environ").read_bytes()
-        assert process.poll() is None, process.communicate()
+        assert process.poll() is None
         assert b"CODEFLUX_HOME" in seen  # the same process (the pid survives exec), its configuration kept
         assert canary.encode() not in seen
         assert b"ANTHROPIC_API_KEY" not in seen and b"MY_SERVICE_TOKEN" not in seen
     finally:
         process.terminate()
         process.communicate(timeout=30)
+    first, final = _imports_per_process(import_log.read_text())
+    assert "codeflux.cli.entry" in first
+    assert not first & set(HEAVY), sorted(first & set(HEAVY))
+    assert "codeflux.cli.main" in final
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+def test_the_cli_decides_the_re_execution_before_importing_itself(tmp_path: Path, entry: str) -> None:
+    """``codeflux version`` with a credential-like variable runs as two processes (one ``execve``): the first
+    imports the entry and the hardening module and nothing of the CLI (so the CLI is imported once, in the
+    second); without such a variable it is one process. Read from each interpreter's own import log."""
+    kept, _ = environment_without_secrets(os.environ)
+    runs = {}
+    for label, extra in (("with", {"CANARY_API_KEY": f"canary-{secrets.token_hex(8)}"}), ("without", {})):
+        done = subprocess.run([*_entry(entry), "version"], env={**kept, **extra, "PYTHONPROFILEIMPORTTIME": "1"},
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
+        assert done.returncode == 0 and done.stdout.startswith("codeflux: "), done.stderr[-2000:]
+        runs[label] = _imports_per_process(done.stderr)
+    assert len(runs["without"]) == 1 and "codeflux.cli.main" in runs["without"][0]  # the probe sees the CLI
+    first, final = runs["with"]
+    assert {"codeflux.cli.entry", "codeflux.worker.hardening"} <= first
+    assert not first & set(HEAVY), sorted(first & set(HEAVY))
+    assert {"codeflux.cli.entry", "codeflux.cli.main"} <= final
+
+
+def test_the_re_executed_cli_does_not_run_a_codeflux_module_of_the_current_directory(tmp_path: Path) -> None:
+    """The console script re-executes as ``python -m codeflux``; run from a repository holding its own
+    ``codeflux.py``, the re-executed process still runs codeflux, not that file. The twin proves the planted
+    module is found when the current directory is on the path (``python -m codeflux`` run there)."""
+    marker = f"planted-{secrets.token_hex(8)}"
+    (tmp_path / "codeflux.py").write_text(f"print({marker!r})\n")
+    kept, _ = environment_without_secrets(os.environ)
+    environment = {**kept, "CANARY_API_KEY": f"canary-{secrets.token_hex(8)}"}
+    ran = {name: subprocess.run([*_entry(name), "version"], env=environment, capture_output=True, text=True,
+                                cwd=tmp_path, timeout=120, check=False) for name in ENTRIES}
+    script = ran["console script"]
+    assert script.returncode == 0 and script.stdout.startswith("codeflux: "), script.stderr[-2000:]
+    assert marker not in script.stdout + script.stderr
+    assert marker in ran["python -m codeflux"].stdout  # the plant is live where the user put cwd on the path
 
 
 def test_the_coordinator_keeps_what_it_needs_and_drops_what_could_carry_a_credential() -> None:
