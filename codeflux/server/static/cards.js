@@ -2,6 +2,7 @@
 
 import { badge, el, facts, mutatingButton, textList } from "./dom.js";
 import { countRange, escapeForDisplay, maybeMoney, money, moneyRange } from "./format.js";
+import { examplesEditing } from "./examples.js";
 
 // Paths and argv the model wrote, escaped for display (format.js escapeForDisplay).
 const shownList = (items) => (items || []).map(escapeForDisplay).join(", ");
@@ -36,6 +37,7 @@ export function planCard(app, task) {
     textList((plan.examples || []).map(escapeForDisplay),
       "No executable example: this plan cannot be approved. Send it back saying which test should pass or which command should print what.",
       "plan-examples"),
+    examplesEditing(app, task, plan),
     el("h4", { text: "Steps" }), steps, coverage(plan), questions(app, task, plan),
     el("h4", { text: "Checks" }), checks,
     el("h4", { text: "Permissions" }), permissions,
