@@ -11,6 +11,7 @@ refused: it would change nothing.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperatio
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.tasks.service import Actor
 from codeflux.domain.acceptance import AcceptanceExample
-from codeflux.domain.errors import InvalidValueError, PlanChangedError, UsageError
+from codeflux.domain.errors import AcceptanceExampleNeededError, InvalidValueError, PlanChangedError, UsageError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.pipeline import StageName, StageOutcome
@@ -198,3 +199,19 @@ def test_the_plan_view_says_why_the_examples_cannot_be_edited(coordinator: Coord
         control=control(), task_id=planned.task_id, revision=planned.plan.revision, sha256=planned.plan.sha256,
         examples=[pb.PlanExampleEdit(number=1, test="tests/test_ops.py::test_add")]))
     assert refused.code == Code.INVALID_ARGUMENT and "would change nothing" in refused.safe_message
+
+
+def test_a_plan_without_any_example_gets_one_from_the_person_and_is_then_approved(harness: Harness) -> None:
+    """The question before approval (no example anywhere) answered by the person's own example."""
+    plan = replace(a_plan_with_two_steps(), examples=(), trace=None)
+    task_id = awaiting_approval(harness, plan)
+    with pytest.raises(AcceptanceExampleNeededError, match="--add-example 'test: PATH::NAME'"):
+        harness.tasks.approve_plan(task_id, revision=1, sha256=plan_sha256(plan), idempotency_key=keys())
+
+    harness.tasks.edit_examples(task_id, revision=1, sha256=plan_sha256(plan), idempotency_key=keys(), edits=(
+        ExampleEdit(example=AcceptanceExample(test="tests/test_calc.py::test_add_negative")),))
+
+    view = harness.tasks.show(task_id)
+    assert view.plan is not None and view.plan.plan.examples_edited_in == (2,)
+    harness.tasks.approve_plan(task_id, revision=2, sha256=view.plan.sha256, idempotency_key=keys())
+    assert harness.tasks.show(task_id).task.state is TaskState.READY
