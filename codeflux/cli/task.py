@@ -20,6 +20,10 @@ paths and check argv are shown escaped (:func:`codeflux.domain.display.escape_fo
 ``answer`` answers an open question of the newest plan revision: a new revision records the answer, and
 that revision is the one approved.
 
+``plan`` with ``--set-example N SPEC``, ``--add-example SPEC`` or ``--remove-example N`` edits the newest plan
+revision's acceptance examples instead of drafting (:mod:`codeflux.cli.plan_examples`): a new revision, by the
+person, records the edited list, and that revision is the one approved.
+
 Every verb but ``start`` and ``resume`` is one or two calls of the method table (:mod:`codeflux.cli.channel`):
 to a running coordinator over its socket, else in this process — where startup recovery runs first when no
 other process is running tasks (interrupted work is marked, never resumed). Both print through the same
@@ -46,6 +50,7 @@ from codeflux.authority.decide import UserDecision
 from codeflux.cli.channel import Channel, ChannelNeeds, ChannelUse, control, startup_recovery
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode
+from codeflux.cli.plan_examples import add_edit_arguments, edit_examples, edits_examples
 from codeflux.cli.run import (
     ShutdownOnSignal,
     add_allow_argument,
@@ -85,7 +90,9 @@ _ACTIONS = {
     "record-outcome": "record whether an effect with an unknown outcome happened (it is never re-run)",
     "recover": "take a recovery action: safe-resume, reconcile, preserve-patch or abandon",
     "cancel": "cancel an open task (its worktree is removed unless that would lose work)",
-    "plan": "draft the next plan revision via the gateway (provider flags as for `codeflux run`)",
+    "plan": ("draft the next plan revision via the gateway (provider flags as for `codeflux run`); with "
+             "--set-example, --add-example or --remove-example, edit the newest revision's acceptance examples "
+             "instead (a new revision, by you, to approve)"),
     "start": "run a ready task in this process, headless: only --allow operations run without a person",
     "retry": ("another attempt on the same plan for a task awaiting review or failed, starting with --feedback "
               "(the running coordinator runs it; else this process, headless, as `start`)"),
@@ -161,6 +168,8 @@ def _configure_run_action(action: str, sub: argparse.ArgumentParser) -> None:
         add_provider_arguments(sub)
         if action != "plan":
             add_allow_argument(sub)
+        else:
+            add_edit_arguments(sub, parse_count=_parse_count)
     elif action == "decide":
         sub.add_argument("--request", required=True, metavar="REQ", help="the pending tool request (treq_…)")
         choice = sub.add_mutually_exclusive_group(required=True)
@@ -180,7 +189,8 @@ def channel_needs(args: argparse.Namespace) -> ChannelNeeds:
     """What :func:`codeflux.cli.channel.open_channel` must give this verb (``codeflux.cli.main`` asks)."""
     if args.action in ("start", "retry") or (args.action == "reject" and args.retry):
         return ChannelNeeds(use=ChannelUse.COORDINATOR_ONLY)
-    if args.action in ("plan", "resume"):  # both may draft a plan: in process, with this command's provider
+    if args.action in ("plan", "resume") and not edits_examples(args):  # both may draft a plan: in process, with
+        # this command's provider (editing the examples calls no model)
         return ChannelNeeds(use=ChannelUse.EXISTING, models=lambda db: CliModelAccess(db, args))
     return ChannelNeeds(use=ChannelUse.CREATE if args.action == "create" else ChannelUse.EXISTING)
 
@@ -394,6 +404,8 @@ def _decide(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id
 
 
 def _plan(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    if edits_examples(args):
+        return _drafted(ctx, edit_examples(args, ctx, channel, task_id), None)
     with ShutdownOnSignal(ctx, ctx.location()) as shutdown:
         ctx.stop_requested = shutdown.stop_requested
         try:

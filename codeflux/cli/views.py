@@ -52,8 +52,10 @@ def print_plan(ctx: CliContext, plan: product_pb2.PlanView, *, indent: str = "  
         argv = shlex.join(escape_for_display(a) for a in check.argv)
         ctx.say(f"{indent}  check      {escape_for_display(check.name)}: {argv}")
     ctx.say(f"{indent}  examples   {escape_for_display(plan.examples_source)}")
-    for example in plan.examples:
-        ctx.say(f"{indent}    - {escape_for_display(example)}")
+    for number, example in enumerate(plan.examples, start=1):
+        ctx.say(f"{indent}    {number}. {escape_for_display(example)}")
+    if plan.decision == "undecided" and plan.examples_edit_note:
+        ctx.say(f"{indent}    (not editable: {escape_for_display(plan.examples_edit_note)})")
     _print_trace_and_questions(ctx, plan, indent)
     if plan.decision == "sent-back" and plan.feedback:
         ctx.say(f"{indent}  feedback   {escape_for_display(plan.feedback)}")

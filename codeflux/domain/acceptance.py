@@ -17,16 +17,19 @@ They come from one of two places, and the first that has any wins:
        >>>
 
 2. the examples the planner proposed with the plan (``Plan.examples``), which the person approved with that
-   exact plan revision — so a plain requirement ("Add a docstring to greet()") still gets examples.
+   exact plan revision — so a plain requirement ("Add a docstring to greet()") still gets examples. The
+   person may edit them before approving (:mod:`codeflux.domain.plan_examples`): an example the person wrote
+   or changed is "edited by the person in revision N" (``Plan.examples_edited_in``).
 
-:func:`acceptance_of` picks, and says where the examples came from (the evidence of stages 1 and 29 names
-it). A block that does not parse is reported as a problem, never guessed at.
+:func:`acceptance_of` picks, and says where the examples came from, as a whole and per example (the evidence
+of stages 1 and 29 names it). A block that does not parse is reported as a problem, never guessed at.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -39,6 +42,7 @@ __all__ = [
     "acceptance_of",
     "example_problem",
     "examples_in_requirement",
+    "parse_example",
 ]
 
 MAX_EXAMPLES: Final = 50
@@ -118,6 +122,15 @@ def _example(body: str) -> AcceptanceExample | str:
         return error.reason
 
 
+def parse_example(body: str) -> AcceptanceExample:
+    """One example written as an ACCEPTANCE block's body (``test: …``, or ``command: …`` split as a POSIX shell
+    would split words — never run by one — with ``expected: …`` lines); :class:`InvalidValueError` saying why not."""
+    found = _example(body)
+    if isinstance(found, str):
+        raise InvalidValueError(kind="acceptance example", reason=found)
+    return found
+
+
 def examples_in_requirement(requirement: str) -> tuple[tuple[AcceptanceExample, ...], tuple[str, ...]]:
     """The examples in ``requirement``'s ACCEPTANCE blocks, and one problem per block that did not parse."""
     examples: list[AcceptanceExample] = []
@@ -133,23 +146,52 @@ def examples_in_requirement(requirement: str) -> tuple[tuple[AcceptanceExample, 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AcceptanceSource:
-    """The examples a task is checked against, where they came from, and the blocks that did not parse."""
+    """The examples a task is checked against, where they came from (as a whole, and per example in
+    ``origins``, same order), and the blocks that did not parse."""
 
     examples: tuple[AcceptanceExample, ...]
     source: str
     problems: tuple[str, ...] = ()
+    origins: tuple[str, ...] = ()
 
 
-def acceptance_of(requirement: str, planned: tuple[AcceptanceExample, ...], *,
-                  plan_revision: int | None) -> AcceptanceSource:
-    """The person's own examples when the requirement has any, else the ones the plan proposed."""
+_WRITTEN: Final = "the person's ACCEPTANCE blocks in the requirement"
+
+
+def _numbers(numbers: Sequence[int]) -> str:
+    return ", ".join(str(number) for number in numbers)
+
+
+def _planned_source(edited_in: Sequence[int | None], revision: str) -> tuple[str, tuple[str, ...]]:
+    """The whole source line and one origin per example of a plan's examples (``edited_in``: see
+    ``Plan.examples_edited_in``, one entry per example)."""
+    origins = tuple("proposed by the model" if edited is None else f"edited by the person in revision {edited}"
+                    for edited in edited_in)
+    if all(edited is None for edited in edited_in):
+        return f"proposed by the model in {revision}, approved by the person with it", origins
+    parts = []
+    proposed = [number for number, edited in enumerate(edited_in, start=1) if edited is None]
+    if proposed:
+        parts.append(f"example(s) {_numbers(proposed)} proposed by the model")
+    for revision_number in sorted({edited for edited in edited_in if edited is not None}):
+        numbers = [number for number, edited in enumerate(edited_in, start=1) if edited == revision_number]
+        parts.append(f"example(s) {_numbers(numbers)} edited by the person in revision {revision_number}")
+    return f"{'; '.join(parts)}; approved by the person with {revision}", origins
+
+
+def acceptance_of(requirement: str, planned: tuple[AcceptanceExample, ...], *, plan_revision: int | None,
+                  edited_in: Sequence[int | None] = ()) -> AcceptanceSource:
+    """The person's own examples when the requirement has any, else the ones the plan proposed (``edited_in``:
+    the plan's ``examples_edited_in``, empty when the person edited none)."""
     written, problems = examples_in_requirement(requirement)
     if written:
-        return AcceptanceSource(examples=written, source="the person's ACCEPTANCE blocks in the requirement",
-                                problems=problems)
+        return AcceptanceSource(examples=written, source=_WRITTEN, problems=problems,
+                                origins=tuple("written by the person in the requirement" for _ in written))
     if planned:
+        examples = planned[:MAX_EXAMPLES]
         revision = "the plan" if plan_revision is None else f"plan revision {plan_revision}"
-        return AcceptanceSource(examples=planned[:MAX_EXAMPLES], problems=problems,
-                                source=f"proposed by the model in {revision}, approved by the person with it")
+        marks = tuple(edited_in)[:len(examples)] if edited_in else ()
+        source, origins = _planned_source(marks or (None,) * len(examples), revision)
+        return AcceptanceSource(examples=examples, problems=problems, source=source, origins=origins)
     return AcceptanceSource(examples=(), source="none: neither the requirement nor the plan has an example",
                             problems=problems)

@@ -625,7 +625,8 @@ class AcceptanceExampleNeededError(DecisionNeededError):
         super().__init__(
             f"task {task_id}: plan revision {revision} has no executable acceptance example, so it cannot be "
             "approved — how would anyone know the change is done? Send it back saying which test should pass or "
-            "which command should print what (`codeflux task send-back`), or add an <<<ACCEPTANCE block"
+            "which command should print what (`codeflux task send-back`), or add one yourself (`codeflux task plan "
+            f"{task_id} --add-example 'test: PATH::NAME'`, or Edit examples on the plan card)"
         )
         self.task_id = task_id
         self.revision = revision

@@ -325,6 +325,9 @@ class Plan:
     """Open points found by the clarification check or asked by the planner (stage 2), with their answers."""
     clarity: ClarityCheck | None = None
     """Set when codeflux ran the clarification check on this plan (the planner does); None otherwise."""
+    examples_edited_in: tuple[int | None, ...] = ()
+    """Per example (same order), the plan revision in which the person wrote or last changed it, None for one
+    the planner proposed; empty when the person edited none (see :mod:`codeflux.domain.plan_examples`)."""
 
     def __post_init__(self) -> None:
         TaskClass(self.task_class)
@@ -338,6 +341,7 @@ class Plan:
         _check_items(self.examples, field="examples", limit=MAX_EXAMPLES)
         if not all(isinstance(example, AcceptanceExample) for example in self.examples):
             raise _refuse("examples must be acceptance examples")
+        _check_edited_in(self.examples_edited_in, examples=len(self.examples))
         _check_items(self.steps, field="steps", limit=MAX_STEPS, minimum=1)
         _check_items(self.checks, field="checks", limit=MAX_CHECKS)
         _check_items(self.permissions, field="permissions", limit=MAX_PERMISSIONS)
@@ -370,6 +374,18 @@ class Plan:
         questions = list(self.questions)
         questions[number - 1] = replace(questions[number - 1], answer=answer, assumed=False)
         return replace(self, questions=tuple(questions))
+
+
+def _check_edited_in(values: object, *, examples: int) -> None:
+    edited = _check_items(values, field="examples_edited_in", limit=MAX_EXAMPLES)
+    if not edited:
+        return
+    if len(edited) != examples:
+        raise _refuse("examples_edited_in has one entry per example")
+    if not all(r is None or (isinstance(r, int) and not isinstance(r, bool) and r >= 1) for r in edited):
+        raise _refuse("examples_edited_in holds revision numbers from 1, or null for a proposed example")
+    if all(r is None for r in edited):
+        raise _refuse("examples_edited_in is empty when the person edited no example")
 
 
 # ─── canonical form ────────────────────────────────────────────────────────────────────────────────
@@ -418,6 +434,7 @@ def plan_to_document(plan: Plan) -> dict[str, object]:
         **({"questions": [_question_document(q) for q in plan.questions]} if plan.questions else {}),
         **({"clarity": {"policy": plan.clarity.policy.value, "base_commit": plan.clarity.base_commit,
                         "names": list(plan.clarity.names)}} if plan.clarity is not None else {}),
+        **({"examples_edited_in": list(plan.examples_edited_in)} if plan.examples_edited_in else {}),
     }
 
 
@@ -569,7 +586,12 @@ def _clarity(value: object) -> ClarityCheck:
                         names=_strings(document["names"], field="clarity.names"))
 
 
-_OPTIONAL_KEYS: Final = ("examples", "trace", "questions", "clarity")
+_OPTIONAL_KEYS: Final = ("examples", "trace", "questions", "clarity", "examples_edited_in")
+
+
+def _edited_in(value: object) -> tuple[int | None, ...]:
+    return tuple(None if item is None else _integer(item, field="examples_edited_in")
+                 for item in _list(value, field="examples_edited_in"))
 
 
 def plan_from_document(document: object) -> Plan:
@@ -612,6 +634,7 @@ def plan_from_document(document: object) -> Plan:
         trace=_trace(optional["trace"]) if "trace" in optional else None,
         questions=_questions(optional["questions"]) if "questions" in optional else (),
         clarity=_clarity(optional["clarity"]) if "clarity" in optional else None,
+        examples_edited_in=_edited_in(optional["examples_edited_in"]) if "examples_edited_in" in optional else (),
     )
 
 

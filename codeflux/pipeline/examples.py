@@ -85,8 +85,9 @@ def evaluate_end_to_end_tests(ports: PipelinePorts, *, attempt: int, junit: Juni
     examples = found.examples
     why_no_report = (f"the test run produced no junit report to look the test up in "
                      f"({tests.outcome.value}: {tests.gate_evaluation or tests.reason or 'no detail'})")
-    results = [_named_test(example, junit, why_no_report, base) if example.test is not None
-               else _command(example, ports, attempt, base) for example in examples]
+    results = [{**(_named_test(example, junit, why_no_report, base) if example.test is not None
+                   else _command(example, ports, attempt, base)), "origin": origin}
+               for example, origin in zip(examples, found.origins, strict=True)]
     verdict = _verdict(results)
     if verdict.outcome is StageOutcome.BLOCKED:
         return StageResult(verdict=verdict, evidence={})  # a stage that did not run keeps no evidence

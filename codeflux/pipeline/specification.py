@@ -80,14 +80,16 @@ def stage_result(stage: StageName, outcome: StageOutcome, text: str, evidence: d
 
 def acceptance_for(facts: TaskFacts) -> AcceptanceSource:
     """The examples this task is checked against (stages 1 and 29), and where they came from."""
-    return acceptance_of(facts.requirement, facts.plan.examples, plan_revision=facts.plan_revision)
+    return acceptance_of(facts.requirement, facts.plan.examples, plan_revision=facts.plan_revision,
+                         edited_in=facts.plan.examples_edited_in)
 
 
 def evaluate_instructions(facts: TaskFacts) -> StageResult:
     """Stage 1: at least one executable acceptance example, from the requirement or the approved plan."""
     found = acceptance_for(facts)
     evidence: dict[str, object] = {"source": found.source,
-                                   "examples": [example.to_document() for example in found.examples],
+                                   "examples": [{**example.to_document(), "origin": origin}
+                                                for example, origin in zip(found.examples, found.origins, strict=True)],
                                    "problems": list(found.problems)}
     seen = f"{len(found.examples)} acceptance example(s); source: {found.source}"
     if found.problems:

@@ -15,6 +15,10 @@ returns the first reply, and a non-zero ``expected_revision`` must be the task's
   ``DraftPlan``, so the person sees the sent-back plan and a failed redraft is retried on its own.
 * ``AnswerQuestion`` answers one open question of the newest plan revision (the revision and hash the
   person read): the next revision is that plan with the answer, and it needs its own approval.
+* ``EditPlanExamples`` replaces the acceptance examples of the newest plan revision (the revision and hash
+  the person edited) with the person's list: the next revision, by the person, needs its own approval (the
+  rules: :mod:`codeflux.domain.plan_examples`). Like ``SendBackPlan`` it decides nothing, so it needs no card
+  confirmation; the approval of the edited revision does.
 * ``StartTask`` starts exactly what was reviewed: ``plan_revision`` must be the newest, approved
   revision (:class:`PlanChangedError` otherwise); the run then goes on in the background
   (:class:`~codeflux.coordinator.runs.scheduler.BackgroundRuns`).
@@ -40,6 +44,7 @@ from codeflux.coordinator.runs.planner import propose_plan
 from codeflux.coordinator.runs.scheduler import BackgroundRuns, open_checkout
 from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.tasks.service import Actor
+from codeflux.domain.acceptance import MAX_EXAMPLES, AcceptanceExample
 from codeflux.domain.errors import (
     BudgetDecisionNeededError,
     DirtyTreeNotAcknowledgedError,
@@ -50,6 +55,7 @@ from codeflux.domain.errors import (
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.money import USD, Currency, Money
+from codeflux.domain.plan_examples import ExampleEdit
 from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import Mutation, MutationLedger, check_expected_revision, mutation_of, parse_task_id
@@ -147,6 +153,23 @@ def _answer(app: CoordinatorApp, ctx: CallContext, request: pb.AnswerQuestionReq
     text = _text(request.text, kind="answer", required=True)
     task_service(app).answer_question(task_id, revision=request.revision, sha256=request.sha256,
                                       question=request.question, answer=text, idempotency_key=mutation.key)
+    return task_view(app, task_id)
+
+
+def _example_edit(entry: pb.PlanExampleEdit) -> ExampleEdit:
+    content = None
+    if entry.test or entry.argv or entry.expected:
+        content = AcceptanceExample(test=entry.test or None, argv=tuple(entry.argv), expected=tuple(entry.expected))
+    return ExampleEdit(number=entry.number or None, example=content, steps=tuple(entry.steps))
+
+
+def _edit_examples(app: CoordinatorApp, ctx: CallContext, request: pb.EditPlanExamplesRequest) -> pb.TaskView:
+    mutation, task_id = _checked(app, ctx, "EditPlanExamples", request)
+    if len(request.examples) > MAX_EXAMPLES:
+        raise InvalidValueError(kind="example edit", reason=f"at most {MAX_EXAMPLES} examples")
+    edits = tuple(_example_edit(entry) for entry in request.examples)
+    task_service(app).edit_examples(task_id, revision=request.revision, sha256=request.sha256, edits=edits,
+                                    idempotency_key=mutation.key)
     return task_view(app, task_id)
 
 
@@ -277,6 +300,7 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         mutating("ApprovePlan", pb.ApprovePlanRequest, _approve),
         mutating("SendBackPlan", pb.SendBackPlanRequest, _send_back),
         mutating("AnswerQuestion", pb.AnswerQuestionRequest, _answer),
+        mutating("EditPlanExamples", pb.EditPlanExamplesRequest, _edit_examples),
         mutating("StartTask", pb.StartTaskRequest, _start),
         mutating("RetryTask", pb.RetryTaskRequest, _retry),
         mutating("PauseTask", pb.TaskActionRequest, _pause),

@@ -18,6 +18,7 @@ from codeflux.authority.service import AuthorityService, RequestView
 from codeflux.coordinator.journal import latest_session_event, read_session_head
 from codeflux.coordinator.runs.tool_records import read_denials_of_task
 from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
+from codeflux.coordinator.tasks.plans import examples_not_editable
 from codeflux.coordinator.tasks.service import TaskService, TaskView
 from codeflux.domain.acceptance import acceptance_of
 from codeflux.domain.capabilities import Capability
@@ -95,10 +96,15 @@ def _author_label(app: CoordinatorApp, created_by: PlanAuthor) -> str:
 
 
 def plan_view(*, revision: int, sha256: str, plan: Plan, decision: PlanDecisionRow | None,
-              author_label: str, requirement: str) -> product_pb2.PlanView:
+              author_label: str, requirement: str, awaiting_approval: bool = True) -> product_pb2.PlanView:
     """One plan revision as the plan card (and the terminal's plan printer) shows it, with the acceptance
-    examples the task will be checked against (``requirement``'s own blocks win over the plan's)."""
-    acceptance = acceptance_of(requirement, plan.examples, plan_revision=revision)
+    examples the task will be checked against (``requirement``'s own blocks win over the plan's) and the plan's
+    own examples as the person edits them (``awaiting_approval``: the task waits on this revision's approval)."""
+    acceptance = acceptance_of(requirement, plan.examples, plan_revision=revision, edited_in=plan.examples_edited_in)
+    lines = [example.describe() for example in acceptance.examples]
+    if plan.examples_edited_in and examples_not_editable(requirement) is None:  # the plan's examples, some edited
+        lines = [line + ("" if edited is None else f" (edited by the person in revision {edited})")
+                 for line, edited in zip(lines, plan.examples_edited_in, strict=True)]
     shown = product_pb2.PlanView(
         revision=revision, sha256=sha256, task_class=str(plan.task_class), scope_summary=plan.scope.summary,
         scope_paths=list(plan.scope.paths), scope_excluded=list(plan.scope.excluded),
@@ -109,11 +115,30 @@ def plan_view(*, revision: int, sha256: str, plan: Plan, decision: PlanDecisionR
                                                     reason=p.reason) for p in plan.permissions],
         assumptions=list(plan.assumptions), decision="undecided" if decision is None else decision.decision,
         feedback=(decision.feedback or "") if decision is not None else "", author_label=author_label,
-        examples=[example.describe() for example in acceptance.examples], examples_source=acceptance.source)
+        examples=lines, examples_source=acceptance.source)
     _trace_and_questions(shown, plan, requirement, examples=len(acceptance.examples))
+    _plan_examples(shown, plan, undecided=decision is None and awaiting_approval, requirement=requirement)
     if plan.forecast is not None:
         shown.forecast.CopyFrom(_forecast(plan.forecast))
     return shown
+
+
+def _plan_examples(shown: product_pb2.PlanView, plan: Plan, *, undecided: bool, requirement: str) -> None:
+    """The plan's own examples, structured (what EditPlanExamples edits), and whether they may be edited now."""
+    origins = acceptance_of("", plan.examples, plan_revision=None, edited_in=plan.examples_edited_in).origins
+    serving: dict[int, list[int]] = {}
+    for step, trace in enumerate(plan.trace or (), start=1):
+        for number in trace.examples:
+            serving.setdefault(number, []).append(step)
+    for number, (example, origin) in enumerate(zip(plan.examples, origins, strict=True), start=1):
+        shown.plan_examples.append(product_pb2.PlanExampleView(
+            number=number, test=example.test or "", argv=list(example.argv), expected=list(example.expected),
+            steps=serving.get(number, []), origin=origin, text=example.describe()))
+    why_not = examples_not_editable(requirement)
+    if not undecided:
+        why_not = "the examples of a plan revision are edited while it awaits approval"
+    shown.examples_editable = why_not is None
+    shown.examples_edit_note = why_not or ""
 
 
 def _trace_and_questions(shown: product_pb2.PlanView, plan: Plan, requirement: str, *, examples: int) -> None:
@@ -146,7 +171,8 @@ def _plan(app: CoordinatorApp, view: TaskView) -> product_pb2.PlanView | None:
     if row is None:
         return None
     return plan_view(revision=row.revision, sha256=row.sha256, plan=row.plan, decision=view.plan_decision,
-                     author_label=_author_label(app, row.created_by), requirement=view.task.requirement or "")
+                     author_label=_author_label(app, row.created_by), requirement=view.task.requirement or "",
+                     awaiting_approval=view.task.state is TaskState.AWAITING_PLAN_APPROVAL)
 
 
 # ─── the budget ──────────────────────────────────────────────────────────────────────────────────

@@ -358,7 +358,7 @@ class ForecastView(_message.Message):
     def __init__(self, label: _Optional[str] = ..., heuristic: _Optional[str] = ..., wall_seconds: _Optional[_Union[CountRange, _Mapping]] = ..., tokens: _Optional[_Union[CountRange, _Mapping]] = ..., cost: _Optional[_Union[_common_pb2.MoneyRange, _Mapping]] = ..., uncertainty: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PlanView(_message.Message):
-    __slots__ = ("revision", "sha256", "task_class", "scope_summary", "scope_paths", "scope_excluded", "steps", "checks", "permissions", "assumptions", "forecast", "decision", "feedback", "author_label", "confirmation", "examples", "examples_source", "traced", "sentences", "uncovered_examples", "uncovered_sentences", "questions", "clarification_policy")
+    __slots__ = ("revision", "sha256", "task_class", "scope_summary", "scope_paths", "scope_excluded", "steps", "checks", "permissions", "assumptions", "forecast", "decision", "feedback", "author_label", "confirmation", "examples", "examples_source", "traced", "sentences", "uncovered_examples", "uncovered_sentences", "questions", "clarification_policy", "plan_examples", "examples_editable", "examples_edit_note")
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
     TASK_CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -382,6 +382,9 @@ class PlanView(_message.Message):
     UNCOVERED_SENTENCES_FIELD_NUMBER: _ClassVar[int]
     QUESTIONS_FIELD_NUMBER: _ClassVar[int]
     CLARIFICATION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    PLAN_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLES_EDITABLE_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLES_EDIT_NOTE_FIELD_NUMBER: _ClassVar[int]
     revision: int
     sha256: str
     task_class: str
@@ -405,7 +408,28 @@ class PlanView(_message.Message):
     uncovered_sentences: _containers.RepeatedScalarFieldContainer[int]
     questions: _containers.RepeatedCompositeFieldContainer[PlanQuestionView]
     clarification_policy: str
-    def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ..., confirmation: _Optional[str] = ..., examples: _Optional[_Iterable[str]] = ..., examples_source: _Optional[str] = ..., traced: _Optional[bool] = ..., sentences: _Optional[_Iterable[str]] = ..., uncovered_examples: _Optional[_Iterable[int]] = ..., uncovered_sentences: _Optional[_Iterable[int]] = ..., questions: _Optional[_Iterable[_Union[PlanQuestionView, _Mapping]]] = ..., clarification_policy: _Optional[str] = ...) -> None: ...
+    plan_examples: _containers.RepeatedCompositeFieldContainer[PlanExampleView]
+    examples_editable: bool
+    examples_edit_note: str
+    def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ..., confirmation: _Optional[str] = ..., examples: _Optional[_Iterable[str]] = ..., examples_source: _Optional[str] = ..., traced: _Optional[bool] = ..., sentences: _Optional[_Iterable[str]] = ..., uncovered_examples: _Optional[_Iterable[int]] = ..., uncovered_sentences: _Optional[_Iterable[int]] = ..., questions: _Optional[_Iterable[_Union[PlanQuestionView, _Mapping]]] = ..., clarification_policy: _Optional[str] = ..., plan_examples: _Optional[_Iterable[_Union[PlanExampleView, _Mapping]]] = ..., examples_editable: _Optional[bool] = ..., examples_edit_note: _Optional[str] = ...) -> None: ...
+
+class PlanExampleView(_message.Message):
+    __slots__ = ("number", "test", "argv", "expected", "steps", "origin", "text")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    TEST_FIELD_NUMBER: _ClassVar[int]
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    test: str
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    expected: _containers.RepeatedScalarFieldContainer[str]
+    steps: _containers.RepeatedScalarFieldContainer[int]
+    origin: str
+    text: str
+    def __init__(self, number: _Optional[int] = ..., test: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., expected: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[int]] = ..., origin: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class BudgetView(_message.Message):
     __slots__ = ("set", "revision", "hard_limit", "warning", "spent", "reserved", "remaining", "tokens_used", "tokens_reserved", "token_limit", "token_limit_set", "pending_decisions", "exhausted", "lines", "spend_line")
@@ -610,6 +634,34 @@ class AnswerQuestionRequest(_message.Message):
     question: int
     text: str
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., revision: _Optional[int] = ..., sha256: _Optional[str] = ..., question: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
+
+class PlanExampleEdit(_message.Message):
+    __slots__ = ("number", "test", "argv", "expected", "steps")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    TEST_FIELD_NUMBER: _ClassVar[int]
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    test: str
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    expected: _containers.RepeatedScalarFieldContainer[str]
+    steps: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, number: _Optional[int] = ..., test: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., expected: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class EditPlanExamplesRequest(_message.Message):
+    __slots__ = ("control", "task_id", "revision", "sha256", "examples")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    EXAMPLES_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    task_id: str
+    revision: int
+    sha256: str
+    examples: _containers.RepeatedCompositeFieldContainer[PlanExampleEdit]
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., revision: _Optional[int] = ..., sha256: _Optional[str] = ..., examples: _Optional[_Iterable[_Union[PlanExampleEdit, _Mapping]]] = ...) -> None: ...
 
 class RetryTaskRequest(_message.Message):
     __slots__ = ("control", "task_id", "feedback")

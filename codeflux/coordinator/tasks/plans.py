@@ -12,6 +12,10 @@
 - Answering a question (:func:`answer_question`) records the next revision — the same plan with that
   question's answer — by the person; the task stays ``awaiting-plan-approval`` and the approval binds to
   the answered revision's hash (the older revision can no longer be approved: it is not the newest).
+- Editing the examples (:func:`edit_examples`) records the next revision — the same plan with the person's
+  list of acceptance examples, by the person (the rules: :mod:`codeflux.domain.plan_examples`); like an
+  answer, the approval then binds to the edited revision. While the requirement has the person's own
+  ACCEPTANCE blocks, those are the examples and the edit is refused (it would change nothing).
 - Sending back records the feedback as that revision's decision and returns the task to
   ``forecasting``; the planner's next revision carries the feedback and needs its own approval before
   work continues (:mod:`codeflux.coordinator.tasks.gates` checks that before anything becomes active).
@@ -32,7 +36,7 @@ from codeflux.coordinator.tasks.changes import (
     require_revision,
 )
 from codeflux.coordinator.tasks.plan_schema import require_plan_size
-from codeflux.domain.acceptance import acceptance_of
+from codeflux.domain.acceptance import acceptance_of, examples_in_requirement
 from codeflux.domain.clarification import requirement_sentences, trace_coverage
 from codeflux.domain.errors import (
     AcceptanceExampleNeededError,
@@ -44,6 +48,7 @@ from codeflux.domain.errors import (
 )
 from codeflux.domain.events import PlanApproved, PlanRevisionRecorded, PlanSentBack
 from codeflux.domain.ids import TaskId
+from codeflux.domain.plan_examples import ExampleEdit, edit_plan_examples
 from codeflux.domain.plans import Plan, PlanAuthor, PlanDecider, PlanRevisionRow, PlanVerdict, plan_sha256
 from codeflux.domain.tasks import TaskState, validate_task_transition
 from codeflux.store import plans as plan_rows
@@ -52,7 +57,7 @@ from codeflux.store.database import ReadView, Transaction
 from codeflux.store.events import JournalEvent, append_event
 
 __all__ = ["MAX_ANSWER_CHARS", "MAX_FEEDBACK_CHARS", "PlanAuthor", "answer_question", "decide_plan",
-           "read_pending_feedback", "record_plan_revision"]
+           "edit_examples", "examples_not_editable", "read_pending_feedback", "record_plan_revision"]
 
 MAX_FEEDBACK_CHARS: Final = 8192
 MAX_ANSWER_CHARS: Final = 4000
@@ -167,6 +172,51 @@ def answer_question(
     return changes.mutate(scope=f"task:{task_id.value}", key=idempotency_key, work=work, request={
         "operation": "answer-question", "revision": revision, "sha256": sha256, "question": question,
         "answer": text})
+
+
+def examples_not_editable(requirement: str) -> str | None:
+    """Why editing the plan's examples would change nothing for a task with ``requirement``, or None."""
+    written, _ = examples_in_requirement(requirement)
+    if written:
+        return (f"the requirement's own ACCEPTANCE blocks ({len(written)} example(s)) are the examples this task is "
+                "checked against; they always win over the plan's, so editing the plan's examples would change nothing")
+    return None
+
+
+def _edit_document(edit: ExampleEdit) -> dict[str, object]:
+    example = None if edit.example is None else edit.example.to_document()
+    return {"number": edit.number, "example": example, "steps": list(edit.steps)}
+
+
+def edit_examples(
+    changes: TaskChanges, task_id: TaskId, *, revision: int, sha256: str, edits: tuple[ExampleEdit, ...],
+    idempotency_key: str,
+) -> TaskChange:  # fmt: skip
+    """Replace the acceptance examples of revision ``revision`` (hash ``sha256``, the newest and undecided) with
+    ``edits``: the next revision is that plan with the person's examples, by the person."""
+
+    def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
+        task = records.require_task_record(tx, task_id)
+        if task.state is not TaskState.AWAITING_PLAN_APPROVAL:
+            raise UsageError(f"task {task_id} is {task.state}; examples are edited while its plan awaits approval")
+        current = _require_current(tx, task_id, revision=revision, sha256=sha256)
+        why_not = examples_not_editable(task.requirement or "")
+        if why_not is not None:
+            raise UsageError(f"task {task_id}: {why_not}")
+        edited = edit_plan_examples(current.plan, edits, revision=current.revision + 1)
+        require_plan_size(edited)
+        row = plan_rows.insert_plan_revision(tx, task_id=task_id, plan=edited, created_by=PlanAuthor.USER,
+                                             feedback=None, at_us=changes.clock())
+        if row.revision != current.revision + 1:
+            raise ConflictError(f"task {task_id}: plan revision {current.revision + 1} was recorded meanwhile")
+        events.append(append_event(tx, session_id=task.session_id, event=PlanRevisionRecorded(
+            task_id=task_id, revision=row.revision, sha256=row.sha256, created_by=PlanAuthor.USER.value)))
+        return {"task_id": task_id.value, "state": task.state.value, "revision": task.revision,
+                "plan_revision": row.revision}
+
+    return changes.mutate(scope=f"task:{task_id.value}", key=idempotency_key, work=work, request={
+        "operation": "edit-examples", "revision": revision, "sha256": sha256,
+        "examples": [_edit_document(edit) for edit in edits]})
 
 
 def _require_current(view: ReadView, task_id: TaskId, *, revision: int, sha256: str) -> PlanRevisionRow:

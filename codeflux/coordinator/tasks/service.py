@@ -55,6 +55,7 @@ from codeflux.domain.events import (
 )
 from codeflux.domain.ids import RepositoryId, RunId, TaskId
 from codeflux.domain.pipeline import StageName, StageVerdict
+from codeflux.domain.plan_examples import ExampleEdit
 from codeflux.domain.plans import Plan
 from codeflux.domain.tasks import (
     PatchKind,
@@ -257,6 +258,15 @@ class TaskService:
         next revision is that plan with the answer, recorded by the person; it needs its own approval."""
         return task_plans.answer_question(self._changes, task_id, revision=revision, sha256=sha256,
                                           question=question, answer=answer, idempotency_key=idempotency_key)
+
+    def edit_examples(
+        self, task_id: TaskId, *, revision: int, sha256: str, edits: tuple[ExampleEdit, ...], idempotency_key: str
+    ) -> TaskChange:
+        """Replace the acceptance examples of the newest plan revision ``revision`` (hash ``sha256``) with the
+        person's list ``edits`` (:mod:`codeflux.domain.plan_examples`): the next revision is that plan with the
+        edited examples, recorded by the person; it needs its own approval."""
+        return task_plans.edit_examples(self._changes, task_id, revision=revision, sha256=sha256, edits=edits,
+                                        idempotency_key=idempotency_key)
 
     def pending_feedback(self, task_id: TaskId) -> str | None:
         """The feedback the newest plan revision was sent back with (for the planner's next revision)."""

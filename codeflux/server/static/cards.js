@@ -2,6 +2,7 @@
 
 import { badge, el, facts, mutatingButton, textList } from "./dom.js";
 import { countRange, escapeForDisplay, maybeMoney, money, moneyRange } from "./format.js";
+import { examplesEditing } from "./examples.js";
 
 // Paths and argv the model wrote, escaped for display (format.js escapeForDisplay).
 const shownList = (items) => (items || []).map(escapeForDisplay).join(", ");
@@ -34,8 +35,9 @@ export function planCard(app, task) {
     el("h4", { text: "Acceptance examples" }),
     el("p", { class: "note", testid: "plan-examples-source", text: plan.examplesSource || "" }),
     textList((plan.examples || []).map(escapeForDisplay),
-      "No executable example: this plan cannot be approved. Send it back saying which test should pass or which command should print what.",
+      "No executable example: this plan cannot be approved. Add one with Edit examples, or send it back saying which test should pass or which command should print what.",
       "plan-examples"),
+    examplesEditing(app, task, plan),
     el("h4", { text: "Steps" }), steps, coverage(plan), questions(app, task, plan),
     el("h4", { text: "Checks" }), checks,
     el("h4", { text: "Permissions" }), permissions,

@@ -4,6 +4,7 @@
 import { clear, el, idempotencyKey } from "./dom.js";
 import { settingsView, diagnosticsView } from "./settings.js";
 import { providerLabel } from "./screens.js";
+import { exampleEntries } from "./examples.js";
 
 // A mutation's control: a fresh idempotency key and, for a task mutation, the task revision the person
 // saw (the service refuses a stale one with ABORTED / STALE_REVISION; see app.mutate).
@@ -111,6 +112,19 @@ export const commands = {
       this.applyTask(await this.rpc.unary("TaskService/AnswerQuestion",
         { control: control("answer", this.task.revision), taskId: this.taskId, revision: plan.revision, sha256: plan.sha256,
           question: number, text }));
+    });
+  },
+
+  // The plan card's example editor: the whole new list, as a new revision by the person (examples.js).
+  editPlanExamples(plan, draft) {
+    const made = exampleEntries(plan, draft);
+    if (made.problem) { this.showError(made.problem); return null; }
+    return this.mutate(async () => {
+      const task = await this.rpc.unary("TaskService/EditPlanExamples",
+        { control: control("examples", this.task.revision), taskId: this.taskId, revision: plan.revision, sha256: plan.sha256,
+          examples: made.examples });
+      this.examplesDraft = null;
+      this.applyTask(task);
     });
   },
 

@@ -25,6 +25,7 @@ const REQUEST_TYPES = {
   "TaskService/ApprovePlan": "ApprovePlanRequest",
   "TaskService/SendBackPlan": "SendBackPlanRequest",
   "TaskService/AnswerQuestion": "AnswerQuestionRequest",
+  "TaskService/EditPlanExamples": "EditPlanExamplesRequest",
   "TaskService/StartTask": "StartTaskRequest",
   "TaskService/RetryTask": "RetryTaskRequest",
   "TaskService/PauseTask": "TaskActionRequest",
