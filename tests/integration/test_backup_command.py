@@ -60,7 +60,7 @@ def _child_env() -> dict[str, str]:
 
 def run_cli_process(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "codeflux.cli.main", *argv],
+        [sys.executable, "-m", "codeflux", *argv],
         capture_output=True, text=True, env=_child_env(), timeout=120, check=False,
     )
 

@@ -230,7 +230,7 @@ def test_inspect_end_to_end_prints_a_header_rows_and_the_truncated_flag(
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
 
     result = subprocess.run(
-        [sys.executable, "-m", "codeflux.cli.main", "--data-dir", str(data_location.directory),
+        [sys.executable, "-m", "codeflux", "--data-dir", str(data_location.directory),
          "inspect", "sessions"],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )

@@ -79,7 +79,7 @@ def test_a_freshly_migrated_database_passes_and_the_pass_is_worded_carefully(
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
 
     result = subprocess.run(
-        [sys.executable, "-m", "codeflux.cli.main", "--data-dir", str(data_location.directory), "integrity-check"],
+        [sys.executable, "-m", "codeflux", "--data-dir", str(data_location.directory), "integrity-check"],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )
 

@@ -158,7 +158,7 @@ def test_purge_end_to_end_in_its_own_process(populated: Database, data_location:
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
 
     result = subprocess.run(
-        [sys.executable, "-m", "codeflux.cli.main", "logs", "purge", "--before", "2025-02-01",
+        [sys.executable, "-m", "codeflux", "logs", "purge", "--before", "2025-02-01",
          "--data-dir", str(data_location.directory)],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )

@@ -35,7 +35,7 @@ DEMO_ARGV = DEMO_TEST_COMMAND.split()
 def coordinator(data: Path, scripted: Path) -> Iterator[None]:
     """A real ``codeflux start`` on the data directory, the scripted provider answering its plan drafts."""
     process = subprocess.Popen(
-        [sys.executable, "-B", "-m", "codeflux.cli.main", "--data-dir", str(data), "start", "--no-browser",
+        [sys.executable, "-B", "-m", "codeflux", "--data-dir", str(data), "start", "--no-browser",
          "--address", "127.0.0.1:0", "--provider", "scripted", "--script", str(scripted)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, **ENV, "BROWSER": "false"})  # the environment `cli` runs commands with

@@ -66,7 +66,7 @@ def interrupt(argv: list[str], data: Path, task_id: str | None, number: signal.S
 
 def test_sigterm_during_codeflux_run_pauses_with_a_shutdown_checkpoint_and_exit_4(tmp_path: Path) -> None:
     repo, data = demo(tmp_path)
-    argv = [sys.executable, "-m", "codeflux.cli.main", "--data-dir", str(data), "run", "--repo", str(repo),
+    argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
             "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted", "--script",
             str(slow(tmp_path / "slow.json")), "--budget", "1.00", "--allow", f"run_command:sleep {SLOW}",
             "--allow", f"run_command:{DEMO_TEST_COMMAND}", "--yes"]
@@ -89,7 +89,7 @@ def test_sigterm_during_codeflux_run_pauses_with_a_shutdown_checkpoint_and_exit_
 
 def test_sigint_during_task_start_pauses_resumably(tmp_path: Path) -> None:
     _repo, data, task_id = planned_task(tmp_path, slow(tmp_path / "slow.json"))
-    argv = [sys.executable, "-m", "codeflux.cli.main", "--data-dir", str(data), "task", "start", task_id,
+    argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "task", "start", task_id,
             "--provider", "scripted", "--script", str(tmp_path / "slow.json"), "--allow", f"run_command:sleep {SLOW}",
             "--allow", f"run_command:{DEMO_TEST_COMMAND}"]
 
@@ -100,6 +100,6 @@ def test_sigint_during_task_start_pauses_resumably(tmp_path: Path) -> None:
     assert rows(data, "SELECT count(*) FROM checkpoints WHERE task_id = ? AND trigger_kind = 'shutdown'",
                 task_id) == [(1,)]
     assert leftover_sleeps() == []
-    shown = subprocess.run([sys.executable, "-m", "codeflux.cli.main", "--data-dir", str(data), "task", "show",
+    shown = subprocess.run([sys.executable, "-m", "codeflux", "--data-dir", str(data), "task", "show",
                             task_id], capture_output=True, text=True, check=True).stdout
     assert "resume          available" in shown

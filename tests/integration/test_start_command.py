@@ -37,7 +37,7 @@ class Started:
 
 def _start(data_dir: Path, *extra: str) -> Started:
     process = subprocess.Popen(
-        [sys.executable, "-m", "codeflux.cli.main", "--data-dir", str(data_dir), "start", "--no-browser",
+        [sys.executable, "-m", "codeflux", "--data-dir", str(data_dir), "start", "--no-browser",
          "--address", "127.0.0.1:0", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "BROWSER": "false"},
     )

@@ -126,7 +126,7 @@ def test_start_with_allow_runs_to_review_and_diff_of_a_never_started_task_is_ref
 def test_pause_a_running_task_from_another_process_then_decide_a_pending_request_and_resume(
         tmp_path: Path) -> None:
     _repo, data, task_id = planned_task(tmp_path, slow_script(tmp_path / "slow.json"))
-    argv = [sys.executable, "-m", "codeflux.cli.main", "--data-dir", str(data), "task", "start", task_id,
+    argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "task", "start", task_id,
             "--provider", "scripted", "--script", str(tmp_path / "slow.json"), "--allow", "run_command:sleep 5",
             "--allow", f"run_command:{DEMO_TEST_COMMAND}"]
     running = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
