@@ -9,7 +9,7 @@ from codeflux.domain.execution import ExecutionState, FailureKind
 from codeflux.domain.truncation import line_count, more_note
 from codeflux.redact import redact
 
-__all__ = ["ToolResult", "cap_text", "failed_result", "head_within", "succeeded_result"]
+__all__ = ["ToolResult", "failed_result", "head_within", "succeeded_result"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,14 +29,6 @@ class ToolResult:
     stdout_truncated: bool = False
     stderr_truncated: bool = False
     content_sha256: str = ""
-
-
-def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
-    """``text`` cut to at most ``max_bytes`` of UTF-8 (on a character boundary), and whether it was cut."""
-    encoded = text.encode("utf-8", errors="replace")
-    if len(encoded) <= max_bytes:
-        return text, False
-    return encoded[:max_bytes].decode("utf-8", errors="ignore"), True
 
 
 def head_within(text: str, max_bytes: int, *, hint: str | Callable[[str], str], hint_room: int = 0) -> tuple[str, bool]:
@@ -60,12 +52,14 @@ def head_within(text: str, max_bytes: int, *, hint: str | Callable[[str], str], 
     return f"{head}{separator}{more_note(len(rest), line_count(rest), said, after_cut_line=bool(separator))}\n", True
 
 
-_NOTE_BYTES = 120  # the note's fixed text, two numbers and its newlines
+_NOTE_BYTES = 150  # the note's fixed text, two numbers, a cut line's words and its newlines
+_OVER_CAP = "the result is longer than the tool's output limit"
 
 
 def succeeded_result(message: str, *, content: str = "", max_bytes: int, content_sha256: str = "") -> ToolResult:
-    """A SUCCEEDED result whose content is pattern-redacted, then capped to ``max_bytes``."""
-    capped, truncated = cap_text(redact(content), max_bytes)
+    """A SUCCEEDED result whose content is pattern-redacted, then capped to ``max_bytes`` (its head, with a
+    note saying what was not shown; the tools fit their content themselves, so this is a backstop)."""
+    capped, truncated = head_within(redact(content), max_bytes, hint=_OVER_CAP)
     return ToolResult(
         state=ExecutionState.SUCCEEDED,
         message=message,
@@ -79,6 +73,6 @@ def failed_result(kind: FailureKind | str, message: str, *, content: str = "", m
     """A FAILED result (or CANCELLED, for the ``cancelled`` kind) with one safe message; ``content`` (what
     was nearby, for the model) is pattern-redacted, then capped to ``max_bytes``."""
     state = ExecutionState.CANCELLED if kind == FailureKind.CANCELLED else ExecutionState.FAILED
-    capped, truncated = cap_text(redact(content), max_bytes) if content else ("", False)
+    capped, truncated = head_within(redact(content), max_bytes, hint=_OVER_CAP) if content else ("", False)
     return ToolResult(state=state, failure_kind=str(kind), message=message, content=capped,
                       content_truncated=truncated)
