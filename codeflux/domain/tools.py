@@ -360,18 +360,20 @@ def _build_catalog() -> Mapping[ToolName, ToolDescriptor]:
         ),
         _descriptor(
             ToolName.WRITE_FILE,
-            "Create a new file with the given content, or replace a whole existing file. Replacing needs "
-            "expected_sha256: the sha256 the last read_file of that file showed (or the last write to it); if the "
-            "file changed since, the write is refused (content-mismatch) and you should read it again. To change "
-            "part of a file prefer edit_file. Missing directories are created. Content up to 512 KiB. "
-            + _FAILURES + " Kinds: already-exists (the file exists: read it, then pass its sha256), "
-            "content-mismatch, not-found (expected_sha256 given for a file that does not exist), too-large, "
-            "path-refused.",
+            "Create a new file with the given content, or replace a whole existing file. Read a file before "
+            "replacing it: the replacement is written only while the file still has the sha256 last shown to "
+            "you (by read_file, or by your last write or edit of it) — in the implementation loop that sha256 "
+            "is used when you omit expected_sha256. A file you have not read is refused (already-exists), and "
+            "one that changed since you read it too (content-mismatch): read it again. To change part of a file "
+            "prefer edit_file. Missing directories are created. Content up to 512 KiB. " + _FAILURES
+            + " Kinds: already-exists, content-mismatch, not-found (expected_sha256 given for a file that does "
+            "not exist), too-large, path-refused.",
             (
                 _path("the file, relative to the task worktree root"),
                 _text("content", ArgumentType.TEXT, "the complete new content of the file", max_bytes=512 * KIB),
                 _optional(_text("expected_sha256", ArgumentType.SHA256,
-                                "the file's current sha256 as read_file showed it; omit only to create a new file",
+                                "the sha256 the file must have now, as read_file showed it; omit it to create "
+                                "a file or (in the implementation loop) to use the sha256 last shown to you",
                                 max_bytes=64)),
             ),
             writes=True,

@@ -38,11 +38,13 @@ from codeflux.store.events import append_event
 from codeflux.store.task_records import require_task_record
 
 __all__ = [
+    "SHOWN_SHA256_LABEL",
     "WRITING_TOOLS",
     "ConversationSummary",
     "LoopTranscript",
     "RestoredConversation",
     "StepTracker",
+    "clean_path",
     "close_conversation",
     "conversation_summary",
     "describe_execution",
@@ -51,6 +53,8 @@ __all__ = [
 ]
 
 WRITING_TOOLS: Final = frozenset({ToolName.WRITE_FILE.value, ToolName.EDIT_FILE.value, ToolName.APPLY_PATCH.value})
+SHOWN_SHA256_LABEL: Final = "sha256 of the file now: "
+"""How :func:`describe_execution` shows the sha256 of the file read or written (on a line of its own)."""
 _SHOWN_CONTENT_CHARS: Final = 20_000
 """Content shown to the model: above every reading tool's output cap, so the tool's own cut — which says
 how to read on — is what the model sees."""
@@ -58,7 +62,7 @@ _SHOWN_STREAM_CHARS: Final = 16_000
 """Each output stream shown to the model (head and tail)."""
 
 
-def _clean(path: str) -> str:
+def clean_path(path: str) -> str:
     parts = [part for part in path.strip().split("/") if part not in ("", ".")]
     return "/".join(parts)
 
@@ -67,7 +71,7 @@ def paths_written(tool: str, arguments: Mapping[str, object]) -> frozenset[str]:
     """The repository-relative paths a successful ``tool`` call with ``arguments`` wrote."""
     if tool in (ToolName.WRITE_FILE.value, ToolName.EDIT_FILE.value):
         path = arguments.get("path")
-        return frozenset({_clean(path)}) if isinstance(path, str) else frozenset()
+        return frozenset({clean_path(path)}) if isinstance(path, str) else frozenset()
     if tool == ToolName.APPLY_PATCH.value:
         patch = arguments.get("patch")
         if not isinstance(patch, str):
@@ -77,7 +81,7 @@ def paths_written(tool: str, arguments: Mapping[str, object]) -> frozenset[str]:
             if line.startswith(("+++ ", "--- ")):
                 name = line[4:].split("\t", 1)[0].strip()
                 if name != "/dev/null":
-                    found.add(_clean(name[2:] if name.startswith(("a/", "b/")) else name))
+                    found.add(clean_path(name[2:] if name.startswith(("a/", "b/")) else name))
         return frozenset(found)
     return frozenset()
 
@@ -135,7 +139,7 @@ def describe_execution(record: ExecutionRecord) -> str:
     if record.exit_code is not None:
         lines.append(f"exit code: {record.exit_code}")
     if record.content_sha256:
-        lines.append(f"sha256 of the file now: {record.content_sha256}")
+        lines.append(f"{SHOWN_SHA256_LABEL}{record.content_sha256}")
     if record.content:
         content, cut = keep_head(record.content, _SHOWN_CONTENT_CHARS, hint="the result is longer than shown")
         label = "content (cut: its head is shown)" if cut or record.content_truncated else "content"
