@@ -31,6 +31,11 @@ from codeflux.domain.capabilities import Capability
 from codeflux.domain.errors import InvalidValueError, ToolRequestInvalidError, UnsafeArgumentError
 
 __all__ = [
+    "GREP_DEFAULT_RESULTS",
+    "GREP_MAX_LINE_CHARS",
+    "READ_DEFAULT_LINES",
+    "READ_MAX_LINE_CHARS",
+    "READ_RESULT_BYTES",
     "TOOL_CATALOG",
     "ArgumentSpec",
     "ArgumentType",
@@ -261,111 +266,200 @@ def _descriptor(
     )
 
 
+READ_RESULT_BYTES: Final = 16 * KIB
+"""The output cap of the reading tools: what one result shows the model (each result says how to read on)."""
+READ_DEFAULT_LINES: Final = 2000
+"""Lines ``read_file`` shows when ``line_count`` is omitted (fewer when they do not fit its output cap)."""
+READ_MAX_LINE_CHARS: Final = 2000
+"""Characters of one line ``read_file`` shows; a longer line is cut, with a note saying so."""
+GREP_DEFAULT_RESULTS: Final = 200
+"""Matches ``grep`` shows when ``max_results`` is omitted."""
+GREP_MAX_LINE_CHARS: Final = 500
+"""Characters of a matching line ``grep`` shows; a longer line is cut, with a note saying so."""
+
+_FAILURES: Final = ("On failure the result says `state: failed`, `failure: <kind>` and a one-line `message`; "
+                    "fix the request rather than repeating it.")
+
+
 def _build_catalog() -> Mapping[ToolName, ToolDescriptor]:
-    optional_path = _optional(_path("a directory or file relative to the task worktree (default: root)"))
+    optional_path = _optional(_path("a directory or file relative to the task worktree root, e.g. src/app "
+                                    "(default: the root)"))
+    offset = _integer("offset", "how many entries to skip: pass the offset a cut result names to see the next "
+                                "ones (default 0)", low=0, high=1_000_000)
     entries = [
         _descriptor(
             ToolName.READ_FILE,
-            "Read a text file of the task worktree.",
+            "Read a text file of the task worktree: a window of its lines, numbered like `cat -n` (the number, a "
+            f"tab, then the line exactly), and the file's sha256. Shows up to {READ_DEFAULT_LINES} lines from "
+            f"start_line, fewer when they do not fit {READ_RESULT_BYTES // KIB} KiB; the message says which lines "
+            "of how many are shown and, when more follow, the start_line that continues "
+            "(`showing lines 1–412 of 2633; call read_file with start_line=413 to continue`). Lines longer than "
+            f"{READ_MAX_LINE_CHARS} characters are cut with a note. Use it before editing or replacing a file: "
+            "copy old_text for edit_file from the text after the tab; pass the sha256 to write_file as "
+            "expected_sha256. Files up to 4 MiB can be read. " + _FAILURES + " Kinds: not-found, path-refused, "
+            "not-text (binary), too-large, wrong-file-type (a directory: use list_directory).",
             (
-                _path(),
-                _integer("start_line", "first line to return (1-based)", low=1, high=10_000_000),
-                _integer("line_count", "how many lines to return", low=1, high=100_000),
+                _path("the file, relative to the task worktree root, e.g. src/app/main.py"),
+                _integer("start_line", "the first line to show, 1-based (default 1)", low=1, high=10_000_000),
+                _integer("line_count", f"how many lines to show at most (default {READ_DEFAULT_LINES}; the output "
+                                       "limit may show fewer)", low=1, high=100_000),
             ),
             writes=False,
-            output=512 * KIB,
+            output=READ_RESULT_BYTES,
         ),
         _descriptor(
             ToolName.LIST_DIRECTORY,
-            "List a directory of the task worktree.",
-            (optional_path, _flag("recursive", "descend into sub-directories")),
+            "List a directory of the task worktree, one entry per line: `dir/`, `file`, `link@` (symbolic links "
+            "are never followed), paths relative to the root; `.git` is never listed. With recursive=true every "
+            f"level below is listed. A listing over {READ_RESULT_BYTES // KIB} KiB shows its first entries and says "
+            "`showing entries 1–812 of 5,000; call list_directory with offset=812 for the next ones`. Use it to "
+            "learn the layout; use glob to find files by name and grep to find text. " + _FAILURES
+            + " Kinds: not-found, path-refused, wrong-file-type (not a directory).",
+            (optional_path, _flag("recursive", "descend into sub-directories (default false)"), offset),
             writes=False,
+            output=READ_RESULT_BYTES,
         ),
         _descriptor(
             ToolName.GLOB,
-            "Find files of the task worktree whose paths match a glob pattern.",
+            "Find files and directories of the task worktree whose path (below `path`, default the root) matches "
+            "a glob pattern: `*` within one name, `**` across directories, `?` one character, e.g. `src/**/*.py` "
+            "or `**/test_*.py`. Paths come sorted, one per line, directories ending in `/`. A result over "
+            f"{READ_RESULT_BYTES // KIB} KiB shows its first paths and the offset that continues. " + _FAILURES
+            + " Kinds: invalid-pattern, not-found, path-refused.",
             (_text("pattern", ArgumentType.GLOB, "a glob such as src/**/*.py", max_bytes=KIB, min_bytes=1),
-             optional_path),
+             optional_path, offset),
             writes=False,
+            output=READ_RESULT_BYTES,
         ),
         _descriptor(
             ToolName.GREP,
-            "Search file contents of the task worktree for a regular expression.",
+            "Search the text of the task worktree's files for a Python regular expression (or literal text with "
+            "fixed_string=true), one matching line per result line as `path:line number:line`; line numbers are "
+            f"the ones read_file shows. Files are searched in path order; binary files and `.git` are skipped. "
+            f"Shows up to max_results matches (default {GREP_DEFAULT_RESULTS}) while they fit "
+            f"{READ_RESULT_BYTES // KIB} KiB; when more exist the message says so and gives the offset that "
+            f"continues. Matching lines over {GREP_MAX_LINE_CHARS} characters are cut with a note. Use it to find "
+            "where something is defined or used before reading those files. " + _FAILURES
+            + " Kinds: invalid-pattern, not-found, path-refused.",
             (
-                _text("pattern", ArgumentType.TEXT, "a regular expression", max_bytes=KIB, min_bytes=1),
+                _text("pattern", ArgumentType.TEXT, "a Python regular expression (or literal text with "
+                      "fixed_string), matched against each line", max_bytes=KIB, min_bytes=1),
                 optional_path,
-                _optional(_text("glob", ArgumentType.GLOB, "only files matching this glob", max_bytes=KIB,
-                                min_bytes=1)),
-                _flag("ignore_case", "match case-insensitively"),
-                _flag("fixed_string", "treat the pattern as literal text"),
-                _integer("max_results", "stop after this many matches", low=1, high=10_000),
+                _optional(_text("glob", ArgumentType.GLOB, "search only files whose path below `path` matches this "
+                                "glob, e.g. **/*.py", max_bytes=KIB, min_bytes=1)),
+                _flag("ignore_case", "match case-insensitively (default false)"),
+                _flag("fixed_string", "treat the pattern as literal text, not a regular expression (default false)"),
+                _integer("max_results", f"show at most this many matches (default {GREP_DEFAULT_RESULTS})", low=1,
+                         high=10_000),
+                _integer("offset", "how many matches to skip: pass the offset a cut result names to see the next "
+                                   "ones (default 0)", low=0, high=1_000_000),
             ),
             writes=False,
             timeout=60,
-            output=512 * KIB,
+            output=READ_RESULT_BYTES,
         ),
         _descriptor(
             ToolName.WRITE_FILE,
-            "Create a file, or replace one whose current content has the given sha256.",
+            "Create a new file with the given content, or replace a whole existing file. Read a file before "
+            "replacing it: the replacement is written only while the file still has the sha256 last shown to "
+            "you (by read_file, or by your last write or edit of it) — in the implementation loop that sha256 "
+            "is used when you omit expected_sha256. A file you have not read is refused (already-exists), and "
+            "one that changed since you read it too (content-mismatch): read it again. To change part of a file "
+            "prefer edit_file. Missing directories are created. Content up to 512 KiB. " + _FAILURES
+            + " Kinds: already-exists, content-mismatch, not-found (expected_sha256 given for a file that does "
+            "not exist), too-large, path-refused.",
             (
-                _path(),
-                _text("content", ArgumentType.TEXT, "the complete new content", max_bytes=512 * KIB),
+                _path("the file, relative to the task worktree root"),
+                _text("content", ArgumentType.TEXT, "the complete new content of the file", max_bytes=512 * KIB),
                 _optional(_text("expected_sha256", ArgumentType.SHA256,
-                                "sha256 of the current content; omit to create a new file", max_bytes=64)),
+                                "the sha256 the file must have now, as read_file showed it; omit it to create "
+                                "a file or (in the implementation loop) to use the sha256 last shown to you",
+                                max_bytes=64)),
             ),
             writes=True,
             output=4 * KIB,
         ),
         _descriptor(
             ToolName.EDIT_FILE,
-            "Replace exactly one occurrence of old_text with new_text in a file.",
+            "Replace exactly one occurrence of old_text with new_text in a file. old_text must match the file "
+            "exactly, whitespace and indentation included (copy it from read_file's output: the text after the "
+            "line number and tab, never the number itself) and occur once; include a few unchanged lines around "
+            "the change to make it unique. On success the result shows the file's new sha256. " + _FAILURES
+            + " Kinds: no-match (the result's content shows the most similar region with line numbers, or the "
+            "lines old_text matches but for whitespace, and what differs), ambiguous-match (it lists the line "
+            "numbers of every match), not-found, not-text, too-large.",
             (
-                _path(),
-                _text("old_text", ArgumentType.TEXT, "text that occurs exactly once", max_bytes=64 * KIB,
-                      min_bytes=1),
-                _text("new_text", ArgumentType.TEXT, "its replacement", max_bytes=64 * KIB),
+                _path("the file, relative to the task worktree root"),
+                _text("old_text", ArgumentType.TEXT, "text that occurs exactly once in the file, exactly as it is "
+                      "there", max_bytes=64 * KIB, min_bytes=1),
+                _text("new_text", ArgumentType.TEXT, "the text that replaces it (may be empty to delete it)",
+                      max_bytes=64 * KIB),
             ),
             writes=True,
             output=4 * KIB,
         ),
         _descriptor(
             ToolName.APPLY_PATCH,
-            "Apply a unified diff to files of the task worktree, all hunks or none.",
+            "Apply a unified diff (as `git diff` or `diff -u` writes it, paths as a/… b/… or plain) to files of "
+            "the task worktree: every hunk applies or nothing changes. It can create, delete and rename files. "
+            "Use it for changes across several files or places; use edit_file for one change. " + _FAILURES
+            + " Kinds: patch-does-not-apply (the message names the file and hunk, or the patch line that is not "
+            "a diff; read the file again and rebuild the hunk), patch-refused (a refused path, a symbolic link, "
+            "a submodule), too-large.",
             (_text("patch", ArgumentType.TEXT, "a unified diff", max_bytes=512 * KIB, min_bytes=1),),
             writes=True,
             output=16 * KIB,
         ),
         _descriptor(
             ToolName.DELETE_FILE,
-            "Delete one file of the task worktree.",
-            (_path(),),
+            "Delete one regular file of the task worktree (never a directory or a symbolic link). "
+            + _FAILURES + " Kinds: not-found, wrong-file-type, path-refused.",
+            (_path("the file, relative to the task worktree root"),),
             writes=True,
             output=4 * KIB,
         ),
         _descriptor(
             ToolName.INSPECT_DIFF,
-            "Show the task's changes against its base commit.",
+            "Show the task's changes against its base commit as a unified diff, new untracked files included; "
+            "with path, only that file or directory. A diff over "
+            f"{READ_RESULT_BYTES // KIB} KiB shows its head and names the files it did not show whole; ask for one "
+            "of them with path. Use it to review your own changes before finishing. " + _FAILURES
+            + " Kinds: git-failed, path-refused.",
             (optional_path,),
             writes=False,
             timeout=60,
-            output=MIB,
+            output=READ_RESULT_BYTES,
         ),
-        _descriptor(ToolName.GIT_STATUS, "Show the git status of the task worktree.", (), writes=False),
+        _descriptor(ToolName.GIT_STATUS, "Show `git status --porcelain` of the task worktree: the branch line, "
+                    "then one line per changed or untracked path (`XY path`). " + _FAILURES + " Kinds: git-failed.",
+                    (), writes=False, output=READ_RESULT_BYTES),
         _descriptor(
             ToolName.GIT_LOG,
-            "Show recent commits of the task branch.",
-            (optional_path, _integer("max_count", "how many commits", low=1, high=500)),
+            "Show recent commits of the task branch (hash, date, author, then the subject indented), newest "
+            "first; with path, only commits touching it. " + _FAILURES + " Kinds: git-failed, path-refused.",
+            (optional_path, _integer("max_count", "how many commits (default 20)", low=1, high=500)),
             writes=False,
+            output=READ_RESULT_BYTES,
         ),
         ToolDescriptor(
             name=ToolName.RUN_COMMAND,
-            description="Run a program with an argv array (no shell unless argv names one) in the worktree.",
+            description=(
+                "Run one program in the task worktree with an argv array: no shell, so no pipes, redirections, "
+                "globbing or `&&` unless argv names a shell (e.g. [\"sh\", \"-c\", \"…\"]). Use it to run tests "
+                "and checks, e.g. [\"python\", \"-m\", \"pytest\", \"-q\"]. A command may need a person's "
+                "approval first; a refused one comes back as an error saying so — do not retry it unchanged. "
+                "It is killed after 600 s with everything it started. The result gives the exit code and "
+                "stdout and stderr; long output keeps its head and tail around a note saying how many "
+                "characters and lines were elided (narrow the command, e.g. run one test, to see the middle). "
+                "Kinds: nonzero-exit (the program failed: read its output), timed-out, command-not-found, "
+                "executable-mismatch."
+            ),
             arguments=(
                 ArgumentSpec(
                     name="argv",
                     type=ArgumentType.ARGV,
                     required=True,
-                    description="the program and its arguments, one element each",
+                    description="the program and its arguments, one array element each, e.g. [\"git\", \"status\"]",
                     max_bytes=32 * KIB,
                     max_items=256,
                 ),

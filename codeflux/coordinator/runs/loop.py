@@ -30,7 +30,9 @@ found again and a request already executed returns its recorded execution — no
 bounds count per attempt.
 
 A plan step is done only when a compatible tool succeeded on its files (:mod:`.loop_steps`); a turn
-without tool calls while steps remain is told which.
+without tool calls while steps remain is told which. Read before write (:mod:`.shown_files`): a
+``write_file`` without ``expected_sha256`` gets the sha256 this conversation last showed for that file,
+so replacing a file the model read needs no hash, and one it never read (or that changed since) is refused.
 Every failed tool call, and every premature claim of completion, is fingerprinted
 (:func:`~codeflux.domain.ladder.fingerprint_failure`); when one fingerprint recurs ``stall_threshold``
 times on the rung, the attempt stops as ``stalled`` with the ladder's decision (climb, ask, exhausted).
@@ -53,6 +55,7 @@ from codeflux.coordinator.runs.loop_steps import (
     execution_failed,
     paths_written,
 )
+from codeflux.coordinator.runs.shown_files import ShownFiles
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.tasks.checkpoints import MATERIAL_EDIT_TOOLS, CheckpointService, CheckpointTrigger
@@ -206,6 +209,7 @@ class ImplementationLoop:
         self._first_prompt = _first_prompt(requirement, plan)
         self._continue = continue_conversation
         self._state = _Counters()
+        self._shown = ShownFiles()
 
     @property
     def position(self) -> LadderPosition:
@@ -240,6 +244,7 @@ class ImplementationLoop:
         state = self._state
         state.messages, state.loaded, state.continued = list(restored.messages), True, restored.continued
         self._steps.restore(restored.steps_done)
+        self._shown.restore(restored.messages)
         last = restored.messages[-1]
         if restored.continued and last.role is Role.ASSISTANT and restored.last_turn_key is not None:
             state.unanswered = (last, restored.last_turn_key)
@@ -314,7 +319,7 @@ class ImplementationLoop:
 
     def _tool_call(self, call: ToolCall, turn_key: str, *, replaying: bool = False) -> ToolResult | str:
         try:
-            arguments = call.arguments()
+            arguments = self._shown.fill(call.name, call.arguments())
             # A fresh call whose first decision allows it commits its intent with the request (one
             # commit fewer); a replayed call keeps the separate intent so that a result recorded before
             # the interruption is found first.
@@ -342,6 +347,7 @@ class ImplementationLoop:
             record = recorded or self._driver.execute(request_id)
         except AuthorityRefusedError as error:
             return self._failed(call, f"refused: {error}")
+        self._shown.note(call.name, arguments, record)
         text = describe_execution(record)
         if execution_failed(record):
             return self._failed(call, text)

@@ -29,6 +29,7 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.models import Message, MessagePart, ReasoningPart, Role, TextPart, ToolCall, ToolResult
 from codeflux.domain.plans import Plan
 from codeflux.domain.tools import ToolName
+from codeflux.domain.truncation import keep_head, keep_head_and_tail
 from codeflux.redact import REDACTED, Redactor, default_redactor
 from codeflux.store import loop_transcripts as transcript_rows
 from codeflux.store import stage_ledger as ledger_rows
@@ -37,11 +38,13 @@ from codeflux.store.events import append_event
 from codeflux.store.task_records import require_task_record
 
 __all__ = [
+    "SHOWN_SHA256_LABEL",
     "WRITING_TOOLS",
     "ConversationSummary",
     "LoopTranscript",
     "RestoredConversation",
     "StepTracker",
+    "clean_path",
     "close_conversation",
     "conversation_summary",
     "describe_execution",
@@ -50,10 +53,16 @@ __all__ = [
 ]
 
 WRITING_TOOLS: Final = frozenset({ToolName.WRITE_FILE.value, ToolName.EDIT_FILE.value, ToolName.APPLY_PATCH.value})
-_SHOWN_CHARS: Final = 16_000
+SHOWN_SHA256_LABEL: Final = "sha256 of the file now: "
+"""How :func:`describe_execution` shows the sha256 of the file read or written (on a line of its own)."""
+_SHOWN_CONTENT_CHARS: Final = 20_000
+"""Content shown to the model: above every reading tool's output cap, so the tool's own cut — which says
+how to read on — is what the model sees."""
+_SHOWN_STREAM_CHARS: Final = 16_000
+"""Each output stream shown to the model (head and tail)."""
 
 
-def _clean(path: str) -> str:
+def clean_path(path: str) -> str:
     parts = [part for part in path.strip().split("/") if part not in ("", ".")]
     return "/".join(parts)
 
@@ -62,7 +71,7 @@ def paths_written(tool: str, arguments: Mapping[str, object]) -> frozenset[str]:
     """The repository-relative paths a successful ``tool`` call with ``arguments`` wrote."""
     if tool in (ToolName.WRITE_FILE.value, ToolName.EDIT_FILE.value):
         path = arguments.get("path")
-        return frozenset({_clean(path)}) if isinstance(path, str) else frozenset()
+        return frozenset({clean_path(path)}) if isinstance(path, str) else frozenset()
     if tool == ToolName.APPLY_PATCH.value:
         patch = arguments.get("patch")
         if not isinstance(patch, str):
@@ -72,7 +81,7 @@ def paths_written(tool: str, arguments: Mapping[str, object]) -> frozenset[str]:
             if line.startswith(("+++ ", "--- ")):
                 name = line[4:].split("\t", 1)[0].strip()
                 if name != "/dev/null":
-                    found.add(_clean(name[2:] if name.startswith(("a/", "b/")) else name))
+                    found.add(clean_path(name[2:] if name.startswith(("a/", "b/")) else name))
         return frozenset(found)
     return frozenset()
 
@@ -114,7 +123,14 @@ def execution_failed(record: ExecutionRecord) -> bool:
 
 
 def describe_execution(record: ExecutionRecord) -> str:
-    """What the model is told about an execution (text already redacted by the driver), bounded."""
+    """What the model is told about an execution (text already redacted by the driver), bounded honestly.
+
+    The state, failure kind, message and exit code; the sha256 of the file read or written (what
+    ``write_file`` takes as ``expected_sha256``); then the content — its head, since every reading tool
+    already fits its result under its output cap and says how to read on — and each output stream's
+    head and tail. A cut made here, or earlier (by the worker or the stored copy), is marked in the text
+    with what it removed (:mod:`codeflux.domain.truncation`), and a stream's label says it was cut.
+    """
     lines = [f"state: {record.state}"]
     if record.failure_kind:
         lines.append(f"failure: {record.failure_kind}")
@@ -122,9 +138,18 @@ def describe_execution(record: ExecutionRecord) -> str:
         lines.append(f"message: {record.message}")
     if record.exit_code is not None:
         lines.append(f"exit code: {record.exit_code}")
-    for label, text in (("content", record.content), ("stdout", record.stdout), ("stderr", record.stderr)):
+    if record.content_sha256:
+        lines.append(f"{SHOWN_SHA256_LABEL}{record.content_sha256}")
+    if record.content:
+        content, cut = keep_head(record.content, _SHOWN_CONTENT_CHARS, hint="the result is longer than shown")
+        label = "content (cut: its head is shown)" if cut or record.content_truncated else "content"
+        lines.append(f"{label}:\n{content}")
+    for name, text, truncated in (("stdout", record.stdout, record.stdout_truncated),
+                                  ("stderr", record.stderr, record.stderr_truncated)):
         if text:
-            lines.append(f"{label}:\n{text[-_SHOWN_CHARS:]}")
+            shown, cut = keep_head_and_tail(text, _SHOWN_STREAM_CHARS)
+            label = f"{name} (cut: its head and tail are shown)" if cut or truncated else name
+            lines.append(f"{label}:\n{shown}")
     return "\n".join(lines)
 
 

@@ -15,8 +15,10 @@ starts one worker per task on first execution and stops them all on :meth:`ToolD
   content sha256), classifies, and records request + decision + event in one transaction.
 * **Execute** commits the intent, consuming an allow-once approval, in one transaction (a refusal or a
   failed commit raises and nothing runs); then asks the worker once; then commits the result, whose text
-  has been redacted (exact loaded secrets + patterns) and capped *before* it reaches SQLite. A request
-  executes at most once: executing it again returns the recorded execution.
+  has been redacted (exact loaded secrets + patterns) and capped *before* it reaches SQLite — content to
+  its head, command output to its head and tail, each cut marked in the text
+  (:mod:`codeflux.domain.truncation`). A request executes at most once: executing it again returns the
+  recorded execution.
 * **Submit and execute at once** (:meth:`ToolDriver.submit_and_execute`, or
   ``submit_tool_request(..., intend_if_allowed=True)`` followed by ``execute``): when the first decision
   already allows the request (``automatic``, or ``allowed-for-task`` by a standing approval of the exact
@@ -74,6 +76,7 @@ from codeflux.domain.operations import (
     describe_operation,
 )
 from codeflux.domain.tools import ArgumentType, BoundToolRequest, bind_tool_request
+from codeflux.domain.truncation import keep_head, keep_head_and_tail
 from codeflux.redact import SecretKind, default_redactor
 from codeflux.store.database import Database
 from codeflux.store.tasks import TaskRow, require_task
@@ -460,10 +463,12 @@ class ToolDriver:
         # and keeps this boundary correct on its own. Redact first, then cap: a cut must never split a
         # secret before it could be recognised.
         redact = self._redactor.redact
+        # Content keeps its head, output its head and tail; either cut says so in the text itself.
         message, _ = _cap(_redacted(redact, outcome.message), STORED_MESSAGE_CHARS)
-        content, content_cut = _cap(_redacted(redact, outcome.content), STORED_CONTENT_CHARS)
-        stdout, stdout_cut = _cap(_redacted(redact, outcome.stdout), STORED_STREAM_CHARS)
-        stderr, stderr_cut = _cap(_redacted(redact, outcome.stderr), STORED_STREAM_CHARS)
+        content, content_cut = keep_head(_redacted(redact, outcome.content), STORED_CONTENT_CHARS,
+                                         hint="the stored result was cut")
+        stdout, stdout_cut = keep_head_and_tail(_redacted(redact, outcome.stdout), STORED_STREAM_CHARS)
+        stderr, stderr_cut = keep_head_and_tail(_redacted(redact, outcome.stderr), STORED_STREAM_CHARS)
         return ExecutionResultValues(
             state=ToolExecutionState(outcome.state.value),
             failure_kind=outcome.failure_kind,

@@ -147,7 +147,8 @@ def write_file_beneath(root: Path, relative: Sequence[str], data: bytes, *, repl
         except FileExistsError:
             raise ToolFailedError(
                 failure_kind=FailureKind.ALREADY_EXISTS,
-                message="the file already exists; pass expected_sha256 to replace it",
+                message=("the file already exists and was not read (or changed since it was read): read it with "
+                         "read_file first, then write it again; or change part of it with edit_file"),
             ) from None
         except OSError as error:
             raise _io_failure(error) from None

@@ -11,9 +11,10 @@
   checked overrides; cwd is the worktree — or the directory inside it the operation names (the pipeline's
   base-revision runs), resolved without following a symbolic link; stdin is the request's bytes (or
   ``/dev/null``).
-- **Bounded.** The descriptor's timeout; each output stream capped at ``max_output_bytes`` (truncation
-  flagged), decoded with replacement characters, pattern-redacted as a stream (a secret split across
-  reads is caught) and streamed as it is released.
+- **Bounded.** The descriptor's timeout; each output stream capped at ``max_output_bytes`` — its head
+  streamed as it is released, its tail kept and released at the end after a note saying how many
+  characters and lines were elided between them (truncation flagged) — decoded with replacement
+  characters, pattern-redacted as a stream (a secret split across reads is caught).
 - **Nothing outlives it.** The program leads its own process group, killed with ``SIGKILL`` when the
   command ends — on success, failure, timeout, cancel, or the RPC going away.
 
@@ -87,8 +88,8 @@ def run_command(
     except OSError as error:
         raise ToolFailedError(failure_kind=FailureKind.NOT_EXECUTABLE,
                               message=f"the program could not be started ({type(error).__name__})") from None
-    stdout = OutputCapture(limit=context.limits.max_output_bytes, redact=True)
-    stderr = OutputCapture(limit=context.limits.max_output_bytes, redact=True)
+    stdout = OutputCapture(limit=context.limits.max_output_bytes, redact=True, keep_tail=True)
+    stderr = OutputCapture(limit=context.limits.max_output_bytes, redact=True, keep_tail=True)
     try:
         yield CommandStarted(process_group_id=process.pid)
         pumping = pump_process(process, stdin=pin.stdin, context=context, stdout=stdout, stderr=stderr)

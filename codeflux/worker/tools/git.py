@@ -21,6 +21,7 @@ A submodule's own configuration is not in that list, so ``git status`` and ``git
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from codeflux.worker.tools.arguments import integer_argument, text_argument
 from codeflux.worker.tools.beneath import read_file_beneath
 from codeflux.worker.tools.context import ToolContext
 from codeflux.worker.tools.pump import OutputCapture, PumpEnd, pump_process
-from codeflux.worker.tools.results import ToolResult, succeeded_result
+from codeflux.worker.tools.results import ToolResult, head_within, succeeded_result
 
 __all__ = ["GitRun", "current_filter_overrides", "filter_names_in_listing", "filter_overrides", "git_log",
            "git_status", "inspect_diff", "run_git"]
@@ -52,6 +53,9 @@ GIT_OPTIONS: Final = (
 _FILTER_LISTING: Final = ("config", "-z", "--get-regexp", r"^filter\.")
 _FILTER_DRIVERS: Final = ("clean", "smudge", "process")
 _STDERR_LIMIT: Final = 16 * 1024
+_STDOUT_FLOOR: Final = 4 * 1024 * 1024
+"""git's output is read up to this (or the output cap, if larger): a diff is cut for the model afterwards,
+with the files it did not show named."""
 _MAX_UNTRACKED_SHOWN: Final = 200
 _DEFAULT_LOG_COUNT: Final = 20
 
@@ -127,7 +131,7 @@ def _run_git_process(context: ToolContext, arguments: Sequence[str], *, stdin: b
     git = shutil.which("git", path=environment["PATH"])
     if git is None:
         raise ToolFailedError(failure_kind=FailureKind.GIT_FAILED, message="git is not installed")
-    stdout = OutputCapture(limit=context.limits.max_output_bytes, redact=False)
+    stdout = OutputCapture(limit=max(context.limits.max_output_bytes, _STDOUT_FLOOR), redact=False)
     stderr = OutputCapture(limit=_STDERR_LIMIT, redact=False)
     try:
         boxed, executable = context.confinement.command([git, *GIT_OPTIONS, *arguments], executable=git,
@@ -189,7 +193,10 @@ def _checked(run: GitRun) -> GitRun:
 
 
 def inspect_diff(request: BoundToolRequest, context: ToolContext) -> ToolResult:
-    """The worktree's changes against the task's base commit (HEAD if none), untracked files included."""
+    """The worktree's changes against the task's base commit (HEAD if none), untracked files included.
+
+    A diff over the output cap shows its head and names the files it did not show (wholly or partly), so
+    the model can ask for one with ``path``."""
     base = context.base_commit or "HEAD"
     pathspec = _pathspec(context, request)
     overrides = current_filter_overrides(context)  # one listing for both git runs of this call
@@ -204,7 +211,34 @@ def inspect_diff(request: BoundToolRequest, context: ToolContext) -> ToolResult:
     message = f"{changed} files differ from {'HEAD' if base == 'HEAD' else base[:12]}"
     if len(untracked) > _MAX_UNTRACKED_SHOWN:
         message += f" ({len(untracked) - _MAX_UNTRACKED_SHOWN} untracked files not shown)"
-    return succeeded_result(message, content="".join(parts), max_bytes=context.limits.max_output_bytes)
+    if tracked.stdout_truncated:
+        message += " (git's output was cut: ask for one path at a time)"
+    diff = "".join(parts)
+    content, cut = head_within(diff, context.limits.max_output_bytes, hint=lambda head: _unshown_files(diff, head),
+                               hint_room=_HINT_BYTES)
+    if cut:
+        message += "; the diff is longer than the output limit: its head is shown (call with path= for one file)"
+    return succeeded_result(message, content=content, max_bytes=context.limits.max_output_bytes)
+
+
+_HINT_BYTES: Final = 1600
+_DIFF_HEADER: Final = re.compile(r"^diff --git a/(.*?) b/", flags=re.MULTILINE)
+
+
+def _unshown_files(diff: str, head: str) -> str:
+    """Which files of ``diff`` its kept ``head`` does not show whole, and how to see one (≤ _HINT_BYTES)."""
+    starts = [(found.start(), found.group(1)) for found in _DIFF_HEADER.finditer(diff)]
+    unshown = [name for index, (start, name) in enumerate(starts)
+               if (starts[index + 1][0] if index + 1 < len(starts) else len(diff)) > len(head)]
+    listed: list[str] = []
+    used = 0
+    for name in unshown:
+        used += len(name.encode("utf-8")) + 2
+        if used > _HINT_BYTES - 200:
+            listed.append(f"and {len(unshown) - len(listed)} more")
+            break
+        listed.append(name)
+    return f"not shown whole: {', '.join(listed)}; call inspect_diff with path=<one of them> to see its diff"
 
 
 def _new_file_diff(context: ToolContext, relative: str) -> str:
@@ -227,7 +261,9 @@ def git_status(request: BoundToolRequest, context: ToolContext) -> ToolResult:
     run = _checked(run_git(context, ["status", "--porcelain=v1", "--branch", "--untracked-files=all",
                                      "--ignore-submodules=dirty"]))
     changes = max(len(run.stdout.splitlines()) - 1, 0)
-    return succeeded_result(f"{changes} changed or untracked paths", content=run.stdout,
+    content, _ = head_within(run.stdout, context.limits.max_output_bytes,
+                             hint="git_status takes no path: call inspect_diff with path= to look at one part")
+    return succeeded_result(f"{changes} changed or untracked paths", content=content,
                             max_bytes=context.limits.max_output_bytes)
 
 
@@ -237,4 +273,6 @@ def git_log(request: BoundToolRequest, context: ToolContext) -> ToolResult:
     run = _checked(run_git(context, ["log", f"--max-count={count}", "--date=iso-strict",
                                      "--format=%H %ad %an%n    %s", *_pathspec(context, request)]))
     commits = run.stdout.count("\n    ")
-    return succeeded_result(f"{commits} commits", content=run.stdout, max_bytes=context.limits.max_output_bytes)
+    content, _ = head_within(run.stdout, context.limits.max_output_bytes,
+                             hint="call git_log with a smaller max_count or a path")
+    return succeeded_result(f"{commits} commits", content=content, max_bytes=context.limits.max_output_bytes)

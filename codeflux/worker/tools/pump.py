@@ -9,8 +9,13 @@ Each stream goes through an :class:`OutputCapture`: raw bytes are capped at ``li
 and dropped, so the program never blocks on a full pipe, and ``truncated`` is set), decoded as UTF-8 with
 replacement characters (non-UTF-8 output cannot break anything downstream), and — for command output —
 pattern-redacted through a :class:`~codeflux.redact.StreamRedactor`, so a secret split across reads is
-still caught. A program that exits while a background child keeps its pipes open is not waited for:
-whatever is already buffered is read for a short grace period, then the pump returns.
+still caught. Command output keeps its **head and tail** (``keep_tail``): the first half of the cap is
+released as it arrives, the last bytes are kept in a rolling window, and when the program is done a note
+saying how many characters (and lines) were elided is released, then the tail (starting at a line
+boundary when one is near, redacted whole).
+
+A program that exits while a background child keeps its pipes open is not waited for: whatever is
+already buffered is read for a short grace period, then the pump returns.
 
 The program's exit wakes the pump directly: a pidfd (``pidfd_open``, Linux 5.3+) sits in the same
 selector as the pipes, so neither output nor exit waits for a polling tick. The tick
@@ -26,11 +31,13 @@ import os
 import selectors
 import subprocess
 import time
+from collections import deque
 from collections.abc import Generator
 from enum import StrEnum
 from typing import Final
 
-from codeflux.redact import StreamRedactor
+from codeflux.domain.truncation import elided_note
+from codeflux.redact import StreamRedactor, redact
 from codeflux.worker.processes import ProcessGroups
 from codeflux.worker.tools.context import ToolContext
 
@@ -49,35 +56,107 @@ class PumpEnd(StrEnum):
 
 
 class OutputCapture:
-    """One output stream: capped bytes → UTF-8 text (with replacement) → optionally redacted text."""
+    """One output stream: capped bytes → UTF-8 text (with replacement) → optionally redacted text.
 
-    def __init__(self, *, limit: int, redact: bool) -> None:
+    Without ``keep_tail`` the first ``limit`` bytes are kept and the rest dropped (``truncated`` says so).
+    With it, about half of ``limit`` is kept from the head and the rest of the room from the tail, and
+    :meth:`finish` releases the elision note and the tail; everything released stays within ``limit``.
+    """
+
+    def __init__(self, *, limit: int, redact: bool, keep_tail: bool = False) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._redactor = StreamRedactor() if redact else None
-        self._limit = limit
+        self._redact = redact
+        self._head_limit = limit // 2 if keep_tail else limit
+        self._tail = _TailWindow(max(limit - self._head_limit - _NOTE_BYTES, 0)) if keep_tail else None
         self.captured_bytes = 0
         self.truncated = False
+        self._released_line_end = True  # nothing released yet, or the last text released ended a line
 
     def feed(self, data: bytes) -> str:
         """Text that can be released now for ``data`` (possibly empty)."""
-        room = self._limit - self.captured_bytes
+        room = max(self._head_limit - self.captured_bytes, 0)
         if len(data) > room:
             self.truncated = True
-            data = data[: max(room, 0)]
+            if self._tail is not None:
+                self._tail.add(data[room:])
+            data = data[:room]
         if not data:
             return ""
         self.captured_bytes += len(data)
         text = self._decoder.decode(data)
-        return self._redactor.feed(text) if self._redactor is not None else text
+        return self._released(self._redactor.feed(text) if self._redactor is not None else text)
+
+    def _released(self, text: str) -> str:
+        if text:
+            self._released_line_end = text.endswith("\n")
+        return text
 
     def finish(self) -> str:
-        """The rest of the stream, once the program is done."""
-        if not self.captured_bytes:  # nothing was ever fed: nothing is held back
-            return ""
-        text = self._decoder.decode(b"", final=True)
-        if self._redactor is None:
+        """The rest of the stream, once the program is done (with a kept tail: the note and the tail)."""
+        text = ""
+        if self.captured_bytes:  # something was fed: the decoder and redactor may hold some back
+            text = self._decoder.decode(b"", final=True)
+            if self._redactor is not None:
+                text = self._redactor.feed(text) + self._redactor.flush()
+            self._released(text)
+        if self._tail is None or not self._tail.received:
             return text
-        return self._redactor.feed(text) + self._redactor.flush()
+        elided_characters, elided_lines, tail = self._tail.release()
+        if self._redact:
+            tail = redact(tail)
+        separator = "" if self._released_line_end else "\n"
+        note = elided_note(elided_characters, elided_lines, after_cut_line=bool(separator))
+        return f"{text}{separator}{note}\n{tail}"
+
+
+_NOTE_BYTES: Final = 128
+"""Room kept free for the elision note (and its newlines) when a tail is kept."""
+_CONTINUATION: Final = bytes(range(0x80, 0xC0))
+
+
+def _characters(data: bytes) -> int:
+    """Characters ``data`` holds as UTF-8: its bytes that do not continue a character."""
+    return len(data.translate(None, _CONTINUATION))
+
+
+class _TailWindow:
+    """The last ``size`` bytes of a stream past its head, and the characters and lines that fell out."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._chunks: deque[bytes] = deque()
+        self._held = 0
+        self.received = False
+        self._dropped_characters = 0
+        self._dropped_lines = 0
+
+    def add(self, data: bytes) -> None:
+        self.received = True
+        self._chunks.append(data)
+        self._held += len(data)
+        while self._held > self._size:
+            first = self._chunks.popleft()
+            over = self._held - self._size
+            gone, kept = first[:over], first[over:]
+            if kept:
+                self._chunks.appendleft(kept)
+            self._drop(gone)
+            self._held -= len(gone)
+
+    def _drop(self, gone: bytes) -> None:
+        self._dropped_characters += _characters(gone)
+        self._dropped_lines += gone.count(b"\n")
+
+    def release(self) -> tuple[int, int, str]:
+        """(characters elided, lines elided, the tail as text starting at a line boundary when one is near)."""
+        data = b"".join(self._chunks)
+        newline = data.find(b"\n")
+        start = newline + 1 if 0 <= newline < len(data) // 2 else 0
+        while start < len(data) and data[start] in _CONTINUATION:  # never start inside a character
+            start += 1
+        self._drop(data[:start])
+        return self._dropped_characters, self._dropped_lines, data[start:].decode("utf-8", errors="replace")
 
 
 def pump_process(

@@ -3,9 +3,10 @@
 Every path goes through the resolver, then ``beneath`` (``O_NOFOLLOW`` under directory descriptors).
 ``write_file`` creates a file (refusing an existing one) or, given ``expected_sha256``, replaces a file
 whose current content has exactly that hash — a file changed since it was read is never overwritten.
-``edit_file`` replaces ``old_text`` only when it occurs exactly once. Both write through a temporary file,
-``fsync`` and an atomic rename, keep the file's permission bits, and refuse content over
-``max_file_bytes``. ``delete_file`` removes one regular file (never a directory or a symlink).
+``edit_file`` replaces ``old_text`` only when it occurs exactly once; otherwise it says what was nearby
+(several matches with their lines, a match but for whitespace, the most similar region). Both write
+through a temporary file, ``fsync`` and an atomic rename, keep the file's permission bits, and refuse
+content over ``max_file_bytes``. ``delete_file`` removes one regular file (never a directory or a symlink).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from codeflux.worker.paths import resolve_worktree_path
 from codeflux.worker.tools.arguments import required_text, text_argument
 from codeflux.worker.tools.beneath import delete_file_beneath, read_file_beneath, write_file_beneath
 from codeflux.worker.tools.context import ToolContext
+from codeflux.worker.tools.edit_hints import ambiguous_match_hint, no_match_hint
 from codeflux.worker.tools.reading import READ_SIZE_FACTOR
-from codeflux.worker.tools.results import ToolResult, succeeded_result
+from codeflux.worker.tools.results import ToolResult, failed_result, succeeded_result
 
 __all__ = ["delete_file", "edit_file", "write_file"]
 
@@ -53,7 +55,8 @@ def write_file(request: BoundToolRequest, context: ToolContext) -> ToolResult:
 
 
 def edit_file(request: BoundToolRequest, context: ToolContext) -> ToolResult:
-    """Replace the one occurrence of ``old_text`` with ``new_text``; no match or several → failed."""
+    """Replace the one occurrence of ``old_text`` with ``new_text``; no match or several → failed, with what
+    was nearby as the result's content (:mod:`~codeflux.worker.tools.edit_hints`)."""
     parts = _components(context, required_text(request, "path"), must_exist=True)
     old_text = required_text(request, "old_text")
     new_text = required_text(request, "new_text")
@@ -63,14 +66,15 @@ def edit_file(request: BoundToolRequest, context: ToolContext) -> ToolResult:
     except UnicodeDecodeError:
         raise ToolFailedError(failure_kind=FailureKind.NOT_TEXT,
                               message="the file is not UTF-8 text; it cannot be edited by text") from None
-    occurrences = _count_occurrences(text, old_text)
-    if occurrences == 0:
-        raise ToolFailedError(failure_kind=FailureKind.NO_MATCH, message="old_text does not occur in the file")
-    if occurrences > 1:
-        raise ToolFailedError(
-            failure_kind=FailureKind.AMBIGUOUS_MATCH,
-            message=f"old_text occurs {occurrences} times; include more context so it occurs once",
-        )
+    starts = _occurrences(text, old_text)
+    if not starts:
+        hint = no_match_hint(text, old_text)
+        return failed_result(FailureKind.NO_MATCH, hint.summary, content=hint.detail,
+                             max_bytes=context.limits.max_output_bytes)
+    if len(starts) > 1:
+        hint = ambiguous_match_hint(text, old_text, starts)
+        return failed_result(FailureKind.AMBIGUOUS_MATCH, hint.summary, content=hint.detail,
+                             max_bytes=context.limits.max_output_bytes)
     data = _bounded_bytes(text.replace(old_text, new_text, 1), context)
     write_file_beneath(context.worktree, parts, data, replace_mode=current.mode)
     return succeeded_result(f"replaced 1 occurrence ({len(data)} bytes now)",
@@ -100,13 +104,12 @@ def _bounded_bytes(text: str, context: ToolContext) -> bytes:
     return data
 
 
-def _count_occurrences(text: str, needle: str) -> int:
-    """Occurrences of ``needle`` in ``text``, overlapping ones included ("aa" occurs twice in "aaa")."""
-    count = 0
+def _occurrences(text: str, needle: str) -> list[int]:
+    """Where ``needle`` starts in ``text``, overlapping occurrences included ("aa" occurs twice in "aaa");
+    at most 1,001 are looked for."""
+    starts: list[int] = []
     position = text.find(needle)
-    while position != -1:
-        count += 1
-        if count > 1_000:
-            break
+    while position != -1 and len(starts) <= 1_000:
+        starts.append(position)
         position = text.find(needle, position + 1)
-    return count
+    return starts

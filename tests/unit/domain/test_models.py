@@ -37,7 +37,7 @@ def test_argument_types_and_bounds_reach_the_schema() -> None:
     read = ToolSpec.from_descriptor(tool_descriptor(ToolName.READ_FILE)).input_schema()
     assert read["properties"]["start_line"] == {  # type: ignore[index]
         "type": "integer", "minimum": 1, "maximum": 10_000_000,
-        "description": "first line to return (1-based)",
+        "description": "the first line to show, 1-based (default 1)",
     }  # fmt: skip
     run = ToolSpec.from_descriptor(tool_descriptor(ToolName.RUN_COMMAND)).input_schema()
     assert run["properties"]["argv"]["items"] == {"type": "string"}  # type: ignore[index]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -46,3 +47,49 @@ def test_bytes_past_the_cap_are_dropped_and_flagged() -> None:
     capture = OutputCapture(limit=10, redact=False)
     assert released(capture, [b"0123456", b"789abc", b"def"]) == "0123456789"
     assert capture.truncated and capture.captured_bytes == 10
+
+
+NOTE = re.compile(r"\[codeflux: ([\d,]+) characters \(([\d,]+) lines?\) elided([^\]]*)\]\n")
+
+
+@settings(deadline=None, max_examples=150)
+@given(lines=st.lists(st.text(alphabet="xyz ", max_size=90), max_size=600), limit=st.integers(400, 8_000),
+       cuts=st.lists(st.integers(0, 100_000), max_size=10))
+def test_command_output_keeps_head_and_tail_and_counts_the_elided_middle(lines: list[str], limit: int,
+                                                                         cuts: list[int]) -> None:
+    text = "".join(f"{line}\n" for line in lines)
+    capture = OutputCapture(limit=limit, redact=False, keep_tail=True)
+    shown = released(capture, split(text.encode("utf-8"), cuts))
+    assert len(shown.encode("utf-8")) <= limit
+    note = NOTE.search(shown)
+    if note is None:
+        assert shown == text and not capture.truncated
+        return
+    assert capture.truncated
+    head, tail = shown[: note.start()], shown[note.end():]
+    if note.group(3) == "; the line above was cut short":  # so a newline was put before the note
+        head = head.removesuffix("\n")
+    assert text.startswith(head) and len(head) == limit // 2  # half the cap, as it came
+    assert text.endswith(tail) and text[len(text) - len(tail) - 1] == "\n"  # the tail starts a line
+    middle = text[len(head) : len(text) - len(tail)]
+    assert note.groups()[:2] == (f"{len(middle):,}", f"{middle.count(chr(10)):,}")
+
+
+def test_a_tail_never_starts_inside_a_character() -> None:
+    data = ("é" * 3000).encode("utf-8")  # two bytes each, no newline to start the tail at
+    capture = OutputCapture(limit=301, redact=False, keep_tail=True)
+    shown = released(capture, [data[start : start + 7] for start in range(0, len(data), 7)])
+    tail = shown.rsplit("]\n", 1)[1]
+    assert tail and set(tail) == {"é"}
+
+
+def test_without_a_tail_the_cut_output_has_no_note() -> None:
+    capture = OutputCapture(limit=10, redact=False)
+    assert "codeflux" not in released(capture, [b"x" * 100])
+
+
+def test_a_secret_in_the_kept_tail_is_redacted() -> None:
+    capture = OutputCapture(limit=400, redact=True, keep_tail=True)
+    shown = released(capture, [b"a" * 5000, f"\nkey {SECRET}\n".encode()])
+    assert SECRET not in shown
+    assert shown.endswith("elided; the line above was cut short]\nkey [REDACTED]\n")

@@ -97,14 +97,19 @@ def temporary_files(root: Path) -> list[Path]:
 def test_read_file_returns_the_text_and_the_sha256_write_file_needs(context: ToolContext, task: TaskWorktree) -> None:
     result = succeeded(run(context, "read_file", {"path": "docs/notes.txt"})[0])
     data = (task.worktree / "docs/notes.txt").read_bytes()
-    assert result.content == data.decode()
+    assert result.content == "".join(f"{number:>6}\t{line}\n" for number, line in
+                                     enumerate(data.decode().splitlines(), start=1))
+    assert result.message == "lines 1–2 of 2 (the whole file)"
     assert result.content_sha256 == hashlib.sha256(data).hexdigest()
 
 
 def test_read_file_returns_a_line_range(context: ToolContext) -> None:
     result = succeeded(run(context, "read_file", {"path": "docs/notes.txt", "start_line": 2, "line_count": 1})[0])
-    assert result.content == "second line\n"
-    assert result.message == "lines 2-2 of 2"
+    assert result.content == "     2\tsecond line\n"
+    assert result.message == "showing lines 2–2 of 2"
+    first = succeeded(run(context, "read_file", {"path": "docs/notes.txt", "line_count": 1})[0])
+    assert first.message == "showing lines 1–1 of 2; call read_file with start_line=2 to continue"
+    assert first.content == f"     1\tfirst line\n[codeflux: {first.message}]\n"
 
 
 @pytest.mark.parametrize(("setup", "path", "kind"), [
@@ -153,7 +158,11 @@ def test_grep_finds_lines_and_honours_its_options(context: ToolContext, task: Ta
     (task.worktree / "src/regex.py").write_text("a = f(x)[0]\n")
     assert succeeded(run(context, "grep", {"pattern": "f(x)[0]", "fixed_string": True})[0]).content == \
         "src/regex.py:1:a = f(x)[0]\n"
-    assert succeeded(run(context, "grep", {"pattern": "line", "max_results": 1})[0]).content.count("\n") == 1
+    one = succeeded(run(context, "grep", {"pattern": "line", "max_results": 1})[0])
+    assert one.content.splitlines()[0] == "docs/notes.txt:1:first line"
+    assert "call grep with offset=1 for the next ones" in one.message
+    assert succeeded(run(context, "grep", {"pattern": "line", "offset": 1})[0]).content == \
+        "docs/notes.txt:2:second line\n"
     assert succeeded(run(context, "grep", {"pattern": "VALUE", "glob": "*.md"})[0]).content == ""
     assert succeeded(run(context, "grep", {"pattern": "VALUE", "path": "src/util.py"})[0]).content == \
         "src/util.py:1:VALUE = 1\n"
@@ -384,12 +393,20 @@ def test_non_utf8_output_arrives_with_replacement_characters(context: ToolContex
     assert output(events) == "ok \ufffd\ufffd end"
 
 
-def test_output_past_the_cap_is_dropped_and_flagged(task: TaskWorktree, tmp_path: Path) -> None:
+def test_output_past_the_cap_keeps_its_head_and_tail_and_says_what_was_elided(task: TaskWorktree,
+                                                                              tmp_path: Path) -> None:
     context = make_context(task, tmp_path, max_output_bytes=1000)
-    result, events = command(context, ["sh", "-c", "yes x | head -c 100000"])
+    result, events = command(context, ["sh", "-c", "yes x | head -c 100000; echo the end"])
     succeeded(result)
     assert result.stdout_truncated and not result.stderr_truncated
-    assert output(events) == "x\n" * 500
+    text = output(events)
+    head, rest = text.split("[codeflux: ")
+    note, tail = rest.split("]\n")
+    assert head == "x\n" * 250  # half the cap, released as it came
+    assert tail.endswith("x\nthe end\n") and tail.startswith("x\n")  # the end, from a line start
+    elided = 100_000 + len("the end\n") - len(head) - len(tail)
+    assert note == f"{elided:,} characters ({elided // 2:,} lines) elided"
+    assert len(text.encode()) <= 1000
 
 
 def test_a_changed_executable_is_refused_before_it_runs(context: ToolContext, task: TaskWorktree,
