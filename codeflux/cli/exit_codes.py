@@ -105,6 +105,7 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.ProviderRejectedError: ExitCode.FAILED,
     e.ProviderUnavailableError: ExitCode.FAILED,
     e.ProviderReplyInvalidError: ExitCode.FAILED,
+    e.ProviderRequestInvalidError: ExitCode.FAILED,
     e.ProviderOutcomeUnknownError: ExitCode.FAILED,
     e.ScriptExhaustedError: ExitCode.FAILED,
     e.StoreError: ExitCode.FAILED,

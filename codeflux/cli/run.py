@@ -74,7 +74,7 @@ from codeflux.domain.errors import (
 )
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
-from codeflux.domain.models import ToolCall
+from codeflux.domain.models import StopReason, ToolCall
 from codeflux.domain.money import USD, Money
 from codeflux.domain.pipeline import GATING_STAGES, StageOutcome
 from codeflux.domain.pricing import Price, TokenUsage
@@ -206,6 +206,8 @@ class Script:
 
 
 def _turn(raw: object, where: str) -> ScriptedTurn:
+    """One scripted turn: ``text`` (or ``json``), ``tool_calls`` (``arguments`` an object, or the raw text
+    a model wrote — it may be cut), ``usage``, and ``stop_reason`` (``max-tokens``: cut at the output bound)."""
     if not isinstance(raw, dict):
         raise InvalidValueError(kind="script", reason=f"{where} is not an object")
     text = json.dumps(raw["json"]) if "json" in raw else raw.get("text", "")
@@ -216,13 +218,19 @@ def _turn(raw: object, where: str) -> ScriptedTurn:
     calls = []
     for index, call in enumerate(calls_raw):
         if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(
-                call.get("arguments"), dict):
+                call.get("arguments"), dict | str):
             raise InvalidValueError(kind="script", reason=f"{where} tool call {index + 1} needs name and arguments")
+        arguments = call["arguments"]
         calls.append(ToolCall(call_id=str(call.get("id") or f"call-{index + 1}"), name=call["name"],
-                              arguments_json=json.dumps(call["arguments"], ensure_ascii=False)))
+                              arguments_json=arguments if isinstance(arguments, str)
+                              else json.dumps(arguments, ensure_ascii=False)))
     usage = TokenUsage(input_tokens=usage_raw.get("input_tokens"), output_tokens=usage_raw.get("output_tokens"),
                        cache_read_tokens=0 if usage_raw else None, cache_write_tokens=0 if usage_raw else None)
-    return ScriptedTurn(text=text, tool_calls=tuple(calls), usage=usage)
+    stop = raw.get("stop_reason")
+    if stop is not None and stop not in {reason.value for reason in StopReason}:
+        raise InvalidValueError(kind="script", reason=f"{where}: stop_reason is not one of {', '.join(StopReason)}")
+    return ScriptedTurn(text=text, tool_calls=tuple(calls), usage=usage,
+                        stop_reason=None if stop is None else StopReason(stop))
 
 
 def load_script(path: str | None) -> Script:

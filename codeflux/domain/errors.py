@@ -78,6 +78,7 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── ProviderRejectedError        the provider refused the request (4xx: key, model, body)
     │   ├── ProviderUnavailableError     unreachable, rate limited or failing (429/5xx) after retries
     │   ├── ProviderReplyInvalidError    the reply was malformed, oversize or a redirect; refused
+    │   ├── ProviderRequestInvalidError  a request the provider would reject was not sent (empty turn)
     │   ├── ProviderOutcomeUnknownError  the request may have been processed; no complete reply came
     │   └── ScriptExhaustedError         the scripted provider (not a model) has no turn left
     └── StoreError                       the database could not do what was asked          (exit 1)
@@ -146,6 +147,7 @@ __all__ = [
     "ProviderOutcomeUnknownError",
     "ProviderRejectedError",
     "ProviderReplyInvalidError",
+    "ProviderRequestInvalidError",
     "ProviderUnavailableError",
     "RepositoryChangedError",
     "RepositoryNotUsableError",
@@ -1009,6 +1011,15 @@ class ProviderReplyInvalidError(ProviderError):
         )
         self.problem = problem
         self.detail = detail
+
+
+class ProviderRequestInvalidError(ProviderError):
+    """codeflux refused to send a request the provider would reject (``problem`` says why, e.g. an empty
+    assistant turn). Nothing was sent, so nothing was billed."""
+
+    def __init__(self, *, provider: str, problem: str) -> None:
+        super().__init__(f"{provider} request not sent: {problem}", provider=provider, may_have_been_processed=False)
+        self.problem = problem
 
 
 class ProviderOutcomeUnknownError(ProviderError):

@@ -136,6 +136,13 @@ class Message:
         """The text parts joined."""
         return "".join(part.text for part in self.parts if isinstance(part, TextPart))
 
+    @property
+    def is_blank(self) -> bool:
+        """An assistant turn that says nothing a provider would accept back: no tool call and no text
+        but whitespace (reasoning alone does not count). Such a turn is never stored or sent: Anthropic
+        refuses ``content: []`` and whitespace-only text, Chat Completions gets ``content: null``."""
+        return self.role is Role.ASSISTANT and _says_nothing(self.parts)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSpec:
@@ -247,7 +254,24 @@ class ModelReply:
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(part for part in self.parts if isinstance(part, ToolCall))
 
+    @property
+    def is_blank(self) -> bool:
+        """No tool call and no text but whitespace (see :attr:`Message.is_blank`)."""
+        return _says_nothing(self.parts)
+
+    @property
+    def cut_at_output_bound(self) -> bool:
+        """The provider stopped because the output bound was reached: any tool call in it may be partial."""
+        return self.stop_reason is StopReason.MAX_TOKENS
+
     def as_message(self) -> Message:
-        """The reply as the assistant turn to append to the conversation."""
-        parts: tuple[AssistantPart, ...] = self.parts or (TextPart(text=""),)
-        return Message(role=Role.ASSISTANT, parts=parts)
+        """The reply as the assistant turn to append to the conversation; a blank reply has none
+        (:class:`InvalidValueError`): it is never stored or sent back."""
+        if self.is_blank:
+            raise InvalidValueError(kind="model reply", reason="an empty assistant turn is never kept")
+        return Message(role=Role.ASSISTANT, parts=self.parts)
+
+
+def _says_nothing(parts: Iterable[MessagePart]) -> bool:
+    return not any(isinstance(part, ToolCall) or (isinstance(part, TextPart) and part.text.strip())
+                   for part in parts)

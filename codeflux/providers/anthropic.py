@@ -1,9 +1,13 @@
 """The Anthropic Messages API adapter (``POST {base}/v1/messages``), JSON or SSE streaming, with tool use.
 
-Effort maps to extended thinking: ``low`` (and no effort) sends no thinking; ``medium``, ``high`` and
-``max`` send a thinking budget of 4k, 16k and 32k tokens, kept below ``max_output_tokens`` (thinking
-needs at least 1,024 tokens, so a smaller output bound sends none). Thinking blocks come back as
-:class:`ReasoningPart` values with their signatures, to be sent back unchanged on the next request.
+Effort maps to thinking as the model's row of the capability table says
+(:func:`codeflux.providers.capabilities.anthropic_thinking`): adaptive thinking with
+``output_config.effort`` where the model has it, else an explicit budget that leaves half of
+``max_tokens`` for the answer, else none. Thinking blocks come back as :class:`ReasoningPart` values
+with their signatures, to be sent back unchanged on the next request. An assistant turn with nothing to
+send (no tool call, no text but whitespace) is refused before anything is sent
+(:class:`ProviderRequestInvalidError`): the API answers ``content: []`` with HTTP 400. The stop reason
+comes back provider-neutral (:class:`StopReason`): ``max_tokens`` is ``max-tokens``.
 
 Usage: ``input_tokens`` is uncached input, ``cache_read_input_tokens`` and
 ``cache_creation_input_tokens`` are the cache reads and writes; Anthropic reports no separate
@@ -21,8 +25,7 @@ from typing import Self
 from pydantic import Field
 
 from codeflux.credentials import load_provider_key
-from codeflux.domain.errors import ProviderOutcomeUnknownError
-from codeflux.domain.ladder import Effort
+from codeflux.domain.errors import ProviderOutcomeUnknownError, ProviderRequestInvalidError
 from codeflux.domain.models import (
     AssistantPart,
     Message,
@@ -36,6 +39,7 @@ from codeflux.domain.models import (
 )
 from codeflux.domain.pricing import TokenUsage
 from codeflux.domain.providers import ProviderName
+from codeflux.providers.capabilities import anthropic_thinking
 from codeflux.providers.endpoints import DEFAULT_BASE_URLS, normalize_base_url
 from codeflux.providers.sse import iter_sse_events
 from codeflux.providers.transport import HttpPolicy, ProviderHttp, ProviderResponse
@@ -45,8 +49,6 @@ from codeflux.redact import Redactor, default_redactor
 __all__ = ["ANTHROPIC_VERSION", "AnthropicAdapter"]
 
 ANTHROPIC_VERSION = "2023-06-01"
-_THINKING_BUDGET = {Effort.MEDIUM: 4_096, Effort.HIGH: 16_384, Effort.MAX: 32_768}
-_MIN_THINKING = 1_024
 _STOP_REASONS = {
     "end_turn": StopReason.END_TURN,
     "stop_sequence": StopReason.END_TURN,
@@ -232,17 +234,17 @@ def _request_body(request: ModelRequest, *, stream: bool) -> dict[str, object]:
             {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema()}
             for tool in request.tools
         ]
-    budget = min(_THINKING_BUDGET.get(request.effort, 0) if request.effort else 0, request.max_output_tokens - 1)
-    if budget >= _MIN_THINKING:
-        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    body.update(anthropic_thinking(request.model, request.effort, max_output_tokens=request.max_output_tokens))
     return body
 
 
 def _wire_message(message: Message) -> dict[str, object]:
+    if message.is_blank:
+        raise ProviderRequestInvalidError(provider="Anthropic", problem="an empty assistant turn is never sent")
     content: list[dict[str, object]] = []
     for part in message.parts:
         if isinstance(part, TextPart):
-            if part.text:
+            if part.text.strip():  # the API refuses text blocks of whitespace only
                 content.append({"type": "text", "text": part.text})
         elif isinstance(part, ReasoningPart):
             content.append(

@@ -21,18 +21,17 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
-from codeflux.domain.errors import ProviderOutcomeUnknownError, ProviderReplyInvalidError
-from codeflux.domain.ladder import Effort
+from codeflux.domain.errors import ProviderOutcomeUnknownError, ProviderReplyInvalidError, ProviderRequestInvalidError
 from codeflux.domain.models import AssistantPart, Message, ModelReply, ModelRequest, StopReason, TextPart, ToolCall
 from codeflux.domain.models import ToolResult as ToolResultPart
 from codeflux.domain.pricing import TokenUsage
+from codeflux.providers.capabilities import openai_reasoning_effort
 from codeflux.providers.sse import iter_sse_events
 from codeflux.providers.transport import ProviderResponse
 from codeflux.providers.wire import StrictReply, TextSink, parse_reply
 
 __all__ = ["ChatWire"]
 
-_REASONING_EFFORT = {Effort.LOW: "low", Effort.MEDIUM: "medium", Effort.HIGH: "high", Effort.MAX: "high"}
 _FINISH_REASONS = {
     "stop": StopReason.END_TURN,
     "tool_calls": StopReason.TOOL_USE,
@@ -105,8 +104,10 @@ class ChatWire:
     """Request building and reply parsing for one provider speaking Chat Completions.
 
     ``max_tokens_field`` is ``max_completion_tokens`` for OpenAI and ``max_tokens`` for servers that
-    only know the older name; ``sends_reasoning_effort`` maps the effort to ``reasoning_effort``
-    (``max`` is sent as ``high``, the highest value the API accepts).
+    only know the older name; ``sends_reasoning_effort`` maps the effort to ``reasoning_effort`` for the
+    reasoning models of OpenAI's capability table only (:func:`openai_reasoning_effort`; ``max`` is sent
+    as ``high``): a non-reasoning model refuses a request carrying it. An assistant turn with nothing to
+    send is refused before anything is sent (it would go out as ``content: null``).
     """
 
     provider: str
@@ -116,6 +117,9 @@ class ChatWire:
     def request_body(self, request: ModelRequest, *, stream: bool) -> bytes:
         messages: list[dict[str, object]] = [{"role": "system", "content": request.system}] if request.system else []
         for message in request.messages:
+            if message.is_blank:
+                raise ProviderRequestInvalidError(provider=self.provider,
+                                                  problem="an empty assistant turn is never sent")
             messages.extend(_wire_messages(message))
         body: dict[str, object] = {
             "model": request.model,
@@ -133,8 +137,9 @@ class ChatWire:
                 }
                 for t in request.tools
             ]
-        if self.sends_reasoning_effort and request.effort is not None:
-            body["reasoning_effort"] = _REASONING_EFFORT[request.effort]
+        effort = openai_reasoning_effort(request.model, request.effort) if self.sends_reasoning_effort else None
+        if effort is not None:
+            body["reasoning_effort"] = effort
         return json.dumps(body, ensure_ascii=False).encode()
 
     def reply_from_json(self, body: bytes, request: ModelRequest, request_id: str | None) -> ModelReply:

@@ -1,5 +1,6 @@
 """The OpenAI adapter: Chat Completions (see :mod:`codeflux.providers.chat_completions` for why) with
-``max_completion_tokens``, ``reasoning_effort`` and streaming with ``stream_options.include_usage``.
+``max_completion_tokens``, ``reasoning_effort`` for reasoning models only (the capability table,
+:mod:`codeflux.providers.capabilities`) and streaming with ``stream_options.include_usage``.
 
 :class:`ChatCompletionsAdapter` is the one adapter class for this wire; the OpenAI-compatible adapter
 is the same class configured for a local server.

@@ -1,10 +1,12 @@
 """The scripted provider: replays a fixed script of model turns, for offline use and tests.
 
 It is not a model, and says so: its display name is ``scripted (not a model)`` everywhere a user sees a
-provider. Each call takes the next :class:`ScriptedTurn` (text and tool calls) and records the request
-it received, so a test can assert exactly what the gateway sent. Each turn's usage is configurable,
-unknown included (the default, since a script has no tokenizer). A call after the last turn raises
-:class:`ScriptExhaustedError` — and is still recorded. No network, no key.
+provider. Each call takes the next :class:`ScriptedTurn` (reasoning, text and tool calls, and the stop
+reason a real provider would give: a turn can be cut at the output bound, or be empty) and records the
+request it received, so a test can assert exactly what the gateway sent. Each turn's usage is
+configurable, unknown included (the default, since a script has no tokenizer). A call after the last
+turn raises :class:`ScriptExhaustedError` — and is still recorded. Like the real adapters, it refuses a
+request carrying an empty assistant turn (:class:`ProviderRequestInvalidError`). No network, no key.
 """
 
 from __future__ import annotations
@@ -14,8 +16,16 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from codeflux.domain.errors import InvalidValueError, ScriptExhaustedError
-from codeflux.domain.models import AssistantPart, ModelReply, ModelRequest, StopReason, TextPart, ToolCall
+from codeflux.domain.errors import InvalidValueError, ProviderRequestInvalidError, ScriptExhaustedError
+from codeflux.domain.models import (
+    AssistantPart,
+    ModelReply,
+    ModelRequest,
+    ReasoningPart,
+    StopReason,
+    TextPart,
+    ToolCall,
+)
 from codeflux.domain.pricing import TokenUsage
 from codeflux.providers.wire import TextSink
 
@@ -27,10 +37,12 @@ SCRIPTED_DISPLAY_NAME = "scripted (not a model)"
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScriptedTurn:
     """One reply of the script. ``stop_reason`` defaults to tool-use when there are tool calls, else
-    end-turn; ``model`` to the requested model; ``usage`` to unknown."""
+    end-turn; ``model`` to the requested model; ``usage`` to unknown. ``reasoning`` comes first in the
+    reply, as a provider's thinking blocks do."""
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
+    reasoning: tuple[ReasoningPart, ...] = ()
     usage: TokenUsage = field(default_factory=TokenUsage)
     stop_reason: StopReason | None = None
     model: str | None = None
@@ -78,6 +90,9 @@ class ScriptedAdapter:
 
     def complete(self, request: ModelRequest, *, on_text: TextSink | None = None) -> ModelReply:
         """The next scripted turn as a reply; its text is streamed to ``on_text`` in small pieces."""
+        if any(message.is_blank for message in request.messages):  # refused before it is sent: no turn used
+            raise ProviderRequestInvalidError(provider=SCRIPTED_DISPLAY_NAME,
+                                              problem="an empty assistant turn is never sent")
         with self._lock:
             index = len(self._requests)
             self._requests.append(request)
@@ -87,7 +102,8 @@ class ScriptedAdapter:
         if on_text is not None:
             for start in range(0, len(turn.text), self._chunk):
                 on_text(turn.text[start : start + self._chunk])
-        parts: tuple[AssistantPart, ...] = ((TextPart(text=turn.text),) if turn.text else ()) + turn.tool_calls
+        text: tuple[AssistantPart, ...] = (TextPart(text=turn.text),) if turn.text else ()
+        parts: tuple[AssistantPart, ...] = (*turn.reasoning, *text, *turn.tool_calls)
         default_stop = StopReason.TOOL_USE if turn.tool_calls else StopReason.END_TURN
         return ModelReply(
             provider=SCRIPTED_DISPLAY_NAME,

@@ -136,7 +136,7 @@ def test_a_streamed_reply_delivers_text_as_it_arrives_and_assembles_tool_input_a
     assert reply.usage == TokenUsage(input_tokens=472, output_tokens=89, cache_read_tokens=0, cache_write_tokens=0)
     body = server.requests[0].json()
     assert body["stream"] is True and "system" not in body
-    assert body["thinking"] == {"type": "enabled", "budget_tokens": 16_384}
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 10_000}  # half of 20,000 stays for the answer
 
 
 @pytest.mark.keyring

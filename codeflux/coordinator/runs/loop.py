@@ -29,6 +29,11 @@ first: each of its tool calls is submitted again under the key it had, so a requ
 found again and a request already executed returns its recorded execution — nothing runs twice. The
 bounds count per attempt.
 
+A reply is stored before it is acted on, except one the loop cannot take as it is (:mod:`.reply_rules`): an
+empty reply is never stored (the model is asked to continue), a reply cut at the output bound never runs
+its tool calls (the turn is asked again with more room), and a turn whose thinking could not be stored
+unaltered is asked again — each bounded by ``max_turn_retries`` re-asks in a row.
+
 A plan step is done only when a compatible tool succeeded on its files (:mod:`.loop_steps`); a turn
 without tool calls while steps remain is told which. Read before write (:mod:`.shown_files`): a
 ``write_file`` without ``expected_sha256`` gets the sha256 this conversation last showed for that file,
@@ -54,6 +59,13 @@ from codeflux.coordinator.runs.loop_steps import (
     describe_execution,
     execution_failed,
     paths_written,
+)
+from codeflux.coordinator.runs.reply_rules import (
+    CONTINUE_AFTER_CUT,
+    CONTINUE_AFTER_EMPTY,
+    ReplyVerdict,
+    judge_reply,
+    more_room,
 )
 from codeflux.coordinator.runs.shown_files import ShownFiles
 from codeflux.coordinator.runs.tool_driver import ToolDriver
@@ -112,6 +124,12 @@ class LoopLimits:
     not count."""
     max_output_tokens: int = 8192
     """The output bound sent with each model request."""
+    max_output_tokens_ceiling: int = 16_384
+    """The most a turn cut at the output bound is asked again with (the bound doubles per re-ask). 16,384 is
+    the smallest maximum output of the models codeflux ships prices for (gpt-4o)."""
+    max_turn_retries: int = 2
+    """Re-asks of one turn in a row — after an empty reply, a reply cut at the output bound, or thinking
+    that could not be kept (:mod:`.reply_rules`) — before the attempt ends."""
     max_repairs_per_rung: int = 3
     """Attempts a gate may send back on one rung of the ladder (a stall climbs before that; with rungs × this
     in total the task waits for the person with its red evidence)."""
@@ -120,6 +138,8 @@ class LoopLimits:
         if min(self.max_rounds, self.max_tool_calls, self.max_tool_calls_per_turn, self.max_tokens,
                self.max_output_tokens, self.max_repairs_per_rung) < 1 or self.max_wall_seconds <= 0:
             raise UsageError("every loop limit must be positive")
+        if self.max_turn_retries < 0 or self.max_output_tokens_ceiling < self.max_output_tokens:
+            raise UsageError("turn re-asks cannot be negative, nor the output ceiling below the output bound")
 
 
 class LoopOutcomeKind(StrEnum):
@@ -184,6 +204,8 @@ class _Counters:
     loaded: bool = False
     continued: bool = False
     unanswered: tuple[Message, str] | None = None  # a stored assistant turn (and its key) still to answer
+    re_asks: int = 0  # re-asks of the current turn in a row (.reply_rules)
+    output_room: int | None = None  # the output bound of the next call when a cut turn is asked again
 
 
 class ImplementationLoop:
@@ -234,6 +256,8 @@ class ImplementationLoop:
             turn = self._model_turn()
             if isinstance(turn, LoopOutcome):
                 return turn
+            if turn is None:  # the reply could not be taken as it was; the turn is asked again
+                continue
             reply, turn_key = turn
             if (stop := self._after_reply(reply.tool_calls, turn_key)) is not None:
                 return stop
@@ -271,12 +295,12 @@ class ImplementationLoop:
 
     # ─── one turn ────────────────────────────────────────────────────────────────────────────────
 
-    def _model_turn(self) -> tuple[ModelReply, str] | LoopOutcome:
+    def _model_turn(self) -> tuple[ModelReply, str] | LoopOutcome | None:
         state = self._state
         state.rounds += 1
         turn_key = f"{self._key}:turn-{state.rounds}"
         request = ModelRequest(model="chosen-by-the-rung", system=_SYSTEM, messages=tuple(state.messages),
-                               tools=_TOOLS, max_output_tokens=self._limits.max_output_tokens)
+                               tools=_TOOLS, max_output_tokens=state.output_room or self._limits.max_output_tokens)
         try:
             answer = self._gateway.call(self._task_id, request, position=self._position, provider=self._provider,
                                         idempotency_key=turn_key)
@@ -291,8 +315,33 @@ class ImplementationLoop:
         if usage.input_tokens is None or usage.output_tokens is None:
             state.unknown_usage_turns += 1
         state.tokens += (usage.input_tokens or 0) + (usage.output_tokens or 0)
-        self._append(answer.reply.as_message(), turn_key=turn_key)
-        return answer.reply, turn_key
+        return self._take_reply(answer.reply, turn_key)
+
+    # ─── replies that cannot be taken as they are (.reply_rules) ──────────────────────────────────
+
+    def _take_reply(self, reply: ModelReply, turn_key: str) -> tuple[ModelReply, str] | LoopOutcome | None:
+        """Store ``reply`` and return it to act on; or, for an empty reply, one cut at the output bound, or
+        one whose thinking cannot be kept, act as :mod:`.reply_rules` says and return None (ask again) —
+        or the outcome that ends the attempt when the re-asks run out."""
+        state = self._state
+        verdict = judge_reply(reply, keeps_thinking=self._transcript.keeps_thinking)
+        if verdict is ReplyVerdict.TAKEN:
+            state.re_asks, state.output_room = 0, None
+            self._append(reply.as_message(), turn_key=turn_key)
+            return reply, turn_key
+        if state.re_asks >= self._limits.max_turn_retries:
+            return self._outcome(LoopOutcomeKind.LIMIT_REACHED, _RE_ASKS_RAN_OUT[verdict].format(
+                n=state.re_asks + 1, bound=state.output_room or self._limits.max_output_tokens))
+        state.re_asks += 1
+        if verdict is ReplyVerdict.EMPTY:
+            self._append(Message.user_text(CONTINUE_AFTER_EMPTY))
+        elif verdict is ReplyVerdict.CUT_TEXT:
+            self._append(reply.as_message(), turn_key=turn_key)
+            self._append(Message.user_text(CONTINUE_AFTER_CUT))
+        elif verdict is ReplyVerdict.NEEDS_MORE_ROOM:
+            state.output_room = more_room(state.output_room or self._limits.max_output_tokens,
+                                          ceiling=self._limits.max_output_tokens_ceiling)
+        return None  # THINKING_NOT_KEPT: the same conversation is asked again
 
     def _run_calls(self, calls: list[ToolCall], results: list[ToolResult], turn_key: str, *,
                    replaying: bool = False) -> LoopOutcome | None:
@@ -463,6 +512,16 @@ class ImplementationLoop:
                            steps_done=self._steps.done_titles, steps_pending=self._steps.pending_titles,
                            position=self._position, pending_request_id=pending_request_id, pending_call=pending_call,
                            ladder_step=ladder_step, error=error, continued_conversation=state.continued)
+
+
+_RE_ASKS_RAN_OUT: Final = {
+    ReplyVerdict.EMPTY: "the model's reply was empty {n} times in a row",
+    ReplyVerdict.CUT_TEXT: "the model's reply was cut at the output bound ({bound} tokens) {n} times in a row",
+    ReplyVerdict.NEEDS_MORE_ROOM: "the model's reply was cut at the output bound ({bound} tokens) {n} times in a "
+                                  "row; its cut tool calls were not run",
+    ReplyVerdict.THINKING_NOT_KEPT: "the model's thinking held text the redaction scan hides {n} times in a row; "
+                                    "it cannot be stored unaltered, so those turns were dropped",
+}
 
 
 def _first_prompt(requirement: str, plan: Plan) -> str:

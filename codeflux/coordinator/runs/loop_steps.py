@@ -11,6 +11,13 @@ another — continues it with the plan steps already done. Every message passes 
 (exact loaded secrets and key patterns, :func:`codeflux.redact.default_redactor`) and is bounded before
 it is written: what is stored is what a resumed run sends, so a resumed conversation never carries a
 secret either. A conversation continues only under the plan revision (and hash) it was opened for.
+
+Thinking blocks are the exception to "redacted": a provider checks their signatures when they come back,
+so one is stored **unaltered or not at all** — unaltered when the redaction scan finds nothing in it
+(:func:`thinking_kept_unaltered`), else dropped. The loop never lets a turn whose tool calls carry a
+block that would be dropped reach storage: it restarts that turn instead (an open tool cycle must send
+its thinking back). An empty assistant turn is never stored, and one stored by an older codeflux is left
+out when the conversation is restored, so it is never sent again.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ __all__ = [
     "describe_execution",
     "execution_failed",
     "paths_written",
+    "thinking_kept_unaltered",
 ]
 
 WRITING_TOOLS: Final = frozenset({ToolName.WRITE_FILE.value, ToolName.EDIT_FILE.value, ToolName.APPLY_PATCH.value})
@@ -193,12 +201,20 @@ def _redacted_arguments(text: str, redact: Redactor) -> str:
     return json.dumps({"codeflux": f"{REDACTED}: the arguments held a secret and were not kept"})
 
 
-def _redacted_part(part: MessagePart, redact: Redactor) -> MessagePart:
+def thinking_kept_unaltered(part: ReasoningPart, redact: Redactor | None = None) -> bool:
+    """Whether ``part`` is stored exactly as it came: the redaction scan finds nothing in its text or its
+    signature, and it fits the stored bound (cutting it would alter it too)."""
+    chosen = redact or default_redactor()
+    return (len(part.text) <= _PART_CHARS and chosen.redact(part.text) == part.text
+            and chosen.redact(part.signature) == part.signature)
+
+
+def _redacted_part(part: MessagePart, redact: Redactor) -> MessagePart | None:
+    """``part`` as stored, or None when it is not kept (a thinking block that would have to be altered)."""
     if isinstance(part, TextPart):
         return TextPart(text=_cut(redact.redact(part.text), _PART_CHARS))
     if isinstance(part, ReasoningPart):
-        return ReasoningPart(text=_cut(redact.redact(part.text), _PART_CHARS), signature=redact.redact(part.signature),
-                             redacted=part.redacted)
+        return part if thinking_kept_unaltered(part, redact) else None
     if isinstance(part, ToolCall):
         arguments = _redacted_arguments(part.arguments_json, redact)
         if len(arguments) > _ARGUMENT_CHARS:
@@ -212,8 +228,10 @@ def stored_form(message: Message, redact: Redactor | None = None) -> tuple[Messa
     """``message`` as it is stored and resumed: redacted, each part bounded, the whole under the bound;
     and whether redaction hid anything."""
     chosen = redact or default_redactor()
-    parts = [_redacted_part(part, chosen) for part in message.parts]
+    parts = [kept for part in message.parts if (kept := _redacted_part(part, chosen)) is not None]
     hidden = any(chosen.redact(_texts(part)) != _texts(part) for part in message.parts)
+    if not parts:  # only thinking, none of it kept (the loop never stores such a turn)
+        parts = [TextPart(text="[codeflux: a reasoning block was not kept]")]
     return Message(role=message.role, parts=_shrunk(message.role, parts)), hidden
 
 
@@ -226,7 +244,12 @@ def _shrunk(role: Role, parts: list[MessagePart]) -> tuple[MessagePart, ...]:
             return tuple(shrunk)
         index = max(range(len(shrunk)), key=lambda i: len(_texts(shrunk[i])))
         part = shrunk[index]
-        if isinstance(part, ToolCall):
+        if isinstance(part, ReasoningPart):
+            if len(shrunk) > 1:
+                del shrunk[index]  # thinking is kept whole or not at all, never cut
+                continue
+            shrunk[index] = TextPart(text="[codeflux: a reasoning block was not kept]")
+        elif isinstance(part, ToolCall):
             shrunk[index] = replace(part, arguments_json="{}")
         elif isinstance(part, ToolResult):
             shrunk[index] = replace(part, content=_cut(part.content, _CUT_CHARS))
@@ -299,8 +322,10 @@ class LoopTranscript:
                 rows = transcript_rows.loop_messages_of(tx, latest.conversation_id)
                 if rows:
                     last = rows[-1]
+                    # an empty assistant turn an older codeflux stored is never sent again
+                    kept = tuple(row.message for row in rows if not row.message.is_blank)
                     return RestoredConversation(
-                        conversation_id=latest.conversation_id, messages=tuple(row.message for row in rows),
+                        conversation_id=latest.conversation_id, messages=kept,
                         steps_done=last.steps_done, last_turn_key=last.turn_key, continued=True)
             at = self._changes.clock()
             superseded = ("a gate sent the work back: the next attempt starts a new conversation" if same_plan
@@ -339,6 +364,11 @@ class LoopTranscript:
                     truncated=len(said) > _EVENT_TEXT_CHARS, redacted=hidden))
 
         self._changes.db.write(work)
+
+    def keeps_thinking(self, message: Message) -> bool:
+        """Whether every thinking block of ``message`` would be stored unaltered (see the module docstring)."""
+        return all(thinking_kept_unaltered(part, self._redactor) for part in message.parts
+                   if isinstance(part, ReasoningPart))
 
 
 def close_conversation(changes: TaskChanges, task_id: TaskId, *, reason: str) -> bool:

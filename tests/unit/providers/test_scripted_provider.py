@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from codeflux.domain.errors import ScriptExhaustedError
-from codeflux.domain.models import Message, ModelRequest, StopReason, TextPart
+from codeflux.domain.errors import ProviderRequestInvalidError, ScriptExhaustedError
+from codeflux.domain.models import Message, ModelRequest, ReasoningPart, Role, StopReason, TextPart, ToolCall
 from codeflux.domain.pricing import TokenUsage
 from codeflux.providers.scripted import SCRIPTED_DISPLAY_NAME, ScriptedAdapter, ScriptedTurn
 from codeflux.providers.wire import ModelAdapter
@@ -53,3 +53,25 @@ def test_a_call_past_the_script_fails_and_is_still_recorded() -> None:
         scripted.complete(request("2"))
     assert not raised.value.may_have_been_processed
     assert len(scripted.requests) == 2
+
+
+def test_a_turn_can_think_and_be_cut_at_the_output_bound() -> None:
+    cut = ToolCall(call_id="c1", name="write_file", arguments_json='{"path": "a.py", "con')
+    thought = ReasoningPart(text="write it", signature="sig")
+    scripted = ScriptedAdapter([ScriptedTurn(tool_calls=(cut,), reasoning=(thought,),
+                                             stop_reason=StopReason.MAX_TOKENS)])
+
+    reply = scripted.complete(request("x"))
+
+    assert reply.parts == (thought, cut) and reply.cut_at_output_bound
+
+
+def test_like_a_real_provider_it_refuses_an_empty_assistant_turn_before_using_a_turn() -> None:
+    scripted = ScriptedAdapter([ScriptedTurn(text="ok")])
+    blank = ModelRequest(model="cheap", system="", messages=(
+        Message.user_text("a"), Message(role=Role.ASSISTANT, parts=(TextPart(text=" "),)), Message.user_text("b")))
+
+    with pytest.raises(ProviderRequestInvalidError, match="empty assistant turn"):
+        scripted.complete(blank)
+
+    assert scripted.requests == () and scripted.remaining_turns == 1
