@@ -37,6 +37,7 @@ from tests.fixtures.task_runs import (
     implementing_turns,
     make_harness,
     run_command,
+    said,
     scripted_gateway,
 )
 from tests.fixtures.tasks import keys
@@ -122,22 +123,42 @@ def test_a_stall_on_a_lower_rung_climbs_into_a_new_attempt(harness: Harness) -> 
     assert len(harness.tasks.ledger(task_id, 1)) == 37 and len(harness.tasks.ledger(task_id, 2)) == 37
 
 
-def test_claiming_completion_without_writes_does_not_count_and_stalls(harness: Harness) -> None:
+def test_answering_without_finish_is_nudged_and_stalls_as_no_finish(harness: Harness) -> None:
+    """A turn without tool calls is not "done" (issue 15 item 2): the model is told to call finish, and a
+    model that keeps answering without tools stalls like the old completion claims did."""
+    task_id = harness.ready_task()
+    gateway, adapter = scripted_gateway(harness.db, [said("I am done."), said("Really done."), said("Done!")])
+
     with pytest.raises(StalledError):
-        start(harness, [done(), done(), done()])
+        run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                 repo_snapshot=harness.snapshot(), position=ONE_RUNG, limits=LoopLimits(), headless_policy=None)
+
+    assert len(adapter.requests) == 3
+    nudges = [message.text for message in adapter.requests[-1].messages if "does not end the task" in message.text]
+    assert len(nudges) == 2 and "call the finish tool" in nudges[0]
+    assert state_of(harness, task_id) is TaskState.FAILED
 
 
-def test_a_headless_run_denies_what_was_not_pre_approved_and_ends_for_exit_4(harness: Harness) -> None:
-    task_id, outcome = start(harness, [run_command(["true"], "t1"), done()],
-                             policy=HeadlessPolicy.allowing([PreapprovedOperation.command(["false"])]))
+def test_a_headless_denial_reaches_the_model_which_goes_on_and_the_run_ends_for_exit_4(harness: Harness) -> None:
+    """Issue 15 item 5: a request the headless policy denies no longer ends the run at once. The denial is
+    recorded and named; the model reads a short capability error and finishes; the run still exits 4."""
+    task_id = harness.ready_task()
+    gateway, adapter = scripted_gateway(harness.db, [run_command(["true"], "t1"), *implementing_turns(), done()])
+    policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
 
-    assert outcome.kind is RunOutcomeKind.DECISION_NEEDED and outcome.denials
+    outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=ONE_RUNG, limits=LoopLimits(),
+                       headless_policy=policy)
+
+    assert outcome.kind is RunOutcomeKind.DECISION_NEEDED and outcome.denials, outcome.reason
     assert "run_command true is not in the pre-approved operations" in outcome.denials[0]
-    assert state_of(harness, task_id) is TaskState.PAUSED
-    assert outcome.loop is not None
-    request = harness.driver.read_request(outcome.loop.pending_request_id or "")
-    assert request.outcome is DecisionOutcome.DENIED and request.decision.decided_by is Decider.HEADLESS_POLICY
-    assert harness.driver.read_result(request.request_id) is None  # it never ran
+    assert state_of(harness, task_id) is TaskState.AWAITING_REVIEW  # the checks ran; the person reviews
+    told = next(part.content for message in adapter.requests[1].messages for part in message.parts
+                if getattr(part, "call_id", None) == "t1" and hasattr(part, "content"))
+    assert told.startswith("refused (run_command true): this headless run did not pre-approve it")
+    assert "blocked for the rest of this run" in told and "finish without it" in told
+    assert "not in the pre-approved operations" not in told  # the person-facing reason is not what the model reads
+    assert harness.driver.pending_decisions(task_id) == []  # nothing is left waiting
     assert len(harness.tasks.ledger(task_id, 1)) == 37
 
 

@@ -13,7 +13,8 @@ What can happen on the way, as :class:`RunOutcome` kinds (the CLI's exit code in
 * ``awaiting-authority`` [4] — a request waits for a person; the task is ``awaiting-authority`` and
   :func:`resume_run` continues in this process after the decision is recorded;
 * ``decision-needed`` [4] — headless: the policy denied a request that was not pre-approved (recorded,
-  named in ``denials``), or the ladder's next rung asks before spending; or the gateway refused a model
+  named in ``denials``; the model was told, as a tool error, and went on — the run ends here instead of
+  ``awaiting-review``), or the ladder's next rung asks before spending; or the gateway refused a model
   call until a person decides (budget, rung, endpoint: ``error`` holds the refusal, the task is paused);
 * ``paused`` / ``cancelled`` / ``stopped`` [4 / 1 / 1] — a person (or a signal, through the task service)
   paused or cancelled the task: between turns, between the tool calls of a turn, at the handover to
@@ -56,7 +57,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from codeflux.authority.decide import DecisionOutcome
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, decide_headless
@@ -238,7 +239,21 @@ def _new_loop(run: _Run, *, carried: str | None) -> ImplementationLoop:
     return ImplementationLoop(run.task_id, attempt=run.attempt, requirement=requirement, plan=facts.plan,
                               gateway=run.gateway, driver=run.driver, tasks=run.tasks, position=run.position,
                               limits=run.limits, provider=run.provider, clock=run.clock,
-                              continue_conversation=carried is None)
+                              continue_conversation=carried is None, **_finish_rules(run))
+
+
+def _finish_rules(run: _Run) -> dict[str, Any]:
+    """What the loop needs for finishing and for telling the model its rules: the checks a finish runs (the
+    plan's, else the detected test command), whether prompting is off, and the headless ``--allow`` entries."""
+    facts = run.ports.facts
+    checks = tuple((check.name, check.argv) for check in facts.plan.checks)
+    if not checks:
+        command = detect_test_command(worktree=facts.worktree.path, repository_root=run.ports.repository_root,
+                                      search_path=run.ports.search_path)
+        if command is not None and not command.pytest_missing:
+            checks = (("the repository's tests", command.argv),)
+    preapproved = () if run.policy is None else tuple(sorted(str(op) for op in run.policy.preapproved_operations))
+    return {"finish_checks": checks, "headless": run.policy is not None, "preapproved": preapproved}
 
 
 def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
@@ -247,15 +262,8 @@ def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
     while outcome.awaiting_authority and run.policy is not None and outcome.pending_call is not None:
         decision = decide_headless(run.policy, run.driver, outcome.pending_request_id or "",
                                    tool=outcome.pending_call.name, arguments=outcome.pending_call.arguments())
-        if not decision.allowed:
+        if not decision.allowed:  # recorded and named; the model is told and goes on (the run ends exit 4)
             run.denials.append(decision.reason)
-            verdicts = _finish(run, StageName.ASSEMBLY)
-            if (stop := _move(run, TaskState.PAUSED, f"headless run: {decision.operation} was denied "
-                                                     "(not pre-approved)")) is not None \
-                    and stop is not TaskState.PAUSED:
-                return _stopped(run, stop, verdicts=verdicts, loop=outcome)
-            _checkpoint_paused(run)
-            return _outcome(run, RunOutcomeKind.DECISION_NEEDED, decision.reason, verdicts=verdicts, loop=outcome)
         outcome = loop.run()
     run.position = outcome.position
     match outcome.kind:
