@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
+from codeflux.authority.decide import UserDecision
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
 from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcomeKind
 from codeflux.coordinator.runs.runner import (
