@@ -59,11 +59,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
-from codeflux.authority.decide import DecisionOutcome
+from codeflux.authority.decide import Decider, DecisionOutcome
+from codeflux.authority.service import DerivedAllowance
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, decide_headless
 from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
 from codeflux.coordinator.runs.loop_steps import close_conversation
 from codeflux.coordinator.runs.pipeline_ports import DriverCheckCommands, NoAcceptanceYet, submit_check_command
+from codeflux.coordinator.runs.program_pins import resolve_executable_pin
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
@@ -83,6 +85,7 @@ from codeflux.domain.events import AttemptSentBack
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import FailureKind, LadderDecision, LadderPosition, LadderStep, fingerprint_failure
 from codeflux.domain.pipeline import STAGES, StageName, StageOutcome, StageVerdict
+from codeflux.domain.plans import PlanDecider
 from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.gitwork.task_worktree import TaskWorktree, verify_task_worktree
@@ -374,8 +377,9 @@ def _validate(run: _Run) -> RunOutcome:
                         reason=f"the task was {current} at the handover from the loop to validation")
     checks = [] if command is None or command.pytest_missing else [("the test command", command.argv)]
     checks += [("an acceptance example's command", example.argv) for example in _example_commands(run)]
-    for what, argv in checks:
-        if (waiting := _settle_check_authority(run, what, argv)) is not None:
+    for index, (what, argv) in enumerate(checks):
+        derived = _test_command_covered_by_plan(run, argv) if index == 0 and command is not None else None
+        if (waiting := _settle_check_authority(run, what, argv, derived=derived)) is not None:
             return waiting
     if (state := _move(run, TaskState.VALIDATING, "the implementation loop finished; checks run")) is not None:
         return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY),
@@ -387,11 +391,40 @@ def _example_commands(run: _Run) -> list[AcceptanceExample]:
     return [example for example in acceptance_for(run.ports.facts).examples if example.test is None and example.argv]
 
 
-def _settle_check_authority(run: _Run, what: str, argv: tuple[str, ...]) -> RunOutcome | None:
-    """Record the pipeline's own request for a check command while the task runs, so its decision is made
-    before validation: a person's (the run then waits, awaiting authority) or the headless policy's."""
+def _test_command_covered_by_plan(run: _Run, argv: tuple[str, ...]) -> DerivedAllowance | None:
+    """The pipeline's test command (``<interpreter> -m pytest`` with codeflux's own options) is covered by the
+    plan approval when the approved plan has a check that runs pytest as a module with the **same program**
+    (the same resolved path and sha256): the same tests, run by the program the person approved. Any other
+    test command asks as before."""
+    view = run.tasks.show(run.task_id)
+    if view.plan is None or view.plan_decision is None or not view.plan_decision.approved:
+        return None
+    facts = run.ports.facts
     try:
-        request = submit_check_command(run.driver, run.task_id, argv, attempt=run.attempt)
+        pin = resolve_executable_pin(argv[0], worktree=facts.worktree.path, search_path=run.ports.search_path)
+        for check in view.plan.plan.checks:
+            if check.argv[1:3] != ("-m", "pytest"):
+                continue
+            if resolve_executable_pin(check.argv[0], worktree=facts.worktree.path,
+                                      search_path=run.ports.search_path) != pin:
+                continue
+            decider = Decider.USER if view.plan_decision.decided_by is PlanDecider.USER else Decider.HEADLESS_POLICY
+            return DerivedAllowance(decided_by=decider, reason=(
+                f"the pipeline's test command runs the tests with the same program as check {check.name!r} of plan "
+                f"revision {view.plan.revision} (sha256 {view.plan.sha256}), approved by "
+                f"{view.plan_decision.decided_by.value}")[:2048])
+    except CodefluxError:  # a program that cannot be found: the test command asks as before
+        return None
+    return None
+
+
+def _settle_check_authority(run: _Run, what: str, argv: tuple[str, ...], *,
+                            derived: DerivedAllowance | None = None) -> RunOutcome | None:
+    """Record the pipeline's own request for a check command while the task runs, so its decision is made
+    before validation: a person's (the run then waits, awaiting authority) or the headless policy's — or,
+    for the test command, the plan approval's (:func:`_test_command_covered_by_plan`)."""
+    try:
+        request = submit_check_command(run.driver, run.task_id, argv, attempt=run.attempt, derived=derived)
     except ToolFailedError:
         return None  # the stage reports the program it could not find
     if request.outcome is not DecisionOutcome.PENDING:
