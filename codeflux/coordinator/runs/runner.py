@@ -90,6 +90,7 @@ from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.gitwork.task_worktree import TaskWorktree, verify_task_worktree
 from codeflux.gitwork.worktrees import create_task_worktree
+from codeflux.pipeline import program
 from codeflux.pipeline.ports import AcceptancePort, PipelinePorts, TaskFacts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.runner import record_specification, run_pipeline
@@ -251,8 +252,8 @@ def _finish_rules(run: _Run) -> dict[str, Any]:
     facts = run.ports.facts
     checks = tuple((check.name, check.argv) for check in facts.plan.checks)
     if not checks:
-        command = detect_test_command(worktree=facts.worktree.path, repository_root=run.ports.repository_root,
-                                      search_path=run.ports.search_path)
+        command = program.detect_test_command(worktree=facts.worktree.path, search_path=run.ports.search_path,
+                                              repository_root=run.ports.repository_root)
         if command is not None and not command.pytest_missing:
             checks = (("the repository's tests", command.argv),)
     preapproved = () if run.policy is None else tuple(sorted(str(op) for op in run.policy.preapproved_operations))
