@@ -5,6 +5,7 @@ counts a step done only after a write, and a headless run turns a prompt into a 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ from codeflux.providers.scripted import ScriptedTurn
 from codeflux.store.database import Database
 from tests.fixtures.task_runs import (
     Harness,
+    a_plan_with_two_steps,
     done,
     edit_file,
     implementing_turns,
@@ -236,3 +238,46 @@ def start_on(harness: Harness, clock: ManualClock, turns: list[ScriptedTurn]) ->
     return task_id, run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
                              repo_snapshot=harness.snapshot(), position=ONE_RUNG,
                              limits=LoopLimits(max_wall_seconds=5), headless_policy=None, clock=clock)
+
+
+def test_a_new_allow_for_task_approval_is_told_to_the_model_as_a_short_update(harness: Harness) -> None:
+    """Issue 15 item 5: the approved operations go in a user message after the first prompt (never the system
+    prompt), and an approval a person gives for the task reaches the model before its next turn."""
+    task_id = harness.ready_task()
+    gateway, adapter = scripted_gateway(harness.db, [run_command(["true"], "t1"), *implementing_turns(), done()])
+    waiting = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=ONE_RUNG, limits=LoopLimits(), headless_policy=None)
+    assert waiting.kind is RunOutcomeKind.AWAITING_AUTHORITY
+    harness.driver.decide(waiting.pending_request_id or "", UserDecision.ALLOW_FOR_TASK, reason="fine for the task")
+
+    resume_run(waiting)
+
+    first, second = adapter.requests[0], adapter.requests[1]
+    assert "Approved operations" not in first.system and "python -m pytest" not in first.system
+    told = [message.text for message in first.messages]
+    assert told[1].startswith("Approved operations for this task")
+    assert "- run_command python -m pytest — the plan's check 'unit tests' (revision 1)" in told[1]
+    update = second.messages[-1].text
+    assert update.startswith("The approved operations for this task changed; now approved:")
+    assert "- run_command true — allowed for this task by a person" in update
+    assert sum("approved operations" in m.text.lower() for m in adapter.requests[-1].messages) == 2  # not again
+
+
+def test_a_finish_check_that_waits_for_a_person_pauses_and_the_decision_goes_on(harness: Harness) -> None:
+    """A plan without checks: finish runs the detected test command, which nothing approved yet — the loop waits
+    for the person like for any request, then runs it and accepts the finish."""
+    plan = replace(a_plan_with_two_steps(), checks=())
+    task_id = harness.ready_task(plan)
+    gateway, _ = scripted_gateway(harness.db, [*implementing_turns(), done()])
+    waiting = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=ONE_RUNG, limits=LoopLimits(), headless_policy=None)
+    assert waiting.kind is RunOutcomeKind.AWAITING_AUTHORITY and waiting.loop is not None
+    check = harness.driver.read_request(waiting.pending_request_id or "")
+    assert waiting.loop.pending_call is not None and waiting.loop.pending_call.name == "run_command"
+    assert waiting.loop.pending_call.arguments()["argv"] == list(pytest_argv(harness.venv_python))
+    harness.driver.decide(check.request_id, UserDecision.ALLOW_FOR_TASK, reason="the tests, for this task")
+
+    done_run = resume_run(waiting)
+
+    assert harness.driver.read_result(check.request_id) is not None  # finish's check ran
+    assert done_run.kind is RunOutcomeKind.AWAITING_REVIEW and done_run.clean, done_run.reason
