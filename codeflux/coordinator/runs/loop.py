@@ -34,13 +34,24 @@ empty reply is never stored (the model is asked to continue), a reply cut at the
 its tool calls (the turn is asked again with more room), and a turn whose thinking could not be stored
 unaltered is asked again — each bounded by ``max_turn_retries`` re-asks in a row.
 
-A plan step is done only when a compatible tool succeeded on its files (:mod:`.loop_steps`); a turn
-without tool calls while steps remain is told which. Read before write (:mod:`.shown_files`): a
-``write_file`` without ``expected_sha256`` gets the sha256 this conversation last showed for that file,
-so replacing a file the model read needs no hash, and one it never read (or that changed since) is refused.
-Every failed tool call, and every premature claim of completion, is fingerprinted
-(:func:`~codeflux.domain.ladder.fingerprint_failure`); when one fingerprint recurs ``stall_threshold``
-times on the rung, the attempt stops as ``stalled`` with the ladder's decision (climb, ask, exhausted).
+**Completion.** Only the ``finish`` tool ends the attempt (:mod:`.finish`): the model's summary and one
+report per plan step (done / not needed, with the reason). Before it is accepted the loop runs the plan's
+check commands (else the detected test command) as ``run_command`` requests through the driver; a red check
+is the finish call's tool result in the same conversation, for at most ``max_finish_repairs`` repair turns,
+after which the finish is accepted and the pipeline's gates decide. These repair turns never feed the stall
+count. The plan's expected files are no completion rule (the step tracker still records which steps' files a
+write touched, for the transcript); a turn without tool calls is answered by asking for ``finish``.
+
+**What the model is told** (:mod:`.rules_prompt`): a system prompt with no task in it (a cacheable prefix),
+the first prompt, then a user message listing the operations approved for this task, repeated as a short
+update when that list changes; a refused request comes back as a short error naming the capability blocked.
+
+Read before write (:mod:`.shown_files`): a ``write_file`` without ``expected_sha256`` gets the sha256 this
+conversation last showed for that file, so replacing a file the model read needs no hash, and one it never
+read (or that changed since) is refused. Every failed tool call, and every turn without a tool call
+(``no-finish``), is fingerprinted (:func:`~codeflux.domain.ladder.fingerprint_failure`); when one fingerprint
+recurs ``stall_threshold`` times on the rung, the attempt stops as ``stalled`` with the ladder's decision
+(climb, ask, exhausted).
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """The implementation loop's bookkeeping: which plan steps are done, what a tool result says, and the
 conversation kept in SQLite.
 
-A plan step counts as done only when a compatible tool **succeeded** on one of its expected files:
-``write_file`` or ``edit_file`` on that path, or ``apply_patch`` whose diff names it. A step that names
-no file is done once any such write succeeded. What the model says about its progress never counts.
+The step tracker records which plan steps a compatible tool **succeeded** on one of its expected files for:
+``write_file`` or ``edit_file`` on that path, or ``apply_patch`` whose diff names it (a step that names no
+file counts once any such write succeeded). It is bookkeeping for the transcript and ``task resume``, not a
+completion rule: the planner's expected files are guesses, and only the ``finish`` tool ends the loop
+(:mod:`codeflux.coordinator.runs.finish`).
 
 :class:`LoopTranscript` keeps the loop's conversation (``migrations/000008_loop_transcripts.sql``) so a
 resumed run — the next attempt after a pause, a refused model call or a crash, in this process or
