@@ -81,6 +81,9 @@ def test_a_plan_naming_the_wrong_file_and_a_right_fix_finishes_with_exit_0(tmp_p
     assert re.search(r"integration-tests\s+satisfied .*3 tests, 3 passed, 0 failed", ran.out), ran.out
     assert not (repo / "calc" / "arith.py").exists()
     assert rows(data, "SELECT count(*) FROM task_runs") == [(1,)]  # no stall, no second attempt
+    said = [json.loads(payload)["text"] for (payload,) in rows(
+        data, "SELECT payload_json FROM events WHERE kind = 'agent-message' ORDER BY created_at_us")]
+    assert "finish: add() now returns a + b; the tests pass." in said  # the summary reaches the timeline
 
 
 def test_the_plans_check_run_by_the_model_itself_is_allowed_by_the_plan_approval_headless(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """The headless "Done means" through the real CLI as subprocesses, keyring-free (the scripted provider, not a
 model, needs no key): `codeflux demo init` → `codeflux run … --yes` → `codeflux task accept`, checked with
-the git CLI; the exit-4 ending without --yes, and the plan's own check approved with the plan."""
+the git CLI; and the two exit-4 endings (no --yes; the test command not pre-approved)."""
 
 from __future__ import annotations
 
@@ -83,17 +83,20 @@ def test_without_yes_the_run_stops_after_the_plan_with_exit_4(tmp_path: Path) ->
     assert "codeflux task approve-plan" in ran.out
 
 
-def test_without_the_allow_the_plans_own_check_is_allowed_by_the_plan_approval(tmp_path: Path) -> None:
-    """The demo plan's check is the test command: approving the plan (``--yes``) approves exactly it (issue
-    15 item 2), so no ``--allow`` is needed. A command neither the plan nor ``--allow`` approves is still a
-    recorded denial with exit 4: tests/integration/test_finish_natural_runs.py."""
+def test_without_the_allow_the_test_command_is_a_recorded_denial_and_exit_4(tmp_path: Path) -> None:
+    """The demo's model runs the test command itself (not the plan's check, ``python3 -m pytest -q``, which
+    the plan approval covers): without ``--allow`` that run is a recorded denial, named, and the run exits 4.
+    The model is told and goes on (issue 15 item 5): the plan's check and the pipeline's tests still run."""
     repo, data = demo(tmp_path)
 
     ran = cli(data, *run_args(repo, "--yes"))
 
-    assert ran.code == 0, ran.out + ran.err
-    assert "denied" not in ran.out
-    assert re.search(r"decision  allowed-once by user: check 'unit tests' of plan revision 1", ran.out), ran.out
+    assert ran.code == 4, ran.out + ran.err
+    assert "denied by headless-policy" in ran.out
+    assert "not in the pre-approved operations and prompting is off" in ran.out
+    assert DEMO_TEST_COMMAND in ran.out
+    assert re.search(r"run_command  python3 -m pytest -q  \[pipeline\]\n\s+decision  allowed-once by user: "
+                     r"check 'unit tests' of plan revision 1", ran.out), ran.out
     assert re.search(r"integration-tests\s+satisfied .*3 tests, 3 passed, 0 failed", ran.out), ran.out
 
 

@@ -358,7 +358,7 @@ class LoopTranscript:
             transcript_rows.append_loop_message(
                 tx, conversation_id=conversation_id, task_id=task_id, attempt=attempt, message=stored,
                 turn_key=turn_key, steps_done=steps_done, redacted=hidden, at_us=self._changes.clock())
-            said = stored.text.strip() if stored.role is Role.ASSISTANT else ""
+            said = _said_with_finish(stored) if stored.role is Role.ASSISTANT else ""
             if said:  # what the agent said, for the UI's timeline: already redacted and bounded
                 session_id = require_task_record(tx, task_id).session_id
                 append_event(tx, session_id=session_id, event=AgentMessage(
@@ -371,6 +371,21 @@ class LoopTranscript:
         """Whether every thinking block of ``message`` would be stored unaltered (see the module docstring)."""
         return all(thinking_kept_unaltered(part, self._redactor) for part in message.parts
                    if isinstance(part, ReasoningPart))
+
+
+def _said_with_finish(message: Message) -> str:
+    """An assistant turn's words for the timeline: its text, and the summary of a ``finish`` call in it (the
+    finish tool's report is otherwise only in the stored call's arguments)."""
+    said = message.text.strip()
+    for part in message.parts:
+        if isinstance(part, ToolCall) and part.name == "finish":
+            try:
+                summary = json.loads(part.arguments_json).get("summary")
+            except (ValueError, AttributeError):
+                summary = None
+            if isinstance(summary, str) and summary.strip():
+                said = f"{said}\n\nfinish: {summary.strip()}".strip()
+    return said
 
 
 def close_conversation(changes: TaskChanges, task_id: TaskId, *, reason: str) -> bool:
