@@ -444,10 +444,8 @@ class CheckoutNotCleanError(PrerequisiteError):
             shown = ", ".join(paths[: self._SHOWN]) + (", …" if len(paths) > self._SHOWN else "")
             noun = "path" if len(paths) == 1 else "paths"
             problems.append(f"{len(paths)} {noun} with changes in the way ({shown})")
-        super().__init__(
-            f"the checkout has {' and '.join(problems) or 'changes'}; commit, stash or finish them, "
-            "then try again"
-        )
+        advice = "commit, stash or finish them" if paths else f"finish or abort the {' and the '.join(operations)}"
+        super().__init__(f"the checkout has {' and '.join(problems) or 'changes'}; {advice}, then try again")
         self.paths = paths
         self.operations = operations
 
@@ -729,10 +727,10 @@ class DirtyTreeNotAcknowledgedError(DecisionNeededError):
         if acknowledged_hash is None:
             noun = "change" if change_count == 1 else "changes"
             text = (f"{path} has {change_count} uncommitted {noun}; look at the list and acknowledge exactly "
-                    f"it (hash {current_hash[:12]}) first")
+                    f"it (hash {current_hash}) first")
         else:
             text = (f"the uncommitted changes in {path} changed since they were acknowledged (acknowledged "
-                    f"{acknowledged_hash[:12]}, now {current_hash[:12]}); look at the list again and acknowledge it")
+                    f"{acknowledged_hash}, now {current_hash}); look at the list again and acknowledge it")
         super().__init__(text)
         self.path = path
         self.change_count = change_count

@@ -58,7 +58,11 @@ def resolve_data_location(explicit: str | None, environ: Mapping[str, str]) -> D
         raise UsageError(f"{source} is empty; give a directory path")
     if "\x00" in chosen:
         raise UsageError(f"{source} contains a NUL byte")
-    return DataLocation(directory=Path(os.path.abspath(os.path.expanduser(chosen))))
+    directory = Path(os.path.abspath(os.path.expanduser(chosen)))
+    if directory.exists() and not directory.is_dir():
+        raise DataDirectoryError(f"{source} names {directory}, which is a file, not a directory; "
+                                 "give the path of a directory (it is created when missing)")
+    return DataLocation(directory=directory)
 
 
 def ensure_data_directory(location: DataLocation) -> None:
