@@ -16,6 +16,7 @@ __all__ = [
     "DATABASE_FILENAME",
     "DataLocation",
     "ensure_data_directory",
+    "refuse_a_file",
     "resolve_data_location",
 ]
 
@@ -28,6 +29,8 @@ class DataLocation:
     """The data directory and the fixed paths inside it."""
 
     directory: Path
+    source: str = "the data directory path"
+    """Where the path came from (``--data-dir``, ``CODEFLUX_HOME``, the platform default), for messages."""
 
     @property
     def database(self) -> Path:
@@ -58,11 +61,15 @@ def resolve_data_location(explicit: str | None, environ: Mapping[str, str]) -> D
         raise UsageError(f"{source} is empty; give a directory path")
     if "\x00" in chosen:
         raise UsageError(f"{source} contains a NUL byte")
-    directory = Path(os.path.abspath(os.path.expanduser(chosen)))
+    return DataLocation(directory=Path(os.path.abspath(os.path.expanduser(chosen))), source=source)
+
+
+def refuse_a_file(location: DataLocation) -> None:
+    """Refuse a data directory path that names something other than a directory (a file, say), saying so."""
+    directory = location.directory
     if directory.exists() and not directory.is_dir():
-        raise DataDirectoryError(f"{source} names {directory}, which is a file, not a directory; "
-                                 "give the path of a directory (it is created when missing)")
-    return DataLocation(directory=directory)
+        raise DataDirectoryError(f"{location.source} names {directory}, which is not a directory; give "
+                                 "the path of a directory (it is created when missing)")
 
 
 def ensure_data_directory(location: DataLocation) -> None:
@@ -83,9 +90,8 @@ def ensure_data_directory(location: DataLocation) -> None:
         path.chmod(0o700)
         return
     if not stat.S_ISDIR(st.st_mode):
-        raise DataDirectoryError(
-            "the data directory path is not a directory; pass --data-dir with a directory path"
-        )
+        raise DataDirectoryError(f"{location.source} names {path}, which is not a directory; give the path of a "
+                                 "directory (it is created when missing)")
     if not os.access(path, os.W_OK | os.X_OK):
         raise DataDirectoryError(
             "the data directory is not writable; fix its permissions or pass --data-dir"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from codeflux.domain.errors import DatabaseMissingError, DatabaseNeedsMigrationError, DatabaseNewerError
 from codeflux.store.connection import open_connection
 from codeflux.store.database import Database
-from codeflux.store.location import DataLocation, ensure_data_directory
+from codeflux.store.location import DataLocation, ensure_data_directory, refuse_a_file
 from codeflux.store.migrations import migrate_database, read_schema_version, supported_schema_version
 
 __all__ = ["inspect_schema_version", "open_store", "require_current_schema"]
@@ -22,6 +22,7 @@ _NO_DATABASE = (
 
 def open_store(location: DataLocation, *, create: bool, migrate: bool) -> Database:
     """Open the database, creating and migrating it when asked; refuse a schema this codeflux can't use."""
+    refuse_a_file(location)
     if not location.database.exists():
         if not create:
             raise DatabaseMissingError(_NO_DATABASE)
@@ -48,6 +49,7 @@ def require_current_schema(db: Database) -> None:
 
 def inspect_schema_version(location: DataLocation) -> int:
     """The schema version of an existing database, read on a read-only connection."""
+    refuse_a_file(location)
     if not location.database.exists():
         raise DatabaseMissingError(_NO_DATABASE)
     conn = open_connection(location.database, readonly=True)

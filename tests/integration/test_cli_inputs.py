@@ -68,7 +68,7 @@ def test_a_data_dir_that_names_a_file_says_so(tmp_path: Path) -> None:
     for command in (("task", "list"), ("migrate",), ("inspect", "tasks")):
         ran = run_codeflux(*command, data_dir=a_file)
         assert ran.code == 3, (command, ran.err)
-        assert f"--data-dir names {a_file}, which is a file, not a directory" in ran.err
+        assert f"--data-dir names {a_file}, which is not a directory" in ran.err
         assert "no codeflux database exists" not in ran.err
 
 
