@@ -36,6 +36,7 @@ from codeflux.store.inspection import readonly_database
 from codeflux.store.location import DataLocation
 from codeflux.store.migrations import read_schema_version, supported_schema_version
 from codeflux.store.task_records import tasks_in_states
+from codeflux.store.wal_damage import check_wal_before_open, recorded_store_damage
 from codeflux.worker.client.confinement import CONFINEMENT_VARIABLE, choose_confinement
 
 __all__ = [
@@ -96,6 +97,7 @@ def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT) -> DoctorRep
         _check_git,
         _check_confinement,
         lambda: _check_data_directory(location),
+        lambda: _check_write_ahead_log(location),  # before anything opens the database (opening discards it)
         lambda: _check_database(location),
         _check_credential_store,
         lambda: _check_provider_credentials(location),
@@ -240,6 +242,41 @@ def _check_database(location: DataLocation) -> CheckResult:
                            remediation="run `codeflux migrate` (it takes a backup first)")
     return CheckResult(id="database", title=title, status=CheckStatus.OK,
                        summary=f"opens fine, schema version {version}, quick check ok")
+
+
+def _check_write_ahead_log(location: DataLocation) -> CheckResult:
+    """Whether opening the database would drop committed data from a damaged write-ahead log (read before
+    any connection opens it; a damaged log is copied aside first), and whether a loss was recorded before."""
+    title = "write-ahead log"
+    if not location.database.exists():
+        return CheckResult(id="write-ahead-log", title=title, status=CheckStatus.OK, summary="no database yet")
+    try:
+        damage = check_wal_before_open(location)
+    except CodefluxError as err:
+        return CheckResult(id="write-ahead-log", title=title, status=CheckStatus.FAILED, summary=str(err),
+                           remediation="free space or fix the data directory's permissions, then run "
+                                       "`codeflux doctor` again before any other command")
+    if damage is not None:
+        return CheckResult(id="write-ahead-log", title=title, status=CheckStatus.FAILED, summary=damage.finding,
+                           remediation="keep the copy; `codeflux task recovery` lists the tasks whose recent work "
+                                       "is unknown — inspect their worktrees before going on")
+    recorded = _recorded_damage(location)
+    if recorded:
+        return CheckResult(id="write-ahead-log", title=title, status=CheckStatus.OK,
+                           summary=f"intact now; recorded earlier: {recorded}")
+    return CheckResult(id="write-ahead-log", title=title, status=CheckStatus.OK,
+                       summary="intact (or none): opening the database loses nothing")
+
+
+def _recorded_damage(location: DataLocation) -> str | None:
+    try:
+        with readonly_database(location) as conn:
+            if read_schema_version(conn) < 1:
+                return None
+            found = recorded_store_damage(ReadView(conn))
+    except CodefluxError:
+        return None  # the database row says what is wrong with the file
+    return None if not found else f"{found[-1].detail} (copy at {found[-1].copy})"
 
 
 def _corrupt_database() -> CheckResult:

@@ -23,6 +23,7 @@ that would lose work). Each is one transaction; each is refused while an effect 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import fcntl
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -55,7 +56,7 @@ from codeflux.domain.recovery import (
     WorktreeCondition,
     classify_recovery,
 )
-from codeflux.domain.tasks import PatchKind, TaskAction, TaskState, validate_task_transition
+from codeflux.domain.tasks import TERMINAL_TASK_STATES, PatchKind, TaskAction, TaskState, validate_task_transition
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
 from codeflux.store import checkpoints as checkpoint_rows
 from codeflux.store import model_requests as model_rows
@@ -66,6 +67,7 @@ from codeflux.store import task_records as records
 from codeflux.store.database import Database, ReadView, Transaction, now_us
 from codeflux.store.events import JournalEvent, append_event
 from codeflux.store.location import DataLocation
+from codeflux.store.wal_damage import recorded_store_damage
 
 __all__ = [
     "RecoveryService",
@@ -74,9 +76,11 @@ __all__ = [
     "exclusive_startup_lock",
     "recover_interrupted",
     "shared_running_lock",
+    "store_damage_of_task",
 ]
 
 _LOCK_NAME = "running-tasks.lock"
+_OPEN_STATES = tuple(state for state in TaskState if state not in TERMINAL_TASK_STATES)
 _MAX_NOTE = 2048
 
 
@@ -122,6 +126,11 @@ class RecoveryView:
     assessed_diff_identity: str | None
     last_checkpoint: CheckpointRow | None = None
     """The last durable checkpoint (part of what is known), or None when none was taken."""
+    store_damage: str | None = None
+    """Set when the database lost committed data (a damaged write-ahead log) after which this task was not
+    acted on by the person: "the database lost committed data from frame N of its write-ahead log on DATE
+    …; what this task did after that is unknown" — an ambiguity no outcome record resolves (any action of
+    the person does)."""
 
 
 def _known_json(known: KnownState) -> dict[str, object]:
@@ -186,10 +195,12 @@ class RecoveryService:
                 patch_stored=stored)
             effects = tuple(recovery_rows.ambiguous_effects_of_task(view, task.task_id))
             assessment = recovery_rows.latest_assessment(view, task.task_id)
+            damage = store_damage_of_task(view, task)
             return RecoveryView(task=task, known=known, ambiguous=effects,
-                                recommendation=classify_recovery(known, effects),
+                                recommendation=classify_recovery(known, effects, store_damaged=damage is not None),
                                 assessed_diff_identity=None if assessment is None else assessment.diff_identity,
-                                last_checkpoint=checkpoint_rows.latest_checkpoint(view, task.task_id))
+                                last_checkpoint=checkpoint_rows.latest_checkpoint(view, task.task_id),
+                                store_damage=damage)
 
         return self._db.read(read)
 
@@ -200,9 +211,21 @@ class RecoveryService:
         interrupted_in = assessment.interrupted_in if assessment is not None else task.state
         return self._assess(task, interrupted_in)
 
+    def needs_recovery(self, task_id: TaskId) -> bool:
+        """``recovery-required``, or open and not acted on since the database lost committed data."""
+        def read(view: ReadView) -> bool:
+            task = records.require_task_record(view, task_id)
+            return task.state is TaskState.RECOVERY_REQUIRED or store_damage_of_task(view, task) is not None
+        return self._db.read(read)
+
     def tasks_needing_recovery(self) -> list[RecoveryView]:
-        tasks = self._db.read(lambda view: records.tasks_in_states(view, [TaskState.RECOVERY_REQUIRED]))
-        return [self.assess(task.task_id) for task in tasks]
+        """Every ``recovery-required`` task, then every other open task whose recent past the database lost."""
+        def read(view: ReadView) -> list[records.TaskRecord]:
+            waiting = records.tasks_in_states(view, [TaskState.RECOVERY_REQUIRED])
+            damaged = [task for task in records.tasks_in_states(view, _OPEN_STATES)
+                       if task.state is not TaskState.RECOVERY_REQUIRED and store_damage_of_task(view, task)]
+            return waiting + damaged
+        return [self.assess(task.task_id) for task in self._db.read(read)]
 
     # ─── startup ─────────────────────────────────────────────────────────────────────────────────────
 
@@ -353,6 +376,27 @@ class RecoveryService:
         saved = view.known.diff_identity if any(p.diff_identity == view.known.diff_identity for p in stored) else None
         return change, dispose_task_worktree(self._db, task_id, saved_patch_identity=saved, delete_branch=False,
                                              publish=self._publish)
+
+
+def store_damage_of_task(view: ReadView, task: records.TaskRecord) -> str | None:
+    """The ambiguity a recorded loss of committed data leaves on ``task``, or None.
+
+    A task is affected when it is open (not terminal) and the person has not changed its state since the
+    newest ``store-damage-detected`` event: its rows after the damaged frame may be gone, so what it did
+    after that is unknown. Acting on the task (reconcile, abandon, pause, …) acknowledges it.
+    """
+    if task.state in TERMINAL_TASK_STATES:
+        return None
+    recorded = recorded_store_damage(view)
+    if not recorded:
+        return None
+    newest = recorded[-1]
+    if any(t.actor is Actor.USER and t.at_us > newest.at_us for t in records.transitions_of_task(view, task.task_id)):
+        return None
+    when = datetime.datetime.fromtimestamp(newest.at_us / 1_000_000, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    where = "in its write-ahead log" if newest.frame is None else f"from frame {newest.frame} of its write-ahead log"
+    return (f"the database lost committed data {where} on {when} ({newest.lost_commits} commits; a copy of the "
+            f"damaged log is at {newest.copy}); what this task did after that is unknown")
 
 
 def recover_interrupted(db: Database, location: DataLocation) -> StartupRecovery | None:
