@@ -29,14 +29,14 @@ from codeflux.credentials import probe_credential_store, stored_provider_keys
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import CodefluxError, ConfinementUnavailableError, InvalidValueError, StoreCorruptError
 from codeflux.domain.providers import ProviderName
-from codeflux.domain.tasks import TaskState
+from codeflux.domain.tasks import TERMINAL_TASK_STATES, TaskState
 from codeflux.store.connection import open_connection
 from codeflux.store.database import ReadView
 from codeflux.store.inspection import readonly_database
 from codeflux.store.location import DataLocation
 from codeflux.store.migrations import read_schema_version, supported_schema_version
 from codeflux.store.task_records import tasks_in_states
-from codeflux.store.wal_damage import check_wal_before_open, recorded_store_damage
+from codeflux.store.wal_damage import check_wal_before_open, recorded_store_damage, store_damage_of_task
 from codeflux.worker.client.confinement import CONFINEMENT_VARIABLE, choose_confinement
 
 __all__ = [
@@ -52,6 +52,7 @@ MIN_FREE_BYTES = 512 * 1024 * 1024
 CHECK_TIMEOUT_S = 8.0
 _TASKS_SCHEMA_VERSION = 4  # the migration that added tasks with their states
 MIN_SQLITE = (3, 37, 0)  # STRICT tables
+_OPEN_STATES = [state for state in TaskState if state not in TERMINAL_TASK_STATES]
 
 
 class CheckStatus(enum.StrEnum):
@@ -351,7 +352,8 @@ def _check_loopback_port(location: DataLocation, port: int) -> CheckResult:
 
 
 def _check_tasks_needing_recovery(location: DataLocation) -> CheckResult:
-    """How many tasks are ``recovery-required``, read on a read-only connection (never changed here)."""
+    """How many tasks are ``recovery-required`` — or open and left ambiguous by a recorded loss of committed data
+    (a damaged write-ahead log) — read on a read-only connection (never changed here)."""
     title = "tasks needing recovery"
     if not location.database.exists():
         return CheckResult(id="recovery", title=title, status=CheckStatus.OK, summary="0 (no database yet)")
@@ -360,7 +362,10 @@ def _check_tasks_needing_recovery(location: DataLocation) -> CheckResult:
             if read_schema_version(conn) < _TASKS_SCHEMA_VERSION:
                 return CheckResult(id="recovery", title=title, status=CheckStatus.OK,
                                    summary="0 (the database holds no tasks yet)")
-            waiting = tasks_in_states(ReadView(conn), [TaskState.RECOVERY_REQUIRED])
+            view = ReadView(conn)
+            waiting = tasks_in_states(view, [TaskState.RECOVERY_REQUIRED])
+            waiting += [task for task in tasks_in_states(view, _OPEN_STATES)
+                        if task.state is not TaskState.RECOVERY_REQUIRED and store_damage_of_task(view, task)]
     except CodefluxError as err:
         return CheckResult(id="recovery", title=title, status=CheckStatus.UNKNOWN,
                            summary=f"could not read the tasks ({err})",

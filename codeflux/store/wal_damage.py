@@ -18,6 +18,7 @@ reported when two reads one after the other agree on it.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import hashlib
 import os
 from dataclasses import dataclass
@@ -25,9 +26,11 @@ from pathlib import Path
 
 from codeflux.domain.errors import StoreUnavailableError
 from codeflux.domain.events import EventKind, StoreDamageDetected
+from codeflux.domain.tasks import TERMINAL_TASK_STATES, Actor, TaskRecord
 from codeflux.store.database import ReadView, Transaction
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event, events_of_kind
 from codeflux.store.location import DataLocation
+from codeflux.store.task_records import transitions_of_task
 from codeflux.store.wal import WalReport, validate_wal
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "check_wal_before_open",
     "record_wal_damage",
     "recorded_store_damage",
+    "store_damage_of_task",
     "wal_path",
 ]
 
@@ -210,3 +214,24 @@ def recorded_store_damage(view: ReadView) -> list[RecordedStoreDamage]:
                                              lost_commits=payload.lost_commits, copy=payload.copy,
                                              detail=payload.detail))
     return found
+
+
+def store_damage_of_task(view: ReadView, task: TaskRecord) -> str | None:
+    """The ambiguity a recorded loss of committed data leaves on ``task``, or None.
+
+    A task is affected when it is open (not terminal) and the person has not changed its state since the
+    newest ``store-damage-detected`` event: its rows after the damaged frame may be gone, so what it did
+    after that is unknown. Acting on the task (reconcile, abandon, pause, …) acknowledges it.
+    """
+    if task.state in TERMINAL_TASK_STATES:
+        return None
+    recorded = recorded_store_damage(view)
+    if not recorded:
+        return None
+    newest = recorded[-1]
+    if any(t.actor is Actor.USER and t.at_us > newest.at_us for t in transitions_of_task(view, task.task_id)):
+        return None
+    when = datetime.datetime.fromtimestamp(newest.at_us // 1_000_000, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    where = "in its write-ahead log" if newest.frame is None else f"from frame {newest.frame} of its write-ahead log"
+    return (f"the database lost committed data {where} on {when} ({newest.lost_commits} commits; a copy of the "
+            f"damaged log is at {newest.copy}); what this task did after that is unknown")

@@ -136,6 +136,11 @@ def test_task_recovery_after_the_damage_lists_the_running_task_as_ambiguous(
     assert f"from frame {damaged.frame} of its write-ahead log" in later.out
     events = run_codeflux("inspect", "events", "--limit", "500", data_dir=damaged.location.directory)
     assert events.out.count("store-damage-detected") == 1, events.out
+    doctor = run_codeflux("doctor", "--json", "--port", "1", data_dir=damaged.location.directory)
+    checks = {check["id"]: check for check in json.loads(doctor.out)["checks"]}
+    assert checks["write-ahead-log"]["status"] == "ok"
+    assert "recorded earlier: the write-ahead log is damaged at frame" in str(checks["write-ahead-log"]["summary"])
+    assert damaged.running.value in str(checks["recovery"]["summary"])
 
     # acting on the task acknowledges the loss for it
     reconciled = run_codeflux("task", "recover", damaged.running.value, "--action", "reconcile",

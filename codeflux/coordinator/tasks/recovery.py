@@ -23,7 +23,6 @@ that would lose work). Each is one transaction; each is refused while an effect 
 from __future__ import annotations
 
 import contextlib
-import datetime
 import fcntl
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -67,7 +66,7 @@ from codeflux.store import task_records as records
 from codeflux.store.database import Database, ReadView, Transaction, now_us
 from codeflux.store.events import JournalEvent, append_event
 from codeflux.store.location import DataLocation
-from codeflux.store.wal_damage import recorded_store_damage
+from codeflux.store.wal_damage import store_damage_of_task
 
 __all__ = [
     "RecoveryService",
@@ -76,7 +75,6 @@ __all__ = [
     "exclusive_startup_lock",
     "recover_interrupted",
     "shared_running_lock",
-    "store_damage_of_task",
 ]
 
 _LOCK_NAME = "running-tasks.lock"
@@ -113,6 +111,8 @@ class StartupRecovery:
     executions: tuple[str, ...]
     model_requests: tuple[str, ...]
     tasks: tuple[TaskId, ...]
+    store_damaged: tuple[TaskId, ...] = ()
+    """Open tasks (those in ``tasks`` too) whose recent past the database lost: ambiguous until acted on."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -244,7 +244,9 @@ class RecoveryService:
             self._record_assessment(view, to_state=TaskState.RECOVERY_REQUIRED, key=f"startup:{task.revision}",
                                     reason=f"codeflux stopped while the task was {task.state.value}")
             marked.append(task.task_id)
-        return StartupRecovery(executions=executions, model_requests=requests, tasks=tuple(marked))
+        damaged = tuple(view.task.task_id for view in self.tasks_needing_recovery() if view.store_damage)
+        return StartupRecovery(executions=executions, model_requests=requests, tasks=tuple(marked),
+                               store_damaged=damaged)
 
     def _record_assessment(self, view: RecoveryView, *, to_state: TaskState, key: str, reason: str) -> TaskChange:
         task = view.task
@@ -376,27 +378,6 @@ class RecoveryService:
         saved = view.known.diff_identity if any(p.diff_identity == view.known.diff_identity for p in stored) else None
         return change, dispose_task_worktree(self._db, task_id, saved_patch_identity=saved, delete_branch=False,
                                              publish=self._publish)
-
-
-def store_damage_of_task(view: ReadView, task: records.TaskRecord) -> str | None:
-    """The ambiguity a recorded loss of committed data leaves on ``task``, or None.
-
-    A task is affected when it is open (not terminal) and the person has not changed its state since the
-    newest ``store-damage-detected`` event: its rows after the damaged frame may be gone, so what it did
-    after that is unknown. Acting on the task (reconcile, abandon, pause, …) acknowledges it.
-    """
-    if task.state in TERMINAL_TASK_STATES:
-        return None
-    recorded = recorded_store_damage(view)
-    if not recorded:
-        return None
-    newest = recorded[-1]
-    if any(t.actor is Actor.USER and t.at_us > newest.at_us for t in records.transitions_of_task(view, task.task_id)):
-        return None
-    when = datetime.datetime.fromtimestamp(newest.at_us / 1_000_000, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    where = "in its write-ahead log" if newest.frame is None else f"from frame {newest.frame} of its write-ahead log"
-    return (f"the database lost committed data {where} on {when} ({newest.lost_commits} commits; a copy of the "
-            f"damaged log is at {newest.copy}); what this task did after that is unknown")
 
 
 def recover_interrupted(db: Database, location: DataLocation) -> StartupRecovery | None:
