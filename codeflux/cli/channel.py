@@ -132,6 +132,9 @@ def startup_recovery(ctx: CliContext, db: Database, location: DataLocation) -> N
     found = recover_interrupted(db, location)
     if found is not None and found.tasks:
         ctx.warn(f"{len(found.tasks)} interrupted task(s) now need recovery: `codeflux task recovery`")
+    if found is not None and found.store_damaged:
+        ctx.warn(f"the database lost committed data (a damaged write-ahead log): what {len(found.store_damaged)} "
+                 "open task(s) did since is unknown — `codeflux task recovery`")
 
 
 @contextlib.contextmanager

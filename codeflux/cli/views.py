@@ -151,6 +151,8 @@ def print_recovery(ctx: CliContext, view: product_pb2.RecoveryView) -> None:
     ctx.say("  ambiguous" + ("" if view.ambiguous else "  nothing"))
     for effect in view.ambiguous:
         outcome = "UNRESOLVED" if not effect.outcome else f"recorded: {effect.outcome}"
+        if effect.kind == "store-damage":
+            outcome = "unknown: inspect the worktree"
         ctx.say(f"    {effect.item_id}  {effect.kind}  {escape_for_display(effect.summary)}  [{outcome}]")
     ctx.say(f"  recommended  {view.recommended}: {view.why}")
     for refused in view.refused:

@@ -85,6 +85,7 @@ __all__ = [
     "RunAttemptOpened",
     "SettlementMove",
     "StageVerdictsRecorded",
+    "StoreDamageDetected",
     "TaskAccepted",
     "TaskCreated",
     "TaskStateChanged",
@@ -154,6 +155,7 @@ class EventKind(StrEnum):
     PROVIDER_CREDENTIAL_STORED = "provider-credential-stored"
     PROVIDER_CREDENTIAL_DELETED = "provider-credential-deleted"
     LOGS_PURGED = "logs-purged"
+    STORE_DAMAGE_DETECTED = "store-damage-detected"
 
 
 class EventPayload:
@@ -656,6 +658,20 @@ class LogsPurged(EventPayload):
     before_us: int | None
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class StoreDamageDetected(EventPayload):
+    """Before this database was opened, its write-ahead log was found damaged at ``frame``: SQLite dropped
+    ``lost_commits`` committed transactions from there on. ``copy`` is where the damaged log (with the
+    database file as it was) was copied first; ``wal_sha256`` identifies that log (one event per log)."""
+
+    KIND = EventKind.STORE_DAMAGE_DETECTED
+    frame: int | None
+    lost_commits: int
+    copy: str
+    wal_sha256: str
+    detail: str
+
+
 # ─── the registry ───────────────────────────────────────────────────────────────────────────────────
 
 _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
@@ -669,7 +685,7 @@ _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
     BudgetSet, BudgetAcknowledged, BudgetWarning, BudgetExhausted, BudgetDefaultSet, ClarificationPolicySet,
     PriceSet, EndpointApproved,
     LadderRungApproved, BrowserDecisionRefused,
-    ProviderCredentialStored, ProviderCredentialDeleted, LogsPurged,
+    ProviderCredentialStored, ProviderCredentialDeleted, LogsPurged, StoreDamageDetected,
 )  # fmt: skip
 
 EVENT_TYPES: Final[Mapping[EventKind, type[EventPayload]]] = types.MappingProxyType(

@@ -55,7 +55,7 @@ from codeflux.domain.recovery import (
     WorktreeCondition,
     classify_recovery,
 )
-from codeflux.domain.tasks import PatchKind, TaskAction, TaskState, validate_task_transition
+from codeflux.domain.tasks import TERMINAL_TASK_STATES, PatchKind, TaskAction, TaskState, validate_task_transition
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
 from codeflux.store import checkpoints as checkpoint_rows
 from codeflux.store import model_requests as model_rows
@@ -66,6 +66,7 @@ from codeflux.store import task_records as records
 from codeflux.store.database import Database, ReadView, Transaction, now_us
 from codeflux.store.events import JournalEvent, append_event
 from codeflux.store.location import DataLocation
+from codeflux.store.wal_damage import store_damage_of_task
 
 __all__ = [
     "RecoveryService",
@@ -77,6 +78,7 @@ __all__ = [
 ]
 
 _LOCK_NAME = "running-tasks.lock"
+_OPEN_STATES = tuple(state for state in TaskState if state not in TERMINAL_TASK_STATES)
 _MAX_NOTE = 2048
 
 
@@ -109,6 +111,8 @@ class StartupRecovery:
     executions: tuple[str, ...]
     model_requests: tuple[str, ...]
     tasks: tuple[TaskId, ...]
+    store_damaged: tuple[TaskId, ...] = ()
+    """Open tasks (those in ``tasks`` too) whose recent past the database lost: ambiguous until acted on."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,6 +126,11 @@ class RecoveryView:
     assessed_diff_identity: str | None
     last_checkpoint: CheckpointRow | None = None
     """The last durable checkpoint (part of what is known), or None when none was taken."""
+    store_damage: str | None = None
+    """Set when the database lost committed data (a damaged write-ahead log) after which this task was not
+    acted on by the person: "the database lost committed data from frame N of its write-ahead log on DATE
+    …; what this task did after that is unknown" — an ambiguity no outcome record resolves (any action of
+    the person does)."""
 
 
 def _known_json(known: KnownState) -> dict[str, object]:
@@ -186,10 +195,12 @@ class RecoveryService:
                 patch_stored=stored)
             effects = tuple(recovery_rows.ambiguous_effects_of_task(view, task.task_id))
             assessment = recovery_rows.latest_assessment(view, task.task_id)
+            damage = store_damage_of_task(view, task)
             return RecoveryView(task=task, known=known, ambiguous=effects,
-                                recommendation=classify_recovery(known, effects),
+                                recommendation=classify_recovery(known, effects, store_damaged=damage is not None),
                                 assessed_diff_identity=None if assessment is None else assessment.diff_identity,
-                                last_checkpoint=checkpoint_rows.latest_checkpoint(view, task.task_id))
+                                last_checkpoint=checkpoint_rows.latest_checkpoint(view, task.task_id),
+                                store_damage=damage)
 
         return self._db.read(read)
 
@@ -200,9 +211,21 @@ class RecoveryService:
         interrupted_in = assessment.interrupted_in if assessment is not None else task.state
         return self._assess(task, interrupted_in)
 
+    def needs_recovery(self, task_id: TaskId) -> bool:
+        """``recovery-required``, or open and not acted on since the database lost committed data."""
+        def read(view: ReadView) -> bool:
+            task = records.require_task_record(view, task_id)
+            return task.state is TaskState.RECOVERY_REQUIRED or store_damage_of_task(view, task) is not None
+        return self._db.read(read)
+
     def tasks_needing_recovery(self) -> list[RecoveryView]:
-        tasks = self._db.read(lambda view: records.tasks_in_states(view, [TaskState.RECOVERY_REQUIRED]))
-        return [self.assess(task.task_id) for task in tasks]
+        """Every ``recovery-required`` task, then every other open task whose recent past the database lost."""
+        def read(view: ReadView) -> list[records.TaskRecord]:
+            waiting = records.tasks_in_states(view, [TaskState.RECOVERY_REQUIRED])
+            damaged = [task for task in records.tasks_in_states(view, _OPEN_STATES)
+                       if task.state is not TaskState.RECOVERY_REQUIRED and store_damage_of_task(view, task)]
+            return waiting + damaged
+        return [self.assess(task.task_id) for task in self._db.read(read)]
 
     # ─── startup ─────────────────────────────────────────────────────────────────────────────────────
 
@@ -221,7 +244,9 @@ class RecoveryService:
             self._record_assessment(view, to_state=TaskState.RECOVERY_REQUIRED, key=f"startup:{task.revision}",
                                     reason=f"codeflux stopped while the task was {task.state.value}")
             marked.append(task.task_id)
-        return StartupRecovery(executions=executions, model_requests=requests, tasks=tuple(marked))
+        damaged = tuple(view.task.task_id for view in self.tasks_needing_recovery() if view.store_damage)
+        return StartupRecovery(executions=executions, model_requests=requests, tasks=tuple(marked),
+                               store_damaged=damaged)
 
     def _record_assessment(self, view: RecoveryView, *, to_state: TaskState, key: str, reason: str) -> TaskChange:
         task = view.task

@@ -47,6 +47,7 @@ export const EventKind = Object.freeze({
   PROVIDER_CREDENTIAL_STORED: "provider-credential-stored",
   PROVIDER_CREDENTIAL_DELETED: "provider-credential-deleted",
   LOGS_PURGED: "logs-purged",
+  STORE_DAMAGE_DETECTED: "store-damage-detected",
 });
 
 // Every key a kind's payload may carry (some only in some events, or only in newer ones).
@@ -95,4 +96,5 @@ export const EVENT_KEYS = Object.freeze({
   "provider-credential-stored": Object.freeze(["provider", "rotated"]),
   "provider-credential-deleted": Object.freeze(["provider"]),
   "logs-purged": Object.freeze(["deleted", "before_us"]),
+  "store-damage-detected": Object.freeze(["frame", "lost_commits", "copy", "wal_sha256", "detail"]),
 });
