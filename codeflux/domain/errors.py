@@ -73,7 +73,7 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── GitOperationFailedError      git (libgit2) could not do what was asked
     │   ├── WorkerStartError             a worker process did not start or announce readiness
     │   ├── WorkerClosedError            a worker handle was used after stop()
-│   └── PlannerFailedError           the planner gave no valid plan, even after one retry
+│   └── PlannerFailedError           the planner gave no valid plan in three tries, or hit its bound
     ├── ProviderError                    a model provider call gave no usable reply         (exit 1)
     │   ├── ProviderRejectedError        the provider refused the request (4xx: key, model, body)
     │   ├── ProviderUnavailableError     unreachable, rate limited or failing (429/5xx) after retries
@@ -926,18 +926,24 @@ class WorkerClosedError(OperationFailedError):
 
 
 class PlannerFailedError(OperationFailedError):
-    """The planner's model gave no plan that fits the schema, even after one retry; nothing was recorded.
+    """The planner's model gave no plan that fits the schema in its tries, or planning reached its bound
+    (``stopped`` says which: tool calls or model calls); nothing was recorded.
 
     ``problems`` are the schema's findings on the last reply (locations and what is wrong, never the
     offered values).
     """
 
-    def __init__(self, *, task_id: str, attempts: int, problems: tuple[str, ...]) -> None:
-        shown = "; ".join(problems[:3]) or "the reply held no plan"
-        super().__init__(f"task {task_id}: the planner gave no valid plan after {attempts} attempts ({shown})")
+    def __init__(self, *, task_id: str, attempts: int, problems: tuple[str, ...], stopped: str | None = None) -> None:
+        if stopped is not None:
+            message = f"task {task_id}: planning stopped without a plan: {stopped}; nothing was recorded"
+        else:
+            shown = "; ".join(problems[:3]) or "the reply held no plan"
+            message = f"task {task_id}: the planner gave no valid plan after {attempts} attempts ({shown})"
+        super().__init__(message)
         self.task_id = task_id
         self.attempts = attempts
         self.problems = problems
+        self.stopped = stopped
 
 
 class ProviderError(CodefluxError):
