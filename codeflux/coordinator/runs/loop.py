@@ -38,9 +38,10 @@ A plan step is done only when a compatible tool succeeded on its files (:mod:`.l
 without tool calls while steps remain is told which. Read before write (:mod:`.shown_files`): a
 ``write_file`` without ``expected_sha256`` gets the sha256 this conversation last showed for that file,
 so replacing a file the model read needs no hash, and one it never read (or that changed since) is refused.
-Every failed tool call, and every premature claim of completion, is fingerprinted
-(:func:`~codeflux.domain.ladder.fingerprint_failure`); when one fingerprint recurs ``stall_threshold``
-times on the rung, the attempt stops as ``stalled`` with the ladder's decision (climb, ask, exhausted).
+Every failed tool call — by its tool, its target (path, or program) and its failure kind
+(:mod:`.tool_failures`) — and every premature claim of completion is fingerprinted; when one fingerprint
+recurs ``stall_threshold`` times on the rung, the attempt stops as ``stalled`` with the ladder's decision
+(climb, ask, exhausted).
 """
 
 from __future__ import annotations
@@ -69,9 +70,11 @@ from codeflux.coordinator.runs.reply_rules import (
 )
 from codeflux.coordinator.runs.shown_files import ShownFiles
 from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.runs.tool_failures import tool_failure_fingerprint
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.tasks.checkpoints import MATERIAL_EDIT_TOOLS, CheckpointService, CheckpointTrigger
 from codeflux.coordinator.tasks.service import Actor, TaskService
+from codeflux.coordinator.tool_calls import ExecutionRecord
 from codeflux.domain.errors import (
     ApprovalRequiredError,
     AuthorityRefusedError,
@@ -88,7 +91,14 @@ from codeflux.domain.errors import (
     UsageError,
 )
 from codeflux.domain.ids import TaskId
-from codeflux.domain.ladder import FailureKind, LadderDecision, LadderPosition, LadderStep, fingerprint_failure
+from codeflux.domain.ladder import (
+    FailureFingerprint,
+    FailureKind,
+    LadderDecision,
+    LadderPosition,
+    LadderStep,
+    fingerprint_failure,
+)
 from codeflux.domain.models import Message, ModelReply, ModelRequest, Role, ToolCall, ToolResult, tool_specs_for
 from codeflux.domain.plans import Plan
 from codeflux.domain.tasks import TaskState
@@ -399,15 +409,15 @@ class ImplementationLoop:
         self._shown.note(call.name, arguments, record)
         text = describe_execution(record)
         if execution_failed(record):
-            return self._failed(call, text)
+            return self._failed(call, text, record)
         if call.name in WRITING_TOOLS:
             self._steps.record_write(paths_written(call.name, arguments))
         if call.name in MATERIAL_EDIT_TOOLS and recorded is None:
             self._checkpoints.capture_checkpoint(self._task_id, CheckpointTrigger.MATERIAL_EDIT)
         return ToolResult(call_id=call.call_id, content=text)
 
-    def _failed(self, call: ToolCall, text: str) -> ToolResult:
-        self._record_failure_fingerprint(f"tool:{call.name}", text)
+    def _failed(self, call: ToolCall, text: str, record: ExecutionRecord | None = None) -> ToolResult:
+        self._note_failure(tool_failure_fingerprint(call, text, record))  # the tool, its target, the kind
         return ToolResult(call_id=call.call_id, content=text, is_error=True)
 
     def _on_no_tool_calls(self) -> LoopOutcome | None:
@@ -424,7 +434,10 @@ class ImplementationLoop:
         return None
 
     def _record_failure_fingerprint(self, gate: str, text: str) -> None:
-        self._position, step = self._position.record(FailureKind.CHECK, fingerprint_failure(gate=gate, output=text))
+        self._note_failure(fingerprint_failure(gate=gate, output=text))
+
+    def _note_failure(self, fingerprint: FailureFingerprint) -> None:
+        self._position, step = self._position.record(FailureKind.CHECK, fingerprint)
         if step.decision is not LadderDecision.STAY:
             self._state.stall = step
 
