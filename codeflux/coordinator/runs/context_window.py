@@ -57,7 +57,9 @@ SUMMARY_NOTE: Final = (
 )
 _KEPT_HEAD_CHARS: Final = 500
 _MATERIAL_RESULT_CHARS: Final = 4_000
-_MATERIAL_CHARS_WITHOUT_WINDOW: Final = 120_000
+_MATERIAL_CHARS: Final = 60_000
+"""What the summary call is sent of the compacted results at most (and less when the window is smaller):
+it bounds the call's reservation as well as its size."""
 _SUMMARY_CHARS: Final = 8_000
 _SUMMARY_SYSTEM: Final = "You write compact, factual summaries of tool results for a coding agent."
 _SUMMARY_ASK: Final = (
@@ -170,8 +172,8 @@ class ContextKeeper:
     def _summary(self, messages: tuple[Message, ...], chosen: tuple[int, ...], *, position: LadderPosition, key: str,
                  window: int | None) -> tuple[str | None, TokenUsage | None]:
         """The model's summary of the chosen results through the gateway, or None (mechanical compaction)."""
-        room = _MATERIAL_CHARS_WITHOUT_WINDOW if window is None else max(
-            (window * self._percent // 100 - self._summary_tokens - 2_000) * BYTES_PER_TOKEN // 2, 2_000)
+        room = _MATERIAL_CHARS if window is None else min(_MATERIAL_CHARS, max(
+            (window * self._percent // 100 - self._summary_tokens - 2_000) * BYTES_PER_TOKEN // 2, 2_000))
         material, _ = keep_head(_material(messages, chosen), room, hint="the rest of the results were left out")
         request = ModelRequest(model="chosen-by-the-rung", system=_SUMMARY_SYSTEM,
                                messages=(Message.user_text(_SUMMARY_ASK + material),),
