@@ -103,6 +103,7 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.PlannerFailedError: ExitCode.FAILED,
     e.ProviderError: ExitCode.FAILED,
     e.ProviderRejectedError: ExitCode.FAILED,
+    e.ContextTooLongError: ExitCode.FAILED,
     e.ProviderUnavailableError: ExitCode.FAILED,
     e.ProviderReplyInvalidError: ExitCode.FAILED,
     e.ProviderRequestInvalidError: ExitCode.FAILED,

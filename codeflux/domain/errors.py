@@ -76,6 +76,7 @@ to these classes by the adapter that met them and chained with ``from``.
 │   └── PlannerFailedError           the planner gave no valid plan in three tries, or hit its bound
     ├── ProviderError                    a model provider call gave no usable reply         (exit 1)
     │   ├── ProviderRejectedError        the provider refused the request (4xx: key, model, body)
+    │   │   └── ContextTooLongError      … because the request does not fit the model's context window
     │   ├── ProviderUnavailableError     unreachable, rate limited or failing (429/5xx) after retries
     │   ├── ProviderReplyInvalidError    the reply was malformed, oversize or a redirect; refused
     │   ├── ProviderRequestInvalidError  a request the provider would reject was not sent (empty turn)
@@ -107,6 +108,7 @@ __all__ = [
     "CodefluxError",
     "ConfinementUnavailableError",
     "ConflictError",
+    "ContextTooLongError",
     "CoordinatorRunningError",
     "CredentialNotFoundError",
     "CredentialStoreUnavailableError",
@@ -976,6 +978,12 @@ class ProviderRejectedError(ProviderError):
         self.status = status
         self.error_type = error_type
         self.detail = detail
+
+
+class ContextTooLongError(ProviderRejectedError):
+    """The provider refused the request because it does not fit the model's context window ("prompt is too
+    long", ``context_length_exceeded``, a body over the size limit). Nothing was processed: the loop compacts
+    the conversation and asks once more instead of failing."""
 
 
 class ProviderUnavailableError(ProviderError):

@@ -161,7 +161,7 @@ def test_a_file_tool_reports_no_exit_code_and_the_file_sha256(worker: WorkerHand
 def test_a_refused_path_comes_back_as_a_typed_failure(worker: WorkerHandle) -> None:
     outcome = worker.execute(execution_of("read_file", {"path": "../outside"}))
     assert (outcome.state, outcome.failure_kind) == (ExecutionState.FAILED, FailureKind.PATH_REFUSED)
-    assert outcome.message.startswith("path refused")
+    assert outcome.message.startswith("../outside: path refused")  # the failure names its path
 
 
 def test_a_vanished_worktree_gives_a_typed_failure_and_the_worker_survives(worker: WorkerHandle,
