@@ -6,6 +6,7 @@ import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import platformdirs
@@ -14,6 +15,7 @@ from codeflux.domain.errors import DataDirectoryError, UsageError
 
 __all__ = [
     "DATABASE_FILENAME",
+    "DataDirectorySource",
     "DataLocation",
     "ensure_data_directory",
     "refuse_a_file",
@@ -24,13 +26,22 @@ DATABASE_FILENAME = "codeflux.sqlite3"
 DATA_DIR_ENV = "CODEFLUX_HOME"
 
 
+class DataDirectorySource(StrEnum):
+    """Where the data directory's path came from (what messages about it name)."""
+
+    OPTION = "--data-dir"
+    ENVIRONMENT = DATA_DIR_ENV
+    PLATFORM_DEFAULT = "the platform default"
+    GIVEN = "the data directory path"  # built by a caller, not resolved from the command line
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DataLocation:
     """The data directory and the fixed paths inside it."""
 
     directory: Path
-    source: str = "the data directory path"
-    """Where the path came from (``--data-dir``, ``CODEFLUX_HOME``, the platform default), for messages."""
+    source: DataDirectorySource = DataDirectorySource.GIVEN
+    """Where the path came from, for messages."""
 
     @property
     def database(self) -> Path:
@@ -52,11 +63,11 @@ class DataLocation:
 def resolve_data_location(explicit: str | None, environ: Mapping[str, str]) -> DataLocation:
     """`--data-dir` wins, then ``CODEFLUX_HOME``, then the platform's user data directory."""
     if explicit is not None:
-        chosen, source = explicit, "--data-dir"
+        chosen, source = explicit, DataDirectorySource.OPTION
     elif DATA_DIR_ENV in environ:
-        chosen, source = environ[DATA_DIR_ENV], DATA_DIR_ENV
+        chosen, source = environ[DATA_DIR_ENV], DataDirectorySource.ENVIRONMENT
     else:
-        chosen, source = platformdirs.user_data_dir("codeflux", appauthor=False), "the platform default"
+        chosen, source = platformdirs.user_data_dir("codeflux", appauthor=False), DataDirectorySource.PLATFORM_DEFAULT
     if not chosen.strip():
         raise UsageError(f"{source} is empty; give a directory path")
     if "\x00" in chosen:
