@@ -55,6 +55,8 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_BROWSER_DECISION_REFUSED: _ClassVar[EventKind]
     EVENT_KIND_CLARIFICATION_POLICY_SET: _ClassVar[EventKind]
     EVENT_KIND_ATTEMPT_SENT_BACK: _ClassVar[EventKind]
+    EVENT_KIND_ACCEPT_STARTED: _ClassVar[EventKind]
+    EVENT_KIND_ACCEPT_RESOLVED: _ClassVar[EventKind]
 EVENT_KIND_UNSPECIFIED: EventKind
 EVENT_KIND_REPOSITORY_REGISTERED: EventKind
 EVENT_KIND_TASK_CREATED: EventKind
@@ -100,6 +102,8 @@ EVENT_KIND_LOGS_PURGED: EventKind
 EVENT_KIND_BROWSER_DECISION_REFUSED: EventKind
 EVENT_KIND_CLARIFICATION_POLICY_SET: EventKind
 EVENT_KIND_ATTEMPT_SENT_BACK: EventKind
+EVENT_KIND_ACCEPT_STARTED: EventKind
+EVENT_KIND_ACCEPT_RESOLVED: EventKind
 
 class GetOverviewRequest(_message.Message):
     __slots__ = ()

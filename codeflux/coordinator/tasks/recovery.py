@@ -3,8 +3,13 @@ recommended, never resumed automatically.
 
 :func:`recover_interrupted` is what a process that runs tasks calls first: it runs
 :meth:`RecoveryService.recover_at_startup` holding :func:`exclusive_startup_lock` (every process that runs tasks
-holds :func:`shared_running_lock`, so a startup never mistakes a live run for an interrupted one; the kernel
-drops the lock of a killed process), and leaves recovery to the other process when one runs tasks:
+— or lands an accept — holds :func:`shared_running_lock`, so a startup never mistakes a live run for an
+interrupted one; the kernel drops the lock of a killed process), and leaves recovery to the other process when
+one runs tasks:
+
+0. every accept landing without an end (:mod:`.landings`) is finished (the branch had moved: the task
+   completes) or rolled back (the checkout as before; the task still awaits review), with an
+   ``accept-resolved`` event; one that cannot be resolved now is left for the retry and said why;
 
 1. tool executions left ``intended``/``running`` and model requests left ``planned``/``in-flight`` are
    reconciled by their owners' functions (``outcome-unknown``, or failed when nothing was sent) — never
@@ -33,9 +38,11 @@ from codeflux.coordinator.spending.gateway import reconcile_interrupted_model_re
 from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
 from codeflux.coordinator.tasks.checkpoints import CheckpointRow, CheckpointService, CheckpointTrigger
-from codeflux.coordinator.tasks.review import require_task_action
+from codeflux.coordinator.tasks.landings import resolve_landing
+from codeflux.coordinator.tasks.review import ReviewService, require_task_action
 from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
 from codeflux.domain.errors import (
+    CodefluxError,
     ConflictError,
     NotFoundError,
     OutcomeAlreadyRecordedError,
@@ -57,6 +64,8 @@ from codeflux.domain.recovery import (
 )
 from codeflux.domain.tasks import PatchKind, TaskAction, TaskState, validate_task_transition
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
+from codeflux.gitwork.landing import LandingResolution
+from codeflux.store import accept_landings as landing_rows
 from codeflux.store import checkpoints as checkpoint_rows
 from codeflux.store import model_requests as model_rows
 from codeflux.store import plans as plan_rows
@@ -109,6 +118,8 @@ class StartupRecovery:
     executions: tuple[str, ...]
     model_requests: tuple[str, ...]
     tasks: tuple[TaskId, ...]
+    landings: tuple[str, ...] = ()
+    """One line per interrupted accept landing found: finished, rolled back, or left and why."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -208,6 +219,7 @@ class RecoveryService:
 
     def recover_at_startup(self) -> StartupRecovery:
         """Reconcile interrupted effects and mark every interrupted task (call under the exclusive lock)."""
+        landings = self._resolve_interrupted_landings()
         executions = tuple(AuthorityService(self._db).reconcile_interrupted_executions())
         drafting = {row.plan.task_id for row in self._db.read(model_rows.unfinished_model_requests)}
         requests = tuple(reconcile_interrupted_model_requests(self._db))
@@ -221,7 +233,29 @@ class RecoveryService:
             self._record_assessment(view, to_state=TaskState.RECOVERY_REQUIRED, key=f"startup:{task.revision}",
                                     reason=f"codeflux stopped while the task was {task.state.value}")
             marked.append(task.task_id)
-        return StartupRecovery(executions=executions, model_requests=requests, tasks=tuple(marked))
+        return StartupRecovery(executions=executions, model_requests=requests, tasks=tuple(marked), landings=landings)
+
+    def _resolve_interrupted_landings(self) -> tuple[str, ...]:
+        """Finish or roll back every accept landing a stop interrupted (:mod:`.landings`), completing the task of
+        one that had landed; a landing that cannot be resolved now stays for the retry, said why."""
+        lines = []
+        for row in self._db.read(landing_rows.unfinished_landings):
+            branch = row.branch_ref.removeprefix("refs/heads/")
+            try:
+                resolution = resolve_landing(self._changes, row, by=landing_rows.LandingEndedBy.RECOVERY,
+                                             reason="codeflux stopped during the accept")
+                if resolution is LandingResolution.FINISHED:
+                    ReviewService(self._db, publish=self._publish).complete_landed(
+                        row, by=landing_rows.LandingEndedBy.RECOVERY,
+                        reason="codeflux stopped after the branch moved: the accept was complete")
+                    lines.append(f"the interrupted accept of task {row.task_id} had landed on {branch} "
+                                 f"({row.landed_head[:12]}): finished; the task is completed")
+                else:
+                    lines.append(f"the interrupted accept of task {row.task_id} on {branch} was rolled back: the "
+                                 "checkout is as before and the task still awaits review (accept it again)")
+            except CodefluxError as error:
+                lines.append(f"the interrupted accept of task {row.task_id} on {branch} was left as it is: {error}")
+        return tuple(lines)
 
     def _record_assessment(self, view: RecoveryView, *, to_state: TaskState, key: str, reason: str) -> TaskChange:
         task = view.task
