@@ -181,16 +181,20 @@ def prepare_accept(
 
 def land_prepared(prepared: PreparedAccept, *, token: str,
                   fault: Callable[[LandingFault], None] | None = None) -> AcceptOutcome:
-    """Step 4: move the task branch to the snapshot (if any), then land the plan on the checkout
-    (:func:`codeflux.gitwork.landing.land`); ``token`` names this landing's temporary files."""
+    """Step 4: land the plan on the checkout (:func:`codeflux.gitwork.landing.land`), moving the task branch
+    to the snapshot (if any) once the checkout's locks are held; ``token`` names this landing's temporary files."""
     if prepared.plan is None:
         return prepared.outcome
     enable_git_fsync()
-    if prepared.snapshot is not None:
-        with opened_task_worktree(prepared.worktree) as task:
-            _advance_task_branch(task, prepared.worktree, *prepared.snapshot)
-    land(prepared.plan.work_tree, prepared.plan.with_token(token), committer=prepared.committer,
-         message=prepared.message, fault=fault)
+    snapshot = prepared.snapshot
+
+    def advance() -> None:
+        if snapshot is not None:
+            with opened_task_worktree(prepared.worktree) as task:
+                _advance_task_branch(task, prepared.worktree, *snapshot)
+
+    land(prepared.plan.with_token(token), committer=prepared.committer, message=prepared.message, first=advance,
+         fault=fault)
     return prepared.outcome
 
 

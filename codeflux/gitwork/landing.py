@@ -435,10 +435,11 @@ def _remove_leftovers(plan: LandingPlan) -> None:
                 leftover.unlink()
 
 
-def land(repository_path: Path, plan: LandingPlan, *, committer: pygit2.Signature, message: str,
+def land(plan: LandingPlan, *, committer: pygit2.Signature, message: str, first: Callable[[], None] | None = None,
          fault: Callable[[LandingFault], None] | None = None) -> None:
     """Land ``plan`` on the checkout (see the module docstring); raises before changing anything when a
-    lock is held or the branch moved; after a failure part-way every path is still old or new."""
+    lock is held or the branch moved; after a failure part-way every path is still old or new. ``first``
+    runs once both locks are held, before any path is written (the accept moves the task branch there)."""
     def inject(point: LandingFault) -> None:
         if fault is not None:
             fault(point)
@@ -449,6 +450,8 @@ def land(repository_path: Path, plan: LandingPlan, *, committer: pygit2.Signatur
             if named != plan.branch_ref or target != plan.previous_head:
                 raise GitOperationFailedError(operation="move the branch", problem="concurrent-update",
                                               detail=f"{plan.branch_ref} moved during the accept")
+            if first is not None:
+                first()
             inject(LandingFault.LOCKED)
             _apply_side(repository, plan, plan.paths, new=True, after_first=lambda: inject(LandingFault.PATH_WRITTEN))
             inject(LandingFault.FILES_WRITTEN)
