@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -298,6 +299,9 @@ def test_the_cli_killed_after_its_intent_is_reported_by_recovery_and_the_retry_l
             accept.stderr.close()
     held.unlink()
     assert checkout_state(repo) == before | {"locks": []}
+    doctor = run_codeflux("doctor", "--json", data_dir=data_location.directory)
+    accepts = next(c for c in json.loads(doctor.out)["checks"] if c["id"] == "accepts")
+    assert accepts["status"] == "degraded" and str(reviewable.task_id) in str(accepts["summary"])
 
     shown = run_codeflux("task", "recovery", data_dir=data_location.directory)
     assert shown.code == 0, shown.err
