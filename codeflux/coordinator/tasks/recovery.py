@@ -27,10 +27,8 @@ that would lose work). Each is one transaction; each is refused while an effect 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from codeflux.authority.service import AuthorityService
@@ -40,6 +38,7 @@ from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, c
 from codeflux.coordinator.tasks.checkpoints import CheckpointRow, CheckpointService, CheckpointTrigger
 from codeflux.coordinator.tasks.landings import resolve_landing
 from codeflux.coordinator.tasks.review import ReviewService, require_task_action
+from codeflux.coordinator.tasks.running_lock import exclusive_startup_lock, shared_running_lock
 from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
 from codeflux.domain.errors import (
     CodefluxError,
@@ -85,32 +84,7 @@ __all__ = [
     "shared_running_lock",
 ]
 
-_LOCK_NAME = "running-tasks.lock"
 _MAX_NOTE = 2048
-
-
-@contextlib.contextmanager
-def _flock(location: DataLocation, operation: int) -> Iterator[bool]:
-    descriptor = os.open(location.directory / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(descriptor, operation)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(descriptor)  # closing releases the lock
-
-
-def exclusive_startup_lock(location: DataLocation) -> contextlib.AbstractContextManager[bool]:
-    """True while no other process runs tasks (then startup recovery may run); False otherwise."""
-    return _flock(location, fcntl.LOCK_EX | fcntl.LOCK_NB)
-
-
-def shared_running_lock(location: DataLocation) -> contextlib.AbstractContextManager[bool]:
-    """Held (blocking) by every process while it runs tasks, so no startup elsewhere marks them interrupted."""
-    return _flock(location, fcntl.LOCK_SH)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

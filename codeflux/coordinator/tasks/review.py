@@ -38,6 +38,7 @@ from codeflux.coordinator.tasks.rejection import (
     read_rejection,
     record_rejection,
 )
+from codeflux.coordinator.tasks.running_lock import shared_running_lock
 from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
 from codeflux.domain.errors import CodefluxError, GitLockHeldError, NotFoundError, TaskActionUnavailableError
 from codeflux.domain.events import AcceptConflicted, TaskAccepted
@@ -126,8 +127,6 @@ class ReviewService:
         the task completes with it; rolled back → this accept starts afresh), then the intent of the new
         landing commits before the checkout is touched. Held while this process lands: the shared running
         lock, so no other process's startup recovery takes this landing for an interrupted one."""
-        from codeflux.coordinator.tasks.recovery import shared_running_lock  # noqa: PLC0415 (recovery imports us)
-
         task, binding = self._reviewable(task_id, TaskAction.ACCEPT)
         with shared_running_lock(DataLocation(directory=self._db.path.parent)):
             pending = self._db.read(lambda view: landing_rows.landing_of_task(view, task_id, unfinished_only=True))
