@@ -33,17 +33,21 @@ from codeflux.coordinator.tasks.recovery import recover_interrupted
 from codeflux.coordinator.tasks.review import ReviewService
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.errors import GitLockHeldError, GitOperationFailedError, LandingChangedSinceError
+from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import TaskState
 from codeflux.gitwork import landing
+from codeflux.gitwork.accept import accept_task_diff
+from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.landing import LandingFault
 from codeflux.gitwork.repository import RepositorySnapshot
+from codeflux.gitwork.worktrees import create_task_worktree
 from codeflux.store import accept_landings as landing_rows
 from codeflux.store.database import Database
 from codeflux.store.events import read_events_after
 from codeflux.store.location import DataLocation
 from codeflux.store.task_records import require_task_record
 from tests.fixtures.cli import run_codeflux
-from tests.fixtures.repos import git, run_git
+from tests.fixtures.repos import git, run_git, write_files
 from tests.fixtures.reviews import Reviewable, a_task_awaiting_review
 from tests.fixtures.tasks import a_repository
 
@@ -387,3 +391,38 @@ def test_the_landing_is_fsynced_before_the_database_records_it_landed(
     assert fsynced(f"{snapshot.root}/pkg>") and fsynced(f"{snapshot.root}/.git/refs/heads>")  # the folders
     completed = db.read(lambda view: require_task_record(view, reviewable.task_id)).state
     assert completed is TaskState.COMPLETED
+
+
+# ─── a linked worktree as the user's checkout ──────────────────────────────────────────────────────
+
+
+@pytest.mark.usefixtures("short_wait")
+def test_a_linked_worktree_checkout_lands_under_its_own_index_lock_and_the_common_ref_lock(
+    snapshot: RepositorySnapshot, tmp_path: Path
+) -> None:
+    repo = snapshot.root
+    side = tmp_path / "side"
+    git(repo, "worktree", "add", "-q", str(side), "-b", "side")
+    main_index = (repo / ".git" / "index").read_bytes()
+    assert snapshot.head is not None
+    task = create_task_worktree(repo, worktrees_root=tmp_path / "worktrees", repo_key="repo1",
+                                task_id=TaskId.parse("tsk_0123456789abcdef"), base_commit=snapshot.head)
+    write_files(task.path, FIX)
+    assert (side / ".git").read_text().startswith("gitdir:")  # a linked worktree: its git dir is .git/worktrees/side
+    side_git_dir = repo / ".git" / "worktrees" / "side"
+    (side_git_dir / "index.lock").write_text("held\n")  # the side checkout's own index lock
+
+    with pytest.raises(GitLockHeldError) as refused:
+        accept_task_diff(side, task, reviewed_identity=diff_against_base(task).identity)
+    assert "worktrees/side/index.lock" in refused.value.lock
+    (side_git_dir / "index.lock").unlink()
+
+    outcome = accept_task_diff(side, task, reviewed_identity=diff_against_base(task).identity)
+    assert git(side, "rev-parse", "side").strip() == outcome.landed_head
+    assert git(repo, "rev-parse", "main").strip() == snapshot.head  # the main checkout's branch did not move
+    assert (repo / ".git" / "index").read_bytes() == main_index  # nor its index
+    assert (side / "pkg/extra.py").read_text() == "VALUE = 1\n"
+    assert git(side, "status", "--porcelain") == "" and git(repo, "status", "--porcelain") == ""
+    assert "side" in git(side, "reflog", "-1", "side")
+    assert run_git(repo, "fsck", "--no-progress").returncode == 0
+    assert not list((repo / ".git").rglob("*.lock"))

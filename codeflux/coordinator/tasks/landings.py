@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from codeflux.coordinator.tasks.changes import TaskChanges
+from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.events import AcceptResolved, AcceptStarted
 from codeflux.gitwork.accept import AcceptKind, AcceptOutcome, PreparedAccept
 from codeflux.gitwork.landing import LandingPlan, LandingResolution, PlannedPath, resolve_interrupted
@@ -48,7 +49,7 @@ def record_intent(changes: TaskChanges, task: records.TaskRecord, prepared: Prep
     """Commit the intent of ``prepared``'s landing (row and ``accept-started`` event) — before it starts."""
     plan = prepared.plan
     if plan is None:
-        raise ValueError("nothing to land has no intent")
+        raise InvalidValueError(kind="landing", reason="has nothing to land, so it has no intent")
     token = os.urandom(8).hex()
     task_lock = None if prepared.snapshot is None else f"{plan.common_dir / prepared.worktree.branch_ref}.lock"
     locks = tuple(str(lock) for lock in plan.locks) + ((task_lock,) if task_lock else ())
