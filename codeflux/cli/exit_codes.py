@@ -59,6 +59,8 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.WorktreeNotUsableError: ExitCode.PREREQUISITE,
     e.CheckoutNotCleanError: ExitCode.PREREQUISITE,
     e.DetachedHeadError: ExitCode.PREREQUISITE,
+    e.GitLockHeldError: ExitCode.PREREQUISITE,
+    e.LandingChangedSinceError: ExitCode.PREREQUISITE,
     e.ModelCallRefusedError: ExitCode.PREREQUISITE,
     e.TaskLimitReachedError: ExitCode.PREREQUISITE,
     e.RepositoryChangedError: ExitCode.PREREQUISITE,

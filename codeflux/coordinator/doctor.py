@@ -30,6 +30,7 @@ from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import CodefluxError, ConfinementUnavailableError, InvalidValueError, StoreCorruptError
 from codeflux.domain.providers import ProviderName
 from codeflux.domain.tasks import TERMINAL_TASK_STATES, TaskState
+from codeflux.store.accept_landings import unfinished_landings
 from codeflux.store.connection import open_connection
 from codeflux.store.database import ReadView
 from codeflux.store.inspection import readonly_database
@@ -51,6 +52,7 @@ DEFAULT_PORT = 47311
 MIN_FREE_BYTES = 512 * 1024 * 1024
 CHECK_TIMEOUT_S = 8.0
 _TASKS_SCHEMA_VERSION = 4  # the migration that added tasks with their states
+_LANDINGS_SCHEMA_VERSION = 10  # the migration that added the accept journal
 MIN_SQLITE = (3, 37, 0)  # STRICT tables
 _OPEN_STATES = [state for state in TaskState if state not in TERMINAL_TASK_STATES]
 
@@ -105,6 +107,7 @@ def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT) -> DoctorRep
         lambda: _check_worktree_space(location),
         lambda: _check_loopback_port(location, port),
         lambda: _check_tasks_needing_recovery(location),
+        lambda: _check_unfinished_accepts(location),
     ]
     return DoctorReport(checks=tuple(_run_bounded(check) for check in checks))
 
@@ -377,3 +380,26 @@ def _check_tasks_needing_recovery(location: DataLocation) -> CheckResult:
                        summary=f"{len(waiting)} interrupted task(s) wait for you: {listed}",
                        remediation="`codeflux task recovery` shows what is known, ambiguous and recommended")
 
+
+
+def _check_unfinished_accepts(location: DataLocation) -> CheckResult:
+    """How many accept landings have no end (interrupted, or under way right now), read-only."""
+    title = "interrupted accepts"
+    if not location.database.exists():
+        return CheckResult(id="accepts", title=title, status=CheckStatus.OK, summary="0 (no database yet)")
+    try:
+        with readonly_database(location) as conn:
+            if read_schema_version(conn) < _LANDINGS_SCHEMA_VERSION:
+                return CheckResult(id="accepts", title=title, status=CheckStatus.OK,
+                                   summary="0 (the database has no accept journal yet)")
+            unfinished = unfinished_landings(ReadView(conn))
+    except CodefluxError as err:
+        return CheckResult(id="accepts", title=title, status=CheckStatus.UNKNOWN,
+                           summary=f"could not read the accept journal ({err})",
+                           remediation="run `codeflux integrity-check`; it explains what is wrong")
+    if not unfinished:
+        return CheckResult(id="accepts", title=title, status=CheckStatus.OK, summary="0")
+    listed = ", ".join(f"{row.task_id} on {row.branch_ref.removeprefix('refs/heads/')}" for row in unfinished[:3])
+    return CheckResult(id="accepts", title=title, status=CheckStatus.DEGRADED, required=False,
+                       summary=f"{len(unfinished)} accept(s) did not finish (or are landing now): {listed}",
+                       remediation="`codeflux task recovery` finishes or rolls each back and says which")

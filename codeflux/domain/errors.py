@@ -32,6 +32,8 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── WorktreeNotUsableError       a task worktree is missing, foreign, off its branch or base
     │   ├── CheckoutNotCleanError        the user's checkout has uncommitted changes or an operation
     │   ├── DetachedHeadError            the user's checkout has no current branch to land a change on
+    │   ├── GitLockHeldError             another git process holds a lock the landing needs; nothing changed
+    │   ├── LandingChangedSinceError     an interrupted accept meets paths changed since; named, nothing changed
     │   ├── ModelCallRefusedError        the task's state lets no model call start (paused, ended)
     │   ├── TaskLimitReachedError        4 tasks are active, or one already holds the repository
     │   ├── RepositoryChangedError       the repository is not the one the task was created for
@@ -124,11 +126,13 @@ __all__ = [
     "DirtyTreeNotAcknowledgedError",
     "EndpointApprovalRequiredError",
     "EndpointRefusedError",
+    "GitLockHeldError",
     "GitOperationFailedError",
     "IdempotencyConflictError",
     "InexactNumberError",
     "IntegrityCheckFailedError",
     "InvalidValueError",
+    "LandingChangedSinceError",
     "MigrationChecksumError",
     "MigrationFailedError",
     "MigrationLockedError",
@@ -461,6 +465,37 @@ class DetachedHeadError(PrerequisiteError):
             "land on, then try again"
         )
         self.head = head
+
+
+class GitLockHeldError(PrerequisiteError):
+    """Another git process holds ``lock`` (an IDE, a shell prompt running ``git status``, ...); codeflux waited
+    ``waited_seconds`` for it and changed nothing."""
+
+    def __init__(self, *, lock: str, waited_seconds: int) -> None:
+        waited = f" (waited {waited_seconds} s)" if waited_seconds else ""
+        super().__init__(
+            f"another git process holds {lock}{waited}; nothing was changed — let it finish "
+            "(or remove the lock if no git process runs), then try again"
+        )
+        self.lock = lock
+        self.waited_seconds = waited_seconds
+
+
+class LandingChangedSinceError(PrerequisiteError):
+    """An interrupted accept cannot be finished or rolled back: ``paths`` hold content that is neither the
+    branch's nor the accepted one (changed after the interruption), or the branch moved meanwhile."""
+
+    _SHOWN = 5
+
+    def __init__(self, *, paths: tuple[str, ...], branch: str) -> None:
+        shown = ", ".join(paths[: self._SHOWN]) + (", …" if len(paths) > self._SHOWN else "")
+        super().__init__(
+            f"an interrupted accept on {branch.removeprefix('refs/heads/')} cannot be rolled back: {shown} changed "
+            "after it was interrupted (neither the old nor the accepted content); keep your change elsewhere and "
+            "restore those paths with `git checkout -- PATH`, then try again"
+        )
+        self.paths = paths
+        self.branch = branch
 
 
 class AuthorityRefusedError(PrerequisiteError):

@@ -45,6 +45,8 @@ from codeflux.domain.tasks import TaskState
 __all__ = [
     "EVENT_TYPES",
     "AcceptConflicted",
+    "AcceptResolved",
+    "AcceptStarted",
     "AgentMessage",
     "AttemptSentBack",
     "AuthorityDecided",
@@ -128,6 +130,8 @@ class EventKind(StrEnum):
     # review, delivery, recovery, worktrees
     PATCH_STORED = "patch-stored"
     ACCEPT_CONFLICTED = "accept-conflicted"
+    ACCEPT_STARTED = "accept-started"
+    ACCEPT_RESOLVED = "accept-resolved"
     TASK_ACCEPTED = "task-accepted"
     DELIVERY_RECORDED = "delivery-recorded"
     RECOVERY_ASSESSED = "recovery-assessed"
@@ -397,6 +401,37 @@ class AcceptConflicted(EventPayload):
     diff_identity: str
     branch: str
     conflicting_paths: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AcceptStarted(EventPayload):
+    """The intent of a landing, committed before the checkout is touched: ``mode`` (``fast-forward`` or
+    ``merge-commit``) moves ``branch`` from ``previous_head`` to ``landed_head`` changing ``paths`` paths."""
+
+    KIND = EventKind.ACCEPT_STARTED
+    task_id: TaskId
+    landing_id: int
+    diff_identity: str
+    mode: str
+    branch: str
+    previous_head: str
+    landed_head: str
+    paths: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AcceptResolved(EventPayload):
+    """An accept landing that did not finish was resolved: ``resolution`` is ``finished`` (the branch had
+    moved; leftovers removed) or ``rolled-back`` (every path back to its old content); ``by`` is ``accept``
+    (the failing accept itself), ``retry`` or ``recovery`` (startup recovery); ``reason`` says why it stopped."""
+
+    KIND = EventKind.ACCEPT_RESOLVED
+    task_id: TaskId
+    landing_id: int
+    resolution: str
+    by: str
+    branch: str
+    reason: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -679,7 +714,8 @@ _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
     PlanRevisionRecorded, PlanApproved, PlanSentBack, RunAttemptOpened, StageVerdictsRecorded, RunAttemptEnded,
     AttemptSentBack, CheckpointCreated, AgentMessage,
     ToolRequested, AuthorityDecided, ToolExecutionIntended, ToolOutput, ToolExecutionFinished,
-    PatchStored, AcceptConflicted, TaskAccepted, DeliveryRecorded, RecoveryAssessed, EffectOutcomeRecorded,
+    PatchStored, AcceptConflicted, AcceptStarted, AcceptResolved, TaskAccepted, DeliveryRecorded, RecoveryAssessed,
+    EffectOutcomeRecorded,
     WorktreeRemoved, WorktreeKept,
     ModelCallPlanned, ModelCallRefused, ModelCallStarted, ModelCallFinished, ModelCallReconciled,
     BudgetSet, BudgetAcknowledged, BudgetWarning, BudgetExhausted, BudgetDefaultSet, ClarificationPolicySet,

@@ -3,8 +3,13 @@ recommended, never resumed automatically.
 
 :func:`recover_interrupted` is what a process that runs tasks calls first: it runs
 :meth:`RecoveryService.recover_at_startup` holding :func:`exclusive_startup_lock` (every process that runs tasks
-holds :func:`shared_running_lock`, so a startup never mistakes a live run for an interrupted one; the kernel
-drops the lock of a killed process), and leaves recovery to the other process when one runs tasks:
+— or lands an accept — holds :func:`shared_running_lock`, so a startup never mistakes a live run for an
+interrupted one; the kernel drops the lock of a killed process), and leaves recovery to the other process when
+one runs tasks:
+
+0. every accept landing without an end (:mod:`.landings`) is finished (the branch had moved: the task
+   completes) or rolled back (the checkout as before; the task still awaits review), with an
+   ``accept-resolved`` event; one that cannot be resolved now is left for the retry and said why;
 
 1. tool executions left ``intended``/``running`` and model requests left ``planned``/``in-flight`` are
    reconciled by their owners' functions (``outcome-unknown``, or failed when nothing was sent) — never
@@ -22,10 +27,8 @@ that would lose work). Each is one transaction; each is refused while an effect 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from codeflux.authority.service import AuthorityService
@@ -33,9 +36,12 @@ from codeflux.coordinator.spending.gateway import reconcile_interrupted_model_re
 from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
 from codeflux.coordinator.tasks.checkpoints import CheckpointRow, CheckpointService, CheckpointTrigger
-from codeflux.coordinator.tasks.review import require_task_action
+from codeflux.coordinator.tasks.landings import resolve_landing
+from codeflux.coordinator.tasks.review import ReviewService, require_task_action
+from codeflux.coordinator.tasks.running_lock import exclusive_startup_lock, shared_running_lock
 from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
 from codeflux.domain.errors import (
+    CodefluxError,
     ConflictError,
     NotFoundError,
     OutcomeAlreadyRecordedError,
@@ -57,6 +63,8 @@ from codeflux.domain.recovery import (
 )
 from codeflux.domain.tasks import TERMINAL_TASK_STATES, PatchKind, TaskAction, TaskState, validate_task_transition
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
+from codeflux.gitwork.landing import LandingResolution
+from codeflux.store import accept_landings as landing_rows
 from codeflux.store import checkpoints as checkpoint_rows
 from codeflux.store import model_requests as model_rows
 from codeflux.store import plans as plan_rows
@@ -77,33 +85,8 @@ __all__ = [
     "shared_running_lock",
 ]
 
-_LOCK_NAME = "running-tasks.lock"
 _OPEN_STATES = tuple(state for state in TaskState if state not in TERMINAL_TASK_STATES)
 _MAX_NOTE = 2048
-
-
-@contextlib.contextmanager
-def _flock(location: DataLocation, operation: int) -> Iterator[bool]:
-    descriptor = os.open(location.directory / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(descriptor, operation)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(descriptor)  # closing releases the lock
-
-
-def exclusive_startup_lock(location: DataLocation) -> contextlib.AbstractContextManager[bool]:
-    """True while no other process runs tasks (then startup recovery may run); False otherwise."""
-    return _flock(location, fcntl.LOCK_EX | fcntl.LOCK_NB)
-
-
-def shared_running_lock(location: DataLocation) -> contextlib.AbstractContextManager[bool]:
-    """Held (blocking) by every process while it runs tasks, so no startup elsewhere marks them interrupted."""
-    return _flock(location, fcntl.LOCK_SH)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,6 +96,8 @@ class StartupRecovery:
     tasks: tuple[TaskId, ...]
     store_damaged: tuple[TaskId, ...] = ()
     """Open tasks (those in ``tasks`` too) whose recent past the database lost: ambiguous until acted on."""
+    landings: tuple[str, ...] = ()
+    """One line per interrupted accept landing found: finished, rolled back, or left and why."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,6 +216,7 @@ class RecoveryService:
 
     def recover_at_startup(self) -> StartupRecovery:
         """Reconcile interrupted effects and mark every interrupted task (call under the exclusive lock)."""
+        landings = self._resolve_interrupted_landings()
         executions = tuple(AuthorityService(self._db).reconcile_interrupted_executions())
         drafting = {row.plan.task_id for row in self._db.read(model_rows.unfinished_model_requests)}
         requests = tuple(reconcile_interrupted_model_requests(self._db))
@@ -246,7 +232,29 @@ class RecoveryService:
             marked.append(task.task_id)
         damaged = tuple(view.task.task_id for view in self.tasks_needing_recovery() if view.store_damage)
         return StartupRecovery(executions=executions, model_requests=requests, tasks=tuple(marked),
-                               store_damaged=damaged)
+                               store_damaged=damaged, landings=landings)
+
+    def _resolve_interrupted_landings(self) -> tuple[str, ...]:
+        """Finish or roll back every accept landing a stop interrupted (:mod:`.landings`), completing the task of
+        one that had landed; a landing that cannot be resolved now stays for the retry, said why."""
+        lines = []
+        for row in self._db.read(landing_rows.unfinished_landings):
+            branch = row.branch_ref.removeprefix("refs/heads/")
+            try:
+                resolution = resolve_landing(self._changes, row, by=landing_rows.LandingEndedBy.RECOVERY,
+                                             reason="codeflux stopped during the accept")
+                if resolution is LandingResolution.FINISHED:
+                    ReviewService(self._db, publish=self._publish).complete_landed(
+                        row, by=landing_rows.LandingEndedBy.RECOVERY,
+                        reason="codeflux stopped after the branch moved: the accept was complete")
+                    lines.append(f"the interrupted accept of task {row.task_id} had landed on {branch} "
+                                 f"({row.landed_head[:12]}): finished; the task is completed")
+                else:
+                    lines.append(f"the interrupted accept of task {row.task_id} on {branch} was rolled back: the "
+                                 "checkout is as before and the task still awaits review (accept it again)")
+            except CodefluxError as error:
+                lines.append(f"the interrupted accept of task {row.task_id} on {branch} was left as it is: {error}")
+        return tuple(lines)
 
     def _record_assessment(self, view: RecoveryView, *, to_state: TaskState, key: str, reason: str) -> TaskChange:
         task = view.task
