@@ -130,8 +130,13 @@ def startup_recovery(ctx: CliContext, db: Database, location: DataLocation) -> N
     """What a command that works on tasks in its own process does first (:func:`recover_interrupted`), saying
     on stderr how many tasks it found interrupted."""
     found = recover_interrupted(db, location)
+    for line in () if found is None else found.landings:
+        ctx.warn(line)
     if found is not None and found.tasks:
         ctx.warn(f"{len(found.tasks)} interrupted task(s) now need recovery: `codeflux task recovery`")
+    if found is not None and found.store_damaged:
+        ctx.warn(f"the database lost committed data (a damaged write-ahead log): what {len(found.store_damaged)} "
+                 "open task(s) did since is unknown — `codeflux task recovery`")
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from codeflux.cli.app_log_sink import AppLogSink
 from codeflux.cli.channel import open_channel
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for, exit_code_table_text
+from codeflux.cli.inputs import refuse_undecodable_arguments
 from codeflux.domain.errors import CodefluxError, UsageError
 from codeflux.logs import configure_logging, get_logger, reset_logging
 from codeflux.worker.hardening import harden_process
@@ -236,6 +237,7 @@ def _run_command(arguments: list[str], context: CliContext) -> int:
         word = _command_word(arguments)
         if word is not None:
             command_name = f"codeflux {word}"
+        refuse_undecodable_arguments(arguments)
         parser = build_parser(modules)
         _check_flags(arguments, parser)
         try:

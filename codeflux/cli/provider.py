@@ -68,7 +68,10 @@ def _read_key(ctx: CliContext) -> Secret:
     if ctx.stdin.isatty():
         line = getpass.getpass("provider key (input hidden): ", stream=ctx.stderr)
     else:
-        line = ctx.stdin.readline(MAX_KEY_LENGTH + 2)
+        try:
+            line = ctx.stdin.readline(MAX_KEY_LENGTH + 2)
+        except UnicodeDecodeError:
+            raise UsageError("the key on standard input is not valid UTF-8 text") from None
     value = line.strip()
     if not value:
         raise UsageError("no key on standard input; pipe it in, e.g. `codeflux provider set --name NAME < keyfile`")

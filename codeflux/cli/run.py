@@ -40,6 +40,7 @@ from codeflux.authority.decide import DecisionOutcome
 from codeflux.cli.channel import startup_recovery
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
+from codeflux.cli.inputs import read_text_file
 from codeflux.cli.views import print_plan
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.maintenance import append_app_log_record
@@ -52,6 +53,7 @@ from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
 from codeflux.coordinator.spending.ladder_position import ladder_position_of
 from codeflux.coordinator.spending.prices import PriceCatalog
+from codeflux.coordinator.tasks.gates import require_landable_checkout
 from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskService
@@ -98,6 +100,8 @@ SCRIPTED = "scripted"
 PROVIDERS: Final = (SCRIPTED, "anthropic", "openai", "openai-compatible")
 _SCRIPTED_MODELS: Final = ("scripted-cheap", "scripted-capable")
 _MAX_SCRIPT_BYTES: Final = 4 * 1024 * 1024
+_MAX_REQUIREMENT_FILE_BYTES: Final = 4 * 65_536
+"""A requirement holds at most 65,536 characters (the task service says so); in UTF-8 that is at most 4 bytes each."""
 
 ALLOW_HELP = ("pre-approve exactly one operation (repeatable): 'run_command:COMMAND LINE' is run_command with "
               "exactly the argv shlex.split gives (e.g. 'run_command:python3 -m pytest -q' allows only that "
@@ -238,10 +242,7 @@ def load_script(path: str | None) -> Script:
     if path is None:
         data = resources.files("codeflux.cli").joinpath("demo_files", "script.json").read_text("utf-8")
     else:
-        file = Path(path)
-        if not file.is_file() or file.stat().st_size > _MAX_SCRIPT_BYTES:
-            raise InvalidValueError(kind="script", reason=f"{path} is not a readable file under 4 MiB")
-        data = file.read_text("utf-8")
+        data = read_text_file(path, what="--script", max_bytes=_MAX_SCRIPT_BYTES)
     try:
         raw = json.loads(data)
     except ValueError:
@@ -562,7 +563,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         startup_recovery(ctx, db, location)
         tasks = TaskService(db, worktrees_root=location.worktrees)
         snapshot = open_repository(Path(args.repo))
+        require_landable_checkout(snapshot)  # a rebase in progress is refused before any acknowledgement
         require_acknowledged(ctx, snapshot, args.acknowledge_dirty)
+        gateway = build_gateway(db, args, phases=("plan", "run"))  # a bad --script is refused before the task
         with shared_running_lock(location), ShutdownOnSignal(ctx, location) as shutdown:
             change = tasks.create_task(snapshot, requirement, acknowledged_dirty_hash=args.acknowledge_dirty,
                                        acknowledged_by=Actor.USER, idempotency_key=key())
@@ -570,7 +573,6 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             ctx.say(f"task {task_id} created for {snapshot.root} on {snapshot.branch or 'its branch'}")
             BudgetService(db).set_budget(task_id, hard_limit=budget, expected_revision=None, idempotency_key=key())
             ctx.say(f"budget {budget} hard limit")
-            gateway = build_gateway(db, args, phases=("plan", "run"))
             policy = None if args.clarification is None else ClarificationPolicy(args.clarification)
             planned = propose_plan(task_id, gateway=gateway[0], tasks=tasks, position=LadderPosition.start(),
                                    idempotency_key=key(), stop_requested=shutdown.stop_requested,
@@ -611,7 +613,4 @@ def _ask_open_questions(ctx: CliContext, task_id: TaskId, plan: pb.PlanView) -> 
 
 
 def _read_requirement(path: str) -> str:
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"--requirement-file {path}: no such file")
-    return file.read_text("utf-8")
+    return read_text_file(path, what="--requirement-file", max_bytes=_MAX_REQUIREMENT_FILE_BYTES)

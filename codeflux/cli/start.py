@@ -151,10 +151,16 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         db = open_store(location, create=True, migrate=True)
         try:
             found = recover_interrupted(db, location)
+            for line in () if found is None else found.landings:
+                ctx.warn(line)
             if found is None:
                 ctx.warn("another codeflux process is running tasks; startup recovery was left to it")
             elif found.tasks:
                 ctx.say(f"{len(found.tasks)} interrupted task(s) need recovery (shown in the UI)")
+            if found is not None and found.store_damaged:
+                ctx.say(f"the database lost committed data (a damaged write-ahead log): what "
+                        f"{len(found.store_damaged)} open task(s) did since is unknown (shown in the UI's recovery "
+                        "list)")
             # From here on this process runs tasks: no other process's startup may mark them interrupted.
             with shared_running_lock(location):
                 app = CoordinatorApp(

@@ -62,7 +62,12 @@ from codeflux.cli.views import print_plan, print_recovery, print_task, worktree_
 from codeflux.coordinator.runs.loop_steps import conversation_summary
 from codeflux.coordinator.tasks.review import ReviewService
 from codeflux.coordinator.tasks.service import Actor, TaskService
-from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, TaskActionUnavailableError, UsageError
+from codeflux.domain.errors import (
+    CheckoutNotCleanError,
+    DirtyTreeNotAcknowledgedError,
+    TaskActionUnavailableError,
+    UsageError,
+)
 from codeflux.domain.ids import TaskId
 from codeflux.domain.recovery import EffectOutcome, RecoveryAction
 from codeflux.domain.review_flags import WhatRunsChange, what_runs_lines
@@ -243,6 +248,8 @@ def _create(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
     path = str(Path(args.repo).absolute())
     repository = channel.call("WorkspaceService/InspectRepository", pb.InspectRepositoryRequest(path=path),
                               pb.RepositoryView)
+    if repository.operations_in_progress:  # refused before any acknowledgement is asked for
+        raise CheckoutNotCleanError(paths=(), operations=tuple(repository.operations_in_progress))
     if repository.dirty and args.acknowledge_dirty != repository.dirty_hash:
         ctx.say(f"{repository.root} has uncommitted changes:")
         for entry in repository.changes:

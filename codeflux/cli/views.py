@@ -17,6 +17,7 @@ from codeflux.cli.context import CliContext
 from codeflux.domain.display import escape_for_display
 
 __all__ = [
+    "planning_line",
     "print_budget",
     "print_plan",
     "print_prices",
@@ -43,8 +44,10 @@ def print_plan(ctx: CliContext, plan: product_pb2.PlanView, *, indent: str = "  
     ctx.say(f"{indent}plan         revision {plan.revision} sha256 {plan.sha256} ({plan.decision}{author})")
     ctx.say(f"{indent}  scope      {escape_for_display(plan.scope_summary)}")
     for number, step in enumerate(plan.steps, start=1):
-        files = f": {', '.join(escape_for_display(f) for f in step.expected_files)}" if step.expected_files else ""
-        ctx.say(f"{indent}  step {number:<6}{escape_for_display(step.title)}{files}")
+        ctx.say(f"{indent}  step {number:<6}{escape_for_display(step.title)}")
+        if step.expected_files:
+            ctx.say(f"{indent}    files the planner expects to touch (a hint): "
+                    f"{', '.join(escape_for_display(f) for f in step.expected_files)}")
         if plan.traced:
             ctx.say(f"{indent}    serves   examples {_numbers(step.serves_examples)}; "
                     f"sentences {_numbers(step.covers_sentences)}")
@@ -57,8 +60,19 @@ def print_plan(ctx: CliContext, plan: product_pb2.PlanView, *, indent: str = "  
     if plan.decision == "undecided" and plan.examples_edit_note:
         ctx.say(f"{indent}    (not editable: {escape_for_display(plan.examples_edit_note)})")
     _print_trace_and_questions(ctx, plan, indent)
+    if plan.HasField("planning"):
+        ctx.say(f"{indent}  planning   {planning_line(plan.planning)}")
     if plan.decision == "sent-back" and plan.feedback:
         ctx.say(f"{indent}  feedback   {escape_for_display(plan.feedback)}")
+
+
+def planning_line(spend: product_pb2.PlanningSpendView) -> str:
+    """What drafting the plan took, in one line: ``2 model calls, 1 read-only tool call; cost $0.01``."""
+    calls = "call" if spend.model_calls == 1 else "calls"
+    tools = "call" if spend.tool_calls == 1 else "calls"
+    reason = escape_for_display(spend.cost.unknown_reason)
+    cost = spend.cost.amount.display if spend.cost.known else f"unknown ({reason})"
+    return f"{spend.model_calls} model {calls}, {spend.tool_calls} read-only tool {tools}; cost {cost}"
 
 
 def _numbers(values: Sequence[int]) -> str:
@@ -151,6 +165,8 @@ def print_recovery(ctx: CliContext, view: product_pb2.RecoveryView) -> None:
     ctx.say("  ambiguous" + ("" if view.ambiguous else "  nothing"))
     for effect in view.ambiguous:
         outcome = "UNRESOLVED" if not effect.outcome else f"recorded: {effect.outcome}"
+        if effect.kind == "store-damage":
+            outcome = "unknown: inspect the worktree"
         ctx.say(f"    {effect.item_id}  {effect.kind}  {escape_for_display(effect.summary)}  [{outcome}]")
     ctx.say(f"  recommended  {view.recommended}: {view.why}")
     for refused in view.refused:

@@ -29,13 +29,15 @@ from codeflux.credentials import probe_credential_store, stored_provider_keys
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import CodefluxError, ConfinementUnavailableError, InvalidValueError, StoreCorruptError
 from codeflux.domain.providers import ProviderName
-from codeflux.domain.tasks import TaskState
+from codeflux.domain.tasks import TERMINAL_TASK_STATES, TaskState
+from codeflux.store.accept_landings import unfinished_landings
 from codeflux.store.connection import open_connection
 from codeflux.store.database import ReadView
 from codeflux.store.inspection import readonly_database
 from codeflux.store.location import DataLocation
 from codeflux.store.migrations import read_schema_version, supported_schema_version
 from codeflux.store.task_records import tasks_in_states
+from codeflux.store.wal_damage import check_wal_before_open, recorded_store_damage, store_damage_of_task
 from codeflux.worker.client.confinement import CONFINEMENT_VARIABLE, choose_confinement
 
 __all__ = [
@@ -50,7 +52,9 @@ DEFAULT_PORT = 47311
 MIN_FREE_BYTES = 512 * 1024 * 1024
 CHECK_TIMEOUT_S = 8.0
 _TASKS_SCHEMA_VERSION = 4  # the migration that added tasks with their states
+_LANDINGS_SCHEMA_VERSION = 10  # the migration that added the accept journal
 MIN_SQLITE = (3, 37, 0)  # STRICT tables
+_OPEN_STATES = [state for state in TaskState if state not in TERMINAL_TASK_STATES]
 
 
 class CheckStatus(enum.StrEnum):
@@ -96,12 +100,14 @@ def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT) -> DoctorRep
         _check_git,
         _check_confinement,
         lambda: _check_data_directory(location),
+        lambda: _check_write_ahead_log(location),  # before anything opens the database (opening discards it)
         lambda: _check_database(location),
         _check_credential_store,
         lambda: _check_provider_credentials(location),
         lambda: _check_worktree_space(location),
         lambda: _check_loopback_port(location, port),
         lambda: _check_tasks_needing_recovery(location),
+        lambda: _check_unfinished_accepts(location),
     ]
     return DoctorReport(checks=tuple(_run_bounded(check) for check in checks))
 
@@ -242,6 +248,41 @@ def _check_database(location: DataLocation) -> CheckResult:
                        summary=f"opens fine, schema version {version}, quick check ok")
 
 
+def _check_write_ahead_log(location: DataLocation) -> CheckResult:
+    """Whether opening the database would drop committed data from a damaged write-ahead log (read before
+    any connection opens it; a damaged log is copied aside first), and whether a loss was recorded before."""
+    title = "write-ahead log"
+    if not location.database.exists():
+        return CheckResult(id="write-ahead-log", title=title, status=CheckStatus.OK, summary="no database yet")
+    try:
+        damage = check_wal_before_open(location)
+    except CodefluxError as err:
+        return CheckResult(id="write-ahead-log", title=title, status=CheckStatus.FAILED, summary=str(err),
+                           remediation="free space or fix the data directory's permissions, then run "
+                                       "`codeflux doctor` again before any other command")
+    if damage is not None:
+        return CheckResult(id="write-ahead-log", title=title, status=CheckStatus.FAILED, summary=damage.finding,
+                           remediation="keep the copy; `codeflux task recovery` lists the tasks whose recent work "
+                                       "is unknown — inspect their worktrees before going on")
+    recorded = _recorded_damage(location)
+    if recorded:
+        return CheckResult(id="write-ahead-log", title=title, status=CheckStatus.OK,
+                           summary=f"intact now; recorded earlier: {recorded}")
+    return CheckResult(id="write-ahead-log", title=title, status=CheckStatus.OK,
+                       summary="intact (or none): opening the database loses nothing")
+
+
+def _recorded_damage(location: DataLocation) -> str | None:
+    try:
+        with readonly_database(location) as conn:
+            if read_schema_version(conn) < 1:
+                return None
+            found = recorded_store_damage(ReadView(conn))
+    except CodefluxError:
+        return None  # the database row says what is wrong with the file
+    return None if not found else f"{found[-1].detail} (copy at {found[-1].copy})"
+
+
 def _corrupt_database() -> CheckResult:
     return CheckResult(id="database", title="database", status=CheckStatus.FAILED,
                        summary="the database file is corrupt",
@@ -314,7 +355,8 @@ def _check_loopback_port(location: DataLocation, port: int) -> CheckResult:
 
 
 def _check_tasks_needing_recovery(location: DataLocation) -> CheckResult:
-    """How many tasks are ``recovery-required``, read on a read-only connection (never changed here)."""
+    """How many tasks are ``recovery-required`` — or open and left ambiguous by a recorded loss of committed data
+    (a damaged write-ahead log) — read on a read-only connection (never changed here)."""
     title = "tasks needing recovery"
     if not location.database.exists():
         return CheckResult(id="recovery", title=title, status=CheckStatus.OK, summary="0 (no database yet)")
@@ -323,7 +365,10 @@ def _check_tasks_needing_recovery(location: DataLocation) -> CheckResult:
             if read_schema_version(conn) < _TASKS_SCHEMA_VERSION:
                 return CheckResult(id="recovery", title=title, status=CheckStatus.OK,
                                    summary="0 (the database holds no tasks yet)")
-            waiting = tasks_in_states(ReadView(conn), [TaskState.RECOVERY_REQUIRED])
+            view = ReadView(conn)
+            waiting = tasks_in_states(view, [TaskState.RECOVERY_REQUIRED])
+            waiting += [task for task in tasks_in_states(view, _OPEN_STATES)
+                        if task.state is not TaskState.RECOVERY_REQUIRED and store_damage_of_task(view, task)]
     except CodefluxError as err:
         return CheckResult(id="recovery", title=title, status=CheckStatus.UNKNOWN,
                            summary=f"could not read the tasks ({err})",
@@ -335,3 +380,26 @@ def _check_tasks_needing_recovery(location: DataLocation) -> CheckResult:
                        summary=f"{len(waiting)} interrupted task(s) wait for you: {listed}",
                        remediation="`codeflux task recovery` shows what is known, ambiguous and recommended")
 
+
+
+def _check_unfinished_accepts(location: DataLocation) -> CheckResult:
+    """How many accept landings have no end (interrupted, or under way right now), read-only."""
+    title = "interrupted accepts"
+    if not location.database.exists():
+        return CheckResult(id="accepts", title=title, status=CheckStatus.OK, summary="0 (no database yet)")
+    try:
+        with readonly_database(location) as conn:
+            if read_schema_version(conn) < _LANDINGS_SCHEMA_VERSION:
+                return CheckResult(id="accepts", title=title, status=CheckStatus.OK,
+                                   summary="0 (the database has no accept journal yet)")
+            unfinished = unfinished_landings(ReadView(conn))
+    except CodefluxError as err:
+        return CheckResult(id="accepts", title=title, status=CheckStatus.UNKNOWN,
+                           summary=f"could not read the accept journal ({err})",
+                           remediation="run `codeflux integrity-check`; it explains what is wrong")
+    if not unfinished:
+        return CheckResult(id="accepts", title=title, status=CheckStatus.OK, summary="0")
+    listed = ", ".join(f"{row.task_id} on {row.branch_ref.removeprefix('refs/heads/')}" for row in unfinished[:3])
+    return CheckResult(id="accepts", title=title, status=CheckStatus.DEGRADED, required=False,
+                       summary=f"{len(unfinished)} accept(s) did not finish (or are landing now): {listed}",
+                       remediation="`codeflux task recovery` finishes or rolls each back and says which")

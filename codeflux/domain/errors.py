@@ -32,6 +32,8 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── WorktreeNotUsableError       a task worktree is missing, foreign, off its branch or base
     │   ├── CheckoutNotCleanError        the user's checkout has uncommitted changes or an operation
     │   ├── DetachedHeadError            the user's checkout has no current branch to land a change on
+    │   ├── GitLockHeldError             another git process holds a lock the landing needs; nothing changed
+    │   ├── LandingChangedSinceError     an interrupted accept meets paths changed since; named, nothing changed
     │   ├── ModelCallRefusedError        the task's state lets no model call start (paused, ended)
     │   ├── TaskLimitReachedError        4 tasks are active, or one already holds the repository
     │   ├── RepositoryChangedError       the repository is not the one the task was created for
@@ -73,9 +75,10 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── GitOperationFailedError      git (libgit2) could not do what was asked
     │   ├── WorkerStartError             a worker process did not start or announce readiness
     │   ├── WorkerClosedError            a worker handle was used after stop()
-│   └── PlannerFailedError           the planner gave no valid plan, even after one retry
+│   └── PlannerFailedError           the planner gave no valid plan in three tries, or hit its bound
     ├── ProviderError                    a model provider call gave no usable reply         (exit 1)
     │   ├── ProviderRejectedError        the provider refused the request (4xx: key, model, body)
+    │   │   └── ContextTooLongError      … because the request does not fit the model's context window
     │   ├── ProviderUnavailableError     unreachable, rate limited or failing (429/5xx) after retries
     │   ├── ProviderReplyInvalidError    the reply was malformed, oversize or a redirect; refused
     │   ├── ProviderRequestInvalidError  a request the provider would reject was not sent (empty turn)
@@ -107,6 +110,7 @@ __all__ = [
     "CodefluxError",
     "ConfinementUnavailableError",
     "ConflictError",
+    "ContextTooLongError",
     "CoordinatorRunningError",
     "CredentialNotFoundError",
     "CredentialStoreUnavailableError",
@@ -122,11 +126,13 @@ __all__ = [
     "DirtyTreeNotAcknowledgedError",
     "EndpointApprovalRequiredError",
     "EndpointRefusedError",
+    "GitLockHeldError",
     "GitOperationFailedError",
     "IdempotencyConflictError",
     "InexactNumberError",
     "IntegrityCheckFailedError",
     "InvalidValueError",
+    "LandingChangedSinceError",
     "MigrationChecksumError",
     "MigrationFailedError",
     "MigrationLockedError",
@@ -444,10 +450,8 @@ class CheckoutNotCleanError(PrerequisiteError):
             shown = ", ".join(paths[: self._SHOWN]) + (", …" if len(paths) > self._SHOWN else "")
             noun = "path" if len(paths) == 1 else "paths"
             problems.append(f"{len(paths)} {noun} with changes in the way ({shown})")
-        super().__init__(
-            f"the checkout has {' and '.join(problems) or 'changes'}; commit, stash or finish them, "
-            "then try again"
-        )
+        advice = "commit, stash or finish them" if paths else f"finish or abort the {' and the '.join(operations)}"
+        super().__init__(f"the checkout has {' and '.join(problems) or 'changes'}; {advice}, then try again")
         self.paths = paths
         self.operations = operations
 
@@ -461,6 +465,37 @@ class DetachedHeadError(PrerequisiteError):
             "land on, then try again"
         )
         self.head = head
+
+
+class GitLockHeldError(PrerequisiteError):
+    """Another git process holds ``lock`` (an IDE, a shell prompt running ``git status``, ...); codeflux waited
+    ``waited_seconds`` for it and changed nothing."""
+
+    def __init__(self, *, lock: str, waited_seconds: int) -> None:
+        waited = f" (waited {waited_seconds} s)" if waited_seconds else ""
+        super().__init__(
+            f"another git process holds {lock}{waited}; nothing was changed — let it finish "
+            "(or remove the lock if no git process runs), then try again"
+        )
+        self.lock = lock
+        self.waited_seconds = waited_seconds
+
+
+class LandingChangedSinceError(PrerequisiteError):
+    """An interrupted accept cannot be finished or rolled back: ``paths`` hold content that is neither the
+    branch's nor the accepted one (changed after the interruption), or the branch moved meanwhile."""
+
+    _SHOWN = 5
+
+    def __init__(self, *, paths: tuple[str, ...], branch: str) -> None:
+        shown = ", ".join(paths[: self._SHOWN]) + (", …" if len(paths) > self._SHOWN else "")
+        super().__init__(
+            f"an interrupted accept on {branch.removeprefix('refs/heads/')} cannot be rolled back: {shown} changed "
+            "after it was interrupted (neither the old nor the accepted content); keep your change elsewhere and "
+            "restore those paths with `git checkout -- PATH`, then try again"
+        )
+        self.paths = paths
+        self.branch = branch
 
 
 class AuthorityRefusedError(PrerequisiteError):
@@ -729,10 +764,10 @@ class DirtyTreeNotAcknowledgedError(DecisionNeededError):
         if acknowledged_hash is None:
             noun = "change" if change_count == 1 else "changes"
             text = (f"{path} has {change_count} uncommitted {noun}; look at the list and acknowledge exactly "
-                    f"it (hash {current_hash[:12]}) first")
+                    f"it (hash {current_hash}) first")
         else:
             text = (f"the uncommitted changes in {path} changed since they were acknowledged (acknowledged "
-                    f"{acknowledged_hash[:12]}, now {current_hash[:12]}); look at the list again and acknowledge it")
+                    f"{acknowledged_hash}, now {current_hash}); look at the list again and acknowledge it")
         super().__init__(text)
         self.path = path
         self.change_count = change_count
@@ -928,18 +963,24 @@ class WorkerClosedError(OperationFailedError):
 
 
 class PlannerFailedError(OperationFailedError):
-    """The planner's model gave no plan that fits the schema, even after one retry; nothing was recorded.
+    """The planner's model gave no plan that fits the schema in its tries, or planning reached its bound
+    (``stopped`` says which: tool calls or model calls); nothing was recorded.
 
     ``problems`` are the schema's findings on the last reply (locations and what is wrong, never the
     offered values).
     """
 
-    def __init__(self, *, task_id: str, attempts: int, problems: tuple[str, ...]) -> None:
-        shown = "; ".join(problems[:3]) or "the reply held no plan"
-        super().__init__(f"task {task_id}: the planner gave no valid plan after {attempts} attempts ({shown})")
+    def __init__(self, *, task_id: str, attempts: int, problems: tuple[str, ...], stopped: str | None = None) -> None:
+        if stopped is not None:
+            message = f"task {task_id}: planning stopped without a plan: {stopped}; nothing was recorded"
+        else:
+            shown = "; ".join(problems[:3]) or "the reply held no plan"
+            message = f"task {task_id}: the planner gave no valid plan after {attempts} attempts ({shown})"
+        super().__init__(message)
         self.task_id = task_id
         self.attempts = attempts
         self.problems = problems
+        self.stopped = stopped
 
 
 class ProviderError(CodefluxError):
@@ -972,6 +1013,12 @@ class ProviderRejectedError(ProviderError):
         self.status = status
         self.error_type = error_type
         self.detail = detail
+
+
+class ContextTooLongError(ProviderRejectedError):
+    """The provider refused the request because it does not fit the model's context window ("prompt is too
+    long", ``context_length_exceeded``, a body over the size limit). Nothing was processed: the loop compacts
+    the conversation and asks once more instead of failing."""
 
 
 class ProviderUnavailableError(ProviderError):

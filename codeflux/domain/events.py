@@ -45,6 +45,8 @@ from codeflux.domain.tasks import TaskState
 __all__ = [
     "EVENT_TYPES",
     "AcceptConflicted",
+    "AcceptResolved",
+    "AcceptStarted",
     "AgentMessage",
     "AttemptSentBack",
     "AuthorityDecided",
@@ -85,6 +87,7 @@ __all__ = [
     "RunAttemptOpened",
     "SettlementMove",
     "StageVerdictsRecorded",
+    "StoreDamageDetected",
     "TaskAccepted",
     "TaskCreated",
     "TaskStateChanged",
@@ -127,6 +130,8 @@ class EventKind(StrEnum):
     # review, delivery, recovery, worktrees
     PATCH_STORED = "patch-stored"
     ACCEPT_CONFLICTED = "accept-conflicted"
+    ACCEPT_STARTED = "accept-started"
+    ACCEPT_RESOLVED = "accept-resolved"
     TASK_ACCEPTED = "task-accepted"
     DELIVERY_RECORDED = "delivery-recorded"
     RECOVERY_ASSESSED = "recovery-assessed"
@@ -154,6 +159,7 @@ class EventKind(StrEnum):
     PROVIDER_CREDENTIAL_STORED = "provider-credential-stored"
     PROVIDER_CREDENTIAL_DELETED = "provider-credential-deleted"
     LOGS_PURGED = "logs-purged"
+    STORE_DAMAGE_DETECTED = "store-damage-detected"
 
 
 class EventPayload:
@@ -395,6 +401,37 @@ class AcceptConflicted(EventPayload):
     diff_identity: str
     branch: str
     conflicting_paths: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AcceptStarted(EventPayload):
+    """The intent of a landing, committed before the checkout is touched: ``mode`` (``fast-forward`` or
+    ``merge-commit``) moves ``branch`` from ``previous_head`` to ``landed_head`` changing ``paths`` paths."""
+
+    KIND = EventKind.ACCEPT_STARTED
+    task_id: TaskId
+    landing_id: int
+    diff_identity: str
+    mode: str
+    branch: str
+    previous_head: str
+    landed_head: str
+    paths: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AcceptResolved(EventPayload):
+    """An accept landing that did not finish was resolved: ``resolution`` is ``finished`` (the branch had
+    moved; leftovers removed) or ``rolled-back`` (every path back to its old content); ``by`` is ``accept``
+    (the failing accept itself), ``retry`` or ``recovery`` (startup recovery); ``reason`` says why it stopped."""
+
+    KIND = EventKind.ACCEPT_RESOLVED
+    task_id: TaskId
+    landing_id: int
+    resolution: str
+    by: str
+    branch: str
+    reason: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -656,6 +693,20 @@ class LogsPurged(EventPayload):
     before_us: int | None
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class StoreDamageDetected(EventPayload):
+    """Before this database was opened, its write-ahead log was found damaged at ``frame``: SQLite dropped
+    ``lost_commits`` committed transactions from there on. ``copy`` is where the damaged log (with the
+    database file as it was) was copied first; ``wal_sha256`` identifies that log (one event per log)."""
+
+    KIND = EventKind.STORE_DAMAGE_DETECTED
+    frame: int | None
+    lost_commits: int
+    copy: str
+    wal_sha256: str
+    detail: str
+
+
 # ─── the registry ───────────────────────────────────────────────────────────────────────────────────
 
 _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
@@ -663,13 +714,14 @@ _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
     PlanRevisionRecorded, PlanApproved, PlanSentBack, RunAttemptOpened, StageVerdictsRecorded, RunAttemptEnded,
     AttemptSentBack, CheckpointCreated, AgentMessage,
     ToolRequested, AuthorityDecided, ToolExecutionIntended, ToolOutput, ToolExecutionFinished,
-    PatchStored, AcceptConflicted, TaskAccepted, DeliveryRecorded, RecoveryAssessed, EffectOutcomeRecorded,
+    PatchStored, AcceptConflicted, AcceptStarted, AcceptResolved, TaskAccepted, DeliveryRecorded, RecoveryAssessed,
+    EffectOutcomeRecorded,
     WorktreeRemoved, WorktreeKept,
     ModelCallPlanned, ModelCallRefused, ModelCallStarted, ModelCallFinished, ModelCallReconciled,
     BudgetSet, BudgetAcknowledged, BudgetWarning, BudgetExhausted, BudgetDefaultSet, ClarificationPolicySet,
     PriceSet, EndpointApproved,
     LadderRungApproved, BrowserDecisionRefused,
-    ProviderCredentialStored, ProviderCredentialDeleted, LogsPurged,
+    ProviderCredentialStored, ProviderCredentialDeleted, LogsPurged, StoreDamageDetected,
 )  # fmt: skip
 
 EVENT_TYPES: Final[Mapping[EventKind, type[EventPayload]]] = types.MappingProxyType(

@@ -18,11 +18,19 @@ is the *set* of those names, so fixing one of three red tests is progress. Other
 normalized: lowercased, with volatile parts masked — UUIDs, ``0x`` addresses, IP addresses and ports,
 timestamps, the directories of absolute paths, ``file:line:col`` positions, durations, hex ids of 7+
 digits, decimals and integers of 4+ digits — whitespace collapsed and cut to 400 characters.
+
+A failed **tool call** is fingerprinted by :func:`fingerprint_tool_failure` from what the operation was:
+the tool, its target (the path of a file tool, the program and first argument of a command) and the
+failure kind, plus the failure's detail normalized with *every* number masked (line numbers, counts and
+ids vary between tries of the same mistake). So three misses on three different files are three
+fingerprints — unrelated mistakes never add up to a stall — while the same miss on the same file three
+times is one, recurring.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,6 +53,7 @@ __all__ = [
     "Rung",
     "failing_test_names",
     "fingerprint_failure",
+    "fingerprint_tool_failure",
     "normalize_failure_text",
 ]
 
@@ -226,6 +235,23 @@ def fingerprint_failure(*, gate: str, output: str, failing_tests: Iterable[str] 
         material = "text\x00" + summary
     digest = hashlib.sha256(f"{gate}\x00{material}".encode()).hexdigest()
     return FailureFingerprint(gate=gate, digest=digest, summary=summary[:_SUMMARY_LENGTH])
+
+
+_NUMBER: Final = re.compile(r"\d+")
+
+
+def fingerprint_tool_failure(*, tool: str, target: str, kind: str, detail: str = "") -> FailureFingerprint:
+    """The fingerprint of a failed tool call (see the module docstring): gate ``tool:<tool>``; material the
+    ``target``, the failure ``kind`` and either the failing tests ``detail`` names or ``detail`` normalized
+    with every number masked. Distinct targets always give distinct fingerprints."""
+    if not tool:
+        raise InvalidValueError(kind="failure fingerprint", reason="the tool must be named")
+    tests = failing_test_names(detail)
+    shape = "tests: " + ", ".join(sorted(tests)) if tests else _NUMBER.sub("#", normalize_failure_text(detail))
+    material = json.dumps([target, kind, shape], ensure_ascii=False)
+    digest = hashlib.sha256(f"tool:{tool}\x00{material}".encode()).hexdigest()
+    summary = f"{tool} {target} ({kind}): {shape}" if target else f"{tool} ({kind}): {shape}"
+    return FailureFingerprint(gate=f"tool:{tool}", digest=digest, summary=summary[:_SUMMARY_LENGTH])
 
 
 class LadderDecision(StrEnum):

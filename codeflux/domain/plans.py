@@ -61,6 +61,7 @@ __all__ = [
     "PlanScope",
     "PlanStep",
     "PlanVerdict",
+    "PlanningSpend",
     "StepTrace",
     "canonical_plan_json",
     "check_repository_path",
@@ -305,6 +306,24 @@ class ClarityCheck:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PlanningSpend:
+    """What drafting a plan took, attached by codeflux: the planner's model calls, the read-only tool calls it
+    made, and the sum of those calls' cost as the gateway settled them — unknown (with every reason) when any
+    call's cost was unknown, never 0 standing in for it."""
+
+    model_calls: int
+    tool_calls: int
+    cost: Cost
+
+    def __post_init__(self) -> None:
+        for name, value in (("model_calls", self.model_calls), ("tool_calls", self.tool_calls)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise _refuse(f"planning.{name} must be a count from 0")
+        if not isinstance(self.cost, Money | UnknownCost):
+            raise _refuse("planning.cost must be an amount or unknown")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     """A whole plan. ``steps`` has 1..:data:`MAX_STEPS` items; ``forecast`` is attached by codeflux."""
 
@@ -328,6 +347,9 @@ class Plan:
     examples_edited_in: tuple[int | None, ...] = ()
     """Per example (same order), the plan revision in which the person wrote or last changed it, None for one
     the planner proposed; empty when the person edited none (see :mod:`codeflux.domain.plan_examples`)."""
+    planning: PlanningSpend | None = None
+    """What drafting the plan took (set by the planner; a revision a person derives from it — an answer, an
+    example edit — carries it on); None for a plan the planner did not draft."""
 
     def __post_init__(self) -> None:
         TaskClass(self.task_class)
@@ -342,6 +364,8 @@ class Plan:
         if not all(isinstance(example, AcceptanceExample) for example in self.examples):
             raise _refuse("examples must be acceptance examples")
         _check_edited_in(self.examples_edited_in, examples=len(self.examples))
+        if self.planning is not None and not isinstance(self.planning, PlanningSpend):
+            raise _refuse("planning must be a planning spend")
         _check_items(self.steps, field="steps", limit=MAX_STEPS, minimum=1)
         _check_items(self.checks, field="checks", limit=MAX_CHECKS)
         _check_items(self.permissions, field="permissions", limit=MAX_PERMISSIONS)
@@ -435,6 +459,8 @@ def plan_to_document(plan: Plan) -> dict[str, object]:
         **({"clarity": {"policy": plan.clarity.policy.value, "base_commit": plan.clarity.base_commit,
                         "names": list(plan.clarity.names)}} if plan.clarity is not None else {}),
         **({"examples_edited_in": list(plan.examples_edited_in)} if plan.examples_edited_in else {}),
+        **({"planning": {"model_calls": plan.planning.model_calls, "tool_calls": plan.planning.tool_calls,
+                         "cost": _cost_document(plan.planning.cost)}} if plan.planning is not None else {}),
     }
 
 
@@ -586,7 +612,14 @@ def _clarity(value: object) -> ClarityCheck:
                         names=_strings(document["names"], field="clarity.names"))
 
 
-_OPTIONAL_KEYS: Final = ("examples", "trace", "questions", "clarity", "examples_edited_in")
+_OPTIONAL_KEYS: Final = ("examples", "trace", "questions", "clarity", "examples_edited_in", "planning")
+
+
+def _planning(value: object) -> PlanningSpend:
+    document = _object(value, field="planning", keys=frozenset({"model_calls", "tool_calls", "cost"}))
+    return PlanningSpend(model_calls=_integer(document["model_calls"], field="planning.model_calls"),
+                         tool_calls=_integer(document["tool_calls"], field="planning.tool_calls"),
+                         cost=_cost(document["cost"], field="planning.cost"))
 
 
 def _edited_in(value: object) -> tuple[int | None, ...]:
@@ -635,6 +668,7 @@ def plan_from_document(document: object) -> Plan:
         questions=_questions(optional["questions"]) if "questions" in optional else (),
         clarity=_clarity(optional["clarity"]) if "clarity" in optional else None,
         examples_edited_in=_edited_in(optional["examples_edited_in"]) if "examples_edited_in" in optional else (),
+        planning=_planning(optional["planning"]) if "planning" in optional else None,
     )
 
 

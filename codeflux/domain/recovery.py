@@ -182,17 +182,32 @@ def _refusal(action: RecoveryAction, known: KnownState, unresolved: tuple[str, .
             assert_never(action)
 
 
-def classify_recovery(known: KnownState, effects: Iterable[AmbiguousEffect]) -> RecoveryRecommendation:
-    """The recommendation for a task interrupted with ``known`` facts and ``effects`` (see the rules)."""
+_STORE_DAMAGE_REFUSAL = "the database lost committed data, so what the task did since is unknown"
+
+
+def classify_recovery(known: KnownState, effects: Iterable[AmbiguousEffect], *,
+                      store_damaged: bool = False) -> RecoveryRecommendation:
+    """The recommendation for a task interrupted with ``known`` facts and ``effects`` (see the rules).
+
+    ``store_damaged`` (the database lost committed data, see ``docs/storage.md`` "WAL damage") makes the
+    task's recent past unknown: safe-resume is refused and the recommendation is to inspect the worktree and
+    reconcile (or abandon, when the worktree cannot be used).
+    """
     listed = tuple(effects)
     unresolved = unresolved_effects(listed)
     recommended, why = _choose(known, listed)
+    if store_damaged and recommended is not RecoveryAction.ABANDON:
+        recommended, why = RecoveryAction.RECONCILE, (
+            f"{_STORE_DAMAGE_REFUSAL}: inspect the worktree (`codeflux task diff`), then reconcile to take it "
+            "as it is")
     if unresolved:
         why = f"first record what happened to {', '.join(unresolved)}; then: {why}"
     allowed: set[RecoveryAction] = set()
     refused: list[tuple[RecoveryAction, str]] = []
     for action in RecoveryAction:
         reason = _refusal(action, known, unresolved)
+        if reason is None and store_damaged and action is RecoveryAction.SAFE_RESUME:
+            reason = _STORE_DAMAGE_REFUSAL
         if reason is None:
             allowed.add(action)
         else:

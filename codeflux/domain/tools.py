@@ -10,8 +10,11 @@ and refused.
 :func:`bind_tool_request` turns a model's ``{name: value}`` object into a :class:`BoundToolRequest`:
 arguments validated against their specs and put in the descriptor's order (the order the operation
 identity hashes), omitted optional arguments left out, an explicit ``null`` for an optional argument
-read as omitted. Argument values are exactly one of ``str``, ``int`` (not ``bool``), ``bool`` or a
-tuple of ``str`` (an argv); floats, nested objects and anything else are refused.
+read as omitted. A ``path`` argument is made canonical first (:func:`canonical_tool_path`: ``./pkg//mod.py``
+is ``pkg/mod.py``), so the classifier, the operation identity, the worker and its resolver all see the
+one spelling; an optional path that names the root (``.``) is read as omitted. Argument values are
+exactly one of ``str``, ``int`` (not ``bool``), ``bool`` or a tuple of ``str`` (an argv); floats, nested objects
+and anything else are refused.
 
 Refusals are typed: :class:`ToolRequestInvalidError` (unknown tool or argument, missing argument, wrong
 type, too large, invalid value) and :class:`UnsafeArgumentError` (a NUL byte, or text that is not valid
@@ -48,6 +51,7 @@ __all__ = [
     "ToolName",
     "ToolRequestProblem",
     "bind_tool_request",
+    "canonical_tool_path",
     "parse_tool_name",
     "refuse_unsafe_text",
     "tool_descriptor",
@@ -528,12 +532,31 @@ def bind_tool_request(tool_name: str, raw_args: Mapping[str, object]) -> BoundTo
     bound: list[BoundArgument] = []
     for spec in descriptor.arguments:
         raw = raw_args.get(spec.name)
+        if spec.type is ArgumentType.PATH and isinstance(raw, str):
+            raw = canonical_tool_path(raw)
+            if raw == "" and not spec.required:
+                raw = None  # `.` for an optional path: the root, which is what omitting it means
         if raw is None:
             if spec.required:
                 raise _invalid(descriptor, spec, ToolRequestProblem.MISSING_ARGUMENT, "is required")
             continue
         bound.append(BoundArgument(name=spec.name, value=_bind_value(descriptor, spec, raw)))
     return BoundToolRequest(descriptor=descriptor, arguments=tuple(bound))
+
+
+def canonical_tool_path(path: str) -> str:
+    """``path`` with the spellings that cannot change which worktree file it names made canonical: ``.``
+    components, repeated and trailing ``/`` dropped (``./pkg//mod.py`` is ``pkg/mod.py``; ``.`` and ``./``
+    are ``""``, the root).
+
+    Purely lexical, and only where that is exact: a path starting with ``/`` or ``~`` (absolute or
+    home-relative), or holding a NUL byte, is returned as written, for the resolver and the classifier to
+    refuse with their reason; ``..`` is never resolved, and a component's own text (spaces included) is
+    never changed.
+    """
+    if path.startswith(("/", "~")) or "\x00" in path:
+        return path
+    return "/".join(part for part in path.split("/") if part not in ("", "."))
 
 
 def _expected(descriptor: ToolDescriptor) -> str:

@@ -5,7 +5,8 @@ changes and the hash an acknowledgement binds to); task worktrees at ``<root>/<r
 ``codeflux/task/<task>``, verified before every edit and diff, removed only when nothing unsaved is lost;
 the diff of a worktree against its base (untracked files included) and its identity; landing an
 accepted diff on the user's current branch (fast-forward or merge commit, nothing half-applied on a
-conflict) and handing back a rejected patch for the caller to store.
+conflict) and handing back a rejected patch for the caller to store; and a commit's tracked files written into a
+fresh directory for reading before any worktree exists (the planner's view).
 
 May import: ``codeflux.domain`` and ``pygit2`` (plus the standard library). No SQL, no store, no
 coordinator: the task service records outcomes. Everything runs through libgit2, which never runs

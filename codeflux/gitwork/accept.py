@@ -10,29 +10,31 @@
 3. the landing is computed in memory: a fast-forward when the branch still is (or descends to) an
    ancestor of the task commit, else a three-way merge; a conflict is returned as a value with the
    conflicting paths and *nothing* changed — no ref, no index entry, no file;
-4. only then are refs and files touched: uncommitted worktree content is first committed on the task
-   branch (its message carries ``Codeflux-Reviewed-Identity: <identity>`` so an interrupted accept is
-   recognised on retry), then the user's working tree and index are checked out to the result
-   (libgit2's safe checkout, which plans every write before making one) and the branch is moved.
+4. only then are refs and files touched (:func:`land_prepared`; the coordinator first commits the intent of
+   the landing, :mod:`codeflux.coordinator.tasks.review`): uncommitted worktree content is first committed
+   on the task branch (its message carries ``Codeflux-Reviewed-Identity: <identity>`` so an interrupted accept
+   is recognised on retry), then the landing goes path by path under git's locks, every path old or new,
+   never half, and the branch moves last (:mod:`codeflux.gitwork.landing`). Everything written is fsynced.
 
 Everything goes through libgit2: no hook, no signing, no editor, no external merge or diff driver.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 import pygit2
-from pygit2.enums import CheckoutStrategy, DeltaStatus, FileStatus
+from pygit2.enums import DeltaStatus, FileStatus
 
 from codeflux.domain.errors import (
     CheckoutNotCleanError,
     DetachedHeadError,
     DiffChangedError,
     GitOperationFailedError,
-    InvalidValueError,
     WorktreeNotUsableError,
 )
 from codeflux.gitwork.checkout import common_git_dir, in_progress_operations, map_git_errors, opened_checkout
@@ -45,6 +47,7 @@ from codeflux.gitwork.diff import (
     render_task_diff,
     reset_index_to_tree,
 )
+from codeflux.gitwork.landing import LandingFault, LandingPlan, enable_git_fsync, land, plan_paths
 from codeflux.gitwork.task_worktree import TaskWorktree, opened_task_worktree
 from codeflux.gitwork.working_tree import WorkingTreeCapture, capture_working_tree
 
@@ -52,14 +55,16 @@ __all__ = [
     "REVIEWED_IDENTITY_TRAILER",
     "AcceptKind",
     "AcceptOutcome",
+    "PreparedAccept",
     "RejectedPatch",
     "accept_task_diff",
+    "land_prepared",
+    "prepare_accept",
     "reject_task_diff",
 ]
 
 REVIEWED_IDENTITY_TRAILER = "Codeflux-Reviewed-Identity"
 FALLBACK_COMMITTER = CommitAuthor(name="codeflux", email="codeflux@localhost")
-_SAFE_CHECKOUT = CheckoutStrategy.SAFE | CheckoutStrategy.DONT_OVERWRITE_IGNORED
 
 
 class AcceptKind(StrEnum):
@@ -109,14 +114,28 @@ class _Landing:
     conflicting_paths: tuple[str, ...] = ()
 
 
-def accept_task_diff(
-    repo_root: Path, worktree: TaskWorktree, *, reviewed_identity: str, committer: CommitAuthor | None = None
-) -> AcceptOutcome:
-    """Land the reviewed diff of ``worktree`` on the current branch of the checkout at ``repo_root``.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreparedAccept:
+    """An accept computed and checked, with nothing referenced yet: the new commits exist only as objects.
 
-    See the module docstring for the order of checks. ``committer`` names the author and committer of
-    any commit made here; by default the repository's configured identity (else ``codeflux``).
-    """
+    ``outcome`` is how it ends once landed; ``plan`` is the landing (None when nothing lands: conflict,
+    already present, nothing to land); ``snapshot`` is the task branch's move ``(from, to, tree)`` when the
+    worktree's uncommitted changes were committed for the landing."""
+
+    outcome: AcceptOutcome
+    plan: LandingPlan | None
+    worktree: TaskWorktree
+    snapshot: tuple[str, str, str] | None
+    committer: pygit2.Signature
+    message: str
+
+
+def prepare_accept(
+    repo_root: Path, worktree: TaskWorktree, *, reviewed_identity: str, committer: CommitAuthor | None = None
+) -> PreparedAccept:
+    """Steps 1–3 of the module docstring: every check, and the landing computed; no ref, index or file of the
+    checkout is touched (objects written are fsynced and referenced by nothing yet)."""
+    enable_git_fsync()
     with opened_checkout(repo_root) as (user, user_root), opened_task_worktree(worktree) as task:
         if common_git_dir(user) != common_git_dir(task):
             raise WorktreeNotUsableError(
@@ -136,12 +155,17 @@ def accept_task_diff(
                 user, user_head, task_commit=task_commit, worktree=worktree, reviewed=reviewed_identity,
                 signature=signature,
             )
-        if landing.commit is not None:
+        plan = None
+        if landing.commit is not None and landing.tree is not None:
             _require_nothing_in_the_way(user, user_root, user_head, landing)
-            if snapshot:
-                _advance_task_branch(task, worktree, capture, task_commit)
-            _land(user, branch_ref, user_head, landing, worktree)
-        return AcceptOutcome(
+            with map_git_errors("plan the landing"):
+                previous_tree = user[user_head].peel(pygit2.Commit).tree_id
+            plan = LandingPlan(
+                work_tree=user_root, git_dir=Path(user.path).resolve(), common_dir=common_git_dir(user),
+                branch_ref=branch_ref, previous_head=str(user_head), previous_tree=str(previous_tree),
+                landed_head=str(landing.commit), landed_tree=str(landing.tree),
+                paths=plan_paths(user, previous_tree, landing.tree), token="")
+        outcome = AcceptOutcome(
             kind=landing.kind,
             branch=branch_ref.removeprefix("refs/heads/"),
             previous_head=str(user_head),
@@ -149,6 +173,43 @@ def accept_task_diff(
             task_commit=str(task_commit),
             conflicting_paths=landing.conflicting_paths,
         )
+        return PreparedAccept(
+            outcome=outcome, plan=plan, worktree=worktree,
+            snapshot=(capture.head, str(task_commit), capture.tree) if snapshot else None, committer=signature,
+            message=f"codeflux: accept task {worktree.task_id} ({landing.kind})")
+
+
+def land_prepared(prepared: PreparedAccept, *, token: str,
+                  fault: Callable[[LandingFault], None] | None = None) -> AcceptOutcome:
+    """Step 4: land the plan on the checkout (:func:`codeflux.gitwork.landing.land`), moving the task branch
+    to the snapshot (if any) once the checkout's locks are held; ``token`` names this landing's temporary files."""
+    if prepared.plan is None:
+        return prepared.outcome
+    enable_git_fsync()
+    snapshot = prepared.snapshot
+
+    def advance() -> None:
+        if snapshot is not None:
+            with opened_task_worktree(prepared.worktree) as task:
+                _advance_task_branch(task, prepared.worktree, *snapshot)
+
+    land(prepared.plan.with_token(token), committer=prepared.committer, message=prepared.message, first=advance,
+         fault=fault)
+    return prepared.outcome
+
+
+def accept_task_diff(
+    repo_root: Path, worktree: TaskWorktree, *, reviewed_identity: str, committer: CommitAuthor | None = None
+) -> AcceptOutcome:
+    """Land the reviewed diff of ``worktree`` on the current branch of the checkout at ``repo_root``
+    (:func:`prepare_accept` then :func:`land_prepared`, without a journal; the coordinator records the intent
+    between the two: :class:`codeflux.coordinator.tasks.review.ReviewService`).
+
+    See the module docstring for the order of checks. ``committer`` names the author and committer of
+    any commit made here; by default the repository's configured identity (else ``codeflux``).
+    """
+    prepared = prepare_accept(repo_root, worktree, reviewed_identity=reviewed_identity, committer=committer)
+    return land_prepared(prepared, token=os.urandom(8).hex())
 
 
 def reject_task_diff(worktree: TaskWorktree, *, reviewed_identity: str) -> RejectedPatch:
@@ -283,31 +344,16 @@ def _occupied(root: Path, relative: str) -> bool:
     return target.exists() or target.is_symlink()
 
 
-def _advance_task_branch(
-    task: pygit2.Repository, worktree: TaskWorktree, capture: WorkingTreeCapture, snapshot: pygit2.Oid
-) -> None:
-    """Move the task branch from the captured HEAD to the snapshot commit and sync the worktree index."""
+def _advance_task_branch(task: pygit2.Repository, worktree: TaskWorktree, head: str, snapshot: str, tree: str) -> None:
+    """Move the task branch from the captured HEAD to the snapshot commit and sync the worktree index
+    (already there when an interrupted accept moved it: then nothing changes)."""
     with map_git_errors("move the task branch"):
         reference = task.references[worktree.branch_ref]
-        if str(reference.target) != capture.head:
+        if str(reference.target) == snapshot:
+            return
+        if str(reference.target) != head:
             raise GitOperationFailedError(
                 operation="move the task branch", problem="concurrent-update", detail="it moved during the accept"
             )
-        reference.set_target(snapshot, f"codeflux: snapshot of task {worktree.task_id} for acceptance")
-    reset_index_to_tree(task, capture.tree)
-
-
-def _land(
-    user: pygit2.Repository, branch_ref: str, user_head: pygit2.Oid, landing: _Landing, worktree: TaskWorktree
-) -> None:
-    """Check the landing tree out into the user's checkout, then move the branch to the landing commit."""
-    if landing.commit is None or landing.tree is None:
-        raise InvalidValueError(kind="landing", reason="has no commit to land")
-    with map_git_errors("update the checkout"):
-        reference = user.references[branch_ref]
-        if reference.target != user_head:
-            raise GitOperationFailedError(
-                operation="move the branch", problem="concurrent-update", detail=f"{branch_ref} moved during the accept"
-            )
-        user.checkout_tree(user[landing.tree], strategy=_SAFE_CHECKOUT)  # type: ignore[no-untyped-call]
-        reference.set_target(landing.commit, f"codeflux: accept task {worktree.task_id} ({landing.kind})")
+        reference.set_target(pygit2.Oid(hex=snapshot), f"codeflux: snapshot of task {worktree.task_id} for acceptance")
+    reset_index_to_tree(task, tree)

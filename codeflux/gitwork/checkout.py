@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 
 import pygit2
 
-from codeflux.domain.errors import GitOperationFailedError, RepositoryNotUsableError
+from codeflux.domain.errors import GitLockHeldError, GitOperationFailedError, RepositoryNotUsableError
 
 __all__ = [
     "GitOperation",
     "common_git_dir",
     "git_failure",
+    "held_lock",
     "in_progress_operations",
     "map_git_errors",
     "opened_checkout",
@@ -59,13 +61,36 @@ def git_failure(operation: str, error: Exception) -> GitOperationFailedError:
     return GitOperationFailedError(operation=operation, problem=problem, detail=str(error))
 
 
+_LOCK_FILE = re.compile(r"'([^']*\.lock)'")
+
+
+def held_lock(error: Exception) -> str | None:
+    """The lock file named by a libgit2 failure to create it (another process holds it), else None.
+
+    libgit2 reports this as ``OSError`` or ``GitError`` ("failed to create locked file '…/index.lock': File
+    exists"); it is shown from ``.git/`` on when the path has one."""
+    match = _LOCK_FILE.search(str(error))
+    if match is None or "lock" not in str(error).lower():
+        return None
+    path = match.group(1)
+    marker = path.rfind("/.git/")
+    return path[marker + 1:] if marker >= 0 else path
+
+
 @contextlib.contextmanager
 def map_git_errors(operation: str) -> Iterator[None]:
-    """Translate pygit2 exceptions raised inside the block into :class:`GitOperationFailedError`."""
+    """Translate pygit2 exceptions raised inside the block into :class:`GitOperationFailedError`, and a lock
+    another git process holds (libgit2 raises ``OSError`` or ``GitError`` for it) into
+    :class:`GitLockHeldError`."""
     try:
         yield
-    except pygit2.GitError as error:
-        raise git_failure(operation, error) from error
+    except (pygit2.GitError, OSError) as error:
+        lock = held_lock(error)
+        if lock is not None:
+            raise GitLockHeldError(lock=lock, waited_seconds=0) from error
+        if isinstance(error, pygit2.GitError):
+            raise git_failure(operation, error) from error
+        raise
 
 
 @contextlib.contextmanager

@@ -15,6 +15,14 @@ table and where each fact comes from.
 
 A model missing from the table gets only what every model of its provider accepts: no thinking, no
 ``reasoning_effort``.
+
+* **Context window** (``context_window``, tokens of input and output together, as each provider's model
+  page gives it): what the loop measures its requests against before each call
+  (:mod:`codeflux.domain.context_window`). Claude models count 200,000 — the standard window; the
+  1M-token window some of them offer needs a beta header or a tier codeflux does not assume. A model
+  missing from the table gets :data:`DEFAULT_CONTEXT_WINDOW` (32,768): conservative on purpose, since
+  an unknown model is often a small local one behind an OpenAI-compatible server, and a window counted
+  too small costs an early compaction while one counted too large costs a refused request.
 """
 
 from __future__ import annotations
@@ -27,17 +35,22 @@ from codeflux.domain.ladder import Effort
 from codeflux.domain.providers import ProviderName
 
 __all__ = [
+    "CONTEXT_WINDOW_SOURCES",
+    "DEFAULT_CONTEXT_WINDOW",
     "MIN_THINKING_BUDGET",
     "MODEL_CAPABILITIES",
     "ModelCapabilities",
     "ThinkingForm",
     "anthropic_thinking",
     "capabilities_of",
+    "context_window_of",
     "openai_reasoning_effort",
 ]
 
 MIN_THINKING_BUDGET: Final = 1_024
 """Anthropic's smallest ``budget_tokens``."""
+DEFAULT_CONTEXT_WINDOW: Final = 32_768
+"""The context window (tokens) counted for a model the table does not list (see the module docstring)."""
 
 _THINKING_BUDGET: Final = {Effort.MEDIUM: 4_096, Effort.HIGH: 16_384, Effort.MAX: 32_768}
 _ANTHROPIC_EFFORT: Final = {Effort.LOW: "low", Effort.MEDIUM: "medium", Effort.HIGH: "high", Effort.MAX: "max"}
@@ -47,6 +60,13 @@ _ADAPTIVE_DOC: Final = "https://platform.claude.com/docs/en/build-with-claude/ad
 _EXTENDED_DOC: Final = "https://platform.claude.com/docs/en/build-with-claude/extended-thinking"
 _REASONING_DOC: Final = "https://platform.openai.com/docs/guides/reasoning"
 _CHAT_DOC: Final = "https://platform.openai.com/docs/api-reference/chat/create#chat-create-reasoning_effort"
+CONTEXT_WINDOW_SOURCES: Final = {
+    ProviderName.ANTHROPIC: "https://platform.claude.com/docs/en/build-with-claude/context-windows",
+    ProviderName.OPENAI: "https://platform.openai.com/docs/models",
+}
+"""Where the windows come from: Anthropic's "Context windows" page and models overview; each OpenAI model's
+page (gpt-5 family 400,000; o3 and o4-mini 200,000; gpt-4.1 family 1,047,576; gpt-4o and gpt-4o-mini 128,000)."""
+_CLAUDE_WINDOW: Final = 200_000
 
 
 class ThinkingForm(StrEnum):
@@ -68,6 +88,8 @@ class ModelCapabilities:
     thinking: ThinkingForm = ThinkingForm.NONE
     max_effort: bool = False
     reasoning_effort: bool = False
+    context_window: int
+    """Input and output tokens together (see the module docstring)."""
     source: str
 
     def matches(self, model: str) -> bool:
@@ -77,12 +99,12 @@ class ModelCapabilities:
 def _claude(model: str, thinking: ThinkingForm, *aliases: str, max_effort: bool = False) -> ModelCapabilities:
     source = _ADAPTIVE_DOC if thinking is ThinkingForm.ADAPTIVE else _EXTENDED_DOC
     return ModelCapabilities(provider=ProviderName.ANTHROPIC, model=model, aliases=aliases, thinking=thinking,
-                             max_effort=max_effort, source=source)
+                             max_effort=max_effort, context_window=_CLAUDE_WINDOW, source=source)
 
 
-def _gpt(model: str, *aliases: str, reasoning: bool) -> ModelCapabilities:
+def _gpt(model: str, *aliases: str, reasoning: bool, window: int) -> ModelCapabilities:
     return ModelCapabilities(provider=ProviderName.OPENAI, model=model, aliases=aliases, reasoning_effort=reasoning,
-                             source=_REASONING_DOC if reasoning else _CHAT_DOC)
+                             context_window=window, source=_REASONING_DOC if reasoning else _CHAT_DOC)
 
 
 _ADAPTIVE, _BUDGET = ThinkingForm.ADAPTIVE, ThinkingForm.BUDGET
@@ -100,23 +122,29 @@ MODEL_CAPABILITIES: Final[tuple[ModelCapabilities, ...]] = (
     _claude("claude-sonnet-4-0", _BUDGET, "claude-sonnet-4-20250514"),
     _claude("claude-haiku-4-5", _BUDGET, "claude-haiku-4-5-20251001"),
     # Reasoning models take reasoning_effort.
-    _gpt("gpt-5", "gpt-5-2025-08-07", reasoning=True),
-    _gpt("gpt-5-mini", "gpt-5-mini-2025-08-07", reasoning=True),
-    _gpt("gpt-5-nano", "gpt-5-nano-2025-08-07", reasoning=True),
-    _gpt("o3", "o3-2025-04-16", reasoning=True),
-    _gpt("o4-mini", "o4-mini-2025-04-16", reasoning=True),
+    _gpt("gpt-5", "gpt-5-2025-08-07", reasoning=True, window=400_000),
+    _gpt("gpt-5-mini", "gpt-5-mini-2025-08-07", reasoning=True, window=400_000),
+    _gpt("gpt-5-nano", "gpt-5-nano-2025-08-07", reasoning=True, window=400_000),
+    _gpt("o3", "o3-2025-04-16", reasoning=True, window=200_000),
+    _gpt("o4-mini", "o4-mini-2025-04-16", reasoning=True, window=200_000),
     # Non-reasoning models refuse it (HTTP 400 "Unrecognized request argument supplied: reasoning_effort").
-    _gpt("gpt-4.1", "gpt-4.1-2025-04-14", reasoning=False),
-    _gpt("gpt-4.1-mini", "gpt-4.1-mini-2025-04-14", reasoning=False),
-    _gpt("gpt-4.1-nano", "gpt-4.1-nano-2025-04-14", reasoning=False),
-    _gpt("gpt-4o", "gpt-4o-2024-08-06", reasoning=False),
-    _gpt("gpt-4o-mini", "gpt-4o-mini-2024-07-18", reasoning=False),
+    _gpt("gpt-4.1", "gpt-4.1-2025-04-14", reasoning=False, window=1_047_576),
+    _gpt("gpt-4.1-mini", "gpt-4.1-mini-2025-04-14", reasoning=False, window=1_047_576),
+    _gpt("gpt-4.1-nano", "gpt-4.1-nano-2025-04-14", reasoning=False, window=1_047_576),
+    _gpt("gpt-4o", "gpt-4o-2024-08-06", reasoning=False, window=128_000),
+    _gpt("gpt-4o-mini", "gpt-4o-mini-2024-07-18", reasoning=False, window=128_000),
 )  # fmt: skip
 
 
 def capabilities_of(provider: ProviderName, model: str) -> ModelCapabilities | None:
     """The row of ``model`` (its id or a dated alias, exactly), or None for a model codeflux does not know."""
     return next((row for row in MODEL_CAPABILITIES if row.provider is provider and row.matches(model)), None)
+
+
+def context_window_of(provider: ProviderName, model: str) -> int:
+    """The context window (tokens) of ``model``; :data:`DEFAULT_CONTEXT_WINDOW` for a model not in the table."""
+    row = capabilities_of(provider, model)
+    return DEFAULT_CONTEXT_WINDOW if row is None else row.context_window
 
 
 def anthropic_thinking(model: str, effort: Effort | None, *, max_output_tokens: int) -> dict[str, object]:

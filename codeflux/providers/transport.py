@@ -44,6 +44,7 @@ from typing import Final, TypeVar
 import httpx
 
 from codeflux.domain.errors import (
+    ContextTooLongError,
     ProviderError,
     ProviderOutcomeUnknownError,
     ProviderRejectedError,
@@ -52,7 +53,7 @@ from codeflux.domain.errors import (
 )
 from codeflux.redact import Redactor
 
-__all__ = ["HttpPolicy", "ProviderHttp", "ProviderResponse", "provider_error_for"]
+__all__ = ["HttpPolicy", "ProviderHttp", "ProviderResponse", "is_context_too_long", "provider_error_for"]
 
 T = TypeVar("T")
 KIB: Final = 1024
@@ -172,7 +173,7 @@ class ProviderHttp:
                 provider=self._provider, reason="the adapter was closed", status=None, attempts=0, retry_after_s=None
             )
         if len(body) > self._policy.max_request_bytes:
-            raise ProviderRejectedError(
+            raise ContextTooLongError(
                 provider=self._provider,
                 status=413,
                 error_type=None,
@@ -221,9 +222,9 @@ class ProviderHttp:
             reason = f"HTTP {status}: {detail}"
             if not self._should_retry(response):
                 if status < 500:
-                    raise ProviderRejectedError(
-                        provider=self._provider, status=status, error_type=error_type, detail=detail
-                    )
+                    rejected = ContextTooLongError if is_context_too_long(status, error_type, detail) else (
+                        ProviderRejectedError)
+                    raise rejected(provider=self._provider, status=status, error_type=error_type, detail=detail)
                 return _Retry(provider=self._provider, reason=reason, status=status, final_now=True)
             wait = self._retry_after(response)
             if wait is not None and wait > self._policy.retry_after_cap_s:
@@ -298,6 +299,22 @@ class _Retry:
             attempts=attempts,
             retry_after_s=self.refused_wait_s,
         )
+
+
+_TOO_LONG: Final = re.compile(
+    r"prompt is too long|context[ _]length|context window|maximum context|too many (?:input )?tokens"
+    r"|input is too long|request_too_large|request too large|reduce the length", re.IGNORECASE)
+
+
+def is_context_too_long(status: int, error_type: str | None, detail: str) -> bool:
+    """Whether a refusal says the request does not fit the model's context window: HTTP 400 or 413 whose
+    error type or message is one of the providers' words for it — Anthropic ``invalid_request_error`` "prompt
+    is too long: N tokens > M maximum" (413 ``request_too_large`` for a body over its size limit), OpenAI
+    ``context_length_exceeded`` "This model's maximum context length is N tokens…", and the like from
+    OpenAI-compatible servers ("context window", "too many tokens")."""
+    if status not in (400, 413):
+        return False
+    return status == 413 or _TOO_LONG.search(f"{error_type or ''} {detail}") is not None
 
 
 def _error_fields(text: str) -> tuple[str | None, str]:

@@ -1,6 +1,8 @@
 """``RecoveryService``: interrupted tasks as known / ambiguous / recommended, and the person's choices.
 
-* ``ListRecovery`` — every ``recovery-required`` task (or only ``task_id``'s), observed now
+* ``ListRecovery`` — every ``recovery-required`` task (or only ``task_id``'s), observed now, and every other
+  open task whose recent past the database lost (a damaged write-ahead log; an ambiguous item of kind
+  ``store-damage`` whose outcome is ``unknown`` and cannot be recorded),
   (:meth:`codeflux.coordinator.tasks.recovery.RecoveryService.tasks_needing_recovery`): the known facts as
   lines (as ``codeflux task recovery`` prints them), each ambiguous effect with its recorded outcome (empty
   while unresolved), the recommended action and why, the actions allowed now and why each other one is not.
@@ -24,13 +26,12 @@ from codeflux.coordinator.tasks.recovery import RecoveryView
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.recovery import EffectOutcome, KnownState, RecoveryAction
-from codeflux.domain.tasks import TaskState
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import MutationLedger, check_expected_revision, mutation_of, parse_task_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
 from codeflux.services.views import task_service
 
-__all__ = ["known_lines", "methods", "recovery_view"]
+__all__ = ["STORE_DAMAGE_KIND", "known_lines", "methods", "recovery_view"]
 
 _SERVICE: Final = "RecoveryService"
 _MAX_ITEM: Final = 128
@@ -60,11 +61,23 @@ def recovery_view(view: RecoveryView) -> pb.RecoveryView:
         task_id=view.task.task_id.value, title=view.task.title or "", state=view.task.state.value, known=lines,
         ambiguous=[pb.AmbiguousEffectView(item_id=e.item_id, kind=e.kind.value, summary=e.summary,
                                           outcome="" if e.outcome is None else e.outcome.value)
-                   for e in view.ambiguous],
+                   for e in view.ambiguous] + _store_damage_effects(view),
         recommended=advice.recommended.value, why=advice.why,
         allowed=sorted(action.value for action in advice.allowed),
         refused=[pb.RefusedAction(action=action.value, reason=reason) for action, reason in advice.refused],
         revision=view.task.revision)
+
+
+STORE_DAMAGE_KIND: Final = "store-damage"
+
+
+def _store_damage_effects(view: RecoveryView) -> list[pb.AmbiguousEffectView]:
+    """The database's loss of committed data as one ambiguous item: no outcome can be recorded for it (its
+    outcome reads ``unknown``); the person inspects the worktree and acts on the task instead."""
+    if view.store_damage is None:
+        return []
+    return [pb.AmbiguousEffectView(item_id="database", kind=STORE_DAMAGE_KIND, summary=view.store_damage,
+                                   outcome="unknown")]
 
 
 def _outcome(text: str) -> EffectOutcome:
@@ -134,8 +147,8 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         recovery = CoordinatorRecovery(app.db)
         if request.task_id:
             task_id = parse_task_id(request.task_id)
-            needs = task_service(app).show(task_id).task.state is TaskState.RECOVERY_REQUIRED
-            views = [recovery.assess(task_id)] if needs else []
+            task_service(app).show(task_id)  # an unknown task is NOT_FOUND
+            views = [recovery.assess(task_id)] if recovery.needs_recovery(task_id) else []
         else:
             views = recovery.tasks_needing_recovery()
         return pb.ListRecoveryReply(tasks=[recovery_view(view) for view in views])

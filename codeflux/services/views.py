@@ -120,6 +120,10 @@ def plan_view(*, revision: int, sha256: str, plan: Plan, decision: PlanDecisionR
     _plan_examples(shown, plan, undecided=decision is None and awaiting_approval, requirement=requirement)
     if plan.forecast is not None:
         shown.forecast.CopyFrom(_forecast(plan.forecast))
+    if plan.planning is not None:
+        shown.planning.CopyFrom(product_pb2.PlanningSpendView(
+            model_calls=plan.planning.model_calls, tool_calls=plan.planning.tool_calls,
+            cost=maybe_money(plan.planning.cost)))
     return shown
 
 

@@ -17,6 +17,7 @@ import apsw
 
 from codeflux.domain.errors import (
     DatabaseMissingError,
+    DataDirectoryError,
     StoreBusyError,
     StoreCorruptError,
     StoreError,
@@ -78,16 +79,34 @@ def open_connection(path: Path, *, create: bool = False, readonly: bool = False)
         # Create the empty file 0600 ourselves so it never exists with a wider mode.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         os.close(fd)
-    with map_sqlite_errors("open database"):
-        conn = apsw.Connection(str(path), flags=flags)
-        try:
-            _apply_policy(conn, readonly=readonly)
-        except BaseException:
-            conn.close()
-            raise
+    try:
+        with map_sqlite_errors("open database"):
+            conn = apsw.Connection(str(path), flags=flags)
+            try:
+                _apply_policy(conn, readonly=readonly)
+            except BaseException:
+                conn.close()
+                raise
+    except StoreUnavailableError as err:
+        if (why := _unwritable(path.parent)) is not None:
+            raise DataDirectoryError(
+                f"the data directory {why}: SQLite writes the database's -wal and -shm files beside it, even "
+                "to read it; make it writable or pass --data-dir"
+            ) from err
+        raise
     if not readonly:
         restrict_database_file_modes(path)
     return conn
+
+
+def _unwritable(directory: Path) -> str | None:
+    """Why ``directory`` cannot be written (a read-only mount, its permissions), or None when it can."""
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return "is on a read-only file system"
+    except OSError:
+        return None
+    return None if os.access(directory, os.W_OK | os.X_OK) else "is not writable"
 
 
 def _apply_policy(conn: apsw.Connection, *, readonly: bool) -> None:

@@ -23,12 +23,11 @@ from codeflux.domain.errors import (
     DatabaseMissingError,
     DatabaseNeedsMigrationError,
     DatabaseNewerError,
-    DataDirectoryError,
     UsageError,
 )
 from codeflux.store.connection import open_connection
 from codeflux.store.database import ReadView
-from codeflux.store.location import DataLocation
+from codeflux.store.location import DataLocation, refuse_a_file
 from codeflux.store.migrations import supported_schema_version
 
 __all__ = [
@@ -60,11 +59,7 @@ def readonly_database(location: DataLocation) -> Iterator[apsw.Connection]:
     Closing it never fails the caller: a read-only connection has nothing to flush or checkpoint, so
     work that completed (a written snapshot, printed rows) is never reported as failed afterwards.
     """
-    directory = location.directory
-    if directory.exists() and not directory.is_dir():
-        raise DataDirectoryError(
-            "the data directory path is not a directory; pass --data-dir with a directory path"
-        )
+    refuse_a_file(location)
     if not location.database.exists():
         raise DatabaseMissingError(_NO_DATABASE)
     conn = open_connection(location.database, readonly=True)

@@ -1,8 +1,11 @@
 """Structural checks of the database, run on a read-only connection.
 
-Four checks, every result row kept (an earlier system read only the first row of ``integrity_check``
+Five checks, every result row kept (an earlier system read only the first row of ``integrity_check``
 and ran no foreign-key check at all):
 
+0. the write-ahead log, read *before* any connection opens the database (opening replays it and stops at
+   a damaged frame, silently dropping later commits; :mod:`codeflux.store.wal_damage`): a log whose replay
+   loses committed data is copied aside into ``<data>/backups/`` and reported with the frame;
 1. ``PRAGMA integrity_check`` — every row SQLite reports, up to :data:`INTEGRITY_CHECK_MAX_ERRORS`;
 2. ``PRAGMA foreign_key_check`` — every violating row;
 3. the migration history against the migrations this codeflux ships: each shipped version up to the
@@ -26,13 +29,14 @@ from typing import TypeVar
 
 import apsw
 
-from codeflux.domain.errors import StoreCorruptError, StoreError
+from codeflux.domain.errors import StoreCorruptError, StoreError, StoreUnavailableError
 from codeflux.store.connection import map_sqlite_errors
 from codeflux.store.database import ReadView
 from codeflux.store.events import find_journal_gaps
 from codeflux.store.inspection import readonly_database
 from codeflux.store.location import DataLocation
 from codeflux.store.migrations import Migration, load_shipped_migrations
+from codeflux.store.wal_damage import check_wal_before_open
 
 __all__ = [
     "INTEGRITY_CHECK_MAX_ERRORS",
@@ -54,6 +58,7 @@ class IntegrityCheck(StrEnum):
     """Which check produced a finding."""
 
     FILE = "file"
+    WRITE_AHEAD_LOG = "write-ahead-log"
     SCHEMA_VERSION = "schema-version"
     SQLITE_INTEGRITY = "sqlite-integrity"
     FOREIGN_KEYS = "foreign-keys"
@@ -63,7 +68,8 @@ class IntegrityCheck(StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IntegrityFinding:
-    """One problem: the check that found it and a one-line description (no row contents, no paths)."""
+    """One problem: the check that found it and a one-line description (no row contents; a path only where a
+    copy was made)."""
 
     check: IntegrityCheck
     detail: str
@@ -97,9 +103,16 @@ def check_database_integrity(
     (permissions, I/O); anything wrong *inside* the file is returned as findings.
     """
     migrations = shipped if shipped is not None else load_shipped_migrations()
+    wal_findings = _check_wal(location)
+    if any(f.detail.startswith(_NOT_OPENED) for f in wal_findings):
+        return IntegrityReport(findings=tuple(wal_findings), checks_run=(IntegrityCheck.WRITE_AHEAD_LOG,),
+                               schema_version=None, supported_version=len(migrations))
     try:
         with readonly_database(location) as conn:
-            return _check_open_database(ReadView(conn), conn, migrations)
+            report = _check_open_database(ReadView(conn), conn, migrations)
+        return IntegrityReport(findings=tuple(wal_findings) + report.findings,
+                               checks_run=(IntegrityCheck.WRITE_AHEAD_LOG, *report.checks_run),
+                               schema_version=report.schema_version, supported_version=report.supported_version)
     except StoreCorruptError:
         finding = IntegrityFinding(
             check=IntegrityCheck.FILE,
@@ -107,6 +120,22 @@ def check_database_integrity(
         )
         return IntegrityReport(findings=(finding,), checks_run=(IntegrityCheck.FILE,), schema_version=None,
                                supported_version=len(migrations))
+
+
+_NOT_OPENED = "not opened: "
+
+
+def _check_wal(location: DataLocation) -> list[IntegrityFinding]:
+    """The WAL's damage, found before the database is opened (its copy is made here, once)."""
+    if not location.database.exists():
+        return []  # readonly_database says there is no database
+    try:
+        damage = check_wal_before_open(location)
+    except StoreUnavailableError as err:
+        return [IntegrityFinding(check=IntegrityCheck.WRITE_AHEAD_LOG, detail=f"{_NOT_OPENED}{err}")]
+    if damage is None:
+        return []
+    return [IntegrityFinding(check=IntegrityCheck.WRITE_AHEAD_LOG, detail=damage.finding)]
 
 
 def _check_open_database(

@@ -104,7 +104,7 @@ def serve(config: StartupConfig, *, environment: Mapping[str, str], stdin: Binar
         while not stop.wait(0.5):
             pass
     finally:
-        processes.kill_all()
+        service.cancel_all()  # a lapsed lease or a signal: what was running is reported cancelled
         server.stop(grace=_STOP_GRACE_S).wait()
         processes.kill_all()
         with contextlib.suppress(FileNotFoundError):

@@ -155,12 +155,19 @@ class WorkerService:
     def Shutdown(
         self, request: worker_pb2.ShutdownRequest, context: grpc.ServicerContext
     ) -> worker_pb2.ShutdownReply:
+        killed = self.cancel_all()
+        self._stop.set()
+        return worker_pb2.ShutdownReply(killed_process_groups=killed)
+
+    def cancel_all(self) -> int:
+        """Mark every execution in flight cancelled, then kill every process group; the count killed.
+
+        The mark comes first, so a program killed here is reported ``cancelled`` — by codeflux, on a shutdown
+        or a lapsed lease — never as its own failure (``killed by SIGKILL``)."""
         with self._lock:
             for flight in self._in_flight.values():
                 flight.cancelled.set()
-        killed = self._processes.kill_all()
-        self._stop.set()
-        return worker_pb2.ShutdownReply(killed_process_groups=killed)
+        return self._processes.kill_all()
 
     def Execute(
         self, requests: Iterator[worker_pb2.ExecuteRequest], context: grpc.ServicerContext

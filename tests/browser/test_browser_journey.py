@@ -39,6 +39,8 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     expect(plan.get_by_test_id("forecast-label")).to_have_text("Estimate, not a promise.")
     expect(plan.get_by_test_id("plan-steps")).to_be_visible()
     expect(plan.get_by_test_id("plan-author")).to_contain_text("scripted demo — not an AI model")
+    expect(plan.get_by_test_id("plan-step-files").first).to_contain_text("Files the planner expects to touch (a hint)")
+    expect(plan.get_by_test_id("plan-planning-facts")).to_contain_text("Model calls1Read-only tool calls0")
     repository = app.testid("task-repository").inner_text()
     base = git(repository, "rev-parse", "HEAD")
     branch = git(repository, "symbolic-ref", "--short", "HEAD")

@@ -172,7 +172,7 @@ def test_a_trace_naming_a_number_that_does_not_exist_is_a_misfit(harness: Harnes
     task_id = harness.tasks.create_task(harness.snapshot(), REQUIREMENT, idempotency_key=keys()).task_id
     harness.set_budget(task_id)
     wrong = plan_reply(trace=[{"examples": [3], "sentences": [1]}, {"examples": [1], "sentences": [7]}])
-    gateway, adapter = scripted_gateway(harness.db, [wrong, wrong])
+    gateway, adapter = scripted_gateway(harness.db, [wrong, wrong, wrong])
 
     with pytest.raises(PlannerFailedError):
         propose_plan(task_id, gateway=gateway, tasks=harness.tasks, position=LadderPosition.start(),

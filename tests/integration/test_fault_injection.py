@@ -27,7 +27,6 @@ from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperatio
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.tasks.recovery import RecoveryService, exclusive_startup_lock
-from codeflux.coordinator.tasks.review import ReviewService
 from codeflux.coordinator.tasks.service import Actor
 from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.errors import BudgetDecisionNeededError
@@ -36,7 +35,7 @@ from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import Message
 from codeflux.domain.pipeline import StageOutcome
 from codeflux.domain.recovery import EffectKind, EffectOutcome, RecoveryAction
-from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action
+from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.pipeline.program import pytest_argv
 from codeflux.store import checkpoints as checkpoint_rows
@@ -103,14 +102,14 @@ with shared_running_lock(location):
     tasks = TaskService(db, worktrees_root=Path(worktrees))
     if mode == "mid-accept":
         import codeflux.coordinator.tasks.review as review
-        landing = review.accept_task_diff
+        landing = review.land_prepared
 
         def land_then_hang(*args, **kwargs):
             landed = landing(*args, **kwargs)
             hang()
             return landed
 
-        review.accept_task_diff = land_then_hang
+        review.land_prepared = land_then_hang
         review.ReviewService(db).accept_task(TaskId.parse(task), reviewed_identity=extra)
         raise SystemExit(0)
     argv = json.loads(extra)
@@ -173,6 +172,12 @@ def journal(db: Database, task_id: TaskId) -> set[tuple[str, int, str]]:
             found |= {(e.session_id, e.sequence, e.kind) for e in page}
             after = page[-1].sequence
     return found
+
+
+def journal_events(db: Database, task_id: TaskId) -> list[JournalEvent]:
+    """The task session's committed events, oldest first."""
+    session = db.read(lambda view: require_task_record(view, task_id)).session_id
+    return db.read(partial(_page, session_id=session, after=0))
 
 
 def _page(view: ReadView, *, session_id: str, after: int) -> list[JournalEvent]:
@@ -276,7 +281,7 @@ def _json(value: object) -> str:
     return json.dumps(value)
 
 
-def test_a_child_killed_mid_accept_after_landing_is_completed_by_accepting_again_without_landing_twice(
+def test_a_child_killed_mid_accept_after_landing_is_finished_by_startup_recovery_without_landing_twice(
     harness: Harness, db: Database, data_location: DataLocation, tmp_path: Path
 ) -> None:
     task_id = harness.ready_task()
@@ -299,15 +304,13 @@ def test_a_child_killed_mid_accept_after_landing_is_completed_by_accepting_again
     landed = _git(harness.repo, "rev-parse", "HEAD")
     commits = _git(harness.repo, "rev-list", "--count", "HEAD")
 
-    recovery = restart(db, data_location, task_id, before, interrupted=False)
+    recovery = restart(db, data_location, task_id, before)  # the landing's resolution is recorded on top
 
     task = harness.tasks.show(task_id).task
-    assert task.state is TaskState.AWAITING_REVIEW  # the landing is in git, the decision is not recorded
+    assert task.state is TaskState.COMPLETED  # the branch had moved: recovery finished the accept from its intent
     assert recovery.tasks_needing_recovery() == []
-    assert describe_task_action(task.state, TaskAction.ACCEPT).available  # the recommended action: accept again
-    accepted = ReviewService(db).accept_task(task_id, reviewed_identity=identity)
-    assert accepted.change is not None and accepted.change.state is TaskState.COMPLETED
-    assert accepted.outcome.landed_head == landed
+    resolved = [e for e in journal_events(db, task_id) if e.kind == "accept-resolved"]
+    assert [(e.payload["resolution"], e.payload["by"]) for e in resolved] == [("finished", "recovery")]
     assert (_git(harness.repo, "rev-parse", "HEAD"), _git(harness.repo, "rev-list", "--count", "HEAD")) == (
         landed, commits)  # landed once
     assert _git(harness.repo, "status", "--porcelain") == ""

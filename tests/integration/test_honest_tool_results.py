@@ -95,8 +95,8 @@ def test_a_failed_edit_tells_the_model_what_was_nearby(db: Database, tmp_path: P
                                    "new_text": "def add(a, b):\n  return b + a\n"}, idempotency_key="e1")
     assert record is not None
     text = describe_execution(record)
-    assert text.startswith("state: failed\nfailure: no-match\nmessage: old_text does not occur exactly, but "
-                           "matches lines 1–2 except for whitespace (indentation")
+    assert text.startswith("state: failed\nfailure: no-match\nmessage: calc.py: old_text does not occur exactly, "
+                           "but matches lines 1–2 except for whitespace (indentation")
     assert "content:\n" in text and "     1\tdef add(a, b):\n     2\t    return a + b\n" in text
 
 

@@ -216,7 +216,7 @@ def test_a_database_newer_than_this_codeflux_is_still_checked_and_refused_with_e
     code, out, err = check(capsys, directory)
 
     assert code == 3
-    assert "ran sqlite-integrity, foreign-keys, migration-history, event-journal" in out
+    assert "ran write-ahead-log, sqlite-integrity, foreign-keys, migration-history, event-journal" in out
     assert f"[schema-version] the database has schema version {FUTURE}, newer than this codeflux" in out
     assert "needs a newer codeflux" in err
 

@@ -202,15 +202,20 @@ def test_the_planner_retries_once_with_the_schema_findings_then_records(harness:
     assert harness.tasks.show(task_id).task.state is TaskState.AWAITING_PLAN_APPROVAL
 
 
-def test_two_misfit_plans_fail_the_planner_and_record_nothing(harness: Harness) -> None:
+def test_three_misfit_plans_fail_the_planner_and_record_nothing(harness: Harness) -> None:
     task_id = harness.tasks.create_task(harness.snapshot(), _requirement(), idempotency_key=keys()).task_id
     harness.set_budget(task_id)
-    gateway, _ = scripted_gateway(harness.db, [ScriptedTurn(text="no plan", usage=USAGE),
-                                               ScriptedTurn(text='{"steps": []}', usage=USAGE)])
+    gateway, adapter = scripted_gateway(harness.db, [ScriptedTurn(text="no plan", usage=USAGE),
+                                                     ScriptedTurn(text='{"steps": []}', usage=USAGE),
+                                                     ScriptedTurn(text='{"task_class": "rewrite"}', usage=USAGE)])
 
-    with pytest.raises(PlannerFailedError):
+    with pytest.raises(PlannerFailedError) as failed:
         propose_plan(task_id, gateway=gateway, tasks=harness.tasks, position=LadderPosition.start(),
                      idempotency_key="plan")
+
+    assert failed.value.attempts == 3 and len(adapter.requests) == 3
+    assert "after 3 attempts" in str(failed.value)
+    assert "steps" in adapter.requests[2].messages[-1].text  # the second reply's findings went back
 
     view = harness.tasks.show(task_id)
     assert view.plan is None and view.task.state is TaskState.FORECASTING

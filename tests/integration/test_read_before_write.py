@@ -67,9 +67,9 @@ def test_replacing_a_file_after_reading_it_needs_no_hash(harness: Harness) -> No
     assert not shown["w1"].is_error
     assert f"sha256 of the file now: {hashlib.sha256(FIXED_CALC.encode()).hexdigest()}" in shown["w1"].content
     assert shown["w2"].is_error
-    assert shown["w2"].content.startswith("state: failed\nfailure: already-exists\nmessage: the file already "
-                                          "exists and was not read (or changed since it was read): read it with "
-                                          "read_file first")
+    assert shown["w2"].content.startswith("state: failed\nfailure: already-exists\nmessage: tests/test_calc.py: "
+                                          "the file already exists and was not read (or changed since it was "
+                                          "read): read it with read_file first")
     assert not shown["w3"].is_error
 
     # what the authority recorded is the filled-in request: the hash is part of the operation's identity

@@ -24,6 +24,7 @@ from codeflux.domain.execution import ExecutionState, FailureKind
 from codeflux.domain.ids import TaskId
 from codeflux.worker.client.handle import WorkerHandle
 from codeflux.worker.client.launch import LaunchedWorker, has_exited, launch_worker, reap_worker
+from codeflux.worker.client.wire import encode_execution
 from codeflux.worker.rpc import WorkerStub
 from tests.fixtures.workers import (
     TASK,
@@ -160,7 +161,7 @@ def test_a_file_tool_reports_no_exit_code_and_the_file_sha256(worker: WorkerHand
 def test_a_refused_path_comes_back_as_a_typed_failure(worker: WorkerHandle) -> None:
     outcome = worker.execute(execution_of("read_file", {"path": "../outside"}))
     assert (outcome.state, outcome.failure_kind) == (ExecutionState.FAILED, FailureKind.PATH_REFUSED)
-    assert outcome.message.startswith("path refused")
+    assert outcome.message.startswith("../outside: path refused")  # the failure names its path
 
 
 def test_a_vanished_worktree_gives_a_typed_failure_and_the_worker_survives(worker: WorkerHandle,
@@ -307,6 +308,30 @@ def test_a_worker_without_heartbeats_stops_itself(task: TaskWorktree, tmp_path: 
         reap_worker(launched)
     assert launched.process.returncode == 0
     assert not launched.socket_path.exists()
+
+
+def test_a_command_killed_because_the_lease_lapsed_is_reported_cancelled_not_as_its_own_failure(
+    task: TaskWorktree, tmp_path: Path
+) -> None:
+    """A coordinator stopped with Ctrl-Z sends no heartbeat; the worker stops and kills what runs. The
+    program did not fail: before, the stream said ``failed``, ``killed by SIGKILL`` (exit -9)."""
+    launched = launch_worker(task_id=TASK, worktree=task.worktree.resolve(), state_dir=tmp_path / "silent",
+                             lease_interval_s=1.0, startup_timeout_s=20, base_commit=None,
+                             base_environment=dict(os.environ), box=box_for(task.worktree, tmp_path))
+    try:
+        stub, channel = stub_for(launched)
+        with channel:
+            request = encode_execution(execution_of("run_command", {"argv": ["sleep", "300"]}),
+                                       lease_token=launched.lease_token)
+            events = list(stub.Execute(iter([request]), metadata=((TOKEN_KEY, launched.lease_token),), timeout=60))
+        results = [event.result for event in events if event.WhichOneof("event") == "result"]
+        assert len(results) == 1, events
+        assert results[0].state == worker_pb2.RESULT_STATE_CANCELLED, results[0]
+        assert results[0].failure_kind == FailureKind.CANCELLED.value
+        assert wait_for_exit(launched.process, timeout_s=10)
+        assert "lease expired" in launched.log_path.read_text()
+    finally:
+        reap_worker(launched)
 
 
 def test_a_worker_whose_coordinator_is_gone_stops(task: TaskWorktree, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.api.v1 import worker_pb2
+from codeflux.domain.errors import ToolRequestInvalidError
 from codeflux.domain.execution import ExecutionLimits, ExecutionState, FailureKind
 from codeflux.worker.client.handle import WorkerHandle, WorkerOutcome
 from codeflux.worker.client.launch import LaunchedWorker
@@ -290,7 +291,7 @@ def test_repository_configuration_cannot_make_git_tools_run_a_program(worker: Wo
 # The empty path never gets this far: the tool binder refuses it (see the wire test in
 # tests/integration/test_worker_process.py and tests/unit/worker/test_paths.py).
 TRAVERSALS = ["../x", "../../x", "a/../../x", "/etc/passwd", "..\\x", "C:/x", "C:\\x", " ", "   ", "~/x",
-              "a//b", ".", "..", "./../x", " a", "a "]
+              "..", "./../x", " a", "a "]
 
 
 @pytest.mark.parametrize("path", TRAVERSALS, ids=repr)
@@ -307,6 +308,25 @@ def test_the_traversal_list_is_refused_by_every_file_tool_with_nothing_created_o
     after = snapshot(tmp_path)
     created = sorted(set(after) - set(before) - {name for name in after if name.startswith("state")})
     assert created == []
+
+
+def test_spellings_of_a_worktree_path_name_that_path_and_never_leave_the_worktree(
+    worker: WorkerHandle, task: TaskWorktree
+) -> None:
+    """`a//b`, `./a/./b` and `.` are not traversals: binding makes them canonical (`a/b`; `.` is the root, which
+    an optional path means when omitted and a required one refuses as empty). The resolver still takes only
+    canonical paths (tests/unit/worker/test_paths.py): nothing non-canonical reaches it."""
+    for spelled in ("a//b", "./a/./b", "a/b/"):
+        outcome, _ = run(worker, "write_file", {"path": spelled, "content": spelled})
+        assert outcome.state is ExecutionState.SUCCEEDED, (spelled, outcome.message)
+        assert (task.worktree / "a" / "b").read_text() == spelled
+        (task.worktree / "a" / "b").unlink()
+    listed, _ = run(worker, "list_directory", {"path": "."})
+    assert listed.state is ExecutionState.SUCCEEDED and "src/" in listed.content
+    for tool, arguments in (("read_file", {"path": "."}), ("write_file", {"path": "./", "content": "x"}),
+                            ("delete_file", {"path": "."})):
+        with pytest.raises(ToolRequestInvalidError, match="must not be empty"):  # refused before it is sent
+            run(worker, tool, arguments)
 
 
 def test_planted_symlinks_are_refused_by_every_file_tool_with_nothing_created_outside(

@@ -55,6 +55,9 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_BROWSER_DECISION_REFUSED: _ClassVar[EventKind]
     EVENT_KIND_CLARIFICATION_POLICY_SET: _ClassVar[EventKind]
     EVENT_KIND_ATTEMPT_SENT_BACK: _ClassVar[EventKind]
+    EVENT_KIND_STORE_DAMAGE_DETECTED: _ClassVar[EventKind]
+    EVENT_KIND_ACCEPT_STARTED: _ClassVar[EventKind]
+    EVENT_KIND_ACCEPT_RESOLVED: _ClassVar[EventKind]
 EVENT_KIND_UNSPECIFIED: EventKind
 EVENT_KIND_REPOSITORY_REGISTERED: EventKind
 EVENT_KIND_TASK_CREATED: EventKind
@@ -100,6 +103,9 @@ EVENT_KIND_LOGS_PURGED: EventKind
 EVENT_KIND_BROWSER_DECISION_REFUSED: EventKind
 EVENT_KIND_CLARIFICATION_POLICY_SET: EventKind
 EVENT_KIND_ATTEMPT_SENT_BACK: EventKind
+EVENT_KIND_STORE_DAMAGE_DETECTED: EventKind
+EVENT_KIND_ACCEPT_STARTED: EventKind
+EVENT_KIND_ACCEPT_RESOLVED: EventKind
 
 class GetOverviewRequest(_message.Message):
     __slots__ = ()
@@ -358,7 +364,7 @@ class ForecastView(_message.Message):
     def __init__(self, label: _Optional[str] = ..., heuristic: _Optional[str] = ..., wall_seconds: _Optional[_Union[CountRange, _Mapping]] = ..., tokens: _Optional[_Union[CountRange, _Mapping]] = ..., cost: _Optional[_Union[_common_pb2.MoneyRange, _Mapping]] = ..., uncertainty: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PlanView(_message.Message):
-    __slots__ = ("revision", "sha256", "task_class", "scope_summary", "scope_paths", "scope_excluded", "steps", "checks", "permissions", "assumptions", "forecast", "decision", "feedback", "author_label", "confirmation", "examples", "examples_source", "traced", "sentences", "uncovered_examples", "uncovered_sentences", "questions", "clarification_policy", "plan_examples", "examples_editable", "examples_edit_note")
+    __slots__ = ("revision", "sha256", "task_class", "scope_summary", "scope_paths", "scope_excluded", "steps", "checks", "permissions", "assumptions", "forecast", "decision", "feedback", "author_label", "confirmation", "examples", "examples_source", "traced", "sentences", "uncovered_examples", "uncovered_sentences", "questions", "clarification_policy", "plan_examples", "examples_editable", "examples_edit_note", "planning")
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
     TASK_CLASS_FIELD_NUMBER: _ClassVar[int]
@@ -385,6 +391,7 @@ class PlanView(_message.Message):
     PLAN_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
     EXAMPLES_EDITABLE_FIELD_NUMBER: _ClassVar[int]
     EXAMPLES_EDIT_NOTE_FIELD_NUMBER: _ClassVar[int]
+    PLANNING_FIELD_NUMBER: _ClassVar[int]
     revision: int
     sha256: str
     task_class: str
@@ -411,7 +418,18 @@ class PlanView(_message.Message):
     plan_examples: _containers.RepeatedCompositeFieldContainer[PlanExampleView]
     examples_editable: bool
     examples_edit_note: str
-    def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ..., confirmation: _Optional[str] = ..., examples: _Optional[_Iterable[str]] = ..., examples_source: _Optional[str] = ..., traced: _Optional[bool] = ..., sentences: _Optional[_Iterable[str]] = ..., uncovered_examples: _Optional[_Iterable[int]] = ..., uncovered_sentences: _Optional[_Iterable[int]] = ..., questions: _Optional[_Iterable[_Union[PlanQuestionView, _Mapping]]] = ..., clarification_policy: _Optional[str] = ..., plan_examples: _Optional[_Iterable[_Union[PlanExampleView, _Mapping]]] = ..., examples_editable: _Optional[bool] = ..., examples_edit_note: _Optional[str] = ...) -> None: ...
+    planning: PlanningSpendView
+    def __init__(self, revision: _Optional[int] = ..., sha256: _Optional[str] = ..., task_class: _Optional[str] = ..., scope_summary: _Optional[str] = ..., scope_paths: _Optional[_Iterable[str]] = ..., scope_excluded: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[_Union[PlanStepView, _Mapping]]] = ..., checks: _Optional[_Iterable[_Union[PlanCheckView, _Mapping]]] = ..., permissions: _Optional[_Iterable[_Union[PlanPermissionView, _Mapping]]] = ..., assumptions: _Optional[_Iterable[str]] = ..., forecast: _Optional[_Union[ForecastView, _Mapping]] = ..., decision: _Optional[str] = ..., feedback: _Optional[str] = ..., author_label: _Optional[str] = ..., confirmation: _Optional[str] = ..., examples: _Optional[_Iterable[str]] = ..., examples_source: _Optional[str] = ..., traced: _Optional[bool] = ..., sentences: _Optional[_Iterable[str]] = ..., uncovered_examples: _Optional[_Iterable[int]] = ..., uncovered_sentences: _Optional[_Iterable[int]] = ..., questions: _Optional[_Iterable[_Union[PlanQuestionView, _Mapping]]] = ..., clarification_policy: _Optional[str] = ..., plan_examples: _Optional[_Iterable[_Union[PlanExampleView, _Mapping]]] = ..., examples_editable: _Optional[bool] = ..., examples_edit_note: _Optional[str] = ..., planning: _Optional[_Union[PlanningSpendView, _Mapping]] = ...) -> None: ...
+
+class PlanningSpendView(_message.Message):
+    __slots__ = ("model_calls", "tool_calls", "cost")
+    MODEL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    COST_FIELD_NUMBER: _ClassVar[int]
+    model_calls: int
+    tool_calls: int
+    cost: _common_pb2.MaybeMoney
+    def __init__(self, model_calls: _Optional[int] = ..., tool_calls: _Optional[int] = ..., cost: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ...) -> None: ...
 
 class PlanExampleView(_message.Message):
     __slots__ = ("number", "test", "argv", "expected", "steps", "origin", "text")

@@ -29,6 +29,10 @@ first: each of its tool calls is submitted again under the key it had, so a requ
 found again and a request already executed returns its recorded execution — nothing runs twice. The
 bounds count per attempt.
 
+Before each call the request is measured against the model's context window; near it, older tool results
+are compacted (a model-written summary through the gateway, else their heads), recorded as such, and a
+provider's "too long" compacts and asks once more (:mod:`.context_window`).
+
 A reply is stored before it is acted on, except one the loop cannot take as it is (:mod:`.reply_rules`): an
 empty reply is never stored (the model is asked to continue), a reply cut at the output bound never runs
 its tool calls (the turn is asked again with more room), and a turn whose thinking could not be stored
@@ -48,8 +52,9 @@ update when that list changes; a refused request comes back as a short error nam
 
 Read before write (:mod:`.shown_files`): a ``write_file`` without ``expected_sha256`` gets the sha256 this
 conversation last showed for that file, so replacing a file the model read needs no hash, and one it never
-read (or that changed since) is refused. Every failed tool call, and every turn without a tool call
-(``no-finish``), is fingerprinted (:func:`~codeflux.domain.ladder.fingerprint_failure`); when one fingerprint
+read (or that changed since) is refused. Every failed tool call — by its tool, its target (path, or program)
+and its failure kind (:mod:`.tool_failures`) — and every turn without a tool call (``no-finish``) is
+fingerprinted; when one fingerprint
 recurs ``stall_threshold`` times on the rung, the attempt stops as ``stalled`` with the ladder's decision
 (climb, ask, exhausted).
 """
@@ -58,11 +63,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Final
 
 from codeflux.authority.decide import DecisionOutcome
+from codeflux.coordinator.runs.context_window import Compaction, ContextKeeper
 from codeflux.coordinator.runs.finish import (
     FINISH_SPEC,
     FINISH_TOOL_NAME,
@@ -105,14 +111,17 @@ from codeflux.coordinator.runs.rules_prompt import (
 )
 from codeflux.coordinator.runs.shown_files import ShownFiles
 from codeflux.coordinator.runs.tool_driver import ToolDriver
-from codeflux.coordinator.spending.gateway import ModelGateway
+from codeflux.coordinator.runs.tool_failures import tool_failure_fingerprint
+from codeflux.coordinator.spending.gateway import GatewayReply, ModelGateway
 from codeflux.coordinator.tasks.checkpoints import MATERIAL_EDIT_TOOLS, CheckpointService, CheckpointTrigger
 from codeflux.coordinator.tasks.service import Actor, TaskService
+from codeflux.coordinator.tool_calls import ExecutionRecord
 from codeflux.domain.errors import (
     ApprovalRequiredError,
     AuthorityRefusedError,
     CodefluxError,
     ConflictError,
+    ContextTooLongError,
     CredentialNotFoundError,
     CredentialStoreUnavailableError,
     DecisionNeededError,
@@ -125,17 +134,17 @@ from codeflux.domain.errors import (
     UsageError,
 )
 from codeflux.domain.ids import TaskId
-from codeflux.domain.ladder import FailureKind, LadderDecision, LadderPosition, LadderStep, fingerprint_failure
-from codeflux.domain.models import (
-    Message,
-    ModelReply,
-    ModelRequest,
-    Role,
-    ToolCall,
-    ToolResult,
-    tool_specs_for,
+from codeflux.domain.ladder import (
+    FailureFingerprint,
+    FailureKind,
+    LadderDecision,
+    LadderPosition,
+    LadderStep,
+    fingerprint_failure,
 )
+from codeflux.domain.models import Message, ModelReply, ModelRequest, Role, ToolCall, ToolResult, tool_specs_for
 from codeflux.domain.plans import Plan
+from codeflux.domain.pricing import TokenUsage
 from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import TOOL_CATALOG
 from codeflux.store.loop_transcripts import MAX_CONVERSATION_MESSAGES
@@ -179,6 +188,14 @@ class LoopLimits:
     max_finish_repairs: int = 3
     """Finish calls answered with a red check in one conversation (:mod:`.finish`); the next finish is
     accepted as it is and the pipeline's gates decide. These repair turns never feed the stall count."""
+    compact_at_percent: int = 75
+    """Older tool results are compacted before a call whose estimated request (input plus output bound) passes
+    this share of the model's context window (:mod:`.context_window`)."""
+    keep_recent_messages: int = 4
+    """The last messages a compaction keeps whole (with the first message and every message without tool
+    results)."""
+    compaction_summary_tokens: int = 1024
+    """The output bound of the model call that summarizes the compacted tool results."""
 
     def __post_init__(self) -> None:
         if min(self.max_rounds, self.max_tool_calls, self.max_tool_calls_per_turn, self.max_tokens,
@@ -187,6 +204,10 @@ class LoopLimits:
         if min(self.max_turn_retries, self.max_finish_repairs) < 0 \
                 or self.max_output_tokens_ceiling < self.max_output_tokens:
             raise UsageError("turn re-asks cannot be negative, nor the output ceiling below the output bound")
+        if not 1 <= self.compact_at_percent <= 100 or min(self.keep_recent_messages,
+                                                           self.compaction_summary_tokens) < 1:
+            raise UsageError("compaction starts at 1 to 100 % of the window, keeps at least one recent message "
+                             "and gives its summary at least one token")
 
 
 class LoopOutcomeKind(StrEnum):
@@ -300,6 +321,10 @@ class ImplementationLoop:
         self._shown = ShownFiles()
         self._finish_checks = finish_checks
         self._headless, self._preapproved = headless, preapproved
+        self._context = ContextKeeper(task_id=task_id, attempt=attempt, gateway=gateway, transcript=self._transcript,
+                                      provider=provider, compact_at_percent=limits.compact_at_percent,
+                                      keep_recent_messages=limits.keep_recent_messages,
+                                      summary_tokens=limits.compaction_summary_tokens)
 
     @property
     def position(self) -> LadderPosition:
@@ -372,9 +397,10 @@ class ImplementationLoop:
         turn_key = f"{self._key}:turn-{state.rounds}"
         request = ModelRequest(model="chosen-by-the-rung", system=_SYSTEM, messages=tuple(state.messages),
                                tools=_TOOLS, max_output_tokens=state.output_room or self._limits.max_output_tokens)
+        if (compaction := self._context.keep_within(request, position=self._position, turn_key=turn_key)) is not None:
+            request = self._compacted(request, compaction)
         try:
-            answer = self._gateway.call(self._task_id, request, position=self._position, provider=self._provider,
-                                        idempotency_key=turn_key)
+            answer = self._call_model(request, turn_key)
         except ModelCallRefusedError:
             # the task left running meanwhile (a pause, a cancellation): stop as its state says
             task = self._tasks.show(self._task_id).task
@@ -382,11 +408,35 @@ class ImplementationLoop:
                 LoopOutcomeKind.STOPPED, f"the model call was refused while the task was {task.state}")
         except (ProviderError, DecisionNeededError, CredentialNotFoundError, CredentialStoreUnavailableError) as error:
             return self._outcome(LoopOutcomeKind.MODEL_CALL_FAILED, f"the model call failed: {error}", error=error)
-        usage = answer.reply.usage
+        self._count(answer.reply.usage)
+        return self._take_reply(answer.reply, turn_key)
+
+    def _count(self, usage: TokenUsage) -> None:
+        state = self._state
         if usage.input_tokens is None or usage.output_tokens is None:
             state.unknown_usage_turns += 1
         state.tokens += (usage.input_tokens or 0) + (usage.output_tokens or 0)
-        return self._take_reply(answer.reply, turn_key)
+
+    # ─── the context window (.context_window) ──────────────────────────────────────────────────────
+
+    def _call_model(self, request: ModelRequest, turn_key: str) -> GatewayReply:
+        """Call the model; a "too long" refusal compacts the conversation and asks once more."""
+        try:
+            return self._gateway.call(self._task_id, request, position=self._position, provider=self._provider,
+                                      idempotency_key=turn_key)
+        except ContextTooLongError:
+            compaction = self._context.after_too_long(request, position=self._position, turn_key=turn_key)
+            if compaction is None:
+                raise
+            return self._gateway.call(self._task_id, self._compacted(request, compaction), position=self._position,
+                                      provider=self._provider, idempotency_key=f"{turn_key}:after-compaction")
+
+    def _compacted(self, request: ModelRequest, compaction: Compaction) -> ModelRequest:
+        """Go on with the compacted conversation (already recorded); count its summary call's tokens."""
+        self._state.messages = list(compaction.messages)
+        if compaction.usage is not None:
+            self._count(compaction.usage)
+        return replace(request, messages=compaction.messages)
 
     # ─── replies that cannot be taken as they are (.reply_rules) ──────────────────────────────────
 
@@ -473,15 +523,15 @@ class ImplementationLoop:
         self._shown.note(call.name, arguments, record)
         text = describe_execution(record)
         if execution_failed(record):
-            return self._failed(call, text)
+            return self._failed(call, text, record)
         if call.name in WRITING_TOOLS:
             self._steps.record_write(paths_written(call.name, arguments))
         if call.name in MATERIAL_EDIT_TOOLS and recorded is None:
             self._checkpoints.capture_checkpoint(self._task_id, CheckpointTrigger.MATERIAL_EDIT)
         return ToolResult(call_id=call.call_id, content=text)
 
-    def _failed(self, call: ToolCall, text: str) -> ToolResult:
-        self._record_failure_fingerprint(f"tool:{call.name}", text)
+    def _failed(self, call: ToolCall, text: str, record: ExecutionRecord | None = None) -> ToolResult:
+        self._note_failure(tool_failure_fingerprint(call, text, record))  # the tool, its target, the kind
         return ToolResult(call_id=call.call_id, content=text, is_error=True)
 
     def _on_no_tool_calls(self) -> LoopOutcome | None:
@@ -564,7 +614,10 @@ class ImplementationLoop:
         state.rules_sent = listing
 
     def _record_failure_fingerprint(self, gate: str, text: str) -> None:
-        self._position, step = self._position.record(FailureKind.CHECK, fingerprint_failure(gate=gate, output=text))
+        self._note_failure(fingerprint_failure(gate=gate, output=text))
+
+    def _note_failure(self, fingerprint: FailureFingerprint) -> None:
+        self._position, step = self._position.record(FailureKind.CHECK, fingerprint)
         if step.decision is not LadderDecision.STAY:
             self._state.stall = step
 

@@ -25,7 +25,7 @@ out when the conversation is restored, so it is never sent again.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -366,6 +366,36 @@ class LoopTranscript:
                     truncated=len(said) > _EVENT_TEXT_CHARS, redacted=hidden))
 
         self._changes.db.write(work)
+
+    def compact(self, rewrite: Callable[[int, Message], Message], *, attempt: int,
+                reason: str) -> tuple[Message, ...]:
+        """Continue in a new conversation holding every message of this one as ``rewrite`` gives it (called
+        with each message's index among the messages the loop sends, and the message as stored), each with
+        the turn key and the steps done it had; this one is closed with ``reason`` — one transaction. Returns
+        the messages as stored (redacted, bounded): what the loop sends from now on and what a resumed run
+        restores. The messages are facts and never change: the originals stay in the closed conversation."""
+        if self._conversation_id is None:
+            raise UsageError("the conversation is compacted only after it began")
+        current, task_id = self._conversation_id, self._task_id
+
+        def work(tx: Transaction) -> tuple[int, tuple[Message, ...]]:
+            run = ledger_rows.require_run_attempt(tx, task_id, attempt)
+            kept = [row for row in transcript_rows.loop_messages_of(tx, current) if not row.message.is_blank]
+            at = self._changes.clock()
+            opened = transcript_rows.open_loop_conversation(
+                tx, task_id=task_id, plan_revision=run.plan_revision, plan_sha256=run.plan_sha256, attempt=attempt,
+                at_us=at, superseding_reason=reason)
+            messages = []
+            for index, row in enumerate(kept):
+                stored, hidden = stored_form(rewrite(index, row.message), self._redactor)
+                transcript_rows.append_loop_message(
+                    tx, conversation_id=opened.conversation_id, task_id=task_id, attempt=attempt, message=stored,
+                    turn_key=row.turn_key, steps_done=row.steps_done, redacted=hidden or row.redacted, at_us=at)
+                messages.append(stored)
+            return opened.conversation_id, tuple(messages)
+
+        self._conversation_id, messages = self._changes.db.write(work)
+        return messages
 
     def keeps_thinking(self, message: Message) -> bool:
         """Whether every thinking block of ``message`` would be stored unaltered (see the module docstring)."""

@@ -31,7 +31,9 @@ What can happen on the way, as :class:`RunOutcome` kinds (the CLI's exit code in
 A stall lower on the ladder, or a failed gate that sends work back — assembly (26), the integration tests
 (28: the failing tests' names and messages go with it) or the acceptance examples (29: what differed) — ends
 the attempt and opens the next one on the
-rung the ladder chose, with the failure carried into a new conversation. Repair is bounded per rung
+rung the ladder chose, in a new conversation that starts with a summary of the previous attempt built from
+codeflux's records (:mod:`.attempt_summary`: what failed, the tool calls tried and their outcomes, the plan
+steps done, the worktree's diff). Repair is bounded per rung
 (:attr:`LoopLimits.max_repairs_per_rung`, default 3): the ladder climbs on a stall (the same failure
 fingerprint three times), and a rung whose repairs are used up without a stall ends the run ``needs-you``.
 Any attempt that ends early has its ledger finished (``blocked`` from the stop on): 37 rows each.
@@ -61,6 +63,7 @@ from typing import Any, Final
 
 from codeflux.authority.decide import Decider, DecisionOutcome
 from codeflux.authority.service import DerivedAllowance
+from codeflux.coordinator.runs.attempt_summary import previous_attempt_summary
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, decide_headless
 from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
 from codeflux.coordinator.runs.loop_steps import close_conversation
@@ -360,7 +363,12 @@ def _after_failure(run: _Run, *, gate: str, detail: str, step: LadderStep, loop:
             run.attempt = opened.attempt or run.attempt + 1
             if record_specification(run.task_id, run.attempt, ports=run.ports) is not None:
                 raise UsageError(f"task {run.task_id}: the specification no longer holds")  # pragma: no cover
-            carried = f"The previous attempt was sent back by {gate} on rung {step.rung}: {detail[:2000]}"
+            failure = f"The previous attempt was sent back by {gate} on rung {step.rung}: {detail[:2000]}"
+            if step.stalled_on is not None:
+                failure += f" (the failure that recurred: {step.stalled_on.summary})"
+            carried = previous_attempt_summary(run.tasks.changes, run.task_id, plan=run.ports.facts.plan,
+                                               worktree=run.ports.facts.worktree, failure=failure,
+                                               attempt=run.attempt - 1)
             return _drive(run, _new_loop(run, carried=carried))
     raise UsageError(f"unexpected ladder decision {step.decision}")  # pragma: no cover
 

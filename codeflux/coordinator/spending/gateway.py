@@ -89,6 +89,7 @@ from codeflux.domain.money import Cost, Money, UnknownCost
 from codeflux.domain.pricing import TokenUsage
 from codeflux.domain.providers import ProviderName
 from codeflux.domain.tasks import TaskState
+from codeflux.providers.capabilities import context_window_of
 from codeflux.providers.endpoints import is_default_endpoint, normalize_base_url
 from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, PriceSnapshot
 from codeflux.providers.wire import ModelAdapter, TextSink
@@ -213,6 +214,19 @@ class ModelGateway:
             if stream is not None and on_text is not None and (rest := stream.flush()):
                 on_text(rest)
         return self._db.write(partial(self._settle, planned=planned, reply=reply, route=route, rung=rung))
+
+    def context_window(self, position: LadderPosition, *, provider: str | None = None) -> int | None:
+        """The context window (tokens) of the model a call from ``position`` uses: the one its adapter declares
+        (the scripted provider's script may declare one; declaring none, it has none: None), else the
+        capability table's (:func:`~codeflux.providers.capabilities.context_window_of`, with its conservative
+        default for a model the table does not list)."""
+        route = self._route(provider)
+        declared = getattr(route.adapter, "context_window", None)
+        if isinstance(declared, int) and not isinstance(declared, bool):
+            return declared
+        if route.provider == SCRIPTED_PROVIDER:
+            return None
+        return context_window_of(ProviderName(route.provider), route.model_for(position.rung.tier))
 
     def ladder_prices(self, position: LadderPosition, *, provider: str | None = None) -> tuple[ModelPrice, ...]:
         """The price in force (read only; None when unknown) of each model a run from ``position`` may use:

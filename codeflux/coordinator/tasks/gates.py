@@ -110,10 +110,10 @@ def require_same_repository(task: TaskRecord, repository: RepositoryRow, snapsho
 
 def require_landable_checkout(snapshot: RepositorySnapshot) -> None:
     """Refuse a detached HEAD (no branch to land on) or a git operation in progress."""
+    if snapshot.operations:  # first: a rebase also detaches HEAD, and finishing it is the fix
+        raise CheckoutNotCleanError(paths=(), operations=tuple(str(op) for op in snapshot.operations))
     if snapshot.branch is None:
         raise DetachedHeadError(head=snapshot.head)
-    if snapshot.operations:
-        raise CheckoutNotCleanError(paths=(), operations=tuple(str(op) for op in snapshot.operations))
 
 
 def require_acknowledged_tree(snapshot: RepositorySnapshot, acknowledged_hash: str | None) -> None:

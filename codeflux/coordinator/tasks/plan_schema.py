@@ -18,7 +18,7 @@ from typing import Annotated, Final
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from codeflux.domain.acceptance import MAX_EXAMPLES, AcceptanceExample
-from codeflux.domain.capabilities import CapabilityNeed
+from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.clarification import MAX_SENTENCES, QuestionOrigin
 from codeflux.domain.errors import InvalidValueError, PlanInvalidError
 from codeflux.domain.forecast import TaskClass
@@ -64,35 +64,36 @@ class _Strict(BaseModel):
 
 
 class ScopeDocument(_Strict):
-    summary: LongText
-    """What the change is about, in a few sentences."""
-    paths: list[RepositoryPath] = Field(default_factory=list, max_length=MAX_SCOPE_PATHS)
-    """Repository-relative files or folders the change stays within."""
-    excluded: list[LongText] = Field(default_factory=list, max_length=MAX_ASSUMPTIONS)
-    """What the change deliberately leaves alone."""
+    summary: LongText = Field(description="What the change is about, in a few sentences.")
+    paths: list[RepositoryPath] = Field(
+        default_factory=list, max_length=MAX_SCOPE_PATHS,
+        description="Repository-relative files or folders the change stays within (e.g. `pkg`, `tests/test_calc.py`).")
+    excluded: list[LongText] = Field(default_factory=list, max_length=MAX_ASSUMPTIONS,
+                                     description="What the change deliberately leaves alone, one item each.")
 
 
 class StepDocument(_Strict):
-    title: ShortText
-    """One line naming the step."""
-    detail: LongText
-    """What the step does."""
-    expected_files: list[RepositoryPath] = Field(default_factory=list, max_length=MAX_FILES_PER_STEP)
-    """Repository-relative files the step expects to create or change."""
+    title: ShortText = Field(description="One line naming the step; no two steps share a title.")
+    detail: LongText = Field(description="What the step does, concretely: which function or file changes and how.")
+    expected_files: list[RepositoryPath] = Field(
+        default_factory=list, max_length=MAX_FILES_PER_STEP,
+        description="Optional hint: repository-relative files the step expects to create or change. Shown to the "
+                    "person with the plan; not a completion rule (the implementation may touch other files).")
 
 
 class CheckDocument(_Strict):
-    name: ShortText
-    """A short, unique name for the check (``unit tests``)."""
-    argv: list[Argument] = Field(min_length=1, max_length=MAX_ARGV_ITEMS)
-    """The program and its arguments; never a shell string."""
+    name: ShortText = Field(description="A short, unique name for the check, e.g. `unit tests`.")
+    argv: list[Argument] = Field(min_length=1, max_length=MAX_ARGV_ITEMS,
+                                 description="The program and its arguments as an array, e.g. "
+                                             "[\"python\", \"-m\", \"pytest\", \"-q\"]; never a shell string.")
 
 
 class PermissionDocument(_Strict):
-    need: ShortText
-    """A capability, optionally narrowed to a resource: ``process``, ``network:pypi.org``."""
-    reason: LongText
-    """Why the plan expects to need it."""
+    need: ShortText = Field(description="A capability the work needs beyond reading and editing the task worktree, "
+                                        "optionally narrowed to a resource after a colon: one of "
+                                        + ", ".join(f"`{c.value}`" for c in Capability)
+                                        + ", e.g. `process` or `network:pypi.org`.")
+    reason: LongText = Field(description="Why the plan expects to need it.")
 
     @field_validator("need")
     @classmethod
@@ -108,9 +109,17 @@ class ExampleDocument(_Strict):
     """One executable acceptance example: ``test`` (a pytest node id, ``path::name``) or ``command`` (an argv)
     with the exact ``expected`` output lines (none: only the exit status 0 is checked)."""
 
-    test: RepositoryPath | None = None
-    command: list[Argument] | None = Field(default=None, min_length=1, max_length=MAX_ARGV_ITEMS)
-    expected: list[LongText] = Field(default_factory=list, max_length=MAX_EXPECTED_LINES)
+    test: RepositoryPath | None = Field(
+        default=None, description="A pytest node id, `path::test_name`, of a test the change adds or makes pass; "
+                                  "give either `test` or `command`, not both.")
+    command: list[Argument] | None = Field(
+        default=None, min_length=1, max_length=MAX_ARGV_ITEMS,
+        description="A command as an argv array whose output shows the change works; give either `test` or "
+                    "`command`, not both.")
+    expected: list[LongText] = Field(
+        default_factory=list, max_length=MAX_EXPECTED_LINES,
+        description="With `command`: the exact lines it must print, in order (none: only exit status 0 is "
+                    "checked). Empty with `test`.")
 
     def to_example(self) -> AcceptanceExample:
         return AcceptanceExample(test=self.test, argv=tuple(self.command or ()), expected=tuple(self.expected))
@@ -132,8 +141,12 @@ class TraceDocument(_Strict):
     """What one step serves, by number: ``examples`` — acceptance example numbers (from 1), ``sentences`` —
     requirement sentence numbers (from 1), as numbered in the request."""
 
-    examples: list[ExampleNumber] = Field(max_length=MAX_EXAMPLES)
-    sentences: list[SentenceNumber] = Field(max_length=MAX_SENTENCES)
+    examples: list[ExampleNumber] = Field(
+        max_length=MAX_EXAMPLES, description="The acceptance example numbers (from 1, as numbered in the request, or "
+                                             "your own `examples` in order) this step serves; may be empty.")
+    sentences: list[SentenceNumber] = Field(
+        max_length=MAX_SENTENCES, description="The requirement sentence numbers (from 1, as numbered in the "
+                                              "request) this step covers; may be empty.")
 
     def to_trace(self) -> StepTrace:
         return StepTrace(examples=tuple(dict.fromkeys(self.examples)), sentences=tuple(dict.fromkeys(self.sentences)))
@@ -143,29 +156,40 @@ class QuestionDocument(_Strict):
     """Something only the person can settle: the ``question``, and the reading you would ``assume`` if nobody
     answers it (stated in the plan as an assumption under the policy ``assume``)."""
 
-    question: LongText
-    assumption: LongText
+    question: LongText = Field(description="The question, answerable by the person in a sentence.")
+    assumption: LongText = Field(description="The reading you would go on if nobody answers it.")
 
 
 class PlanDocument(_Strict):
     """A plan as a planner writes it (no forecast: codeflux attaches that)."""
 
-    task_class: ShortText
-    """One of the task classes (``bug-fix``, ``feature``, …); it picks the forecast's base."""
-    scope: ScopeDocument
-    steps: list[StepDocument] = Field(min_length=1, max_length=MAX_STEPS)
-    checks: list[CheckDocument] = Field(default_factory=list, max_length=MAX_CHECKS)
-    permissions: list[PermissionDocument] = Field(default_factory=list, max_length=MAX_PERMISSIONS)
-    assumptions: list[LongText] = Field(default_factory=list, max_length=MAX_ASSUMPTIONS)
-    examples: list[ExampleDocument] = Field(max_length=MAX_PLANNED_EXAMPLES)
-    """Required: how a person (and codeflux) will know the change is done — tests the change adds or makes
-    pass, or commands with their exact output. Empty only when none can be stated; then say why in
-    ``assumptions`` (the plan cannot be approved without an example)."""
-    trace: list[TraceDocument] = Field(min_length=1, max_length=MAX_STEPS)
-    """Required, one entry per step in step order: the acceptance example numbers and requirement sentence
-    numbers each step serves. Every acceptance example must be served by at least one step."""
-    questions: list[QuestionDocument] = Field(default_factory=list, max_length=MAX_QUESTIONS)
-    """Optional: what only the person can settle before work starts, each with the reading you would assume."""
+    task_class: TaskClass = Field(description="What kind of work this is; it picks the forecast's base.")
+    scope: ScopeDocument = Field(description="What the change is about and where it stays.")
+    steps: list[StepDocument] = Field(min_length=1, max_length=MAX_STEPS,
+                                      description="Small, single-purpose steps in the order they are done.")
+    checks: list[CheckDocument] = Field(
+        default_factory=list, max_length=MAX_CHECKS,
+        description="Commands that check the change (e.g. the repository's test command); the person approves them "
+                    "with the plan.")
+    permissions: list[PermissionDocument] = Field(
+        default_factory=list, max_length=MAX_PERMISSIONS,
+        description="Capabilities the work is expected to need beyond reading and editing the worktree, each with "
+                    "its reason; the person approves them with the plan.")
+    assumptions: list[LongText] = Field(default_factory=list, max_length=MAX_ASSUMPTIONS,
+                                        description="What the plan takes for granted, one item each.")
+    examples: list[ExampleDocument] = Field(
+        max_length=MAX_PLANNED_EXAMPLES,
+        description="Required: how a person (and codeflux) will know the change is done — tests the change adds or "
+                    "makes pass, or commands with their exact output. Empty only when none can be stated; then say "
+                    "why in `assumptions` (the plan cannot be approved without an example).")
+    trace: list[TraceDocument] = Field(
+        min_length=1, max_length=MAX_STEPS,
+        description="Required, one entry per step in step order: the acceptance example numbers and requirement "
+                    "sentence numbers each step serves. Every acceptance example must be served by at least one step.")
+    questions: list[QuestionDocument] = Field(
+        default_factory=list, max_length=MAX_QUESTIONS,
+        description="Optional: what only the person can settle before work starts, each with the reading you "
+                    "would assume.")
 
     @model_validator(mode="after")
     def _one_trace_entry_per_step(self) -> PlanDocument:
@@ -173,17 +197,10 @@ class PlanDocument(_Strict):
             raise ValueError(f"trace has {len(self.trace)} entries for {len(self.steps)} steps; give one per step")
         return self
 
-    @field_validator("task_class")
-    @classmethod
-    def _known_class(cls, value: str) -> str:
-        if value not in {member.value for member in TaskClass}:
-            raise ValueError(f"must be one of {', '.join(member.value for member in TaskClass)}")
-        return value
-
     def to_plan(self) -> Plan:
         """The domain plan (paths and needs checked again by the domain types)."""
         return Plan(
-            task_class=TaskClass(self.task_class),
+            task_class=self.task_class,
             scope=PlanScope(summary=self.scope.summary, paths=tuple(self.scope.paths),
                             excluded=tuple(self.scope.excluded)),
             steps=tuple(PlanStep(title=s.title, detail=s.detail, expected_files=tuple(s.expected_files))

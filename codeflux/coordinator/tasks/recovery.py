@@ -3,8 +3,13 @@ recommended, never resumed automatically.
 
 :func:`recover_interrupted` is what a process that runs tasks calls first: it runs
 :meth:`RecoveryService.recover_at_startup` holding :func:`exclusive_startup_lock` (every process that runs tasks
-holds :func:`shared_running_lock`, so a startup never mistakes a live run for an interrupted one; the kernel
-drops the lock of a killed process), and leaves recovery to the other process when one runs tasks:
+— or lands an accept — holds :func:`shared_running_lock`, so a startup never mistakes a live run for an
+interrupted one; the kernel drops the lock of a killed process), and leaves recovery to the other process when
+one runs tasks:
+
+0. every accept landing without an end (:mod:`.landings`) is finished (the branch had moved: the task
+   completes) or rolled back (the checkout as before; the task still awaits review), with an
+   ``accept-resolved`` event; one that cannot be resolved now is left for the retry and said why;
 
 1. tool executions left ``intended``/``running`` and model requests left ``planned``/``in-flight`` are
    reconciled by their owners' functions (``outcome-unknown``, or failed when nothing was sent) — never
@@ -22,10 +27,8 @@ that would lose work). Each is one transaction; each is refused while an effect 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from codeflux.authority.service import AuthorityService
@@ -33,9 +36,12 @@ from codeflux.coordinator.spending.gateway import reconcile_interrupted_model_re
 from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
 from codeflux.coordinator.tasks.checkpoints import CheckpointRow, CheckpointService, CheckpointTrigger
-from codeflux.coordinator.tasks.review import require_task_action
+from codeflux.coordinator.tasks.landings import resolve_landing
+from codeflux.coordinator.tasks.review import ReviewService, require_task_action
+from codeflux.coordinator.tasks.running_lock import exclusive_startup_lock, shared_running_lock
 from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
 from codeflux.domain.errors import (
+    CodefluxError,
     ConflictError,
     NotFoundError,
     OutcomeAlreadyRecordedError,
@@ -55,8 +61,10 @@ from codeflux.domain.recovery import (
     WorktreeCondition,
     classify_recovery,
 )
-from codeflux.domain.tasks import PatchKind, TaskAction, TaskState, validate_task_transition
+from codeflux.domain.tasks import TERMINAL_TASK_STATES, PatchKind, TaskAction, TaskState, validate_task_transition
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
+from codeflux.gitwork.landing import LandingResolution
+from codeflux.store import accept_landings as landing_rows
 from codeflux.store import checkpoints as checkpoint_rows
 from codeflux.store import model_requests as model_rows
 from codeflux.store import plans as plan_rows
@@ -66,6 +74,7 @@ from codeflux.store import task_records as records
 from codeflux.store.database import Database, ReadView, Transaction, now_us
 from codeflux.store.events import JournalEvent, append_event
 from codeflux.store.location import DataLocation
+from codeflux.store.wal_damage import store_damage_of_task
 
 __all__ = [
     "RecoveryService",
@@ -76,32 +85,8 @@ __all__ = [
     "shared_running_lock",
 ]
 
-_LOCK_NAME = "running-tasks.lock"
+_OPEN_STATES = tuple(state for state in TaskState if state not in TERMINAL_TASK_STATES)
 _MAX_NOTE = 2048
-
-
-@contextlib.contextmanager
-def _flock(location: DataLocation, operation: int) -> Iterator[bool]:
-    descriptor = os.open(location.directory / _LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(descriptor, operation)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(descriptor)  # closing releases the lock
-
-
-def exclusive_startup_lock(location: DataLocation) -> contextlib.AbstractContextManager[bool]:
-    """True while no other process runs tasks (then startup recovery may run); False otherwise."""
-    return _flock(location, fcntl.LOCK_EX | fcntl.LOCK_NB)
-
-
-def shared_running_lock(location: DataLocation) -> contextlib.AbstractContextManager[bool]:
-    """Held (blocking) by every process while it runs tasks, so no startup elsewhere marks them interrupted."""
-    return _flock(location, fcntl.LOCK_SH)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,6 +94,10 @@ class StartupRecovery:
     executions: tuple[str, ...]
     model_requests: tuple[str, ...]
     tasks: tuple[TaskId, ...]
+    store_damaged: tuple[TaskId, ...] = ()
+    """Open tasks (those in ``tasks`` too) whose recent past the database lost: ambiguous until acted on."""
+    landings: tuple[str, ...] = ()
+    """One line per interrupted accept landing found: finished, rolled back, or left and why."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,6 +111,11 @@ class RecoveryView:
     assessed_diff_identity: str | None
     last_checkpoint: CheckpointRow | None = None
     """The last durable checkpoint (part of what is known), or None when none was taken."""
+    store_damage: str | None = None
+    """Set when the database lost committed data (a damaged write-ahead log) after which this task was not
+    acted on by the person: "the database lost committed data from frame N of its write-ahead log on DATE
+    …; what this task did after that is unknown" — an ambiguity no outcome record resolves (any action of
+    the person does)."""
 
 
 def _known_json(known: KnownState) -> dict[str, object]:
@@ -186,10 +180,12 @@ class RecoveryService:
                 patch_stored=stored)
             effects = tuple(recovery_rows.ambiguous_effects_of_task(view, task.task_id))
             assessment = recovery_rows.latest_assessment(view, task.task_id)
+            damage = store_damage_of_task(view, task)
             return RecoveryView(task=task, known=known, ambiguous=effects,
-                                recommendation=classify_recovery(known, effects),
+                                recommendation=classify_recovery(known, effects, store_damaged=damage is not None),
                                 assessed_diff_identity=None if assessment is None else assessment.diff_identity,
-                                last_checkpoint=checkpoint_rows.latest_checkpoint(view, task.task_id))
+                                last_checkpoint=checkpoint_rows.latest_checkpoint(view, task.task_id),
+                                store_damage=damage)
 
         return self._db.read(read)
 
@@ -200,14 +196,27 @@ class RecoveryService:
         interrupted_in = assessment.interrupted_in if assessment is not None else task.state
         return self._assess(task, interrupted_in)
 
+    def needs_recovery(self, task_id: TaskId) -> bool:
+        """``recovery-required``, or open and not acted on since the database lost committed data."""
+        def read(view: ReadView) -> bool:
+            task = records.require_task_record(view, task_id)
+            return task.state is TaskState.RECOVERY_REQUIRED or store_damage_of_task(view, task) is not None
+        return self._db.read(read)
+
     def tasks_needing_recovery(self) -> list[RecoveryView]:
-        tasks = self._db.read(lambda view: records.tasks_in_states(view, [TaskState.RECOVERY_REQUIRED]))
-        return [self.assess(task.task_id) for task in tasks]
+        """Every ``recovery-required`` task, then every other open task whose recent past the database lost."""
+        def read(view: ReadView) -> list[records.TaskRecord]:
+            waiting = records.tasks_in_states(view, [TaskState.RECOVERY_REQUIRED])
+            damaged = [task for task in records.tasks_in_states(view, _OPEN_STATES)
+                       if task.state is not TaskState.RECOVERY_REQUIRED and store_damage_of_task(view, task)]
+            return waiting + damaged
+        return [self.assess(task.task_id) for task in self._db.read(read)]
 
     # ─── startup ─────────────────────────────────────────────────────────────────────────────────────
 
     def recover_at_startup(self) -> StartupRecovery:
         """Reconcile interrupted effects and mark every interrupted task (call under the exclusive lock)."""
+        landings = self._resolve_interrupted_landings()
         executions = tuple(AuthorityService(self._db).reconcile_interrupted_executions())
         drafting = {row.plan.task_id for row in self._db.read(model_rows.unfinished_model_requests)}
         requests = tuple(reconcile_interrupted_model_requests(self._db))
@@ -221,7 +230,31 @@ class RecoveryService:
             self._record_assessment(view, to_state=TaskState.RECOVERY_REQUIRED, key=f"startup:{task.revision}",
                                     reason=f"codeflux stopped while the task was {task.state.value}")
             marked.append(task.task_id)
-        return StartupRecovery(executions=executions, model_requests=requests, tasks=tuple(marked))
+        damaged = tuple(view.task.task_id for view in self.tasks_needing_recovery() if view.store_damage)
+        return StartupRecovery(executions=executions, model_requests=requests, tasks=tuple(marked),
+                               store_damaged=damaged, landings=landings)
+
+    def _resolve_interrupted_landings(self) -> tuple[str, ...]:
+        """Finish or roll back every accept landing a stop interrupted (:mod:`.landings`), completing the task of
+        one that had landed; a landing that cannot be resolved now stays for the retry, said why."""
+        lines = []
+        for row in self._db.read(landing_rows.unfinished_landings):
+            branch = row.branch_ref.removeprefix("refs/heads/")
+            try:
+                resolution = resolve_landing(self._changes, row, by=landing_rows.LandingEndedBy.RECOVERY,
+                                             reason="codeflux stopped during the accept")
+                if resolution is LandingResolution.FINISHED:
+                    ReviewService(self._db, publish=self._publish).complete_landed(
+                        row, by=landing_rows.LandingEndedBy.RECOVERY,
+                        reason="codeflux stopped after the branch moved: the accept was complete")
+                    lines.append(f"the interrupted accept of task {row.task_id} had landed on {branch} "
+                                 f"({row.landed_head[:12]}): finished; the task is completed")
+                else:
+                    lines.append(f"the interrupted accept of task {row.task_id} on {branch} was rolled back: the "
+                                 "checkout is as before and the task still awaits review (accept it again)")
+            except CodefluxError as error:
+                lines.append(f"the interrupted accept of task {row.task_id} on {branch} was left as it is: {error}")
+        return tuple(lines)
 
     def _record_assessment(self, view: RecoveryView, *, to_state: TaskState, key: str, reason: str) -> TaskChange:
         task = view.task

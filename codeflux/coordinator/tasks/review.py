@@ -1,9 +1,10 @@
 """The person's review of a finished task: accept lands the diff, reject keeps the patch; both end the task.
 
 * :meth:`ReviewService.accept_task` lands exactly the reviewed diff on the user's current branch through
-  :func:`codeflux.gitwork.accept.accept_task_diff` (fast-forward, or a merge commit when the branch moved
-  on) and then, in one transaction, records ``awaiting-review → completed`` with its transition row and a
-  ``task-accepted`` event, and the delivery decision (stages 36 and 37,
+  :func:`codeflux.gitwork.accept.prepare_accept` and :func:`~codeflux.gitwork.accept.land_prepared`
+  (fast-forward, or a merge commit when the branch moved on), journaled: the landing's intent commits first
+  (:mod:`.landings`), and then, in one transaction, the landing's end, ``awaiting-review → completed`` with
+  its transition row and a ``task-accepted`` event, and the delivery decision (stages 36 and 37,
   :func:`~codeflux.coordinator.tasks.checkpoints.record_delivery_decision`). A conflict is returned as a value:
   nothing in git changed, the task stays ``awaiting-review`` and an ``accept-conflicted`` event names the
   paths. A retry after a crash between the landing and the commit finds the task commit already on the
@@ -22,6 +23,7 @@ decision replays the first result instead of deciding twice.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,14 +31,16 @@ from dataclasses import dataclass
 from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
 from codeflux.coordinator.tasks.checkpoints import record_delivery_decision
+from codeflux.coordinator.tasks.landings import outcome_of, record_end, record_intent, resolve_landing
 from codeflux.coordinator.tasks.rejection import (
     MAX_REJECTION_REASON,
     DiffRejection,
     read_rejection,
     record_rejection,
 )
+from codeflux.coordinator.tasks.running_lock import shared_running_lock
 from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
-from codeflux.domain.errors import NotFoundError, TaskActionUnavailableError
+from codeflux.domain.errors import CodefluxError, GitLockHeldError, NotFoundError, TaskActionUnavailableError
 from codeflux.domain.events import AcceptConflicted, TaskAccepted
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import (
@@ -47,12 +51,15 @@ from codeflux.domain.tasks import (
     describe_task_action,
     validate_task_transition,
 )
-from codeflux.gitwork.accept import AcceptKind, AcceptOutcome, accept_task_diff
+from codeflux.gitwork.accept import AcceptKind, AcceptOutcome, PreparedAccept, land_prepared, prepare_accept
 from codeflux.gitwork.diff import CommitAuthor
+from codeflux.gitwork.landing import LandingFault, LandingResolution
 from codeflux.gitwork.worktrees import TaskWorktree
+from codeflux.store import accept_landings as landing_rows
 from codeflux.store import task_records as records
 from codeflux.store.database import Database, Transaction, now_us
 from codeflux.store.events import JournalEvent, append_event
+from codeflux.store.location import DataLocation
 
 __all__ = ["AcceptResult", "RejectResult", "ReviewService", "require_task_action"]
 
@@ -95,8 +102,11 @@ class ReviewService:
     def __init__(
         self, db: Database, *, clock: Callable[[], int] = now_us, committer: CommitAuthor | None = None,
         publish: Callable[[JournalEvent], None] | None = None,
+        landing_fault: Callable[[LandingFault], None] | None = None,
     ) -> None:  # fmt: skip
+        """``landing_fault`` is called at each :class:`~codeflux.gitwork.landing.LandingFault` (tests only)."""
         self._db = db
+        self._landing_fault = landing_fault
         self._publish = publish
         self._committer = committer
         self._changes = TaskChanges(db, clock=clock, entropy=lambda: os.urandom(16), publish=publish, fault=None)
@@ -111,21 +121,72 @@ class ReviewService:
         return task, binding
 
     def accept_task(self, task_id: TaskId, *, reviewed_identity: str) -> AcceptResult:
-        """Land the reviewed diff and complete the task, or report a conflict with nothing changed."""
+        """Land the reviewed diff and complete the task, or report a conflict with nothing changed.
+
+        Journaled (:mod:`.landings`): an unfinished landing of the task is resolved first (finished →
+        the task completes with it; rolled back → this accept starts afresh), then the intent of the new
+        landing commits before the checkout is touched. Held while this process lands: the shared running
+        lock, so no other process's startup recovery takes this landing for an interrupted one."""
         task, binding = self._reviewable(task_id, TaskAction.ACCEPT)
-        outcome = accept_task_diff(task.repository_root, binding, reviewed_identity=reviewed_identity,
-                                   committer=self._committer)
-        if outcome.kind is AcceptKind.CONFLICT:
-            self._changes.write(lambda tx, events: events.append(append_event(
-                tx, session_id=task.session_id, event=AcceptConflicted(
-                    task_id=task_id, diff_identity=reviewed_identity, branch=outcome.branch,
-                    conflicting_paths=tuple(outcome.conflicting_paths)))))
-            return AcceptResult(outcome=outcome, change=None, worktree=None)
-        reason = f"accepted: {outcome.kind.value} of {outcome.branch} to {outcome.landed_head[:12]}"
+        with shared_running_lock(DataLocation(directory=self._db.path.parent)):
+            pending = self._db.read(lambda view: landing_rows.landing_of_task(view, task_id, unfinished_only=True))
+            if pending is not None:
+                resolution = resolve_landing(self._changes, pending, by=landing_rows.LandingEndedBy.RETRY,
+                                             reason="resolved by a retry of the accept")
+                if resolution is LandingResolution.FINISHED:
+                    return self.complete_landed(pending, by=landing_rows.LandingEndedBy.RETRY,
+                                                reason="the branch had moved: the accept was complete")
+            prepared = prepare_accept(task.repository_root, binding, reviewed_identity=reviewed_identity,
+                                      committer=self._committer)
+            outcome = prepared.outcome
+            if outcome.kind is AcceptKind.CONFLICT:
+                self._changes.write(lambda tx, events: events.append(append_event(
+                    tx, session_id=task.session_id, event=AcceptConflicted(
+                        task_id=task_id, diff_identity=reviewed_identity, branch=outcome.branch,
+                        conflicting_paths=tuple(outcome.conflicting_paths)))))
+                return AcceptResult(outcome=outcome, change=None, worktree=None)
+            if prepared.plan is None:
+                return self._complete(task_id, reviewed_identity, outcome, landing=None, by=None, reason="")
+            row = record_intent(self._changes, task, prepared, reviewed_identity=reviewed_identity)
+            self._land(prepared, row)
+            return self._complete(task_id, reviewed_identity, outcome, landing=row,
+                                  by=landing_rows.LandingEndedBy.ACCEPT, reason="landed")
+
+    def _land(self, prepared: PreparedAccept, row: landing_rows.LandingRow) -> None:
+        """Land ``prepared``; on a failure, roll back what was written right away when possible (else a
+        retry or startup recovery does it from the journal) and raise the failure."""
+        try:
+            land_prepared(prepared, token=row.token, fault=self._landing_fault)
+        except Exception as error:
+            reason = str(error) if isinstance(error, CodefluxError) else f"{type(error).__name__} while landing"
+            if isinstance(error, GitLockHeldError):  # refused before anything in the checkout was written
+                self._changes.write(lambda tx, events: record_end(
+                    tx, events, row, session_id=records.require_task_record(tx, row.task_id).session_id,
+                    outcome=landing_rows.LandingOutcome.ROLLED_BACK, by=landing_rows.LandingEndedBy.ACCEPT,
+                    reason=reason, at_us=self._changes.clock()))
+            else:
+                with contextlib.suppress(CodefluxError, OSError):
+                    resolve_landing(self._changes, row, by=landing_rows.LandingEndedBy.ACCEPT, reason=reason)
+            raise
+
+    def complete_landed(self, row: landing_rows.LandingRow, *, by: landing_rows.LandingEndedBy,
+                        reason: str) -> AcceptResult:
+        """Complete the task of a landing found finished (the branch moved) by a retry or startup recovery."""
+        return self._complete(row.task_id, row.diff_identity, outcome_of(row), landing=row, by=by, reason=reason)
+
+    def _complete(self, task_id: TaskId, reviewed_identity: str, outcome: AcceptOutcome, *,
+                  landing: landing_rows.LandingRow | None, by: landing_rows.LandingEndedBy | None,
+                  reason: str) -> AcceptResult:
+        """One transaction: the landing's end (when journaled), ``completed`` with its event, the delivery."""
+        text = f"accepted: {outcome.kind.value} of {outcome.branch} to {outcome.landed_head[:12]}"
 
         def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
             current = records.require_task_record(tx, task_id)
-            record = self._end_review(tx, events, current, TaskState.COMPLETED, reason=reason)
+            if landing is not None and by is not None:
+                record_end(tx, events, landing, session_id=current.session_id,
+                           outcome=landing_rows.LandingOutcome.LANDED, by=by, reason=reason,
+                           at_us=self._changes.clock())
+            record = self._end_review(tx, events, current, TaskState.COMPLETED, reason=text)
             events.append(append_event(tx, session_id=current.session_id, event=TaskAccepted(
                 task_id=task_id, diff_identity=reviewed_identity, kind=outcome.kind.value, branch=outcome.branch,
                 previous_head=outcome.previous_head, landed_head=outcome.landed_head, task_commit=outcome.task_commit)))

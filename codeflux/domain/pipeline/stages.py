@@ -157,8 +157,8 @@ STAGES: Final[tuple[Stage, ...]] = (
            "Whether the requirement's meaning is ambiguous is not judged.",
            _N.INSTRUCTIONS, performable=True),
     _stage(3, _N.ATOMIC_INSTRUCTIONS, _P.SPECIFICATION,
-           "A plan splits the requirement into single-purpose steps, each with its expected files and "
-           "the part of the requirement it serves.",
+           "A plan splits the requirement into distinct single-purpose steps, each with the part of the "
+           "requirement it serves; the files a step names are the planner's hint, not required.",
            _N.CLARIFICATION, performable=True),
     _stage(4, _N.DECOMPOSITION_COVERAGE, _P.SPECIFICATION,
            "The approved plan's trace maps every acceptance example to at least one step; requirement sentences "

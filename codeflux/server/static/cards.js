@@ -20,7 +20,8 @@ export function planCard(app, task) {
   const forecast = plan.forecast || {};
   const steps = el("ol", { class: "steps", testid: "plan-steps" }, (plan.steps || []).map((step) =>
     el("li", {}, el("strong", { text: step.title }), step.detail ? el("p", { text: step.detail }) : null,
-      el("p", { class: "files" }, "Expected files: ", (step.expectedFiles || []).length ? shownList(step.expectedFiles) : "none listed"),
+      el("p", { class: "files", testid: "plan-step-files" }, "Files the planner expects to touch (a hint): ",
+        (step.expectedFiles || []).length ? shownList(step.expectedFiles) : "none listed"),
       plan.traced ? el("p", { class: "trace", testid: "plan-step-trace",
         text: `Serves examples: ${numbers(step.servesExamples)} · covers sentences: ${numbers(step.coversSentences)}` }) : null)));
   const checks = textList((plan.checks || []).map((c) => `${escapeForDisplay(c.name)}: ${(c.argv || []).map(escapeForDisplay).join(" ")}`),
@@ -46,7 +47,8 @@ export function planCard(app, task) {
     el("p", { class: "estimate", testid: "forecast-label", text: forecast.label || "Estimate, not a promise." }),
     facts([["Cost (estimate)", moneyRange(forecast.cost)], ["Tokens (estimate)", countRange(forecast.tokens, "tokens")],
       ["Wall time (estimate)", countRange(forecast.wallSeconds, "s")], ["Method", forecast.heuristic]], "forecast"),
-    textList(forecast.uncertainty, "No uncertainty notes.", "forecast-uncertainty"));
+    textList(forecast.uncertainty, "No uncertainty notes.", "forecast-uncertainty"),
+    planningSpend(plan));
   if (decision === "undecided" && task.state === "awaiting-plan-approval") {
     const feedback = el("textarea", { id: "plan-feedback", testid: "plan-feedback", rows: 2,
       placeholder: "What should change in the plan?" });
@@ -56,6 +58,15 @@ export function planCard(app, task) {
       mutatingButton("Send back", () => app.sendBackPlan(plan, feedback.value), "plan-send-back", { dataset: TASK_SCOPE })));
   }
   return body;
+}
+
+// What drafting this plan took: the planner's calls and their measured cost (unknown says why, never 0).
+function planningSpend(plan) {
+  const spend = plan.planning;
+  if (!spend) return null;
+  return el("div", { testid: "plan-planning" }, el("h4", { text: "Planning" }),
+    facts([["Model calls", String(spend.modelCalls || 0)], ["Read-only tool calls", String(spend.toolCalls || 0)],
+      ["Cost (measured)", maybeMoney(spend.cost)]], "plan-planning-facts"));
 }
 
 const numbers = (items) => (items || []).length ? items.join(", ") : "none";

@@ -23,6 +23,8 @@ export const EventKind = Object.freeze({
   TOOL_EXECUTION_FINISHED: "tool-execution-finished",
   PATCH_STORED: "patch-stored",
   ACCEPT_CONFLICTED: "accept-conflicted",
+  ACCEPT_STARTED: "accept-started",
+  ACCEPT_RESOLVED: "accept-resolved",
   TASK_ACCEPTED: "task-accepted",
   DELIVERY_RECORDED: "delivery-recorded",
   RECOVERY_ASSESSED: "recovery-assessed",
@@ -47,6 +49,7 @@ export const EventKind = Object.freeze({
   PROVIDER_CREDENTIAL_STORED: "provider-credential-stored",
   PROVIDER_CREDENTIAL_DELETED: "provider-credential-deleted",
   LOGS_PURGED: "logs-purged",
+  STORE_DAMAGE_DETECTED: "store-damage-detected",
 });
 
 // Every key a kind's payload may carry (some only in some events, or only in newer ones).
@@ -71,6 +74,8 @@ export const EVENT_KEYS = Object.freeze({
   "tool-execution-finished": Object.freeze(["request_id", "execution_id", "state", "failure_kind", "exit_code"]),
   "patch-stored": Object.freeze(["task_id", "kind", "diff_identity", "patch_sha256", "bytes"]),
   "accept-conflicted": Object.freeze(["task_id", "diff_identity", "branch", "conflicting_paths"]),
+  "accept-started": Object.freeze(["task_id", "landing_id", "diff_identity", "mode", "branch", "previous_head", "landed_head", "paths"]),
+  "accept-resolved": Object.freeze(["task_id", "landing_id", "resolution", "by", "branch", "reason"]),
   "task-accepted": Object.freeze(["task_id", "diff_identity", "kind", "branch", "previous_head", "landed_head", "task_commit"]),
   "delivery-recorded": Object.freeze(["task_id", "attempt", "diff_identity", "human_acceptance", "deliver", "landed_commit"]),
   "recovery-assessed": Object.freeze(["task_id", "assessment_id", "recommended", "ambiguous"]),
@@ -95,4 +100,5 @@ export const EVENT_KEYS = Object.freeze({
   "provider-credential-stored": Object.freeze(["provider", "rotated"]),
   "provider-credential-deleted": Object.freeze(["provider"]),
   "logs-purged": Object.freeze(["deleted", "before_us"]),
+  "store-damage-detected": Object.freeze(["frame", "lost_commits", "copy", "wal_sha256", "detail"]),
 });

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Callable, Generator, Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Final
 
+from codeflux.domain.display import escape_for_display
 from codeflux.domain.errors import (
     PathNotFoundError,
     PathRefusedError,
@@ -22,8 +24,8 @@ from codeflux.domain.errors import (
     ToolRequestInvalidError,
     UnsafeArgumentError,
 )
-from codeflux.domain.execution import FailureKind
-from codeflux.domain.tools import BoundToolRequest, ToolName, bind_tool_request
+from codeflux.domain.execution import ExecutionState, FailureKind
+from codeflux.domain.tools import BoundToolRequest, ToolName, bind_tool_request, canonical_tool_path
 from codeflux.worker.paths import check_worktree_present
 from codeflux.worker.tools.command import CommandOutput, CommandPin, CommandStarted, run_command
 from codeflux.worker.tools.context import ToolContext
@@ -38,6 +40,7 @@ __all__ = ["ToolEvent", "execute_tool"]
 
 ToolEvent = CommandStarted | CommandOutput
 _ToolFunction = Callable[[BoundToolRequest, ToolContext], ToolResult]
+_PATH_SHOWN: Final = 200
 
 _PLAIN_TOOLS: Final[Mapping[ToolName, _ToolFunction]] = MappingProxyType({
     ToolName.READ_FILE: read_file,
@@ -58,7 +61,27 @@ def execute_tool(
     *, tool: str, raw_arguments: Mapping[str, object], context: ToolContext, pin: CommandPin
 ) -> Generator[ToolEvent, None, ToolResult]:
     """Run one tool request; yield a command's start and output; return the result (never raises for
-    expected failures)."""
+    expected failures). A failed result of a tool given a ``path`` names that path in its message, so
+    two failures on different files never read alike (to the model, or to the stall fingerprint)."""
+    result = yield from _execute(tool=tool, raw_arguments=raw_arguments, context=context, pin=pin)
+    return _naming_path(raw_arguments.get("path"), result)
+
+
+def _naming_path(path: object, result: ToolResult) -> ToolResult:
+    """``result`` with ``path`` (as bound: canonical, escaped for display, at most 200 characters) before its
+    message when it failed and its message does not name the path already."""
+    if result.state is ExecutionState.SUCCEEDED or not isinstance(path, str) or not path:
+        return result
+    named = escape_for_display(canonical_tool_path(path))
+    if not named or named in result.message:
+        return result
+    shown = named if len(named) <= _PATH_SHOWN else named[: _PATH_SHOWN - 1] + "…"
+    return replace(result, message=f"{shown}: {result.message}")
+
+
+def _execute(
+    *, tool: str, raw_arguments: Mapping[str, object], context: ToolContext, pin: CommandPin
+) -> Generator[ToolEvent, None, ToolResult]:
     try:
         request = bind_tool_request(tool, raw_arguments)
         try:

@@ -94,9 +94,16 @@ class OutputCapture:
 
     def finish(self) -> str:
         """The rest of the stream, once the program is done (with a kept tail: the note and the tail)."""
+        rest = b""
+        if self._tail is not None and self._tail.received and not self._tail.dropped_any:
+            # The output ended before the tail's window overflowed: nothing was elided, so the bytes past the
+            # head follow it as they came (the whole output fits the cap) — no note, not truncated.
+            rest = self._tail.take()
+            self.captured_bytes += len(rest)
+            self.truncated = False
         text = ""
         if self.captured_bytes:  # something was fed: the decoder and redactor may hold some back
-            text = self._decoder.decode(b"", final=True)
+            text = self._decoder.decode(rest, final=True)
             if self._redactor is not None:
                 text = self._redactor.feed(text) + self._redactor.flush()
             self._released(text)
@@ -128,6 +135,7 @@ class _TailWindow:
         self._chunks: deque[bytes] = deque()
         self._held = 0
         self.received = False
+        self._dropped_bytes = 0
         self._dropped_characters = 0
         self._dropped_lines = 0
 
@@ -144,7 +152,21 @@ class _TailWindow:
             self._drop(gone)
             self._held -= len(gone)
 
+    @property
+    def dropped_any(self) -> bool:
+        """True once a byte fell out of the window (something between the head and the tail is elided)."""
+        return self._dropped_bytes > 0
+
+    def take(self) -> bytes:
+        """Every byte held, removed from the window (nothing was dropped: they follow the head directly)."""
+        data = b"".join(self._chunks)
+        self._chunks.clear()
+        self._held = 0
+        self.received = False
+        return data
+
     def _drop(self, gone: bytes) -> None:
+        self._dropped_bytes += len(gone)
         self._dropped_characters += _characters(gone)
         self._dropped_lines += gone.count(b"\n")
 

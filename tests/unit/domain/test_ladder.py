@@ -18,6 +18,7 @@ from codeflux.domain.ladder import (
     Rung,
     failing_test_names,
     fingerprint_failure,
+    fingerprint_tool_failure,
     normalize_failure_text,
 )
 
@@ -209,3 +210,52 @@ def test_a_continued_position_counts_only_the_trailing_send_backs_on_its_own_run
     assert repairs == 3 and continued.rung == position.rung
     assert dict(continued.recurrences) == {"b": 2, "c": 1}  # "a" was seen on the rung below, before the climb
     assert position.continued([]) == (position, 0)
+
+
+# ─── tool failures: the tool, the target and the kind (issue 15 item 6) ─────────────────────────────
+
+_PATHS = st.lists(st.from_regex(r"[a-z_]{1,8}(/[a-z_]{1,8}){0,2}\.py", fullmatch=True), min_size=2, max_size=5,
+                  unique=True)
+_KINDS = st.sampled_from(["not-found", "no-match", "path-refused", "already-exists", "content-mismatch"])
+_HEX = st.from_regex(r"[0-9a-f]{6}[0-9][a-f][0-9a-f]{0,8}", fullmatch=True)
+
+
+@given(paths=_PATHS, kind=_KINDS, message=st.text(max_size=60))
+def test_failures_on_different_paths_never_share_a_fingerprint(paths: list[str], kind: str, message: str) -> None:
+    """Three misses on three files are three mistakes: distinct targets give distinct fingerprints, whatever
+    the message says (an error text that omits the path cannot make them alike)."""
+    digests = {fingerprint_tool_failure(tool="edit_file", target=path, kind=kind, detail=message).digest
+               for path in paths}
+    assert len(digests) == len(paths)
+
+
+@given(path=_PATHS.map(lambda paths: paths[0]), kind=_KINDS, lines=st.lists(st.integers(0, 10**6), min_size=3,
+       max_size=3), ids=st.lists(_HEX, min_size=3, max_size=3))
+def test_the_same_miss_on_the_same_file_is_one_fingerprint_whatever_its_numbers_and_ids(
+        path: str, kind: str, lines: list[int], ids: list[str]) -> None:
+    """Line numbers, counts and hex ids vary between tries of the same mistake; they are masked, so the same
+    (tool, path, kind) recurs and can stall."""
+    digests = {fingerprint_tool_failure(
+        tool="edit_file", target=path, kind=kind,
+        detail=f"old_text occurs {line % 7 + 2} times (lines {line}, {line + 5}) near object {hex_id}").digest
+        for line, hex_id in zip(lines, ids, strict=True)}
+    assert len(digests) == 1
+
+
+def test_tool_kind_and_target_each_tell_tool_failures_apart() -> None:
+    base = fingerprint_tool_failure(tool="read_file", target="a.py", kind="not-found", detail="a.py: not found")
+    assert base.gate == "tool:read_file" and "a.py" in base.summary and "not-found" in base.summary
+    others = [fingerprint_tool_failure(tool="delete_file", target="a.py", kind="not-found", detail="a.py: not found"),
+              fingerprint_tool_failure(tool="read_file", target="a.py", kind="not-text", detail="a.py: not found"),
+              fingerprint_tool_failure(tool="read_file", target="b.py", kind="not-found", detail="a.py: not found")]
+    assert len({base.digest, *(other.digest for other in others)}) == 4
+
+
+def test_a_command_failing_on_other_tests_is_progress_and_on_the_same_tests_a_recurrence() -> None:
+    def of(output: str) -> str:
+        return fingerprint_tool_failure(tool="run_command", target="python -m", kind="nonzero-exit",
+                                        detail=output).digest
+
+    one = of("FAILED tests/test_a.py::test_x - assert 1 == 2\n1 failed in 0.31s")
+    assert one == of("FAILED tests/test_a.py::test_x - assert 3 == 4\n1 failed in 0.12s")
+    assert one != of("FAILED tests/test_a.py::test_y - assert 1 == 2\n1 failed in 0.31s")

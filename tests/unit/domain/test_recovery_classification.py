@@ -126,3 +126,18 @@ def test_known_state_refuses_a_diff_identity_without_a_usable_worktree() -> None
 def test_only_working_states_count_as_interrupted(state: TaskState) -> None:
     assert is_interrupted(state) == (state in INTERRUPTIBLE_STATES)
     assert not (is_interrupted(state) and state in (TaskState.PAUSED, TaskState.READY, TaskState.AWAITING_REVIEW))
+
+
+@pytest.mark.parametrize("condition", list(WorktreeCondition))
+def test_lost_store_data_refuses_safe_resume_and_recommends_inspecting_the_worktree(
+    condition: WorktreeCondition,
+) -> None:
+    advice = classify_recovery(known(condition), [], store_damaged=True)
+
+    assert RecoveryAction.SAFE_RESUME not in advice.allowed
+    if condition in (WorktreeCondition.MISSING, WorktreeCondition.UNUSABLE):
+        assert advice.recommended is RecoveryAction.ABANDON
+    else:
+        assert advice.recommended is RecoveryAction.RECONCILE
+        assert "inspect the worktree" in advice.why and "nothing is unaccounted for" not in advice.why
+    assert advice.recommended in advice.allowed

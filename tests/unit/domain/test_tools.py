@@ -182,3 +182,33 @@ def test_binding_does_not_depend_on_the_order_the_model_sent(order: list[str]) -
                                  "fixed_string": False, "max_results": 9}
     reference = bind_tool_request("grep", values)
     assert bind_tool_request("grep", {name: values[name] for name in order}) == reference
+
+
+@pytest.mark.parametrize(("written", "canonical"), [
+    ("./pkg/mod.py", "pkg/mod.py"), ("pkg//mod.py", "pkg/mod.py"), ("pkg/./mod.py", "pkg/mod.py"),
+    ("././pkg/mod.py", "pkg/mod.py"), ("src/", "src"), ("pkg/mod.py", "pkg/mod.py")])
+def test_a_path_is_bound_in_its_one_canonical_spelling(written: str, canonical: str) -> None:
+    """`./pkg/mod.py` names the same worktree file as `pkg/mod.py`: binding makes it that spelling, so the
+    classifier, the operation identity and the worker's resolver (which takes only canonical paths) agree."""
+    bound = bind_tool_request("write_file", {"path": written, "content": "x"})
+    assert bound.value("path") == canonical
+
+
+@pytest.mark.parametrize("written", ["../x", "./../x", "a/../../x", "/etc/passwd", "//server/x", "~/x", " a",
+                                     "a /b", "C:/x", ".git/config", "./.git/config"])
+def test_canonical_spelling_never_makes_a_path_that_may_leave_the_worktree_look_inside(written: str) -> None:
+    """Only `.` components and repeated `/` go: `..`, absolute and home paths, spaces and `.git` stay for the
+    classifier and the resolver to refuse."""
+    value = bind_tool_request("read_file", {"path": written}).value("path")
+    assert isinstance(value, str)
+    assert value.split("/")[-1] == written.rsplit("/", maxsplit=1)[-1]
+    assert (".." in value.split("/")) == (".." in written.split("/"))
+    assert value.startswith(("/", "~")) == written.startswith(("/", "~"))
+    assert (".git" in value) == (".git" in written)
+
+
+def test_an_optional_path_naming_the_root_is_read_as_omitted_and_a_required_one_is_refused() -> None:
+    for root in (".", "./", ".//."):
+        assert bind_tool_request("list_directory", {"path": root}).value("path") is None
+        with pytest.raises(ToolRequestInvalidError, match="must not be empty"):
+            bind_tool_request("read_file", {"path": root})

@@ -8,10 +8,13 @@ import pytest
 from codeflux.domain.ladder import Effort
 from codeflux.domain.providers import ProviderName
 from codeflux.providers.capabilities import (
+    CONTEXT_WINDOW_SOURCES,
+    DEFAULT_CONTEXT_WINDOW,
     MODEL_CAPABILITIES,
     ThinkingForm,
     anthropic_thinking,
     capabilities_of,
+    context_window_of,
     openai_reasoning_effort,
 )
 from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, PriceSnapshot
@@ -47,3 +50,20 @@ def test_a_budget_never_takes_more_than_half_the_output_bound() -> None:
 def test_no_effort_sends_nothing_anywhere() -> None:
     assert anthropic_thinking("claude-opus-4-6", None, max_output_tokens=8192) == {}
     assert openai_reasoning_effort("o3", None) is None
+
+
+@pytest.mark.parametrize(("model", "window"), [
+    ("claude-opus-4-7", 200_000), ("claude-haiku-4-5-20251001", 200_000), ("gpt-5", 400_000),
+    ("gpt-5-mini-2025-08-07", 400_000), ("o3", 200_000), ("o4-mini", 200_000), ("gpt-4.1", 1_047_576),
+    ("gpt-4.1-nano", 1_047_576), ("gpt-4o", 128_000), ("gpt-4o-mini-2024-07-18", 128_000)])
+def test_each_model_has_its_documented_context_window(model: str, window: int) -> None:
+    provider = ProviderName.ANTHROPIC if model.startswith("claude") else ProviderName.OPENAI
+    assert context_window_of(provider, model) == window
+    assert provider in CONTEXT_WINDOW_SOURCES
+
+
+def test_a_model_the_table_does_not_know_gets_the_conservative_default_window() -> None:
+    assert DEFAULT_CONTEXT_WINDOW == 32_768
+    assert context_window_of(ProviderName.OPENAI_COMPATIBLE, "llama3.1:8b") == DEFAULT_CONTEXT_WINDOW
+    assert context_window_of(ProviderName.OPENAI, "gpt-9") == DEFAULT_CONTEXT_WINDOW
+    assert all(row.context_window >= DEFAULT_CONTEXT_WINDOW for row in MODEL_CAPABILITIES)

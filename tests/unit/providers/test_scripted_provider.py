@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from codeflux.domain.errors import ProviderRequestInvalidError, ScriptExhaustedError
+from codeflux.domain.context_window import estimate_request_tokens
+from codeflux.domain.errors import ContextTooLongError, ProviderRequestInvalidError, ScriptExhaustedError
 from codeflux.domain.models import Message, ModelRequest, ReasoningPart, Role, StopReason, TextPart, ToolCall
 from codeflux.domain.pricing import TokenUsage
 from codeflux.providers.scripted import SCRIPTED_DISPLAY_NAME, ScriptedAdapter, ScriptedTurn
@@ -75,3 +76,23 @@ def test_like_a_real_provider_it_refuses_an_empty_assistant_turn_before_using_a_
         scripted.complete(blank)
 
     assert scripted.requests == () and scripted.remaining_turns == 1
+
+
+def test_a_script_may_declare_a_small_window_and_refuses_what_does_not_fit_without_using_a_turn() -> None:
+    small = request("hi")
+    window = estimate_request_tokens(small) + small.max_output_tokens
+    adapter = ScriptedAdapter([ScriptedTurn(text="ok")], context_window=window)
+    assert adapter.context_window == window
+    with pytest.raises(ContextTooLongError, match="prompt is too long"):
+        adapter.complete(request("hi" * 100))
+    assert adapter.remaining_turns == 1  # the refusal used no turn
+    assert adapter.complete(small).text == "ok"
+    assert len(adapter.requests) == 2 and ScriptedAdapter([]).context_window is None
+
+
+def test_a_too_long_turn_answers_its_request_with_the_refusal() -> None:
+    adapter = ScriptedAdapter([ScriptedTurn(too_long=True), ScriptedTurn(text="after")])
+    with pytest.raises(ContextTooLongError) as raised:
+        adapter.complete(request("hi"))
+    assert raised.value.status == 400 and not raised.value.may_have_been_processed
+    assert adapter.complete(request("hi")).text == "after"

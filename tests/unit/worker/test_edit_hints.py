@@ -57,8 +57,8 @@ def refused(result: ToolResult, kind: str, task: TaskWorktree) -> ToolResult:
 
 def test_several_matches_are_listed_with_their_line_numbers(context: ToolContext, task: TaskWorktree) -> None:
     result = refused(edit(context, "    with open(path"), "ambiguous-match", task)
-    assert result.message == ("old_text occurs 2 times (lines 5, 10); include more surrounding lines so it "
-                              "occurs once")
+    assert result.message == ("src/files.py: old_text occurs 2 times (lines 5, 10); include more surrounding "
+                              "lines so it occurs once")
     assert result.content.splitlines() == [
         "old_text occurs 2 times; each match begins on the line shown:",
         "     5\t    with open(path) as handle:",
@@ -70,7 +70,7 @@ def test_several_matches_are_listed_with_their_line_numbers(context: ToolContext
 def test_wrong_indentation_is_called_out_with_the_lines_to_copy(context: ToolContext, task: TaskWorktree) -> None:
     wrong = "def load(path):\n  with open(path) as handle:\n    return handle.read()\n"
     result = refused(edit(context, wrong), "no-match", task)
-    assert result.message.startswith("old_text does not occur exactly, but matches lines 4–6 except for "
+    assert result.message.startswith("src/files.py: old_text does not occur exactly, but matches lines 4–6 except for "
                                      "whitespace (indentation (a line the file indents by 4 characters is "
                                      "indented by 2 in old_text))")
     assert "     4\tdef load(path):\n     5\t    with open(path) as handle:\n     6\t        return handle.read()\n" \
@@ -92,7 +92,8 @@ def test_tabs_trailing_blanks_and_crlf_are_named() -> None:
 def test_a_near_miss_gets_a_did_you_mean_with_the_first_difference(context: ToolContext, task: TaskWorktree) -> None:
     near = "def save(path, text):\n    with open(path, \"wb\") as handle:\n        handle.write(text)\n"
     result = refused(edit(context, near), "no-match", task)
-    assert result.message.startswith("old_text does not occur in the file; the most similar text is lines 9–11 (")
+    assert result.message.startswith("src/files.py: old_text does not occur in the file; the most similar text "
+                                     "is lines 9–11 (")
     assert "Did you mean lines 9–11" in result.content
     assert "    10\t    with open(path, \"w\") as handle:\n" in result.content
     assert ("First difference, at line 10:\n  the file has: '    with open(path, \"w\") as handle:'\n"
@@ -101,7 +102,7 @@ def test_a_near_miss_gets_a_did_you_mean_with_the_first_difference(context: Tool
 
 def test_text_unlike_anything_in_the_file_says_to_read_it(context: ToolContext, task: TaskWorktree) -> None:
     result = refused(edit(context, "class Unrelated(Exception):\n    pass\n"), "no-match", task)
-    assert result.message == "old_text does not occur in the file and nothing similar was found"
+    assert result.message == "src/files.py: old_text does not occur in the file and nothing similar was found"
     assert "read_file" in result.content
 
 

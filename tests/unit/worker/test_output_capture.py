@@ -93,3 +93,12 @@ def test_a_secret_in_the_kept_tail_is_redacted() -> None:
     shown = released(capture, [b"a" * 5000, f"\nkey {SECRET}\n".encode()])
     assert SECRET not in shown
     assert shown.endswith("elided; the line above was cut short]\nkey [REDACTED]\n")
+
+
+def test_output_that_fits_the_cap_comes_out_whole_even_past_the_streamed_half() -> None:
+    """201 bytes under a 400-byte cap: the 200 streamed and the one kept back, no note (hypothesis found this:
+    the last newline used to come after an elision note of 0 characters, as if the output had been cut)."""
+    text = "x" * 199 + "\nend\n"
+    capture = OutputCapture(limit=400, redact=False, keep_tail=True)
+    shown = released(capture, [text.encode()])
+    assert shown == text and not capture.truncated

@@ -486,3 +486,18 @@ def test_no_process_started_by_a_tool_outlives_it(context: ToolContext) -> None:
     group = next(event.process_group_id for event in events if isinstance(event, CommandStarted))
     assert wait_until_group_is_gone(group) == []
     assert live_processes_in_group(group) == []
+
+
+def test_a_failure_names_the_path_it_was_about_so_misses_on_different_files_read_differently(
+        context: ToolContext, task: TaskWorktree) -> None:
+    """Issue 15 item 6: `not-found` on two files used to be the same text ("path refused: it does not exist")."""
+    messages = []
+    for path in ("src/missing_one.py", "./src/missing_two.py"):
+        result, _ = run(context, "read_file", {"path": path})
+        assert result.state is ExecutionState.FAILED and result.failure_kind == "not-found"
+        messages.append(result.message)
+    assert messages == ["src/missing_one.py: path refused: it does not exist",
+                        "src/missing_two.py: path refused: it does not exist"]  # the canonical spelling
+    written, _ = run(context, "write_file", {"path": "./src/new_module.py", "content": "x = 1\n"})
+    assert written.state is ExecutionState.SUCCEEDED, written.message  # a ./ path is the worktree path
+    assert (task.worktree / "src" / "new_module.py").read_text() == "x = 1\n"

@@ -208,3 +208,31 @@ def test_the_schema_is_immutable_and_forbids_extra_fields() -> None:
     with pytest.raises(Exception, match="frozen"):
         document.task_class = "feature"  # type: ignore[misc]
     assert PlanDocument.model_config.get("extra") == "forbid"
+
+
+def _properties(schema: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every (object.property, property schema) pair of ``schema``, its ``$defs`` included."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for name, definition in [("PlanDocument", schema), *schema["$defs"].items()]:
+        found += [(f"{name}.{key}", value) for key, value in definition.get("properties", {}).items()]
+    return found
+
+
+def test_the_schema_sent_to_the_planner_describes_every_field() -> None:
+    properties = _properties(PlanDocument.model_json_schema())
+
+    assert len(properties) >= 25
+    undescribed = [name for name, value in properties if len(value.get("description", "")) < 15]
+    assert undescribed == []
+
+
+def test_the_schema_lists_the_allowed_task_classes_and_capabilities() -> None:
+    schema = PlanDocument.model_json_schema()
+
+    reference = schema["properties"]["task_class"]["$ref"].rsplit("/", 1)[-1]
+    assert schema["$defs"][reference]["enum"] == [member.value for member in TaskClass]
+    need = schema["$defs"]["PermissionDocument"]["properties"]["need"]["description"]
+    assert "`process`" in need and "`network`" in need and "`install`" in need
+    hint = schema["$defs"]["StepDocument"]["properties"]["expected_files"]["description"]
+    assert "hint" in hint and "not a completion rule" in hint
+    assert "expected_files" not in schema["$defs"]["StepDocument"].get("required", [])
