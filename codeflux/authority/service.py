@@ -35,6 +35,7 @@ from codeflux.authority.decide import (
     runs_a_program,
 )
 from codeflux.authority.intents import ExecutionIntent, refusal_error, write_intent
+from codeflux.authority.plan_checks import plan_check_cover
 from codeflux.authority.records import (
     DecisionView,
     RequestView,
@@ -76,7 +77,9 @@ _FINAL_ALLOWING = frozenset({DecisionOutcome.AUTOMATIC, DecisionOutcome.ALLOWED_
 class DerivedAllowance:
     """A decision already made that covers a new request: the pipeline's base-revision run of a check
     follows the decision on the same check in the worktree root (docs/security.md, "The base-revision run of
-    a check"). ``decided_by`` is that decision's decider (a person or the headless policy); ``reason`` names it.
+    a check"), and a plan approval covers its checks' exact argv (:mod:`codeflux.authority.plan_checks`,
+    derived here for every request). ``decided_by`` is that decision's decider (a person or the headless
+    policy); ``reason`` names it.
     """
 
     decided_by: Decider
@@ -93,6 +96,11 @@ class AuthorityService:
         self._db = db
         self._entropy = entropy
         self._programs_unconfined = programs_unconfined
+
+    @property
+    def programs_unconfined(self) -> bool:
+        """Programs run with no OS box and the person did not opt in: each is allowed once at a time."""
+        return self._programs_unconfined
 
     def _new_body(self) -> str:
         return self._entropy(16).hex()
@@ -197,8 +205,14 @@ class AuthorityService:
                 decided_by=Decider.SYSTEM, reason=ruling.reason, approval_id=ruling.approval_id,
                 denial_id=ruling.denial_id,
             )
-            if derived is not None and ruling.outcome is DecisionOutcome.PENDING:
-                decision = self._allow_once_as_derived(tx, request, decision, classification, derived)
+            allowance = derived
+            if allowance is None and ruling.outcome is DecisionOutcome.PENDING:
+                cover = plan_check_cover(tx, operation=operation, classification=classification,
+                                         source=recorded_source, programs_unconfined=self._programs_unconfined)
+                if cover is not None:
+                    allowance = DerivedAllowance(decided_by=cover.decided_by, reason=cover.reason)
+            if allowance is not None and ruling.outcome is DecisionOutcome.PENDING:
+                decision = self._allow_once_as_derived(tx, request, decision, classification, allowance)
             append_event(tx, session_id=task.session_id, event=ToolRequested(
                 request_id=ToolRequestId.parse(request.request_id), tool=operation.tool, operation=str(identity),
                 needs=tuple(str(item.need) for item in classification.needs),

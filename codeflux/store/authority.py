@@ -64,6 +64,7 @@ __all__ = [
     "insert_tool_request",
     "latest_decision",
     "mark_execution_running",
+    "operations_allowed_for_task",
     "pending_requests_of_task",
     "read_tool_request",
     "record_execution_result",
@@ -359,6 +360,25 @@ def task_approvals_of_identity(view: ReadView, task_id: TaskId, identity: Operat
         (task_id.value, identity.digest),
     )
     return [_approval(row) for row in _oldest_first(rows, created_at=9)]
+
+
+def operations_allowed_for_task(view: ReadView, task_id: TaskId) -> list[ToolRequestRow]:
+    """The requests whose exact operation a person allowed for ``task_id`` (standing allow-for-task
+    approvals), oldest first, one per operation identity."""
+    rows = view.query_all(
+        f"SELECT {', '.join('r.' + column.strip() for column in _REQUEST.split(','))}"  # noqa: S608
+        " FROM approvals AS a JOIN tool_requests AS r ON r.id = a.request_id"
+        " WHERE a.task_id = ? AND a.scope = ? ORDER BY a.created_at_us, a.rowid",
+        (task_id.value, ApprovalScope.ALLOW_FOR_TASK.value),
+    )
+    seen: set[str] = set()
+    found = []
+    for row in rows:
+        request = _request(row)
+        if request.identity.digest not in seen:
+            seen.add(request.identity.digest)
+            found.append(request)
+    return found
 
 
 def consume_allow_once_approval(tx: Transaction, *, approval_id: str, execution_id: str) -> None:

@@ -24,7 +24,7 @@ from codeflux.store.location import DataLocation
 from tests.fixtures.reviews import a_running_task_with_worktree, a_task_awaiting_review
 from tests.fixtures.tasks import a_repository
 from tests.integration.test_headless_run import cli
-from tests.integration.test_task_cli_verbs import FIX, planned_task, script, turn
+from tests.integration.test_task_cli_verbs import DONE, FIX, planned_task, script, turn
 
 DISGUISED = "\u202egnp.exe"  # reads "exe.png" where bidi text is rendered
 
@@ -33,12 +33,13 @@ DISGUISED = "\u202egnp.exe"  # reads "exe.png" where bidi text is rendered
 def test_a_bidi_override_argument_is_shown_escaped_and_a_written_conftest_changes_what_runs(tmp_path: Path) -> None:
     conftest = ("write_file", {"path": "calc/conftest.py", "content": "# pytest imports this before the tests\n"})
     disguised = ("run_command", {"argv": ["python3", "-c", "print(1)", DISGUISED]})
-    s = script(tmp_path / "s.json", turn("fix", FIX, conftest), turn("look", disguised), turn("Every step is done."))
+    s = script(tmp_path / "s.json", turn("fix", FIX, conftest), turn("look", disguised),
+               turn("Every step is done.", DONE))
     _repo, data, task_id = planned_task(tmp_path, s)
 
     started = cli(data, "task", "start", task_id, "--provider", "scripted", "--script", str(s))
 
-    assert started.code == 4, started.out + started.err  # run_command is not pre-approved: denied, paused
+    assert started.code == 4, started.out + started.err  # run_command is not pre-approved: a recorded denial
     assert "python3 -c 'print(1)' '\\u202egnp.exe'" in started.out, started.out
     assert "\u202e" not in started.out + started.err
 

@@ -141,7 +141,8 @@ def test_the_same_miss_three_times_stalls_and_the_next_attempt_starts_from_a_sum
     assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
     assert outcome.attempt == 2  # the third identical miss stalled attempt 1 and climbed
     opening = adapter.requests[4]
-    assert len(opening.messages) == 1  # a new conversation, whose first message carries the summary
+    # a new conversation: its first message carries the summary, the second the approved operations
+    assert len(opening.messages) == 2 and opening.messages[1].text.startswith("Approved operations")
     summary = text_of(opening)
     assert "Summary of attempt 1, from codeflux's records" in summary
     assert "sent back by implementation on rung cheap:max" in summary  # what failed, and where it climbed
@@ -172,17 +173,17 @@ def test_a_task_whose_tool_outputs_outgrow_a_small_window_goes_on_through_a_comp
     assert estimate_request_tokens(after) + after.max_output_tokens < WINDOW * 75 // 100
     assert all(fits_window(request, WINDOW) for request in requests)
     # the oldest result was compacted: its call keeps its result, which now carries the summary and a note
-    results = [part for part in after.messages[2].parts if isinstance(part, ToolResult)]
+    results = [part for part in after.messages[3].parts if isinstance(part, ToolResult)]  # after the rules
     assert len(results) == 1 and results[0].call_id == "r1"
-    assert SUMMARY_NOTE.format(first=3, last=3) in results[0].content
+    assert SUMMARY_NOTE.format(first=4, last=4) in results[0].content
     assert "nothing about add()" in results[0].content
     assert COMPACTED_NOTE.split(";")[0] in results[0].content and len(results[0].content) < 1_500
     # the recent results are whole
-    assert NOTES.splitlines()[-1] in text_of(after.messages[3:])
+    assert NOTES.splitlines()[-1] in text_of(after.messages[4:])
     # the transcript records it: the original conversation closed as compacted, the compacted one goes on
     (old, old_messages), (new, new_messages) = conversations(harness, task_id)
     assert old.closed_reason is not None
-    assert old.closed_reason.startswith("compacted: the tool results of messages 3–3")
+    assert old.closed_reason.startswith("compacted: the tool results of messages 4–4")
     assert "a summary written by the model" in old.closed_reason
     assert NOTES.splitlines()[-1] in text_of(old_messages)
     assert new_messages[:len(after.messages)] == list(after.messages)  # what a resumed run restores

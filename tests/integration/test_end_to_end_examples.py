@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,9 @@ from tests.fixtures.task_runs import (
     write_file,
 )
 
+GATES_DECIDE = LoopLimits(max_finish_repairs=0)
+"""Some scripts here write a wrong change on purpose, to see a gate send it back: the loop's own check at finish
+(issue 15 item 2) is red too, and with no finish repairs the finish is accepted and the gates decide."""
 EXTRA_TEST = "\n\ndef test_add_zero():\n    assert add(0, 5) == 5\n"
 
 
@@ -55,7 +59,7 @@ def run(harness: Harness, requirement: str, turns: list[ScriptedTurn], *, allow:
                *(PreapprovedOperation.command(argv) for argv in allow)]
     outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
                        repo_snapshot=harness.snapshot(), position=LadderPosition.start(),
-                       limits=limits or LoopLimits(), headless_policy=HeadlessPolicy.allowing(allowed))
+                       limits=limits or GATES_DECIDE, headless_policy=HeadlessPolicy.allowing(allowed))
     return task_id, outcome
 
 
@@ -170,7 +174,7 @@ def test_a_command_example_whose_output_differs_is_sent_back_then_needs_you(harn
              write_file("tests/test_calc.py", calc_tests(-3), "a2w2", replacing=calc_tests(-3)), done()]
 
     task_id, outcome = run(harness, wrong, [*implementing_turns(), done(), *again], allow=(argv,),
-                           limits=LoopLimits(max_repairs_per_rung=1))
+                           limits=replace(GATES_DECIDE, max_repairs_per_rung=1))
 
     failed, examples = examples_of(harness, task_id, 1)
     assert failed is StageOutcome.FAILED and "differs from the expected output at line 1" in str(examples[0]["detail"])

@@ -84,6 +84,9 @@ def test_without_yes_the_run_stops_after_the_plan_with_exit_4(tmp_path: Path) ->
 
 
 def test_without_the_allow_the_test_command_is_a_recorded_denial_and_exit_4(tmp_path: Path) -> None:
+    """The demo's model runs the test command itself (not the plan's check, ``python3 -m pytest -q``, which
+    the plan approval covers): without ``--allow`` that run is a recorded denial, named, and the run exits 4.
+    The model is told and goes on (issue 15 item 5): the plan's check and the pipeline's tests still run."""
     repo, data = demo(tmp_path)
 
     ran = cli(data, *run_args(repo, "--yes"))
@@ -92,6 +95,9 @@ def test_without_the_allow_the_test_command_is_a_recorded_denial_and_exit_4(tmp_
     assert "denied by headless-policy" in ran.out
     assert "not in the pre-approved operations and prompting is off" in ran.out
     assert DEMO_TEST_COMMAND in ran.out
+    assert re.search(r"run_command  python3 -m pytest -q  \[pipeline\]\n\s+decision  allowed-once by user: "
+                     r"check 'unit tests' of plan revision 1", ran.out), ran.out
+    assert re.search(r"integration-tests\s+satisfied .*3 tests, 3 passed, 0 failed", ran.out), ran.out
 
 
 def test_a_malformed_allow_is_a_usage_error(tmp_path: Path) -> None:

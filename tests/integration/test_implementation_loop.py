@@ -5,11 +5,12 @@ counts a step done only after a write, and a headless run turns a prompt into a 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from codeflux.authority.decide import Decider, DecisionOutcome, UserDecision
+from codeflux.authority.decide import UserDecision
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
 from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcomeKind
 from codeflux.coordinator.runs.runner import (
@@ -32,11 +33,13 @@ from codeflux.providers.scripted import ScriptedTurn
 from codeflux.store.database import Database
 from tests.fixtures.task_runs import (
     Harness,
+    a_plan_with_two_steps,
     done,
     edit_file,
     implementing_turns,
     make_harness,
     run_command,
+    said,
     scripted_gateway,
 )
 from tests.fixtures.tasks import keys
@@ -122,22 +125,42 @@ def test_a_stall_on_a_lower_rung_climbs_into_a_new_attempt(harness: Harness) -> 
     assert len(harness.tasks.ledger(task_id, 1)) == 37 and len(harness.tasks.ledger(task_id, 2)) == 37
 
 
-def test_claiming_completion_without_writes_does_not_count_and_stalls(harness: Harness) -> None:
+def test_answering_without_finish_is_nudged_and_stalls_as_no_finish(harness: Harness) -> None:
+    """A turn without tool calls is not "done" (issue 15 item 2): the model is told to call finish, and a
+    model that keeps answering without tools stalls like the old completion claims did."""
+    task_id = harness.ready_task()
+    gateway, adapter = scripted_gateway(harness.db, [said("I am done."), said("Really done."), said("Done!")])
+
     with pytest.raises(StalledError):
-        start(harness, [done(), done(), done()])
+        run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                 repo_snapshot=harness.snapshot(), position=ONE_RUNG, limits=LoopLimits(), headless_policy=None)
+
+    assert len(adapter.requests) == 3
+    nudges = [message.text for message in adapter.requests[-1].messages if "does not end the task" in message.text]
+    assert len(nudges) == 2 and "call the finish tool" in nudges[0]
+    assert state_of(harness, task_id) is TaskState.FAILED
 
 
-def test_a_headless_run_denies_what_was_not_pre_approved_and_ends_for_exit_4(harness: Harness) -> None:
-    task_id, outcome = start(harness, [run_command(["true"], "t1"), done()],
-                             policy=HeadlessPolicy.allowing([PreapprovedOperation.command(["false"])]))
+def test_a_headless_denial_reaches_the_model_which_goes_on_and_the_run_ends_for_exit_4(harness: Harness) -> None:
+    """Issue 15 item 5: a request the headless policy denies no longer ends the run at once. The denial is
+    recorded and named; the model reads a short capability error and finishes; the run still exits 4."""
+    task_id = harness.ready_task()
+    gateway, adapter = scripted_gateway(harness.db, [run_command(["true"], "t1"), *implementing_turns(), done()])
+    policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
 
-    assert outcome.kind is RunOutcomeKind.DECISION_NEEDED and outcome.denials
+    outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=ONE_RUNG, limits=LoopLimits(),
+                       headless_policy=policy)
+
+    assert outcome.kind is RunOutcomeKind.DECISION_NEEDED and outcome.denials, outcome.reason
     assert "run_command true is not in the pre-approved operations" in outcome.denials[0]
-    assert state_of(harness, task_id) is TaskState.PAUSED
-    assert outcome.loop is not None
-    request = harness.driver.read_request(outcome.loop.pending_request_id or "")
-    assert request.outcome is DecisionOutcome.DENIED and request.decision.decided_by is Decider.HEADLESS_POLICY
-    assert harness.driver.read_result(request.request_id) is None  # it never ran
+    assert state_of(harness, task_id) is TaskState.AWAITING_REVIEW  # the checks ran; the person reviews
+    told = next(part.content for message in adapter.requests[1].messages for part in message.parts
+                if getattr(part, "call_id", None) == "t1" and hasattr(part, "content"))
+    assert told.startswith("refused (run_command true): this headless run did not pre-approve it")
+    assert "blocked for the rest of this run" in told and "finish without it" in told
+    assert "not in the pre-approved operations" not in told  # the person-facing reason is not what the model reads
+    assert harness.driver.pending_decisions(task_id) == []  # nothing is left waiting
     assert len(harness.tasks.ledger(task_id, 1)) == 37
 
 
@@ -215,3 +238,46 @@ def start_on(harness: Harness, clock: ManualClock, turns: list[ScriptedTurn]) ->
     return task_id, run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
                              repo_snapshot=harness.snapshot(), position=ONE_RUNG,
                              limits=LoopLimits(max_wall_seconds=5), headless_policy=None, clock=clock)
+
+
+def test_a_new_allow_for_task_approval_is_told_to_the_model_as_a_short_update(harness: Harness) -> None:
+    """Issue 15 item 5: the approved operations go in a user message after the first prompt (never the system
+    prompt), and an approval a person gives for the task reaches the model before its next turn."""
+    task_id = harness.ready_task()
+    gateway, adapter = scripted_gateway(harness.db, [run_command(["true"], "t1"), *implementing_turns(), done()])
+    waiting = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=ONE_RUNG, limits=LoopLimits(), headless_policy=None)
+    assert waiting.kind is RunOutcomeKind.AWAITING_AUTHORITY
+    harness.driver.decide(waiting.pending_request_id or "", UserDecision.ALLOW_FOR_TASK, reason="fine for the task")
+
+    resume_run(waiting)
+
+    first, second = adapter.requests[0], adapter.requests[1]
+    assert "Approved operations" not in first.system and "python -m pytest" not in first.system
+    told = [message.text for message in first.messages]
+    assert told[1].startswith("Approved operations for this task")
+    assert "- run_command python -m pytest — the plan's check 'unit tests' (revision 1)" in told[1]
+    update = second.messages[-1].text
+    assert update.startswith("The approved operations for this task changed; now approved:")
+    assert "- run_command true — allowed for this task by a person" in update
+    assert sum("approved operations" in m.text.lower() for m in adapter.requests[-1].messages) == 2  # not again
+
+
+def test_a_finish_check_that_waits_for_a_person_pauses_and_the_decision_goes_on(harness: Harness) -> None:
+    """A plan without checks: finish runs the detected test command, which nothing approved yet — the loop waits
+    for the person like for any request, then runs it and accepts the finish."""
+    plan = replace(a_plan_with_two_steps(), checks=())
+    task_id = harness.ready_task(plan)
+    gateway, _ = scripted_gateway(harness.db, [*implementing_turns(), done()])
+    waiting = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=ONE_RUNG, limits=LoopLimits(), headless_policy=None)
+    assert waiting.kind is RunOutcomeKind.AWAITING_AUTHORITY and waiting.loop is not None
+    check = harness.driver.read_request(waiting.pending_request_id or "")
+    assert waiting.loop.pending_call is not None and waiting.loop.pending_call.name == "run_command"
+    assert waiting.loop.pending_call.arguments()["argv"] == list(pytest_argv(harness.venv_python))
+    harness.driver.decide(check.request_id, UserDecision.ALLOW_FOR_TASK, reason="the tests, for this task")
+
+    done_run = resume_run(waiting)
+
+    assert harness.driver.read_result(check.request_id) is not None  # finish's check ran
+    assert done_run.kind is RunOutcomeKind.AWAITING_REVIEW and done_run.clean, done_run.reason

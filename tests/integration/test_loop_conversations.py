@@ -132,7 +132,7 @@ def test_a_run_paused_between_turns_continues_its_conversation_with_the_steps_do
     assert first.loop.steps_done == ("Handle negatives",) and harness.tasks.show(task_id).task.state is TaskState.PAUSED
     assert len(harness.tasks.ledger(task_id, 1)) == 37
     kept = conversation_summary(harness.tasks.changes, task_id)
-    assert kept is not None and kept.is_open and kept.messages == 3 and kept.steps_done == (0,)
+    assert kept is not None and kept.is_open and kept.messages == 4 and kept.steps_done == (0,)
 
     driver.after_execute = None
     resume(harness, task_id)
@@ -141,10 +141,11 @@ def test_a_run_paused_between_turns_continues_its_conversation_with_the_steps_do
     assert second.kind is RunOutcomeKind.AWAITING_REVIEW and second.clean, second.reason
     assert second.attempt == 2
     # the first request of the resumed run carries the stored conversation, in order
-    assert [m.role for m in sent] == [Role.USER, Role.ASSISTANT, Role.USER]
+    assert [m.role for m in sent] == [Role.USER, Role.USER, Role.ASSISTANT, Role.USER]
     assert "Make add() handle negative numbers" in sent[0].text
-    assert isinstance(sent[1].parts[0], ToolCall) and sent[1].parts[0].call_id == "w1"
-    assert isinstance(sent[2].parts[0], ToolResult) and "state: succeeded" in sent[2].parts[0].content
+    assert sent[1].text.startswith("Approved operations for this task")  # told once, not again on resume
+    assert isinstance(sent[2].parts[0], ToolCall) and sent[2].parts[0].call_id == "w1"
+    assert isinstance(sent[3].parts[0], ToolResult) and "state: succeeded" in sent[3].parts[0].content
     assert sql(harness.db, "SELECT count(*) FROM tool_requests WHERE task_id = ? AND tool = 'write_file'",
                task_id.value) == [(2,)]
     closed = conversation_summary(harness.tasks.changes, task_id)
@@ -203,7 +204,7 @@ def test_a_script_that_runs_out_of_turns_pauses_the_task_honestly_and_a_resume_g
     second, sent = run(harness, task_id, [fix_tests(), done()])
 
     assert second.kind is RunOutcomeKind.AWAITING_REVIEW and second.clean, second.reason
-    assert len(sent) == 3  # the prompt, the first write and its result
+    assert len(sent) == 4  # the prompt, the approved operations, the first write and its result
 
 
 def test_a_budget_refusal_mid_loop_ends_the_attempt_paused_for_a_decision(
@@ -233,7 +234,7 @@ def test_a_pause_while_checks_run_ends_paused_and_the_resume_validates_without_a
     def pause_after_the_check(request_id: str, _record: ExecutionRecord) -> None:
         [(source, operation)] = sql(harness.db, "SELECT source, operation_json FROM tool_requests WHERE id = ?",
                                     request_id)
-        if source == "pipeline" and '"-m","pytest"' in operation:  # the test command (26's import check runs before it)
+        if source == "pipeline" and "--junitxml" in operation:  # the pipeline's test command (not finish's check)
             pause(harness, task_id, "paused while its checks ran")
 
     driver.after_execute = pause_after_the_check
@@ -290,7 +291,8 @@ def test_nothing_a_redaction_hides_reaches_the_stored_conversation(harness: Harn
     text = "\n".join(str(parts) for parts, _ in stored)
     assert loaded not in text and shaped not in text
     assert REDACTED in text
-    assert [flag for _, flag in stored][:3] == [1, 1, 0]  # the prompt, the talking turn; not its result
+    # the prompt, not the approved operations, the talking turn; not its result
+    assert [flag for _, flag in stored][:4] == [1, 0, 1, 0]
     for parts, _ in stored:
         json.loads(str(parts))  # still JSON after redaction, tool-call arguments included
 

@@ -24,7 +24,7 @@ import pytest
 from codeflux.cli.demo import DEMO_TEST_COMMAND
 from tests.fixtures.cli import CliRun
 from tests.integration.test_headless_run import ENV, cli, demo
-from tests.integration.test_task_cli_verbs import FIX, script, turn
+from tests.integration.test_task_cli_verbs import DONE, FIX, script, turn
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +83,7 @@ def reviewed_task(data: Path, repo: Path, scripted: Path, requirement: str) -> s
 def test_every_state_command_prints_the_same_with_and_without_a_running_coordinator(tmp_path: Path) -> None:
     repo, data = demo(tmp_path)
     scripted = script(tmp_path / "s.json", turn("fix", FIX), turn("test", ("run_command", {"argv": DEMO_ARGV})),
-                      turn("Every step is done."))
+                      turn("Every step is done.", DONE))
     requirement = (repo / "TASK.md").read_text().strip()
     reviewing = reviewed_task(data, repo, scripted, requirement)
     rejected = reviewed_task(data, repo, scripted, requirement)
@@ -114,7 +114,7 @@ def test_every_state_command_prints_the_same_with_and_without_a_running_coordina
 
 def test_every_state_change_prints_the_same_with_and_without_a_running_coordinator(tmp_path: Path) -> None:
     repo, data = demo(tmp_path)
-    scripted = script(tmp_path / "s.json", turn("Every step is done."))
+    scripted = script(tmp_path / "s.json", turn("Every step is done.", DONE))
     requirement = (repo / "TASK.md").read_text().strip()
 
     def journey(remote: bool) -> list[str]:

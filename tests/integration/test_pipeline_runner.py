@@ -55,10 +55,11 @@ def policy_for(harness: Harness) -> HeadlessPolicy:
     return HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
 
 
-def run(harness: Harness, task_id: TaskId, turns: list[ScriptedTurn], *, policy: HeadlessPolicy | None) -> RunOutcome:
+def run(harness: Harness, task_id: TaskId, turns: list[ScriptedTurn], *, policy: HeadlessPolicy | None,
+        limits: LoopLimits | None = None) -> RunOutcome:
     gateway, _ = scripted_gateway(harness.db, turns)
     return run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
-                    repo_snapshot=harness.snapshot(), position=LadderPosition.start(), limits=LoopLimits(),
+                    repo_snapshot=harness.snapshot(), position=LadderPosition.start(), limits=limits or LoopLimits(),
                     headless_policy=policy)
 
 
@@ -129,7 +130,9 @@ def test_a_failing_test_is_a_failed_integration_stage_with_the_junit_counts(harn
     task_id = harness.ready_task()
     fixed = rewriting_turns(expected=-3, previous=3, attempt=2)
 
-    outcome = run(harness, task_id, [*implementing_turns(expected=3), done(), *fixed], policy=policy_for(harness))
+    # the loop's own check at finish is red too: with no finish repairs the gates decide (issue 15 item 2)
+    outcome = run(harness, task_id, [*implementing_turns(expected=3), done(), *fixed], policy=policy_for(harness),
+                  limits=LoopLimits(max_finish_repairs=0))
 
     assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean and outcome.attempt == 2  # sent back
     row = ledger(harness, task_id)[StageName.INTEGRATION_TESTS]

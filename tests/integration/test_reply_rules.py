@@ -193,7 +193,8 @@ def test_a_conversation_an_older_codeflux_stored_with_an_empty_turn_resumes_with
     assert resumed.kind is RunOutcomeKind.AWAITING_REVIEW and resumed.clean, resumed.reason
     assert no_blank_turn_was_sent(adapter)  # before: every resume sent it, and the provider refused it
     first = adapter.requests[0].messages
-    assert [m.role for m in first] == [Role.USER, Role.ASSISTANT, Role.USER, Role.USER]
+    # the prompt, the approved operations (told once: not again on resume), the call, its result, the poison text
+    assert [m.role for m in first] == [Role.USER, Role.USER, Role.ASSISTANT, Role.USER, Role.USER]
     assert first[-1].text.startswith("These plan steps are not done yet")
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from codeflux.cli.demo import DEMO_TEST_COMMAND
 from tests.integration.test_headless_run import ENV, cli, demo
-from tests.integration.test_task_cli_verbs import FIX, PLAN, rows, script, state, turn
+from tests.integration.test_task_cli_verbs import DONE, FIX, PLAN, rows, script, state, turn
 
 pytestmark = pytest.mark.slow
 
@@ -95,7 +95,7 @@ def transitions(data: Path, task_id: str) -> list[str]:
 
 def test_sigterm_at_the_handover_to_validation_pauses_cleanly_and_a_new_process_validates(tmp_path: Path) -> None:
     repo, data = demo(tmp_path)
-    scripted = script(tmp_path / "s.json", turn("fix", FIX_ADD), turn("Every step is done."))
+    scripted = script(tmp_path / "s.json", turn("fix", FIX_ADD), turn("Every step is done.", DONE))
     argv = run_argv(data, repo, scripted, "--allow", f"run_command:{DEMO_TEST_COMMAND}", "--yes")
 
     code, out, err = interrupted(tmp_path, "codeflux.coordinator.runs.runner:detect_test_command", argv, signal.SIGTERM)
@@ -105,8 +105,9 @@ def test_sigterm_at_the_handover_to_validation_pauses_cleanly_and_a_new_process_
     task_id = only_task(data)
     assert state(data, task_id) == "paused"
     assert "validating" not in transitions(data, task_id)  # validation never began
-    assert rows(data, "SELECT count(*) FROM tool_requests WHERE task_id = ? AND source = 'pipeline'",
-                task_id) == [(0,)]
+    # the only pipeline request is the loop's own check at finish (issue 15 item 2); validation recorded none
+    assert rows(data, "SELECT count(*), min(idempotency_key LIKE 'loop:%') FROM tool_requests WHERE task_id = ? "
+                "AND source = 'pipeline'", task_id) == [(1, 1)]
     assert rows(data, "SELECT count(*), min(ended_at_us IS NOT NULL) FROM task_runs WHERE task_id = ?",
                 task_id) == [(1, 1)]
     assert rows(data, "SELECT count(*) FROM stage_ledger WHERE task_id = ? AND attempt = 1", task_id) == [(37,)]
@@ -128,7 +129,7 @@ def test_sigterm_at_the_handover_to_validation_pauses_cleanly_and_a_new_process_
 
 def test_sigint_while_codeflux_run_drafts_the_plan_records_it_then_stops_before_approving(tmp_path: Path) -> None:
     repo, data = demo(tmp_path)
-    scripted = script(tmp_path / "s.json", turn("fix", FIX_ADD), turn("Every step is done."))
+    scripted = script(tmp_path / "s.json", turn("fix", FIX_ADD), turn("Every step is done.", DONE))
     argv = run_argv(data, repo, scripted, "--allow", f"run_command:{DEMO_TEST_COMMAND}", "--yes")
 
     code, out, err = interrupted(tmp_path, "codeflux.coordinator.runs.planner:_ask", argv, signal.SIGINT)
@@ -183,12 +184,13 @@ def test_a_scripted_run_that_runs_out_of_turns_is_paused_exits_1_and_resumes_in_
 
     more = tmp_path / "more.json"
     more.write_text(json.dumps({"plan": PLAN, "run": [turn("test", ("run_command", {"argv": DEMO_ARGV})),
-                                                      turn("Every step is done.")]}))
+                                                      turn("Every step is done.", DONE)]}))
     resumed = cli(data, "task", "resume", task_id, "--provider", "scripted", "--script", str(more),
                   "--allow", f"run_command:{DEMO_TEST_COMMAND}")
 
     assert resumed.code == 0, resumed.out + resumed.err
-    assert "the run's conversation continues (3 message(s) kept, 1 of 1 plan step(s) done)" in resumed.out
+    # the prompt, the approved operations, the fix and its result
+    assert "the run's conversation continues (4 message(s) kept, 1 of 1 plan step(s) done)" in resumed.out
     assert state(data, task_id) == "awaiting-review"
     assert rows(data, "SELECT count(*) FROM tool_requests WHERE task_id = ? AND tool = 'edit_file'", task_id) == [
         (1,)]

@@ -16,6 +16,7 @@ from codeflux.cli.demo import DEMO_TEST_COMMAND
 from tests.integration.test_headless_run import ENV, demo
 from tests.integration.test_task_cli_verbs import (
     DEMO_ARGV,
+    DONE,
     FIX,
     _wait_for_sleep,
     planned_task,
@@ -32,7 +33,7 @@ SLOW = "5.017"  # a distinctive duration, so the check for a left-over process f
 
 def slow(path: Path) -> Path:
     return script(path, turn("fix", FIX), turn("wait", ("run_command", {"argv": ["sleep", SLOW]})),
-                  turn("test", ("run_command", {"argv": DEMO_ARGV})), turn("Every step is done."))
+                  turn("test", ("run_command", {"argv": DEMO_ARGV})), turn("Every step is done.", DONE))
 
 
 def leftover_sleeps() -> list[int]:

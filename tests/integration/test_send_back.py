@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,9 @@ from tests.fixtures.task_runs import (
 )
 
 FAILING = "tests.test_calc::test_add_negative"
+GATES_DECIDE = LoopLimits(max_finish_repairs=0)
+"""These scripts write a wrong test on purpose, to see the gates send the work back: the loop's own check at
+finish (issue 15 item 2) is red too, and with no finish repairs the finish is accepted and the gates decide."""
 WRONG = [*implementing_turns(expected=3), done()]  # attempt 1: the test asserts add(-1, -2) == 3
 
 
@@ -61,7 +65,7 @@ def run(harness: Harness, turns: list[ScriptedTurn], *, position: LadderPosition
     policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
     outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
                        repo_snapshot=harness.snapshot(), position=position or LadderPosition.start(),
-                       limits=limits or LoopLimits(), headless_policy=policy)
+                       limits=limits or GATES_DECIDE, headless_policy=policy)
     return task_id, outcome, adapter
 
 
@@ -101,7 +105,7 @@ def test_a_failing_test_goes_back_to_the_agent_and_the_next_attempt_fixes_it(har
 
 def test_repair_that_runs_out_waits_for_the_person_with_red_evidence_and_exits_1(harness: Harness) -> None:
     task_id, outcome, _ = run(harness, [*WRONG, *retry(3, 2)],
-                              limits=LoopLimits(max_repairs_per_rung=1))
+                              limits=replace(GATES_DECIDE, max_repairs_per_rung=1))
 
     assert outcome.kind is RunOutcomeKind.NEEDS_YOU and outcome.attempt == 2
     assert "needs you" in outcome.reason and "integration-tests" in outcome.reason
@@ -139,14 +143,14 @@ def test_a_new_run_of_the_task_goes_on_from_the_rung_it_had_climbed_to(harness: 
 def test_a_person_retries_a_task_that_needs_them_with_their_own_words(harness: Harness) -> None:
     """Issue 14 item 9: after repair ran out, the person asks for another attempt on the same plan, with
     feedback; the new attempt's conversation starts with their words and reaches review clean."""
-    task_id, needs_you, _ = run(harness, [*WRONG, *retry(3, 2)], limits=LoopLimits(max_repairs_per_rung=1))
+    task_id, needs_you, _ = run(harness, [*WRONG, *retry(3, 2)], limits=replace(GATES_DECIDE, max_repairs_per_rung=1))
     assert needs_you.kind is RunOutcomeKind.NEEDS_YOU
     gateway, adapter = scripted_gateway(harness.db, retry(-3, 3))
     policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
 
     again = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
                      repo_snapshot=harness.snapshot(), position=ladder_position_of(harness.db, task_id),
-                     limits=LoopLimits(), headless_policy=policy,
+                     limits=GATES_DECIDE, headless_policy=policy,
                      retry_feedback="add(-1, -2) is -3: the test's expectation is wrong, not the code")
 
     assert again.kind is RunOutcomeKind.AWAITING_REVIEW and again.clean and again.attempt == 3
@@ -174,7 +178,7 @@ def test_a_restart_mid_repair_goes_on_with_the_same_rung_repairs_and_recurring_f
     a restart — both start a new run from what is stored). Two identical failures, then the run stops (here the
     script runs out, which pauses the task); the resumed run's first identical failure is the third: it climbs.
     Before, a new run started counting afresh, so repair was never bounded across restarts."""
-    limits = LoopLimits(max_repairs_per_rung=2)
+    limits = replace(GATES_DECIDE, max_repairs_per_rung=2)
     task_id, paused, _ = run(harness, [*WRONG, *retry(3, 2)], limits=limits)
     assert paused.kind is RunOutcomeKind.PAUSED and paused.attempt == 3
     assert [(s.rung, s.decision) for s in harness.tasks.send_backs(task_id)] == [("cheap:low", "stay")] * 2

@@ -37,9 +37,11 @@ def test_a_deny_blocks_the_capability_and_the_task_sees_it(coordinator: Coordina
     assert isinstance(timeline, pb.Timeline)
     decided = [json.loads(e.payload_json) for e in timeline.events if e.kind == "authority-decided"]
     assert any(d["outcome"] == "denied" and d.get("denied") for d in decided)
-    # the test command the pipeline wanted afterwards needs the denied capability: refused, never asked
+    # the plan's check at finish and the test command the pipeline wanted afterwards need the denied
+    # capability: refused, never asked
     requested = [json.loads(e.payload_json) for e in timeline.events if e.kind == "tool-requested"]
-    assert [r["outcome"] for r in requested if "process" in r["needs"]] == ["pending", "refused-denied-capability"]
+    assert [r["outcome"] for r in requested if "process" in r["needs"]] == [
+        "pending", "refused-denied-capability", "refused-denied-capability"]
     assert after.state == "awaiting-review" and after.last_outcome.startswith("awaiting-review")
 
 

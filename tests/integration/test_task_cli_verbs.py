@@ -25,6 +25,10 @@ pytestmark = pytest.mark.slow
 
 DEMO_ARGV = DEMO_TEST_COMMAND.split()
 PLAN = json.loads((Path(__file__).parents[2] / "codeflux/cli/demo_files/script.json").read_text())["plan"]
+PLAN[0]["json"]["checks"] = []
+"""The demo's plan without its check: a plan approval pre-approves exactly its checks (issue 15 item 2), and
+these tests exercise ``--allow`` and headless denials of the test command, so their plan names none."""
+DONE = ("finish", {"summary": "add() returns a + b now.", "steps": [{"status": "done"}]})
 
 
 FIX = ("edit_file", {"path": "calc/ops.py", "old_text": "    return abs(a) + abs(b)\n",
@@ -45,7 +49,7 @@ def slow_script(path: Path) -> Path:
     """Fix add(), then a slow pre-approved command, then the tests, then done."""
     return script(path, turn("fix", FIX),
                   turn("wait", ("run_command", {"argv": ["sleep", "5"]})),
-                  turn("test", ("run_command", {"argv": DEMO_ARGV})), turn("Every step is done."))
+                  turn("test", ("run_command", {"argv": DEMO_ARGV})), turn("Every step is done.", DONE))
 
 
 def planned_task(tmp_path: Path, scripted: Path) -> tuple[Path, Path, str]:
@@ -89,7 +93,8 @@ def test_plan_start_without_allow_denies_then_diff_pause_and_decide_refuse_by_st
 
     assert started.code == 4, started.out + started.err
     assert "0 pre-approved operation(s)" in started.out and "denied by headless-policy" in started.out
-    assert state(data, task_id) == "paused"
+    # the model was told and went on; the run ends for review with exit 4 (before: paused at the first denial)
+    assert state(data, task_id) == "awaiting-review"
     identity = re.search(r"diff identity ([0-9a-f]{64})", started.out).group(1)  # type: ignore[union-attr]
     request = re.search(r"(treq_[0-9a-f]+)\s+run_command", started.out).group(1)  # type: ignore[union-attr]
 
@@ -103,12 +108,12 @@ def test_plan_start_without_allow_denies_then_diff_pause_and_decide_refuse_by_st
     assert paused_again.code == 3 and "pause needs work in progress" in paused_again.err
     decided = cli(data, "task", "decide", task_id, "--request", request, "--allow-once")
     assert decided.code == 1 and "already decided (denied)" in decided.err
-    assert state(data, task_id) == "paused"
+    assert state(data, task_id) == "awaiting-review"
 
 
 def test_start_with_allow_runs_to_review_and_diff_of_a_never_started_task_is_refused(tmp_path: Path) -> None:
     s = script(tmp_path / "s.json", turn("fix", FIX),
-               turn("test", ("run_command", {"argv": DEMO_ARGV})), turn("Every step is done."))
+               turn("test", ("run_command", {"argv": DEMO_ARGV})), turn("Every step is done.", DONE))
     _repo, data, task_id = planned_task(tmp_path, s)
     not_yet = cli(data, "task", "diff", task_id)
     assert not_yet.code == 3 and "never ran, so it has no diff" in not_yet.err
@@ -146,7 +151,7 @@ def test_pause_a_running_task_from_another_process_then_decide_a_pending_request
     # the resumed attempt (a new process) continues the kept conversation: the fix of add() in attempt 1
     # already counts as the plan's step, so the script goes on with the tests and ends; nothing is written again
     resumed_script = script(tmp_path / "resume.json", turn("test", ("run_command", {"argv": DEMO_ARGV})),
-                            turn("Every step is done."))
+                            turn("Every step is done.", DONE))
     resumed = cli(data, "task", "resume", task_id, "--provider", "scripted", "--script", str(resumed_script),
                   "--allow", f"run_command:{DEMO_TEST_COMMAND}")
     assert resumed.code == 0, resumed.out + resumed.err
@@ -180,7 +185,7 @@ def _wait_for_sleep(data: Path, task_id: str | None) -> None:
 
 def test_checkpoint_refs_are_pruned_when_the_worktree_goes_and_the_rows_stay(tmp_path: Path) -> None:
     s = script(tmp_path / "s.json", turn("fix", FIX),
-               turn("test", ("run_command", {"argv": DEMO_ARGV})), turn("Every step is done."))
+               turn("test", ("run_command", {"argv": DEMO_ARGV})), turn("Every step is done.", DONE))
     repo, data, task_id = planned_task(tmp_path, s)
     started = cli(data, "task", "start", task_id, "--provider", "scripted", "--script", str(s),
                   "--allow", f"run_command:{DEMO_TEST_COMMAND}")
@@ -205,11 +210,11 @@ def test_checkpoint_refs_are_pruned_when_the_worktree_goes_and_the_rows_stay(tmp
 
 
 def test_a_moved_ref_is_left_alone_and_a_kept_worktree_keeps_its_refs(tmp_path: Path) -> None:
-    s = script(tmp_path / "s.json", turn("fix", FIX),
-               turn("test", ("run_command", {"argv": DEMO_ARGV})), turn("Every step is done."))
+    s = script(tmp_path / "s.json", turn("fix", FIX), turn("test", ("run_command", {"argv": DEMO_ARGV})))
     repo, data, task_id = planned_task(tmp_path, s)
     started = cli(data, "task", "start", task_id, "--provider", "scripted", "--script", str(s))
-    assert started.code == 4, started.out + started.err  # paused: the test command was not pre-approved
+    # the script runs out before finish: the task is paused with its conversation (and worktree) kept
+    assert started.code == 1 and state(data, task_id) == "paused", started.out + started.err
     recorded = rows(data, "SELECT ref_name, commit_id FROM checkpoints WHERE task_id = ? ORDER BY sequence", task_id)
     worktree = Path(str(rows(data, "SELECT worktree_path FROM tasks WHERE id = ?", task_id)[0][0]))
     (worktree / "notes.txt").write_text("unsaved work\n")  # not in any stored patch: the worktree is kept
@@ -224,14 +229,14 @@ def test_a_moved_ref_is_left_alone_and_a_kept_worktree_keeps_its_refs(tmp_path: 
 def test_retry_with_feedback_runs_another_attempt_on_the_same_plan(tmp_path: Path) -> None:
     """Issue 14 item 9: `codeflux task retry ID --feedback …` on a task awaiting review: a new attempt whose
     conversation begins with the person's words (used to be: no such verb)."""
-    s = script(tmp_path / "s.json", turn("fix", FIX), turn("Every step is done."))
+    s = script(tmp_path / "s.json", turn("fix", FIX), turn("Every step is done.", DONE))
     _repo, data, task_id = planned_task(tmp_path, s)
     allow = ["--allow", f"run_command:{DEMO_TEST_COMMAND}"]
     first = cli(data, "task", "start", task_id, "--provider", "scripted", "--script", str(s), *allow)
     assert first.code == 0 and state(data, task_id) == "awaiting-review", first.out + first.err
     docstring = ("edit_file", {"path": "calc/ops.py", "old_text": "def add(a, b):\n",
                                "new_text": "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n"})
-    second = script(tmp_path / "s2.json", turn("docstring", docstring), turn("Every step is done."))
+    second = script(tmp_path / "s2.json", turn("docstring", docstring), turn("Every step is done.", DONE))
 
     retried = cli(data, "task", "retry", task_id, "--feedback", "give add() a docstring", "--provider", "scripted",
                   "--script", str(second), *allow)
@@ -250,7 +255,7 @@ def test_reject_with_retry_keeps_the_patch_and_runs_another_attempt_with_the_rea
     with the reason in its conversation, and that attempt goes back to review (it used to be: no --retry; a
     reject ended the task). Item 10: `task show` and `task diff` (the terminal's review) show the measured spend
     and what remains of the hard limit, as `codeflux run` prints it."""
-    s = script(tmp_path / "s.json", turn("fix", FIX), turn("Every step is done."))
+    s = script(tmp_path / "s.json", turn("fix", FIX), turn("Every step is done.", DONE))
     _repo, data, task_id = planned_task(tmp_path, s)
     allow = ["--allow", f"run_command:{DEMO_TEST_COMMAND}"]
     first = cli(data, "task", "start", task_id, "--provider", "scripted", "--script", str(s), *allow)
@@ -265,7 +270,7 @@ def test_reject_with_retry_keeps_the_patch_and_runs_another_attempt_with_the_rea
     assert re.search(r"^  spend        " + spend.pattern, shown.out, re.MULTILINE), shown.out
     docstring = ("edit_file", {"path": "calc/ops.py", "old_text": "def add(a, b):\n",
                                "new_text": "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n"})
-    second = script(tmp_path / "s2.json", turn("docstring", docstring), turn("Every step is done."))
+    second = script(tmp_path / "s2.json", turn("docstring", docstring), turn("Every step is done.", DONE))
     reason = "no docstring on add(); write one"
 
     blank = cli(data, "task", "reject", task_id, "--identity", identity, "--reason", " ", "--retry",

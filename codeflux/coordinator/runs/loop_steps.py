@@ -1,9 +1,11 @@
 """The implementation loop's bookkeeping: which plan steps are done, what a tool result says, and the
 conversation kept in SQLite.
 
-A plan step counts as done only when a compatible tool **succeeded** on one of its expected files:
-``write_file`` or ``edit_file`` on that path, or ``apply_patch`` whose diff names it. A step that names
-no file is done once any such write succeeded. What the model says about its progress never counts.
+The step tracker records which plan steps a compatible tool **succeeded** on one of its expected files for:
+``write_file`` or ``edit_file`` on that path, or ``apply_patch`` whose diff names it (a step that names no
+file counts once any such write succeeded). It is bookkeeping for the transcript and ``task resume``, not a
+completion rule: the planner's expected files are guesses, and only the ``finish`` tool ends the loop
+(:mod:`codeflux.coordinator.runs.finish`).
 
 :class:`LoopTranscript` keeps the loop's conversation (``migrations/000008_loop_transcripts.sql``) so a
 resumed run — the next attempt after a pause, a refused model call or a crash, in this process or
@@ -356,7 +358,7 @@ class LoopTranscript:
             transcript_rows.append_loop_message(
                 tx, conversation_id=conversation_id, task_id=task_id, attempt=attempt, message=stored,
                 turn_key=turn_key, steps_done=steps_done, redacted=hidden, at_us=self._changes.clock())
-            said = stored.text.strip() if stored.role is Role.ASSISTANT else ""
+            said = _said_with_finish(stored) if stored.role is Role.ASSISTANT else ""
             if said:  # what the agent said, for the UI's timeline: already redacted and bounded
                 session_id = require_task_record(tx, task_id).session_id
                 append_event(tx, session_id=session_id, event=AgentMessage(
@@ -399,6 +401,21 @@ class LoopTranscript:
         """Whether every thinking block of ``message`` would be stored unaltered (see the module docstring)."""
         return all(thinking_kept_unaltered(part, self._redactor) for part in message.parts
                    if isinstance(part, ReasoningPart))
+
+
+def _said_with_finish(message: Message) -> str:
+    """An assistant turn's words for the timeline: its text, and the summary of a ``finish`` call in it (the
+    finish tool's report is otherwise only in the stored call's arguments)."""
+    said = message.text.strip()
+    for part in message.parts:
+        if isinstance(part, ToolCall) and part.name == "finish":
+            try:
+                summary = json.loads(part.arguments_json).get("summary")
+            except (ValueError, AttributeError):
+                summary = None
+            if isinstance(summary, str) and summary.strip():
+                said = f"{said}\n\nfinish: {summary.strip()}".strip()
+    return said
 
 
 def close_conversation(changes: TaskChanges, task_id: TaskId, *, reason: str) -> bool:

@@ -13,7 +13,8 @@ What can happen on the way, as :class:`RunOutcome` kinds (the CLI's exit code in
 * ``awaiting-authority`` [4] — a request waits for a person; the task is ``awaiting-authority`` and
   :func:`resume_run` continues in this process after the decision is recorded;
 * ``decision-needed`` [4] — headless: the policy denied a request that was not pre-approved (recorded,
-  named in ``denials``), or the ladder's next rung asks before spending; or the gateway refused a model
+  named in ``denials``; the model was told, as a tool error, and went on — the run ends here instead of
+  ``awaiting-review``), or the ladder's next rung asks before spending; or the gateway refused a model
   call until a person decides (budget, rung, endpoint: ``error`` holds the refusal, the task is paused);
 * ``paused`` / ``cancelled`` / ``stopped`` [4 / 1 / 1] — a person (or a signal, through the task service)
   paused or cancelled the task: between turns, between the tool calls of a turn, at the handover to
@@ -58,14 +59,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from codeflux.authority.decide import DecisionOutcome
+from codeflux.authority.decide import Decider, DecisionOutcome
+from codeflux.authority.service import DerivedAllowance
 from codeflux.coordinator.runs.attempt_summary import previous_attempt_summary
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, decide_headless
 from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
 from codeflux.coordinator.runs.loop_steps import close_conversation
 from codeflux.coordinator.runs.pipeline_ports import DriverCheckCommands, NoAcceptanceYet, submit_check_command
+from codeflux.coordinator.runs.program_pins import resolve_executable_pin
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
@@ -85,10 +88,12 @@ from codeflux.domain.events import AttemptSentBack
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import FailureKind, LadderDecision, LadderPosition, LadderStep, fingerprint_failure
 from codeflux.domain.pipeline import STAGES, StageName, StageOutcome, StageVerdict
+from codeflux.domain.plans import PlanDecider
 from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.gitwork.task_worktree import TaskWorktree, verify_task_worktree
 from codeflux.gitwork.worktrees import create_task_worktree
+from codeflux.pipeline import program
 from codeflux.pipeline.ports import AcceptancePort, PipelinePorts, TaskFacts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.runner import record_specification, run_pipeline
@@ -241,7 +246,21 @@ def _new_loop(run: _Run, *, carried: str | None) -> ImplementationLoop:
     return ImplementationLoop(run.task_id, attempt=run.attempt, requirement=requirement, plan=facts.plan,
                               gateway=run.gateway, driver=run.driver, tasks=run.tasks, position=run.position,
                               limits=run.limits, provider=run.provider, clock=run.clock,
-                              continue_conversation=carried is None)
+                              continue_conversation=carried is None, **_finish_rules(run))
+
+
+def _finish_rules(run: _Run) -> dict[str, Any]:
+    """What the loop needs for finishing and for telling the model its rules: the checks a finish runs (the
+    plan's, else the detected test command), whether prompting is off, and the headless ``--allow`` entries."""
+    facts = run.ports.facts
+    checks = tuple((check.name, check.argv) for check in facts.plan.checks)
+    if not checks:
+        command = program.detect_test_command(worktree=facts.worktree.path, search_path=run.ports.search_path,
+                                              repository_root=run.ports.repository_root)
+        if command is not None and not command.pytest_missing:
+            checks = (("the repository's tests", command.argv),)
+    preapproved = () if run.policy is None else tuple(sorted(str(op) for op in run.policy.preapproved_operations))
+    return {"finish_checks": checks, "headless": run.policy is not None, "preapproved": preapproved}
 
 
 def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
@@ -250,15 +269,8 @@ def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
     while outcome.awaiting_authority and run.policy is not None and outcome.pending_call is not None:
         decision = decide_headless(run.policy, run.driver, outcome.pending_request_id or "",
                                    tool=outcome.pending_call.name, arguments=outcome.pending_call.arguments())
-        if not decision.allowed:
+        if not decision.allowed:  # recorded and named; the model is told and goes on (the run ends exit 4)
             run.denials.append(decision.reason)
-            verdicts = _finish(run, StageName.ASSEMBLY)
-            if (stop := _move(run, TaskState.PAUSED, f"headless run: {decision.operation} was denied "
-                                                     "(not pre-approved)")) is not None \
-                    and stop is not TaskState.PAUSED:
-                return _stopped(run, stop, verdicts=verdicts, loop=outcome)
-            _checkpoint_paused(run)
-            return _outcome(run, RunOutcomeKind.DECISION_NEEDED, decision.reason, verdicts=verdicts, loop=outcome)
         outcome = loop.run()
     run.position = outcome.position
     match outcome.kind:
@@ -374,8 +386,9 @@ def _validate(run: _Run) -> RunOutcome:
                         reason=f"the task was {current} at the handover from the loop to validation")
     checks = [] if command is None or command.pytest_missing else [("the test command", command.argv)]
     checks += [("an acceptance example's command", example.argv) for example in _example_commands(run)]
-    for what, argv in checks:
-        if (waiting := _settle_check_authority(run, what, argv)) is not None:
+    for index, (what, argv) in enumerate(checks):
+        derived = _test_command_covered_by_plan(run, argv) if index == 0 and command is not None else None
+        if (waiting := _settle_check_authority(run, what, argv, derived=derived)) is not None:
             return waiting
     if (state := _move(run, TaskState.VALIDATING, "the implementation loop finished; checks run")) is not None:
         return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY),
@@ -387,11 +400,41 @@ def _example_commands(run: _Run) -> list[AcceptanceExample]:
     return [example for example in acceptance_for(run.ports.facts).examples if example.test is None and example.argv]
 
 
-def _settle_check_authority(run: _Run, what: str, argv: tuple[str, ...]) -> RunOutcome | None:
-    """Record the pipeline's own request for a check command while the task runs, so its decision is made
-    before validation: a person's (the run then waits, awaiting authority) or the headless policy's."""
+def _test_command_covered_by_plan(run: _Run, argv: tuple[str, ...]) -> DerivedAllowance | None:
+    """The pipeline's test command (``<interpreter> -m pytest`` with codeflux's own options) is covered by the
+    plan approval when the approved plan has a check that runs pytest as a module with the **same program**
+    (the same resolved path and sha256): the same tests, run by the program the person approved. Any other
+    test command asks as before."""
+    view = run.tasks.show(run.task_id)
+    if view.plan is None or view.plan_decision is None or not view.plan_decision.approved \
+            or any(check.argv == argv for check in view.plan.plan.checks):  # exactly a check: the plan covers it
+        return None
+    facts = run.ports.facts
     try:
-        request = submit_check_command(run.driver, run.task_id, argv, attempt=run.attempt)
+        pin = resolve_executable_pin(argv[0], worktree=facts.worktree.path, search_path=run.ports.search_path)
+        for check in view.plan.plan.checks:
+            if check.argv[1:3] != ("-m", "pytest"):
+                continue
+            if resolve_executable_pin(check.argv[0], worktree=facts.worktree.path,
+                                      search_path=run.ports.search_path) != pin:
+                continue
+            decider = Decider.USER if view.plan_decision.decided_by is PlanDecider.USER else Decider.HEADLESS_POLICY
+            return DerivedAllowance(decided_by=decider, reason=(
+                f"the pipeline's test command runs the tests with the same program as check {check.name!r} of plan "
+                f"revision {view.plan.revision} (sha256 {view.plan.sha256}), approved by "
+                f"{view.plan_decision.decided_by.value}")[:2048])
+    except CodefluxError:  # a program that cannot be found: the test command asks as before
+        return None
+    return None
+
+
+def _settle_check_authority(run: _Run, what: str, argv: tuple[str, ...], *,
+                            derived: DerivedAllowance | None = None) -> RunOutcome | None:
+    """Record the pipeline's own request for a check command while the task runs, so its decision is made
+    before validation: a person's (the run then waits, awaiting authority) or the headless policy's — or,
+    for the test command, the plan approval's (:func:`_test_command_covered_by_plan`)."""
+    try:
+        request = submit_check_command(run.driver, run.task_id, argv, attempt=run.attempt, derived=derived)
     except ToolFailedError:
         return None  # the stage reports the program it could not find
     if request.outcome is not DecisionOutcome.PENDING:

@@ -209,6 +209,12 @@ class ToolDriver:
         self._lock = threading.Lock()
         self._closed = False
 
+    @property
+    def programs_unconfined(self) -> bool:
+        """Programs run with no OS box and the person did not opt in (``--allow-unconfined``): a program is
+        then allowed once at a time, never for the task (:mod:`codeflux.authority.plan_checks`)."""
+        return self._authority.programs_unconfined
+
     # ─── requests and decisions ──────────────────────────────────────────────────────────────────
 
     def submit_tool_request(
