@@ -32,6 +32,7 @@ from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
 from codeflux.coordinator.tasks.checkpoints import record_delivery_decision
 from codeflux.coordinator.tasks.landings import outcome_of, record_end, record_intent, resolve_landing
+from codeflux.coordinator.tasks.ledger import evidence_diff_identity
 from codeflux.coordinator.tasks.rejection import (
     MAX_REJECTION_REASON,
     DiffRejection,
@@ -45,7 +46,13 @@ from codeflux.coordinator.tasks.worktree_lifecycle import (
     record_cleanup_intent,
     task_worktree_binding,
 )
-from codeflux.domain.errors import CodefluxError, GitLockHeldError, NotFoundError, TaskActionUnavailableError
+from codeflux.domain.errors import (
+    CodefluxError,
+    EvidenceOnOtherDiffError,
+    GitLockHeldError,
+    NotFoundError,
+    TaskActionUnavailableError,
+)
 from codeflux.domain.events import AcceptConflicted, TaskAccepted
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import (
@@ -135,7 +142,9 @@ class ReviewService:
         Journaled (:mod:`.landings`): an unfinished landing of the task is resolved first (finished →
         the task completes with it; rolled back → this accept starts afresh), then the intent of the new
         landing commits before the checkout is touched. Held while this process lands: the shared running
-        lock, so no other process's startup recovery takes this landing for an interrupted one."""
+        lock, so no other process's startup recovery takes this landing for an interrupted one. A diff that is
+        not the one the newest attempt's checks gathered their evidence on is refused
+        (:class:`EvidenceOnOtherDiffError`): the evidence binds to the diff it describes."""
         task, binding = self._reviewable(task_id, TaskAction.ACCEPT)
         with shared_running_lock(DataLocation(directory=self._db.path.parent)):
             pending = self._db.read(lambda view: landing_rows.landing_of_task(view, task_id, unfinished_only=True))
@@ -145,6 +154,9 @@ class ReviewService:
                 if resolution is LandingResolution.FINISHED:
                     return self.complete_landed(pending, by=landing_rows.LandingEndedBy.RETRY,
                                                 reason="the branch had moved: the accept was complete")
+            checked = self._db.read(lambda view: evidence_diff_identity(view, task_id))
+            if checked is not None and checked != reviewed_identity:
+                raise EvidenceOnOtherDiffError(task_id=task_id.value, evidence=checked, diff=reviewed_identity)
             prepared = prepare_accept(task.repository_root, binding, reviewed_identity=reviewed_identity,
                                       committer=self._committer)
             outcome = prepared.outcome
