@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from codeflux.cli.context import CliContext
-from codeflux.coordinator.leftovers import clean_leftovers, find_unknown_leftovers
+from codeflux.coordinator.tasks.leftovers import clean_leftovers, find_unknown_leftovers
 from codeflux.domain.errors import UsageError
 
 NAME = "repo"

@@ -91,7 +91,6 @@ from codeflux.services.views import plan_view
 from codeflux.store.database import Database, now_us
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
-from codeflux.store.stage_ledger import LedgerRow
 from codeflux.worker.client.confinement import choose_confinement
 
 NAME = "run"
@@ -359,9 +358,8 @@ def _say_spend(ctx: CliContext, budgets: BudgetService, task_id: TaskId) -> None
     ctx.say(budgets.summary(task_id).spend_line())
 
 
-def _warn_if_evidence_differs(ctx: CliContext, rows: Sequence[LedgerRow], identity: str) -> None:
-    """Say so when the diff now is not the one the attempt's checks gathered their evidence on."""
-    checked = evidence_identity_in(rows)
+def _warn_if_evidence_differs(ctx: CliContext, checked: str | None, identity: str) -> None:
+    """Say so when the diff now (``identity``) is not the one the attempt's checks gathered their evidence on."""
     if checked is not None and checked != identity:
         ctx.warn(f"the evidence was gathered on diff {checked[:12]}, but the worktree's diff is now "
                  f"{identity[:12]} (it changed after the checks ran): accept refuses it")
@@ -388,7 +386,7 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
     if binding is not None and binding.path.exists():
         identity = diff_against_base(binding).identity
         ctx.say(f"diff identity {identity} (`codeflux task diff {task_id}`)")
-        _warn_if_evidence_differs(ctx, rows, identity)
+        _warn_if_evidence_differs(ctx, evidence_identity_in(rows), identity)
     _say_spend(ctx, BudgetService(tasks.changes.db), task_id)
     ctx.say(f"task {task_id}: {task.state} — {outcome.kind}: {escape_for_display(outcome.reason[:300])}")
     # A failed model call ends the run with the error's own code in the one table (1 for a provider

@@ -12,21 +12,20 @@ from __future__ import annotations
 import concurrent.futures
 import enum
 import errno
+import functools
 import os
 import platform
 import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
-import pygit2
 
 from codeflux.coordinator.instance import running_coordinator
-from codeflux.coordinator.leftovers import find_unknown_leftovers
 from codeflux.credentials import probe_credential_store, stored_provider_keys
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import CodefluxError, ConfinementUnavailableError, InvalidValueError, StoreCorruptError
@@ -38,8 +37,6 @@ from codeflux.store.database import ReadView
 from codeflux.store.inspection import readonly_database
 from codeflux.store.location import DataLocation
 from codeflux.store.migrations import read_schema_version, supported_schema_version
-from codeflux.store.repositories import list_repositories
-from codeflux.store.task_cleanups import unfinished_cleanups
 from codeflux.store.task_records import tasks_in_states
 from codeflux.store.wal_damage import check_wal_before_open, recorded_store_damage, store_damage_of_task
 from codeflux.worker.client.confinement import CONFINEMENT_VARIABLE, choose_confinement
@@ -57,8 +54,6 @@ MIN_FREE_BYTES = 512 * 1024 * 1024
 CHECK_TIMEOUT_S = 8.0
 _TASKS_SCHEMA_VERSION = 4  # the migration that added tasks with their states
 _LANDINGS_SCHEMA_VERSION = 10  # the migration that added the accept journal
-_CLEANUPS_SCHEMA_VERSION = 11  # the migration that added the cleanup journal
-_MAX_SCANNED_REPOSITORIES = 20
 MIN_SQLITE = (3, 37, 0)  # STRICT tables
 _OPEN_STATES = [state for state in TaskState if state not in TERMINAL_TASK_STATES]
 
@@ -100,7 +95,10 @@ class DoctorReport:
         return tuple(c for c in self.checks if c.blocks)
 
 
-def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT) -> DoctorReport:
+def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT,
+               extra_checks: Sequence[Callable[[DataLocation], CheckResult]] = ()) -> DoctorReport:
+    """Every check, in order, each bounded in time; ``extra_checks`` (checks of a higher floor, such as
+    :func:`codeflux.coordinator.tasks.leftovers.check_leftovers`) run last."""
     checks: list[Callable[[], CheckResult]] = [
         _check_python_and_sqlite,
         _check_git,
@@ -114,8 +112,8 @@ def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT) -> DoctorRep
         lambda: _check_loopback_port(location, port),
         lambda: _check_tasks_needing_recovery(location),
         lambda: _check_unfinished_accepts(location),
-        lambda: _check_leftovers(location),
     ]
+    checks += [functools.partial(check, location) for check in extra_checks]
     return DoctorReport(checks=tuple(_run_bounded(check) for check in checks))
 
 
@@ -411,64 +409,3 @@ def _check_unfinished_accepts(location: DataLocation) -> CheckResult:
                        summary=f"{len(unfinished)} accept(s) did not finish (or are landing now): {listed}",
                        remediation="`codeflux task recovery` finishes or rolls each back and says which")
 
-
-def _known_repositories(location: DataLocation) -> tuple[list[Path], int]:
-    """The repositories the database knows (read-only) and how many cleanups it has without an end."""
-    if not location.database.exists():
-        return [], 0
-    with readonly_database(location) as conn:
-        version = read_schema_version(conn)
-        if version < _TASKS_SCHEMA_VERSION:
-            return [], 0
-        view = ReadView(conn)
-        roots = [Path(row.root) for row in list_repositories(view, limit=_MAX_SCANNED_REPOSITORIES)]
-        return roots, len(unfinished_cleanups(view)) if version >= _CLEANUPS_SCHEMA_VERSION else 0
-
-
-def _check_leftovers(location: DataLocation) -> CheckResult:
-    """codeflux worktrees, task branches and refs no database knows, in the repository the command runs in and
-    in every repository the database knows (read-only: `codeflux repo clean REPO` removes them), and cleanups
-    of ended tasks that did not finish (the next task command's startup recovery finishes them)."""
-    title = "codeflux leftovers"
-    try:
-        roots, unfinished = _known_repositories(location)
-    except CodefluxError as err:
-        return CheckResult(id="leftovers", title=title, status=CheckStatus.UNKNOWN,
-                           summary=f"could not read the database ({err})",
-                           remediation="run `codeflux integrity-check`; it explains what is wrong")
-    here = _repository_here()
-    counts: dict[Path, int] = {}
-    for root in ([here] if here is not None else []) + roots:
-        try:
-            found = find_unknown_leftovers(location, root)
-        except CodefluxError:
-            continue  # a repository that moved or broke is not a leftover question
-        if found.unknown:
-            counts[found.root] = len(found.unknown)
-    if not counts and not unfinished:
-        return CheckResult(id="leftovers", title=title, status=CheckStatus.OK, summary="none")
-    parts = [f"{count} in {root} that no database knows" for root, count in counts.items()]
-    if unfinished:
-        parts.append(f"{unfinished} cleanup(s) of ended tasks did not finish")
-    steps = []
-    if counts:
-        steps.append("`codeflux repo clean REPO` lists them; `--yes` removes them (unique commits bundled first)")
-    if unfinished:
-        steps.append("any `codeflux task` command finishes the interrupted cleanups")
-    return CheckResult(id="leftovers", title=title, status=CheckStatus.DEGRADED, required=False,
-                       summary="; ".join(parts), remediation="; ".join(steps))
-
-
-def _repository_here() -> Path | None:
-    """The top level of the git repository the current directory is in, or None."""
-    try:
-        found = pygit2.discover_repository(os.getcwd())
-    except (pygit2.GitError, OSError):
-        return None
-    if found is None:
-        return None
-    try:
-        repository = pygit2.Repository(found)
-    except pygit2.GitError:
-        return None
-    return None if repository.is_bare or repository.workdir is None else Path(repository.workdir)

@@ -4,7 +4,7 @@
 Only names codeflux makes are ever considered: a registered worktree counts when its name is a task id and
 it is on that task's branch; a branch when it is ``codeflux/task/<task id>``; a ref when it lies under
 ``refs/codeflux/`` and names a task id. The user's own branches, worktrees and refs are never touched.
-Which of them a database still knows is the caller's business (:mod:`codeflux.coordinator.leftovers`).
+Which of them a database still knows is the caller's business (:mod:`codeflux.coordinator.tasks.leftovers`).
 
 A worktree directory with uncommitted changes is never removed (nothing could save it). A branch or ref
 whose commit is on no other branch (codeflux's own task branches do not count) is *unique*: it goes into a
@@ -28,7 +28,7 @@ import pygit2
 from codeflux.domain.errors import GitOperationFailedError
 from codeflux.gitwork.checkout import map_git_errors, opened_checkout, same_file
 
-__all__ = ["Leftover", "LeftoverKind", "bundle_leftovers", "find_leftovers", "remove_leftovers"]
+__all__ = ["Leftover", "LeftoverKind", "bundle_leftovers", "find_leftovers", "remove_leftovers", "repository_here"]
 
 TASK_BRANCH_PREFIX = "codeflux/task/"
 CODEFLUX_REFS = "refs/codeflux/"
@@ -208,3 +208,15 @@ def _remove_worktree(repository: pygit2.Repository, item: Leftover) -> bool:
     with map_git_errors("prune a codeflux worktree"):
         repository.lookup_worktree(item.name).prune(True)
     return True
+
+
+def repository_here() -> Path | None:
+    """The top level of the (non-bare) git repository the current directory is in, or None."""
+    try:
+        found = pygit2.discover_repository(os.getcwd())
+        repository = None if found is None else pygit2.Repository(found)
+    except (pygit2.GitError, OSError):
+        return None
+    if repository is None or repository.is_bare or repository.workdir is None:
+        return None
+    return Path(repository.workdir)

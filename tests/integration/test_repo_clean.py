@@ -106,6 +106,7 @@ def test_repo_clean_lists_then_removes_with_yes_bundling_unique_commits_and_leav
     assert worktree_paths(repo) == [str(repo), str(tmp_path / "user-worktree")]  # the user's worktree stays
     assert git(repo, "branch", "--format=%(refname:short)").split() == ["feature", "main", "user-branch"]
     assert (tmp_path / "user-worktree").is_dir()
+    assert location.directory.stat().st_mode & 0o777 == 0o700  # recreated private, for the bundles
     bundles = sorted((location.directory / "bundles").glob("*.bundle"))
     assert {b.name.split("-tsk_")[1].split("-")[0] for b in bundles} == {
         ids["plain"].removeprefix("tsk_"), ids["committed"].removeprefix("tsk_")}  # checkpoint ref, commit

@@ -14,17 +14,28 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeflux.coordinator.doctor import CheckResult, CheckStatus
 from codeflux.domain.errors import CodefluxError
-from codeflux.gitwork.leftovers import Leftover, LeftoverKind, bundle_leftovers, find_leftovers, remove_leftovers
+from codeflux.gitwork.leftovers import (
+    Leftover,
+    LeftoverKind,
+    bundle_leftovers,
+    find_leftovers,
+    remove_leftovers,
+    repository_here,
+)
 from codeflux.store.database import ReadView
 from codeflux.store.inspection import readonly_database
-from codeflux.store.location import DATABASE_FILENAME, DataLocation
+from codeflux.store.location import DATABASE_FILENAME, DataLocation, ensure_data_directory
 from codeflux.store.migrations import read_schema_version
-from codeflux.store.task_cleanups import known_task_ids
+from codeflux.store.repositories import list_repositories
+from codeflux.store.task_cleanups import known_task_ids, unfinished_cleanups
 
-__all__ = ["CleanResult", "RepositoryLeftovers", "clean_leftovers", "find_unknown_leftovers"]
+__all__ = ["CleanResult", "RepositoryLeftovers", "check_leftovers", "clean_leftovers", "find_unknown_leftovers"]
 
 _TASKS_SCHEMA_VERSION = 4
+_CLEANUPS_SCHEMA_VERSION = 11  # the migration that added the cleanup journal
+_MAX_SCANNED_REPOSITORIES = 20
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,9 +104,58 @@ def clean_leftovers(location: DataLocation, found: RepositoryLeftovers) -> Clean
     bundles = []
     for task_id, items in by_task.items():
         if any(item.unique for item in items if item.kind is not LeftoverKind.WORKTREE):
+            ensure_data_directory(location)  # 0700 when it was deleted; the bundles go in it
             stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
             name = f"{found.root.name}-{task_id}-{stamp}.bundle"
             bundles.append(bundle_leftovers(found.root, items, location.directory / "bundles" / name))
     removed = remove_leftovers(found.root, found.unknown)
     kept = tuple(item for item in found.unknown if item not in removed)
     return CleanResult(bundles=tuple(bundles), removed=tuple(removed), kept=kept)
+
+
+def _known_repositories(location: DataLocation) -> tuple[list[Path], int]:
+    """The repositories the database knows (read-only) and how many cleanups it has without an end."""
+    if not location.database.exists():
+        return [], 0
+    with readonly_database(location) as conn:
+        version = read_schema_version(conn)
+        if version < _TASKS_SCHEMA_VERSION:
+            return [], 0
+        view = ReadView(conn)
+        roots = [row.root for row in list_repositories(view, limit=_MAX_SCANNED_REPOSITORIES)]
+        return roots, len(unfinished_cleanups(view)) if version >= _CLEANUPS_SCHEMA_VERSION else 0
+
+
+def check_leftovers(location: DataLocation) -> CheckResult:
+    """Doctor's "codeflux leftovers" row: codeflux worktrees, task branches and refs no database knows, in the
+    repository the command runs in and in every repository the database knows (read-only; `codeflux repo
+    clean REPO` removes them), and cleanups of ended tasks that did not finish (the next task command's startup
+    recovery finishes them)."""
+    title = "codeflux leftovers"
+    try:
+        roots, unfinished = _known_repositories(location)
+    except CodefluxError as err:
+        return CheckResult(id="leftovers", title=title, status=CheckStatus.UNKNOWN,
+                           summary=f"could not read the database ({err})",
+                           remediation="run `codeflux integrity-check`; it explains what is wrong")
+    here = repository_here()
+    counts: dict[Path, int] = {}
+    for root in ([here] if here is not None else []) + roots:
+        try:
+            found = find_unknown_leftovers(location, root)
+        except CodefluxError:
+            continue  # a repository that moved or broke is not a leftover question
+        if found.unknown:
+            counts[found.root] = len(found.unknown)
+    if not counts and not unfinished:
+        return CheckResult(id="leftovers", title=title, status=CheckStatus.OK, summary="none")
+    parts = [f"{count} in {root} that no database knows" for root, count in counts.items()]
+    if unfinished:
+        parts.append(f"{unfinished} cleanup(s) of ended tasks did not finish")
+    steps = []
+    if counts:
+        steps.append("`codeflux repo clean REPO` lists them; `--yes` removes them (unique commits bundled first)")
+    if unfinished:
+        steps.append("any `codeflux task` command finishes the interrupted cleanups")
+    return CheckResult(id="leftovers", title=title, status=CheckStatus.DEGRADED, required=False,
+                       summary="; ".join(parts), remediation="; ".join(steps))
