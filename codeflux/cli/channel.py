@@ -130,7 +130,7 @@ def startup_recovery(ctx: CliContext, db: Database, location: DataLocation) -> N
     """What a command that works on tasks in its own process does first (:func:`recover_interrupted`), saying
     on stderr how many tasks it found interrupted."""
     found = recover_interrupted(db, location)
-    for line in () if found is None else found.landings:
+    for line in () if found is None else (*found.landings, *found.cleanups):
         ctx.warn(line)
     if found is not None and found.tasks:
         ctx.warn(f"{len(found.tasks)} interrupted task(s) now need recovery: `codeflux task recovery`")

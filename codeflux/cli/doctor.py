@@ -8,6 +8,7 @@ import json
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode
 from codeflux.coordinator.doctor import DEFAULT_PORT, run_doctor
+from codeflux.coordinator.tasks.leftovers import check_leftovers
 from codeflux.domain.errors import UsageError
 
 NAME = "doctor"
@@ -23,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if not 1 <= args.port <= 65535:
         raise UsageError("--port must be between 1 and 65535")
-    report = run_doctor(ctx.location(), port=args.port)
+    report = run_doctor(ctx.location(), port=args.port, extra_checks=(check_leftovers,))
     blocking = report.blocking
     if args.json:
         ctx.say(json.dumps({

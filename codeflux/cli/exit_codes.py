@@ -92,6 +92,7 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.PlanChangedError: ExitCode.FAILED,
     e.StageAlreadyRecordedError: ExitCode.FAILED,
     e.DiffChangedError: ExitCode.FAILED,
+    e.EvidenceOnOtherDiffError: ExitCode.FAILED,
     e.DecisionAlreadyRecordedError: ExitCode.FAILED,
     e.OutcomeAlreadyRecordedError: ExitCode.FAILED,
     e.TransitionNotAllowedError: ExitCode.FAILED,

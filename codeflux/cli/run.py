@@ -54,6 +54,7 @@ from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
 from codeflux.coordinator.spending.ladder_position import ladder_position_of
 from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.coordinator.tasks.gates import require_landable_checkout
+from codeflux.coordinator.tasks.ledger import evidence_identity_in
 from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskService
@@ -357,6 +358,13 @@ def _say_spend(ctx: CliContext, budgets: BudgetService, task_id: TaskId) -> None
     ctx.say(budgets.summary(task_id).spend_line())
 
 
+def _warn_if_evidence_differs(ctx: CliContext, checked: str | None, identity: str) -> None:
+    """Say so when the diff now (``identity``) is not the one the attempt's checks gathered their evidence on."""
+    if checked is not None and checked != identity:
+        ctx.warn(f"the evidence was gathered on diff {checked[:12]}, but the worktree's diff is now "
+                 f"{identity[:12]} (it changed after the checks ran): accept refuses it")
+
+
 def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> int:
     """The ledger summary, the diff identity and the ending; returns the exit code."""
     task_id = outcome.task_id
@@ -378,6 +386,7 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
     if binding is not None and binding.path.exists():
         identity = diff_against_base(binding).identity
         ctx.say(f"diff identity {identity} (`codeflux task diff {task_id}`)")
+        _warn_if_evidence_differs(ctx, evidence_identity_in(rows), identity)
     _say_spend(ctx, BudgetService(tasks.changes.db), task_id)
     ctx.say(f"task {task_id}: {task.state} — {outcome.kind}: {escape_for_display(outcome.reason[:300])}")
     # A failed model call ends the run with the error's own code in the one table (1 for a provider

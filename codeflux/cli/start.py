@@ -151,7 +151,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         db = open_store(location, create=True, migrate=True)
         try:
             found = recover_interrupted(db, location)
-            for line in () if found is None else found.landings:
+            for line in () if found is None else (*found.landings, *found.cleanups):
                 ctx.warn(line)
             if found is None:
                 ctx.warn("another codeflux process is running tasks; startup recovery was left to it")

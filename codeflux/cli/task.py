@@ -240,8 +240,22 @@ def _show_task(ctx: CliContext, channel: Channel, view: pb.TaskView) -> None:
 
 
 def _show(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
-    _show_task(ctx, channel, _task(channel, task_id))
+    view = _task(channel, task_id)
+    _show_task(ctx, channel, view)
+    if view.state == TaskState.AWAITING_REVIEW.value and view.worktree_exists:
+        diff = channel.call("ReviewService/GetDiff", pb.GetDiffRequest(task_id=task_id), pb.DiffBytes)
+        _warn_if_evidence_differs(ctx, task_id, diff)
     return 0
+
+
+def _warn_if_evidence_differs(ctx: CliContext, task_id: str, diff: pb.DiffBytes) -> None:
+    """Say so when the diff under review is not the one the checks gathered their evidence on."""
+    checked = diff.evidence_diff_identity
+    if checked and checked != diff.diff_identity:
+        ctx.warn(f"the evidence was gathered on diff {checked[:12]}, but the worktree's diff is now "
+                 f"{diff.diff_identity[:12]}: the worktree changed after the checks ran, so the evidence is not "
+                 f"about this diff and accept refuses it (undo the change, `codeflux task retry {task_id} "
+                 "--feedback …` to check it again, or reject it)")
 
 
 def _create(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
@@ -355,6 +369,7 @@ def _diff(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: 
                  f"`git diff {diff.base}` in the task's worktree shows all of it)")
     ctx.say(f"diff identity {diff.diff_identity} (base {diff.base[:12]}, head {diff.head[:12]}, "
             f"{diff.file_count} file(s))")
+    _warn_if_evidence_differs(ctx, task_id, diff)
     budget = _task(channel, task_id).budget
     if budget.set:  # what the work under review cost so far (as `codeflux run` prints it)
         ctx.say(budget.spend_line)

@@ -39,7 +39,7 @@ __all__ = [
     "sample_files",
 ]
 
-DEMO_TEST_COMMAND: Final = "python3 -m pytest -p no:cacheprovider --junitxml=.codeflux-checks/junit.xml"
+DEMO_TEST_COMMAND: Final = "python3 -m pytest -p no:cacheprovider --junitxml=$TMPDIR/codeflux-checks/junit.xml"
 DEMO_COMMIT_MESSAGE: Final = "calc demo: add() is wrong for negative numbers"
 _DEMO_DIRECTORY: Final = "demo"
 _DEMO_PREFIX: Final = "calc-"

@@ -12,13 +12,14 @@ from __future__ import annotations
 import concurrent.futures
 import enum
 import errno
+import functools
 import os
 import platform
 import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,7 +95,10 @@ class DoctorReport:
         return tuple(c for c in self.checks if c.blocks)
 
 
-def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT) -> DoctorReport:
+def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT,
+               extra_checks: Sequence[Callable[[DataLocation], CheckResult]] = ()) -> DoctorReport:
+    """Every check, in order, each bounded in time; ``extra_checks`` (checks of a higher floor, such as
+    :func:`codeflux.coordinator.tasks.leftovers.check_leftovers`) run last."""
     checks: list[Callable[[], CheckResult]] = [
         _check_python_and_sqlite,
         _check_git,
@@ -109,6 +113,7 @@ def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT) -> DoctorRep
         lambda: _check_tasks_needing_recovery(location),
         lambda: _check_unfinished_accepts(location),
     ]
+    checks += [functools.partial(check, location) for check in extra_checks]
     return DoctorReport(checks=tuple(_run_bounded(check) for check in checks))
 
 
@@ -403,3 +408,4 @@ def _check_unfinished_accepts(location: DataLocation) -> CheckResult:
     return CheckResult(id="accepts", title=title, status=CheckStatus.DEGRADED, required=False,
                        summary=f"{len(unfinished)} accept(s) did not finish (or are landing now): {listed}",
                        remediation="`codeflux task recovery` finishes or rolls each back and says which")
+

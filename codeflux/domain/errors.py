@@ -65,6 +65,7 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── PlanChangedError             the plan revision or its hash is not the current one
     │   ├── StageAlreadyRecordedError    the stage already has its outcome in this run's ledger
     │   ├── DiffChangedError             the task diff changed since it was reviewed
+    │   ├── EvidenceOnOtherDiffError     the checks' evidence was gathered on another diff than the one accepted
     │   ├── DecisionAlreadyRecordedError  the tool request was already decided differently
     │   └── OutcomeAlreadyRecordedError  what happened to that effect was already recorded
     ├── TransitionNotAllowedError        a state machine refused a transition              (exit 1)
@@ -126,6 +127,7 @@ __all__ = [
     "DirtyTreeNotAcknowledgedError",
     "EndpointApprovalRequiredError",
     "EndpointRefusedError",
+    "EvidenceOnOtherDiffError",
     "GitLockHeldError",
     "GitOperationFailedError",
     "IdempotencyConflictError",
@@ -858,6 +860,21 @@ class StageAlreadyRecordedError(ConflictError):
         self.attempt = attempt
         self.stage = stage
         self.outcome = outcome
+
+
+class EvidenceOnOtherDiffError(ConflictError):
+    """The diff to accept (``diff``) is not the one the task's checks gathered their evidence on (``evidence``):
+    the worktree changed after validation. Nothing was landed."""
+
+    def __init__(self, *, task_id: str, evidence: str, diff: str) -> None:
+        super().__init__(
+            f"task {task_id}: the evidence was gathered on diff {evidence[:12]}, but the diff is now {diff[:12]} "
+            "(the worktree changed after the checks ran); nothing was landed — undo the change in the worktree, or "
+            f"check it again with `codeflux task retry {task_id} --feedback …`, or reject it"
+        )
+        self.task_id = task_id
+        self.evidence = evidence
+        self.diff = diff
 
 
 class DiffChangedError(ConflictError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -27,6 +28,7 @@ from codeflux.gitwork.task_worktree import TaskWorktree, opened_task_worktree, p
 from codeflux.gitwork.working_tree import capture_working_tree
 
 __all__ = [
+    "CleanupFault",
     "RemovalRefusal",
     "TaskWorktree",
     "WorktreeRemoval",
@@ -44,6 +46,13 @@ class RemovalRefusal(StrEnum):
     OUTCOME_AMBIGUOUS = "outcome-ambiguous"  # the caller does not know how the task ended
     UNSAVED_WORK = "unsaved-work"  # changes (or an unmerged branch being deleted) not captured in a patch
     UNVERIFIABLE = "unverifiable"  # the worktree fails verification, so what removal would lose is unknown
+
+
+class CleanupFault(StrEnum):
+    """Named points of a cleanup where tests inject a failure (``fault`` of :func:`remove_task_worktree`)."""
+
+    WORKTREE_REMOVED = "worktree-removed"  # the directory and git's metadata are gone; the branch is not yet
+    BRANCH_DELETED = "branch-deleted"  # the branch is gone (when asked); the checkpoint refs are not yet
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,6 +153,7 @@ def remove_task_worktree(
     outcome_ambiguous: bool,
     saved_patch_identity: str | None = None,
     delete_branch: bool = False,
+    fault: Callable[[CleanupFault], None] | None = None,
 ) -> WorktreeRemoval:
     """Remove the task's worktree unless that would lose something; say why when it is kept.
 
@@ -154,7 +164,8 @@ def remove_task_worktree(
     A worktree that fails verification is kept with ``keep_if_unsaved``. Otherwise the directory is
     deleted, git's metadata for it pruned, and the branch deleted only when ``delete_branch``. An
     already-missing directory only has its metadata pruned. A path that is not this repository's
-    worktree is never deleted (:class:`WorktreeNotUsableError`).
+    worktree is never deleted (:class:`WorktreeNotUsableError`). Every step can be run again: a removal
+    interrupted part-way (``fault`` is called between the steps, tests only) is finished by running it again.
     """
     if outcome_ambiguous:
         return _kept(RemovalRefusal.OUTCOME_AMBIGUOUS, "the task's outcome is ambiguous; resolve it first")
@@ -167,6 +178,9 @@ def remove_task_worktree(
         with map_git_errors("prune the worktree metadata"):
             if worktree.name in repository.list_worktrees():
                 repository.lookup_worktree(worktree.name).prune(True)
+        if fault is not None:
+            fault(CleanupFault.WORKTREE_REMOVED)
+        with map_git_errors("delete the task branch"):
             branch_deleted = delete_branch and repository.branches.local.get(worktree.branch) is not None
             if branch_deleted:
                 repository.branches.local.delete(worktree.branch)

@@ -14,10 +14,10 @@ How: :func:`~codeflux.gitwork.base_scratch.write_base_scratch` writes the base t
 :data:`BASE_DIRECTORY` inside the worktree, for the second run with every test file the diff adds, changes or
 deletes (by name: ``test_*.py``, ``*_test.py``, ``conftest.py``, anything under a ``tests``/``test`` folder) and
 the file of every named-test example laid over it. There the **same** test command runs (same argv and
-program; its junit report lands in the scratch), and each example command once, as the pipeline's own
-requests started in that directory (their identity includes it; their authority follows the decision on the
-same command in the worktree root). The scratch is removed before anything else looks at the worktree. When
-the diff changes no test file the two runs are one.
+program; its junit report lands in the task's TMPDIR, never the worktree), and each example command once,
+as the pipeline's own requests started in that directory (their identity includes it; their authority follows
+the decision on the same command in the worktree root). The scratch is removed before anything else looks at
+the worktree. When the diff changes no test file the two runs are one.
 
 Each run is kept in stage 28's evidence (``base_runs``) under a key — the base commit, the test command, the
 plan revision's hash and the sha256 of every overlaid file — so a later attempt with the same key reuses it
@@ -40,7 +40,7 @@ from codeflux.domain.acceptance import AcceptanceExample
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
 from codeflux.pipeline.ports import PipelinePorts
-from codeflux.pipeline.program import JUNIT_RELATIVE_PATH, JunitCounts, parse_junit_xml
+from codeflux.pipeline.program import JUNIT_IN_TEMP, JunitCounts, parse_junit_xml
 from codeflux.pipeline.specification import StageResult
 
 __all__ = [
@@ -231,9 +231,10 @@ def _tests_on_base(ports: PipelinePorts, *, attempt: int, scratch: Path, test_ar
     request id."""
     if pin_pytest_root(scratch):
         notes.append("pytest's root pinned to the base copy (the base has no pytest configuration of its own)")
+    report = ports.commands.temp_directory(ports.facts.task_id) / JUNIT_IN_TEMP  # the argv's $TMPDIR report
+    report.unlink(missing_ok=True)
     run = ports.commands.run_check_command(ports.facts.task_id, tuple(test_argv), attempt=attempt,
                                            working_directory=BASE_DIRECTORY)
-    report = scratch / JUNIT_RELATIVE_PATH
     if not run.ran:
         notes.append(f"the test command did not run on the base: {run.refusal}")
         return None, run.request_id
@@ -242,9 +243,11 @@ def _tests_on_base(ports: PipelinePorts, *, attempt: int, scratch: Path, test_ar
         return None, run.request_id
     try:
         return parse_junit_xml(report.read_bytes()), run.request_id
-    except (ValueError, ElementTree.ParseError):
+    except (ValueError, ElementTree.ParseError, OSError):
         notes.append("the base run's junit report could not be read")
         return None, run.request_id
+    finally:
+        report.unlink(missing_ok=True)
 
 
 def _run_in_scratch(ports: PipelinePorts, *, attempt: int, key: str, purpose: str, scratch: Path,

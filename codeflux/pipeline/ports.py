@@ -95,6 +95,11 @@ class CheckCommandPort(Protocol):
                           working_directory: str | None = None,
                           covered_by: tuple[str, ...] | None = None) -> CheckCommandRun: ...
 
+    def temp_directory(self, task_id: TaskId) -> Path:
+        """The host path of the task's ``TMPDIR`` in the worker (where check reports are written, outside the
+        worktree so they never enter the diff)."""
+        ...
+
 
 class AcceptancePort(Protocol):
     """Reads the person's decision on the task's diff, if any."""

@@ -3,10 +3,13 @@
 **integration-tests** runs the repository's test command in the task's worker, inside the worktree,
 with the repository's own environment: the first of ``.venv/bin/python`` and ``venv/bin/python`` in the
 worktree, then in the user's checkout, else ``python3`` on the worker's ``PATH``. The argv is fixed —
-``<python> -m pytest -p no:cacheprovider --junitxml=.codeflux-checks/junit.xml`` (see
-:func:`pytest_argv`) — so a headless run can pre-approve exactly that operation. The junit report is
-written inside the worktree (an absolute path elsewhere would need ``outside-write``), read, and removed
-before the diff identity is taken again. The evidence records argv, interpreter, Python and pytest
+``<python> -m pytest -p no:cacheprovider --junitxml=$TMPDIR/codeflux-checks/junit.xml`` (see
+:func:`pytest_argv`) — so a headless run can pre-approve exactly that operation. The junit report never
+enters the worktree, so never the diff the checks, the evidence and the person see: pytest itself expands
+``$TMPDIR`` (no shell is involved; the argv stays the same text for every task and names no host path), and
+the worker's ``TMPDIR`` is the task's own temporary directory, writable in the box. The coordinator reads
+the report there (:meth:`~codeflux.pipeline.ports.CheckCommandPort.temp_directory`) and removes it. The
+evidence records argv, interpreter, Python and pytest
 versions (from pytest's header), the diff identity seen before and after, and the counts. A missing
 pytest is ``blocked`` naming the tool and how to install it; no collected test is ``skipped``.
 """
@@ -28,7 +31,8 @@ from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.specification import StageResult, stage_result
 
 __all__ = [
-    "JUNIT_RELATIVE_PATH",
+    "JUNIT_ARGUMENT",
+    "JUNIT_IN_TEMP",
     "MAX_JUNIT_CASES",
     "JunitCounts",
     "TestCommand",
@@ -39,7 +43,10 @@ __all__ = [
     "run_integration_tests",
 ]
 
-JUNIT_RELATIVE_PATH: Final = ".codeflux-checks/junit.xml"
+JUNIT_IN_TEMP: Final = "codeflux-checks/junit.xml"
+"""Where pytest writes its junit report, relative to the task's ``TMPDIR``."""
+JUNIT_ARGUMENT: Final = f"--junitxml=$TMPDIR/{JUNIT_IN_TEMP}"
+"""The report argument, as approved: pytest expands ``$TMPDIR`` from the worker's environment."""
 _MAX_JUNIT_BYTES: Final = 16 * 1024 * 1024
 _MAX_FAILING_SHOWN: Final = 50
 _MAX_MESSAGE_CHARS: Final = 600
@@ -94,7 +101,7 @@ class JunitCounts:
 
 def pytest_argv(interpreter: str) -> tuple[str, ...]:
     """The exact integration-test argv for ``interpreter`` (what a headless run pre-approves)."""
-    return (interpreter, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={JUNIT_RELATIVE_PATH}")
+    return (interpreter, "-m", "pytest", "-p", "no:cacheprovider", JUNIT_ARGUMENT)
 
 
 def _venv_has_pytest(python: Path) -> bool:
@@ -163,8 +170,8 @@ def _failure_message(problem: ElementTree.Element) -> str:
     return combined[:_MAX_MESSAGE_CHARS]
 
 
-def _read_junit(worktree: Path) -> bytes | None:
-    report = worktree / JUNIT_RELATIVE_PATH
+def _read_junit(temp_directory: Path) -> bytes | None:
+    report = temp_directory / JUNIT_IN_TEMP
     try:
         if report.is_symlink() or not report.is_file():
             return None
@@ -191,11 +198,12 @@ def run_integration_tests(ports: PipelinePorts, *, attempt: int,
                             "or repository and no python3 on the worker's PATH; create a .venv with pytest", {}), None
     if command.pytest_missing:
         return stage_result(stage, StageOutcome.BLOCKED, _install_hint(command), {}), None
-    shutil.rmtree(facts.worktree.path / Path(JUNIT_RELATIVE_PATH).parent, ignore_errors=True)
+    temp_directory = ports.commands.temp_directory(facts.task_id)
+    shutil.rmtree(temp_directory / Path(JUNIT_IN_TEMP).parent, ignore_errors=True)
     run = ports.commands.run_check_command(facts.task_id, command.argv, attempt=attempt)
     if not run.ran:
         return stage_result(stage, StageOutcome.BLOCKED, f"the test command did not run: {run.refusal}", {}), None
-    report = _read_junit(facts.worktree.path)
+    report = _read_junit(temp_directory)
     header = _HEADER.search(run.stdout)
     evidence: dict[str, object] = {
         "argv": list(command.argv), "interpreter": command.interpreter, "interpreter_source": command.source,

@@ -35,6 +35,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.tasks.ledger import evidence_diff_identity
 from codeflux.coordinator.tasks.records import require_run_attempt
 from codeflux.coordinator.tasks.review import ReviewService as CoordinatorReview
 from codeflux.coordinator.tasks.service import TaskService
@@ -88,7 +89,8 @@ def diff_bytes(app: CoordinatorApp, task_id: TaskId) -> pb.DiffBytes:
     """The worktree's diff for the terminal (see the module docstring)."""
     diff = _task_diff(app, task_id)
     data, truncated = _cut(diff.unified_diff, MAX_TERMINAL_BYTES)
-    return pb.DiffBytes(
+    checked = app.db.read(lambda view: evidence_diff_identity(view, task_id))
+    return pb.DiffBytes(evidence_diff_identity=checked or "",
         diff_identity=diff.identity, base=diff.base, head=diff.head, file_count=len(diff.files), unified_diff=data,
         truncated=truncated, whole_bytes=len(diff.unified_diff), limit_bytes=MAX_TERMINAL_BYTES,
         changes_what_runs=[pb.WhatRunsChangeView(path=flag.path, reason=flag.reason)

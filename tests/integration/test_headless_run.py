@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,9 @@ from codeflux.cli.demo import DEMO_TEST_COMMAND
 from tests.fixtures.cli import CliRun, run_codeflux
 
 pytestmark = pytest.mark.slow
+
+# How the demo's test command is shown: as a POSIX shell would quote it (its `$TMPDIR` is pytest's to expand).
+SHOWN_TEST_COMMAND = shlex.join(shlex.split(DEMO_TEST_COMMAND))
 
 # python3 on the worker's PATH must be an interpreter with pytest: the one running these tests.
 ENV = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
@@ -94,7 +98,7 @@ def test_without_the_allow_the_test_command_is_a_recorded_denial_and_exit_4(tmp_
     assert ran.code == 4, ran.out + ran.err
     assert "denied by headless-policy" in ran.out
     assert "not in the pre-approved operations and prompting is off" in ran.out
-    assert DEMO_TEST_COMMAND in ran.out
+    assert SHOWN_TEST_COMMAND in ran.out
     assert re.search(r"run_command  python3 -m pytest -q  \[pipeline\]\n\s+decision  allowed-once by user: "
                      r"check 'unit tests' of plan revision 1", ran.out), ran.out
     assert re.search(r"integration-tests\s+satisfied .*3 tests, 3 passed, 0 failed", ran.out), ran.out
@@ -128,4 +132,4 @@ def test_with_no_box_a_preapproved_program_needs_the_logged_opt_in(tmp_path: Pat
     assert "UNCONFINED" in ran.err
     assert "[confinement: none]" in ran.out and "[confinement: bubblewrap]" not in ran.out
     logged = run_codeflux("inspect", "logs", "--limit", "50", data_dir=data, env=unconfined).out
-    assert "confinement.unconfined-opt-in" in logged and DEMO_TEST_COMMAND in logged
+    assert "confinement.unconfined-opt-in" in logged and SHOWN_TEST_COMMAND in logged

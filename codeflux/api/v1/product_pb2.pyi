@@ -800,7 +800,7 @@ class GetDiffRequest(_message.Message):
     def __init__(self, task_id: _Optional[str] = ...) -> None: ...
 
 class DiffBytes(_message.Message):
-    __slots__ = ("diff_identity", "base", "head", "file_count", "unified_diff", "truncated", "whole_bytes", "limit_bytes", "changes_what_runs")
+    __slots__ = ("diff_identity", "base", "head", "file_count", "unified_diff", "truncated", "whole_bytes", "limit_bytes", "changes_what_runs", "evidence_diff_identity")
     DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
     HEAD_FIELD_NUMBER: _ClassVar[int]
@@ -810,6 +810,7 @@ class DiffBytes(_message.Message):
     WHOLE_BYTES_FIELD_NUMBER: _ClassVar[int]
     LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
     CHANGES_WHAT_RUNS_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     diff_identity: str
     base: str
     head: str
@@ -819,7 +820,8 @@ class DiffBytes(_message.Message):
     whole_bytes: int
     limit_bytes: int
     changes_what_runs: _containers.RepeatedCompositeFieldContainer[WhatRunsChangeView]
-    def __init__(self, diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., file_count: _Optional[int] = ..., unified_diff: _Optional[bytes] = ..., truncated: _Optional[bool] = ..., whole_bytes: _Optional[int] = ..., limit_bytes: _Optional[int] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ...) -> None: ...
+    evidence_diff_identity: str
+    def __init__(self, diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., file_count: _Optional[int] = ..., unified_diff: _Optional[bytes] = ..., truncated: _Optional[bool] = ..., whole_bytes: _Optional[int] = ..., limit_bytes: _Optional[int] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., evidence_diff_identity: _Optional[str] = ...) -> None: ...
 
 class GetPatchRequest(_message.Message):
     __slots__ = ("task_id",)

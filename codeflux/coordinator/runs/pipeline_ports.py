@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+from pathlib import Path
 
 from codeflux.authority.decide import Decider, DecisionOutcome
 from codeflux.authority.service import DerivedAllowance
@@ -62,6 +63,9 @@ class DriverCheckCommands:
 
     def __init__(self, driver: ToolDriver) -> None:
         self._driver = driver
+
+    def temp_directory(self, task_id: TaskId) -> Path:
+        return self._driver.task_temp_directory(task_id)
 
     def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
                           working_directory: str | None = None,

@@ -82,6 +82,7 @@ from codeflux.store.database import Database
 from codeflux.store.tasks import TaskRow, require_task
 from codeflux.worker.client.confinement import ConfinementChoice, choose_confinement
 from codeflux.worker.client.handle import WorkerExecution, WorkerHandle, WorkerOutcome
+from codeflux.worker.client.launch import task_temp_directory
 from codeflux.worker.environment import build_worker_environment
 from codeflux.worker.paths import resolve_worktree_path
 from codeflux.worker.tools.executables import ExecutableDigests
@@ -409,6 +410,10 @@ class ToolDriver:
             for value in values:
                 if isinstance(value, str) and SecretKind.LOADED_SECRET in self._redactor.scan(value):
                     raise SecretLeakError(f"argument {argument.name} carries a loaded secret; the request was refused")
+
+    def task_temp_directory(self, task_id: TaskId) -> Path:
+        """The host path of the task's ``TMPDIR`` (its worker's per-task temporary directory; may not exist yet)."""
+        return task_temp_directory(self._state_dir / task_id.value)
 
     def _worker_for(self, task: TaskRow) -> WorkerHandle:
         with self._lock:

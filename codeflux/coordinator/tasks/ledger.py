@@ -31,18 +31,20 @@ from codeflux.domain.events import RunAttemptEnded, StageVerdictsRecorded
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict, finalize_run, stage_named
 from codeflux.store.checkpoints import DeliveryRow
-from codeflux.store.database import Transaction
+from codeflux.store.database import ReadView, Transaction
 from codeflux.store.events import JournalEvent, append_event
 from codeflux.store.stage_ledger import (
     LedgerRow,
     RunAttemptRow,
     end_run_attempt,
     insert_ledger_rows,
+    latest_run_attempt,
     ledger_of_attempt,
     require_run_attempt,
 )
 
-__all__ = ["Evidence", "finish_attempt_ledger", "ledger_with_decision", "record_verdicts_in_ledger"]
+__all__ = ["Evidence", "evidence_diff_identity", "evidence_identity_in", "finish_attempt_ledger",
+           "ledger_with_decision", "record_verdicts_in_ledger"]
 
 Evidence = Mapping[str, object]
 """What a stage recorded as its evidence: a JSON object (argv, versions, diff identity, result, …)."""
@@ -159,3 +161,22 @@ def ledger_with_decision(rows: Sequence[LedgerRow], delivery: DeliveryRow | None
         shown.append(LedgerRow(task_id=row.task_id, attempt=row.attempt, number=row.number, verdict=verdict,
                                evidence=evidence, recorded_at_us=delivery.decided_at_us))
     return shown
+
+
+def evidence_identity_in(rows: Sequence[LedgerRow]) -> str | None:
+    """The diff identity an attempt's ledger ``rows`` gathered their evidence on: the evidence bundle's (stage
+    35), else assembly's (26) — every check after assembly ran on it; None when neither recorded one."""
+    found: dict[StageName, str] = {}
+    for row in rows:
+        identity = row.evidence.get("diff_identity")
+        if row.verdict.stage in (StageName.EVIDENCE_BUNDLE, StageName.ASSEMBLY) and isinstance(identity, str):
+            found[row.verdict.stage] = identity
+    return found.get(StageName.EVIDENCE_BUNDLE, found.get(StageName.ASSEMBLY))
+
+
+def evidence_diff_identity(view: ReadView, task_id: TaskId) -> str | None:
+    """The diff identity the task's newest attempt gathered its evidence on (:func:`evidence_identity_in`);
+    None before any attempt recorded one. What the diff under review must still be for the evidence to be
+    about it: the CLI says when they differ, and accept refuses."""
+    attempt = latest_run_attempt(view, task_id)
+    return None if attempt is None else evidence_identity_in(ledger_of_attempt(view, task_id, attempt.attempt))

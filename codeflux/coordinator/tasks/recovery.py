@@ -9,7 +9,8 @@ one runs tasks:
 
 0. every accept landing without an end (:mod:`.landings`) is finished (the branch had moved: the task
    completes) or rolled back (the checkout as before; the task still awaits review), with an
-   ``accept-resolved`` event; one that cannot be resolved now is left for the retry and said why;
+   ``accept-resolved`` event; one that cannot be resolved now is left for the retry and said why; then every
+   worktree cleanup without an end (:mod:`.worktree_lifecycle`) runs again until it ends;
 
 1. tool executions left ``intended``/``running`` and model requests left ``planned``/``in-flight`` are
    reconciled by their owners' functions (``outcome-unknown``, or failed when nothing was sent) — never
@@ -39,7 +40,12 @@ from codeflux.coordinator.tasks.checkpoints import CheckpointRow, CheckpointServ
 from codeflux.coordinator.tasks.landings import resolve_landing
 from codeflux.coordinator.tasks.review import ReviewService, require_task_action
 from codeflux.coordinator.tasks.running_lock import exclusive_startup_lock, shared_running_lock
-from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
+from codeflux.coordinator.tasks.worktree_lifecycle import (
+    WorktreeDisposal,
+    dispose_task_worktree,
+    finish_interrupted_cleanups,
+    task_worktree_binding,
+)
 from codeflux.domain.errors import (
     CodefluxError,
     ConflictError,
@@ -98,6 +104,8 @@ class StartupRecovery:
     """Open tasks (those in ``tasks`` too) whose recent past the database lost: ambiguous until acted on."""
     landings: tuple[str, ...] = ()
     """One line per interrupted accept landing found: finished, rolled back, or left and why."""
+    cleanups: tuple[str, ...] = ()
+    """One line per interrupted worktree cleanup run again: how it ended, or that it failed again."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -217,6 +225,7 @@ class RecoveryService:
     def recover_at_startup(self) -> StartupRecovery:
         """Reconcile interrupted effects and mark every interrupted task (call under the exclusive lock)."""
         landings = self._resolve_interrupted_landings()
+        cleanups = tuple(finish_interrupted_cleanups(self._db, publish=self._publish))
         executions = tuple(AuthorityService(self._db).reconcile_interrupted_executions())
         drafting = {row.plan.task_id for row in self._db.read(model_rows.unfinished_model_requests)}
         requests = tuple(reconcile_interrupted_model_requests(self._db))
@@ -232,7 +241,7 @@ class RecoveryService:
             marked.append(task.task_id)
         damaged = tuple(view.task.task_id for view in self.tasks_needing_recovery() if view.store_damage)
         return StartupRecovery(executions=executions, model_requests=requests, tasks=tuple(marked),
-                               store_damaged=damaged, landings=landings)
+                               store_damaged=damaged, landings=landings, cleanups=cleanups)
 
     def _resolve_interrupted_landings(self) -> tuple[str, ...]:
         """Finish or roll back every accept landing a stop interrupted (:mod:`.landings`), completing the task of

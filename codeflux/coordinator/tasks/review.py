@@ -32,6 +32,7 @@ from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
 from codeflux.coordinator.tasks.checkpoints import record_delivery_decision
 from codeflux.coordinator.tasks.landings import outcome_of, record_end, record_intent, resolve_landing
+from codeflux.coordinator.tasks.ledger import evidence_diff_identity
 from codeflux.coordinator.tasks.rejection import (
     MAX_REJECTION_REASON,
     DiffRejection,
@@ -39,8 +40,19 @@ from codeflux.coordinator.tasks.rejection import (
     record_rejection,
 )
 from codeflux.coordinator.tasks.running_lock import shared_running_lock
-from codeflux.coordinator.tasks.worktree_lifecycle import WorktreeDisposal, dispose_task_worktree, task_worktree_binding
-from codeflux.domain.errors import CodefluxError, GitLockHeldError, NotFoundError, TaskActionUnavailableError
+from codeflux.coordinator.tasks.worktree_lifecycle import (
+    WorktreeDisposal,
+    dispose_task_worktree,
+    record_cleanup_intent,
+    task_worktree_binding,
+)
+from codeflux.domain.errors import (
+    CodefluxError,
+    EvidenceOnOtherDiffError,
+    GitLockHeldError,
+    NotFoundError,
+    TaskActionUnavailableError,
+)
 from codeflux.domain.events import AcceptConflicted, TaskAccepted
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import (
@@ -54,12 +66,13 @@ from codeflux.domain.tasks import (
 from codeflux.gitwork.accept import AcceptKind, AcceptOutcome, PreparedAccept, land_prepared, prepare_accept
 from codeflux.gitwork.diff import CommitAuthor
 from codeflux.gitwork.landing import LandingFault, LandingResolution
-from codeflux.gitwork.worktrees import TaskWorktree
+from codeflux.gitwork.worktrees import CleanupFault, TaskWorktree
 from codeflux.store import accept_landings as landing_rows
 from codeflux.store import task_records as records
 from codeflux.store.database import Database, Transaction, now_us
 from codeflux.store.events import JournalEvent, append_event
 from codeflux.store.location import DataLocation
+from codeflux.store.task_cleanups import CleanupRow
 
 __all__ = ["AcceptResult", "RejectResult", "ReviewService", "require_task_action"]
 
@@ -103,10 +116,13 @@ class ReviewService:
         self, db: Database, *, clock: Callable[[], int] = now_us, committer: CommitAuthor | None = None,
         publish: Callable[[JournalEvent], None] | None = None,
         landing_fault: Callable[[LandingFault], None] | None = None,
+        cleanup_fault: Callable[[CleanupFault], None] | None = None,
     ) -> None:  # fmt: skip
-        """``landing_fault`` is called at each :class:`~codeflux.gitwork.landing.LandingFault` (tests only)."""
+        """``landing_fault`` is called at each :class:`~codeflux.gitwork.landing.LandingFault`, ``cleanup_fault``
+        at each :class:`~codeflux.gitwork.worktrees.CleanupFault` of the worktree's cleanup (tests only)."""
         self._db = db
         self._landing_fault = landing_fault
+        self._cleanup_fault = cleanup_fault
         self._publish = publish
         self._committer = committer
         self._changes = TaskChanges(db, clock=clock, entropy=lambda: os.urandom(16), publish=publish, fault=None)
@@ -126,7 +142,9 @@ class ReviewService:
         Journaled (:mod:`.landings`): an unfinished landing of the task is resolved first (finished →
         the task completes with it; rolled back → this accept starts afresh), then the intent of the new
         landing commits before the checkout is touched. Held while this process lands: the shared running
-        lock, so no other process's startup recovery takes this landing for an interrupted one."""
+        lock, so no other process's startup recovery takes this landing for an interrupted one. A diff that is
+        not the one the newest attempt's checks gathered their evidence on is refused
+        (:class:`EvidenceOnOtherDiffError`): the evidence binds to the diff it describes."""
         task, binding = self._reviewable(task_id, TaskAction.ACCEPT)
         with shared_running_lock(DataLocation(directory=self._db.path.parent)):
             pending = self._db.read(lambda view: landing_rows.landing_of_task(view, task_id, unfinished_only=True))
@@ -136,6 +154,9 @@ class ReviewService:
                 if resolution is LandingResolution.FINISHED:
                     return self.complete_landed(pending, by=landing_rows.LandingEndedBy.RETRY,
                                                 reason="the branch had moved: the accept was complete")
+            checked = self._db.read(lambda view: evidence_diff_identity(view, task_id))
+            if checked is not None and checked != reviewed_identity:
+                raise EvidenceOnOtherDiffError(task_id=task_id.value, evidence=checked, diff=reviewed_identity)
             prepared = prepare_accept(task.repository_root, binding, reviewed_identity=reviewed_identity,
                                       committer=self._committer)
             outcome = prepared.outcome
@@ -179,6 +200,7 @@ class ReviewService:
                   reason: str) -> AcceptResult:
         """One transaction: the landing's end (when journaled), ``completed`` with its event, the delivery."""
         text = f"accepted: {outcome.kind.value} of {outcome.branch} to {outcome.landed_head[:12]}"
+        intents: list[CleanupRow | None] = []
 
         def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
             current = records.require_task_record(tx, task_id)
@@ -193,23 +215,28 @@ class ReviewService:
             record_delivery_decision(tx, events, task_id=task_id, diff_identity=reviewed_identity, accepted=True,
                                      landed_commit=outcome.landed_head, reason=None, decided_by=Actor.USER,
                                      at_us=self._changes.clock())
+            intents.append(record_cleanup_intent(tx, record, delete_branch=True, saved_patch_identity=None))
             return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision}
 
         change = self._changes.mutate(scope=f"task:{task_id.value}", key=f"accept:{reviewed_identity}", work=work,
                                       request={"operation": "accept", "reviewed_identity": reviewed_identity})
         disposal = dispose_task_worktree(self._db, task_id, saved_patch_identity=None, delete_branch=True,
-                                         publish=self._publish)
+                                         publish=self._publish, fault=self._cleanup_fault,
+                                         intent=intents[0] if intents else None)
         return AcceptResult(outcome=outcome, change=change, worktree=disposal)
 
     def reject_task(self, task_id: TaskId, *, reviewed_identity: str, reason: str) -> RejectResult:
         """Store the worktree's patch and end the task (see the module docstring)."""
         rejection = self.rejection(task_id, reviewed_identity=reviewed_identity, reason=reason)
         stored: list[records.TaskPatchRow] = []
+        intents: list[CleanupRow | None] = []
 
         def work(tx: Transaction, events: list[JournalEvent]) -> Mapping[str, object]:
             current = records.require_task_record(tx, task_id)
             stored.append(record_rejection(tx, events, current, rejection, at_us=self._changes.clock))
             record = self._end_review(tx, events, current, _REJECT_TARGET, reason=f"rejected: {reason}"[:_MAX_REASON])
+            intents.append(record_cleanup_intent(tx, record, delete_branch=False,
+                                                 saved_patch_identity=stored[-1].diff_identity))
             return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision}
 
         change = self._changes.mutate(scope=f"task:{task_id.value}", key=f"reject:{reviewed_identity}", work=work,
@@ -217,7 +244,8 @@ class ReviewService:
                                                "reason": reason})
         patch = stored[0] if stored else self._latest_patch(task_id)
         disposal = dispose_task_worktree(self._db, task_id, saved_patch_identity=patch.diff_identity,
-                                         delete_branch=False, publish=self._publish)
+                                         delete_branch=False, publish=self._publish, fault=self._cleanup_fault,
+                                         intent=intents[0] if intents else None)
         return RejectResult(change=change, patch=patch, matches_review=rejection.patch.matches_review,
                             worktree=disposal)
 

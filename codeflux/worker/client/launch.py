@@ -108,9 +108,14 @@ def launch_worker(
     return worker
 
 
+def task_temp_directory(state_dir: Path) -> Path:
+    """The task's ``TMPDIR`` on the host for the worker whose ``state_dir`` it is (what the box makes writable)."""
+    return state_dir / "tmp"
+
+
 def _per_task_directories(state_dir: Path) -> tuple[Path, Path]:
     state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    home, tmpdir = state_dir / "home", state_dir / "tmp"
+    home, tmpdir = state_dir / "home", task_temp_directory(state_dir)
     for directory in (home, tmpdir):
         directory.mkdir(mode=0o700, exist_ok=True)
     return home, tmpdir
