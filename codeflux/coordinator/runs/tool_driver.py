@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import StrEnum
@@ -65,6 +66,7 @@ from codeflux.domain.errors import (
     PathNotFoundError,
     PathRefusedError,
     SecretLeakError,
+    StoreBusyError,
     WorkerClosedError,
     WorkerStartError,
 )
@@ -98,6 +100,9 @@ __all__ = [
 STORED_CONTENT_CHARS: Final = 1024 * 1024
 STORED_STREAM_CHARS: Final = 256 * 1024
 STORED_MESSAGE_CHARS: Final = 1024
+RESULT_WRITE_PATIENCE_S: Final = 60.0
+"""How long the result of a command that ran is kept in memory and its write retried while another process
+holds the database's write lock (each attempt itself waits the connection's busy timeout)."""
 PIPELINE_SOURCE: Final = RequestSource.PIPELINE.value
 """The source of the pipeline's own requests (a check command): not the model's, not a person's."""
 _KEPT: Final = 256  # described operations and classifications kept per driver (then forgotten at once)
@@ -495,9 +500,24 @@ class ToolDriver:
         return self._confinement
 
     def _store(self, intent: ExecutionIntent, values: ExecutionResultValues) -> ExecutionRecord:
-        row = self._authority.record_execution_result(task=intent.task, execution_id=intent.execution_id,
-                                                      result=values)
-        return _record(row)
+        """Commit the result. While another process holds the write lock the result stays in memory and the
+        write is retried for up to :data:`RESULT_WRITE_PATIENCE_S` (a failed attempt wrote nothing: its
+        transaction never began or was rolled back); then a clear :class:`StoreBusyError`, and the intent
+        without a result is reconciled ``outcome-unknown`` at the next start."""
+        deadline = time.monotonic() + RESULT_WRITE_PATIENCE_S
+        while True:
+            try:
+                row = self._authority.record_execution_result(task=intent.task, execution_id=intent.execution_id,
+                                                              result=values)
+            except StoreBusyError as error:
+                if time.monotonic() >= deadline:
+                    raise StoreBusyError(
+                        f"another process held the database's write lock for over {RESULT_WRITE_PATIENCE_S:.0f} s: "
+                        f"the result of execution {intent.execution_id} ({values.state.value}) could not be saved; "
+                        "it is recorded outcome-unknown at the next start") from error
+                time.sleep(0.05)
+                continue
+            return _record(row)
 
 
 def reconcile_interrupted_executions(db: Database) -> list[str]:
