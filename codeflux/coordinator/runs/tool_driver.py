@@ -77,6 +77,7 @@ from codeflux.domain.operations import (
     Operation,
     describe_operation,
 )
+from codeflux.domain.tasks import is_terminal
 from codeflux.domain.tools import ArgumentType, BoundToolRequest, bind_tool_request
 from codeflux.domain.truncation import keep_head, keep_head_and_tail
 from codeflux.redact import SecretKind, default_redactor
@@ -100,6 +101,8 @@ __all__ = [
 STORED_CONTENT_CHARS: Final = 1024 * 1024
 STORED_STREAM_CHARS: Final = 256 * 1024
 STORED_MESSAGE_CHARS: Final = 1024
+CANCEL_POLL_S: Final = 0.25
+"""How often the task's state is read while one of its commands runs (a cancel stops the command)."""
 RESULT_WRITE_PATIENCE_S: Final = 60.0
 """How long the result of a command that ran is kept in memory and its write retried while another process
 holds the database's write lock (each attempt itself waits the connection's busy timeout)."""
@@ -455,10 +458,35 @@ class ToolDriver:
                                          message=str(error))
         live = LiveOutput(self._db, session_id=intent.task.session_id, request_id=intent.request_id,
                           execution_id=intent.execution_id)
+        running = threading.Event()
+        watcher = threading.Thread(target=self._cancel_when_the_task_ends, args=(intent, worker, running),
+                                   name=f"cancel-watch-{intent.request_id}", daemon=True)
+        running.set()
+        watcher.start()
         try:
             return worker.execute(execution, on_output=live)
         finally:
+            running.clear()
+            watcher.join()
             live.close()  # its events commit before the result's
+
+    def _cancel_when_the_task_ends(self, intent: ExecutionIntent, worker: WorkerHandle,
+                                   running: threading.Event) -> None:
+        """While the command runs, read the task's state every :data:`CANCEL_POLL_S`; once the task has ended
+        (``task cancel``, possibly from another process) ask the worker to cancel the request: it kills the
+        command's process group and reports it cancelled (see :mod:`~codeflux.coordinator.tasks.cancelled_runs`)."""
+        task_id = intent.task.task_id
+        while running.is_set():
+            time.sleep(CANCEL_POLL_S)
+            if not running.is_set():
+                return
+            try:
+                state = self._db.read(lambda view: require_task(view, task_id)).state
+            except Exception:  # noqa: S112 - a failed read (a busy or closing store) is tried again next poll
+                continue
+            if is_terminal(state):
+                worker.cancel(ToolRequestId.parse(intent.request_id))
+                return
 
     def _result_values(self, outcome: WorkerOutcome | ExecutionResultValues) -> ExecutionResultValues:
         if isinstance(outcome, ExecutionResultValues):
