@@ -458,28 +458,24 @@ class ToolDriver:
                                          message=str(error))
         live = LiveOutput(self._db, session_id=intent.task.session_id, request_id=intent.request_id,
                           execution_id=intent.execution_id)
-        running = threading.Event()
-        watcher = threading.Thread(target=self._cancel_when_the_task_ends, args=(intent, worker, running),
+        ended = threading.Event()
+        watcher = threading.Thread(target=self._cancel_when_the_task_ends, args=(intent, worker, ended),
                                    name=f"cancel-watch-{intent.request_id}", daemon=True)
-        running.set()
         watcher.start()
         try:
             return worker.execute(execution, on_output=live)
         finally:
-            running.clear()
+            ended.set()
             watcher.join()
             live.close()  # its events commit before the result's
 
     def _cancel_when_the_task_ends(self, intent: ExecutionIntent, worker: WorkerHandle,
-                                   running: threading.Event) -> None:
+                                   ended: threading.Event) -> None:
         """While the command runs, read the task's state every :data:`CANCEL_POLL_S`; once the task has ended
         (``task cancel``, possibly from another process) ask the worker to cancel the request: it kills the
         command's process group and reports it cancelled (see :mod:`~codeflux.coordinator.tasks.cancelled_runs`)."""
         task_id = intent.task.task_id
-        while running.is_set():
-            time.sleep(CANCEL_POLL_S)
-            if not running.is_set():
-                return
+        while not ended.wait(CANCEL_POLL_S):
             try:
                 state = self._db.read(lambda view: require_task(view, task_id)).state
             except Exception:  # noqa: S112 - a failed read (a busy or closing store) is tried again next poll
