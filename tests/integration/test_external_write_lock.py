@@ -27,6 +27,9 @@ from codeflux.domain.tasks import TaskState
 from codeflux.store.database import Database
 from codeflux.store.tasks import insert_task
 from tests.fixtures.worktrees import make_task_worktree
+from tests.integration.test_cancel_running_command import sleeping_processes
+from tests.integration.test_headless_run import ENV, demo
+from tests.integration.test_task_cli_verbs import rows, script, turn
 
 HOLD = """
 import sqlite3, sys, time
@@ -110,3 +113,33 @@ def test_an_application_log_record_never_adds_a_second_busy_wait(
     assert kept is False and time.monotonic() - started < 1.0  # dropped after a short wait, not 5 s
     lockers.pop().end()
     assert maintenance.append_app_log_record(db, level="error", event="run.failed", fields_json="{}", at_us=2)
+
+
+def test_codeflux_run_survives_another_process_holding_the_write_lock_while_its_command_runs(
+    tmp_path: Path, lockers: list[Locker]
+) -> None:
+    """The user's case end to end: ``codeflux run`` runs a 2 s command; meanwhile another process takes the
+    write lock for 9 s (past the 5 s busy timeout). The run goes on and the command's result is recorded."""
+    repo, data = demo(tmp_path)
+    scripted = script(tmp_path / "lock.json", turn("wait", ("run_command", {"argv": ["sleep", "2.5"]})),
+                      turn("Every step is done."))
+    argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
+            "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted", "--script", str(scripted),
+            "--budget", "1.00", "--allow", "run_command:sleep 2.5", "--yes"]
+    running = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **ENV})
+    try:
+        deadline = time.monotonic() + 90
+        while not sleeping_processes("2.5"):
+            assert running.poll() is None and time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        lockers.append(Locker(data / "codeflux.sqlite3", 9.0))
+        out, err = running.communicate(timeout=120)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.communicate(timeout=30)
+    assert "the database is busy" not in out + err, out + err
+    recorded = rows(data, "SELECT e.state, e.exit_code FROM tool_executions e JOIN tool_requests r "
+                          "ON r.id = e.request_id WHERE r.tool = 'run_command' AND r.operation_json LIKE '%2.5%'")
+    assert recorded == [("succeeded", 0)], out + err
