@@ -53,6 +53,7 @@ from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
 from codeflux.coordinator.spending.ladder_position import ladder_position_of
 from codeflux.coordinator.spending.prices import PriceCatalog
+from codeflux.coordinator.tasks.cancelled_runs import dispose_if_idle
 from codeflux.coordinator.tasks.gates import require_landable_checkout
 from codeflux.coordinator.tasks.ledger import evidence_identity_in
 from codeflux.coordinator.tasks.recovery import shared_running_lock
@@ -447,12 +448,25 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
                                limits=LoopLimits(), headless_policy=policy, retry_feedback=retry_feedback,
                                rejection=rejection,
                                provider=SCRIPTED if provider == SCRIPTED_DISPLAY_NAME else None)
+            dispose_if_cancelled(ctx, db, tasks, task_id)
             if stopping.requested is not None:
                 stopping.settle()
                 row = capture_shutdown_checkpoint(tasks.changes, task_id)
                 if row is not None:
                     ctx.say(f"shutdown checkpoint {row.sequence} on {row.ref_name} ({row.commit_id[:12]})")
         return report_outcome(ctx, tasks, outcome)
+
+
+def dispose_if_cancelled(ctx: CliContext, db: Database, tasks: TaskService, task_id: TaskId) -> None:
+    """A task cancelled while this process ran it (``task cancel`` from another terminal left the worktree to
+    this run, whose command it stopped): its worktree goes now that no command of it runs."""
+    if tasks.show(task_id).task.state is not TaskState.CANCELLED:
+        return
+    done = dispose_if_idle(db, task_id)
+    if done.disposal is not None and done.disposal.removed:
+        ctx.say(f"task {task_id} was cancelled: its running command was stopped and its worktree removed")
+    elif done.disposal is not None:
+        ctx.say(f"task {task_id} was cancelled; its worktree was kept: {done.disposal.detail}")
 
 
 class ShutdownOnSignal:

@@ -29,6 +29,7 @@ from codeflux.domain.errors import (
     DatabaseMissingError,
     OperationFailedError,
     OutputExistsError,
+    StoreBusyError,
     StoreUnavailableError,
 )
 from codeflux.store.app_logs import append_app_log, purge_app_logs
@@ -182,9 +183,19 @@ def shipped_schema_version() -> int:
 # ─── the application log ─────────────────────────────────────────────────────────────────────────────
 
 
-def append_app_log_record(db: Database, *, level: str, event: str, fields_json: str, at_us: int) -> None:
-    """Keep one already-redacted application log record (an unknown level is kept as ``info``)."""
-    append_app_log(db, level=level, event=event, fields_json=fields_json, at_us=at_us)
+APP_LOG_BUSY_TIMEOUT_MS = 100
+
+
+def append_app_log_record(db: Database, *, level: str, event: str, fields_json: str, at_us: int) -> bool:
+    """Keep one already-redacted application log record (an unknown level is kept as ``info``). While another
+    process holds the write lock the record is dropped after a short wait (it was printed on stderr): a log
+    line never adds a second busy wait to a command that already waited. Returns whether it was kept."""
+    try:
+        append_app_log(db, level=level, event=event, fields_json=fields_json, at_us=at_us,
+                       busy_timeout_ms=APP_LOG_BUSY_TIMEOUT_MS)
+    except StoreBusyError:
+        return False
+    return True
 
 
 def purge_application_logs(location: DataLocation, *, before_us: int | None) -> int:

@@ -17,7 +17,12 @@ from typing import Any, TypeVar
 import apsw
 
 from codeflux.domain.errors import StoreClosedError
-from codeflux.store.connection import map_sqlite_errors, open_connection, restrict_database_file_modes
+from codeflux.store.connection import (
+    BUSY_TIMEOUT_MS,
+    map_sqlite_errors,
+    open_connection,
+    restrict_database_file_modes,
+)
 
 __all__ = ["Database", "ReadView", "Row", "Transaction", "now_us"]
 
@@ -100,13 +105,22 @@ class Database:
             raise StoreClosedError("the database was used after it was closed")
         return self._writer
 
-    def write(self, work: Callable[[Transaction], T]) -> T:
-        """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction; commit, then run post-commit callbacks."""
+    def write(self, work: Callable[[Transaction], T], *, busy_timeout_ms: int | None = None) -> T:
+        """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction; commit, then run post-commit callbacks.
+
+        ``busy_timeout_ms`` replaces the connection's busy timeout (5 s) for taking this transaction's write
+        lock: a record that may be dropped (an application log line) waits briefly instead of 5 s more."""
         with self._write_lock:
             conn = self._require_writer()
             tx = Transaction(conn)
-            with map_sqlite_errors("begin transaction"):
-                conn.execute("BEGIN IMMEDIATE")
+            if busy_timeout_ms is not None:
+                conn.set_busy_timeout(busy_timeout_ms)
+            try:
+                with map_sqlite_errors("begin transaction"):
+                    conn.execute("BEGIN IMMEDIATE")
+            finally:
+                if busy_timeout_ms is not None:
+                    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             try:
                 result = work(tx)
             except BaseException:

@@ -48,11 +48,11 @@ from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, resume_
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.ladder_position import ladder_position_of
 from codeflux.coordinator.spending.model_access import ModelAccess
+from codeflux.coordinator.tasks.cancelled_runs import dispose_if_idle
 from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskChange, TaskService
 from codeflux.coordinator.tasks.shutdown import capture_shutdown_checkpoint, pause_task_for_shutdown
-from codeflux.coordinator.tasks.worktree_lifecycle import dispose_task_worktree
 from codeflux.domain.errors import (
     CodefluxError,
     ConflictError,
@@ -293,9 +293,16 @@ class BackgroundRuns:
             if self._runs.get(run.task_id) is run:
                 del self._runs[run.task_id]
         run.driver.close()
-        if run.dispose_on_end:
+        if run.dispose_on_end or self._cancelled(run.task_id):  # cancelled here, or by another process
             self._dispose(run.task_id)
         run.done.set()
+
+    def _cancelled(self, task_id: TaskId) -> bool:
+        try:
+            return TaskService(self._db, worktrees_root=self._location.worktrees).show(
+                task_id).task.state is TaskState.CANCELLED
+        except Exception:  # the run's end goes on; the worktree stays
+            return False
 
     # ─── pause, resume, cancel ───────────────────────────────────────────────────────────────────
 
@@ -366,11 +373,12 @@ class BackgroundRuns:
         self._dispose(task_id)
 
     def _dispose(self, task_id: TaskId) -> None:
-        tasks = TaskService(self._db, worktrees_root=self._location.worktrees)
-        stored = [patch.diff_identity for patch in tasks.patches(task_id)]
+        """Dispose of the ended task's worktree unless a command of it is in flight (in another process: that
+        run removes it when its command stops, see :mod:`~codeflux.coordinator.tasks.cancelled_runs`)."""
         try:
-            dispose_task_worktree(self._db, task_id, saved_patch_identity=stored[-1] if stored else None,
-                                  delete_branch=False)
+            done = dispose_if_idle(self._db, task_id)
+            if done.left is not None:
+                self._log.info("the worktree of an ended task stays for now", task_id=task_id.value, why=done.left)
         except Exception as error:  # the worktree stays; the journal and the log say why
             self._log.error("could not dispose of a cancelled task's worktree", task_id=task_id.value,
                             error_type=type(error).__name__, error=safe_error_message(error))

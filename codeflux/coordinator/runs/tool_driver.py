@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import StrEnum
@@ -65,6 +66,7 @@ from codeflux.domain.errors import (
     PathNotFoundError,
     PathRefusedError,
     SecretLeakError,
+    StoreBusyError,
     WorkerClosedError,
     WorkerStartError,
 )
@@ -75,6 +77,7 @@ from codeflux.domain.operations import (
     Operation,
     describe_operation,
 )
+from codeflux.domain.tasks import is_terminal
 from codeflux.domain.tools import ArgumentType, BoundToolRequest, bind_tool_request
 from codeflux.domain.truncation import keep_head, keep_head_and_tail
 from codeflux.redact import SecretKind, default_redactor
@@ -99,6 +102,11 @@ __all__ = [
 STORED_CONTENT_CHARS: Final = 1024 * 1024
 STORED_STREAM_CHARS: Final = 256 * 1024
 STORED_MESSAGE_CHARS: Final = 1024
+CANCEL_POLL_S: Final = 0.25
+"""How often the task's state is read while one of its commands runs (a cancel stops the command)."""
+RESULT_WRITE_PATIENCE_S: Final = 60.0
+"""How long the result of a command that ran is kept in memory and its write retried while another process
+holds the database's write lock (each attempt itself waits the connection's busy timeout)."""
 PIPELINE_SOURCE: Final = RequestSource.PIPELINE.value
 """The source of the pipeline's own requests (a check command): not the model's, not a person's."""
 _KEPT: Final = 256  # described operations and classifications kept per driver (then forgotten at once)
@@ -461,10 +469,31 @@ class ToolDriver:
                                          message=str(error))
         live = LiveOutput(self._db, session_id=intent.task.session_id, request_id=intent.request_id,
                           execution_id=intent.execution_id)
+        ended = threading.Event()
+        watcher = threading.Thread(target=self._cancel_when_the_task_ends, args=(intent, worker, ended),
+                                   name=f"cancel-watch-{intent.request_id}", daemon=True)
+        watcher.start()
         try:
             return worker.execute(execution, on_output=live)
         finally:
+            ended.set()
+            watcher.join()
             live.close()  # its events commit before the result's
+
+    def _cancel_when_the_task_ends(self, intent: ExecutionIntent, worker: WorkerHandle,
+                                   ended: threading.Event) -> None:
+        """While the command runs, read the task's state every :data:`CANCEL_POLL_S`; once the task has ended
+        (``task cancel``, possibly from another process) ask the worker to cancel the request: it kills the
+        command's process group and reports it cancelled (see :mod:`~codeflux.coordinator.tasks.cancelled_runs`)."""
+        task_id = intent.task.task_id
+        while not ended.wait(CANCEL_POLL_S):
+            try:
+                state = self._db.read(lambda view: require_task(view, task_id)).state
+            except Exception:  # noqa: S112 - a failed read (a busy or closing store) is tried again next poll
+                continue
+            if is_terminal(state):
+                worker.cancel(ToolRequestId.parse(intent.request_id))
+                return
 
     def _result_values(self, outcome: WorkerOutcome | ExecutionResultValues) -> ExecutionResultValues:
         if isinstance(outcome, ExecutionResultValues):
@@ -506,9 +535,24 @@ class ToolDriver:
         return self._confinement
 
     def _store(self, intent: ExecutionIntent, values: ExecutionResultValues) -> ExecutionRecord:
-        row = self._authority.record_execution_result(task=intent.task, execution_id=intent.execution_id,
-                                                      result=values)
-        return _record(row)
+        """Commit the result. While another process holds the write lock the result stays in memory and the
+        write is retried for up to :data:`RESULT_WRITE_PATIENCE_S` (a failed attempt wrote nothing: its
+        transaction never began or was rolled back); then a clear :class:`StoreBusyError`, and the intent
+        without a result is reconciled ``outcome-unknown`` at the next start."""
+        deadline = time.monotonic() + RESULT_WRITE_PATIENCE_S
+        while True:
+            try:
+                row = self._authority.record_execution_result(task=intent.task, execution_id=intent.execution_id,
+                                                              result=values)
+            except StoreBusyError as error:
+                if time.monotonic() >= deadline:
+                    raise StoreBusyError(
+                        f"another process held the database's write lock for over {RESULT_WRITE_PATIENCE_S:.0f} s: "
+                        f"the result of execution {intent.execution_id} ({values.state.value}) could not be saved; "
+                        "it is recorded outcome-unknown at the next start") from error
+                time.sleep(0.05)
+                continue
+            return _record(row)
 
 
 def reconcile_interrupted_executions(db: Database) -> list[str]:

@@ -1,0 +1,121 @@
+"""``codeflux task cancel`` from a second terminal while ``codeflux run`` runs a long command (issue 16 item 6).
+
+Before: the cancelling process (in-process channel, no coordinator) removed the worktree under the running
+command, which ran on to its end. Now the cancelling process leaves the worktree while an execution intent of
+the task has no result; the running process notices the cancellation while the command runs, its worker kills
+the command's process group, the execution is recorded ``cancelled``, and the run removes the worktree when
+it ends. Real processes: the CLI twice, a real worker, a real ``sleep``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_headless_run import ENV, cli, demo
+from tests.integration.test_task_cli_verbs import rows, script, state, turn
+
+pytestmark = pytest.mark.slow
+
+LONG = ["sleep", "120"]
+UNFINISHED = "SELECT count(*) FROM tool_executions WHERE state IN ('intended', 'running')"
+
+
+def sleeping_processes(marker: str) -> list[int]:
+    """Pids of processes whose command line is exactly ``sleep <marker>``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv[:2] == [b"sleep", marker.encode()] or argv[:2] == [b"/usr/bin/sleep", marker.encode()]:
+                found.append(int(entry.name))
+    return found
+
+
+def test_cancel_from_a_second_terminal_stops_the_running_command_before_its_worktree_goes(tmp_path: Path) -> None:
+    repo, data = demo(tmp_path)
+    scripted = script(tmp_path / "long.json", turn("wait", ("run_command", {"argv": LONG})),
+                      turn("Every step is done."))
+    argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
+            "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted", "--script", str(scripted),
+            "--budget", "1.00", "--allow", "run_command:sleep 120", "--yes"]
+    started = time.monotonic()
+    running = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **ENV})
+    try:
+        deadline = time.monotonic() + 90
+        while not ((data / "codeflux.sqlite3").exists() and sleeping_processes("120")
+                   and rows(data, UNFINISHED) == [(1,)]):
+            assert running.poll() is None and time.monotonic() < deadline, "the command never started"
+            time.sleep(0.1)
+        commands = sleeping_processes("120")
+        [(task_id, worktree)] = rows(data, "SELECT id, worktree_path FROM tasks")
+        worktree_path = Path(str(worktree))
+
+        cancelled = cli(data, "task", "cancel", str(task_id))
+
+        assert cancelled.code == 0, cancelled.err
+        out, err = running.communicate(timeout=60)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.communicate(timeout=30)
+    assert time.monotonic() - started < 100  # the 120 s command was stopped, not waited for
+    assert state(data, str(task_id)) == "cancelled"
+    assert rows(data, "SELECT e.state FROM tool_executions e JOIN tool_requests r ON r.id = e.request_id "
+                      "WHERE e.task_id = ? AND r.tool = 'run_command'", task_id) == [("cancelled",)], out + err
+    assert not set(commands) & set(sleeping_processes("120"))  # its process group was killed
+    assert not worktree_path.exists(), out + err
+    # the worktree went only after the command had stopped (the cancelling process left it to the run)
+    kinds = [str(kind) for (kind,) in rows(data, "SELECT kind FROM events WHERE session_id = 'ses_' || substr(?, 5) "
+                                                 "ORDER BY sequence", task_id)]
+    assert "worktree-removed" in kinds and "tool-execution-finished" in kinds, kinds
+    assert kinds.index("worktree-removed") > max(i for i, k in enumerate(kinds) if k == "tool-execution-finished")
+    assert "its running command was stopped and its worktree removed" in out
+
+
+def test_ctrl_z_of_codeflux_run_records_the_killed_command_cancelled_or_unknown_never_its_failure(
+        tmp_path: Path) -> None:
+    """``Ctrl-Z`` stops the terminal's foreground process group (the run, not its worker, which has its own
+    session) for 7 s: the worker's lease lapses and it kills the command; the record says cancelled or
+    outcome-unknown — never "failed exit -9", which would blame the command."""
+    repo, data = demo(tmp_path)
+    scripted = script(tmp_path / "stop.json", turn("wait", ("run_command", {"argv": ["sleep", "121"]})),
+                      turn("Every step is done."))
+    argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
+            "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted", "--script", str(scripted),
+            "--budget", "1.00", "--allow", "run_command:sleep 121", "--yes"]
+    running = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, **ENV}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not ((data / "codeflux.sqlite3").exists() and sleeping_processes("121")):
+            assert running.poll() is None and time.monotonic() < deadline, "the command never started"
+            time.sleep(0.1)
+        commands = sleeping_processes("121")
+        os.killpg(running.pid, signal.SIGSTOP)  # what the terminal does on Ctrl-Z
+        time.sleep(7)
+        assert Path(f"/proc/{running.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"  # it was stopped
+        os.killpg(running.pid, signal.SIGCONT)  # `fg`
+        out, err = running.communicate(timeout=90)
+    finally:
+        if running.poll() is None:
+            os.killpg(running.pid, signal.SIGKILL)
+            running.communicate(timeout=30)
+    recorded = rows(data, "SELECT e.state, e.exit_code FROM tool_executions e JOIN tool_requests r "
+                          "ON r.id = e.request_id WHERE r.tool = 'run_command'")
+    assert len(recorded) == 1, out + err
+    executed, exit_code = recorded[0]
+    assert executed in ("cancelled", "outcome-unknown"), (recorded, out, err)
+    assert not (executed == "failed" and exit_code == -9), recorded
+    assert not set(commands) & set(sleeping_processes("121"))  # the stopped run's command did not live on
+    assert "failed exit -9" not in out, out
