@@ -226,22 +226,37 @@ def _branch_is_merged(worktree: TaskWorktree) -> bool:
         return bool(head == tip or repository.descendant_of(head, tip))
 
 
+def removal_directory(worktree: TaskWorktree) -> Path:
+    """Where a worktree being deleted lies: a hidden sibling its directory is renamed to before deletion."""
+    return worktree.path.with_name(f".{worktree.path.name}.removing")
+
+
 def _delete_directory(repository: pygit2.Repository, worktree: TaskWorktree) -> None:
-    """Delete the worktree directory, but only when git has it registered as this task's worktree."""
-    path = worktree.path
-    if not path.exists() and not path.is_symlink():
-        return
-    with map_git_errors("read the repository's worktrees"):
-        registered = worktree.name in repository.list_worktrees() and same_file(
-            Path(repository.lookup_worktree(worktree.name).path), path
-        )
-    if path.is_symlink() or not registered:
-        raise WorktreeNotUsableError(
-            task_id=worktree.name, problem="not-a-worktree", detail=f"{path} is not this task's worktree; left alone"
-        )
+    """Delete the worktree directory, but only when git has it registered as this task's worktree.
+
+    The directory is first renamed to :func:`removal_directory` (one step), then deleted there. So a removal
+    cut off part-way (a kill, a full disk) leaves either the whole, verifiable worktree at its path or a
+    directory that is only ever being deleted — never a half-deleted worktree that verification refuses and
+    whose deleted files would look like unsaved work. Running it again finishes the deletion."""
+    path, removing = worktree.path, removal_directory(worktree)
+    if path.exists() or path.is_symlink():
+        with map_git_errors("read the repository's worktrees"):
+            registered = worktree.name in repository.list_worktrees() and same_file(
+                Path(repository.lookup_worktree(worktree.name).path), path
+            )
+        if path.is_symlink() or not registered:
+            raise WorktreeNotUsableError(
+                task_id=worktree.name, problem="not-a-worktree",
+                detail=f"{path} is not this task's worktree; left alone",
+            )
+        _filesystem("remove the worktree directory", lambda: shutil.rmtree(removing) if removing.exists() else None)
+        _filesystem("remove the worktree directory", lambda: path.rename(removing))
+    if removing.exists() and not removing.is_symlink():
+        _filesystem("remove the worktree directory", lambda: shutil.rmtree(removing))
+
+
+def _filesystem(operation: str, step: Callable[[], object]) -> None:
     try:
-        shutil.rmtree(path)
+        step()
     except OSError as error:
-        raise GitOperationFailedError(
-            operation="remove the worktree directory", problem="filesystem", detail=str(error)
-        ) from error
+        raise GitOperationFailedError(operation=operation, problem="filesystem", detail=str(error)) from error

@@ -37,6 +37,7 @@ from codeflux.coordinator.tasks.review import ReviewService
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.landing import LandingFault
+from codeflux.gitwork.worktrees import removal_directory
 from codeflux.store import accept_landings as landing_rows
 from codeflux.store.database import Database
 from codeflux.store.events import read_events_after
@@ -80,12 +81,13 @@ class Point(StrEnum):
     INDEX = "index"  # renaming the new index into place (every file new)
     BRANCH = "branch"  # renaming the branch's new target over the loose ref (files and index new)
     RELEASE = "release"  # releasing index.lock: landed on disk, not yet recorded in the database
-    CLEANUP_WORKTREE = "cleanup-worktree"  # recorded landed; removing the worktree folder itself
+    CLEANUP_WORKTREE = "cleanup-worktree"  # recorded landed; renaming the worktree folder aside to delete it
+    CLEANUP_DELETING = "cleanup-deleting"  # the folder renamed aside and emptied; removing it
     CLEANUP_BRANCH = "cleanup-branch"  # recorded landed, worktree removed; locking the task branch to delete it
 
 
 ROLLED_BACK = (Point.INTENT, Point.TASK_BRANCH, Point.FIRST_FILE, Point.LAST_FILE, Point.INDEX, Point.BRANCH)
-CLEANUP = (Point.CLEANUP_WORKTREE, Point.CLEANUP_BRANCH)
+CLEANUP = (Point.CLEANUP_WORKTREE, Point.CLEANUP_DELETING, Point.CLEANUP_BRANCH)
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,8 @@ def kill_options(fx: Fixture, point: Point, renames: list[str]) -> list[str]:
         return ["-e", f"trace={RENAMES}", "-e", f"inject={RENAMES}:signal=SIGKILL:when={nth}"]
     by_path = {Point.INTENT: ("openat", git_dir / "index.lock"),
                Point.RELEASE: ("unlink,unlinkat", git_dir / "index.lock"),
-               Point.CLEANUP_WORKTREE: ("rmdir,unlinkat", fx.reviewable.worktree.path),
+               Point.CLEANUP_WORKTREE: ("rename,renameat,renameat2", fx.reviewable.worktree.path),
+               Point.CLEANUP_DELETING: ("rmdir,unlinkat", removal_directory(fx.reviewable.worktree)),
                Point.CLEANUP_BRANCH: ("openat", Path(task_branch + ".lock"))}
     calls, path = by_path[point]
     nth = 2 if point is Point.CLEANUP_BRANCH else 1  # the task branch's lock is first taken to move it (snapshot)
@@ -383,6 +386,16 @@ def assert_killed_at(fx: Fixture, point: Point, files: list[str]) -> None:
     if point in CLEANUP:
         assert head(fx) != old and not unfinished(fx) and state(fx) == TaskState.COMPLETED.value
         assert not lock.exists()
+        assert_cleanup_killed_at(fx, point)
+
+
+def assert_cleanup_killed_at(fx: Fixture, point: Point) -> None:
+    """Positive control of a kill during the cleanup after a recorded landing."""
+    if point is Point.CLEANUP_WORKTREE:  # killed renaming it aside: the worktree is whole where it was
+        assert (fx.reviewable.worktree.path / ".git").exists()
+        assert not removal_directory(fx.reviewable.worktree).exists()
+    if point is Point.CLEANUP_DELETING:  # killed removing the emptied folder it was renamed to
+        assert not fx.reviewable.worktree.path.exists() and removal_directory(fx.reviewable.worktree).is_dir()
     if point is Point.CLEANUP_BRANCH:
         assert not fx.reviewable.worktree.path.exists()  # the worktree went; the branch deletion was under way
 
@@ -469,8 +482,6 @@ def test_an_accept_killed_at_a_durable_step_ends_landed_after_restart_and_one_re
     assert_landed(fx)
 
 
-@pytest.mark.xfail(strict=True, reason="cleanup after accept is not journaled yet (issue 16 item 3): an "
-                   "interrupted removal of the worktree or the task branch is not finished by recovery")
 @pytest.mark.parametrize("point", CLEANUP)
 def test_a_cleanup_killed_part_way_is_finished_by_the_restart(
     fixtures: dict[Mode, Fixture], calibrations: Callable[[Mode, Channel], list[str]], point: Point,
@@ -479,9 +490,11 @@ def test_a_cleanup_killed_part_way_is_finished_by_the_restart(
     renames = calibrations(Mode.FAST_FORWARD, Channel.CLI)
     fx.restore()
     killed_accept(fx, Channel.CLI, kill_options(fx, point, renames))
+    assert_killed_at(fx, point, [])
     restart_and_retry(fx, Channel.CLI)
     branch = fx.reviewable.worktree.branch
     assert not fx.reviewable.worktree.path.exists()
+    assert not removal_directory(fx.reviewable.worktree).exists()
     assert run_git(fx.repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode != 0
     assert git(fx.repo, "worktree", "list", "--porcelain").count("worktree ") == 1
 
