@@ -33,7 +33,14 @@ from codeflux.domain.errors import CodefluxError
 from codeflux.gitwork.checkout import map_git_errors
 from codeflux.gitwork.task_worktree import TaskWorktree, opened_task_worktree
 
-__all__ = ["MAX_SCRATCH_BYTES", "MAX_SCRATCH_FILES", "BaseScratch", "remove_base_scratch", "write_base_scratch"]
+__all__ = [
+    "MAX_SCRATCH_BYTES",
+    "MAX_SCRATCH_FILES",
+    "BaseScratch",
+    "make_folders",
+    "remove_base_scratch",
+    "write_base_scratch",
+]
 
 MAX_SCRATCH_FILES: Final = 50_000
 MAX_SCRATCH_BYTES: Final = 512 * 1024 * 1024
@@ -79,6 +86,20 @@ def _read_worktree_file(worktree: Path, relative: PurePosixPath) -> bytes | None
         return handle.read(MAX_SCRATCH_BYTES + 1)
 
 
+def make_folders(root: Path, relative: PurePosixPath, *, mode: int) -> Path:
+    """``root/relative``, creating each missing folder with ``mode``; a symlink or a file on the way is refused
+    (:class:`FileExistsError`), so writing a tree never follows a link out of ``root``."""
+    current = root
+    for part in relative.parts:
+        current = current / part
+        try:
+            os.mkdir(current, mode)
+        except FileExistsError:
+            if current.is_symlink() or not current.is_dir():
+                raise
+    return current
+
+
 class _Writer:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -87,15 +108,7 @@ class _Writer:
         self.links: list[tuple[Path, bytes]] = []
 
     def directory(self, relative: PurePosixPath) -> Path:
-        current = self.root
-        for part in relative.parts:
-            current = current / part
-            try:
-                os.mkdir(current, 0o755)
-            except FileExistsError:
-                if current.is_symlink() or not current.is_dir():
-                    raise
-        return current
+        return make_folders(self.root, relative, mode=0o755)
 
     def file(self, relative: PurePosixPath, content: bytes, *, executable: bool) -> None:
         self.files += 1

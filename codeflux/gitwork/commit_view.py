@@ -29,6 +29,7 @@ from typing import Final
 import pygit2
 
 from codeflux.domain.errors import GitOperationFailedError
+from codeflux.gitwork.base_scratch import make_folders
 from codeflux.gitwork.checkout import map_git_errors, opened_checkout
 
 __all__ = [
@@ -138,15 +139,7 @@ class _Writer:
             self.left_out.append(path)
 
     def folder(self, relative: PurePosixPath) -> Path:
-        current = self.root
-        for part in relative.parts:
-            current = current / part
-            try:
-                os.mkdir(current, 0o700)
-            except FileExistsError:
-                if current.is_symlink() or not current.is_dir():
-                    raise
-        return current
+        return make_folders(self.root, relative, mode=0o700)
 
     def file(self, entry: TrackedEntry, data: bytes) -> None:
         if entry.size > MAX_VIEW_FILE_BYTES:

@@ -21,6 +21,7 @@ import contextlib
 import datetime
 import hashlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,29 +160,25 @@ def check_wal_before_open(location: DataLocation) -> WalDamage | None:
 
 def _write_once(target: Path, data: bytes) -> None:
     """Create ``target`` (O_EXCL, 0600) holding ``data``; an existing file (an earlier copy) is left alone."""
+    _create_once(target, iter((data,)))
+
+
+def _copy_once(source: Path, target: Path) -> None:
+    """Create ``target`` (O_EXCL, 0600) as a copy of ``source``, read in chunks; an existing one is left alone."""
+    with source.open("rb") as src:
+        _create_once(target, iter(lambda: src.read(_COPY_CHUNK), b""))
+
+
+def _create_once(target: Path, chunks: Iterator[bytes]) -> None:
+    """Create ``target`` exclusively (0600), write ``chunks`` and fsync; a file already there is left alone,
+    and a write cut off part-way removes what it created."""
     try:
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:
         return
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            target.unlink()
-        raise
-
-
-def _copy_once(source: Path, target: Path) -> None:
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except FileExistsError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as out, source.open("rb") as src:
-            while chunk := src.read(_COPY_CHUNK):
+            for chunk in chunks:
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
