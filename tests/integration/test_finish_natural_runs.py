@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from codeflux.cli.demo import DEMO_TEST_COMMAND
 from codeflux.coordinator.runs.finish import FINISH_RED_MARKER
-from tests.integration.test_headless_run import cli, demo, run_args
+from tests.integration.test_headless_run import SHOWN_TEST_COMMAND, cli, demo, run_args
 
 pytestmark = pytest.mark.slow
 
@@ -163,4 +162,4 @@ def test_without_a_plan_check_or_allow_the_test_command_is_a_recorded_denial_and
     assert ran.code == 4, ran.out + ran.err
     assert "denied by headless-policy" in ran.out
     assert "not in the pre-approved operations and prompting is off" in ran.out
-    assert DEMO_TEST_COMMAND in ran.out
+    assert SHOWN_TEST_COMMAND in ran.out  # shell-quoted: nothing expands $TMPDIR before pytest
