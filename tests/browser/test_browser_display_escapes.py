@@ -35,7 +35,7 @@ USAGE = {"input_tokens": 10, "output_tokens": 5}
 
 
 def disguising_script(path: Path) -> Path:
-    """The demo's plan; then the fix and a conftest.py, a command with a disguised argument, and done."""
+    """The demo's plan; then the fix and a conftest.py, a command with a disguised argument, and finish."""
     plan = json.loads(DEMO_SCRIPT.read_text(encoding="utf-8"))["plan"]
     calls = [("edit_file", {"path": "calc/ops.py", "old_text": "    return abs(a) + abs(b)\n",
                             "new_text": "    return a + b\n"}),
@@ -44,7 +44,9 @@ def disguising_script(path: Path) -> Path:
             "tool_calls": [{"id": f"c{i}", "name": n, "arguments": a} for i, (n, a) in enumerate(calls)]},
            {"text": "look", "usage": USAGE, "tool_calls": [
                {"id": "c9", "name": "run_command", "arguments": {"argv": ["python3", "-c", "print(1)", DISGUISED]}}]},
-           {"text": "Every step is done.", "usage": USAGE}]
+           {"text": "Every step is done.", "usage": USAGE, "tool_calls": [
+               {"id": "c10", "name": "finish", "arguments": {"summary": "add() fixed; a conftest added.",
+                                                             "steps": [{"status": "done"}]}}]}]
     path.write_text(json.dumps({"plan": plan, "run": run}), encoding="utf-8")
     return path
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_headless_run import ENV, cli, demo
-from tests.integration.test_task_cli_verbs import rows, script, state, turn
+from tests.integration.test_task_cli_verbs import DONE, rows, script, state, turn
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +44,7 @@ def sleeping_processes(marker: str) -> list[int]:
 def test_cancel_from_a_second_terminal_stops_the_running_command_before_its_worktree_goes(tmp_path: Path) -> None:
     repo, data = demo(tmp_path)
     scripted = script(tmp_path / "long.json", turn("wait", ("run_command", {"argv": LONG})),
-                      turn("Every step is done."))
+                      turn("Every step is done.", DONE))
     argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
             "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted", "--script", str(scripted),
             "--budget", "1.00", "--allow", "run_command:sleep 120", "--yes"]
@@ -90,7 +90,7 @@ def test_ctrl_z_of_codeflux_run_records_the_killed_command_cancelled_or_unknown_
     outcome-unknown — never "failed exit -9", which would blame the command."""
     repo, data = demo(tmp_path)
     scripted = script(tmp_path / "stop.json", turn("wait", ("run_command", {"argv": ["sleep", "121"]})),
-                      turn("Every step is done."))
+                      turn("Every step is done.", DONE))
     argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
             "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted", "--script", str(scripted),
             "--budget", "1.00", "--allow", "run_command:sleep 121", "--yes"]

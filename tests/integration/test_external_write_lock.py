@@ -29,7 +29,7 @@ from codeflux.store.tasks import insert_task
 from tests.fixtures.worktrees import make_task_worktree
 from tests.integration.test_cancel_running_command import sleeping_processes
 from tests.integration.test_headless_run import ENV, demo
-from tests.integration.test_task_cli_verbs import rows, script, turn
+from tests.integration.test_task_cli_verbs import DONE, rows, script, turn
 
 HOLD = """
 import sqlite3, sys, time
@@ -122,7 +122,7 @@ def test_codeflux_run_survives_another_process_holding_the_write_lock_while_its_
     write lock for 9 s (past the 5 s busy timeout). The run goes on and the command's result is recorded."""
     repo, data = demo(tmp_path)
     scripted = script(tmp_path / "lock.json", turn("wait", ("run_command", {"argv": ["sleep", "2.5"]})),
-                      turn("Every step is done."))
+                      turn("Every step is done.", DONE))
     argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
             "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted", "--script", str(scripted),
             "--budget", "1.00", "--allow", "run_command:sleep 2.5", "--yes"]
