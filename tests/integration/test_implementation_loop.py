@@ -27,12 +27,14 @@ from codeflux.domain.errors import StalledError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import Ladder, LadderPosition
 from codeflux.domain.pipeline import StageName, StageOutcome
+from codeflux.domain.plans import Plan
 from codeflux.domain.tasks import TaskState
 from codeflux.pipeline.program import pytest_argv
 from codeflux.providers.scripted import ScriptedTurn
 from codeflux.store.database import Database
 from tests.fixtures.task_runs import (
     Harness,
+    a_plan_whose_check_is_not_the_test_command,
     a_plan_with_two_steps,
     done,
     edit_file,
@@ -54,8 +56,9 @@ def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
 
 
 def start(harness: Harness, turns: list[ScriptedTurn], *, position: LadderPosition = ONE_RUNG,
-          policy: HeadlessPolicy | None = None, limits: LoopLimits | None = None) -> tuple[TaskId, RunOutcome]:
-    task_id = harness.ready_task()
+          policy: HeadlessPolicy | None = None, limits: LoopLimits | None = None,
+          plan: Plan | None = None) -> tuple[TaskId, RunOutcome]:
+    task_id = harness.ready_task(plan=plan)
     gateway, _ = scripted_gateway(harness.db, turns)
     outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
                        repo_snapshot=harness.snapshot(), position=position, limits=limits or LoopLimits(),
@@ -69,7 +72,8 @@ def state_of(harness: Harness, task_id: TaskId) -> TaskState:
 
 def test_a_pending_command_pauses_the_loop_and_the_decision_resumes_it(harness: Harness) -> None:
     pytest_run = run_command([harness.venv_python, "-m", "pytest", "-q", "-p", "no:cacheprovider"], "t1")
-    task_id, outcome = start(harness, [*implementing_turns(), pytest_run, done()])
+    task_id, outcome = start(harness, [*implementing_turns(), pytest_run, done()],
+                             plan=a_plan_whose_check_is_not_the_test_command())
 
     assert outcome.kind is RunOutcomeKind.AWAITING_AUTHORITY and outcome.loop is not None
     assert state_of(harness, task_id) is TaskState.AWAITING_AUTHORITY
@@ -233,7 +237,7 @@ def test_the_agents_own_time_still_ends_the_attempt(harness: Harness) -> None:
 
 
 def start_on(harness: Harness, clock: ManualClock, turns: list[ScriptedTurn]) -> tuple[TaskId, RunOutcome]:
-    task_id = harness.ready_task()
+    task_id = harness.ready_task(plan=a_plan_whose_check_is_not_the_test_command())
     gateway, _ = scripted_gateway(harness.db, turns)
     return task_id, run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
                              repo_snapshot=harness.snapshot(), position=ONE_RUNG,

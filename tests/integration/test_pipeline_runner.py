@@ -31,6 +31,7 @@ from tests.fixtures.task_runs import (
     REQUIREMENT,
     USAGE,
     Harness,
+    a_plan_whose_check_is_not_the_test_command,
     a_plan_with_two_steps,
     done,
     implementing_turns,
@@ -147,7 +148,7 @@ def test_a_failing_test_is_a_failed_integration_stage_with_the_junit_counts(harn
 
 
 def test_a_headless_run_whose_test_command_is_not_pre_approved_records_the_denial(harness: Harness) -> None:
-    task_id = harness.ready_task()
+    task_id = harness.ready_task(plan=a_plan_whose_check_is_not_the_test_command())
 
     outcome = run(harness, task_id, [*implementing_turns(), done()], policy=HeadlessPolicy())
 
