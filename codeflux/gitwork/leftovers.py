@@ -26,6 +26,7 @@ from pathlib import Path
 import pygit2
 
 from codeflux.domain.errors import GitOperationFailedError
+from codeflux.domain.git_options import SAFE_GIT_OPTIONS
 from codeflux.gitwork.checkout import map_git_errors, opened_checkout, same_file
 
 __all__ = ["Leftover", "LeftoverKind", "bundle_leftovers", "find_leftovers", "remove_leftovers", "repository_here"]
@@ -148,13 +149,14 @@ def bundle_leftovers(repo: Path, leftovers: Iterable[Leftover], destination: Pat
 
 
 def _git(repo: Path, *args: str) -> None:
-    """``git`` in ``repo`` with hooks and fsmonitor off and no ``GIT_*`` variable of the caller."""
+    """``git`` in ``repo`` with the options every codeflux git carries (hooks, fsmonitor, transports off) and no
+    ``GIT_*`` variable of the caller."""
     executable = shutil.which("git")
     if executable is None:
         raise GitOperationFailedError(operation=f"run git {args[0]}", problem="git-missing", detail="no git on PATH")
     env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
     env["GIT_TERMINAL_PROMPT"] = "0"
-    argv = [executable, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", str(repo), *args]
+    argv = [executable, *SAFE_GIT_OPTIONS, "-C", str(repo), *args]
     try:
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=_GIT_TIMEOUT_S,
                               stdin=subprocess.DEVNULL, check=False)

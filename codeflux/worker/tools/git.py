@@ -29,6 +29,7 @@ from typing import Final
 
 from codeflux.domain.errors import CodefluxError, ToolFailedError
 from codeflux.domain.execution import FailureKind
+from codeflux.domain.git_options import SAFE_GIT_OPTIONS
 from codeflux.domain.tools import BoundToolRequest
 from codeflux.worker.paths import resolve_worktree_path
 from codeflux.worker.tools.arguments import integer_argument, text_argument
@@ -40,16 +41,7 @@ from codeflux.worker.tools.results import ToolResult, head_within, succeeded_res
 __all__ = ["GitRun", "current_filter_overrides", "filter_names_in_listing", "filter_overrides", "git_log",
            "git_status", "inspect_diff", "run_git"]
 
-GIT_OPTIONS: Final = (
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
-    "-c", "protocol.allow=never",
-    "-c", "core.pager=cat",
-    "-c", "color.ui=false",
-    "-c", "log.showSignature=false",
-    "-c", "core.quotePath=false",
-    "--no-pager",
-)  # fmt: skip
+GIT_OPTIONS: Final = SAFE_GIT_OPTIONS
 _FILTER_LISTING: Final = ("config", "-z", "--get-regexp", r"^filter\.")
 _FILTER_DRIVERS: Final = ("clean", "smudge", "process")
 _STDERR_LIMIT: Final = 16 * 1024
