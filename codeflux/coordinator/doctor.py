@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import apsw
 
@@ -37,7 +38,7 @@ from codeflux.store.database import ReadView
 from codeflux.store.inspection import readonly_database
 from codeflux.store.location import DataLocation
 from codeflux.store.migrations import read_schema_version, supported_schema_version
-from codeflux.store.task_records import tasks_in_states
+from codeflux.store.task_records import TaskRecord, tasks_in_states
 from codeflux.store.wal_damage import check_wal_before_open, recorded_store_damage, store_damage_of_task
 from codeflux.worker.client.confinement import CONFINEMENT_VARIABLE, choose_confinement
 
@@ -55,6 +56,7 @@ CHECK_TIMEOUT_S = 8.0
 _TASKS_SCHEMA_VERSION = 4  # the migration that added tasks with their states
 _LANDINGS_SCHEMA_VERSION = 10  # the migration that added the accept journal
 MIN_SQLITE = (3, 37, 0)  # STRICT tables
+T = TypeVar("T")
 _OPEN_STATES = [state for state in TaskState if state not in TERMINAL_TASK_STATES]
 
 
@@ -359,51 +361,59 @@ def _check_loopback_port(location: DataLocation, port: int) -> CheckResult:
     return CheckResult(id="loopback-port", title=title, status=CheckStatus.OK, summary=f"127.0.0.1:{port} is free")
 
 
+def _read_rows(location: DataLocation, *, since_schema: int, before_schema: str,
+               read: Callable[[ReadView], list[T]]) -> tuple[list[T], str]:
+    """``read`` on a read-only connection (never changing anything), and the summary that says what none of
+    them means: no database yet, a schema older than ``since_schema`` (``before_schema`` says so), or just 0.
+    A database that cannot be read raises its :class:`CodefluxError`."""
+    if not location.database.exists():
+        return [], "0 (no database yet)"
+    with readonly_database(location) as conn:
+        if read_schema_version(conn) < since_schema:
+            return [], f"0 ({before_schema})"
+        return read(ReadView(conn)), "0"
+
+
+def _unreadable(check_id: str, title: str, summary: str) -> CheckResult:
+    return CheckResult(id=check_id, title=title, status=CheckStatus.UNKNOWN, summary=summary,
+                       remediation="run `codeflux integrity-check`; it explains what is wrong")
+
+
+def _tasks_waiting_for_recovery(view: ReadView) -> list[TaskRecord]:
+    """``recovery-required`` tasks, and open ones left ambiguous by a recorded loss of committed data."""
+    waiting = tasks_in_states(view, [TaskState.RECOVERY_REQUIRED])
+    return waiting + [task for task in tasks_in_states(view, _OPEN_STATES)
+                      if task.state is not TaskState.RECOVERY_REQUIRED and store_damage_of_task(view, task)]
+
+
 def _check_tasks_needing_recovery(location: DataLocation) -> CheckResult:
     """How many tasks are ``recovery-required`` — or open and left ambiguous by a recorded loss of committed data
     (a damaged write-ahead log) — read on a read-only connection (never changed here)."""
     title = "tasks needing recovery"
-    if not location.database.exists():
-        return CheckResult(id="recovery", title=title, status=CheckStatus.OK, summary="0 (no database yet)")
     try:
-        with readonly_database(location) as conn:
-            if read_schema_version(conn) < _TASKS_SCHEMA_VERSION:
-                return CheckResult(id="recovery", title=title, status=CheckStatus.OK,
-                                   summary="0 (the database holds no tasks yet)")
-            view = ReadView(conn)
-            waiting = tasks_in_states(view, [TaskState.RECOVERY_REQUIRED])
-            waiting += [task for task in tasks_in_states(view, _OPEN_STATES)
-                        if task.state is not TaskState.RECOVERY_REQUIRED and store_damage_of_task(view, task)]
+        waiting, none = _read_rows(location, since_schema=_TASKS_SCHEMA_VERSION,
+                                   before_schema="the database holds no tasks yet", read=_tasks_waiting_for_recovery)
     except CodefluxError as err:
-        return CheckResult(id="recovery", title=title, status=CheckStatus.UNKNOWN,
-                           summary=f"could not read the tasks ({err})",
-                           remediation="run `codeflux integrity-check`; it explains what is wrong")
+        return _unreadable("recovery", title, f"could not read the tasks ({err})")
     if not waiting:
-        return CheckResult(id="recovery", title=title, status=CheckStatus.OK, summary="0")
+        return CheckResult(id="recovery", title=title, status=CheckStatus.OK, summary=none)
     listed = ", ".join(task.task_id.value for task in waiting[:5]) + (", …" if len(waiting) > 5 else "")
     return CheckResult(id="recovery", title=title, status=CheckStatus.DEGRADED, required=False,
                        summary=f"{len(waiting)} interrupted task(s) wait for you: {listed}",
                        remediation="`codeflux task recovery` shows what is known, ambiguous and recommended")
 
 
-
 def _check_unfinished_accepts(location: DataLocation) -> CheckResult:
     """How many accept landings have no end (interrupted, or under way right now), read-only."""
     title = "interrupted accepts"
-    if not location.database.exists():
-        return CheckResult(id="accepts", title=title, status=CheckStatus.OK, summary="0 (no database yet)")
     try:
-        with readonly_database(location) as conn:
-            if read_schema_version(conn) < _LANDINGS_SCHEMA_VERSION:
-                return CheckResult(id="accepts", title=title, status=CheckStatus.OK,
-                                   summary="0 (the database has no accept journal yet)")
-            unfinished = unfinished_landings(ReadView(conn))
+        unfinished, none = _read_rows(location, since_schema=_LANDINGS_SCHEMA_VERSION,
+                                      before_schema="the database has no accept journal yet",
+                                      read=lambda view: list(unfinished_landings(view)))
     except CodefluxError as err:
-        return CheckResult(id="accepts", title=title, status=CheckStatus.UNKNOWN,
-                           summary=f"could not read the accept journal ({err})",
-                           remediation="run `codeflux integrity-check`; it explains what is wrong")
+        return _unreadable("accepts", title, f"could not read the accept journal ({err})")
     if not unfinished:
-        return CheckResult(id="accepts", title=title, status=CheckStatus.OK, summary="0")
+        return CheckResult(id="accepts", title=title, status=CheckStatus.OK, summary=none)
     listed = ", ".join(f"{row.task_id} on {row.branch_ref.removeprefix('refs/heads/')}" for row in unfinished[:3])
     return CheckResult(id="accepts", title=title, status=CheckStatus.DEGRADED, required=False,
                        summary=f"{len(unfinished)} accept(s) did not finish (or are landing now): {listed}",
