@@ -32,6 +32,7 @@ from codeflux.pipeline.base_revision import BASE_DIRECTORY, BaseRun, base_overla
 from codeflux.pipeline.build import BUILD_DIRECTORY, evaluate_program
 from codeflux.pipeline.delivery import evaluate_deliver, evaluate_evidence_bundle, evaluate_human_acceptance
 from codeflux.pipeline.examples import evaluate_end_to_end_tests
+from codeflux.pipeline.phase_b import record_atom_stages
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import JunitCounts, run_integration_tests
 from codeflux.pipeline.specification import (
@@ -112,6 +113,7 @@ def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tupl
     for scratch in (BASE_DIRECTORY, BUILD_DIRECTORY):  # what a killed run left behind never reaches the diff
         remove_base_scratch(ports.facts.worktree, scratch)
     assembly = evaluate_assembly(ports, attempt=attempt)
+    record_atom_stages(ports, attempt, assembly)  # 5, 7–17: recorded before 26, evaluated on its diff
     if _record(ports, task_id, attempt, assembly).outcome is not StageOutcome.SATISFIED:
         return _finish(ports, task_id, attempt, StageName.ASSEMBLY)
     files = assembly.evidence.get("files")
