@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from codeflux.authority.decide import DecisionOutcome
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
 from codeflux.coordinator.runs.tool_driver import ExecutionRecord, ToolDriver
@@ -28,6 +29,7 @@ from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.task_worktree import TaskWorktree
 from codeflux.pipeline.program import junit_case_of, pytest_argv
 from codeflux.providers.scripted import ScriptedTurn
+from codeflux.store import authority as authority_rows
 from codeflux.store.database import Database
 from tests.fixtures.repos import BASE_FILES, commit_all, write_files
 from tests.fixtures.task_runs import (
@@ -320,8 +322,16 @@ def test_the_base_run_never_writes_into_the_worktree_and_leaves_the_diff_identit
     outcome = run_ready(harness, task_id, with_flag)
 
     assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
-    assert evidence_of(harness, task_id, 1, StageName.INTEGRATION_TESTS)["base_runs"][0]["directory"] == (
-        "$TMPDIR/codeflux-scratch/base")
+    base_run = evidence_of(harness, task_id, 1, StageName.INTEGRATION_TESTS)["base_runs"][0]
+    assert base_run["directory"] == "$TMPDIR/codeflux-scratch/base"
+    for request_id in base_run["request_ids"]:  # derived from the decision in the root, naming where it started
+        request = harness.db.read(lambda view, rid=request_id: authority_rows.read_tool_request(view, rid))
+        decision = harness.db.read(lambda view, rid=request_id: authority_rows.latest_decision(view, rid))
+        assert request.operation.cwd == "$TMPDIR/codeflux-scratch/base"
+        assert decision.outcome is DecisionOutcome.ALLOWED_ONCE  # by the same decider as the root's decision:
+        assert f"decided by {decision.decided_by})" in decision.reason
+        assert decision.reason.startswith("the base-revision run of request ")
+        assert decision.reason.endswith(", started in $TMPDIR/codeflux-scratch/base")
     reviewed = evidence_of(harness, task_id, 1, StageName.ASSEMBLY)["diff_identity"]
     during_base = [identity for in_base, _, identity in seen if in_base]
     assert during_base and set(during_base) == {reviewed}  # the base run's commands ran; the diff was the same
