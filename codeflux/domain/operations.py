@@ -2,7 +2,9 @@
 
 An :class:`Operation` holds every input that decides what would happen: the task, the tool, the
 arguments in the tool descriptor's order (as ``[name, value]`` pairs, so an omitted optional argument
-cannot shift another into its place), the working directory relative to the worktree, the declared
+cannot shift another into its place), the working directory (relative to the worktree, or — chosen only by
+the pipeline — ``$TMPDIR/<path>`` under the task's TMPDIR: fixed text naming no host path, so the same for
+every task; see :func:`normalize_working_directory`), the declared
 effects, for programs the resolved executable (absolute path and content sha256, pinned so a swapped
 binary is another operation), environment overrides and the digest of stdin.
 
@@ -44,8 +46,11 @@ __all__ = [
     "canonical_operation_json_and_identity",
     "derive_operation_identity",
     "describe_operation",
+    "in_task_temp_directory",
+    "normalize_working_directory",
     "normalize_worktree_directory",
     "parse_canonical_operation_json",
+    "task_temp_relative",
 ]
 
 OPERATION_IDENTITY_SCHEMA: Final = 1
@@ -57,6 +62,10 @@ _ARGUMENT_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _EFFECT_NAME = re.compile(r"[a-z][a-z0-9-]{0,63}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _DRIVE = re.compile(r"[A-Za-z]:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+TASK_TEMP_DIRECTORY: Final = "$TMPDIR"
+"""The first component of a working directory under the task's TMPDIR (the worker resolves it there)."""
+_MAX_DIRECTORY_BYTES: Final = 4096
 _TOP_KEYS: Final = frozenset(
     {"schema", "task_id", "tool", "args", "cwd", "effects", "executable", "env", "stdin_sha256"}
 )
@@ -91,6 +100,48 @@ def normalize_worktree_directory(path: str) -> str:
         all(part.lower() != ".git" for part in parts), kind=kind, reason="must not enter .git"
     )
     return "/".join(parts) or "."
+
+
+def normalize_working_directory(path: str) -> str:
+    """An operation's working directory: a worktree directory (:func:`normalize_worktree_directory`) or
+    ``$TMPDIR/<path>``, a directory under the task's TMPDIR.
+
+    The second form is fixed text (it names no host path, so the identity of the same command is the same for
+    every task) and is kept exactly as written: ``<path>`` must be plain — non-empty components, no ``.`` or
+    ``..``, no backslash, no control character, not absolute, at most 4096 bytes. Any other first component
+    that starts with ``$`` is refused (no other variable is expanded), and so is ``$TMPDIR`` alone. Refused
+    with :class:`InvalidValueError` (:class:`UnsafeArgumentError` for NUL or non-Unicode text)."""
+    refuse_unsafe_text(path, field="cwd")
+    kind = "operation working directory"
+    first, separator, rest = path.partition("/")
+    if first != TASK_TEMP_DIRECTORY:
+        _require(not path.startswith("$"), kind=kind,
+                 reason=f"names a variable; only {TASK_TEMP_DIRECTORY}/<path> is a directory outside the worktree")
+        return normalize_worktree_directory(path)
+    _require(bool(separator) and rest != "", kind=kind,
+             reason=f"{TASK_TEMP_DIRECTORY} needs a plain relative path after it ({TASK_TEMP_DIRECTORY}/<path>)")
+    _require(len(path.encode("utf-8")) <= _MAX_DIRECTORY_BYTES, kind=kind,
+             reason=f"is longer than {_MAX_DIRECTORY_BYTES} bytes")
+    _require(_CONTROL.search(path) is None, kind=kind, reason="contains a control character")
+    _require("\\" not in path, kind=kind, reason="must use '/' separators")
+    parts = rest.split("/")
+    _require(".." not in parts, kind=kind, reason=f"must not contain '..' (it would leave {TASK_TEMP_DIRECTORY})")
+    _require(all(part not in ("", ".") for part in parts), kind=kind,
+             reason=f"must be a plain relative path under {TASK_TEMP_DIRECTORY} (no empty or '.' component)")
+    return path
+
+
+def in_task_temp_directory(relative: str) -> str:
+    """The working directory text of ``relative`` (a plain relative path) under the task's TMPDIR."""
+    return normalize_working_directory(f"{TASK_TEMP_DIRECTORY}/{relative}")
+
+
+def task_temp_relative(cwd: str) -> tuple[str, ...] | None:
+    """The components under the task's TMPDIR that the working directory ``cwd`` names (validated by
+    :func:`normalize_working_directory`); None for a worktree directory."""
+    normal = normalize_working_directory(cwd)
+    first, _, rest = normal.partition("/")
+    return tuple(rest.split("/")) if first == TASK_TEMP_DIRECTORY else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,7 +182,7 @@ class Operation:
     """Every input that decides what an operation does; equal operations have equal identities.
 
     Construction normalizes what has one meaning but several spellings: ``cwd`` (see
-    :func:`normalize_worktree_directory`), ``effects`` (sorted, duplicates dropped: it is a set) and
+    :func:`normalize_working_directory`), ``effects`` (sorted, duplicates dropped: it is a set) and
     ``env`` (sorted by name). Argument order is kept: it is the descriptor's order and part of the
     identity. Repeated argument or environment names are refused as ambiguous.
 
@@ -159,7 +210,7 @@ class Operation:
         if self.stdin_sha256 is not None:
             _require_sha256(self.stdin_sha256, kind="stdin sha256")
         # Frozen dataclasses set normalized fields through object.__setattr__ in __post_init__.
-        object.__setattr__(self, "cwd", normalize_worktree_directory(self.cwd))
+        object.__setattr__(self, "cwd", normalize_working_directory(self.cwd))
         object.__setattr__(self, "effects", tuple(sorted(set(self.effects))))
         object.__setattr__(self, "env", tuple(sorted(self.env)))
 
@@ -260,11 +311,15 @@ def describe_operation(
     caller resolves argv[0] to a real path and hashes it before the identity is taken, so an approval
     pins that binary. ``env`` holds coordinator-chosen overrides only. ``working_directory`` is the
     coordinator's choice too, never the model's: the pipeline runs a check on the base revision in a
-    scratch directory inside the worktree (only programs may run elsewhere than the root).
+    scratch copy under the task's TMPDIR (``$TMPDIR/<path>``; only programs may run elsewhere than the
+    worktree root). Its shape is checked here, before any identity is taken
+    (:func:`normalize_working_directory`).
     """
     descriptor = request.descriptor
     if working_directory not in (None, descriptor.working_directory) and not descriptor.runs_program:
         raise InvalidValueError(kind="operation", reason=f"{descriptor.name} runs in the worktree root only")
+    if working_directory is not None:
+        working_directory = normalize_working_directory(working_directory)
     if descriptor.runs_program and executable is None:
         raise InvalidValueError(kind="operation", reason=f"{descriptor.name} needs the resolved executable")
     if not descriptor.runs_program and executable is not None:

@@ -11,13 +11,17 @@ Two facts need it (ARCHITECTURE §8.3, issue 14), from two runs:
   needed, and stage 29 says "not shown to need this change" (a finding, not a gate failure).
 
 How: :func:`~codeflux.gitwork.base_scratch.write_base_scratch` writes the base tree into
-:data:`BASE_DIRECTORY` inside the worktree, for the second run with every test file the diff adds, changes or
-deletes (by name: ``test_*.py``, ``*_test.py``, ``conftest.py``, anything under a ``tests``/``test`` folder) and
-the file of every named-test example laid over it. There the **same** test command runs (same argv and
-program; its junit report lands in the task's TMPDIR, never the worktree), and each example command once,
-as the pipeline's own requests started in that directory (their identity includes it; their authority follows
-the decision on the same command in the worktree root). The scratch is removed before anything else looks at
-the worktree. When the diff changes no test file the two runs are one.
+:data:`BASE_DIRECTORY` under the task's TMPDIR (the worker's per-task temporary directory, writable in the box;
+never the worktree, so the copy cannot reach the diff), for the second run with every test file the diff
+adds, changes or deletes (by name: ``test_*.py``, ``*_test.py``, ``conftest.py``, anything under a
+``tests``/``test`` folder) and the file of every named-test example laid over it. There the **same** test
+command runs (same argv and program; its junit report lands in the task's TMPDIR, never the worktree), and
+each example command once,
+as the pipeline's own requests started in that directory (:data:`BASE_WORKING_DIRECTORY`,
+``$TMPDIR/codeflux-scratch/base``: fixed text, so their identity includes it and is the same for every task;
+their authority follows the decision on the same command in the worktree root). The scratch is removed right
+after, and a run's start removes any a killed run left. When the diff changes no test file the two runs are
+one.
 
 Each run is kept in stage 28's evidence (``base_runs``) under a key — the base commit, the test command, the
 plan revision's hash and the sha256 of every overlaid file — so a later attempt with the same key reuses it
@@ -37,6 +41,7 @@ from typing import Final
 from xml.etree import ElementTree
 
 from codeflux.domain.acceptance import AcceptanceExample
+from codeflux.domain.operations import TASK_TEMP_DIRECTORY
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
 from codeflux.pipeline.ports import PipelinePorts
@@ -45,6 +50,8 @@ from codeflux.pipeline.specification import StageResult
 
 __all__ = [
     "BASE_DIRECTORY",
+    "BASE_WORKING_DIRECTORY",
+    "SCRATCH_FOLDER",
     "BaseRun",
     "base_overlay",
     "base_run_key",
@@ -57,7 +64,12 @@ __all__ = [
     "pin_pytest_root",
 ]
 
-BASE_DIRECTORY: Final = ".codeflux-checks/base"
+SCRATCH_FOLDER: Final = "codeflux-scratch"
+"""The pipeline's scratch copies, under the task's TMPDIR (not ``codeflux-checks``: the test run empties that)."""
+BASE_DIRECTORY: Final = f"{SCRATCH_FOLDER}/base"
+"""The base copy, relative to the task's TMPDIR."""
+BASE_WORKING_DIRECTORY: Final = f"{TASK_TEMP_DIRECTORY}/{BASE_DIRECTORY}"
+"""Where the base runs start, as their operation identity and the worker have it."""
 _SHOWN_LINES: Final = 200
 _MAX_FAILING_KEPT: Final = 500
 
@@ -129,7 +141,7 @@ class BaseRun:
                 "tests_measured": self.tests_measured, "failing": list(self.failing[:_MAX_FAILING_KEPT]),
                 "statuses": dict(self.statuses), "commands": {k: dict(v) for k, v in self.commands.items()},
                 "request_ids": list(self.request_ids), "from_attempt": self.from_attempt,
-                "directory": BASE_DIRECTORY}
+                "directory": BASE_WORKING_DIRECTORY}
 
     @classmethod
     def from_evidence(cls, document: Mapping[str, object], *, attempt: int) -> BaseRun | None:
@@ -156,9 +168,10 @@ _PYTEST_SECTIONS: Final = {"pytest.ini": None, ".pytest.ini": None, "pyproject.t
 def pin_pytest_root(scratch: Path) -> bool:
     """Make pytest take the base copy as its root, as it takes the repository's root when it runs there.
 
-    pytest looks for its configuration from the directory it runs in *upwards*: in the copy inside the
-    worktree, a base without pytest configuration would find the worktree's (the attempt's) — another root,
-    other test ids, other options. When no file at the copy's top holds a pytest section, an empty
+    pytest looks for its configuration from the directory it runs in *upwards*: above the copy are the
+    task's TMPDIR and the worker's state directory, where a confined command may have left a ``pytest.ini``
+    or ``conftest.py`` — another root, other test ids, other options. When no file at the copy's top holds a
+    pytest section, an empty
     ``pytest.ini`` is written there (only in the copy), which changes nothing else: the base had no pytest
     configuration. Returns whether it was written."""
     for name, section in _PYTEST_SECTIONS.items():
@@ -215,14 +228,15 @@ def measure_base(ports: PipelinePorts, *, attempt: int, purpose: str, test_argv:
     if test_argv is None and not commands:
         return BaseRun(key=key, purpose=purpose, measured=False,
                        detail="not measured: the tests did not run on this diff, so there is nothing to compare")
-    scratch = write_base_scratch(worktree, directory=BASE_DIRECTORY, overlay=overlay)
+    temp = ports.commands.temp_directory(facts.task_id)
+    scratch = write_base_scratch(worktree, root=temp, directory=BASE_DIRECTORY, overlay=overlay)
     if scratch.path is None:
         return BaseRun(key=key, purpose=purpose, measured=False, detail=f"not measured: {scratch.refusal}")
     try:
         return _run_in_scratch(ports, attempt=attempt, key=key, purpose=purpose, scratch=scratch.path,
                                test_argv=test_argv, examples=examples)
     finally:
-        remove_base_scratch(worktree, BASE_DIRECTORY)
+        remove_base_scratch(temp, BASE_DIRECTORY)
 
 
 def _tests_on_base(ports: PipelinePorts, *, attempt: int, scratch: Path, test_argv: Sequence[str],
@@ -234,7 +248,7 @@ def _tests_on_base(ports: PipelinePorts, *, attempt: int, scratch: Path, test_ar
     report = ports.commands.temp_directory(ports.facts.task_id) / JUNIT_IN_TEMP  # the argv's $TMPDIR report
     report.unlink(missing_ok=True)
     run = ports.commands.run_check_command(ports.facts.task_id, tuple(test_argv), attempt=attempt,
-                                           working_directory=BASE_DIRECTORY)
+                                           working_directory=BASE_WORKING_DIRECTORY)
     if not run.ran:
         notes.append(f"the test command did not run on the base: {run.refusal}")
         return None, run.request_id
@@ -267,7 +281,7 @@ def _run_in_scratch(ports: PipelinePorts, *, attempt: int, key: str, purpose: st
         if example.test is not None or not example.argv:
             continue
         run = ports.commands.run_check_command(ports.facts.task_id, example.argv, attempt=attempt,
-                                               working_directory=BASE_DIRECTORY)
+                                               working_directory=BASE_WORKING_DIRECTORY)
         request_ids += [run.request_id] if run.request_id else []
         if not run.ran:
             notes.append(f"an example command did not run on the base: {run.refusal}")

@@ -4,9 +4,10 @@ A repository with build configuration (``pyproject.toml`` with a ``[build-system
 ``setup.cfg`` at its top) is built by the repository's interpreter (the test command's):
 ``<python> -m pip wheel --no-deps --no-build-isolation --no-index -w .codeflux-wheel .`` — no dependency is
 fetched, no isolated build environment is made, no index is asked: the build uses what the environment has.
-It runs in a scratch copy of the final tree inside the worktree (:data:`BUILD_DIRECTORY`: the base tree with
-every file of the diff laid over it), so the build's own droppings (``build/``, ``*.egg-info``) never reach
-the worktree or its diff, and the copy is removed afterwards. Its authority follows the decision on the test
+It runs in a scratch copy of the final tree under the task's TMPDIR (:data:`BUILD_DIRECTORY`, started in as
+``$TMPDIR/codeflux-scratch/build``: the base tree with every file of the diff laid over it), so the build's own
+droppings (``build/``, ``*.egg-info``) never reach the worktree or its diff, and the copy is removed
+afterwards. Its authority follows the decision on the test
 command this attempt (the same interpreter in the same box, running the repository's own build
 configuration, which the test command can run anyway); it is not made when that was not allowed.
 
@@ -25,15 +26,20 @@ import tomllib
 from pathlib import Path
 from typing import Final
 
+from codeflux.domain.operations import TASK_TEMP_DIRECTORY
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
+from codeflux.pipeline.base_revision import SCRATCH_FOLDER
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.specification import StageResult, stage_result
 
-__all__ = ["BUILD_DIRECTORY", "build_configuration", "declared_backend", "evaluate_program", "wheel_argv"]
+__all__ = ["BUILD_DIRECTORY", "BUILD_WORKING_DIRECTORY", "build_configuration", "declared_backend", "evaluate_program",
+           "wheel_argv"]
 
-BUILD_DIRECTORY: Final = ".codeflux-checks/build"
+BUILD_DIRECTORY: Final = f"{SCRATCH_FOLDER}/build"
+"""The build copy, relative to the task's TMPDIR."""
+BUILD_WORKING_DIRECTORY: Final = f"{TASK_TEMP_DIRECTORY}/{BUILD_DIRECTORY}"
 _WHEEL_DIRECTORY: Final = ".codeflux-wheel"
 _TAIL_LINES: Final = 12
 _NO_PIP: Final = re.compile(r"No module named '?pip'?")
@@ -93,13 +99,14 @@ def evaluate_program(ports: PipelinePorts, *, attempt: int, changed: list[str]) 
     if command is None or command.pytest_missing:
         return stage_result(stage, StageOutcome.BLOCKED, "no usable test command, whose interpreter builds the "
                             "wheel (and whose decision allows the build)", {})
-    scratch = write_base_scratch(worktree, directory=BUILD_DIRECTORY, overlay=changed)
+    temp = ports.commands.temp_directory(ports.facts.task_id)
+    scratch = write_base_scratch(worktree, root=temp, directory=BUILD_DIRECTORY, overlay=changed)
     if scratch.path is None:
         return stage_result(stage, StageOutcome.BLOCKED, f"the build copy could not be made: {scratch.refusal}", {})
     try:
         argv = wheel_argv(command.interpreter)
         run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=attempt,
-                                               working_directory=BUILD_DIRECTORY, covered_by=command.argv)
+                                               working_directory=BUILD_WORKING_DIRECTORY, covered_by=command.argv)
         if not run.ran:
             return stage_result(stage, StageOutcome.BLOCKED, f"the build did not run: {run.refusal}", {})
         output = f"{run.stdout}\n{run.stderr}"
@@ -130,4 +137,4 @@ def evaluate_program(ports: PipelinePorts, *, attempt: int, changed: list[str]) 
         return stage_result(stage, StageOutcome.SATISFIED, f"built from {configuration} without network: {names}",
                             evidence)
     finally:
-        remove_base_scratch(worktree, BUILD_DIRECTORY)
+        remove_base_scratch(temp, BUILD_DIRECTORY)

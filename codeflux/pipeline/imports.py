@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
-from codeflux.pipeline.base_revision import BASE_DIRECTORY, is_test_file
+from codeflux.pipeline.base_revision import BASE_DIRECTORY, BASE_WORKING_DIRECTORY, is_test_file
 from codeflux.pipeline.ports import PipelinePorts
 
 __all__ = ["IMPORT_SCRIPT", "ImportCheck", "changed_modules", "check_imports", "failing_on_base_too"]
@@ -143,14 +143,15 @@ def failing_on_base_too(ports: PipelinePorts, *, attempt: int, check: ImportChec
     tried = [str(failure["module"]) for failure in check.failures if failure.get("module") in existing]
     if not tried:
         return ()
-    scratch = write_base_scratch(ports.facts.worktree, directory=BASE_DIRECTORY, overlay=())
+    temp = ports.commands.temp_directory(ports.facts.task_id)
+    scratch = write_base_scratch(ports.facts.worktree, root=temp, directory=BASE_DIRECTORY, overlay=())
     if scratch.path is None:
         return ()
     try:
         on_base = check_imports(ports, attempt=attempt, modules=tried, interpreter=interpreter, test_argv=test_argv,
-                                working_directory=BASE_DIRECTORY)
+                                working_directory=BASE_WORKING_DIRECTORY)
     finally:
-        remove_base_scratch(ports.facts.worktree, BASE_DIRECTORY)
+        remove_base_scratch(temp, BASE_DIRECTORY)
     types = {str(failure["module"]): failure.get("type") for failure in on_base.failures}
     return tuple(failure_module for failure in check.failures
                  if (failure_module := str(failure["module"])) in types

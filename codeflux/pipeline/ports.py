@@ -85,7 +85,8 @@ class LedgerPort(Protocol):
 
 class CheckCommandPort(Protocol):
     """Runs one check command in the task's worker, through the authority engine (never prompting);
-    ``working_directory`` (worktree-relative) is where it starts — the base run's scratch — else the root.
+    ``working_directory`` is where it starts — ``$TMPDIR/<path>``, the base run's or the build's copy under the
+    task's TMPDIR (see :func:`~codeflux.domain.operations.normalize_working_directory`) — else the worktree root.
 
     A command started elsewhere than the root, or one ``covered_by`` another check's argv (the import check
     runs the test command's interpreter), is decided by the decision on that check (``covered_by``, else the
@@ -96,8 +97,8 @@ class CheckCommandPort(Protocol):
                           covered_by: tuple[str, ...] | None = None) -> CheckCommandRun: ...
 
     def temp_directory(self, task_id: TaskId) -> Path:
-        """The host path of the task's ``TMPDIR`` in the worker (where check reports are written, outside the
-        worktree so they never enter the diff)."""
+        """The host path of the task's ``TMPDIR`` in the worker (where check reports and the scratch copies are
+        written, outside the worktree so they never enter the diff; it may not exist yet)."""
         ...
 
 

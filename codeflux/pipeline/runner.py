@@ -28,8 +28,8 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.gitwork.base_scratch import remove_base_scratch
 from codeflux.pipeline.assembly import evaluate_assembly
-from codeflux.pipeline.base_revision import BASE_DIRECTORY, BaseRun, base_overlay, integration_with_base, measure_base
-from codeflux.pipeline.build import BUILD_DIRECTORY, evaluate_program
+from codeflux.pipeline.base_revision import SCRATCH_FOLDER, BaseRun, base_overlay, integration_with_base, measure_base
+from codeflux.pipeline.build import evaluate_program
 from codeflux.pipeline.delivery import evaluate_deliver, evaluate_evidence_bundle, evaluate_human_acceptance
 from codeflux.pipeline.examples import evaluate_end_to_end_tests
 from codeflux.pipeline.phase_b import record_atom_stages
@@ -110,8 +110,8 @@ def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tupl
     failed_specification = record_specification(task_id, attempt, ports=ports)
     if failed_specification is not None:
         return _finish(ports, task_id, attempt, failed_specification.stage)
-    for scratch in (BASE_DIRECTORY, BUILD_DIRECTORY):  # what a killed run left behind never reaches the diff
-        remove_base_scratch(ports.facts.worktree, scratch)
+    # the scratch copies a killed run left in the task's TMPDIR go first (they never were in the worktree)
+    remove_base_scratch(ports.commands.temp_directory(task_id), SCRATCH_FOLDER)
     assembly = evaluate_assembly(ports, attempt=attempt)
     record_atom_stages(ports, attempt, assembly)  # 5, 7–17: recorded before 26, evaluated on its diff
     if _record(ports, task_id, attempt, assembly).outcome is not StageOutcome.SATISFIED:

@@ -62,7 +62,7 @@ from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.gitwork.task_worktree import TaskWorktree
 from codeflux.gitwork.worktrees import create_task_worktree, remove_task_worktree
-from codeflux.pipeline.base_revision import BASE_DIRECTORY, is_test_file
+from codeflux.pipeline.base_revision import BASE_WORKING_DIRECTORY, is_test_file
 from codeflux.pipeline.program import pytest_argv
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
@@ -344,7 +344,7 @@ def _is_base_run(request: dict[str, str], task_id: str) -> bool:
     """Whether a pipeline request ran in the base revision's scratch (stage 28's base runs): its idempotency
     key ends with the working directory's part of :func:`check_request_key`."""
     task = TaskId.parse(task_id)
-    suffix = check_request_key(task, 0, (), BASE_DIRECTORY).removeprefix(check_request_key(task, 0, ()))
+    suffix = check_request_key(task, 0, (), BASE_WORKING_DIRECTORY).removeprefix(check_request_key(task, 0, ()))
     return request["source"] == "pipeline" and request["idempotency_key"].endswith(suffix)
 
 

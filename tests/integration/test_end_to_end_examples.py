@@ -17,14 +17,19 @@ from typing import Any
 
 import pytest
 
+from codeflux.authority.decide import DecisionOutcome
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcome, RunOutcomeKind, run_task
-from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.runs.tool_driver import ExecutionRecord, ToolDriver
+from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.pipeline import StageName, StageOutcome
+from codeflux.gitwork.diff import diff_against_base
+from codeflux.gitwork.task_worktree import TaskWorktree
 from codeflux.pipeline.program import junit_case_of, pytest_argv
 from codeflux.providers.scripted import ScriptedTurn
+from codeflux.store import authority as authority_rows
 from codeflux.store.database import Database
 from tests.fixtures.repos import BASE_FILES, commit_all, write_files
 from tests.fixtures.task_runs import (
@@ -54,13 +59,18 @@ def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
 def run(harness: Harness, requirement: str, turns: list[ScriptedTurn], *, allow: tuple[list[str], ...] = (),
         limits: LoopLimits | None = None) -> tuple[TaskId, RunOutcome]:
     task_id = harness.ready_task(requirement=requirement)
+    return task_id, run_ready(harness, task_id, turns, allow=allow, limits=limits)
+
+
+def run_ready(harness: Harness, task_id: TaskId, turns: list[ScriptedTurn], *, allow: tuple[list[str], ...] = (),
+              limits: LoopLimits | None = None) -> RunOutcome:
     gateway, _ = scripted_gateway(harness.db, turns)
     allowed = [PreapprovedOperation.command(pytest_argv(harness.venv_python)),
                *(PreapprovedOperation.command(argv) for argv in allow)]
     outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
                        repo_snapshot=harness.snapshot(), position=LadderPosition.start(),
                        limits=limits or GATES_DECIDE, headless_policy=HeadlessPolicy.allowing(allowed))
-    return task_id, outcome
+    return outcome
 
 
 def examples_of(harness: Harness, task_id: TaskId, attempt: int) -> tuple[StageOutcome, list[dict[str, object]]]:
@@ -115,9 +125,10 @@ def test_an_example_that_fails_on_the_base_code_discriminates(harness: Harness) 
     runs = evidence_of(harness, task_id, 1, StageName.INTEGRATION_TESTS)["base_runs"]
     assert [run["purpose"] for run in runs] == ["discrimination"]  # the tests passed: no base run for failures
     assert runs[0]["statuses"] == {"tests/test_calc.py::test_flag": "failed"}
-    # the scratch is gone: nothing of the base run is left in the worktree or the diff
-    assert not (harness.tasks.show(task_id).task.worktree / ".codeflux-checks").exists()
-    assert ".codeflux-checks" not in " ".join(str(f["path"]) for f in evidence_of(
+    # the scratch is gone: nothing of the base run is left in the worktree, the diff or the task's TMPDIR
+    assert not (harness.tasks.show(task_id).task.worktree / "codeflux-scratch").exists()
+    assert not (harness.driver.task_temp_directory(task_id) / "codeflux-scratch").exists()
+    assert "codeflux-scratch" not in " ".join(str(f["path"]) for f in evidence_of(
         harness, task_id, 1, StageName.ASSEMBLY)["files"])
 
 
@@ -242,7 +253,8 @@ def test_a_repository_with_build_configuration_gets_a_wheel_built_without_networ
     assert [wheel["name"] for wheel in wheels] == ["calc_sample-0.1.0-py3-none-any.whl"]
     assert len(wheels[0]["sha256"]) == 64 and "--no-index" in row.evidence["argv"]
     worktree = harness.tasks.show(task_id).task.worktree
-    assert not (worktree / ".codeflux-checks").exists() and not (worktree / "build").exists()
+    assert not (worktree / "codeflux-scratch").exists() and not (worktree / "build").exists()
+    assert not (harness.driver.task_temp_directory(task_id) / "codeflux-scratch").exists()
     assert not list(worktree.glob("*.egg-info"))  # the build ran in a copy: nothing of it reaches the diff
 
 
@@ -260,23 +272,79 @@ def test_a_missing_build_backend_blocks_the_build_naming_it_and_never_the_tests(
     assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW, outcome.reason
 
 
-def test_a_scratch_folder_left_in_the_worktree_never_reaches_the_diff(harness: Harness) -> None:
-    """What a killed base run leaves behind (here written into the worktree before validation) is removed
-    before assembly takes the diff: the reviewed diff never carries codeflux's scratch copies."""
-    leftover = write_file(".codeflux-checks/base/pkg/calc.py", "def add(a, b):\n    return 0\n", "w9")
+def test_scratch_copies_a_killed_run_left_in_tmpdir_are_removed_and_the_worktree_is_never_touched(
+        harness: Harness) -> None:
+    """The pipeline's copies live under the task's TMPDIR (issue 16): what a killed run left there is removed
+    when the next run starts (the build copy too, though this repository has nothing to build), and a folder the
+    change itself writes — even one named like codeflux's old scratch — is the change's own: never deleted by
+    name, it is in the diff that is reviewed."""
+    task_id = harness.ready_task(requirement=requirement_naming("tests/test_calc.py::test_add_negative"))
+    temp = harness.driver.task_temp_directory(task_id)
+    for leftover in ("codeflux-scratch/base/pkg/calc.py", "codeflux-scratch/build/stale.txt"):
+        (temp / leftover).parent.mkdir(parents=True, exist_ok=True)
+        (temp / leftover).write_text("left by a killed run\n")
+    own = write_file(".codeflux-checks/base/notes.txt", "the change's own file\n", "w9")
 
-    task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"),
-                           [*implementing_turns(), leftover, done()])
+    outcome = run_ready(harness, task_id, [*implementing_turns(), own, done()])
 
     assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    assert not (temp / "codeflux-scratch").exists()
     paths = [str(item["path"]) for item in evidence_of(harness, task_id, 1, StageName.ASSEMBLY)["files"]]
-    assert paths == ["pkg/calc.py", "tests/test_calc.py"]
+    assert paths == [".codeflux-checks/base/notes.txt", "pkg/calc.py", "tests/test_calc.py"]
+
+
+def test_the_base_run_never_writes_into_the_worktree_and_leaves_the_diff_identity_as_it_was(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16 item 4: while the base run's commands run (observed at each execution), the base copy is in
+    the task's TMPDIR and the worktree holds no scratch folder; the diff's identity then, and after the run, is
+    the one assembly recorded and review binds to."""
+    with_flag = [write_file("pkg/calc.py", FIXED_CALC, "w1", replacing=BASE_FILES["pkg/calc.py"]),
+                 write_file("tests/test_calc.py", calc_tests(-3) + FLAG_TEST, "w2",
+                            replacing=BASE_FILES["tests/test_calc.py"]), done()]
+    task_id = harness.ready_task(requirement=requirement_naming("tests/test_calc.py::test_flag"))
+    temp = harness.driver.task_temp_directory(task_id)
+    seen: list[tuple[bool, frozenset[str], str]] = []
+    execute = harness.driver.execute
+
+    def binding() -> TaskWorktree:
+        found = task_worktree_binding(harness.tasks.show(task_id).task)
+        assert found is not None
+        return found
+
+    def observed(request_id: str) -> ExecutionRecord:
+        in_base = (temp / "codeflux-scratch" / "base").is_dir()
+        listing = frozenset(path.name for path in binding().path.iterdir())
+        seen.append((in_base, listing, diff_against_base(binding()).identity if in_base else ""))
+        return execute(request_id)
+
+    monkeypatch.setattr(harness.driver, "execute", observed)
+
+    outcome = run_ready(harness, task_id, with_flag)
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    base_run = evidence_of(harness, task_id, 1, StageName.INTEGRATION_TESTS)["base_runs"][0]
+    assert base_run["directory"] == "$TMPDIR/codeflux-scratch/base"
+    for request_id in base_run["request_ids"]:  # derived from the decision in the root, naming where it started
+        request = harness.db.read(lambda view, rid=request_id: authority_rows.read_tool_request(view, rid))
+        decision = harness.db.read(lambda view, rid=request_id: authority_rows.latest_decision(view, rid))
+        assert request.operation.cwd == "$TMPDIR/codeflux-scratch/base"
+        assert decision.outcome is DecisionOutcome.ALLOWED_ONCE  # by the same decider as the root's decision:
+        assert f"decided by {decision.decided_by})" in decision.reason
+        assert decision.reason.startswith("the base-revision run of request ")
+        assert decision.reason.endswith(", started in $TMPDIR/codeflux-scratch/base")
+    reviewed = evidence_of(harness, task_id, 1, StageName.ASSEMBLY)["diff_identity"]
+    during_base = [identity for in_base, _, identity in seen if in_base]
+    assert during_base and set(during_base) == {reviewed}  # the base run's commands ran; the diff was the same
+    assert all("codeflux-scratch" not in listing and ".codeflux-checks" not in listing for _, listing, _ in seen)
+    assert not (binding().path / "codeflux-scratch").exists() and not (binding().path / ".codeflux-checks").exists()
+    assert not (temp / "codeflux-scratch").exists()
+    assert diff_against_base(binding()).identity == reviewed
 
 
 def test_a_pytest_configuration_the_change_adds_does_not_become_the_base_runs_root(harness: Harness) -> None:
-    """The base copy lives inside the worktree; pytest looks for its configuration upwards, so a base without
-    one would take the attempt's new pytest.ini as its root and name every test differently — the example
-    would look "not collected" there and be claimed to discriminate. The copy's own root is pinned instead."""
+    """pytest looks for its configuration upwards from the base copy, so a base without one would take whatever
+    is above it as its root and name every test differently — the example would look "not collected" there
+    and be claimed to discriminate. The copy's own root is pinned instead."""
     config = write_file("pytest.ini", "[pytest]\naddopts = -ra\n", "w3")
 
     task_id, outcome = run(harness, requirement_naming("tests/test_calc.py::test_add_negative"),

@@ -62,6 +62,7 @@ def test_the_test_report_never_enters_the_worktree_and_every_stage_describes_the
     assert git(worktree, "status", "--porcelain", "--untracked-files=all") == " M calc/ops.py\n"
     assert not (worktree / ".codeflux-checks").exists()
     assert list((data / "workers" / task_id / "tmp" / "codeflux-checks").iterdir()) == []  # read there, removed
+    assert not (data / "workers" / task_id / "tmp" / "codeflux-scratch").exists()  # no copy is left either
     short = identity[:12]
     assert re.search(rf"26 assembly\s+satisfied worktree verified; diff {short} changes 1 file", transcript)
     assert re.search(rf"28 integration-tests\s+satisfied pytest ran on diff {short}: 3 tests, 3 passed", transcript)

@@ -124,7 +124,9 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
     assert coverage.evidence["uncovered_examples"] == []
     assert "meaning not judged" in (coverage.verdict.gate_evaluation or "")
     assert [step["examples"] for step in coverage.evidence["trace"]] == [[1], [1]]  # type: ignore[index,union-attr]
-    assert not (harness.tasks.show(task_id).task.worktree / ".codeflux-checks").exists()
+    worktree = harness.tasks.show(task_id).task.worktree
+    assert not (worktree / ".codeflux-checks").exists() and not (worktree / "codeflux-scratch").exists()
+    assert not (harness.driver.task_temp_directory(task_id) / "codeflux-scratch").exists()
 
 
 def test_a_failing_test_is_a_failed_integration_stage_with_the_junit_counts(harness: Harness) -> None:

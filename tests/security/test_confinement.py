@@ -36,6 +36,7 @@ from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import InvalidValueError, UnconfinedStandingApprovalError
 from codeflux.domain.ids import TaskId
+from codeflux.store import authority as authority_rows
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from codeflux.worker.client.confinement import ConfinementChoice, choose_confinement
@@ -408,32 +409,86 @@ def test_a_worktree_venv_whose_interpreter_lives_under_a_home_runs_boxed_and_the
         neighbour.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("mode", CONFINED, ids=str)
-def test_a_check_started_in_a_scratch_folder_of_the_worktree_is_boxed_the_same(
-        world: World, drivers: dict[ConfinementMode, ToolDriver], mode: ConfinementMode) -> None:
-    """The base-revision run (issue 14) starts the test command in ``.codeflux-checks/base``: the folder is part of
-    the operation's identity, only the pipeline may choose it, and the box around it is the task's box."""
-    driver = drivers[mode]
-    scratch = world.worktree / ".codeflux-checks" / "base"
+SCRATCH_CWD = "$TMPDIR/codeflux-scratch/base"
+
+
+def scratch_in_temp(driver: ToolDriver, task_id: TaskId) -> Path:
+    """The base copy's folder under the task's TMPDIR on the host (made as the pipeline makes it: 0700)."""
+    temp = driver.task_temp_directory(task_id)
+    temp.mkdir(mode=0o700, parents=True, exist_ok=True)
+    scratch = temp / "codeflux-scratch" / "base"
     scratch.mkdir(parents=True)
+    return scratch
+
+
+@pytest.mark.parametrize("mode", CONFINED, ids=str)
+def test_a_check_started_in_a_scratch_folder_of_the_task_tmpdir_is_boxed_the_same(
+        world: World, drivers: dict[ConfinementMode, ToolDriver], mode: ConfinementMode) -> None:
+    """The base-revision run (issues 14, 16) starts the test command in ``$TMPDIR/codeflux-scratch/base`` — never
+    in the worktree: the folder's text is part of the operation's identity, only the pipeline may choose it, the
+    worker resolves it under its own TMPDIR, and the box around it is the task's box."""
+    driver = drivers[mode]
+    scratch = scratch_in_temp(driver, world.first)
     (scratch / "probe.py").write_text(PROBE)
     argv = [sys.executable, "probe.py", json.dumps(world.targets())]
     with pytest.raises(InvalidValueError, match="only the pipeline"):
         driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="m-cwd", source="model",
-                                   working_directory=".codeflux-checks/base")
+                                   working_directory=SCRATCH_CWD)
     request = driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="p-cwd",
-                                         source="pipeline", working_directory=".codeflux-checks/base")
+                                         source="pipeline", working_directory=SCRATCH_CWD)
     in_root = submit(driver, world.first, "run_command", argv=argv)
     assert request.operation_identity != in_root.operation_identity  # the folder is part of the identity
+    stored = world.db.read(lambda view: authority_rows.read_tool_request(view, request.request_id)).operation
+    assert stored.cwd == SCRATCH_CWD  # fixed text: no host path in the identity
     driver.decide(request.request_id, UserDecision.ALLOW_ONCE, reason="the test allows it")
 
     record = driver.execute(request.request_id)
 
     assert record.state == "succeeded", (record.message, record.stderr)
-    assert (scratch / "probe-ran.txt").read_text() == "ran\n"  # it started in the scratch folder
+    assert (scratch / "probe-ran.txt").read_text() == "ran\n"  # it started in the TMPDIR scratch folder
+    assert not (world.worktree / "probe-ran.txt").exists() and not (world.worktree / "codeflux-scratch").exists()
     boxed = dict(json.loads(record.stdout or "{}"))
     gaps = LANDLOCK_GAPS if mode is ConfinementMode.LANDLOCK else frozenset()
     assert {name: boxed[name] for name in MUST_FAIL if name not in gaps and boxed[name] == "reached"} == {}, boxed
+    assert boxed["worktree"] == "reached"  # its relative write landed in the scratch folder: TMPDIR is writable
+    assert (scratch / "worktree-write.txt").is_file() and not (world.worktree / "worktree-write.txt").exists()
+
+
+@pytest.mark.parametrize("cwd", ["$TMPDIR/../x", "$TMPDIR/codeflux-scratch/../../x", "$TMPDIR", "$TMPDIR/",
+                                 "$TMPDIR//x", "$TMPDIR/./x", "$HOME/x", "/tmp/x", "$TMPDIR/a\\b"])
+def test_a_working_directory_that_could_leave_tmpdir_is_refused_before_any_identity(
+        world: World, drivers: dict[ConfinementMode, ToolDriver], cwd: str) -> None:
+    driver = drivers[ConfinementMode.NONE]
+    with pytest.raises(InvalidValueError, match="working directory"):
+        driver.submit_tool_request(world.first, "run_command", {"argv": [sys.executable, "-c", "pass"]},
+                                   idempotency_key="p-bad", source="pipeline", working_directory=cwd)
+    assert driver.pending_decisions(world.first) == []  # nothing was recorded
+
+
+@pytest.mark.parametrize("mode", ConfinementMode, ids=str)
+def test_a_tmpdir_scratch_folder_reached_through_a_symbolic_link_is_refused_in_the_worker(
+        world: World, drivers: dict[ConfinementMode, ToolDriver], tmp_path: Path, mode: ConfinementMode) -> None:
+    """What a confined command planted in TMPDIR (a link to anywhere) is never where the next command starts."""
+    driver = drivers[mode]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    scratch = scratch_in_temp(driver, world.first)
+    (scratch.parent / "linked").symlink_to(outside, target_is_directory=True)
+    (scratch / "file.txt").write_text("not a directory\n")
+    refused = {}
+    for key, cwd in (("link", "$TMPDIR/codeflux-scratch/linked"), ("file", f"{SCRATCH_CWD}/file.txt"),
+                     ("missing", "$TMPDIR/codeflux-scratch/missing")):
+        request = driver.submit_tool_request(world.first, "run_command",
+                                             {"argv": [sys.executable, "-c", "open('x', 'w')"]},
+                                             idempotency_key=f"p-{key}", source="pipeline", working_directory=cwd)
+        driver.decide(request.request_id, UserDecision.ALLOW_ONCE, reason="the test allows it")
+        record = driver.execute(request.request_id)
+        refused[key] = (record.state, record.failure_kind, record.message or "")
+
+    assert refused["link"][:2] == ("failed", "invalid-request") and "symbolic link" in refused["link"][2]
+    assert refused["file"][:2] == ("failed", "invalid-request") and "not a directory" in refused["file"][2]
+    assert refused["missing"][:2] == ("failed", "invalid-request")
+    assert list(outside.iterdir()) == []
 
 
 def test_a_scratch_folder_reached_through_a_symbolic_link_is_refused_in_the_worker(
@@ -454,19 +509,19 @@ def test_a_scratch_folder_reached_through_a_symbolic_link_is_refused_in_the_work
 def test_a_base_run_is_allowed_only_by_derivation_from_an_allowed_check_and_never_shows_a_card(
         world: World, drivers: dict[ConfinementMode, ToolDriver]) -> None:
     driver = drivers[ConfinementMode.BUBBLEWRAP]
-    (world.worktree / ".codeflux-checks" / "base").mkdir(parents=True)
-    argv = [sys.executable, "-c", "print('base')"]
+    scratch_in_temp(driver, world.first)
+    argv = [sys.executable, "-c", "import os; print(os.path.basename(os.getcwd()))"]
     derived = DerivedAllowance(decided_by=Decider.USER, reason="the base-revision run of an allowed check")
     with pytest.raises(InvalidValueError, match="only the pipeline"):
         driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="d-model",
                                    source="model", derived=derived)
     with pytest.raises(InvalidValueError):  # the rules never allow a program by themselves
         driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="d-sys",
-                                   source="pipeline", working_directory=".codeflux-checks/base",
+                                   source="pipeline", working_directory=SCRATCH_CWD,
                                    derived=DerivedAllowance(decided_by=Decider.SYSTEM, reason="x"))
 
     request = driver.submit_tool_request(world.first, "run_command", {"argv": argv}, idempotency_key="d-base",
-                                         source="pipeline", working_directory=".codeflux-checks/base", derived=derived)
+                                         source="pipeline", working_directory=SCRATCH_CWD, derived=derived)
 
     assert request.outcome is DecisionOutcome.ALLOWED_ONCE and request.decision.decided_by is Decider.USER
     assert driver.pending_decisions(world.first) == []  # nobody was asked, not even for a moment

@@ -233,8 +233,9 @@ class ToolDriver:
     ) -> SubmittedRequest:
         """Bind, pin, classify and record a request with its first decision (one transaction).
 
-        ``working_directory`` (worktree-relative; part of the operation's identity) is for the pipeline's
-        own requests only: a check run on the base revision in its scratch directory. The model's
+        ``working_directory`` (part of the operation's identity: worktree-relative, or ``$TMPDIR/<path>``
+        under the task's TMPDIR, see :func:`~codeflux.domain.operations.normalize_working_directory`) is for
+        the pipeline's own requests only: a check run on the base revision in its scratch copy. The model's
         requests always run in the worktree root. ``derived`` (pipeline only) allows such a request once in its
         own transaction by a decision already made on the check it follows (see
         :class:`~codeflux.authority.service.DerivedAllowance`).

@@ -64,7 +64,8 @@ class WorkerExecution:
     stdin: bytes = b""
     network_granted: bool = False
     working_directory: str = "."
-    """Worktree-relative, as the operation's identity has it (only the pipeline's checks leave the root)."""
+    """As the operation's identity has it: worktree-relative, or ``$TMPDIR/<path>`` (the worker resolves it under
+    its own TMPDIR); only the pipeline's checks leave the worktree root."""
 
     @classmethod
     def for_request(

@@ -8,9 +8,10 @@
   Between that check and the exec the path is not held: swapping the file in that window is not
   detected (the hash-then-exec race, documented in ``docs/security.md``).
 - **No shell** unless argv names one; the environment is the worker's allow-list plus the request's
-  checked overrides; cwd is the worktree — or the directory inside it the operation names (the pipeline's
-  base-revision runs), resolved without following a symbolic link; stdin is the request's bytes (or
-  ``/dev/null``).
+  checked overrides; cwd is the worktree — or the directory the operation names, inside it or, as
+  ``$TMPDIR/<path>``, under this worker's own TMPDIR (the pipeline's base-revision copies live there, never in
+  the worktree) — an existing directory resolved without following a symbolic link and without ``..``;
+  stdin is the request's bytes (or ``/dev/null``).
 - **Bounded.** The descriptor's timeout; each output stream capped at ``max_output_bytes`` — its head
   streamed as it is released, its tail kept and released at the end after a note saying how many
   characters and lines were elided between them (truncation flagged) — decoded with replacement
@@ -33,6 +34,7 @@ from pathlib import Path
 
 from codeflux.domain.errors import CodefluxError, ToolFailedError
 from codeflux.domain.execution import ExecutionState, FailureKind
+from codeflux.domain.operations import task_temp_relative
 from codeflux.domain.tools import BoundToolRequest
 from codeflux.worker.environment import command_environment
 from codeflux.worker.paths import resolve_worktree_path
@@ -133,11 +135,22 @@ def _describe_exit(exit_code: int) -> str:
 
 
 def _working_directory(pin: CommandPin, context: ToolContext) -> Path:
-    """The worktree, or the existing directory inside it that the operation names (no symlink on the way)."""
+    """The worktree, or the existing directory the operation names — inside the worktree, or under the
+    worker's TMPDIR for ``$TMPDIR/<path>`` (no symlink on the way, no ``..``)."""
     if pin.working_directory in ("", "."):
         return context.worktree
     try:
-        path = resolve_worktree_path(context.worktree, pin.working_directory, must_exist=True)
+        under_temp = task_temp_relative(pin.working_directory)
+        if under_temp is None:
+            path = resolve_worktree_path(context.worktree, pin.working_directory, must_exist=True)
+        else:
+            temp = context.environment.get("TMPDIR", "")
+            if not os.path.isabs(temp):
+                raise ToolFailedError(failure_kind=FailureKind.INVALID_REQUEST,
+                                      message="the working directory is refused: this worker has no TMPDIR")
+            path = resolve_worktree_path(Path(temp), "/".join(under_temp), must_exist=True)
+    except ToolFailedError:
+        raise
     except CodefluxError as error:
         raise ToolFailedError(failure_kind=FailureKind.INVALID_REQUEST,
                               message=f"the working directory is refused: {error}") from None

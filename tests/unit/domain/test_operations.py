@@ -17,8 +17,11 @@ from codeflux.domain.operations import (
     canonical_operation_json,
     derive_operation_identity,
     describe_operation,
+    in_task_temp_directory,
+    normalize_working_directory,
     normalize_worktree_directory,
     parse_canonical_operation_json,
+    task_temp_relative,
 )
 from codeflux.domain.tools import bind_tool_request
 
@@ -154,6 +157,40 @@ def test_the_working_directory_is_normalized_relative_to_the_worktree(written: s
 def test_a_working_directory_that_could_leave_the_worktree_is_refused(cwd: str) -> None:
     with pytest.raises(InvalidValueError):
         normalize_worktree_directory(cwd)
+
+
+def test_a_working_directory_under_the_task_tmpdir_is_kept_as_fixed_text() -> None:
+    """``$TMPDIR/<path>`` names no host path: the identity's cwd holds exactly that text, for every task alike."""
+    cwd = "$TMPDIR/codeflux-scratch/base"
+    first, second = operation(cwd=cwd), operation(cwd=cwd, task_id=OTHER_TASK)
+    assert first.cwd == second.cwd == cwd == in_task_temp_directory("codeflux-scratch/base")
+    assert json.loads(canonical_operation_json(first))["cwd"] == cwd
+    assert parse_canonical_operation_json(canonical_operation_json(first)) == first
+    assert task_temp_relative(cwd) == ("codeflux-scratch", "base")
+    assert task_temp_relative("codeflux-scratch/base") is None  # a worktree folder of that name stays one
+    assert derive_operation_identity(first) != derive_operation_identity(operation(cwd="codeflux-scratch/base"))
+
+
+@pytest.mark.parametrize("cwd", ["$TMPDIR", "$TMPDIR/", "$TMPDIR/..", "$TMPDIR/../x", "$TMPDIR/a/../../x",
+                                 "$TMPDIR//x", "$TMPDIR/./x", "$TMPDIR/x/", "$TMPDIR/a\\b", "$TMPDIR/a\nb",
+                                 "$HOME/x", "$TMPDIRx/y", "${TMPDIR}/x", "$TMPDIR/" + "a" * 4096])
+def test_a_working_directory_that_could_leave_the_task_tmpdir_is_refused(cwd: str) -> None:
+    with pytest.raises(InvalidValueError, match="working directory"):
+        normalize_working_directory(cwd)
+    with pytest.raises(InvalidValueError, match="working directory"):
+        operation(cwd=cwd)
+
+
+def test_describing_an_operation_refuses_a_bad_working_directory_before_any_identity() -> None:
+    request = bind_tool_request("run_command", {"argv": ["pytest"]})
+    with pytest.raises(InvalidValueError, match=r"'\.\.'"):
+        describe_operation(request, task_id=TASK, executable=CURL, working_directory="$TMPDIR/../etc")
+    described = describe_operation(request, task_id=TASK, executable=CURL,
+                                   working_directory="$TMPDIR/codeflux-scratch/base")
+    assert described.cwd == "$TMPDIR/codeflux-scratch/base"
+    with pytest.raises(InvalidValueError, match="worktree root only"):
+        describe_operation(bind_tool_request("git_status", {}), task_id=TASK,
+                           working_directory="$TMPDIR/codeflux-scratch/base")
 
 
 @pytest.mark.parametrize(

@@ -63,11 +63,11 @@ def run(context: ToolContext, tool: str, arguments: Mapping[str, object], *, pin
             return stop.value, events
 
 
-def command(context: ToolContext, argv: list[str], *, stdin: bytes = b"", env: Mapping[str, str] | None = None
-            ) -> tuple[ToolResult, list[ToolEvent]]:
+def command(context: ToolContext, argv: list[str], *, stdin: bytes = b"", env: Mapping[str, str] | None = None,
+            working_directory: str = ".") -> tuple[ToolResult, list[ToolEvent]]:
     pinned = pin_executable(argv[0])
     pin = CommandPin(executable_path=pinned.path, executable_sha256=pinned.sha256, env_overrides=env or {},
-                     stdin=stdin)
+                     stdin=stdin, working_directory=working_directory)
     return run(context, "run_command", {"argv": argv}, pin=pin)
 
 
@@ -367,6 +367,31 @@ def test_a_command_runs_in_the_worktree_with_the_per_task_home(context: ToolCont
     result, events = command(context, ["sh", "-c", 'pwd; printf "%s\\n" "$HOME" "$TMPDIR"'])
     succeeded(result)
     assert output(events).splitlines() == [str(context.worktree), str(tmp_path / "home"), str(tmp_path / "tmp")]
+
+
+def test_a_command_can_start_in_a_folder_under_the_worker_tmpdir(context: ToolContext, tmp_path: Path) -> None:
+    """``$TMPDIR/<path>`` (the pipeline's base copies, issue 16) resolves under the worker's own TMPDIR."""
+    (tmp_path / "tmp" / "codeflux-scratch" / "base").mkdir(parents=True)
+    result, events = command(context, ["sh", "-c", "pwd"], working_directory="$TMPDIR/codeflux-scratch/base")
+    succeeded(result)
+    assert output(events) == f"{(tmp_path / 'tmp' / 'codeflux-scratch' / 'base').resolve()}\n"
+
+
+@pytest.mark.parametrize(("cwd", "problem"), [
+    ("$TMPDIR/../home", "'..'"), ("$TMPDIR/linked", "symbolic link"), ("$TMPDIR/missing", "does not exist"),
+    ("$TMPDIR/file.txt", "not a directory"), ("$TMPDIR", "plain relative path"), ("$HOME/x", "variable"),
+    ("linked", "symbolic link"),
+])
+def test_a_working_directory_that_leaves_tmpdir_or_passes_a_link_is_refused(
+        context: ToolContext, task: TaskWorktree, tmp_path: Path, cwd: str, problem: str) -> None:
+    (tmp_path / "tmp" / "linked").symlink_to(tmp_path / "home", target_is_directory=True)
+    (task.worktree / "linked").symlink_to(tmp_path / "home", target_is_directory=True)
+    (tmp_path / "tmp" / "file.txt").write_text("a file\n")
+    result, events = command(context, ["sh", "-c", "touch ran"], working_directory=cwd)
+    failed(result, "invalid-request")
+    assert problem in result.message and "working directory" in result.message
+    assert not any(event for event in events if isinstance(event, CommandStarted))
+    assert not list(tmp_path.rglob("ran"))
 
 
 def test_a_command_past_its_timeout_is_killed_with_its_group(task: TaskWorktree, tmp_path: Path) -> None:
