@@ -14,12 +14,14 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
+from codeflux.api.v1 import product_pb2 as pb
 from codeflux.authority.decide import UserDecision
+from codeflux.cli.run import load_script
 from codeflux.coordinator import maintenance
 from codeflux.coordinator.hooks import Observers, ToolCallRan
 from codeflux.coordinator.runs.loop import LoopLimits
@@ -34,8 +36,14 @@ from codeflux.domain.tasks import TaskState
 from codeflux.pipeline.program import pytest_argv
 from codeflux.providers.scripted import ScriptedAdapter
 from codeflux.providers.wire import TextSink
+from codeflux.services.app import CoordinatorApp
+from codeflux.services.methods import build_method_table
 from codeflux.store.database import WRITE_PATIENCE_VARIABLE, Database
+from codeflux.store.location import DataLocation
+from codeflux.store.opening import open_store
 from codeflux.store.tasks import insert_task
+from tests.fixtures.service_runs import Coordinator, call, control, demo_repository, drive_to_ready, settle
+from tests.fixtures.services import ScriptedDemoAccess
 from tests.fixtures.task_runs import done, implementing_turns, make_harness, scripted_gateway
 from tests.fixtures.worktrees import make_task_worktree
 from tests.integration.test_cancel_running_command import sleeping_processes
@@ -277,5 +285,51 @@ def test_a_run_locked_past_its_write_patience_stops_with_a_clear_error(
     stopped = time.monotonic() - started
     said = str(held.value)
     assert said.startswith("another process held the database's write lock for over 0.5 s: the run of task ")
-    assert "the next codeflux command recovers the task" in said
+    assert "stopped before its next step was recorded; `codeflux task show tsk_" in said
     assert stopped < 25  # stopped at its patience, long before the other process let go
+
+
+class LockingDemoAccess(ScriptedDemoAccess):
+    """``codeflux start --demo``'s model access, except that while the scripted model (not a model) produces the
+    first turn of a run another process takes the write lock for ``seconds``."""
+
+    def __init__(self, db: Database, *, seconds: float, lockers: list[Locker]) -> None:
+        super().__init__(db)
+        self._db_path, self._seconds, self._lockers = db.path, seconds, lockers
+
+    def gateway(self, phases: Sequence[str]) -> ModelGateway:
+        built = super().gateway(phases)  # as `codeflux run --provider scripted` builds it (its prices recorded)
+        if "run" not in phases:
+            return built
+        scripted = ScriptedAdapter(load_script(None).run)
+        adapter = LockWhileAnswering(scripted, at=1, database=self._db_path, seconds=self._seconds,
+                                     lockers=self._lockers)
+        route = ModelRoute(provider="scripted", adapter=adapter, cheap_model="scripted-cheap",
+                           capable_model="scripted-capable")
+        return ModelGateway(built.database, [route])
+
+
+def test_a_background_run_stopped_by_the_lock_is_paused_not_failed(
+    tmp_path: Path, lockers: list[Locker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``codeflux start``: the run's write waits its patience (3 s) and stops; the run thread then records the
+    end with the same patience once the other process let go (4.5 s) — the task **paused** (resume goes on),
+    not failed as for an error of the task itself, and the reason names the lock."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}")
+    monkeypatch.setenv(WRITE_PATIENCE_VARIABLE, "3")
+    data = DataLocation(directory=tmp_path / "data")
+    db = open_store(data, create=True, migrate=True)
+    app = CoordinatorApp(db=db, location=data, models=LockingDemoAccess(db, seconds=4.5, lockers=lockers),
+                         version="test")
+    c = Coordinator(app=app, table=build_method_table(app), repo=demo_repository(tmp_path / "src"), data=data)
+    try:
+        ready = drive_to_ready(c)
+        call(c, "TaskService/StartTask", pb.StartTaskRequest(control=control(), task_id=ready.task_id,
+                                                             plan_revision=ready.plan.revision))
+        ended = settle(c, ready.task_id)
+    finally:
+        app.runs.shutdown(timeout=60)
+        db.close()
+    assert len(lockers) == 1  # the lock was taken while the model answered (a positive control)
+    assert ended.state == "paused", ended.last_outcome
+    assert "another process held the database's write lock for over 3 s" in ended.last_outcome

@@ -205,8 +205,8 @@ def _patient_writes(databases: tuple[Database, ...], seconds: float, task_id: Ta
             if error.detail is not None:
                 raise  # it already says what was not written (a command's result)
             raise WriteLockHeldError(waited_seconds=error.waited_seconds, detail=(
-                f"the run of task {task_id} stopped before its next step was recorded; the next codeflux command "
-                "recovers the task")) from error
+                f"the run of task {task_id} stopped before its next step was recorded; `codeflux task show "
+                f"{task_id}` tells where it stands")) from error
 
 
 def _run_task(
