@@ -202,6 +202,9 @@ def test_a_run_locked_past_its_patience_ends_with_a_clear_error_in_a_recoverable
     assert len(said) == 1 and "another process held the database's write lock for over 1 s" in said[0], err
     assert ended < 1 + 3, ended  # patience 1 s, then out: no second 5 s wait anywhere
     lockers.pop().end()
+    # the failure's log record met the lock too: dropped after its short wait (it was printed), never waited for
+    assert rows(data, "SELECT count(*) FROM app_logs WHERE event = 'command.finished' AND fields_json LIKE ?",
+                "%WriteLockHeldError%") == [(0,)]
     recovered = subprocess.run([sys.executable, "-m", "codeflux", "--data-dir", str(data), "task", "recovery"],
                                check=False, capture_output=True, text=True, env={**os.environ, **ENV}, timeout=120)
     assert recovered.returncode == 0, recovered.stdout + recovered.stderr
