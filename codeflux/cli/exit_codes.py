@@ -114,6 +114,7 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.ScriptExhaustedError: ExitCode.FAILED,
     e.StoreError: ExitCode.FAILED,
     e.StoreBusyError: ExitCode.FAILED,
+    e.WriteLockHeldError: ExitCode.PREREQUISITE,
     e.StoreCorruptError: ExitCode.FAILED,
     e.StoredValueUnknownError: ExitCode.FAILED,
     e.StoreUnavailableError: ExitCode.FAILED,

@@ -89,7 +89,7 @@ from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.providers.registry import build_model_adapter, build_scripted_adapter
 from codeflux.providers.scripted import SCRIPTED_DISPLAY_NAME, ScriptedTurn
 from codeflux.services.views import plan_view
-from codeflux.store.database import Database, now_us
+from codeflux.store.database import Database, now_us, write_patience_s
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
 from codeflux.store.stage_ledger import LedgerRow
@@ -592,8 +592,9 @@ def require_acknowledged(ctx: CliContext, snapshot: RepositorySnapshot, acknowle
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     # A malformed --allow, or one that would run a program unconfined without the opt-in, is refused
-    # before anything is written.
+    # before anything is written; so is a malformed $CODEFLUX_WRITE_PATIENCE_S.
     unconfined_programs(headless_policy(args.allow), choose_confinement().mode, opted_in=args.allow_unconfined)
+    patience = write_patience_s()
     requirement = args.requirement if args.requirement is not None else _read_requirement(args.requirement_file)
     budget = Money.parse_decimal(args.budget, currency=USD)
     location = ctx.location()
@@ -605,7 +606,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
         require_landable_checkout(snapshot)  # a rebase in progress is refused before any acknowledgement
         require_acknowledged(ctx, snapshot, args.acknowledge_dirty)
         gateway = build_gateway(db, args, phases=("plan", "run"))  # a bad --script is refused before the task
-        with shared_running_lock(location), ShutdownOnSignal(ctx, location) as shutdown:
+        # Unattended from here on (planning, then the run): every write waits out another process's write lock
+        # for up to the write patience, as the run's own do (docs/storage.md).
+        with shared_running_lock(location), ShutdownOnSignal(ctx, location) as shutdown, db.patient_writes(patience):
             change = tasks.create_task(snapshot, requirement, acknowledged_dirty_hash=args.acknowledge_dirty,
                                        acknowledged_by=Actor.USER, idempotency_key=key())
             task_id = change.task_id

@@ -87,6 +87,7 @@ to these classes by the adapter that met them and chained with ``from``.
     │   └── ScriptExhaustedError         the scripted provider (not a model) has no turn left
     └── StoreError                       the database could not do what was asked          (exit 1)
         ├── StoreBusyError               another writer held the database past the timeout
+        │   └── WriteLockHeldError       … past a run's write patience (60 s); not written (exit 3)
         ├── StoreCorruptError            the file is not a sound SQLite database
         │   └── StoredValueUnknownError  a stored value is not one this codeflux knows
         ├── StoreUnavailableError        the file cannot be opened, read or written
@@ -187,6 +188,7 @@ __all__ = [
     "WorkerClosedError",
     "WorkerStartError",
     "WorktreeNotUsableError",
+    "WriteLockHeldError",
     "safe_error_message",
 ]
 
@@ -1118,6 +1120,19 @@ class StoreError(CodefluxError):
 
 class StoreBusyError(StoreError):
     """Another writer held the database longer than the busy timeout."""
+
+
+class WriteLockHeldError(StoreBusyError):
+    """Another process (a ``sqlite3`` shell, a backup, another codeflux) held the database's write lock for longer
+    than a run's write patience (``waited_seconds``); the write waiting for it did not happen. ``detail`` (None: the
+    store's own "nothing of this step was written") says what was not written and what becomes of it."""
+
+    def __init__(self, *, waited_seconds: float, detail: str | None = None) -> None:
+        said = "nothing of this step was written" if detail is None else detail
+        super().__init__(f"another process held the database's write lock for over {waited_seconds:g} s: {said}; "
+                         "let it finish, then try again")
+        self.waited_seconds = waited_seconds
+        self.detail = detail
 
 
 class StoreCorruptError(StoreError):

@@ -4,19 +4,31 @@ All work is done as functions given a :class:`Transaction` (the datasette patter
 with ``BEGIN IMMEDIATE`` so write intent is declared up front, commits only if the function returns,
 rolls back on any exception, and runs post-commit callbacks (live publication) only after the commit
 succeeded. One call of :meth:`Database.write` is one user-visible outcome.
+
+**Write patience.** A write waits the connection's busy timeout (5 s) for another process's write lock. A thread
+doing work nobody watches second by second — a run — can ask for more with :meth:`Database.patient_writes`: its
+writes are then retried while ``BEGIN IMMEDIATE`` finds the lock held, in slices of at most 1 s (between them the
+process's own lock is released, so a short interactive write of another thread is not held up behind it), for
+up to the patience (:data:`WRITE_PATIENCE_S`, 60 s, or ``$CODEFLUX_WRITE_PATIENCE_S``:
+:func:`write_patience_s`), then :class:`~codeflux.domain.errors.WriteLockHeldError`. Only the begin is retried:
+the transaction's function has not run yet, so nothing is ever run twice and nothing was written by a failed
+attempt. A write with its own ``busy_timeout_ms`` (an application log record) is never patient.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import apsw
 
-from codeflux.domain.errors import StoreClosedError
+from codeflux.domain.errors import InvalidValueError, StoreBusyError, StoreClosedError, WriteLockHeldError
 from codeflux.store.connection import (
     BUSY_TIMEOUT_MS,
     map_sqlite_errors,
@@ -24,11 +36,38 @@ from codeflux.store.connection import (
     restrict_database_file_modes,
 )
 
-__all__ = ["Database", "ReadView", "Row", "Transaction", "now_us"]
+__all__ = ["WRITE_PATIENCE_S", "WRITE_PATIENCE_VARIABLE", "Database", "ReadView", "Row", "Transaction", "now_us",
+           "write_patience_s"]
 
 T = TypeVar("T")
 Row = tuple[Any, ...]
 SqlValue = str | int | bytes | None
+
+WRITE_PATIENCE_S: Final = 60.0
+"""How long a run's write waits for another process's write lock before it gives up (see the module docstring)."""
+WRITE_PATIENCE_VARIABLE: Final = "CODEFLUX_WRITE_PATIENCE_S"
+_PATIENCE_RANGE: Final = (0.1, 3600.0)
+_PATIENT_SLICE_MS: Final = 1000
+
+
+class _BusyAtBegin(Exception):
+    """``BEGIN IMMEDIATE`` found the write lock held: nothing began, the transaction's function has not run."""
+
+
+def write_patience_s(environ: Mapping[str, str] | None = None) -> float:
+    """The write patience in seconds: ``$CODEFLUX_WRITE_PATIENCE_S`` (0.1–3600) when set, else 60."""
+    raw = (os.environ if environ is None else environ).get(WRITE_PATIENCE_VARIABLE, "").strip()
+    if not raw:
+        return WRITE_PATIENCE_S
+    low, high = _PATIENCE_RANGE
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not low <= value <= high:
+        raise InvalidValueError(kind=WRITE_PATIENCE_VARIABLE, reason=f"must be a number of seconds from {low:g} "
+                                                                     f"to {high:g}")
+    return value
 
 
 def now_us() -> int:
@@ -91,6 +130,7 @@ class Database:
         # their modes are narrowed once, after the first commit (not on every commit).
         self._side_files_restricted = False
         self._commit_listeners: list[Callable[[], None]] = []
+        self._patience = threading.local()
 
     @classmethod
     def open(cls, path: Path, *, create: bool = False) -> Database:
@@ -105,11 +145,44 @@ class Database:
             raise StoreClosedError("the database was used after it was closed")
         return self._writer
 
+    @contextlib.contextmanager
+    def patient_writes(self, seconds: float) -> Iterator[None]:
+        """While the block runs, this thread's writes wait up to ``seconds`` for another process's write lock
+        (see the module docstring); other threads keep the busy timeout. Nests (the inner patience counts)."""
+        previous = self.write_patience
+        self._patience.seconds = seconds
+        try:
+            yield
+        finally:
+            self._patience.seconds = previous
+
+    @property
+    def write_patience(self) -> float | None:
+        """The current thread's write patience in seconds, None outside :meth:`patient_writes`."""
+        seconds: float | None = getattr(self._patience, "seconds", None)
+        return seconds
+
     def write(self, work: Callable[[Transaction], T], *, busy_timeout_ms: int | None = None) -> T:
         """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction; commit, then run post-commit callbacks.
 
         ``busy_timeout_ms`` replaces the connection's busy timeout (5 s) for taking this transaction's write
-        lock: a record that may be dropped (an application log line) waits briefly instead of 5 s more."""
+        lock: a record that may be dropped (an application log line) waits briefly instead of 5 s more, and
+        never patiently. Inside :meth:`patient_writes` a held lock is waited for up to the patience, then
+        :class:`WriteLockHeldError`."""
+        patience = self.write_patience if busy_timeout_ms is None else None
+        if patience is None:
+            return self._write_once(work, busy_timeout_ms=busy_timeout_ms, patient=False)
+        deadline = time.monotonic() + patience
+        while True:
+            slice_ms = min(_PATIENT_SLICE_MS, max(1, int((deadline - time.monotonic()) * 1000)))
+            try:
+                return self._write_once(work, busy_timeout_ms=slice_ms, patient=True)
+            except _BusyAtBegin as busy:
+                if time.monotonic() >= deadline:
+                    raise WriteLockHeldError(waited_seconds=patience) from busy.__cause__
+            time.sleep(0.01)  # the process's own lock is free for a moment: another thread's write may go first
+
+    def _write_once(self, work: Callable[[Transaction], T], *, busy_timeout_ms: int | None, patient: bool) -> T:
         with self._write_lock:
             conn = self._require_writer()
             tx = Transaction(conn)
@@ -118,6 +191,10 @@ class Database:
             try:
                 with map_sqlite_errors("begin transaction"):
                     conn.execute("BEGIN IMMEDIATE")
+            except StoreBusyError as busy:
+                if patient and conn.get_autocommit():
+                    raise _BusyAtBegin() from busy  # nothing began and ``work`` has not run: try again
+                raise
             finally:
                 if busy_timeout_ms is not None:
                     conn.set_busy_timeout(BUSY_TIMEOUT_MS)

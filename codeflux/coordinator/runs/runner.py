@@ -45,6 +45,14 @@ over; a conversation that had finished the implementation goes straight to valid
 crash left open is finished first (its ledger ``blocked`` from the stage it had reached). Reaching review
 or failing closes the conversation (a retry starts a new one).
 
+**Another process holding the write lock.** Every write the run makes on its thread — through the task
+service, the gateway, the tool driver and the pipeline's ports alike — waits up to the write patience
+(``write_patience_s``, else ``$CODEFLUX_WRITE_PATIENCE_S``, else 60 s; :meth:`Database.patient_writes`) for a
+write lock another process holds (a ``sqlite3`` shell, ``codeflux backup``, another command), instead of the
+connection's 5 s. Past it the run stops with :class:`WriteLockHeldError` (exit 3) where it was — nothing of
+that step written, a command's result reported outcome-unknown — and the next command's startup recovery finds
+the task (``recovery-required``).
+
 **Concurrent state changes.** The task's state is read again at each hand-over (loop → validation,
 validation → review, a send-back), and a move the task no longer allows is not forced: a task paused or
 cancelled meanwhile ends the run ``paused`` / ``cancelled`` with its ledger finished and nothing
@@ -53,9 +61,11 @@ half-written.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -83,6 +93,7 @@ from codeflux.domain.errors import (
     ToolFailedError,
     TransitionNotAllowedError,
     UsageError,
+    WriteLockHeldError,
 )
 from codeflux.domain.events import AttemptSentBack
 from codeflux.domain.ids import TaskId
@@ -98,6 +109,7 @@ from codeflux.pipeline.ports import AcceptancePort, PipelinePorts, TaskFacts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.runner import record_specification, run_pipeline
 from codeflux.pipeline.specification import acceptance_for
+from codeflux.store.database import Database, write_patience_s
 from codeflux.worker.environment import build_worker_environment
 
 __all__ = ["HeadlessPolicy", "PreapprovedOperation", "RunOutcome", "RunOutcomeKind", "resume_run", "run_task"]
@@ -154,6 +166,7 @@ class _Run:
     repairs: int = 0
     """Attempts sent back by a gate on the current rung (reset when the ladder climbs)."""
     denials: list[str] = field(default_factory=list)
+    write_patience_s: float = 60.0
 
 
 def run_task(
@@ -161,14 +174,47 @@ def run_task(
     repo_snapshot: RepositorySnapshot, position: LadderPosition, limits: LoopLimits,
     headless_policy: HeadlessPolicy | None, acceptance: AcceptancePort | None = None, provider: str | None = None,
     clock: Callable[[], float] = time.monotonic, retry_feedback: str | None = None,
-    rejection: DiffRejection | None = None,
+    rejection: DiffRejection | None = None, write_patience: float | None = None,
 ) -> RunOutcome:  # fmt: skip
     """Run a ``ready`` task to ``awaiting-review`` (see the module docstring for every other ending).
+    ``write_patience``: how long each write waits for another process's write lock (default
+    :func:`~codeflux.store.database.write_patience_s`: ``$CODEFLUX_WRITE_PATIENCE_S``, else 60 s).
     ``clock`` is what the loop's wall bound is measured on. With ``retry_feedback`` (a person's words), a task
     awaiting review or failed gets another attempt on the same plan, in a new conversation that starts with
     those words (``codeflux task retry``). With ``rejection`` (``codeflux task reject --retry``), the diff under
     review is rejected as the attempt starts (its patch kept, in the same transaction) and the conversation
     starts with the rejection's reason."""
+    patience = write_patience_s() if write_patience is None else write_patience
+    with _patient_writes((tasks.changes.db, gateway.database, driver.database), patience, task_id):
+        return _run_task(task_id, gateway=gateway, driver=driver, tasks=tasks, repo_snapshot=repo_snapshot,
+                         position=position, limits=limits, headless_policy=headless_policy, acceptance=acceptance,
+                         provider=provider, clock=clock, retry_feedback=retry_feedback, rejection=rejection,
+                         write_patience=patience)
+
+
+@contextlib.contextmanager
+def _patient_writes(databases: tuple[Database, ...], seconds: float, task_id: TaskId) -> Iterator[None]:
+    """Every write of this thread on the run's database(s) waits up to ``seconds`` for another process's write
+    lock; past it, :class:`WriteLockHeldError` says the run stopped and recovery picks the task up."""
+    with contextlib.ExitStack() as stack:
+        for database in dict.fromkeys(databases):  # one database in practice: each entered once
+            stack.enter_context(database.patient_writes(seconds))
+        try:
+            yield
+        except WriteLockHeldError as error:
+            if error.detail is not None:
+                raise  # it already says what was not written (a command's result)
+            raise WriteLockHeldError(waited_seconds=error.waited_seconds, detail=(
+                f"the run of task {task_id} stopped before its next step was recorded; `codeflux task show "
+                f"{task_id}` tells where it stands")) from error
+
+
+def _run_task(
+    task_id: TaskId, *, gateway: ModelGateway, driver: ToolDriver, tasks: TaskService,
+    repo_snapshot: RepositorySnapshot, position: LadderPosition, limits: LoopLimits,
+    headless_policy: HeadlessPolicy | None, acceptance: AcceptancePort | None, provider: str | None,
+    clock: Callable[[], float], retry_feedback: str | None, rejection: DiffRejection | None, write_patience: float,
+) -> RunOutcome:  # fmt: skip
     if rejection is not None:
         retry_feedback = rejection.reason
     view = tasks.show(task_id)
@@ -198,7 +244,7 @@ def run_task(
                                                 for sent in tasks.send_backs(task_id)])
     run = _Run(task_id=task_id, attempt=started.attempt or 1, tasks=tasks, gateway=gateway, driver=driver,
                ports=ports, position=position, limits=limits, policy=headless_policy, provider=provider, clock=clock,
-               repairs=repairs)
+               repairs=repairs, write_patience_s=write_patience)
     failed = record_specification(task_id, run.attempt, ports=ports)
     if failed is not None:
         return _fail(run, f"{failed.stage} did not hold: {failed.gate_evaluation}",
@@ -599,6 +645,14 @@ def _move(run: _Run, to: TaskState, reason: str, *, from_state: TaskState | None
 def _outcome(run: _Run, kind: RunOutcomeKind, reason: str, *, verdicts: tuple[StageVerdict, ...] = (),
              loop: LoopOutcome | None = None, pending_request_id: str | None = None,
              resume: Callable[[], RunOutcome] | None = None, error: CodefluxError | None = None) -> RunOutcome:
+    if resume is not None:  # a resumed run is as patient as the run (it may continue on another thread)
+        resume = functools.partial(_resumed_patiently, run, resume)
     return RunOutcome(kind=kind, task_id=run.task_id, attempt=run.attempt, reason=reason, verdicts=verdicts,
                       loop=loop, denials=tuple(run.denials), pending_request_id=pending_request_id, resume=resume,
                       error=error)
+
+
+def _resumed_patiently(run: _Run, resume: Callable[[], RunOutcome]) -> RunOutcome:
+    with _patient_writes((run.tasks.changes.db, run.gateway.database, run.driver.database), run.write_patience_s,
+                         run.task_id):
+        return resume()

@@ -28,7 +28,9 @@ out, while this lock keeps a CLI process's startup recovery from marking our liv
 
 An exception in a run thread never vanishes: it is logged, kept as the task's ``last_outcome`` (shown in
 the TaskView) and the task is left in an honest state (``failed``, or ``paused`` where failing is not a
-transition the state allows) with its open attempt ended.
+transition the state allows) with its open attempt ended. A run stopped by another process holding the write
+lock past its patience (:class:`~codeflux.domain.errors.WriteLockHeldError`) is ``paused`` — nothing is wrong
+with the task, resume goes on — and that end is written with the same patience.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from codeflux.domain.errors import (
     PrerequisiteError,
     RepositoryNotUsableError,
     TaskActionUnavailableError,
+    WriteLockHeldError,
     safe_error_message,
 )
 from codeflux.domain.ids import TaskId
@@ -66,7 +69,7 @@ from codeflux.domain.pipeline import StageName
 from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action, is_allowed_task_transition
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.logs import get_logger
-from codeflux.store.database import Database
+from codeflux.store.database import Database, write_patience_s
 from codeflux.store.location import DataLocation
 
 __all__ = ["BackgroundRuns", "open_checkout"]
@@ -273,17 +276,23 @@ class BackgroundRuns:
         self._outcomes_set(run.task_id, f"{label}: {message}"[:1000])
         self._log.error("run thread ended with an error", task_id=run.task_id.value, error_type=type(error).__name__,
                         error=message, exc_info=not isinstance(error, CodefluxError))
+        # Another process held the write lock past the run's patience: nothing is wrong with the task, so it is
+        # paused (resume goes on) rather than failed, and its end is recorded with the same patience (nobody
+        # waits on this thread; the lock may be about to go).
+        locked = isinstance(error, WriteLockHeldError)
         try:
-            view = run.tasks.show(run.task_id)
-            if view.attempt is not None and view.attempt.is_open:
-                run.tasks.finish_attempt(run.task_id, view.attempt.attempt, stopped_at=StageName.ASSEMBLY)
-            state = view.task.state
-            if state in (TaskState.RUNNING, TaskState.AWAITING_AUTHORITY, TaskState.VALIDATING):
-                target = TaskState.FAILED if is_allowed_task_transition(state, TaskState.FAILED) else TaskState.PAUSED
-                current = run.tasks.show(run.task_id).task
-                run.tasks.transition(run.task_id, target, expected_revision=current.revision, actor=Actor.SYSTEM,
-                                     reason=f"the run stopped on an error: {message}"[:2000],
-                                     idempotency_key=f"run-error:{run.task_id.value}:{current.revision}")
+            with self._db.patient_writes(write_patience_s()) if locked else contextlib.nullcontext():
+                view = run.tasks.show(run.task_id)
+                if view.attempt is not None and view.attempt.is_open:
+                    run.tasks.finish_attempt(run.task_id, view.attempt.attempt, stopped_at=StageName.ASSEMBLY)
+                state = view.task.state
+                if state in (TaskState.RUNNING, TaskState.AWAITING_AUTHORITY, TaskState.VALIDATING):
+                    target = TaskState.FAILED if is_allowed_task_transition(state, TaskState.FAILED) and not locked \
+                        else TaskState.PAUSED
+                    current = run.tasks.show(run.task_id).task
+                    run.tasks.transition(run.task_id, target, expected_revision=current.revision, actor=Actor.SYSTEM,
+                                         reason=f"the run stopped on an error: {message}"[:2000],
+                                         idempotency_key=f"run-error:{run.task_id.value}:{current.revision}")
         except Exception as follow_up:  # the task keeps the state it had; the log says why
             self._log.error("could not record the end of a failed run", task_id=run.task_id.value,
                             error_type=type(follow_up).__name__)

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import StrEnum
@@ -66,9 +65,9 @@ from codeflux.domain.errors import (
     PathNotFoundError,
     PathRefusedError,
     SecretLeakError,
-    StoreBusyError,
     WorkerClosedError,
     WorkerStartError,
+    WriteLockHeldError,
 )
 from codeflux.domain.execution import ExecutionState, FailureKind, ToolExecutionState
 from codeflux.domain.ids import TaskId, ToolRequestId
@@ -81,7 +80,7 @@ from codeflux.domain.tasks import is_terminal
 from codeflux.domain.tools import ArgumentType, BoundToolRequest, bind_tool_request
 from codeflux.domain.truncation import keep_head, keep_head_and_tail
 from codeflux.redact import SecretKind, default_redactor
-from codeflux.store.database import Database
+from codeflux.store.database import Database, write_patience_s
 from codeflux.store.tasks import TaskRow, require_task
 from codeflux.worker.client.confinement import ConfinementChoice, choose_confinement
 from codeflux.worker.client.handle import WorkerExecution, WorkerHandle, WorkerOutcome
@@ -104,9 +103,6 @@ STORED_STREAM_CHARS: Final = 256 * 1024
 STORED_MESSAGE_CHARS: Final = 1024
 CANCEL_POLL_S: Final = 0.25
 """How often the task's state is read while one of its commands runs (a cancel stops the command)."""
-RESULT_WRITE_PATIENCE_S: Final = 60.0
-"""How long the result of a command that ran is kept in memory and its write retried while another process
-holds the database's write lock (each attempt itself waits the connection's busy timeout)."""
 PIPELINE_SOURCE: Final = RequestSource.PIPELINE.value
 """The source of the pipeline's own requests (a check command): not the model's, not a person's."""
 _KEPT: Final = 256  # described operations and classifications kept per driver (then forgotten at once)
@@ -217,6 +213,8 @@ class ToolDriver:
         self._operations: dict[tuple[_ValuesKey, TaskId, ExecutablePin | None, str | None], Operation] = {}
         self._lock = threading.Lock()
         self._closed = False
+        # read once (a bad $CODEFLUX_WRITE_PATIENCE_S is refused here, before anything runs)
+        self._write_patience = write_patience_s()
 
     @property
     def programs_unconfined(self) -> bool:
@@ -531,29 +529,30 @@ class ToolDriver:
         return None
 
     @property
+    def database(self) -> Database:
+        """The database this driver records in (a run makes its writes patient on it)."""
+        return self._db
+
+    @property
     def confinement(self) -> ConfinementChoice:
         """The box every process of this driver's workers runs in."""
         return self._confinement
 
     def _store(self, intent: ExecutionIntent, values: ExecutionResultValues) -> ExecutionRecord:
         """Commit the result. While another process holds the write lock the result stays in memory and the
-        write is retried for up to :data:`RESULT_WRITE_PATIENCE_S` (a failed attempt wrote nothing: its
-        transaction never began or was rolled back); then a clear :class:`StoreBusyError`, and the intent
-        without a result is reconciled ``outcome-unknown`` at the next start."""
-        deadline = time.monotonic() + RESULT_WRITE_PATIENCE_S
-        while True:
-            try:
+        write waits for up to the write patience (the run's, else :func:`~codeflux.store.database.write_patience_s`
+        read at construction: 60 s) even outside a run; then a clear :class:`WriteLockHeldError` naming the
+        execution, and the intent without a result is reconciled ``outcome-unknown`` at the next start."""
+        patience = self._db.write_patience or self._write_patience
+        try:
+            with self._db.patient_writes(patience):
                 row = self._authority.record_execution_result(task=intent.task, execution_id=intent.execution_id,
                                                               result=values)
-            except StoreBusyError as error:
-                if time.monotonic() >= deadline:
-                    raise StoreBusyError(
-                        f"another process held the database's write lock for over {RESULT_WRITE_PATIENCE_S:.0f} s: "
-                        f"the result of execution {intent.execution_id} ({values.state.value}) could not be saved; "
-                        "it is recorded outcome-unknown at the next start") from error
-                time.sleep(0.05)
-                continue
-            return _record(row)
+        except WriteLockHeldError as error:
+            raise WriteLockHeldError(waited_seconds=error.waited_seconds, detail=(
+                f"the result of execution {intent.execution_id} ({values.state.value}) could not be saved; it is "
+                "recorded outcome-unknown at the next start")) from error
+        return _record(row)
 
 
 def reconcile_interrupted_executions(db: Database) -> list[str]:

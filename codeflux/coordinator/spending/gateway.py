@@ -192,6 +192,11 @@ class ModelGateway:
         self._clock = clock
         self._entropy = entropy
 
+    @property
+    def database(self) -> Database:
+        """The database this gateway records in (a run makes its writes patient on it)."""
+        return self._db
+
     def call(
         self, task_id: TaskId, request: ModelRequest, *, position: LadderPosition, idempotency_key: str,
         provider: str | None = None, on_text: TextSink | None = None,
