@@ -17,7 +17,8 @@ Two checkers look at each Python file the diff adds or changes outside the tests
 
 Only findings on changed lines count — a finding whose line span touches a line the diff adds or rewrites, or
 a ``C901`` on a function the diff changed (its complexity is the function's, wherever its lines changed);
-every other finding is context, counted but not listed. The gate holds when no finding counts. The stage is
+every other finding is context, counted but not listed. The gate holds when no finding counts. Files left
+when the stage's :data:`TIME_BUDGET_SECONDS` run out are listed as not examined. The stage is
 advisory (it never fails a run's exit code); its ``findings`` (``path:line rule message``) join the context of
 an attempt a send-back gate starts. A missing or broken ruff is ``blocked`` naming it. What the stage does not
 prove: that code without findings is well designed — only these rules were checked.
@@ -26,6 +27,7 @@ prove: that code without findings is well designed — only these rules were che
 from __future__ import annotations
 
 import ast
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -42,12 +44,14 @@ __all__ = [
     "MAX_NESTING",
     "OWN_CHECKS",
     "RUFF_RULES",
+    "TIME_BUDGET_SECONDS",
     "Finding",
     "evaluate_anti_patterns",
     "own_findings",
 ]
 
 MAX_COMPLEXITY: Final = 10
+TIME_BUDGET_SECONDS: Final = 300.0
 MAX_NESTING: Final = 5
 RUFF_RULES: Final = ("BLE001", "E722", "S110", "B006", "PLW0603", "ANN001", "ANN002", "ANN003", "ANN201", "ANN202",
                      "FBT001", "FBT002", "A001", "A002", "PLW2901", "C901")
@@ -215,14 +219,21 @@ def evaluate_anti_patterns(diff: DiffAtoms, *, ruff: Path | None = None) -> Stag
         return stage_result(_STAGE, StageOutcome.SKIPPED,
                             "the diff adds or rewrites no line of a Python file outside the tests",
                             {"rules": rules, "not_examined": not_examined})
+    per_file: list[tuple[FileAtoms, list[Finding], int]] = []
     try:
         tool = locate_ruff(ruff)
-        per_file = [(file, *_file_findings(tool, file)) for file in files]
+        deadline = time.monotonic() + TIME_BUDGET_SECONDS
+        for file in files:
+            if time.monotonic() > deadline:
+                not_examined[file.path] = f"the stage's time budget ({TIME_BUDGET_SECONDS:g} s) ran out before it"
+                continue
+            per_file.append((file, *_file_findings(tool, file)))
     except RuffUnavailable as error:
         return stage_result(_STAGE, StageOutcome.BLOCKED, f"{error}; codeflux's own ruff is needed for this stage "
                             "(reinstall codeflux: its ruff dependency provides it)",
                             {"tool": "ruff", "problem": str(error), "rules": rules})
     findings = [finding for _, counted, _ in per_file for finding in counted]
+    files = [file for file, _, _ in per_file]
     changed_lines = sum(len(file.changed) for file in files)
     evidence: dict[str, object] = {
         "tool": {"name": "ruff", "version": tool.version, "provided_by": "codeflux's own installation",

@@ -113,7 +113,12 @@ def evaluate_atom_complexity(diff: DiffAtoms, *, settings: SettingsPort | None,
     if isinstance(radon, str):
         return stage_result(_STAGE, StageOutcome.BLOCKED, f"{radon} (reinstall codeflux: radon is its dependency)",
                             {"tool": "radon", "problem": radon})
-    rows = [row for file in files for row in _file_atoms(radon, file)]
+    rows: list[tuple[Atom, Measured | None, tuple[Measured, ...]]] = []
+    for file in files:
+        try:
+            rows.extend(_file_atoms(radon, file))
+        except (SyntaxError, ValueError, RecursionError) as error:
+            not_examined[file.path] = f"radon could not read it ({type(error).__name__})"
     findings: list[str] = []
     atoms: list[dict[str, object]] = []
     for atom, measured, nested in rows:

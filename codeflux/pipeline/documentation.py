@@ -207,16 +207,24 @@ def _is_property(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 # ─── one atom ─────────────────────────────────────────────────────────────────────────────────────────
 
-def _node_of(tree: ast.Module, atom: Atom) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.ClassDef | None] | None:
-    parents: dict[ast.AST, ast.AST] = {}
+_Located = tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.ClassDef | None]
+
+
+def _functions_of(tree: ast.Module) -> list[_Located]:
+    """Every function of ``tree`` with the class it is defined in (None outside a class body)."""
+    found: list[_Located] = []
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
-            parents[child] = node
-    for node in ast.walk(tree):
-        if (isinstance(node, _FUNCTIONS) and node.name == atom.name and node.end_lineno == atom.last_line
-                and atom.first_line <= node.lineno <= atom.last_line):
-            parent = parents.get(node)
-            return node, parent if isinstance(parent, ast.ClassDef) else None
+            if isinstance(child, _FUNCTIONS):
+                found.append((child, node if isinstance(node, ast.ClassDef) else None))
+    return found
+
+
+def _node_of(functions: list[_Located], atom: Atom) -> _Located | None:
+    for function, klass in functions:
+        if (function.name == atom.name and function.end_lineno == atom.last_line
+                and atom.first_line <= function.lineno <= atom.last_line):
+            return function, klass
     return None
 
 
@@ -266,7 +274,7 @@ def evaluate_atom_documentation(diff: DiffAtoms) -> StageResult:
     atoms: list[dict[str, object]] = []
     not_checked: dict[str, str] = {}
     for file in files:
-        tree = ast.parse(file.source, filename=file.path)
+        functions = _functions_of(ast.parse(file.source, filename=file.path))
         for atom in file.atoms:
             if not atom.public:
                 not_checked[atom.qualified_name] = "private"
@@ -274,7 +282,7 @@ def evaluate_atom_documentation(diff: DiffAtoms) -> StageResult:
             if atom.name.startswith("__") and atom.name.endswith("__") and atom.name not in _CHECKED_MAGIC:
                 not_checked[atom.qualified_name] = "a magic method"
                 continue
-            found = _node_of(tree, atom)
+            found = _node_of(functions, atom)
             if found is None:
                 not_examined[atom.qualified_name] = "its definition was not found at the atom's lines"
                 continue

@@ -10,11 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict, finalize_run
+from codeflux.domain.pipeline import (
+    GATING_STAGES,
+    PERFORMABLE_STAGES,
+    StageName,
+    StageOutcome,
+    StageVerdict,
+    finalize_run,
+    stage_named,
+)
 from codeflux.pipeline.anti_patterns import evaluate_anti_patterns
 from codeflux.pipeline.complexity import GROWTH_NOT_MEASURED, evaluate_atom_complexity
 from codeflux.pipeline.documentation import evaluate_atom_documentation
 from codeflux.pipeline.optimization import NO_REWRITE_PROPOSED, evaluate_atom_optimization
+from codeflux.pipeline.phase_b import ATOM_STAGES
 from codeflux.pipeline.ruff_runner import codeflux_ruff
 from codeflux.pipeline.specification import StageResult
 from codeflux.pipeline.thresholds import ATOM_COMPLEXITY_MAX, StoredSettings, set_threshold
@@ -357,6 +366,15 @@ def test_documentation_is_blocked_when_anti_patterns_did_not_hold(changes: Chang
         assert final[StageName.ATOM_DOCUMENTATION].outcome is StageOutcome.BLOCKED
         assert final[StageName.ATOM_DOCUMENTATION].reason == (
             f"prerequisite anti-patterns did not hold ({anti_patterns.verdict.outcome})")
+
+
+def test_the_static_stages_are_advisory_and_performable() -> None:
+    static = {StageName.ANTI_PATTERNS, StageName.ATOM_OPTIMIZATION, StageName.ATOM_COMPLEXITY,
+              StageName.ATOM_DOCUMENTATION}
+    assert not static & GATING_STAGES  # their verdicts never decide a run's exit code
+    assert static <= PERFORMABLE_STAGES
+    assert [stage.stage for stage in ATOM_STAGES if stage.stage in static] == sorted(
+        static, key=lambda name: stage_named(name).number)
 
 
 def _held(stage: StageName) -> StageVerdict:
