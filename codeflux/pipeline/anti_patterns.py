@@ -250,7 +250,8 @@ def evaluate_anti_patterns(diff: DiffAtoms, *, ruff: Path | None = None) -> Stag
         "not_examined": not_examined,
         "does_not_prove": "that code without findings is well designed: only the listed rules were checked",
     }
-    scope = f"{changed_lines} changed lines of {len(files)} Python file{'s' if len(files) != 1 else ''}"
+    scope = (f"{changed_lines} changed line{'s' if changed_lines != 1 else ''} of {len(files)} Python "
+             f"file{'s' if len(files) != 1 else ''}")
     if not findings:
         return stage_result(_STAGE, StageOutcome.SATISFIED,
                             f"ruff {tool.version} ({len(RUFF_RULES)} fixed rules, the repository's configuration "

@@ -3,9 +3,9 @@
 A threshold is one whole number stored as ``{"value": N}`` under its key; the keys are the closed list
 :data:`THRESHOLDS` (never taken from input). :func:`threshold_of` reads one through the pipeline's
 :class:`~codeflux.pipeline.ports.SettingsPort` and says where the value came from — the evidence shows both, so a
-reader sees ``10 (default)`` or ``12 (setting pipeline.atom-complexity.max, revision 3)``. A stored value that is
-not a whole number in the allowed range is not used: the stage says so and is ``blocked`` rather than judged
-against a value nobody chose. :class:`StoredSettings` is the port over the coordinator's database;
+reader sees ``10`` from ``default, not set`` or ``12`` from ``setting pipeline.atom-complexity.max, revision 3``.
+A stored value that is not a whole number in the allowed range is not used: the stage says so and is ``blocked``
+rather than judged against a value nobody chose. :class:`StoredSettings` is the port over the coordinator's database;
 :func:`set_threshold` stores a value by compare-and-set.
 """
 
@@ -78,10 +78,10 @@ def threshold_of(settings: SettingsPort | None, threshold: Threshold) -> Thresho
         raise InvalidValueError(kind="threshold", reason="not one of phase B's thresholds")
     if settings is None:
         return ThresholdValue(threshold=threshold, value=threshold.default,
-                              source="default (this run reads no settings)")
+                              source="default, this run reads no settings")
     stored = settings.read_setting(threshold.key)
     if stored is None:
-        return ThresholdValue(threshold=threshold, value=threshold.default, source="default (not set)")
+        return ThresholdValue(threshold=threshold, value=threshold.default, source="default, not set")
     value, revision = stored
     chosen = value.get("value")
     source = f"setting {threshold.key}, revision {revision}"

@@ -281,7 +281,7 @@ def test_atom_complexity_holds_within_the_default_limit_and_says_growth_was_not_
 
     assert result.verdict.outcome is StageOutcome.SATISFIED, result.verdict.gate_evaluation
     assert result.evidence["threshold"] == {"key": "pipeline.atom-complexity.max", "value": 10, "default": 10,
-                                            "source": "default (this run reads no settings)"}
+                                            "source": "default, this run reads no settings"}
     measured = {atom["qualified_name"]: atom["complexity"] for atom in result.evidence["atoms"]}  # type: ignore[attr-defined]
     assert measured["pkg.good.scale"] == 3 and measured["pkg.legacy.first"] == 2
     assert "pkg.legacy.legacy" not in measured  # untouched: not an atom
