@@ -126,14 +126,15 @@ def evaluate_atom_complexity(diff: DiffAtoms, *, settings: SettingsPort | None,
             not_examined[atom.qualified_name] = "radon found no function at the atom's lines"
             continue
         over = [item for item in (measured, *nested) if item.complexity > limit.value]
-        findings.extend(f"{atom.path}:{item.line} atom-complexity "
-                        f"{atom.qualified_name if item is measured else atom.qualified_name + '.<' + item.name + '>'} "
-                        f"has cyclomatic complexity {item.complexity} (limit {limit.value})" for item in over)
+        own = [f"{atom.path}:{item.line} atom-complexity "
+               f"{atom.qualified_name if item is measured else atom.qualified_name + '.<' + item.name + '>'} "
+               f"has cyclomatic complexity {item.complexity} (limit {limit.value})" for item in over]
+        findings.extend(own)
         atoms.append({"qualified_name": atom.qualified_name, "path": atom.path, "line": measured.line,
                       "complexity": measured.complexity,
                       "nested": [{"name": item.name, "line": item.line, "complexity": item.complexity}
                                  for item in nested],
-                      "within_limit": not over, "growth": GROWTH_NOT_MEASURED})
+                      "within_limit": not over, "findings": own, "growth": GROWTH_NOT_MEASURED})
     version = str(getattr(importlib.import_module(radon_module.partition(".")[0]), "__version__", "unknown"))
     evidence: dict[str, object] = {
         "tool": {"name": "radon", "version": version, "provided_by": "codeflux's own installation",
