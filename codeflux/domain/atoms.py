@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import difflib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import PurePosixPath
 from typing import Final
@@ -75,12 +75,14 @@ class Atom:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileAtoms:
-    """What :func:`atoms_between` found in one file: its atoms, or why none could be found (``problem``)."""
+    """What :func:`atoms_between` found in one file: its atoms, or why none could be found (``problem``);
+    ``source`` is the new source the atoms were found in (what line-scoped checks read, never the file again)."""
 
     path: str
     atoms: tuple[Atom, ...]
     changed: tuple[int, ...]
     problem: str | None = None
+    source: str = field(default="", repr=False, compare=False)
 
 
 def module_name_of(path: str, *, src_layout: bool = False) -> str:
@@ -134,7 +136,7 @@ def atoms_between(path: str, old: str | None, new: str, *, module: str) -> FileA
     try:
         tree = ast.parse(new, filename=path)
     except (SyntaxError, ValueError) as error:
-        return FileAtoms(path=path, atoms=(), changed=lines,
+        return FileAtoms(path=path, atoms=(), changed=lines, source=new,
                          problem=f"does not parse: {type(error).__name__} at line {getattr(error, 'lineno', '?')}")
     before: dict[str, str] = {}
     if old is not None:
@@ -156,4 +158,4 @@ def atoms_between(path: str, old: str | None, new: str, *, module: str) -> FileA
             signature=_signature(node), changed=tuple(n for n in range(first, last + 1) if n in touched),
             is_method=is_method, is_async=isinstance(node, ast.AsyncFunctionDef)))
     atoms.sort(key=lambda atom: atom.first_line)
-    return FileAtoms(path=path, atoms=tuple(atoms), changed=lines)
+    return FileAtoms(path=path, atoms=tuple(atoms), changed=lines, source=new)

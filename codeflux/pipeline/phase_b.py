@@ -16,7 +16,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from codeflux.domain.pipeline import StageName, StageOutcome
+from codeflux.pipeline.anti_patterns import evaluate_anti_patterns
 from codeflux.pipeline.atoms import DiffAtoms, atoms_of_diff
+from codeflux.pipeline.complexity import evaluate_atom_complexity
+from codeflux.pipeline.documentation import evaluate_atom_documentation
+from codeflux.pipeline.optimization import evaluate_atom_optimization
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.specification import StageResult, stage_result
 
@@ -46,7 +50,13 @@ class AtomStage:
     evaluate: Callable[[AtomFacts], StageResult]
 
 
-ATOM_STAGES: Final[tuple[AtomStage, ...]] = ()
+ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
+    AtomStage(stage=StageName.ANTI_PATTERNS, evaluate=lambda facts: evaluate_anti_patterns(facts.diff)),
+    AtomStage(stage=StageName.ATOM_OPTIMIZATION, evaluate=lambda facts: evaluate_atom_optimization(facts.diff)),
+    AtomStage(stage=StageName.ATOM_COMPLEXITY,
+              evaluate=lambda facts: evaluate_atom_complexity(facts.diff, settings=facts.ports.settings)),
+    AtomStage(stage=StageName.ATOM_DOCUMENTATION, evaluate=lambda facts: evaluate_atom_documentation(facts.diff)),
+)
 """The stages evaluated here, in stage order."""
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "CheckCommandRun",
     "LedgerPort",
     "PipelinePorts",
+    "SettingsPort",
     "TaskFacts",
 ]
 
@@ -108,12 +109,20 @@ class AcceptancePort(Protocol):
     def acceptance_of(self, task_id: TaskId) -> AcceptanceRecord | None: ...
 
 
+class SettingsPort(Protocol):
+    """Reads one stored setting's value (a JSON object) and revision; None when it was never set."""
+
+    def read_setting(self, key: str) -> tuple[Mapping[str, object], int] | None: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PipelinePorts:
     """Everything :func:`~codeflux.pipeline.runner.run_pipeline` needs besides the task id and attempt.
 
     ``repository_root`` is the user's checkout (where a ``.venv`` usually lives); ``search_path`` is the
     worker's ``PATH``, where the interpreter is looked up when the repository has no environment.
+    ``settings`` reads the stages' thresholds (:mod:`~codeflux.pipeline.thresholds`); without it every threshold
+    is its default, and the evidence says so.
     """
 
     facts: TaskFacts
@@ -122,3 +131,4 @@ class PipelinePorts:
     acceptance: AcceptancePort
     repository_root: Path
     search_path: str
+    settings: SettingsPort | None = None

@@ -109,6 +109,7 @@ from codeflux.pipeline.ports import AcceptancePort, PipelinePorts, TaskFacts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.runner import record_specification, run_pipeline
 from codeflux.pipeline.specification import acceptance_for
+from codeflux.pipeline.thresholds import StoredSettings
 from codeflux.store.database import Database, write_patience_s
 from codeflux.worker.environment import build_worker_environment
 
@@ -237,7 +238,7 @@ def _run_task(
     search_path = build_worker_environment(base=os.environ, home=worktree.path, tmpdir=worktree.path)["PATH"]
     ports = PipelinePorts(facts=facts, ledger=tasks, commands=DriverCheckCommands(driver),
                           acceptance=acceptance or NoAcceptanceYet(), repository_root=view.task.repository_root,
-                          search_path=search_path)
+                          search_path=search_path, settings=StoredSettings(tasks.changes.db))
     repairs = 0
     if not retrying and rejection is None:  # a run that goes on (resume, restart) keeps its repair count
         position, repairs = position.continued([(sent.rung, sent.fingerprint, sent.decision)

@@ -198,20 +198,27 @@ STAGES: Final[tuple[Stage, ...]] = (
            "The mutation score on changed lines reaches the configured threshold.",
            _N.ATOM_VERIFICATION),
     _stage(14, _N.ANTI_PATTERNS, _P.ATOMS,
-           "Changed lines carry no swallowed error, mutable global, flag argument, shadowing, untyped "
-           "parameter, exit outside main or deep nesting.",
-           _N.ATOM_VERIFICATION),
+           "On the lines the diff adds or rewrites in Python files outside the tests, codeflux's own ruff "
+           "(the repository's configuration and noqa comments ignored) reports none of a fixed rule set — "
+           "blind or bare except, try-except-pass, mutable default, global statement, missing parameter or return "
+           "annotation, boolean flag argument, shadowed builtin, overwritten loop variable, cyclomatic "
+           "complexity above 10 — and codeflux's syntax-tree checks find no exit call outside a main block, no "
+           "assert and no block nested more than 5 deep in a function. Untouched lines are not judged.",
+           _N.ATOM_VERIFICATION, performable=True),
     _stage(15, _N.ATOM_OPTIMIZATION, _P.ATOMS,
-           "A simpler rewrite keeps identical test results and agrees with the original on generated "
-           "inputs.",
-           _N.ATOM_MUTATION),
+           "A simpler rewrite of an atom is kept only when a differential test over generated inputs shows it "
+           "agrees with the original; no rewrite is proposed yet, so the stage records that none was.",
+           _N.ATOM_MUTATION, performable=True),
     _stage(16, _N.ATOM_COMPLEXITY, _P.ATOMS,
-           "Each atom's claimed complexity bound is confirmed by measured growth.",
-           _N.ATOM_OPTIMIZATION),
+           "The cyclomatic complexity radon counts for each atom, and for each function nested in it, is at most "
+           "the configured limit (default 10). Growth with input size is not measured.",
+           _N.ATOM_OPTIMIZATION, performable=True),
     _stage(17, _N.ATOM_DOCUMENTATION, _P.ATOMS,
-           "Each atom documents its purpose, inputs, outputs, algorithm and reuse facts.",
+           "Each public atom has a docstring stating its purpose; parameters documented unlike the signature, "
+           "and missing returns or raises sections, are listed as findings. Whether a docstring is true is not "
+           "judged.",
            _N.ATOM_VERIFICATION, _N.ATOM_FUZZ, _N.ATOM_MUTATION, _N.ANTI_PATTERNS, _N.ATOM_OPTIMIZATION,
-           _N.ATOM_COMPLEXITY),
+           _N.ATOM_COMPLEXITY, performable=True),
     # C Molecules
     _stage(18, _N.COMPOSITION_OBLIGATIONS, _P.MOLECULES,
            "Each composition of atoms records a durable obligation.",

@@ -1,0 +1,116 @@
+"""The thresholds of phase B's gates: each a setting in the ``settings`` table with its default named here.
+
+A threshold is one whole number stored as ``{"value": N}`` under its key; the keys are the closed list
+:data:`THRESHOLDS` (never taken from input). :func:`threshold_of` reads one through the pipeline's
+:class:`~codeflux.pipeline.ports.SettingsPort` and says where the value came from — the evidence shows both, so a
+reader sees ``10`` from ``default, not set`` or ``12`` from ``setting pipeline.atom-complexity.max, revision 3``.
+A stored value that is not a whole number in the allowed range is not used: the stage says so and is ``blocked``
+rather than judged against a value nobody chose. :class:`StoredSettings` is the port over the coordinator's database;
+:func:`set_threshold` stores a value by compare-and-set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from codeflux.domain.errors import InvalidValueError
+from codeflux.pipeline.ports import SettingsPort
+from codeflux.store.database import Database, Transaction
+from codeflux.store.settings import put_setting, read_setting
+
+__all__ = [
+    "ATOM_COMPLEXITY_MAX",
+    "THRESHOLDS",
+    "StoredSettings",
+    "Threshold",
+    "ThresholdValue",
+    "set_threshold",
+    "threshold_of",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Threshold:
+    """One threshold setting: its key, default and allowed range (inclusive), and what it bounds."""
+
+    key: str
+    default: int
+    minimum: int
+    maximum: int
+    meaning: str
+
+
+ATOM_COMPLEXITY_MAX: Final = Threshold(
+    key="pipeline.atom-complexity.max", default=10, minimum=1, maximum=1000,
+    meaning="the highest cyclomatic complexity (radon) an atom may have in stage 16 atom-complexity")
+
+THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX,)
+"""Every threshold key phase B reads (the closed list)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThresholdValue:
+    """The value in force and where it came from (``problem`` set: the stored value was refused)."""
+
+    threshold: Threshold
+    value: int
+    source: str
+    problem: str | None = None
+
+    def to_evidence(self) -> dict[str, object]:
+        shown: dict[str, object] = {"key": self.threshold.key, "value": self.value, "source": self.source,
+                                    "default": self.threshold.default}
+        if self.problem is not None:
+            shown["problem"] = self.problem
+        return shown
+
+
+def _valid(threshold: Threshold, value: object) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and threshold.minimum <= value <= threshold.maximum)
+
+
+def threshold_of(settings: SettingsPort | None, threshold: Threshold) -> ThresholdValue:
+    """The value of ``threshold`` (see the module docstring)."""
+    if threshold not in THRESHOLDS:
+        raise InvalidValueError(kind="threshold", reason="not one of phase B's thresholds")
+    if settings is None:
+        return ThresholdValue(threshold=threshold, value=threshold.default,
+                              source="default, this run reads no settings")
+    stored = settings.read_setting(threshold.key)
+    if stored is None:
+        return ThresholdValue(threshold=threshold, value=threshold.default, source="default, not set")
+    value, revision = stored
+    chosen = value.get("value")
+    source = f"setting {threshold.key}, revision {revision}"
+    if not _valid(threshold, chosen):
+        return ThresholdValue(threshold=threshold, value=threshold.default, source=source,
+                              problem=f"the setting {threshold.key} is not a whole number from {threshold.minimum} "
+                                      f"to {threshold.maximum}")
+    return ThresholdValue(threshold=threshold, value=int(str(chosen)), source=source)
+
+
+class StoredSettings:
+    """:class:`~codeflux.pipeline.ports.SettingsPort` over the coordinator's database (read-only)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def read_setting(self, key: str) -> tuple[Mapping[str, object], int] | None:
+        row = self._db.read(lambda view: read_setting(view, key))
+        return None if row is None else (row.value, row.revision)
+
+
+def set_threshold(db: Database, threshold: Threshold, value: int, *, expected_revision: int | None) -> int:
+    """Store ``value`` for ``threshold`` if its revision is still ``expected_revision`` (None: never set);
+    returns the new revision. Raises :class:`InvalidValueError` outside the allowed range."""
+    if threshold not in THRESHOLDS or not _valid(threshold, value):
+        raise InvalidValueError(kind="threshold", reason=f"{threshold.key} takes a whole number from "
+                                                         f"{threshold.minimum} to {threshold.maximum}")
+
+    def work(tx: Transaction) -> int:
+        return put_setting(tx, threshold.key, {"value": value}, expected_revision=expected_revision)
+
+    return db.write(work)
