@@ -80,7 +80,7 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import StopReason, ToolCall
 from codeflux.domain.money import USD, Money
-from codeflux.domain.pipeline import GATING_STAGES, PipelinePhase, StageOutcome, stage_named
+from codeflux.domain.pipeline import GATING_STAGES, PipelinePhase, StageOutcome, StageVerdict, stage_named
 from codeflux.domain.pricing import Price, TokenUsage
 from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import ToolName
@@ -92,7 +92,6 @@ from codeflux.services.views import plan_view
 from codeflux.store.database import Database, now_us, write_patience_s
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
-from codeflux.store.stage_ledger import LedgerRow
 from codeflux.worker.client.confinement import choose_confinement
 
 NAME = "run"
@@ -367,20 +366,19 @@ def _warn_if_evidence_differs(ctx: CliContext, checked: str | None, identity: st
                  f"{identity[:12]} (it changed after the checks ran): accept refuses it")
 
 
-def _gate_code(ctx: CliContext, rows: Sequence[LedgerRow], code: ExitCode) -> ExitCode:
+def _gate_code(ctx: CliContext, verdicts: Sequence[StageVerdict], code: ExitCode) -> ExitCode:
     """The exit code once the gating stages are read: a red one is never exit 0 (1), and neither is one of
     phase E's gates that could not run (3). Says which."""
-    red = [row.verdict.stage.value for row in rows
-           if row.verdict.stage in GATING_STAGES and row.verdict.outcome is StageOutcome.FAILED]
+    red = [verdict.stage.value for verdict in verdicts
+           if verdict.stage in GATING_STAGES and verdict.outcome is StageOutcome.FAILED]
     if red and code is ExitCode.OK:
         code = ExitCode.FAILED  # reviewable, but a gating check is red: never exit 0
     if red:
         ctx.say(f"gating stages failed: {', '.join(red)} — the evidence is red; review it before accepting")
     # Phase E's gates always run (ARCHITECTURE §8.2): one that is blocked on a run that ended well had a
     # prerequisite missing (no pytest, no interpreter) — nothing showed the change works, so never exit 0.
-    unrun = [row.verdict for row in rows if code is ExitCode.OK and row.verdict.stage in GATING_STAGES
-             and stage_named(row.verdict.stage).phase is PipelinePhase.PROGRAM
-             and row.verdict.outcome is StageOutcome.BLOCKED]
+    unrun = [verdict for verdict in verdicts if code is ExitCode.OK and verdict.stage in GATING_STAGES
+             and stage_named(verdict.stage).phase is PipelinePhase.PROGRAM and verdict.outcome is StageOutcome.BLOCKED]
     for verdict in unrun:
         code = ExitCode.PREREQUISITE
         ctx.say(f"gating stages not run: {verdict.stage.value} — {escape_for_display(verdict.reason or '')[:600]}")
@@ -414,7 +412,7 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
     # A failed model call ends the run with the error's own code in the one table (1 for a provider
     # failure such as a script that ran out of turns, 4 for a budget refusal); every other ending by kind.
     code = _EXIT_OF[outcome.kind] if outcome.error is None else exit_code_for(outcome.error)
-    code = _gate_code(ctx, rows, code)
+    code = _gate_code(ctx, [row.verdict for row in rows], code)
     if outcome.kind is RunOutcomeKind.NEEDS_YOU:
         ctx.say(f"next: `codeflux task diff {task_id}` and `codeflux task show {task_id}`; then accept, or reject "
                 "it with --reason")
