@@ -408,6 +408,10 @@ def _action(method: str, verb: str) -> Handler:
     def handler(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
         request = pb.TaskActionRequest(control=control(), task_id=task_id, reason=f"{verb} by the user")
         view = channel.call(f"TaskService/{method}", request, pb.TaskView)
+        if view.HasField("cancel_outcome"):  # what the cancel did to a running command and to the worktree
+            ctx.say(view.cancel_outcome.summary)
+            _worktree_line(ctx, view)
+            return 0
         ctx.say(f"task {task_id}: {view.state}" + (" (a run in progress stops before its next turn)"
                                                     if verb == "paused" else ""))
         if verb == "cancelled":

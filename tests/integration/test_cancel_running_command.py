@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_headless_run import ENV, cli, demo
-from tests.integration.test_task_cli_verbs import DONE, rows, script, state, turn
+from tests.integration.test_task_cli_verbs import DONE, planned_task, rows, script, state, turn
 
 pytestmark = pytest.mark.slow
 
@@ -64,6 +64,12 @@ def test_cancel_from_a_second_terminal_stops_the_running_command_before_its_work
         cancelled = cli(data, "task", "cancel", str(task_id))
 
         assert cancelled.code == 0, cancelled.err
+        # the cancel says what it did: the command stopped; the worktree left to the run, which removes it once
+        # the command has stopped — or already did, before the cancel replied
+        said = cancelled.out + cancelled.err
+        assert f"task {task_id} cancelled; its running command was stopped (recorded cancelled) — the run " in said
+        assert ("the run removes the worktree when the command has stopped" in cancelled.out
+                or "the run removed the worktree once the command had stopped" in cancelled.out), said
         out, err = running.communicate(timeout=60)
     finally:
         if running.poll() is None:
@@ -81,6 +87,23 @@ def test_cancel_from_a_second_terminal_stops_the_running_command_before_its_work
     assert "worktree-removed" in kinds and "tool-execution-finished" in kinds, kinds
     assert kinds.index("worktree-removed") > max(i for i, k in enumerate(kinds) if k == "tool-execution-finished")
     assert "its running command was stopped and its worktree removed" in out
+
+
+def test_cancel_of_an_idle_task_says_its_worktree_was_removed_and_no_command_was_running(tmp_path: Path) -> None:
+    """No command runs: the cancel removes the worktree itself and says so (and says nothing of a command)."""
+    scripted = script(tmp_path / "idle.json", turn("look", ("read_file", {"path": "calc/ops.py"})))
+    _repo, data, task_id = planned_task(tmp_path, scripted)
+    started = cli(data, "task", "start", task_id, "--provider", "scripted", "--script", str(scripted))
+    assert started.code == 1 and state(data, task_id) == "paused", started.out + started.err  # the script ran out
+    [(worktree,)] = rows(data, "SELECT worktree_path FROM tasks WHERE id = ?", task_id)
+    assert Path(str(worktree)).is_dir()
+
+    cancelled = cli(data, "task", "cancel", task_id)
+
+    assert cancelled.code == 0, cancelled.err
+    assert f"task {task_id} cancelled; its worktree was removed" in cancelled.out, cancelled.out
+    assert "command" not in cancelled.out
+    assert not Path(str(worktree)).exists()
 
 
 def test_ctrl_z_of_codeflux_run_records_the_killed_command_cancelled_or_unknown_never_its_failure(
