@@ -5,7 +5,9 @@
 state, every action (the unavailable ones with why), the plan and budget figures. ``approve-plan`` and
 ``send-back`` bind to the plan revision and its sha256; ``accept`` and ``reject`` to the reviewed diff
 identity. ``patch`` prints a kept patch. ``recovery`` lists, per interrupted task, what is known, what is
-ambiguous and what is recommended; ``record-outcome`` records whether an ambiguous effect happened;
+ambiguous and what is recommended, then the interrupted accept landings a retry or startup recovery finished or
+rolled back (most recent 20, from the accept journal; ``show`` lists the task's own); ``record-outcome``
+records whether an ambiguous effect happened;
 ``recover`` takes a recovery action; ``cancel`` ends an open task. ``plan`` drafts a plan revision via the
 gateway; ``start`` runs a ready task in this process under a headless policy (``--allow``); ``pause``
 pauses it between turns; ``resume`` continues a paused task in this process, in the next attempt — the
@@ -58,7 +60,14 @@ from codeflux.cli.run import (
     run_ready_task,
 )
 from codeflux.cli.start import CliModelAccess
-from codeflux.cli.views import print_plan, print_recovery, print_task, worktree_disposal_text, write_bytes
+from codeflux.cli.views import (
+    print_landing_resolutions,
+    print_plan,
+    print_recovery,
+    print_task,
+    worktree_disposal_text,
+    write_bytes,
+)
 from codeflux.coordinator.runs.loop_steps import conversation_summary
 from codeflux.coordinator.tasks.review import ReviewService
 from codeflux.coordinator.tasks.service import Actor, TaskService
@@ -214,11 +223,12 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> i
             ctx.say(f"{task.task_id}  {task.state:<22} {task.title}")
         return 0
     if args.action == "recovery":
-        views = channel.call("RecoveryService/ListRecovery", pb.ListRecoveryRequest(), pb.ListRecoveryReply).tasks
-        if not views:
+        reply = channel.call("RecoveryService/ListRecovery", pb.ListRecoveryRequest(), pb.ListRecoveryReply)
+        if not reply.tasks:
             ctx.say("no task needs recovery")
-        for view in views:
+        for view in reply.tasks:
             print_recovery(ctx, view)
+        print_landing_resolutions(ctx, reply.landings, reply.landings_more)
         return 0
     return _TASK_HANDLERS[args.action](args, ctx, channel, TaskId.parse(args.task).value)
 
@@ -231,12 +241,12 @@ def _task(channel: Channel, task_id: str) -> pb.TaskView:
 
 
 def _show_task(ctx: CliContext, channel: Channel, view: pb.TaskView) -> None:
-    recovery = None
-    if view.state == TaskState.RECOVERY_REQUIRED.value:
-        request = pb.ListRecoveryRequest(task_id=view.task_id)
-        listed = channel.call("RecoveryService/ListRecovery", request, pb.ListRecoveryReply).tasks
-        recovery = listed[0] if listed else None
-    print_task(ctx, view, recovery)
+    """The task, its recovery assessment when it needs one, and the interrupted landings of it that a retry or
+    startup recovery resolved."""
+    reply = channel.call("RecoveryService/ListRecovery", pb.ListRecoveryRequest(task_id=view.task_id),
+                         pb.ListRecoveryReply)
+    print_task(ctx, view, reply.tasks[0] if reply.tasks else None)
+    print_landing_resolutions(ctx, reply.landings, reply.landings_more, indent="  ")
 
 
 def _show(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
@@ -408,6 +418,10 @@ def _action(method: str, verb: str) -> Handler:
     def handler(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
         request = pb.TaskActionRequest(control=control(), task_id=task_id, reason=f"{verb} by the user")
         view = channel.call(f"TaskService/{method}", request, pb.TaskView)
+        if view.HasField("cancel_outcome"):  # what the cancel did to a running command and to the worktree
+            ctx.say(view.cancel_outcome.summary)
+            _worktree_line(ctx, view)
+            return 0
         ctx.say(f"task {task_id}: {view.state}" + (" (a run in progress stops before its next turn)"
                                                     if verb == "paused" else ""))
         if verb == "cancelled":

@@ -8,6 +8,7 @@ newline cannot disguise itself or what follows it.
 
 from __future__ import annotations
 
+import datetime as dt
 import shlex
 from collections.abc import Sequence
 from typing import Final
@@ -17,8 +18,10 @@ from codeflux.cli.context import CliContext
 from codeflux.domain.display import escape_for_display
 
 __all__ = [
+    "landing_resolution_text",
     "planning_line",
     "print_budget",
+    "print_landing_resolutions",
     "print_plan",
     "print_prices",
     "print_providers",
@@ -154,6 +157,35 @@ def worktree_disposal_text(disposal: product_pb2.WorktreeDisposalView) -> str:
         return f"kept ({disposal.refusal}): {disposal.detail}"
     refs = f"; {disposal.checkpoint_refs_deleted} checkpoint ref(s) deleted" if disposal.checkpoint_refs_deleted else ""
     return "removed" + (" with its branch" if disposal.branch_deleted else "") + refs
+
+
+LANDINGS_HEADING: Final = "landings recovery resolved (interrupted accepts, most recent first)"
+
+
+def landing_resolution_text(landing: product_pb2.LandingResolutionView) -> str:
+    """When, which task, finished (the landed commit) or rolled back (where the branch stays), by whom, and why
+    the landing had stopped — one line."""
+    when = dt.datetime.fromtimestamp(landing.resolved_at_us / 1_000_000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    by = "startup recovery" if landing.by == "recovery" else "a retry of the accept"
+    branch = escape_for_display(landing.branch)
+    if landing.resolution == "finished":
+        what = f"finished by {by}: landed on {branch} at {landing.landed_head[:12]}"
+    else:
+        what = f"rolled back by {by}: {branch} stays at {landing.previous_head[:12]}, the checkout as before"
+    return f"{when}  task {landing.task_id}  {what} (why: {escape_for_display(landing.reason)})"
+
+
+def print_landing_resolutions(ctx: CliContext, landings: Sequence[product_pb2.LandingResolutionView], more: int, *,
+                              indent: str = "") -> None:
+    """The interrupted accept landings a retry or startup recovery resolved, under one heading (nothing when
+    there are none), and how many older ones are not listed."""
+    if not landings:
+        return
+    ctx.say(f"{indent}{LANDINGS_HEADING}")
+    for landing in landings:
+        ctx.say(f"{indent}  {landing_resolution_text(landing)}")
+    if more > 0:
+        ctx.say(f"{indent}  … and {more} more, older")
 
 
 def print_recovery(ctx: CliContext, view: product_pb2.RecoveryView) -> None:

@@ -6,6 +6,10 @@
   (:meth:`codeflux.coordinator.tasks.recovery.RecoveryService.tasks_needing_recovery`): the known facts as
   lines (as ``codeflux task recovery`` prints them), each ambiguous effect with its recorded outcome (empty
   while unresolved), the recommended action and why, the actions allowed now and why each other one is not.
+  With them, ``landings``: the interrupted accept landings a retry or startup recovery finished or rolled back
+  (only ``task_id``'s when set), most recent first, at most ``landings_limit`` (default 20, at most 200), and
+  ``landings_more``: how many more are recorded — read from the accept journal, so a later command says what
+  an earlier command's recovery did.
 * ``RecordOutcome`` — whether an ambiguous effect happened (``happened`` / ``did-not-happen``); the effect
   itself never runs again.
 * ``TakeAction`` — ``safe-resume``, ``reconcile``, ``preserve-patch`` or ``abandon``, as ``codeflux task
@@ -21,6 +25,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.tasks.landings import PastResolution
 from codeflux.coordinator.tasks.recovery import RecoveryService as CoordinatorRecovery
 from codeflux.coordinator.tasks.recovery import RecoveryView
 from codeflux.domain.errors import InvalidValueError
@@ -31,7 +36,7 @@ from codeflux.services.mutations import MutationLedger, check_expected_revision,
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
 from codeflux.services.views import task_service
 
-__all__ = ["STORE_DAMAGE_KIND", "known_lines", "methods", "recovery_view"]
+__all__ = ["STORE_DAMAGE_KIND", "known_lines", "landing_resolution_view", "methods", "recovery_view"]
 
 _SERVICE: Final = "RecoveryService"
 _MAX_ITEM: Final = 128
@@ -69,6 +74,17 @@ def recovery_view(view: RecoveryView) -> pb.RecoveryView:
 
 
 STORE_DAMAGE_KIND: Final = "store-damage"
+_DEFAULT_LANDINGS: Final = 20
+_MAX_LANDINGS: Final = 200
+
+
+def landing_resolution_view(resolved: PastResolution) -> pb.LandingResolutionView:
+    """One interrupted accept landing a retry or startup recovery resolved, as recorded."""
+    return pb.LandingResolutionView(
+        task_id=resolved.task_id.value, landing_id=resolved.landing_id, resolution=resolved.resolution.value,
+        by=resolved.by.value, branch=resolved.branch, landed_head=resolved.landed_head,
+        previous_head=resolved.previous_head, reason=resolved.reason, resolved_at_us=resolved.resolved_at_us,
+        started_at_us=resolved.started_at_us)
 
 
 def _store_damage_effects(view: RecoveryView) -> list[pb.AmbiguousEffectView]:
@@ -151,7 +167,12 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
             views = [recovery.assess(task_id)] if recovery.needs_recovery(task_id) else []
         else:
             views = recovery.tasks_needing_recovery()
-        return pb.ListRecoveryReply(tasks=[recovery_view(view) for view in views])
+        limit = min(request.landings_limit or _DEFAULT_LANDINGS, _MAX_LANDINGS)
+        resolved, total = recovery.landing_resolutions(
+            task_id=parse_task_id(request.task_id) if request.task_id else None, limit=limit)
+        return pb.ListRecoveryReply(tasks=[recovery_view(view) for view in views],
+                                    landings=[landing_resolution_view(r) for r in resolved],
+                                    landings_more=max(0, total - len(resolved)))
 
     def record_outcome(ctx: CallContext, request: pb.RecordOutcomeRequest) -> pb.RecoveryView:
         return _record_outcome(app, ledger, ctx, request)

@@ -28,6 +28,10 @@ returns the first reply, and a non-zero ``expected_revision`` must be the task's
   ``finish`` is refused with the reason: the budget service offers no "finish" — a paid call that would
   not fit is refused *before* it starts, so when the task pauses on its budget nothing reserved is left
   to finish (raise the limit, or stop).
+* ``CancelTask`` cancels the task and says what it did (``TaskView.cancel_outcome``): a command of the task
+  that was running is stopped by the run that runs it (the cancel waits briefly for its recorded result),
+  and the worktree is removed, kept (why), or left to that run, which removes it when the command has
+  stopped (:mod:`codeflux.coordinator.tasks.cancelled_runs`).
 * ``GetTimeline`` pages through the committed events of the task's session.
 """
 
@@ -222,8 +226,12 @@ def _resume(app: CoordinatorApp, ctx: CallContext, request: pb.TaskActionRequest
 
 def _cancel(app: CoordinatorApp, ctx: CallContext, request: pb.TaskActionRequest) -> pb.TaskView:
     mutation, task_id = _checked(app, ctx, "CancelTask", request)
-    runs_of(app).cancel(task_id, key=mutation.key)
-    return task_view(app, task_id)
+    _, report = runs_of(app).cancel(task_id, key=mutation.key)
+    view = task_view(app, task_id)
+    view.cancel_outcome.CopyFrom(pb.CancelOutcomeView(
+        running_command=report.command.value, worktree=report.worktree.value, detail=report.detail,
+        command_state=report.command_state, summary=report.summary(), by_the_run=report.by_the_run))
+    return view
 
 
 def _set_budget(app: CoordinatorApp, ctx: CallContext, request: pb.SetBudgetRequest) -> pb.TaskView:

@@ -15,9 +15,11 @@ __all__ = [
     "LandingEndedBy",
     "LandingOutcome",
     "LandingRow",
+    "ResolvedLanding",
     "insert_landing",
     "insert_landing_end",
     "landing_of_task",
+    "resolved_landings",
     "unfinished_landings",
 ]
 
@@ -116,3 +118,33 @@ def landing_of_task(view: ReadView, task_id: TaskId, *, unfinished_only: bool) -
 def landing_outcome(view: ReadView, landing_id: int) -> LandingOutcome | None:
     row = view.query_one("SELECT outcome FROM accept_landing_ends WHERE landing_id = ?", (landing_id,))
     return None if row is None else decode_choice(LandingOutcome, row[0], kind="landing outcome")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResolvedLanding:
+    """A landing that did not end in its own accept, resolved afterwards by a retry or by startup recovery:
+    ``outcome`` ``landed`` (finished: the branch had moved) or ``rolled-back``; ``detail`` says why it stopped."""
+
+    landing: LandingRow
+    outcome: LandingOutcome
+    ended_by: LandingEndedBy
+    detail: str
+    ended_at_us: int
+
+
+_RESOLVED = " FROM accept_landings l JOIN accept_landing_ends e ON e.landing_id = l.id WHERE e.ended_by <> 'accept'"
+
+
+def resolved_landings(view: ReadView, *, task_id: TaskId | None, limit: int) -> tuple[list[ResolvedLanding], int]:
+    """The newest ``limit`` landings a retry or startup recovery resolved (only ``task_id``'s when given), most
+    recent first, and how many such landings are recorded in all."""
+    condition, params = ("", ()) if task_id is None else (" AND l.task_id = ?", (task_id.value,))
+    total = view.query_one(f"SELECT count(*){_RESOLVED}{condition}", params)
+    rows = view.query_all(
+        f"SELECT {_SELECT}, e.outcome, e.ended_by, e.detail, e.ended_at_us{_RESOLVED}{condition}"
+        " ORDER BY e.ended_at_us DESC, l.id DESC LIMIT ?", (*params, max(0, limit)))
+    width = len(_COLUMNS.split(","))
+    return [ResolvedLanding(
+        landing=_row(row[:width]), outcome=decode_choice(LandingOutcome, row[width], kind="landing outcome"),
+        ended_by=decode_choice(LandingEndedBy, row[width + 1], kind="landing ended by"), detail=str(row[width + 2]),
+        ended_at_us=int(row[width + 3])) for row in rows], 0 if total is None else int(total[0])

@@ -7,6 +7,8 @@ block kept, the card says why editing would change nothing and offers no editor.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -97,3 +99,16 @@ def test_the_card_says_why_the_requirements_own_examples_are_not_edited(served_p
     expect(plan.get_by_test_id("plan-examples-not-editable")).to_contain_text(
         "ACCEPTANCE blocks (1 example(s)) are the examples this task is checked against")
     expect(plan.get_by_test_id("plan-examples-edit")).to_have_count(0)
+
+
+def test_cancel_says_in_words_what_it_did(served_page: AppPage) -> None:
+    """Issue 16 item 6: the cancel's reply says what happened to a running command and to the worktree; the page
+    shows it in words (here: no run ever started, so no command ran and there was no worktree)."""
+    app = served_page
+    planned_demo(app, keep_block=True)
+    app.testid("action-cancel").click()
+    result = app.testid("cancel-result")
+    expect(result).to_be_visible(timeout=MS)
+    expect(result.get_by_test_id("cancel-summary")).to_have_text(
+        re.compile(r"^task tsk_[0-9a-f]+ cancelled; it had no worktree$"), timeout=MS)
+    task_state(app, "cancelled")

@@ -426,3 +426,44 @@ def test_a_linked_worktree_checkout_lands_under_its_own_index_lock_and_the_commo
     assert "side" in git(side, "reflog", "-1", "side")
     assert run_git(repo, "fsck", "--no-progress").returncode == 0
     assert not list((repo / ".git").rglob("*.lock"))
+
+
+# ─── a later command says what an earlier command's recovery resolved ─────────────────────────────
+
+
+@pytest.mark.parametrize(("point", "said"), [
+    (LandingFault.FILES_WRITTEN, "rolled back by startup recovery: main stays at {previous}, the checkout as before "
+                                 "(why: codeflux stopped during the accept)"),
+    (LandingFault.REF_MOVED, "finished by startup recovery: landed on main at {landed} (why: codeflux stopped after "
+                             "the branch moved: the accept was complete)"),
+])
+def test_a_later_task_recovery_lists_the_landing_an_earlier_commands_recovery_resolved(  # noqa: PLR0917
+    db: Database, service: TaskService, snapshot: RepositorySnapshot, data_location: DataLocation,
+    point: LandingFault, said: str,
+) -> None:
+    reviewable = a_task_awaiting_review(service, snapshot, FIX)
+    with pytest.raises(Killed):
+        ReviewService(db, landing_fault=failing_at(point, Killed())).accept_task(
+            reviewable.task_id, reviewed_identity=reviewable.identity)
+    [landing] = db.read(landing_rows.unfinished_landings)
+    assert landing.task_id == reviewable.task_id  # the kill happened at the durable step, the intent unfinished
+
+    first = run_codeflux("task", "list", data_dir=data_location.directory)  # its startup recovery resolves it
+    assert first.code == 0, first.err
+    assert f"the interrupted accept of task {reviewable.task_id}" in first.err
+    assert not db.read(landing_rows.unfinished_landings)
+
+    later = run_codeflux("task", "recovery", data_dir=data_location.directory)  # a separate invocation
+
+    assert later.code == 0, later.err
+    line = said.format(previous=landing.previous_head[:12], landed=landing.landed_head[:12])
+    assert "interrupted accept" not in later.err  # nothing was left for this command's recovery to do
+    lines = later.out.splitlines()
+    assert "landings recovery resolved (interrupted accepts, most recent first)" in lines, later.out
+    [listed] = [text for text in lines if f"task {reviewable.task_id}" in text]
+    assert re.fullmatch(rf"  \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC  task {reviewable.task_id}  {re.escape(line)}",
+                        listed), later.out
+    shown = run_codeflux("task", "show", reviewable.task_id.value, data_dir=data_location.directory)
+    assert shown.code == 0, shown.err
+    assert "  landings recovery resolved (interrupted accepts, most recent first)" in shown.out.splitlines()
+    assert line in shown.out, shown.out

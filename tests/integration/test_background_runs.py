@@ -139,6 +139,13 @@ def test_cancel_of_a_waiting_run_ends_it_and_removes_the_worktree(coordinator: C
     timeline = call(c, "TaskService/GetTimeline", pb.GetTimelineRequest(task_id=waiting.task_id, limit=1000))
     assert isinstance(timeline, pb.Timeline)
     assert {e.kind for e in timeline.events} & {"worktree-removed", "worktree-kept"}
+    # the reply says what the cancel did: no command was running (the run waited for a decision), the worktree
+    outcome = cancelled.cancel_outcome
+    disposed = "removed" if cancelled.worktree_disposal.removed else "kept"
+    assert (outcome.running_command, outcome.worktree, outcome.by_the_run) == ("none", disposed, False)
+    assert outcome.summary.startswith(f"task {waiting.task_id} cancelled; its worktree was {disposed}"), outcome
+    again = call(c, "TaskService/GetTask", pb.GetTaskRequest(task_id=waiting.task_id))
+    assert isinstance(again, pb.TaskView) and not again.HasField("cancel_outcome")  # only the cancel's reply
 
 
 def test_a_run_that_raises_is_recorded_never_lost(coordinator: Coordinator) -> None:

@@ -18,12 +18,18 @@ from pathlib import Path
 
 import pytest
 
+from codeflux.api.v1 import product_pb2 as pb
+from tests.fixtures.service_runs import call, control, running_coordinator, settle, start_ready
 from tests.integration.test_headless_run import ENV, cli, demo
-from tests.integration.test_task_cli_verbs import DONE, rows, script, state, turn
+from tests.integration.test_task_cli_verbs import DONE, planned_task, rows, script, state, turn
 
 pytestmark = pytest.mark.slow
 
-LONG = ["sleep", "120"]
+# Each command's duration carries this test process's pid: other checkouts may run these tests on the same
+# machine at the same time, and their `sleep` must never be taken for ours.
+_OURS = f".{os.getpid()}"
+SECONDS_120, SECONDS_121, SECONDS_123 = f"120{_OURS}", f"121{_OURS}", f"123{_OURS}"
+LONG = ["sleep", SECONDS_120]
 UNFINISHED = "SELECT count(*) FROM tool_executions WHERE state IN ('intended', 'running')"
 
 
@@ -47,23 +53,29 @@ def test_cancel_from_a_second_terminal_stops_the_running_command_before_its_work
                       turn("Every step is done.", DONE))
     argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
             "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted", "--script", str(scripted),
-            "--budget", "1.00", "--allow", "run_command:sleep 120", "--yes"]
+            "--budget", "1.00", "--allow", f"run_command:sleep {SECONDS_120}", "--yes"]
     started = time.monotonic()
     running = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, **ENV})
     try:
         deadline = time.monotonic() + 90
-        while not ((data / "codeflux.sqlite3").exists() and sleeping_processes("120")
+        while not ((data / "codeflux.sqlite3").exists() and sleeping_processes(SECONDS_120)
                    and rows(data, UNFINISHED) == [(1,)]):
             assert running.poll() is None and time.monotonic() < deadline, "the command never started"
             time.sleep(0.1)
-        commands = sleeping_processes("120")
+        commands = sleeping_processes(SECONDS_120)
         [(task_id, worktree)] = rows(data, "SELECT id, worktree_path FROM tasks")
         worktree_path = Path(str(worktree))
 
         cancelled = cli(data, "task", "cancel", str(task_id))
 
         assert cancelled.code == 0, cancelled.err
+        # the cancel says what it did: the command stopped; the worktree left to the run, which removes it once
+        # the command has stopped — or already did, before the cancel replied
+        said = cancelled.out + cancelled.err
+        assert f"task {task_id} cancelled; its running command was stopped (recorded cancelled) — the run " in said
+        assert ("the run removes the worktree when the command has stopped" in cancelled.out
+                or "the run removed the worktree once the command had stopped" in cancelled.out), said
         out, err = running.communicate(timeout=60)
     finally:
         if running.poll() is None:
@@ -73,7 +85,7 @@ def test_cancel_from_a_second_terminal_stops_the_running_command_before_its_work
     assert state(data, str(task_id)) == "cancelled"
     assert rows(data, "SELECT e.state FROM tool_executions e JOIN tool_requests r ON r.id = e.request_id "
                       "WHERE e.task_id = ? AND r.tool = 'run_command'", task_id) == [("cancelled",)], out + err
-    assert not set(commands) & set(sleeping_processes("120"))  # its process group was killed
+    assert not set(commands) & set(sleeping_processes(SECONDS_120))  # its process group was killed
     assert not worktree_path.exists(), out + err
     # the worktree went only after the command had stopped (the cancelling process left it to the run)
     kinds = [str(kind) for (kind,) in rows(data, "SELECT kind FROM events WHERE session_id = 'ses_' || substr(?, 5) "
@@ -83,25 +95,84 @@ def test_cancel_from_a_second_terminal_stops_the_running_command_before_its_work
     assert "its running command was stopped and its worktree removed" in out
 
 
+def test_cancel_through_a_running_coordinator_stops_its_own_runs_command_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``codeflux start`` runs the task in a thread of its own process (the scheduler): the CancelTask handler
+    leaves the worktree to that thread, which stops the command; the reply says the command was stopped and
+    what became of the worktree."""
+    scripted = script(tmp_path / "coordinator.json", turn("wait", ("run_command", {"argv": ["sleep", SECONDS_123]})),
+                      turn("Every step is done.", DONE))
+    coordinating = running_coordinator(tmp_path, monkeypatch, script=scripted)
+    c = next(coordinating)
+    try:
+        waiting = start_ready(c)
+        assert waiting.state == "awaiting-authority", waiting
+        call(c, "ApprovalService/Decide", pb.DecideRequest(
+            control=control(), task_id=waiting.task_id, request_id=waiting.pending_approvals[0].request_id,
+            decision="allow-once"))
+        deadline = time.monotonic() + 60
+        while not sleeping_processes(SECONDS_123):
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.1)
+        commands = sleeping_processes(SECONDS_123)
+
+        cancelled = call(c, "TaskService/CancelTask", pb.TaskActionRequest(control=control(), task_id=waiting.task_id))
+
+        assert isinstance(cancelled, pb.TaskView) and cancelled.state == "cancelled"
+        outcome = cancelled.cancel_outcome
+        assert (outcome.running_command, outcome.command_state) == ("stopped", "cancelled"), outcome
+        assert (outcome.worktree, outcome.by_the_run) in (("left-to-the-run", False), ("removed", True)), outcome
+        assert outcome.summary.startswith(f"task {waiting.task_id} cancelled; its running command was stopped "
+                                          "(recorded cancelled) — the run remove"), outcome.summary
+        assert not set(commands) & set(sleeping_processes(SECONDS_123))
+        settle(c, waiting.task_id)
+        deadline = time.monotonic() + 30  # the thread's end removes it (the run leaves the table first)
+        while not (shown := call(c, "TaskService/GetTask", pb.GetTaskRequest(task_id=waiting.task_id))
+                   ).HasField("worktree_disposal"):
+            assert time.monotonic() < deadline, "the run never disposed of the worktree"
+            time.sleep(0.1)
+        assert isinstance(shown, pb.TaskView)
+        assert shown.worktree_disposal.removed and not Path(shown.worktree).exists(), shown.worktree_disposal
+    finally:
+        coordinating.close()
+
+
+def test_cancel_of_an_idle_task_says_its_worktree_was_removed_and_no_command_was_running(tmp_path: Path) -> None:
+    """No command runs: the cancel removes the worktree itself and says so (and says nothing of a command)."""
+    scripted = script(tmp_path / "idle.json", turn("look", ("read_file", {"path": "calc/ops.py"})))
+    _repo, data, task_id = planned_task(tmp_path, scripted)
+    started = cli(data, "task", "start", task_id, "--provider", "scripted", "--script", str(scripted))
+    assert started.code == 1 and state(data, task_id) == "paused", started.out + started.err  # the script ran out
+    [(worktree,)] = rows(data, "SELECT worktree_path FROM tasks WHERE id = ?", task_id)
+    assert Path(str(worktree)).is_dir()
+
+    cancelled = cli(data, "task", "cancel", task_id)
+
+    assert cancelled.code == 0, cancelled.err
+    assert f"task {task_id} cancelled; its worktree was removed" in cancelled.out, cancelled.out
+    assert "command" not in cancelled.out
+    assert not Path(str(worktree)).exists()
+
+
 def test_ctrl_z_of_codeflux_run_records_the_killed_command_cancelled_or_unknown_never_its_failure(
         tmp_path: Path) -> None:
     """``Ctrl-Z`` stops the terminal's foreground process group (the run, not its worker, which has its own
     session) for 7 s: the worker's lease lapses and it kills the command; the record says cancelled or
     outcome-unknown — never "failed exit -9", which would blame the command."""
     repo, data = demo(tmp_path)
-    scripted = script(tmp_path / "stop.json", turn("wait", ("run_command", {"argv": ["sleep", "121"]})),
+    scripted = script(tmp_path / "stop.json", turn("wait", ("run_command", {"argv": ["sleep", SECONDS_121]})),
                       turn("Every step is done.", DONE))
     argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
             "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted", "--script", str(scripted),
-            "--budget", "1.00", "--allow", "run_command:sleep 121", "--yes"]
+            "--budget", "1.00", "--allow", f"run_command:sleep {SECONDS_121}", "--yes"]
     running = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, **ENV}, start_new_session=True)
     try:
         deadline = time.monotonic() + 90
-        while not ((data / "codeflux.sqlite3").exists() and sleeping_processes("121")):
+        while not ((data / "codeflux.sqlite3").exists() and sleeping_processes(SECONDS_121)):
             assert running.poll() is None and time.monotonic() < deadline, "the command never started"
             time.sleep(0.1)
-        commands = sleeping_processes("121")
+        commands = sleeping_processes(SECONDS_121)
         os.killpg(running.pid, signal.SIGSTOP)  # what the terminal does on Ctrl-Z
         time.sleep(7)
         assert Path(f"/proc/{running.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"  # it was stopped
@@ -117,5 +188,5 @@ def test_ctrl_z_of_codeflux_run_records_the_killed_command_cancelled_or_unknown_
     executed, exit_code = recorded[0]
     assert executed in ("cancelled", "outcome-unknown"), (recorded, out, err)
     assert not (executed == "failed" and exit_code == -9), recorded
-    assert not set(commands) & set(sleeping_processes("121"))  # the stopped run's command did not live on
+    assert not set(commands) & set(sleeping_processes(SECONDS_121))  # the stopped run's command did not live on
     assert "failed exit -9" not in out, out

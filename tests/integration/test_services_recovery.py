@@ -15,7 +15,8 @@ from codeflux.domain.ids import TaskId
 from codeflux.services import recovery
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import Code
-from codeflux.store.database import Database
+from codeflux.store.accept_landings import LandingEndedBy, LandingOutcome, insert_landing, insert_landing_end
+from codeflux.store.database import Database, Transaction
 from codeflux.store.location import DataLocation
 from tests.fixtures.reviews import a_running_task_with_worktree, an_interrupted_tool_execution
 from tests.fixtures.services import call, control, refusal, service_app
@@ -127,3 +128,47 @@ def test_bad_recovery_input_is_refused_with_typed_statuses(app: CoordinatorApp,
     code, _ = refusal(app, RECORD, pb.RecordOutcomeRequest(control=control("k5"), task_id=task, item_id=item,
                                                            outcome="did-not-happen"))
     assert code == Code.ABORTED  # what happened is recorded once
+
+
+def test_landing_resolutions_are_listed_most_recent_first_bounded_and_per_task(
+    app: CoordinatorApp, db: Database, tmp_path: Path
+) -> None:
+    """ListRecovery's ``landings``: what retries and startup recovery resolved, from the accept journal (rows
+    recorded as the landing code records them); an accept's own end is not a resolution."""
+    tasks = TaskService(db, worktrees_root=app.location.worktrees)
+    first = a_draft(tasks, a_repository(tmp_path / "one")).task_id
+    second = a_draft(tasks, a_repository(tmp_path / "two")).task_id
+
+    def landing(task_id: TaskId, n: int, outcome: LandingOutcome, by: LandingEndedBy) -> None:
+        def work(tx: Transaction) -> None:
+            row = insert_landing(
+                tx, task_id=task_id, diff_identity="d" * 64, mode="fast-forward", work_tree="/w", git_dir="/w/.git",
+                common_dir="/w/.git", branch_ref="refs/heads/main", previous_head=f"{n:040x}",
+                previous_tree="a" * 40, landed_head=f"{n + 1000:040x}", landed_tree="b" * 40, task_commit="c" * 40,
+                task_branch_ref=None, paths_json="[]", locks=(), token=f"t{n}", at_us=n * 10)
+            insert_landing_end(tx, landing_id=row.landing_id, outcome=outcome, ended_by=by, detail=f"why {n}",
+                               at_us=n * 10 + 5)
+        db.write(work)
+
+    for n in range(1, 26):
+        landing(first, n, LandingOutcome.ROLLED_BACK if n % 2 else LandingOutcome.LANDED, LandingEndedBy.RECOVERY)
+    landing(first, 26, LandingOutcome.LANDED, LandingEndedBy.ACCEPT)  # landed by its own accept: not listed
+    landing(second, 27, LandingOutcome.ROLLED_BACK, LandingEndedBy.RETRY)
+
+    listed = call(app, LIST, pb.ListRecoveryRequest())
+
+    assert isinstance(listed, pb.ListRecoveryReply) and not listed.tasks
+    assert len(listed.landings) == 20 and listed.landings_more == 6
+    newest = listed.landings[0]
+    assert (newest.task_id, newest.resolution, newest.by, newest.branch, newest.reason, newest.resolved_at_us) == (
+        second.value, "rolled-back", "retry", "main", "why 27", 275)
+    assert [r.resolved_at_us for r in listed.landings] == sorted((r.resolved_at_us for r in listed.landings),
+                                                                reverse=True)
+    finished = listed.landings[2]  # landing 24
+    assert (finished.resolution, finished.by, finished.landed_head) == ("finished", "recovery", f"{1024:040x}")
+    bounded = call(app, LIST, pb.ListRecoveryRequest(landings_limit=3))
+    assert isinstance(bounded, pb.ListRecoveryReply)
+    assert len(bounded.landings) == 3 and bounded.landings_more == 23
+    only = call(app, LIST, pb.ListRecoveryRequest(task_id=second.value))
+    assert isinstance(only, pb.ListRecoveryReply) and not only.tasks
+    assert [r.task_id for r in only.landings] == [second.value] and only.landings_more == 0

@@ -530,7 +530,7 @@ class AttemptView(_message.Message):
     def __init__(self, attempt: _Optional[int] = ..., plan_revision: _Optional[int] = ..., open: _Optional[bool] = ..., stopped_at: _Optional[str] = ...) -> None: ...
 
 class TaskView(_message.Message):
-    __slots__ = ("task_id", "title", "requirement", "state", "revision", "repository_root", "base_revision", "worktree", "session_id", "actions", "plan", "budget", "pending_approvals", "attempt", "run_active", "provider_label", "through_sequence", "last_outcome", "worktree_exists", "worktree_disposal")
+    __slots__ = ("task_id", "title", "requirement", "state", "revision", "repository_root", "base_revision", "worktree", "session_id", "actions", "plan", "budget", "pending_approvals", "attempt", "run_active", "provider_label", "through_sequence", "last_outcome", "worktree_exists", "worktree_disposal", "cancel_outcome")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     REQUIREMENT_FIELD_NUMBER: _ClassVar[int]
@@ -551,6 +551,7 @@ class TaskView(_message.Message):
     LAST_OUTCOME_FIELD_NUMBER: _ClassVar[int]
     WORKTREE_EXISTS_FIELD_NUMBER: _ClassVar[int]
     WORKTREE_DISPOSAL_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_OUTCOME_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     title: str
     requirement: str
@@ -571,7 +572,24 @@ class TaskView(_message.Message):
     last_outcome: str
     worktree_exists: bool
     worktree_disposal: WorktreeDisposalView
-    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., requirement: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., base_revision: _Optional[str] = ..., worktree: _Optional[str] = ..., session_id: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[TaskActionView, _Mapping]]] = ..., plan: _Optional[_Union[PlanView, _Mapping]] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., pending_approvals: _Optional[_Iterable[_Union[PendingApproval, _Mapping]]] = ..., attempt: _Optional[_Union[AttemptView, _Mapping]] = ..., run_active: _Optional[bool] = ..., provider_label: _Optional[str] = ..., through_sequence: _Optional[int] = ..., last_outcome: _Optional[str] = ..., worktree_exists: _Optional[bool] = ..., worktree_disposal: _Optional[_Union[WorktreeDisposalView, _Mapping]] = ...) -> None: ...
+    cancel_outcome: CancelOutcomeView
+    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., requirement: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., base_revision: _Optional[str] = ..., worktree: _Optional[str] = ..., session_id: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[TaskActionView, _Mapping]]] = ..., plan: _Optional[_Union[PlanView, _Mapping]] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., pending_approvals: _Optional[_Iterable[_Union[PendingApproval, _Mapping]]] = ..., attempt: _Optional[_Union[AttemptView, _Mapping]] = ..., run_active: _Optional[bool] = ..., provider_label: _Optional[str] = ..., through_sequence: _Optional[int] = ..., last_outcome: _Optional[str] = ..., worktree_exists: _Optional[bool] = ..., worktree_disposal: _Optional[_Union[WorktreeDisposalView, _Mapping]] = ..., cancel_outcome: _Optional[_Union[CancelOutcomeView, _Mapping]] = ...) -> None: ...
+
+class CancelOutcomeView(_message.Message):
+    __slots__ = ("running_command", "worktree", "detail", "command_state", "summary", "by_the_run")
+    RUNNING_COMMAND_FIELD_NUMBER: _ClassVar[int]
+    WORKTREE_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_STATE_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    BY_THE_RUN_FIELD_NUMBER: _ClassVar[int]
+    running_command: str
+    worktree: str
+    detail: str
+    command_state: str
+    summary: str
+    by_the_run: bool
+    def __init__(self, running_command: _Optional[str] = ..., worktree: _Optional[str] = ..., detail: _Optional[str] = ..., command_state: _Optional[str] = ..., summary: _Optional[str] = ..., by_the_run: _Optional[bool] = ...) -> None: ...
 
 class WorktreeDisposalView(_message.Message):
     __slots__ = ("removed", "branch_deleted", "checkpoint_refs_deleted", "refusal", "detail")
@@ -984,10 +1002,12 @@ class RejectChangeRequest(_message.Message):
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., reason: _Optional[str] = ..., retry: _Optional[bool] = ..., confirmation: _Optional[str] = ...) -> None: ...
 
 class ListRecoveryRequest(_message.Message):
-    __slots__ = ("task_id",)
+    __slots__ = ("task_id", "landings_limit")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    LANDINGS_LIMIT_FIELD_NUMBER: _ClassVar[int]
     task_id: str
-    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+    landings_limit: int
+    def __init__(self, task_id: _Optional[str] = ..., landings_limit: _Optional[int] = ...) -> None: ...
 
 class AmbiguousEffectView(_message.Message):
     __slots__ = ("item_id", "kind", "summary", "outcome")
@@ -1034,10 +1054,38 @@ class RecoveryView(_message.Message):
     def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., state: _Optional[str] = ..., known: _Optional[_Iterable[str]] = ..., ambiguous: _Optional[_Iterable[_Union[AmbiguousEffectView, _Mapping]]] = ..., recommended: _Optional[str] = ..., why: _Optional[str] = ..., allowed: _Optional[_Iterable[str]] = ..., refused: _Optional[_Iterable[_Union[RefusedAction, _Mapping]]] = ..., revision: _Optional[int] = ...) -> None: ...
 
 class ListRecoveryReply(_message.Message):
-    __slots__ = ("tasks",)
+    __slots__ = ("tasks", "landings", "landings_more")
     TASKS_FIELD_NUMBER: _ClassVar[int]
+    LANDINGS_FIELD_NUMBER: _ClassVar[int]
+    LANDINGS_MORE_FIELD_NUMBER: _ClassVar[int]
     tasks: _containers.RepeatedCompositeFieldContainer[RecoveryView]
-    def __init__(self, tasks: _Optional[_Iterable[_Union[RecoveryView, _Mapping]]] = ...) -> None: ...
+    landings: _containers.RepeatedCompositeFieldContainer[LandingResolutionView]
+    landings_more: int
+    def __init__(self, tasks: _Optional[_Iterable[_Union[RecoveryView, _Mapping]]] = ..., landings: _Optional[_Iterable[_Union[LandingResolutionView, _Mapping]]] = ..., landings_more: _Optional[int] = ...) -> None: ...
+
+class LandingResolutionView(_message.Message):
+    __slots__ = ("task_id", "landing_id", "resolution", "by", "branch", "landed_head", "previous_head", "reason", "resolved_at_us", "started_at_us")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    LANDING_ID_FIELD_NUMBER: _ClassVar[int]
+    RESOLUTION_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    BRANCH_FIELD_NUMBER: _ClassVar[int]
+    LANDED_HEAD_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_HEAD_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_AT_US_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_US_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    landing_id: int
+    resolution: str
+    by: str
+    branch: str
+    landed_head: str
+    previous_head: str
+    reason: str
+    resolved_at_us: int
+    started_at_us: int
+    def __init__(self, task_id: _Optional[str] = ..., landing_id: _Optional[int] = ..., resolution: _Optional[str] = ..., by: _Optional[str] = ..., branch: _Optional[str] = ..., landed_head: _Optional[str] = ..., previous_head: _Optional[str] = ..., reason: _Optional[str] = ..., resolved_at_us: _Optional[int] = ..., started_at_us: _Optional[int] = ...) -> None: ...
 
 class RecordOutcomeRequest(_message.Message):
     __slots__ = ("control", "task_id", "item_id", "outcome", "note")

@@ -45,12 +45,19 @@ from typing import Final
 
 from codeflux.authority.decide import DecisionOutcome
 from codeflux.coordinator.hooks import Observers, TaskStateChanged
+from codeflux.coordinator.journal import read_session_head
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, resume_run, run_task
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.ladder_position import ladder_position_of
 from codeflux.coordinator.spending.model_access import ModelAccess
-from codeflux.coordinator.tasks.cancelled_runs import dispose_if_idle
+from codeflux.coordinator.tasks.cancelled_runs import (
+    CancelReport,
+    IdleDisposal,
+    dispose_if_idle,
+    report_cancel,
+    requests_in_flight,
+)
 from codeflux.coordinator.tasks.recovery import shared_running_lock
 from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskChange, TaskService
@@ -358,39 +365,46 @@ class BackgroundRuns:
                          idempotency_key=f"{key}:ready")
         self.start(task_id)
 
-    def cancel(self, task_id: TaskId, *, key: str) -> TaskChange:
-        """``cancelled``; the worktree is disposed of now, or when the run's thread has stopped."""
+    def cancel(self, task_id: TaskId, *, key: str) -> tuple[TaskChange, CancelReport]:
+        """``cancelled``; the worktree is disposed of now, or when the run's thread (here or in another process)
+        has stopped its command. The report says what happened to a running command and to the worktree."""
         tasks = TaskService(self._db, worktrees_root=self._location.worktrees)
         task = tasks.show(task_id).task
         _require(task_id, task.state, TaskAction.CANCEL)
+        in_flight = requests_in_flight(self._db, task_id)
+        since = read_session_head(self._db, task.session_id) or 0
         change = tasks.transition(task_id, TaskState.CANCELLED, expected_revision=task.revision,
                                   reason="cancelled by the user", actor=Actor.USER, idempotency_key=key)
-        self.after_stop(task_id)
-        return change
+        disposal = self.after_stop(task_id)
+        return change, report_cancel(self._db, task_id, in_flight=in_flight, disposal=disposal,
+                                     since_sequence=since)
 
-    def after_stop(self, task_id: TaskId) -> None:
-        """The task ended (cancelled or stopped): drop a waiting run and dispose of the worktree when free."""
+    def after_stop(self, task_id: TaskId) -> IdleDisposal | None:
+        """The task ended (cancelled or stopped): drop a waiting run and dispose of the worktree when free.
+        None when a run thread of this process still uses it (the thread disposes of it when it ends)."""
         with self._lock:
             run = self._runs.get(task_id)
             busy = run is not None and run.thread is not None and run.thread.is_alive()
             if run is not None and busy:
                 run.dispose_on_end = True
         if busy:
-            return
+            return None
         if run is not None:
             self._end(run)
-        self._dispose(task_id)
+        return self._dispose(task_id)
 
-    def _dispose(self, task_id: TaskId) -> None:
+    def _dispose(self, task_id: TaskId) -> IdleDisposal:
         """Dispose of the ended task's worktree unless a command of it is in flight (in another process: that
         run removes it when its command stops, see :mod:`~codeflux.coordinator.tasks.cancelled_runs`)."""
         try:
             done = dispose_if_idle(self._db, task_id)
             if done.left is not None:
                 self._log.info("the worktree of an ended task stays for now", task_id=task_id.value, why=done.left)
+            return done
         except Exception as error:  # the worktree stays; the journal and the log say why
             self._log.error("could not dispose of a cancelled task's worktree", task_id=task_id.value,
                             error_type=type(error).__name__, error=safe_error_message(error))
+            return IdleDisposal(disposal=None, left=f"it could not be removed: {safe_error_message(error)}")
 
     # ─── shutdown ────────────────────────────────────────────────────────────────────────────────
 

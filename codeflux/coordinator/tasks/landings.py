@@ -11,19 +11,22 @@ says which, and by whom.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from codeflux.coordinator.tasks.changes import TaskChanges
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.events import AcceptResolved, AcceptStarted
+from codeflux.domain.ids import TaskId
 from codeflux.gitwork.accept import AcceptKind, AcceptOutcome, PreparedAccept
 from codeflux.gitwork.landing import LandingPlan, LandingResolution, PlannedPath, resolve_interrupted
 from codeflux.store import accept_landings as rows
 from codeflux.store import task_records as records
-from codeflux.store.database import Transaction
+from codeflux.store.database import Database, Transaction
 from codeflux.store.events import JournalEvent, append_event
 
-__all__ = ["outcome_of", "plan_of", "record_end", "record_intent", "resolve_landing"]
+__all__ = ["PastResolution", "outcome_of", "past_resolutions", "plan_of", "record_end", "record_intent",
+           "resolve_landing"]
 
 _CLOCK_SLACK_NS = 1_000_000_000
 
@@ -102,3 +105,35 @@ def resolve_landing(changes: TaskChanges, row: rows.LandingRow, *, by: rows.Land
 
         changes.write(work)
     return resolution
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PastResolution:
+    """An interrupted landing a retry or startup recovery resolved, as the journal recorded it: ``resolution``
+    finished (the branch had moved; ``landed_head`` is the landed commit) or rolled back (the branch stayed at
+    ``previous_head``); ``by`` ``recovery`` or ``retry``; ``reason`` why the landing had stopped."""
+
+    task_id: TaskId
+    landing_id: int
+    resolution: LandingResolution
+    by: rows.LandingEndedBy
+    branch: str
+    landed_head: str
+    previous_head: str
+    reason: str
+    resolved_at_us: int
+    started_at_us: int
+
+
+def past_resolutions(db: Database, *, task_id: TaskId | None, limit: int) -> tuple[list[PastResolution], int]:
+    """The newest ``limit`` landings a retry or startup recovery resolved (only ``task_id``'s when given), most
+    recent first, and how many are recorded in all (read from ``accept_landing_ends``, which is never
+    updated or deleted)."""
+    resolved, total = db.read(lambda view: rows.resolved_landings(view, task_id=task_id, limit=limit))
+    return [PastResolution(
+        task_id=r.landing.task_id, landing_id=r.landing.landing_id,
+        resolution=LandingResolution.FINISHED if r.outcome is rows.LandingOutcome.LANDED
+        else LandingResolution.ROLLED_BACK,
+        by=r.ended_by, branch=r.landing.branch_ref.removeprefix("refs/heads/"), landed_head=r.landing.landed_head,
+        previous_head=r.landing.previous_head, reason=r.detail, resolved_at_us=r.ended_at_us,
+        started_at_us=r.landing.started_at_us) for r in resolved], total

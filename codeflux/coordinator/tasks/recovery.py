@@ -37,7 +37,7 @@ from codeflux.coordinator.spending.gateway import reconcile_interrupted_model_re
 from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
 from codeflux.coordinator.tasks.checkpoints import CheckpointRow, CheckpointService, CheckpointTrigger
-from codeflux.coordinator.tasks.landings import resolve_landing
+from codeflux.coordinator.tasks.landings import PastResolution, past_resolutions, resolve_landing
 from codeflux.coordinator.tasks.review import ReviewService, require_task_action
 from codeflux.coordinator.tasks.running_lock import exclusive_startup_lock, shared_running_lock
 from codeflux.coordinator.tasks.worktree_lifecycle import (
@@ -219,6 +219,12 @@ class RecoveryService:
                        if task.state is not TaskState.RECOVERY_REQUIRED and store_damage_of_task(view, task)]
             return waiting + damaged
         return [self.assess(task.task_id) for task in self._db.read(read)]
+
+    def landing_resolutions(self, *, task_id: TaskId | None, limit: int) -> tuple[list[PastResolution], int]:
+        """The interrupted accept landings a retry or startup recovery finished or rolled back, most recent
+        first (at most ``limit``; only ``task_id``'s when given), and how many are recorded in all — from the
+        durable record, so any later command can say what an earlier one's recovery did."""
+        return past_resolutions(self._db, task_id=task_id, limit=limit)
 
     # ─── startup ─────────────────────────────────────────────────────────────────────────────────────
 

@@ -134,6 +134,21 @@ export const commands = {
     });
   },
 
+  // The cancel says in words what it did: a running command stopped (or still stopping) and the worktree
+  // removed, kept (why) or left to the run, which removes it once the command has stopped.
+  cancelTask() {
+    return this.mutate(async () => {
+      const task = await this.rpc.unary("TaskService/CancelTask",
+        { control: control("cancel", this.task.revision), taskId: this.taskId });
+      this.applyTask(task);
+      const outcome = task.cancelOutcome || {};
+      clear(this.drawerSlot).append(el("aside", { class: "drawer", testid: "cancel-result", "aria-label": "Task cancelled" },
+        el("h2", { text: "Task cancelled" }),
+        el("p", { testid: "cancel-summary", text: outcome.summary || `task ${task.taskId} cancelled` }),
+        el("button", { type: "button", onclick: () => this.closeDrawer(), text: "Close" })));
+    });
+  },
+
   decide(requestId, decision) {
     return this.mutate(async () => {
       // The card's confirmation: issued by the coordinator with the pending request, used up by this decision.
@@ -249,7 +264,7 @@ export const commands = {
       start: () => this.taskCommandStart(),
       pause: () => this.taskCommand("TaskService/PauseTask", "pause"),
       resume: () => this.taskCommand("TaskService/ResumeTask", "resume"),
-      cancel: () => this.taskCommand("TaskService/CancelTask", "cancel"),
+      cancel: () => this.cancelTask(),
       "decide-approval": () => pending() && focus("approval-allow-once")(),
       accept: () => this.openReview(),
       reject: () => this.openReview(),

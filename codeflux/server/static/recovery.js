@@ -32,5 +32,28 @@ export function recoveryCard(app, view) {
 export function recoveryView(app, reply) {
   const tasks = reply.tasks || [];
   return el("section", { class: "panel", testid: "recovery-view" }, el("h2", { text: "Recovery" }),
-    tasks.length ? tasks.map((t) => recoveryCard(app, t)) : el("p", { class: "empty", testid: "recovery-empty", text: "No task needs recovery." }));
+    tasks.length ? tasks.map((t) => recoveryCard(app, t)) : el("p", { class: "empty", testid: "recovery-empty", text: "No task needs recovery." }),
+    landingsResolved(reply));
+}
+
+// One interrupted accept a retry or startup recovery resolved, in words: when, the task, finished (the landed
+// commit) or rolled back (where the branch stays), by whom, and why it had stopped.
+function landingText(landing) {
+  const when = new Date(Number(landing.resolvedAtUs || 0) / 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  const by = landing.by === "recovery" ? "startup recovery" : "a retry of the accept";
+  const what = landing.resolution === "finished"
+    ? `finished by ${by}: landed on ${landing.branch} at ${(landing.landedHead || "").slice(0, 12)}`
+    : `rolled back by ${by}: ${landing.branch} stays at ${(landing.previousHead || "").slice(0, 12)}, the checkout as before`;
+  return `${when} — task ${landing.taskId}: ${what} (why: ${landing.reason || "not recorded"})`;
+}
+
+// The interrupted accepts resolved since (most recent first, bounded by the service), or nothing when none.
+function landingsResolved(reply) {
+  const landings = reply.landings || [];
+  if (!landings.length) return null;
+  const more = Number(reply.landingsMore || 0);
+  return el("section", { class: "card", testid: "recovery-landings" },
+    el("h3", { text: "Landings recovery resolved (interrupted accepts, most recent first)" }),
+    el("ul", { class: "plain" }, landings.map((landing) => el("li", { testid: "recovery-landing", text: landingText(landing) }))),
+    more > 0 ? el("p", { testid: "recovery-landings-more", text: `… and ${more} more, older` }) : null);
 }
