@@ -485,7 +485,7 @@ class PurityFinding:
     what: str
 
     def describe(self) -> str:
-        return f"line {self.line}: {self.kind} {self.what}"
+        return f"{self.kind} {self.what} (line {self.line})"
 
 
 def purity_findings(function: ast.FunctionDef | ast.AsyncFunctionDef, facts: ModuleFacts) -> tuple[PurityFinding, ...]:

@@ -17,11 +17,12 @@ from typing import Final
 
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.atoms import DiffAtoms, atoms_of_diff
+from codeflux.pipeline.contracts import evaluate_contracts
 from codeflux.pipeline.ports import PipelinePorts
+from codeflux.pipeline.purity import evaluate_purity
 from codeflux.pipeline.specification import StageResult, stage_result
 
 __all__ = ["ATOM_STAGES", "AtomFacts", "AtomStage", "record_atom_stages"]
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AtomFacts:
@@ -46,7 +47,10 @@ class AtomStage:
     evaluate: Callable[[AtomFacts], StageResult]
 
 
-ATOM_STAGES: Final[tuple[AtomStage, ...]] = ()
+ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
+    AtomStage(stage=StageName.CONTRACTS, evaluate=evaluate_contracts),
+    AtomStage(stage=StageName.ATOMS, evaluate=evaluate_purity),
+)
 """The stages evaluated here, in stage order."""
 
 
