@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # phase_b lists this stage, so it imports this module
     from codeflux.pipeline.phase_b import AtomFacts
 
 __all__ = [
+    "MAX_LISTED",
     "NOT_PROVED",
     "AtomContract",
     "Declaration",
@@ -69,6 +70,9 @@ NOT_PROVED: Final = (
     "exceptions are recorded, not verified"
 )
 _FINDINGS_SHOWN: Final = 3
+MAX_LISTED: Final = 200
+"""Atoms (and findings, and each listed kind) kept in the evidence; the counts say how many there were."""
+_MAX_GATE_TEXT: Final = 2000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -265,21 +269,23 @@ def check_contracts(task: TaskFacts, diff: DiffAtoms, *, diff_identity: str | No
     private = [c for c in contracts if not c.atom.public]
     evidence: dict[str, object] = {
         **base,
-        "atoms": [contract.to_evidence() for contract in contracts],
-        "findings": findings,
-        "undeclared_private": [_located(c.atom) for c in private if c.declaration is None],
+        "atom_count": len(contracts), "finding_count": len(findings),
+        "atoms": [contract.to_evidence() for contract in contracts[:MAX_LISTED]],
+        "findings": findings[:MAX_LISTED],
+        "undeclared_private": [_located(c.atom) for c in private if c.declaration is None][:MAX_LISTED],
         "unannotated_private": [f"{_located(c.atom)}: {', '.join(c.shape.missing_annotations)}" for c in private
-                                if c.shape is not None and c.shape.missing_annotations],
+                                if c.shape is not None and c.shape.missing_annotations][:MAX_LISTED],
         "declared_not_in_diff": [f"step {d.step}: {d.atom.name}" for d in declarations
-                                 if (d.step, d.atom.name) not in matched],
+                                 if (d.step, d.atom.name) not in matched][:MAX_LISTED],
         "signature_differences": [f"{c.atom.qualified_name}: {difference}" for c in contracts
-                                  if (difference := c.signature_difference()) is not None],
+                                  if (difference := c.signature_difference()) is not None][:MAX_LISTED],
     }
     public = sum(1 for contract in contracts if contract.atom.public)
     if findings:
         shown = "; ".join(findings[:_FINDINGS_SHOWN]) + ("; …" if len(findings) > _FINDINGS_SHOWN else "")
         return stage_result(StageName.CONTRACTS, StageOutcome.FAILED,
-                            f"{len(findings)} finding(s) on {len(contracts)} atom(s): {shown}", evidence)
+                            f"{len(findings)} finding(s) on {len(contracts)} atom(s): {shown}"[:_MAX_GATE_TEXT],
+                            evidence)
     effects = sorted({e.value for c in contracts if c.shape is not None for e in effect_order(c.shape.effect_kinds)})
     return stage_result(
         StageName.CONTRACTS, StageOutcome.SATISFIED,

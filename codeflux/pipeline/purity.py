@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Final
 from codeflux.domain.contracts import EFFECT_TABLE_VERSION
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.atoms import DiffAtoms
-from codeflux.pipeline.contracts import atom_contracts
+from codeflux.pipeline.contracts import MAX_LISTED, atom_contracts
 from codeflux.pipeline.ports import TaskFacts
 from codeflux.pipeline.specification import StageResult, stage_result
 
@@ -76,11 +76,13 @@ def check_purity(task: TaskFacts, diff: DiffAtoms, *, diff_identity: str | None)
         findings.extend(f"{atom.qualified_name} ({atom.path}) is declared pure but {line}" for line in found)
         checked.append({"qualified_name": atom.qualified_name, "path": atom.path,
                         "lines": [atom.first_line, atom.last_line], "findings": found})
-    evidence = {**base, "atoms": checked, "findings": findings}
+    evidence = {**base, "atom_count": len(pure), "finding_count": len(findings), "atoms": checked[:MAX_LISTED],
+                "findings": findings[:MAX_LISTED]}
     if findings:
         shown = "; ".join(findings[:_FINDINGS_SHOWN]) + ("; …" if len(findings) > _FINDINGS_SHOWN else "")
         return stage_result(StageName.ATOMS, StageOutcome.FAILED,
-                            f"{len(findings)} finding(s) on {len(pure)} atom(s) declared pure: {shown}", evidence)
+                            f"{len(findings)} finding(s) on {len(pure)} atom(s) declared pure: {shown}"[:2000],
+                            evidence)
     return stage_result(StageName.ATOMS, StageOutcome.SATISFIED,
                         f"{len(pure)} atom(s) declared pure read nothing outside their arguments: no global/nonlocal, "
                         f"no module-level mutable name, no effect of table v{EFFECT_TABLE_VERSION}", evidence)
