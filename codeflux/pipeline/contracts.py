@@ -30,7 +30,7 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from codeflux.domain.atoms import Atom
 from codeflux.domain.contracts import (
@@ -46,16 +46,14 @@ from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.domain.plans import Plan
 from codeflux.gitwork.task_worktree import TaskWorktree
 from codeflux.pipeline.atoms import MAX_FILE_BYTES, DiffAtoms
-from codeflux.pipeline.ports import TaskFacts
+from codeflux.pipeline.ports import PipelinePorts, TaskFacts
 from codeflux.pipeline.specification import StageResult, stage_result
-
-if TYPE_CHECKING:  # phase_b lists this stage, so it imports this module
-    from codeflux.pipeline.phase_b import AtomFacts
 
 __all__ = [
     "MAX_LISTED",
     "NOT_PROVED",
     "AtomContract",
+    "AtomStageFacts",
     "Declaration",
     "atom_contracts",
     "check_contracts",
@@ -73,6 +71,20 @@ _FINDINGS_SHOWN: Final = 3
 MAX_LISTED: Final = 200
 """Atoms (and findings, and each listed kind) kept in the evidence; the counts say how many there were."""
 _MAX_GATE_TEXT: Final = 2000
+
+
+class AtomStageFacts(Protocol):
+    """What a phase B stage reads of :class:`~codeflux.pipeline.phase_b.AtomFacts` (named structurally: phase_b
+    lists these stages, so this module does not import it)."""
+
+    @property
+    def ports(self) -> PipelinePorts: ...
+
+    @property
+    def diff(self) -> DiffAtoms: ...
+
+    @property
+    def diff_identity(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -242,7 +254,7 @@ def _skipped(reason: str, evidence: dict[str, object]) -> StageResult:
     return stage_result(StageName.CONTRACTS, StageOutcome.SKIPPED, reason, evidence)
 
 
-def evaluate_contracts(facts: AtomFacts) -> StageResult:
+def evaluate_contracts(facts: AtomStageFacts) -> StageResult:
     """Stage 5 as phase B runs it."""
     return check_contracts(facts.ports.facts, facts.diff, diff_identity=facts.diff_identity)
 
@@ -254,7 +266,8 @@ def check_contracts(task: TaskFacts, diff: DiffAtoms, *, diff_identity: str | No
     base: dict[str, object] = {
         "effect_table_version": EFFECT_TABLE_VERSION, "diff_identity": diff_identity,
         "plan_revision": task.plan_revision, "plan_sha256": task.plan_sha256,
-        "declared": [declaration.to_evidence() for declaration in declarations],
+        "declared_count": len(declarations),
+        "declared": [declaration.to_evidence() for declaration in declarations[:MAX_LISTED]],
         "not_examined": dict(sorted(diff.not_examined.items())), "not_proved": NOT_PROVED,
     }
     atoms = diff.atoms
@@ -291,6 +304,6 @@ def check_contracts(task: TaskFacts, diff: DiffAtoms, *, diff_identity: str | No
         StageName.CONTRACTS, StageOutcome.SATISFIED,
         f"{len(contracts)} atom(s) in the diff, {public} public: each declared in plan revision "
         f"{task.plan_revision}, annotated, with inferred effects ({', '.join(effects) or 'none'}) "
-        f"within the declared (effect table v{EFFECT_TABLE_VERSION}); {len(private)} private helper(s) listed; "
-        "pre- and postconditions not checked", evidence)
+        f"within the declared (effect table v{EFFECT_TABLE_VERSION}); {len(private)} private helper(s) listed, "
+        "not judged; pre- and postconditions not checked", evidence)
 

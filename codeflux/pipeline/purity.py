@@ -21,17 +21,14 @@ syntactic limits as the effect table apply.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from codeflux.domain.contracts import EFFECT_TABLE_VERSION
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.atoms import DiffAtoms
-from codeflux.pipeline.contracts import MAX_LISTED, atom_contracts
+from codeflux.pipeline.contracts import MAX_LISTED, AtomStageFacts, atom_contracts
 from codeflux.pipeline.ports import TaskFacts
 from codeflux.pipeline.specification import StageResult, stage_result
-
-if TYPE_CHECKING:  # phase_b lists this stage, so it imports this module
-    from codeflux.pipeline.phase_b import AtomFacts
 
 __all__ = ["NOT_PROVED", "RULE", "check_purity", "evaluate_purity"]
 
@@ -48,7 +45,7 @@ NOT_PROVED: Final = (
 _FINDINGS_SHOWN: Final = 3
 
 
-def evaluate_purity(facts: AtomFacts) -> StageResult:
+def evaluate_purity(facts: AtomStageFacts) -> StageResult:
     """Stage 10 as phase B runs it."""
     return check_purity(facts.ports.facts, facts.diff, diff_identity=facts.diff_identity)
 
