@@ -633,8 +633,11 @@ def _step_keys(step: object) -> frozenset[str]:
 
 
 def _declared_atoms(value: object) -> tuple[DeclaredAtom, ...]:
+    items = _list(value, field="step.atoms")
+    if not items:
+        raise _refuse("step.atoms is left out when a step declares none")  # the canonical form has no empty list
     atoms = []
-    for item in _list(value, field="step.atoms"):
+    for item in items:
         document = _object(item, field="step.atom", keys=frozenset({"name", "signature", "effects"}))
         effects = _strings(document["effects"], field="step.atom.effects")
         if not set(effects) <= {effect.value for effect in AtomEffect}:
