@@ -51,6 +51,10 @@ def print_plan(ctx: CliContext, plan: product_pb2.PlanView, *, indent: str = "  
         if step.expected_files:
             ctx.say(f"{indent}    files the planner expects to touch (a hint): "
                     f"{', '.join(escape_for_display(f) for f in step.expected_files)}")
+        for atom in step.atoms:
+            effects = f"effects: {', '.join(atom.effects)}" if atom.effects else "pure (no effects)"
+            ctx.say(f"{indent}    declares {escape_for_display(atom.name)}: {escape_for_display(atom.signature)}; "
+                    f"{effects}")
         if plan.traced:
             ctx.say(f"{indent}    serves   examples {_numbers(step.serves_examples)}; "
                     f"sentences {_numbers(step.covers_sentences)}")

@@ -28,6 +28,7 @@ from typing import Final
 from codeflux.domain.acceptance import MAX_EXAMPLES, AcceptanceExample
 from codeflux.domain.capabilities import CapabilityNeed
 from codeflux.domain.clarification import MAX_SENTENCES, ClarificationPolicy, QuestionOrigin
+from codeflux.domain.contracts import MAX_ATOMS_PER_STEP, AtomEffect, DeclaredAtom
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.forecast import CountRange, Forecast, TaskClass
 from codeflux.domain.ids import TaskId
@@ -171,16 +172,25 @@ class PlanScope:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanStep:
-    """One step: a short ``title``, what it does (``detail``) and the files it expects to create or change."""
+    """One step: a short ``title``, what it does (``detail``), the files it expects to create or change, and the
+    atoms — functions and methods — it declares it will add or change, each with its signature and effects
+    (:class:`~codeflux.domain.contracts.DeclaredAtom`; stage 5 compares the diff with them). A step stored
+    before atoms were declared has none."""
 
     title: str
     detail: str
     expected_files: tuple[str, ...] = ()
+    atoms: tuple[DeclaredAtom, ...] = ()
 
     def __post_init__(self) -> None:
         _check_text(self.title, field="step.title", limit=MAX_SHORT_TEXT)
         _check_text(self.detail, field="step.detail", limit=MAX_LONG_TEXT)
         _check_paths(self.expected_files, field="step.expected_files", limit=MAX_FILES_PER_STEP)
+        _check_items(self.atoms, field="step.atoms", limit=MAX_ATOMS_PER_STEP)
+        if not all(isinstance(atom, DeclaredAtom) for atom in self.atoms):
+            raise _refuse("step.atoms must be declared atoms")
+        if len({atom.name for atom in self.atoms}) != len(self.atoms):
+            raise _refuse("step.atoms declares a name twice")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -444,7 +454,9 @@ def plan_to_document(plan: Plan) -> dict[str, object]:
         "task_class": plan.task_class.value,
         "scope": {"summary": plan.scope.summary, "paths": list(plan.scope.paths),
                   "excluded": list(plan.scope.excluded)},
-        "steps": [{"title": s.title, "detail": s.detail, "expected_files": list(s.expected_files)}
+        # A step's atoms only when it declares any: a plan stored before declarations keeps its hash.
+        "steps": [{"title": s.title, "detail": s.detail, "expected_files": list(s.expected_files),
+                   **({"atoms": [atom.to_document() for atom in s.atoms]} if s.atoms else {})}
                   for s in plan.steps],
         "checks": [{"name": c.name, "argv": list(c.argv)} for c in plan.checks],
         "permissions": [{"need": str(p.need), "reason": p.reason} for p in plan.permissions],
@@ -612,6 +624,30 @@ def _clarity(value: object) -> ClarityCheck:
                         names=_strings(document["names"], field="clarity.names"))
 
 
+_STEP_KEYS: Final = frozenset({"title", "detail", "expected_files"})
+
+
+def _step_keys(step: object) -> frozenset[str]:
+    """A step's keys: ``atoms`` only when the step declares any (see :func:`plan_to_document`)."""
+    return _STEP_KEYS | {"atoms"} if isinstance(step, Mapping) and "atoms" in step else _STEP_KEYS
+
+
+def _declared_atoms(value: object) -> tuple[DeclaredAtom, ...]:
+    items = _list(value, field="step.atoms")
+    if not items:
+        raise _refuse("step.atoms is left out when a step declares none")  # the canonical form has no empty list
+    atoms = []
+    for item in items:
+        document = _object(item, field="step.atom", keys=frozenset({"name", "signature", "effects"}))
+        effects = _strings(document["effects"], field="step.atom.effects")
+        if not set(effects) <= {effect.value for effect in AtomEffect}:
+            raise _refuse("step.atom.effects names an effect that is not known")
+        atoms.append(DeclaredAtom(name=_text(document["name"], field="step.atom.name"),
+                                  signature=_text(document["signature"], field="step.atom.signature"),
+                                  effects=tuple(AtomEffect(effect) for effect in effects)))
+    return tuple(atoms)
+
+
 _OPTIONAL_KEYS: Final = ("examples", "trace", "questions", "clarity", "examples_edited_in", "planning")
 
 
@@ -642,8 +678,7 @@ def plan_from_document(document: object) -> Plan:
     except ValueError:
         raise _refuse("task_class is not a known task class") from None
     scope = _object(top["scope"], field="scope", keys=frozenset({"summary", "paths", "excluded"}))
-    steps = [_object(s, field="step", keys=frozenset({"title", "detail", "expected_files"}))
-             for s in _list(top["steps"], field="steps")]
+    steps = [_object(s, field="step", keys=_step_keys(s)) for s in _list(top["steps"], field="steps")]
     checks = [_object(c, field="check", keys=frozenset({"name", "argv"})) for c in _list(top["checks"], field="checks")]
     permissions = [_object(p, field="permission", keys=frozenset({"need", "reason"}))
                    for p in _list(top["permissions"], field="permissions")]
@@ -654,7 +689,8 @@ def plan_from_document(document: object) -> Plan:
                         excluded=_strings(scope["excluded"], field="scope.excluded")),
         steps=tuple(PlanStep(title=_text(s["title"], field="step.title"),
                              detail=_text(s["detail"], field="step.detail"),
-                             expected_files=_strings(s["expected_files"], field="step.expected_files"))
+                             expected_files=_strings(s["expected_files"], field="step.expected_files"),
+                             atoms=_declared_atoms(s["atoms"]) if "atoms" in s else ())
                     for s in steps),
         checks=tuple(PlanCheck(name=_text(c["name"], field="check.name"), argv=_strings(c["argv"], field="check.argv"))
                      for c in checks),

@@ -19,13 +19,14 @@ from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.anti_patterns import evaluate_anti_patterns
 from codeflux.pipeline.atoms import DiffAtoms, atoms_of_diff
 from codeflux.pipeline.complexity import evaluate_atom_complexity
+from codeflux.pipeline.contracts import evaluate_contracts
 from codeflux.pipeline.documentation import evaluate_atom_documentation
 from codeflux.pipeline.optimization import evaluate_atom_optimization
 from codeflux.pipeline.ports import PipelinePorts
+from codeflux.pipeline.purity import evaluate_purity
 from codeflux.pipeline.specification import StageResult, stage_result
 
 __all__ = ["ATOM_STAGES", "AtomFacts", "AtomStage", "record_atom_stages"]
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AtomFacts:
@@ -51,6 +52,8 @@ class AtomStage:
 
 
 ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
+    AtomStage(stage=StageName.CONTRACTS, evaluate=evaluate_contracts),
+    AtomStage(stage=StageName.ATOMS, evaluate=evaluate_purity),
     AtomStage(stage=StageName.ANTI_PATTERNS, evaluate=lambda facts: evaluate_anti_patterns(facts.diff)),
     AtomStage(stage=StageName.ATOM_OPTIMIZATION, evaluate=lambda facts: evaluate_atom_optimization(facts.diff)),
     AtomStage(stage=StageName.ATOM_COMPLEXITY,

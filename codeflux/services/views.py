@@ -108,8 +108,10 @@ def plan_view(*, revision: int, sha256: str, plan: Plan, decision: PlanDecisionR
     shown = product_pb2.PlanView(
         revision=revision, sha256=sha256, task_class=str(plan.task_class), scope_summary=plan.scope.summary,
         scope_paths=list(plan.scope.paths), scope_excluded=list(plan.scope.excluded),
-        steps=[product_pb2.PlanStepView(title=s.title, detail=s.detail, expected_files=list(s.expected_files))
-               for s in plan.steps],
+        steps=[product_pb2.PlanStepView(
+            title=s.title, detail=s.detail, expected_files=list(s.expected_files),
+            atoms=[product_pb2.PlanAtomView(name=a.name, signature=a.signature, effects=[e.value for e in a.effects])
+                   for a in s.atoms]) for s in plan.steps],
         checks=[product_pb2.PlanCheckView(name=c.name, argv=list(c.argv)) for c in plan.checks],
         permissions=[product_pb2.PlanPermissionView(capability=p.need.capability.value, resource=p.need.resource or "",
                                                     reason=p.reason) for p in plan.permissions],

@@ -2,7 +2,7 @@
 (scripted provider — not a model — with a script of this test, real git, real workers):
 
 * an approval card whose argument hides a RIGHT-TO-LEFT OVERRIDE shows ``\\u202e`` in its place, never the
-  character itself;
+  character itself — and so does the plan card's declared atom signature;
 * the review lists a ``conftest.py`` the agent wrote as "changes what runs", with why, in words;
 * the web client's ``escapeForDisplay`` and the Python ``escape_for_display`` show the same text.
 """
@@ -37,6 +37,7 @@ USAGE = {"input_tokens": 10, "output_tokens": 5}
 def disguising_script(path: Path) -> Path:
     """The demo's plan; then the fix and a conftest.py, a command with a disguised argument, and finish."""
     plan = json.loads(DEMO_SCRIPT.read_text(encoding="utf-8"))["plan"]
+    plan[0]["json"]["steps"][0]["atoms"][0]["signature"] = f"def add(a: int, b: int) -> int  # {DISGUISED}"
     calls = [("edit_file", {"path": "calc/ops.py", "old_text": "    return abs(a) + abs(b)\n",
                             "new_text": "    return a + b\n"}),
              ("write_file", {"path": "calc/conftest.py", "content": "# pytest imports this before the tests\n"})]
@@ -60,6 +61,9 @@ def app(served_coordinator: tuple[Any, Any], served_page: AppPage, tmp_path: Pat
 
 def test_a_bidi_override_argument_is_escaped_and_a_written_conftest_changes_what_runs(app: AppPage) -> None:
     demo_task_to_plan(app)
+    declared = app.testid("plan-card").get_by_test_id("plan-step-atoms")  # a declared signature is model text too
+    expect(declared).to_contain_text("# \\u202egnp.exe — pure (no effects)", timeout=MS)
+    assert "\u202e" not in (declared.text_content() or "")
     card = approve_until_approval_card(app)
     arguments = card.get_by_test_id("approval-arguments")
 

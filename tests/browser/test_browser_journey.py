@@ -40,6 +40,8 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     expect(plan.get_by_test_id("plan-steps")).to_be_visible()
     expect(plan.get_by_test_id("plan-author")).to_contain_text("scripted demo — not an AI model")
     expect(plan.get_by_test_id("plan-step-files").first).to_contain_text("Files the planner expects to touch (a hint)")
+    expect(plan.get_by_test_id("plan-step-atoms").first).to_contain_text(  # issue 17: declared before the code
+        "add: def add(a: int, b: int) -> int — pure (no effects)")
     expect(plan.get_by_test_id("plan-planning-facts")).to_contain_text("Model calls1Read-only tool calls0")
     repository = app.testid("task-repository").inner_text()
     base = git(repository, "rev-parse", "HEAD")

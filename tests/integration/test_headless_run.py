@@ -4,9 +4,12 @@ the git CLI; and the two exit-4 endings (no --yes; the test command not pre-appr
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shlex
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +60,18 @@ def test_demo_run_accept_lands_the_fix_on_the_users_branch(tmp_path: Path) -> No
     assert ran.code == 0, ran.out + ran.err
     assert "scripted (not a model)" in ran.out
     assert re.search(r"integration-tests\s+satisfied .*3 tests, 3 passed, 0 failed", ran.out), ran.out
+    # Issue 17: the demo's plan declares add (pure) before the code is written; stage 5 compares the diff with it
+    # and stage 10 checks that add reads nothing outside its arguments.
+    assert "declares add: def add(a: int, b: int) -> int; pure (no effects)" in ran.out
+    assert re.search(r"5 contracts\s+satisfied 1 atom\(s\) in the diff, 1 public: each declared", ran.out), ran.out
+    assert re.search(r"10 atoms\s+satisfied 1 atom\(s\) declared pure read nothing outside", ran.out), ran.out
+    with contextlib.closing(sqlite3.connect(data / "codeflux.sqlite3")) as connection:
+        (stored,), = connection.execute("SELECT evidence_json FROM stage_ledger WHERE stage = 'contracts'").fetchall()
+    evidence = json.loads(stored)
+    (add,) = evidence["atoms"]
+    assert (add["qualified_name"], add["declared"]["name"], add["effects_inferred"]) == ("calc.ops.add", "add", [])
+    assert add["parameters"] == [{"name": "a", "annotation": "int"}, {"name": "b", "annotation": "int"}]
+    assert evidence["findings"] == [] and evidence["effect_table_version"] == "1"
     assert "awaiting-review" in ran.out
     found = re.search(r"codeflux task accept (tsk_[0-9a-f]+) --identity ([0-9a-f]{64})", ran.out)
     assert found, ran.out

@@ -197,3 +197,31 @@ def test_a_restart_mid_repair_goes_on_with_the_same_rung_repairs_and_recurring_f
     assert resumed.kind is RunOutcomeKind.AWAITING_REVIEW and resumed.clean and resumed.attempt == 5
     assert ladder_position_of(harness.db, task_id).rung == Rung.parse("cheap:max")
     assert "on rung cheap:max" in text_of(adapter.requests[-2])
+
+
+def test_a_failed_contracts_stage_joins_the_send_back_its_findings_never_start_one(harness: Harness) -> None:
+    """Issue 17: findings of a failed stage 5 (an undeclared, unannotated public function) are told to the
+    attempt the failing tests start, after the tests' failure; they do not start an attempt themselves — the
+    second attempt, whose tests pass, goes to review with stage 5 still failed."""
+    from tests.fixtures.repos import BASE_FILES
+    from tests.fixtures.task_runs import FIXED_CALC, calc_tests, write_file
+
+    with_neg = FIXED_CALC + "\n\ndef neg(a):\n    return -a\n"
+    first = [write_file("pkg/calc.py", with_neg, "w1", replacing=BASE_FILES["pkg/calc.py"]),
+             write_file("tests/test_calc.py", calc_tests(3), "w2", replacing=BASE_FILES["tests/test_calc.py"]), done()]
+    second = [write_file("tests/test_calc.py", calc_tests(-3), "a2w2", replacing=calc_tests(3)), done()]
+
+    task_id, outcome, adapter = run(harness, [*first, *second])
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.attempt == 2, outcome.reason
+    contracts, evidence = stage(harness, task_id, 1, StageName.CONTRACTS)
+    assert contracts is StageOutcome.FAILED
+    assert evidence["findings"] == ["pkg.calc.neg (pkg/calc.py:12) is public and no plan step declares it",
+                                    "pkg.calc.neg (pkg/calc.py:12) lacks annotations: parameter a, return"]
+    prompt = text_of(adapter.requests[3])  # the second attempt's first request
+    assert "sent back by integration-tests" in prompt and FAILING in prompt
+    told = prompt.index("Other findings of this attempt")
+    assert told > prompt.index(FAILING)
+    assert "- 5 contracts: pkg.calc.neg (pkg/calc.py:12) is public and no plan step declares it" in prompt[told:]
+    assert stage(harness, task_id, 2, StageName.INTEGRATION_TESTS)[0] is StageOutcome.SATISFIED
+    assert stage(harness, task_id, 2, StageName.CONTRACTS)[0] is StageOutcome.FAILED  # advisory: no third attempt

@@ -11,7 +11,7 @@ import pytest
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.errors import ConflictError, StageAlreadyRecordedError, StoreError, UsageError
 from codeflux.domain.ids import TaskId
-from codeflux.domain.pipeline import PERFORMABLE_STAGES, STAGES, StageName, StageOutcome, StageVerdict
+from codeflux.domain.pipeline import STAGES, StageName, StageOutcome, StageVerdict, transitive_prerequisites
 from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.store import stage_ledger as ledger_rows
 from codeflux.store.database import Database
@@ -64,12 +64,14 @@ def test_stages_the_run_went_past_are_filled_in_and_evidence_stays_with_its_verd
 
     assert [(r.verdict.stage, r.verdict.outcome) for r in rows][:5] == [
         (N.INSTRUCTIONS, OUT.SATISFIED), (N.CLARIFICATION, OUT.SATISFIED), (N.ATOMIC_INSTRUCTIONS, OUT.SATISFIED),
-        (N.DECOMPOSITION_COVERAGE, OUT.SATISFIED), (N.CONTRACTS, OUT.NOT_IMPLEMENTED)]
+        (N.DECOMPOSITION_COVERAGE, OUT.SATISFIED), (N.CONTRACTS, OUT.BLOCKED)]
     assert [r.number for r in rows] == list(range(1, 27))
-    # The stages it went past: not-implemented, or blocked for one codeflux performs but this run did not decide.
-    assert all(r.verdict.outcome is (OUT.BLOCKED if r.verdict.stage in PERFORMABLE_STAGES else OUT.NOT_IMPLEMENTED)
-               for r in rows[4:25])
-    assert rows[13].verdict.reason == "the run ended without deciding this stage"  # 14 anti-patterns
+    # the stages it went past: contracts (performable) undecided, so blocked with every stage after it that needs
+    # it; the others not implemented
+    assert "without deciding" in (rows[4].verdict.reason or "")
+    for row in rows[5:25]:
+        needs_contracts = N.CONTRACTS in transitive_prerequisites(row.verdict.stage)
+        assert row.verdict.outcome is (OUT.BLOCKED if needs_contracts else OUT.NOT_IMPLEMENTED), row.verdict
     assert rows[0].evidence == {"examples": 2} and rows[2].evidence == {}
     assert ledger(db, task) == list(rows)
 
@@ -99,22 +101,23 @@ def test_a_stage_recorded_twice_or_out_of_order_is_refused_and_nothing_changes(
     service.record_stage_verdicts(task, 1, [satisfied(N.ASSEMBLY)])
     with pytest.raises(StageAlreadyRecordedError, match="decomposition-coverage"):  # went past it: filled in
         service.record_stage_verdicts(task, 1, [satisfied(N.DECOMPOSITION_COVERAGE)])
-    with pytest.raises(StageAlreadyRecordedError, match="contracts"):  # the run went past it to assembly
-        service.record_stage_verdicts(task, 1, [StageVerdict(stage=N.CONTRACTS, outcome=OUT.NOT_IMPLEMENTED,
+    with pytest.raises(StageAlreadyRecordedError, match="recall"):  # the run went past it to assembly
+        service.record_stage_verdicts(task, 1, [StageVerdict(stage=N.RECALL, outcome=OUT.NOT_IMPLEMENTED,
                                                              reason="late")])
     assert ledger(db, task)[:3] == before and len(ledger(db, task)) == 26
 
 
 def test_finishing_fills_every_stage_once_and_ends_the_attempt(db: Database, service: TaskService,
                                                                task: TaskId) -> None:
-    service.record_stage_verdicts(task, 1, specification())
+    service.record_stage_verdicts(task, 1, [*specification(), StageVerdict(stage=N.CONTRACTS, outcome=OUT.SKIPPED,
+                                                                           reason="no atom in the diff")])
 
     rows = service.finish_attempt(task, 1, stopped_at=None)
 
     assert [r.verdict.stage for r in rows] == [stage.name for stage in STAGES]
     outcomes = {r.verdict.stage: r.verdict.outcome for r in rows}
-    assert outcomes[N.CONTRACTS] is OUT.NOT_IMPLEMENTED
-    assert outcomes[N.ASSEMBLY] is OUT.BLOCKED  # performable, but the run never decided it
+    assert outcomes[N.RECALL] is OUT.NOT_IMPLEMENTED
+    assert outcomes[N.ATOMS] is outcomes[N.ASSEMBLY] is OUT.BLOCKED  # performable, but the run never decided it
     assert ledger(db, task) == list(rows)
     attempt = db.read(lambda view: ledger_rows.require_run_attempt(view, task, 1))
     assert not attempt.is_open and attempt.stopped_at is None

@@ -234,8 +234,8 @@ def test_retry_with_feedback_runs_another_attempt_on_the_same_plan(tmp_path: Pat
     allow = ["--allow", f"run_command:{DEMO_TEST_COMMAND}"]
     first = cli(data, "task", "start", task_id, "--provider", "scripted", "--script", str(s), *allow)
     assert first.code == 0 and state(data, task_id) == "awaiting-review", first.out + first.err
-    docstring = ("edit_file", {"path": "calc/ops.py", "old_text": "def add(a, b):\n",
-                               "new_text": "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n"})
+    docstring = ("edit_file", {"path": "calc/ops.py", "old_text": "def add(a: int, b: int) -> int:\n",
+                               "new_text": "def add(a: int, b: int) -> int:\n    \"\"\"The sum of a and b.\"\"\"\n"})
     second = script(tmp_path / "s2.json", turn("docstring", docstring), turn("Every step is done.", DONE))
 
     retried = cli(data, "task", "retry", task_id, "--feedback", "give add() a docstring", "--provider", "scripted",
@@ -268,8 +268,8 @@ def test_reject_with_retry_keeps_the_patch_and_runs_another_attempt_with_the_rea
     assert spend.search(reviewed.out), reviewed.out
     shown = cli(data, "task", "show", task_id)
     assert re.search(r"^  spend        " + spend.pattern, shown.out, re.MULTILINE), shown.out
-    docstring = ("edit_file", {"path": "calc/ops.py", "old_text": "def add(a, b):\n",
-                               "new_text": "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n"})
+    docstring = ("edit_file", {"path": "calc/ops.py", "old_text": "def add(a: int, b: int) -> int:\n",
+                               "new_text": "def add(a: int, b: int) -> int:\n    \"\"\"The sum of a and b.\"\"\"\n"})
     second = script(tmp_path / "s2.json", turn("docstring", docstring), turn("Every step is done.", DONE))
     reason = "no docstring on add(); write one"
 

@@ -292,18 +292,30 @@ class TaskActionView(_message.Message):
     def __init__(self, action: _Optional[str] = ..., available: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class PlanStepView(_message.Message):
-    __slots__ = ("title", "detail", "expected_files", "serves_examples", "covers_sentences")
+    __slots__ = ("title", "detail", "expected_files", "serves_examples", "covers_sentences", "atoms")
     TITLE_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_FILES_FIELD_NUMBER: _ClassVar[int]
     SERVES_EXAMPLES_FIELD_NUMBER: _ClassVar[int]
     COVERS_SENTENCES_FIELD_NUMBER: _ClassVar[int]
+    ATOMS_FIELD_NUMBER: _ClassVar[int]
     title: str
     detail: str
     expected_files: _containers.RepeatedScalarFieldContainer[str]
     serves_examples: _containers.RepeatedScalarFieldContainer[int]
     covers_sentences: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, title: _Optional[str] = ..., detail: _Optional[str] = ..., expected_files: _Optional[_Iterable[str]] = ..., serves_examples: _Optional[_Iterable[int]] = ..., covers_sentences: _Optional[_Iterable[int]] = ...) -> None: ...
+    atoms: _containers.RepeatedCompositeFieldContainer[PlanAtomView]
+    def __init__(self, title: _Optional[str] = ..., detail: _Optional[str] = ..., expected_files: _Optional[_Iterable[str]] = ..., serves_examples: _Optional[_Iterable[int]] = ..., covers_sentences: _Optional[_Iterable[int]] = ..., atoms: _Optional[_Iterable[_Union[PlanAtomView, _Mapping]]] = ...) -> None: ...
+
+class PlanAtomView(_message.Message):
+    __slots__ = ("name", "signature", "effects")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
+    EFFECTS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    signature: str
+    effects: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., signature: _Optional[str] = ..., effects: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PlanQuestionView(_message.Message):
     __slots__ = ("number", "question", "origin", "status", "answer", "assumption")

@@ -105,6 +105,7 @@ from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.gitwork.task_worktree import TaskWorktree, verify_task_worktree
 from codeflux.gitwork.worktrees import create_task_worktree
 from codeflux.pipeline import program
+from codeflux.pipeline.findings import other_findings
 from codeflux.pipeline.ports import AcceptancePort, PipelinePorts, TaskFacts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.runner import record_specification, run_pipeline
@@ -377,9 +378,11 @@ def _fail(run: _Run, reason: str, *, verdicts: tuple[StageVerdict, ...], loop: L
 
 
 def _after_failure(run: _Run, *, gate: str, detail: str, step: LadderStep, loop: LoopOutcome | None,
-                   verdicts: tuple[StageVerdict, ...]) -> RunOutcome:
+                   verdicts: tuple[StageVerdict, ...], findings: str = "") -> RunOutcome:
     """A stall or a send-back ended the attempt (its ledger is finished): the ladder's ``step`` decides
-    whether the next attempt climbs (or stays), asks first, or the run ends stalled."""
+    whether the next attempt climbs (or stays), asks first, or the run ends stalled. ``findings`` are the other
+    findings of the attempt (:func:`~codeflux.pipeline.findings.other_findings`), told to the next attempt
+    after the failure that sent it back."""
     match step.decision:
         case LadderDecision.EXHAUSTED:
             reason = f"stalled at the top of the ladder ({step.rung})"
@@ -413,6 +416,8 @@ def _after_failure(run: _Run, *, gate: str, detail: str, step: LadderStep, loop:
             failure = f"The previous attempt was sent back by {gate} on rung {step.rung}: {detail[:2000]}"
             if step.stalled_on is not None:
                 failure += f" (the failure that recurred: {step.stalled_on.summary})"
+            if findings:
+                failure += "\n" + findings
             carried = previous_attempt_summary(run.tasks.changes, run.task_id, plan=run.ports.facts.plan,
                                                worktree=run.ports.facts.worktree, failure=failure,
                                                attempt=run.attempt - 1)
@@ -514,7 +519,10 @@ def _after_checks(run: _Run, verdicts: tuple[StageVerdict, ...]) -> RunOutcome:
             if run.repairs >= run.limits.max_repairs_per_rung:
                 return _repair_exhausted(run, gate, detail, verdicts)
             run.repairs += 1
-        return _after_failure(run, gate=gate.value, detail=detail, step=step, loop=None, verdicts=verdicts)
+        # Failed advisory stages' findings join the next attempt's context; they never start one themselves, and
+        # the fingerprint (what a stall compares) stays the send-back gate's own failure.
+        return _after_failure(run, gate=gate.value, detail=detail, step=step, loop=None, verdicts=verdicts,
+                              findings=other_findings(run.tasks.ledger(run.task_id, run.attempt)))
     if (state := _move(run, TaskState.AWAITING_REVIEW, "checks recorded; the diff waits for review",
                        from_state=TaskState.VALIDATING)) is not None:
         return _stopped(run, state, verdicts=verdicts, reason=f"the task was {state} while its checks ran; "

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from codeflux.domain.acceptance import MAX_EXAMPLES, AcceptanceExample
 from codeflux.domain.capabilities import Capability, CapabilityNeed
 from codeflux.domain.clarification import MAX_SENTENCES, QuestionOrigin
+from codeflux.domain.contracts import MAX_ATOMS_PER_STEP, MAX_SIGNATURE_CHARS, AtomEffect, DeclaredAtom, effect_order
 from codeflux.domain.errors import InvalidValueError, PlanInvalidError
 from codeflux.domain.forecast import TaskClass
 from codeflux.domain.plans import (
@@ -72,6 +73,40 @@ class ScopeDocument(_Strict):
                                      description="What the change deliberately leaves alone, one item each.")
 
 
+AtomName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SHORT_TEXT,
+                                            pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")]
+SignatureText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_SIGNATURE_CHARS)]
+
+
+class AtomDocument(_Strict):
+    """A function or method the step will add or change, declared before the code is written."""
+
+    name: AtomName = Field(description="Its name: qualified (`calc.ops.add`, `calc.stats.Calc.mean`) or, inside "
+                                       "a file the step names in `expected_files`, the function (`add`) or "
+                                       "`Class.method`.")
+    signature: SignatureText = Field(description="Its signature with type annotations for every parameter and "
+                                                 "the return, e.g. `def add(a: int, b: int) -> int`.")
+    effects: list[AtomEffect] = Field(
+        max_length=len(AtomEffect),
+        description="What it may do beyond computing from its arguments, among "
+                    + ", ".join(f"`{e.value}`" for e in AtomEffect)
+                    + " (`global-state`: reads or writes module-level mutable state); empty means pure. codeflux "
+                      "checks the code against this list.")
+
+    @field_validator("effects", mode="before")
+    @classmethod
+    def _effects_as_text(cls, value: object) -> object:
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            known = {effect.value for effect in AtomEffect}
+            if not set(value) <= known:
+                raise ValueError("unknown effect; use " + ", ".join(sorted(known)))
+            return [AtomEffect(item) for item in value]
+        return value
+
+    def to_atom(self) -> DeclaredAtom:
+        return DeclaredAtom(name=self.name, signature=self.signature, effects=effect_order(self.effects))
+
+
 class StepDocument(_Strict):
     title: ShortText = Field(description="One line naming the step; no two steps share a title.")
     detail: LongText = Field(description="What the step does, concretely: which function or file changes and how.")
@@ -79,6 +114,11 @@ class StepDocument(_Strict):
         default_factory=list, max_length=MAX_FILES_PER_STEP,
         description="Optional hint: repository-relative files the step expects to create or change. Shown to the "
                     "person with the plan; not a completion rule (the implementation may touch other files).")
+    atoms: list[AtomDocument] = Field(
+        default_factory=list, max_length=MAX_ATOMS_PER_STEP,
+        description="Every function or method (outside tests) this step adds or changes, with its signature and "
+                    "effects. Stage 5 (contracts) fails when the change adds or changes a public function "
+                    "no step declares, leaves one unannotated, or gives one an effect not declared here.")
 
 
 class CheckDocument(_Strict):
@@ -203,7 +243,8 @@ class PlanDocument(_Strict):
             task_class=self.task_class,
             scope=PlanScope(summary=self.scope.summary, paths=tuple(self.scope.paths),
                             excluded=tuple(self.scope.excluded)),
-            steps=tuple(PlanStep(title=s.title, detail=s.detail, expected_files=tuple(s.expected_files))
+            steps=tuple(PlanStep(title=s.title, detail=s.detail, expected_files=tuple(s.expected_files),
+                                 atoms=tuple(atom.to_atom() for atom in s.atoms))
                         for s in self.steps),
             checks=tuple(PlanCheck(name=c.name, argv=tuple(c.argv)) for c in self.checks),
             permissions=tuple(PlanPermission(need=CapabilityNeed.parse(p.need), reason=p.reason)

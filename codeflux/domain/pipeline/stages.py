@@ -166,9 +166,11 @@ STAGES: Final[tuple[Stage, ...]] = (
            "names is not judged.",
            _N.INSTRUCTIONS, _N.ATOMIC_INSTRUCTIONS, performable=True),
     _stage(5, _N.CONTRACTS, _P.SPECIFICATION,
-           "Each unit to write has a declared contract: signature, types, pre- and postconditions, "
-           "effects and errors.",
-           _N.ATOMIC_INSTRUCTIONS),
+           "Every public function or method the diff adds or changes outside tests is declared in a step of the "
+           "approved plan (name, signature, effects), annotates every parameter and its return, and shows no "
+           "effect in its syntax tree (file, network, process, env, global state, clock, randomness) beyond the "
+           "declared ones; private helpers are listed, not failed, and pre- and postconditions are not checked.",
+           _N.ATOMIC_INSTRUCTIONS, performable=True),
     _stage(6, _N.RECALL, _P.SPECIFICATION,
            "Where a verified unit with the same contract is known, it is reused and re-verified against "
            "this run's cases.",
@@ -185,8 +187,10 @@ STAGES: Final[tuple[Stage, ...]] = (
            "Every postcondition has at least one property test over generated inputs.",
            _N.CONTRACTS),
     _stage(10, _N.ATOMS, _P.ATOMS,
-           "Each atom meets its contract and reads nothing outside its arguments.",
-           _N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS),
+           "Every atom the approved plan declares pure (no effects) has no global or nonlocal statement, reads no "
+           "module-level mutable name and shows no effect in its syntax tree; state reached through calls into "
+           "other functions is not followed.",
+           _N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS, performable=True),
     _stage(11, _N.ATOM_VERIFICATION, _P.ATOMS,
            "All atom tests pass, repeated with recorded seeds.",
            _N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS, _N.ATOMS, sends_back=True),

@@ -9,6 +9,19 @@ const shownList = (items) => (items || []).map(escapeForDisplay).join(", ");
 
 const TASK_SCOPE = { mutating: "1", scope: "task" };
 
+// The functions and methods a step declares it will add or change (stage 5 checks the diff against them).
+function declaredAtoms(step) {
+  const atoms = step.atoms || [];
+  if (!atoms.length) {
+    return el("p", { class: "atoms", testid: "plan-step-atoms", text: "Declares no function or method." });
+  }
+  return el("div", { class: "atoms", testid: "plan-step-atoms" },
+    el("p", { text: "Declares these functions and methods:" }),
+    el("ul", {}, atoms.map((atom) => el("li", {
+      text: `${escapeForDisplay(atom.name)}: ${escapeForDisplay(atom.signature)} — ` +
+        ((atom.effects || []).length ? `effects: ${atom.effects.join(", ")}` : "pure (no effects)") }))));
+}
+
 export function planCard(app, task) {
   const plan = task.plan;
   if (!plan || !plan.revision) {
@@ -22,6 +35,7 @@ export function planCard(app, task) {
     el("li", {}, el("strong", { text: step.title }), step.detail ? el("p", { text: step.detail }) : null,
       el("p", { class: "files", testid: "plan-step-files" }, "Files the planner expects to touch (a hint): ",
         (step.expectedFiles || []).length ? shownList(step.expectedFiles) : "none listed"),
+      declaredAtoms(step),
       plan.traced ? el("p", { class: "trace", testid: "plan-step-trace",
         text: `Serves examples: ${numbers(step.servesExamples)} · covers sentences: ${numbers(step.coversSentences)}` }) : null)));
   const checks = textList((plan.checks || []).map((c) => `${escapeForDisplay(c.name)}: ${(c.argv || []).map(escapeForDisplay).join(" ")}`),

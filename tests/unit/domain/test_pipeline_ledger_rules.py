@@ -160,7 +160,7 @@ def test_a_complete_run_records_not_implemented_for_every_stage_codeflux_cannot_
     for verdict in final:
         expected = SO.SATISFIED if stage_named(verdict.stage).performable else SO.NOT_IMPLEMENTED
         assert verdict.outcome is expected
-    assert final[4].reason == NOT_IMPLEMENTED_REASON  # 5 contracts
+    assert final[5].reason == NOT_IMPLEMENTED_REASON  # 6 recall
 
 
 def test_a_run_stopped_by_a_question_marks_the_rest_blocked_not_not_implemented() -> None:
@@ -176,7 +176,7 @@ def test_a_run_that_stopped_mid_stage_blocks_that_stage_and_names_where_it_stopp
     specification = [satisfied(N.INSTRUCTIONS), satisfied(N.CLARIFICATION), satisfied(N.ATOMIC_INSTRUCTIONS),
                      satisfied(N.DECOMPOSITION_COVERAGE)]
     final = {v.stage: v for v in finalize_run(specification, stopped_at=N.ASSEMBLY)}
-    assert final[N.CONTRACTS].outcome is SO.NOT_IMPLEMENTED
+    assert final[N.CONTRACTS].outcome is SO.BLOCKED and "without deciding" in (final[N.CONTRACTS].reason or "")
     assert final[N.ASSEMBLY].outcome is SO.BLOCKED
     assert final[N.ASSEMBLY].reason == "the run stopped during this stage before it was decided"
     assert final[N.DELIVER].reason == "the run stopped at assembly before this stage"

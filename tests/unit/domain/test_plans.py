@@ -243,3 +243,54 @@ def test_a_plan_without_trace_questions_or_clarity_keeps_its_document_and_hash()
         asked.answered(2, "x")
     with pytest.raises(InvalidValueError, match="answered or assumed"):
         PlanQuestion(question="q", origin=QuestionOrigin.PLANNER, assumption="a", answer="b", assumed=True)
+
+
+def test_declared_atoms_round_trip_and_a_plan_without_them_keeps_its_document_and_hash() -> None:
+    """Issue 17: steps declare their atoms before code is written; a plan stored before that (no ``atoms`` key
+    in any step) reads back to the same document and hash, so its approval still binds."""
+    from codeflux.domain.contracts import AtomEffect, DeclaredAtom
+
+    plain = a_plan()
+    stored = canonical_plan_json(plain)
+    assert all("atoms" not in step for step in json.loads(stored)["steps"])
+    assert plan_sha256(plan_from_document(json.loads(stored))) == plan_sha256(plain)
+    add = DeclaredAtom(name="add", signature="def add(a: int, b: int) -> int")
+    load = DeclaredAtom(name="pkg.io.Loader.load", signature="def load(self, path: str) -> bytes",
+                        effects=(AtomEffect.FILE, AtomEffect.CLOCK))
+    declared = replace(plain, steps=(replace(plain.steps[0], atoms=(add, load)), plain.steps[1]))
+    document = json.loads(canonical_plan_json(declared))
+    assert document["steps"][0]["atoms"] == [
+        {"name": "add", "signature": "def add(a: int, b: int) -> int", "effects": []},
+        {"name": "pkg.io.Loader.load", "signature": "def load(self, path: str) -> bytes", "effects": ["file", "clock"]}]
+    assert "atoms" not in document["steps"][1]
+    again = plan_from_document(document)
+    assert again == declared and plan_sha256(again) == plan_sha256(declared) != plan_sha256(plain)
+    assert add.pure and not load.pure and "pure (no effects)" in add.describe() and "file, clock" in load.describe()
+
+
+@pytest.mark.parametrize("atom", [
+    {"name": "not a name", "signature": "def f() -> None", "effects": []},
+    {"name": "f", "signature": " ", "effects": []},
+    {"name": "f", "signature": "x" * 1001, "effects": []},
+    {"name": "f", "signature": "def f() -> None", "effects": ["disk"]},
+    {"name": "f", "signature": "def f() -> None", "effects": ["clock", "file"]},  # not in the canonical order
+    {"name": "f", "signature": "def f() -> None", "effects": ["file", "file"]},
+    {"name": "f", "signature": "def f() -> None"},
+    None,  # an empty list: the canonical form leaves the key out
+])
+def test_a_stored_declaration_that_does_not_fit_is_refused(atom: dict[str, object] | None) -> None:
+    document = plan_to_document(a_plan())
+    document["steps"][0]["atoms"] = [atom] if atom is not None else []  # type: ignore[index]
+    with pytest.raises(InvalidValueError):
+        plan_from_document(json.loads(json.dumps(document)))
+
+
+def test_a_step_declaring_one_name_twice_or_too_many_atoms_is_refused() -> None:
+    from codeflux.domain.contracts import MAX_ATOMS_PER_STEP, DeclaredAtom
+
+    add = DeclaredAtom(name="add", signature="def add(a: int, b: int) -> int")
+    with pytest.raises(InvalidValueError, match="twice"):
+        PlanStep(title="t", detail="d", atoms=(add, add))
+    many = tuple(DeclaredAtom(name=f"f{n}", signature="def f() -> None") for n in range(MAX_ATOMS_PER_STEP + 1))
+    with pytest.raises(InvalidValueError, match=r"step\.atoms"):
+        PlanStep(title="t", detail="d", atoms=many)

@@ -236,3 +236,22 @@ def test_the_schema_lists_the_allowed_task_classes_and_capabilities() -> None:
     hint = schema["$defs"]["StepDocument"]["properties"]["expected_files"]["description"]
     assert "hint" in hint and "not a completion rule" in hint
     assert "expected_files" not in schema["$defs"]["StepDocument"].get("required", [])
+
+
+def test_steps_declare_atoms_with_known_effects_in_canonical_order() -> None:
+    """Issue 17: the planner's schema offers each step's ``atoms`` (name, annotated signature, effects from the
+    closed set); effects are stored once each in the set's order, an unknown effect or name is refused."""
+    document = a_document()
+    document["steps"][0]["atoms"] = [{"name": "pkg.calc.add", "signature": "def add(a: int, b: int) -> int",
+                                      "effects": ["clock", "file", "clock"]}]
+    atom = parse_plan_json(json.dumps(document)).steps[0].atoms[0]
+    assert (atom.name, [e.value for e in atom.effects]) == ("pkg.calc.add", ["file", "clock"])
+    schema = PlanDocument.model_json_schema()
+    assert "atoms" in schema["$defs"]["StepDocument"]["properties"]
+    assert "global-state" in schema["$defs"]["AtomDocument"]["properties"]["effects"]["description"]
+    for bad in ({"name": "add()", "signature": "def add() -> int", "effects": []},
+                {"name": "add", "signature": "def add() -> int", "effects": ["disk"]},
+                {"name": "add", "signature": "", "effects": []}):
+        document["steps"][0]["atoms"] = [bad]
+        with pytest.raises(PlanInvalidError):
+            parse_plan_json(json.dumps(document))
