@@ -98,7 +98,7 @@ from codeflux.domain.errors import (
 from codeflux.domain.events import AttemptSentBack
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import FailureKind, LadderDecision, LadderPosition, LadderStep, fingerprint_failure
-from codeflux.domain.pipeline import STAGES, StageName, StageOutcome, StageVerdict
+from codeflux.domain.pipeline import GATING_STAGES, STAGES, StageName, StageOutcome, StageVerdict
 from codeflux.domain.plans import PlanDecider
 from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.repository import RepositorySnapshot
@@ -148,8 +148,10 @@ class RunOutcome:
 
     @property
     def clean(self) -> bool:
-        """No stage of the finished ledger failed."""
-        return bool(self.verdicts) and all(v.outcome is not StageOutcome.FAILED for v in self.verdicts)
+        """No gating stage of the finished ledger failed (an advisory or non-gating stage's failure — phase B's
+        findings — is listed with the evidence, never a red run; ARCHITECTURE §8.2)."""
+        return bool(self.verdicts) and all(v.outcome is not StageOutcome.FAILED for v in self.verdicts
+                                           if v.stage in GATING_STAGES)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -25,6 +25,7 @@ from codeflux.domain.pipeline.stages import (
     Stage,
     StageName,
     stage_named,
+    transitive_order,
     transitive_prerequisites,
 )
 
@@ -42,6 +43,7 @@ __all__ = [
     "finalize_run",
     "propagate_blocked",
     "stage_named",
+    "transitive_order",
     "transitive_prerequisites",
     "unmet_prerequisite",
 ]

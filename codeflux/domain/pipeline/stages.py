@@ -15,9 +15,16 @@ both). Each :class:`Stage` says:
 * ``performable`` — codeflux can evaluate the gate today. Every other stage is recorded honestly as
   ``not-implemented``, and may never be recorded ``satisfied``, ``failed`` or ``skipped``.
 
-The order inside a phase is an argument, and the prerequisites encode it: test cases come from the
-contract, not the implementation; tests exist before the thing they test; anti-pattern detection comes
-after verification; optimization only after mutation scoring; documentation last.
+* ``after`` — order-only edges: earlier stages this one comes after whose failure does **not** block it.
+
+The order inside a phase is an argument, and the edges encode it (:func:`transitive_order`): test cases come
+from the contract, not the implementation; tests exist before the thing they test; anti-pattern detection
+comes after verification; optimization only after mutation scoring; documentation last. In phase B most of
+those edges are order only: stages 5, 8, 9, 10, 13 and 14 may fail without stopping the run, and their
+findings join the context of an attempt a send-back gate starts (issue 17) — so a missing declaration (5) or a
+weak test (8) must not block atom verification (11, which sends back) or the static checks after it. A
+prerequisite stays hard where the later stage consumes what the earlier one measured: 6 recall reuses units
+with 5's contracts, 13 scores mutants against the tests 11 verified, 15 compares with 13's score.
 
 ``evidence-bundle`` depends only on ``instructions`` and ``atomic-instructions``, not on the checks
 before it holding: the bundle is where failed and unexamined checks are reported, so it must be built
@@ -43,6 +50,7 @@ __all__ = [
     "Stage",
     "StageName",
     "stage_named",
+    "transitive_order",
     "transitive_prerequisites",
 ]
 
@@ -117,6 +125,9 @@ class Stage:
     prerequisites: tuple[StageName, ...]
     sends_back: bool
     performable: bool
+    after: tuple[StageName, ...] = ()
+    """Order-only edges: stages this one comes after whose *failure* does not block it (their findings are
+    listed with the run; see the module docstring). A stage of ``after`` that is ``blocked`` is only order too."""
 
 
 _N = StageName
@@ -131,6 +142,7 @@ def _stage(
     *prerequisites: StageName,
     sends_back: bool = False,
     performable: bool = False,
+    after: tuple[StageName, ...] = (),
 ) -> Stage:
     return Stage(
         number=number,
@@ -140,6 +152,7 @@ def _stage(
         prerequisites=prerequisites,
         sends_back=sends_back,
         performable=performable,
+        after=after,
     )
 
 
@@ -179,25 +192,25 @@ STAGES: Final[tuple[Stage, ...]] = (
     _stage(7, _N.ATOM_CASE_SYNTHESIS, _P.ATOMS,
            "A ladder of inputs is derived from each atom's contract (straightforward, degenerate, edge, "
            "complex, wrong, pathological), and every case is executed by a test.",
-           _N.CONTRACTS),
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTRACTS,)),
     _stage(8, _N.ATOM_EXAMPLE_TESTS, _P.ATOMS,
            "Example tests exist for every atom before its body does, and they fail against a stub.",
-           _N.ATOM_CASE_SYNTHESIS),
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_CASE_SYNTHESIS,)),
     _stage(9, _N.ATOM_PROPERTY_TESTS, _P.ATOMS,
            "Every postcondition has at least one property test over generated inputs.",
-           _N.CONTRACTS),
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTRACTS,)),
     _stage(10, _N.ATOMS, _P.ATOMS,
            "Every atom the approved plan declares pure (no effects) has no global or nonlocal statement, reads no "
            "module-level mutable name and shows no effect in its syntax tree; state reached through calls into "
            "other functions is not followed.",
-           _N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS, performable=True),
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS), performable=True),
     _stage(11, _N.ATOM_VERIFICATION, _P.ATOMS,
            "All atom tests pass, repeated with recorded seeds.",
-           _N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS, _N.ATOMS, sends_back=True),
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS, _N.ATOMS), sends_back=True),
     _stage(12, _N.ATOM_FUZZ, _P.ATOMS,
            "Every parsing boundary is fuzzed within its time budget without an undeclared exception or "
            "a hang.",
-           _N.ATOMS),
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOMS,)),
     _stage(13, _N.ATOM_MUTATION, _P.ATOMS,
            "The mutation score on changed lines reaches the configured threshold.",
            _N.ATOM_VERIFICATION),
@@ -208,7 +221,7 @@ STAGES: Final[tuple[Stage, ...]] = (
            "annotation, boolean flag argument, shadowed builtin, overwritten loop variable, cyclomatic "
            "complexity above 10 — and codeflux's syntax-tree checks find no exit call outside a main block, no "
            "assert and no block nested more than 5 deep in a function. Untouched lines are not judged.",
-           _N.ATOM_VERIFICATION, performable=True),
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_VERIFICATION,), performable=True),
     _stage(15, _N.ATOM_OPTIMIZATION, _P.ATOMS,
            "A simpler rewrite of an atom is kept only when a differential test over generated inputs shows it "
            "agrees with the original; no rewrite is proposed yet, so the stage records that none was.",
@@ -216,13 +229,13 @@ STAGES: Final[tuple[Stage, ...]] = (
     _stage(16, _N.ATOM_COMPLEXITY, _P.ATOMS,
            "The cyclomatic complexity radon counts for each atom, and for each function nested in it, is at most "
            "the configured limit (default 10). Growth with input size is not measured.",
-           _N.ATOM_OPTIMIZATION, performable=True),
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_OPTIMIZATION,), performable=True),
     _stage(17, _N.ATOM_DOCUMENTATION, _P.ATOMS,
-           "Each public atom has a docstring stating its purpose; parameters documented unlike the signature, "
-           "and missing returns or raises sections, are listed as findings. Whether a docstring is true is not "
-           "judged.",
-           _N.ATOM_VERIFICATION, _N.ATOM_FUZZ, _N.ATOM_MUTATION, _N.ANTI_PATTERNS, _N.ATOM_OPTIMIZATION,
-           _N.ATOM_COMPLEXITY, performable=True),
+           "Advisory: the docstring of each public atom was read, and a missing purpose line, parameters "
+           "documented unlike the signature, and missing returns or raises sections are listed as findings "
+           "(the stage records satisfied with them). Whether a docstring is true is not judged.",
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_VERIFICATION, _N.ATOM_FUZZ, _N.ATOM_MUTATION, _N.ANTI_PATTERNS,
+                                          _N.ATOM_OPTIMIZATION, _N.ATOM_COMPLEXITY), performable=True),
     # C Molecules
     _stage(18, _N.COMPOSITION_OBLIGATIONS, _P.MOLECULES,
            "Each composition of atoms records a durable obligation.",
@@ -315,6 +328,18 @@ def stage_named(name: str) -> Stage:
     if stage is None:
         raise InvalidValueError(kind="pipeline stage", reason=f"no stage is named {name!r}")
     return stage
+
+
+def transitive_order(name: StageName) -> frozenset[StageName]:
+    """Every stage ``name`` comes after, through prerequisites and order-only edges (the order argument)."""
+    found: set[StageName] = set()
+    pending = [*stage_named(name).prerequisites, *stage_named(name).after]
+    while pending:
+        earlier = pending.pop()
+        if earlier not in found:
+            found.add(earlier)
+            pending.extend((*stage_named(earlier).prerequisites, *stage_named(earlier).after))
+    return frozenset(found)
 
 
 def transitive_prerequisites(name: StageName) -> frozenset[StageName]:

@@ -22,6 +22,7 @@ from codeflux.domain.pipeline import (
     outcomes,
     stage_named,
     stages,
+    transitive_order,
     transitive_prerequisites,
 )
 
@@ -127,7 +128,7 @@ def test_a_stage_is_found_by_its_name_and_any_other_text_is_refused() -> None:
         stage_named("Assembly")
 
 
-# Order inside a phase is an argument (ARCHITECTURE §8.1); each is a prerequisite.
+# Order inside a phase is an argument (ARCHITECTURE §8.1); each is an edge (a prerequisite or order only).
 
 
 @pytest.mark.parametrize(
@@ -141,26 +142,26 @@ def test_a_stage_is_found_by_its_name_and_any_other_text_is_refused() -> None:
     ],
 )
 def test_tests_exist_before_the_thing_they_test(tests: StageName, tested: StageName) -> None:
-    assert tests in transitive_prerequisites(tested)
+    assert tests in transitive_order(tested)
 
 
 @pytest.mark.parametrize("derived", [N.ATOM_CASE_SYNTHESIS, N.ATOM_EXAMPLE_TESTS, N.ATOM_PROPERTY_TESTS])
 def test_cases_come_from_the_contract_not_from_the_implementation(derived: StageName) -> None:
-    assert N.CONTRACTS in transitive_prerequisites(derived)
-    assert N.ATOMS not in transitive_prerequisites(derived)
+    assert N.CONTRACTS in transitive_order(derived)
+    assert N.ATOMS not in transitive_order(derived)
 
 
 def test_anti_pattern_detection_comes_after_verification() -> None:
-    assert N.ATOM_VERIFICATION in transitive_prerequisites(N.ANTI_PATTERNS)
+    assert N.ATOM_VERIFICATION in transitive_order(N.ANTI_PATTERNS)
 
 
 def test_optimization_comes_only_after_mutation_scoring() -> None:
-    assert N.ATOM_MUTATION in transitive_prerequisites(N.ATOM_OPTIMIZATION)
+    assert N.ATOM_MUTATION in transitive_order(N.ATOM_OPTIMIZATION)
 
 
 def test_documentation_comes_last_in_the_atoms_phase() -> None:
     others = {s.name for s in STAGES if s.phase is PipelinePhase.ATOMS and s.name is not N.ATOM_DOCUMENTATION}
-    assert others <= transitive_prerequisites(N.ATOM_DOCUMENTATION)
+    assert others <= transitive_order(N.ATOM_DOCUMENTATION)
 
 
 def test_delivery_needs_a_decision_and_a_decision_needs_the_evidence() -> None:
@@ -179,12 +180,14 @@ def test_the_evidence_bundle_does_not_wait_for_the_checks_it_reports_on() -> Non
 def render_stage_table() -> str:
     """The Markdown table of docs/pipeline.md, built from the catalog."""
     lines = [
-        "| # | Stage | Phase | Gate (what must hold to count as satisfied) | Prerequisites | Sends back | "
+        "| # | Stage | Phase | Gate (what must hold to count as satisfied) | Prerequisites (after: order only) | "
+        "Sends back | "
         "Performable today |",
         "|---|---|---|---|---|---|---|",
     ]
     for s in STAGES:
-        prerequisites = ", ".join(f"`{p.value}`" for p in s.prerequisites) or "—"
+        prerequisites = ", ".join([*(f"`{p.value}`" for p in s.prerequisites),
+                                   *(f"after `{a.value}`" for a in s.after)]) or "—"
         lines.append(
             f"| {s.number} | `{s.name.value}` | {s.phase.value} {s.phase.label} | {s.gate} | {prerequisites} | "
             f"{'yes' if s.sends_back else 'no'} | {'yes' if s.performable else 'no'} |"
@@ -255,3 +258,18 @@ def test_a_ledger_row_an_older_codeflux_recorded_not_implemented_still_reads_for
     with pytest.raises(InvalidValueError, match="needs a reason"):  # every other rule still holds
         StageVerdict.as_recorded(stage=StageName.PROGRAM, outcome=StageOutcome.BLOCKED, gate_evaluation=None,
                                  reason=None)
+
+
+def test_order_only_edges_point_back_and_a_failed_advisory_atom_check_never_blocks_atom_verification() -> None:
+    """Issue 17: findings of failed 5, 8, 9, 10 and 14 join the attempt a send-back gate starts — so they must not
+    block 11 (it sends back) or the static checks; hard edges stay where a stage consumes an earlier one's data."""
+    for stage in STAGES:
+        for earlier in stage.after:
+            assert stage_named(earlier).number < stage.number and earlier not in stage.prerequisites
+    verification = transitive_prerequisites(N.ATOM_VERIFICATION)
+    for advisory in (N.CONTRACTS, N.ATOM_EXAMPLE_TESTS, N.ATOM_PROPERTY_TESTS, N.ATOMS):
+        assert advisory not in verification
+        assert advisory not in transitive_prerequisites(N.ANTI_PATTERNS)
+    assert N.ATOM_VERIFICATION in transitive_prerequisites(N.ATOM_MUTATION)
+    assert N.ATOM_MUTATION in transitive_prerequisites(N.ATOM_OPTIMIZATION)
+    assert N.CONTRACTS in transitive_prerequisites(N.RECALL)
