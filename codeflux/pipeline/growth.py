@@ -5,8 +5,9 @@ fitted on a log-log scale. Advisory evidence, never a gate.
 ``bytearray``, ``list[…]``, ``tuple[…]``, ``dict[…]``, ``set[…]``, ``frozenset[…]`` or an abstract collection
 (``Sequence``, ``Iterable``, ``Collection``, ``Mapping``…), or unannotated with such a literal as its default,
 or a whole number (``int`` or unannotated) named like a size (``n``, ``size``, ``count``, ``length``, or ending in
-``_size``, ``_count``, ``_length``, ``_len``). Every sized parameter grows together with the size. The other
-parameters keep their defaults; without one they get a simple value from their annotation (``int`` 3,
+``_size``, ``_count``, ``_length``, ``_len``). Every sized parameter without a default grows with the size (those
+with a default — a separator, say — keep it, unless no required parameter is sized). The other parameters keep
+their defaults; without one they get a simple value from their annotation (``int`` 3,
 ``float`` 1.5, ``bool`` False, an optional one None) — otherwise, or without an annotation, the atom is skipped
 naming the parameter. Variadic parameters are left empty. Async functions and properties are skipped; a method
 is called on an instance made with no arguments (static and class methods on the class), and skipped when the
@@ -217,6 +218,62 @@ def _call_kind(node: ast.FunctionDef, atom: Atom) -> str:
     return "instance"
 
 
+_Listed = list[tuple[ast.arg, ast.expr | None, str]]
+
+
+def _listed(node: ast.FunctionDef, call: str) -> _Listed:
+    """Each parameter the call passes (``self``/``cls`` dropped), with its default and how it is passed."""
+    arguments = node.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
+    if call in ("instance", "class") and positional:
+        positional, defaults = positional[1:], defaults[1:]
+    listed: _Listed = [(arg, default, "positional") for arg, default in zip(positional, defaults, strict=True)]
+    listed += [(arg, default, "keyword") for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults,
+                                                                  strict=True)]
+    return listed
+
+
+def _value(arg: ast.arg, default: ast.expr | None, sized: dict[str, object] | None
+           ) -> dict[str, object] | str | None:
+    """A parameter's value spec; None to leave it to its default; a str says why it has no value."""
+    if sized is not None:
+        return sized
+    if default is not None:
+        return None
+    try:
+        return {"literal": _simple(arg.annotation)}
+    except LookupError as problem:
+        return f"skipped: parameter {arg.arg} {problem}"
+
+
+def _parameters(listed: _Listed, positional_only: list[ast.arg]) -> tuple[list[dict[str, object]], list[str]] | str:
+    specs = [_sized_value(arg.annotation, default, arg.arg) for arg, default, _ in listed]
+    required_sized = any(spec is not None and item[1] is None for spec, item in zip(specs, listed, strict=True))
+    params: list[dict[str, object]] = []
+    sized: list[str] = []
+    unusable: str | None = None
+    keyword_from_here = False
+    for (arg, default, passing), spec in zip(listed, specs, strict=True):
+        # a sized required parameter grows; an optional one (a separator…) keeps its default
+        value = _value(arg, default, None if default is not None and required_sized else spec)
+        if value is None:
+            keyword_from_here = True  # left to its default: later positional ones are passed by keyword
+            continue
+        if isinstance(value, str):
+            unusable = unusable or value
+            continue
+        if "gen" in value or "size" in value:
+            sized.append(arg.arg)
+        if passing == "positional" and keyword_from_here and arg in positional_only:
+            return f"skipped: parameter {arg.arg} is positional-only after one left to its default"
+        params.append({"name": arg.arg, "pass": "keyword" if keyword_from_here or passing == "keyword"
+                       else "positional", "value": value})
+    if not sized:
+        return NO_SIZED_INPUT
+    return unusable if unusable is not None else (params, sized)
+
+
 def growth_plan(atom: Atom, source: str) -> GrowthPlan | str:
     """How to time ``atom`` (defined in ``source``), or why it is not timed (see the module docstring)."""
     node = _function_node(source, atom)
@@ -228,39 +285,10 @@ def growth_plan(atom: Atom, source: str) -> GrowthPlan | str:
     if decorators & {"property", "setter", "getter", "deleter", "cached_property"}:
         return "skipped: a property (not called with arguments)"
     call = _call_kind(node, atom)
-    arguments = node.args
-    positional = [*arguments.posonlyargs, *arguments.args]
-    defaults: list[ast.expr | None] = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
-    if call in ("instance", "class") and positional:
-        positional, defaults = positional[1:], defaults[1:]
-    listed = [(arg, default, "positional") for arg, default in zip(positional, defaults, strict=True)]
-    listed += [(arg, default, "keyword") for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults,
-                                                                  strict=True)]
-    params: list[dict[str, object]] = []
-    sized: list[str] = []
-    keyword_from_here = False
-    for arg, default, passing in listed:
-        spec = _sized_value(arg.annotation, default, arg.arg)
-        if spec is not None:
-            sized.append(arg.arg)
-        elif default is not None:
-            keyword_from_here = True  # left to its default: later positional ones are passed by keyword
-            continue
-        else:
-            try:
-                spec = {"literal": _simple(arg.annotation)}
-            except LookupError as problem:
-                params.append({"name": arg.arg, "problem": str(problem)})
-                continue
-        if passing == "positional" and keyword_from_here and arg in arguments.posonlyargs:
-            return f"skipped: parameter {arg.arg} is positional-only after one left to its default"
-        params.append({"name": arg.arg, "pass": "keyword" if keyword_from_here or passing == "keyword"
-                       else "positional", "value": spec})
-    if not sized:
-        return NO_SIZED_INPUT
-    unusable = next((param for param in params if "problem" in param), None)
-    if unusable is not None:
-        return f"skipped: parameter {unusable['name']} {unusable['problem']}"
+    found = _parameters(_listed(node, call), node.args.posonlyargs)
+    if isinstance(found, str):
+        return found
+    params, sized = found
     module = atom.qualified_name[: len(atom.qualified_name) - len(atom.local_name)].rstrip(".")
     return GrowthPlan(module=module, local=atom.local_name, call=call, params=tuple(params), sized=tuple(sized))
 
