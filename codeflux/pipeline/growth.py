@@ -72,6 +72,10 @@ GROWTH_WORKING_DIRECTORY: Final = f"{TASK_TEMP_DIRECTORY}/{GROWTH_DIRECTORY}"
 REPETITIONS: Final = 3
 MIN_MEASURE_S: Final = 0.002
 MAX_TIMED_ATOMS: Final = 20
+RUN_SECONDS: Final = 540
+"""The sum of the atoms' budgets one timing command may hold (run_command is killed at 600 s)."""
+MAX_JOB_BYTES: Final = 20 * 1024
+"""The job's bound (run_command's argv holds at most 32 KiB, the script included)."""
 SIZE_FACTORS: Final = (1, 4, 16)
 NO_SIZED_INPUT: Final = "not measured: no sized input"
 METHOD: Final = ("the atom called in the task's box on deterministic inputs at three sizes (b, 4b, 16b); per size "
@@ -368,6 +372,25 @@ def _plans(files: Sequence[FileAtoms], atoms: Sequence[Atom]
     return growth, plans
 
 
+def _within_one_run(plans: dict[str, GrowthPlan], growth: dict[str, dict[str, object]], budget_s: float
+                    ) -> list[dict[str, object]]:
+    """The jobs of the plans that fit one command: their budgets within :data:`RUN_SECONDS` (the command is killed
+    at 600 s) and the job within :data:`MAX_JOB_BYTES` (argv is bounded); the others (dropped from ``plans``) are
+    marked not measured."""
+    jobs: list[dict[str, object]] = []
+    size = 0
+    for name in list(plans):
+        job = plans[name].to_job(name)
+        size += len(json.dumps(job, separators=(",", ":")))
+        if (len(jobs) + 1) * budget_s > RUN_SECONDS or size > MAX_JOB_BYTES:
+            del plans[name]
+            growth[name] = {**growth[name], "detail": "not measured: one timing run holds no more atoms at this "
+                                                      "budget (the command's time and argv are bounded)"}
+            continue
+        jobs.append(job)
+    return jobs
+
+
 def measure_growth(run: GrowthRun, files: Sequence[FileAtoms], atoms: Sequence[Atom]
                    ) -> tuple[dict[str, dict[str, object]], dict[str, object]]:
     """Each of ``atoms``' growth evidence (by qualified name) and the run's own evidence (see the module
@@ -395,8 +418,7 @@ def measure_growth(run: GrowthRun, files: Sequence[FileAtoms], atoms: Sequence[A
         return refuse("no usable test command, whose interpreter times the atoms (and whose decision allows it)")
     sizes = [base.value * factor for factor in SIZE_FACTORS]
     job = {"sizes": sizes, "repetitions": REPETITIONS, "min_measure_s": MIN_MEASURE_S,
-           "budget_s": budget.value / 1000,
-           "atoms": [plan.to_job(name) for name, plan in plans.items()]}
+           "budget_s": budget.value / 1000, "atoms": _within_one_run(plans, growth, budget.value / 1000)}
     temp = ports.commands.temp_directory(ports.facts.task_id)
     scratch = write_base_scratch(ports.facts.worktree, root=temp, directory=GROWTH_DIRECTORY, overlay=run.changed)
     if scratch.path is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.domain.atoms import atoms_between
-from codeflux.pipeline.growth import NO_SIZED_INPUT, GrowthPlan, _measured, fit_exponent, growth_plan
+from codeflux.pipeline.growth import NO_SIZED_INPUT, GrowthPlan, _measured, _within_one_run, fit_exponent, growth_plan
 from codeflux.pipeline.growth_script import GROWTH_MARKER, GROWTH_SCRIPT
 
 SOURCE = '''from typing import Optional, Sequence
@@ -137,3 +137,16 @@ def test_the_fixed_script_stops_an_atom_past_its_budget(tmp_path: Path) -> None:
 
     report = json.loads(done.stdout.strip().splitlines()[-1].removeprefix(GROWTH_MARKER))
     assert report == {"slow.crawl": {"problem": "not measured: the time budget (0.3 s) ran out at size 10"}}
+
+
+def test_one_timing_run_holds_only_the_atoms_whose_budgets_fit_the_commands_limit() -> None:
+    plan = plans()["ones"]
+    assert isinstance(plan, GrowthPlan)
+    many = {f"pkg.mod.f{index}": plan for index in range(6)}
+    growth: dict[str, dict[str, object]] = {name: {"measured": False} for name in many}
+
+    jobs = _within_one_run(many, growth, 120.0)  # 4 × 120 s fit in 540 s
+
+    assert [job["key"] for job in jobs] == ["pkg.mod.f0", "pkg.mod.f1", "pkg.mod.f2", "pkg.mod.f3"]
+    assert list(many) == ["pkg.mod.f0", "pkg.mod.f1", "pkg.mod.f2", "pkg.mod.f3"]
+    assert str(growth["pkg.mod.f5"]["detail"]).startswith("not measured: one timing run holds no more atoms")
