@@ -337,7 +337,14 @@ def _measured(reported: object, sizes: Sequence[int]) -> dict[str, object]:
         return {"measured": False, "detail": "not measured: the timing run reported nothing for it"}
     problem = reported.get("problem")
     if isinstance(problem, str):
-        return {"measured": False, "detail": problem[:300]}
+        shown: dict[str, object] = {"measured": False, "detail": problem[:300]}
+        partial, partial_sizes = reported.get("seconds"), reported.get("sizes")
+        if (isinstance(partial, list) and isinstance(partial_sizes, list) and 0 < len(partial) == len(partial_sizes)
+                and partial_sizes == list(sizes[:len(partial)])
+                and all(isinstance(value, float) and math.isfinite(value) and value > 0 for value in partial)):
+            shown["measured_before_the_budget_ran_out"] = {"sizes": partial_sizes,
+                                                           "seconds": [f"{value:.3g}" for value in partial]}
+        return shown
     seconds = _numbers(reported.get("seconds"), float)
     reported_sizes = _numbers(reported.get("sizes"), int)
     if seconds is None or reported_sizes != [float(size) for size in sizes]:

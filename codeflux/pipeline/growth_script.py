@@ -25,7 +25,8 @@ again and again until the timed calls add up to ``min_measure_s``; that mean is 
 the interpreter lock is ended by the command's own timeout instead.
 
 The script's last line is ``codeflux-growth <json>``: per atom either ``{"sizes": […], "seconds": […],
-"calls": […]}`` or ``{"problem": "…"}``. It is output of a process running repository code: codeflux reads it as
+"calls": […]}`` or ``{"problem": "…"}`` (with the sizes and seconds measured before the budget ran out, if
+any). It is output of a process running repository code: codeflux reads it as
 untrusted data (bounded, validated, the fit computed on its side).
 """
 
@@ -153,7 +154,7 @@ GROWTH_SCRIPT: Final = (
     "            outcome['calls'].append(calls)\n"
     "    except OverBudget:\n"
     "        outcome = {'problem': 'not measured: the time budget (' + format(job['budget_s'], 'g')\n"
-    "                   + ' s) ran out at size ' + str(n)}\n"
+    "                   + ' s) ran out at size ' + str(n), 'sizes': outcome['sizes'], 'seconds': outcome['seconds']}\n"
     "    except Unusable as error:\n"
     "        outcome = {'problem': 'skipped: ' + str(error)[:200]}\n"
     "    except BaseException as error:\n"

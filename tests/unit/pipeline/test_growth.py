@@ -127,7 +127,7 @@ def test_the_fixed_script_stops_an_atom_past_its_budget(tmp_path: Path) -> None:
     """The per-atom budget is enforced inside the script (here run plainly: it is codeflux's own program; the
     pipeline runs it only in the task's box)."""
     (tmp_path / "slow.py").write_text("import time\n\ndef crawl(items: list[int]) -> int:\n"
-                                      "    while True:\n        time.sleep(0.01)\n")
+                                      "    while len(items) > 10:\n        time.sleep(0.01)\n    return 0\n")
     job = {"sizes": [10, 40, 160], "repetitions": 1, "min_measure_s": 0.001, "budget_s": 0.3,
            "atoms": [{"key": "slow.crawl", "module": "slow", "local": "crawl", "call": "function",
                       "params": [{"name": "items", "pass": "positional", "value": {"gen": "list", "item": "int"}}]}]}
@@ -135,8 +135,11 @@ def test_the_fixed_script_stops_an_atom_past_its_budget(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", GROWTH_SCRIPT, json.dumps(job)], cwd=tmp_path, capture_output=True,
                           text=True, timeout=30, check=True)
 
-    report = json.loads(done.stdout.strip().splitlines()[-1].removeprefix(GROWTH_MARKER))
-    assert report == {"slow.crawl": {"problem": "not measured: the time budget (0.3 s) ran out at size 10"}}
+    report = json.loads(done.stdout.strip().splitlines()[-1].removeprefix(GROWTH_MARKER))["slow.crawl"]
+    assert report["problem"] == "not measured: the time budget (0.3 s) ran out at size 40"
+    shown = _measured(report, [10, 40, 160])
+    assert shown["detail"] == report["problem"] and shown["measured"] is False
+    assert shown["measured_before_the_budget_ran_out"]["sizes"] == [10]  # type: ignore[index]
 
 
 def test_one_timing_run_holds_only_the_atoms_whose_budgets_fit_the_commands_limit() -> None:
