@@ -8,9 +8,13 @@ not add a nested function into its parent). The gate holds when each of these is
 and where it came from). A stored threshold that is not a whole number in range ``blocked``s the stage naming
 the setting; so does a missing radon.
 
-Growth is **not measured**: timing an atom at three input sizes means running the repository's code in the
-task's confined worker with a sized input, which this stage does not do. The evidence says so; nothing about
-running time is claimed. The stage is advisory: a failure is listed, it never fails a run's exit code.
+Growth is measured for atoms with a sized input when the stage is handed a :class:`~codeflux.pipeline.growth.GrowthRun`
+(the pipeline always hands one): :mod:`codeflux.pipeline.growth` times them in the task's confined worker at three
+input sizes and fits the exponent on a log-log scale. Growth is **advisory**: it is evidence per atom (sizes,
+timings, exponent, method, what it does not prove), never part of the gate — the radon threshold alone decides
+``satisfied`` or ``failed``, and a growth that could not be measured says why. Without a growth run (a caller
+that only reads the source) the evidence says growth was not measured. The stage itself is advisory too: a
+failure is listed, it never fails a run's exit code.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Final
 from codeflux.domain.atoms import Atom, FileAtoms
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.atoms import DiffAtoms
+from codeflux.pipeline.growth import DOES_NOT_PROVE, GrowthRun, measure_growth
 from codeflux.pipeline.ports import SettingsPort
 from codeflux.pipeline.specification import StageResult, stage_result
 from codeflux.pipeline.thresholds import ATOM_COMPLEXITY_MAX, threshold_of
@@ -31,8 +36,8 @@ from codeflux.pipeline.thresholds import ATOM_COMPLEXITY_MAX, threshold_of
 __all__ = ["GROWTH_NOT_MEASURED", "RADON_MODULE", "Measured", "evaluate_atom_complexity"]
 
 RADON_MODULE: Final = "radon.visitors"
-GROWTH_NOT_MEASURED: Final = ("not measured (needs timing the atom at three input sizes by running the repository's "
-                              "code in the task's confined worker; this stage only reads the source)")
+GROWTH_NOT_MEASURED: Final = ("not measured: this evaluation was handed no growth run (timing an atom means running "
+                              "the repository's code in the task's confined worker)")
 _STAGE: Final = StageName.ATOM_COMPLEXITY
 _SHOWN: Final = 5
 
@@ -97,9 +102,9 @@ def _load(module: str) -> ModuleType | str:
 
 
 def evaluate_atom_complexity(diff: DiffAtoms, *, settings: SettingsPort | None,
-                             radon_module: str = RADON_MODULE) -> StageResult:
+                             radon_module: str = RADON_MODULE, growth: GrowthRun | None = None) -> StageResult:
     """Stage 16 (see the module docstring); ``settings`` holds the threshold, ``radon_module`` names the radon
-    module to use."""
+    module to use, ``growth`` (when given) is how the atoms' growth is timed."""
     files = [file for file in diff.files if file.problem is None and file.atoms]
     not_examined = dict(sorted(diff.not_examined.items()))
     if not files:
@@ -119,6 +124,12 @@ def evaluate_atom_complexity(diff: DiffAtoms, *, settings: SettingsPort | None,
             rows.extend(_file_atoms(radon, file))
         except (SyntaxError, ValueError, RecursionError) as error:
             not_examined[file.path] = f"radon could not read it ({type(error).__name__})"
+    measured_atoms = [atom for atom, measured, _ in rows if measured is not None]
+    if growth is None:
+        timings: dict[str, dict[str, object]] = {}
+        growth_evidence: object = GROWTH_NOT_MEASURED
+    else:
+        timings, growth_evidence = measure_growth(growth, files, measured_atoms)
     findings: list[str] = []
     atoms: list[dict[str, object]] = []
     for atom, measured, nested in rows:
@@ -134,24 +145,37 @@ def evaluate_atom_complexity(diff: DiffAtoms, *, settings: SettingsPort | None,
                       "complexity": measured.complexity,
                       "nested": [{"name": item.name, "line": item.line, "complexity": item.complexity}
                                  for item in nested],
-                      "within_limit": not over, "findings": own, "growth": GROWTH_NOT_MEASURED})
+                      "within_limit": not over, "findings": own,
+                      "growth": timings.get(atom.qualified_name, GROWTH_NOT_MEASURED)})
     version = str(getattr(importlib.import_module(radon_module.partition(".")[0]), "__version__", "unknown"))
     evidence: dict[str, object] = {
         "tool": {"name": "radon", "version": version, "provided_by": "codeflux's own installation",
                  "measure": "cyclomatic complexity of each atom and of each function nested in it, each alone"},
-        "threshold": limit.to_evidence(), "atoms": atoms, "findings": findings, "growth": GROWTH_NOT_MEASURED,
+        "threshold": limit.to_evidence(), "atoms": atoms, "findings": findings, "growth": growth_evidence,
         "not_examined": not_examined,
-        "does_not_prove": "anything about running time or growth: no code was run; a function within the limit "
-                          "may still be hard to read",
+        "does_not_prove": "a function within the limit may still be hard to read; growth is advisory — "
+                          + (DOES_NOT_PROVE if growth is not None else "no code was run, nothing about running time "
+                             "is claimed"),
     }
     if not atoms:
         return stage_result(_STAGE, StageOutcome.SKIPPED, "radon found none of the diff's atoms to measure", evidence)
     summary = (f"radon {version} measured {len(atoms)} atom{'s' if len(atoms) != 1 else ''} against the limit "
                f"{limit.value} ({limit.source})")
+    told = _growth_summary(timings)
     if not findings:
         highest = max(int(str(row["complexity"])) for row in atoms)
         return stage_result(_STAGE, StageOutcome.SATISFIED,
-                            f"{summary}: every atom is within it (highest {highest}); growth not measured", evidence)
+                            f"{summary}: every atom is within it (highest {highest}); {told}", evidence)
     more = f" and {len(findings) - _SHOWN} more" if len(findings) > _SHOWN else ""
     return stage_result(_STAGE, StageOutcome.FAILED,
-                        f"{summary}: {'; '.join(findings[:_SHOWN])}{more}; growth not measured", evidence)
+                        f"{summary}: {'; '.join(findings[:_SHOWN])}{more}; {told}", evidence)
+
+
+def _growth_summary(timings: dict[str, dict[str, object]]) -> str:
+    """The growth part of the stage's sentence (advisory: never part of the gate)."""
+    fitted = [f"{name} ~ size^{row['exponent']}" for name, row in timings.items() if row.get("measured")]
+    if not fitted:
+        return "growth not measured (advisory)"
+    more = f" and {len(fitted) - _SHOWN} more" if len(fitted) > _SHOWN else ""
+    return (f"advisory growth (wall-clock, three sizes): {', '.join(fitted[:_SHOWN])}{more}; "
+            f"{len(timings) - len(fitted)} not measured")

@@ -21,6 +21,7 @@ from codeflux.pipeline.atoms import DiffAtoms, atoms_of_diff
 from codeflux.pipeline.complexity import evaluate_atom_complexity
 from codeflux.pipeline.contracts import evaluate_contracts
 from codeflux.pipeline.documentation import evaluate_atom_documentation
+from codeflux.pipeline.growth import GrowthRun
 from codeflux.pipeline.optimization import evaluate_atom_optimization
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.purity import evaluate_purity
@@ -57,10 +58,17 @@ ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.ANTI_PATTERNS, evaluate=lambda facts: evaluate_anti_patterns(facts.diff)),
     AtomStage(stage=StageName.ATOM_OPTIMIZATION, evaluate=lambda facts: evaluate_atom_optimization(facts.diff)),
     AtomStage(stage=StageName.ATOM_COMPLEXITY,
-              evaluate=lambda facts: evaluate_atom_complexity(facts.diff, settings=facts.ports.settings)),
+              evaluate=lambda facts: evaluate_atom_complexity(facts.diff, settings=facts.ports.settings,
+                                                              growth=_growth_run(facts))),
     AtomStage(stage=StageName.ATOM_DOCUMENTATION, evaluate=lambda facts: evaluate_atom_documentation(facts.diff)),
 )
 """The stages evaluated here, in stage order."""
+
+
+def _growth_run(facts: AtomFacts) -> GrowthRun:
+    """Stage 16's growth timing: the ports, the attempt and every changed path (the timing copy's overlay)."""
+    return GrowthRun(ports=facts.ports, attempt=facts.attempt,
+                     changed=tuple(str(item.get("path", "")) for item in _changed_files(facts.assembly)))
 
 
 def _changed_files(assembly: StageResult) -> list[Mapping[str, object]]:

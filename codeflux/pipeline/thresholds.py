@@ -22,6 +22,8 @@ from codeflux.store.settings import put_setting, read_setting
 
 __all__ = [
     "ATOM_COMPLEXITY_MAX",
+    "ATOM_GROWTH_BASE_SIZE",
+    "ATOM_GROWTH_BUDGET_MS",
     "THRESHOLDS",
     "StoredSettings",
     "Threshold",
@@ -46,7 +48,15 @@ ATOM_COMPLEXITY_MAX: Final = Threshold(
     key="pipeline.atom-complexity.max", default=10, minimum=1, maximum=1000,
     meaning="the highest cyclomatic complexity (radon) an atom may have in stage 16 atom-complexity")
 
-THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX,)
+ATOM_GROWTH_BUDGET_MS: Final = Threshold(
+    key="pipeline.atom-complexity.growth-budget-ms", default=5000, minimum=100, maximum=120_000,
+    meaning="the time budget, in milliseconds, of timing one atom at three sizes in stage 16 (advisory growth)")
+
+ATOM_GROWTH_BASE_SIZE: Final = Threshold(
+    key="pipeline.atom-complexity.growth-base-size", default=1000, minimum=10, maximum=100_000,
+    meaning="the smallest of the three input sizes (b, 4b, 16b) stage 16 times an atom at (advisory growth)")
+
+THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_GROWTH_BUDGET_MS, ATOM_GROWTH_BASE_SIZE)
 """Every threshold key phase B reads (the closed list)."""
 
 

@@ -72,6 +72,14 @@ def test_demo_run_accept_lands_the_fix_on_the_users_branch(tmp_path: Path) -> No
     assert (add["qualified_name"], add["declared"]["name"], add["effects_inferred"]) == ("calc.ops.add", "add", [])
     assert add["parameters"] == [{"name": "a", "annotation": "int"}, {"name": "b", "annotation": "int"}]
     assert evidence["findings"] == [] and evidence["effect_table_version"] == "1"
+    # Stage 16 times atoms with a sized input; add takes two ints, so its growth is honestly not measured.
+    assert re.search(r"16 atom-complexity\s+satisfied .*growth not measured \(advisory\)", ran.out), ran.out
+    with contextlib.closing(sqlite3.connect(data / "codeflux.sqlite3")) as connection:
+        (stored,), = connection.execute("SELECT evidence_json FROM stage_ledger WHERE stage = 'atom-complexity'"
+                                        ).fetchall()
+    (timed,) = json.loads(stored)["atoms"]
+    assert (timed["qualified_name"], timed["growth"]) == ("calc.ops.add", {"measured": False,
+                                                                           "detail": "not measured: no sized input"})
     assert "awaiting-review" in ran.out
     found = re.search(r"codeflux task accept (tsk_[0-9a-f]+) --identity ([0-9a-f]{64})", ran.out)
     assert found, ran.out

@@ -99,11 +99,13 @@ class DriverCheckCommands:
 
 def _derived_from(root: SubmittedRequest, working_directory: str | None, *, same_argv: bool) -> DerivedAllowance:
     """A check that follows another's decision — the base run of a check (the same argv and program, started
-    in ``working_directory``), or the import check (the test command's interpreter importing the changed
-    modules) — is allowed once by the decision on ``root`` this attempt (allowed), by the same decider, with a
-    reason naming it; recorded with the request, so no person is ever shown a card for it."""
+    in ``working_directory``), or another check by the test command's interpreter (the import check, the wheel
+    build, stage 16's atom timing) — is allowed once by the decision on ``root`` this attempt (allowed), by the
+    same decider, with a reason naming it; recorded with the request, so no person is ever shown a card for it."""
     decider = Decider.HEADLESS_POLICY if root.decision.decided_by is Decider.HEADLESS_POLICY else Decider.USER
-    what = ("the base-revision run of" if same_argv else "the import check (same interpreter) that follows")
+    what = ("the base-revision run of" if same_argv
+            else "a pipeline check by the same interpreter (import check, wheel build or atom timing) that "
+            "follows")
     where = f", started in {working_directory}" if working_directory else ""
     return DerivedAllowance(decided_by=decider, reason=(
         f"{what} request {root.request_id} ({root.outcome}, decided by {root.decision.decided_by}){where}"))

@@ -228,7 +228,9 @@ STAGES: Final[tuple[Stage, ...]] = (
            _N.ATOM_MUTATION, performable=True),
     _stage(16, _N.ATOM_COMPLEXITY, _P.ATOMS,
            "The cyclomatic complexity radon counts for each atom, and for each function nested in it, is at most "
-           "the configured limit (default 10). Growth with input size is not measured.",
+           "the configured limit (default 10). Advisory, never part of the gate: atoms with a sized input are "
+           "timed at three sizes in the task's box and the fitted log-log exponent is listed (wall-clock, not a "
+           "complexity proof).",
            _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_OPTIMIZATION,), performable=True),
     _stage(17, _N.ATOM_DOCUMENTATION, _P.ATOMS,
            "Advisory: the docstring of each public atom was read, and a missing purpose line, parameters "
