@@ -24,7 +24,8 @@
   stage-35 bundle's ``atom_evidence`` section as recorded, or, when the attempt has no bundle (the run stopped
   before 35, or an older codeflux recorded it), the same section built from the attempt's ledger rows
   (:func:`codeflux.domain.pipeline.atom_evidence.atom_evidence`) — with all 37 stages and their outcomes. The
-  review's ``atoms`` are the newest attempt's, read the same way.
+  review's ``atoms`` are the newest attempt's, read the same way. A fact longer than :data:`MAX_FACT_CHARS` of
+  JSON is replaced by a sentence saying so, and findings past :data:`MAX_ATOM_FINDINGS` by how many more.
 * ``GetDiff`` / ``GetPatch`` — the terminal's ``codeflux task diff`` and ``task patch``: the exact bytes of the
   worktree's diff (with its identity and the files that change what runs) or of the kept patch, cut at a
   line end after :data:`MAX_TERMINAL_BYTES` (``truncated`` and ``whole_bytes`` say so), which keeps a reply
@@ -62,6 +63,9 @@ __all__ = ["MAX_DIFF_BYTES", "MAX_TERMINAL_BYTES", "evidence_view", "methods", "
 
 MAX_DIFF_BYTES: Final = 1 << 20
 MAX_TERMINAL_BYTES: Final = 3 << 20
+MAX_FACT_CHARS: Final = 4000
+MAX_ATOM_FINDINGS: Final = 50
+"""Per atom and stage, what a reply carries (the review shares the transport's 4 MiB message with the diff)."""
 _IDENTITY: Final = re.compile(r"[0-9a-f]{64}")
 _SERVICE: Final = "ReviewService"
 _DETAIL_KEYS: Final = ("argv", "exit_code", "tests", "passed", "failures", "errors", "skipped", "failing",
@@ -177,16 +181,26 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _fact(name: str, value: object) -> pb.AtomFactView:
+    text = json.dumps(value, sort_keys=True)
+    if len(text) > MAX_FACT_CHARS:  # said, never silently cut: the ledger row holds all of it
+        text = json.dumps(f"not shown: {len(text)} characters of JSON (more than {MAX_FACT_CHARS}); the stage's "
+                          "evidence in the ledger holds it")
+    return pb.AtomFactView(name=name, value_json=text)
+
+
 def _atom_stage(item: Mapping[str, object]) -> pb.AtomStageEvidenceView:
-    findings = item.get("findings")
+    listed = item.get("findings")
+    findings = [str(finding) for finding in listed] if isinstance(listed, list) else []
+    if len(findings) > MAX_ATOM_FINDINGS:
+        findings = [*findings[:MAX_ATOM_FINDINGS], f"… and {len(findings) - MAX_ATOM_FINDINGS} more (see the "
+                    "stage's evidence)"]
     facts = item.get("facts")
     return pb.AtomStageEvidenceView(
         number=_int(item.get("number")), stage=_text(item.get("stage")), measures=_text(item.get("measures")),
         outcome=_text(item.get("outcome")), measured=item.get("measured") is True,
-        not_measured=_text(item.get("not_measured")), summary=_text(item.get("summary")),
-        findings=[str(finding) for finding in findings] if isinstance(findings, list) else [],
-        facts=[pb.AtomFactView(name=str(key), value_json=json.dumps(value, sort_keys=True))
-               for key, value in facts.items()] if isinstance(facts, Mapping) else [])
+        not_measured=_text(item.get("not_measured")), summary=_text(item.get("summary")), findings=findings,
+        facts=[_fact(str(key), value) for key, value in facts.items()] if isinstance(facts, Mapping) else [])
 
 
 def _atom_views(section: Mapping[str, object]) -> list[pb.AtomEvidenceView]:

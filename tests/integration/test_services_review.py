@@ -228,7 +228,9 @@ def test_evidence_recorded_in_an_older_shape_is_still_shown_per_atom(
         *held, StageVerdict(stage=StageName.CONTRACTS, outcome=StageOutcome.FAILED, gate_evaluation="1 finding"),
         StageVerdict(stage=StageName.ATOM_OPTIMIZATION, outcome=StageOutcome.SKIPPED, reason="no rewrite proposed"),
         StageVerdict(stage=StageName.EVIDENCE_BUNDLE, outcome=StageOutcome.SATISFIED, gate_evaluation="bundle"),
-    ], evidence={StageName.CONTRACTS: {"atoms": [contract], "findings": ["pkg.calc.add is public and undeclared"]},
+    ], evidence={StageName.CONTRACTS: {"atoms": [contract], "findings": [
+                     "pkg.calc.add (pkg/calc.py:1) is public and no plan step declares it",
+                     "pkg.calc.addition (pkg/calc.py:9) is public and no plan step declares it"]},
                  StageName.ATOM_OPTIMIZATION: {"atoms": ["pkg.calc.add", "pkg.calc.sub"], "rewrites": []},
                  StageName.EVIDENCE_BUNDLE: {"diff_identity": reviewable.identity, "claims": []}})
 
@@ -242,7 +244,8 @@ def test_evidence_recorded_in_an_older_shape_is_still_shown_per_atom(
     contracts = add.stages[0]
     assert (contracts.number, contracts.outcome, contracts.measured) == (5, "failed", True)
     assert contracts.summary.startswith("not declared by any plan step; written `def add(a, b)`")
-    assert list(contracts.findings) == []  # the stage's findings list is the stage's, not this atom's entry
+    # an entry recorded before stage 5 listed findings per atom: the stage's findings that name this atom
+    assert list(contracts.findings) == ["pkg.calc.add (pkg/calc.py:1) is public and no plan step declares it"]
     by_stage = {item.stage: item for item in sub.stages}
     assert (sub.path, sub.first_line) == ("", 0)  # nothing recorded its place: none is made up
     assert by_stage["contracts"].not_measured == ("not measured (stage 5 failed, but its evidence does not list this "

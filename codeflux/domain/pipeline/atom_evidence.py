@@ -4,7 +4,8 @@
 5 contracts and 7–17) and regroups them by atom. It reads each stage's evidence **generically**: a stage's
 per-atom data is a list under ``atoms`` whose entries name their atom by ``qualified_name`` (``atom`` is read too,
 and a bare string is a qualified name — the shape stage 15 recorded first); an entry's ``findings`` (a list) or
-``finding`` (one text) are its findings, and every other key is a fact shown as recorded. A stage that records
+``finding`` (one text) are its findings — an entry with neither (stage 5 before it listed findings per atom) gets
+the stage's own ``findings`` that name the atom — and every other key is a fact shown as recorded. A stage that records
 ``atoms`` this way joins the section with no change here. Identity (path, lines, change) comes from the first
 entry that states it, stage 5's first.
 
@@ -19,6 +20,7 @@ recorded, and a reader of an attempt with no bundle builds it from the ledger ro
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
@@ -75,7 +77,17 @@ def _entries(evidence: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
     return found
 
 
-def _findings(entry: Mapping[str, object]) -> list[str]:
+def _named(name: str, findings: object) -> list[str]:
+    """The stage-level findings that name the atom ``name`` (as a whole dotted name)."""
+    if not isinstance(findings, list):
+        return []
+    pattern = re.compile(rf"(?<![\w.]){re.escape(name)}(?![\w.])")
+    return [str(item) for item in findings if pattern.search(str(item))]
+
+
+def _findings(entry: Mapping[str, object], stage_findings: object, name: str) -> list[str]:
+    if "findings" not in entry and "finding" not in entry:  # an older entry: the stage's findings that name it
+        return _named(name, stage_findings)
     listed = entry.get("findings")
     found = [str(item) for item in listed if str(item).strip()] if isinstance(listed, list) else []
     single = entry.get("finding")
@@ -196,7 +208,7 @@ def _item(stage: StageName, verdict: StageVerdict | None, evidence: Mapping[str,
     if entry is None:
         return {**item, "measured": False, "not_measured": _not_listed(verdict, evidence, name, path),
                 "summary": "", "findings": [], "facts": {}}
-    findings = _findings(entry)
+    findings = _findings(entry, evidence.get("findings"), name)
     return {**item, "measured": True, "not_measured": None, "summary": _summary(stage, entry, findings),
             "findings": findings, "facts": {key: value for key, value in entry.items() if key not in _IDENTITY_KEYS}}
 
