@@ -299,6 +299,7 @@ def evidence_document(view: product_pb2.EvidenceView) -> dict[str, object]:
                 "facts": {fact.name: _fact_value(fact.value_json) for fact in item.facts},
             } for item in atom.stages],
         } for atom in view.atoms],
+        "files_not_examined": list(view.files_not_examined),
         "stages": [{"number": stage.number, "stage": stage.name, "phase": stage.phase, "outcome": stage.outcome or None,
                     "detail": stage.detail} for stage in view.stages],
     }
@@ -338,6 +339,8 @@ def print_evidence(ctx: CliContext, view: product_pb2.EvidenceView, *, max_fact_
                 text = escape_for_display(_fact_text(fact.value_json))
                 shown = text if len(text) <= max_fact_chars else text[:max_fact_chars - 1] + "…"
                 ctx.say(f"         {escape_for_display(fact.name)}: {shown}")
+    for line in view.files_not_examined:
+        ctx.say(f"  atoms not listed from {escape_for_display(line)}")
     ctx.say("stages:")
     for stage in view.stages:
         outcome = stage.outcome or "not recorded"

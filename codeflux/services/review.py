@@ -235,9 +235,12 @@ def evidence_view(app: CoordinatorApp, task_id: TaskId, attempt: int) -> pb.Evid
     rows = _tasks(app).ledger(task_id, stages.attempt) if stages.attempt else []
     section, source = _atom_section(rows)
     bundle = next((row.evidence for row in rows if row.verdict.stage is StageName.EVIDENCE_BUNDLE), {})
+    unexamined = section.get("files_not_examined")
     return pb.EvidenceView(task_id=task_id.value, attempt=stages.attempt, diff_identity=_text(
         bundle.get("diff_identity")), source=source, atoms=_atom_views(section),
-        atom_count=_int(section.get("atom_count")), stages=list(stages.stages))
+        atom_count=_int(section.get("atom_count")), stages=list(stages.stages),
+        files_not_examined=[f"{path}: {reason}" for path, reason in unexamined.items()]
+        if isinstance(unexamined, Mapping) else [])
 
 
 def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
@@ -251,6 +254,10 @@ def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
     evidence, not_examined = _bundle_lines(bundle) if bundle else ([], ["no evidence bundle is recorded yet"])
     not_examined += [f"{path}: not part of the diff (a nested repository or a special file)"
                      for path in diff.skipped_paths]
+    section = _atom_section(rows)[0]
+    unexamined = section.get("files_not_examined")
+    not_examined += [f"{path}: its atoms were not listed ({reason})" for path, reason in unexamined.items()] \
+        if isinstance(unexamined, Mapping) else []
     text, truncated = _capped(diff.unified_diff)
     return pb.ReviewView(
         task_id=task_id.value, diff_identity=diff.identity, base=diff.base, head=diff.head,
@@ -262,7 +269,7 @@ def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
         evidence_matches_diff=bool(bundle) and bundle.get("diff_identity") == diff.identity,
         changes_what_runs=[pb.WhatRunsChangeView(path=flag.path, reason=flag.reason)
                            for flag in changes_what_runs(f.path for f in diff.files)],
-        budget=budget_view(app, task_id), atoms=_atom_views(_atom_section(rows)[0]))
+        budget=budget_view(app, task_id), atoms=_atom_views(section))
 
 
 def stage_views(app: CoordinatorApp, task_id: TaskId, attempt: int) -> pb.ListStagesReply:

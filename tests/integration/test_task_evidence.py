@@ -89,7 +89,8 @@ def test_task_evidence_json_is_the_documented_document(reviewed: tuple[Path, str
     assert shown.code == 0, shown.err
     document = json.loads(shown.out)
     assert set(document) == {"format", "task_id", "attempt", "diff_identity", "source", "atom_count", "atoms",
-                             "stages"}
+                             "files_not_examined", "stages"}
+    assert document["files_not_examined"] == []
     assert (document["format"], document["task_id"], document["attempt"], document["source"]) == (
         1, task_id, 1, "evidence-bundle")
     assert document["diff_identity"] == stored(data, "evidence-bundle")["diff_identity"]

@@ -878,7 +878,7 @@ class AtomEvidenceView(_message.Message):
     def __init__(self, qualified_name: _Optional[str] = ..., path: _Optional[str] = ..., first_line: _Optional[int] = ..., last_line: _Optional[int] = ..., change: _Optional[str] = ..., stages: _Optional[_Iterable[_Union[AtomStageEvidenceView, _Mapping]]] = ...) -> None: ...
 
 class EvidenceView(_message.Message):
-    __slots__ = ("task_id", "attempt", "diff_identity", "source", "atoms", "atom_count", "stages")
+    __slots__ = ("task_id", "attempt", "diff_identity", "source", "atoms", "atom_count", "stages", "files_not_examined")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
@@ -886,6 +886,7 @@ class EvidenceView(_message.Message):
     ATOMS_FIELD_NUMBER: _ClassVar[int]
     ATOM_COUNT_FIELD_NUMBER: _ClassVar[int]
     STAGES_FIELD_NUMBER: _ClassVar[int]
+    FILES_NOT_EXAMINED_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     attempt: int
     diff_identity: str
@@ -893,7 +894,8 @@ class EvidenceView(_message.Message):
     atoms: _containers.RepeatedCompositeFieldContainer[AtomEvidenceView]
     atom_count: int
     stages: _containers.RepeatedCompositeFieldContainer[StageView]
-    def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., diff_identity: _Optional[str] = ..., source: _Optional[str] = ..., atoms: _Optional[_Iterable[_Union[AtomEvidenceView, _Mapping]]] = ..., atom_count: _Optional[int] = ..., stages: _Optional[_Iterable[_Union[StageView, _Mapping]]] = ...) -> None: ...
+    files_not_examined: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., diff_identity: _Optional[str] = ..., source: _Optional[str] = ..., atoms: _Optional[_Iterable[_Union[AtomEvidenceView, _Mapping]]] = ..., atom_count: _Optional[int] = ..., stages: _Optional[_Iterable[_Union[StageView, _Mapping]]] = ..., files_not_examined: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetDiffRequest(_message.Message):
     __slots__ = ("task_id",)

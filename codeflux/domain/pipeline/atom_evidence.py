@@ -13,8 +13,10 @@ Nothing is invented: for each atom and stage either the stage's entry for that a
 (``measured``), or ``not_measured`` says why not, in words — the stage was not recorded in the attempt, was
 ``not-implemented`` or ``blocked`` (with its reason), was ``skipped`` (with its reason), or ran and did not list
 this atom (with the reason its evidence gives under ``not_checked`` / ``not_examined`` for the atom or its file,
-when it gives one). The document is plain JSON (:data:`FORMAT` is its version); stored bundles keep it as
-recorded, and a reader of an attempt with no bundle builds it from the ledger rows with this same function.
+when it gives one). Changed Python files whose atoms could not be listed at all (unreadable, unparsable, over the
+limits) are named with the reason under ``files_not_examined``. The document is plain JSON (:data:`FORMAT` is
+its version); stored bundles keep it as recorded, and a reader of an attempt with no bundle builds it from the
+ledger rows with this same function.
 """
 
 from __future__ import annotations
@@ -248,4 +250,20 @@ def atom_evidence(verdicts: Iterable[StageVerdict], evidence: Mapping[StageName,
                "outcome": None if stage not in by_stage else by_stage[stage].outcome.value,
                "said": None if stage not in by_stage else (by_stage[stage].gate_evaluation or by_stage[stage].reason)}
               for stage, measures in ATOM_STAGE_MEASURES.items()]
-    return {"format": FORMAT, "atom_count": len(names), "atoms": atoms, "stages": stages}
+    return {"format": FORMAT, "atom_count": len(names), "atoms": atoms, "stages": stages,
+            "files_not_examined": _files_not_examined(by_stage, evidence)}
+
+
+def _files_not_examined(by_stage: Mapping[StageName, StageVerdict],
+                        evidence: Mapping[StageName, Mapping[str, object]]) -> dict[str, str]:
+    """Changed Python files whose atoms no stage could list (``path: reason`` from the stages' ``not_examined``,
+    stage order, the first reason kept): the atom list is complete only without them."""
+    found: dict[str, str] = {}
+    for stage in ATOM_STAGE_MEASURES:
+        if stage not in by_stage:
+            continue
+        listed = evidence.get(stage, {}).get("not_examined")
+        for key, reason in listed.items() if isinstance(listed, Mapping) else ():
+            if isinstance(key, str) and key.endswith(".py") and isinstance(reason, str) and key not in found:
+                found[key] = reason
+    return dict(sorted(found.items()))

@@ -67,6 +67,18 @@ def test_a_stage_that_did_not_measure_the_atom_says_why_in_words() -> None:
     assert list(found) == [stage.value for stage in ATOM_STAGE_MEASURES]
 
 
+def test_files_whose_atoms_could_not_be_listed_are_named_with_the_reason() -> None:
+    section = atom_evidence([ran(N.CONTRACTS), ran(N.ATOM_COMPLEXITY)], {
+        N.CONTRACTS: {"atoms": [ADD], "not_examined": {"calc/broken.py": "invalid syntax (line 3)"}},
+        N.ATOM_COMPLEXITY: {"atoms": [], "not_examined": {"calc.ops.add": "radon found no function",
+                                                           "calc/huge.py": "larger than 2 MiB"}}})
+
+    assert section["files_not_examined"] == {"calc/broken.py": "invalid syntax (line 3)",
+                                             "calc/huge.py": "larger than 2 MiB"}
+    assert items(section)["atom-complexity"]["not_measured"] == ("not measured (stage 16 satisfied; for this atom: "
+                                                                 "radon found no function)")
+
+
 def test_old_shapes_stay_readable_and_a_run_before_phase_b_lists_no_atom() -> None:
     # stage 15 first recorded its atoms as bare qualified names
     old = atom_evidence([not_run(N.ATOM_OPTIMIZATION, StageOutcome.SKIPPED, "no rewrite proposed")],
