@@ -147,8 +147,11 @@ def _complexity(entry: Mapping[str, object], findings: Sequence[str]) -> list[st
     if isinstance(entry.get("complexity"), int):
         parts.append(f"cyclomatic complexity {entry['complexity']}"
                      + (" (over the limit)" if entry.get("within_limit") is False else ""))
-    if isinstance(entry.get("growth"), str):
-        parts.append(f"growth {entry['growth']}")
+    growth = entry.get("growth")
+    if isinstance(growth, str):  # before stage 16 timed atoms: "not measured (…)"
+        parts.append(f"growth {growth}")
+    elif isinstance(growth, Mapping) and isinstance(growth.get("detail"), str):  # {"measured": …, "detail": …}
+        parts.append(f"growth: {growth['detail']}")
     return parts
 
 

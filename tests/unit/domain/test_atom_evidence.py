@@ -91,3 +91,16 @@ def test_old_shapes_stay_readable_and_a_run_before_phase_b_lists_no_atom() -> No
                             for stage in ATOM_STAGE_MEASURES], {})
     assert before["atoms"] == [] and before["atom_count"] == 0
     assert {stage["outcome"] for stage in before["stages"]} == {"not-implemented"}  # type: ignore[union-attr]
+
+
+def test_complexity_says_growth_as_stage_16_recorded_it_in_either_shape() -> None:
+    timed = {**ADD, "complexity": 2, "within_limit": True,
+             "growth": {"measured": True, "exponent": "1.02", "detail": "time grows like size^1.02 over sizes 1, 2, 4"}}
+    said = {**ADD, "complexity": 2, "within_limit": True, "growth": "not measured (this stage only reads the source)"}
+
+    def summary(entry: dict[str, object]) -> object:
+        return items(atom_evidence([ran(N.ATOM_COMPLEXITY)], {N.ATOM_COMPLEXITY: {"atoms": [entry]}}))[
+            "atom-complexity"]["summary"]
+
+    assert summary(timed) == "cyclomatic complexity 2; growth: time grows like size^1.02 over sizes 1, 2, 4"
+    assert summary(said) == "cyclomatic complexity 2; growth not measured (this stage only reads the source)"
