@@ -13,8 +13,10 @@ gateway; ``start`` runs a ready task in this process under a headless policy (``
 pauses it between turns; ``resume`` continues a paused task in this process, in the next attempt — the
 loop's conversation is kept in SQLite (redacted), so the resumed run continues it with the plan steps
 already done, from the worktree as it is (a task paused before its plan was approved drafts the plan
-again instead); ``decide`` answers a pending tool request; ``diff`` prints the unified diff and its
-identity, then the changed files that change what later commands execute ("changes what runs":
+again instead); ``decide`` answers a pending tool request; ``evidence`` prints an attempt's evidence per atom (0 / no
+``--attempt``: the newest) — for each atom of its diff, what each atom stage measured of it or why not — and
+its stages with their outcomes; ``--json`` prints the same as one stable JSON document. ``diff`` prints the
+unified diff and its identity, then the changed files that change what later commands execute ("changes what runs":
 ``conftest.py``, ``pytest.ini``, a Makefile, …, with why). SIGINT / SIGTERM during ``plan``, ``start`` or
 ``resume`` stop at the next boundary with nothing half-written (see :mod:`codeflux.cli.run`). Arguments,
 paths and check argv are shown escaped (:func:`codeflux.domain.display.escape_for_display`).
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -61,6 +64,8 @@ from codeflux.cli.run import (
 )
 from codeflux.cli.start import CliModelAccess
 from codeflux.cli.views import (
+    evidence_document,
+    print_evidence,
     print_landing_resolutions,
     print_plan,
     print_recovery,
@@ -115,6 +120,8 @@ _ACTIONS = {
                "in SQLite, redacted) with the plan steps already done"),
     "decide": "answer a pending tool request: --allow-once, --allow-for-task or --deny",
     "diff": "print the task worktree's unified diff and its identity",
+    "evidence": ("print an attempt's evidence per atom (what each atom stage measured of it, or why not) and its "
+                 "stages with their outcomes; --json prints a stable JSON document"),
 }
 
 
@@ -163,6 +170,10 @@ def _configure_action(action: str, sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--action", dest="recovery", required=True, choices=[a.value for a in RecoveryAction])
     elif action == "answer":
         _configure_answer(sub)
+    elif action == "evidence":
+        sub.add_argument("--attempt", type=_parse_count, default=0, metavar="N",
+                         help="the attempt (default: the newest)")
+        sub.add_argument("--json", action="store_true", help="print one JSON document (described in docs/using.md)")
     else:
         _configure_run_action(action, sub)
 
@@ -389,6 +400,16 @@ def _diff(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: 
     return 0
 
 
+def _evidence(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    view = channel.call("ReviewService/GetEvidence", pb.GetEvidenceRequest(task_id=task_id, attempt=args.attempt),
+                        pb.EvidenceView)
+    if args.json:
+        ctx.say(json.dumps(evidence_document(view), indent=2, sort_keys=True, ensure_ascii=True))
+    else:
+        print_evidence(ctx, view)
+    return 0
+
+
 def _record_outcome(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
     request = pb.RecordOutcomeRequest(control=control(), task_id=task_id, item_id=args.item,
                                       outcome=str(args.outcome), note=args.note or "")
@@ -502,7 +523,7 @@ _TASK_HANDLERS: dict[str, Handler] = {
     "show": _show, "approve-plan": _approve, "send-back": _send_back, "accept": _accept, "reject": _reject,
     "patch": _patch, "record-outcome": _record_outcome, "recover": _recover, "plan": _plan, "start": _start,
     "pause": _action("PauseTask", "paused"), "cancel": _action("CancelTask", "cancelled"), "resume": _resume,
-    "decide": _decide, "diff": _diff, "retry": _retry, "answer": _answer,
+    "decide": _decide, "diff": _diff, "retry": _retry, "answer": _answer, "evidence": _evidence,
 }
 
 

@@ -9,6 +9,7 @@ newline cannot disguise itself or what follows it.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import shlex
 from collections.abc import Sequence
 from typing import Final
@@ -18,9 +19,12 @@ from codeflux.cli.context import CliContext
 from codeflux.domain.display import escape_for_display
 
 __all__ = [
+    "EVIDENCE_FORMAT",
+    "evidence_document",
     "landing_resolution_text",
     "planning_line",
     "print_budget",
+    "print_evidence",
     "print_landing_resolutions",
     "print_plan",
     "print_prices",
@@ -267,3 +271,78 @@ def write_bytes(ctx: CliContext, data: bytes) -> None:
         ctx.stdout.flush()
         buffer.write(data)
         buffer.flush()
+
+
+EVIDENCE_FORMAT: Final = 1
+"""The version of :func:`evidence_document`'s JSON (``codeflux task evidence --json``, docs/using.md)."""
+
+
+def _fact_value(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def evidence_document(view: product_pb2.EvidenceView) -> dict[str, object]:
+    """The stable JSON document of ``codeflux task evidence --json`` (keys documented in docs/using.md)."""
+    return {
+        "format": EVIDENCE_FORMAT, "task_id": view.task_id, "attempt": view.attempt,
+        "diff_identity": view.diff_identity or None, "source": view.source, "atom_count": view.atom_count,
+        "atoms": [{
+            "qualified_name": atom.qualified_name, "path": atom.path or None,
+            "lines": [atom.first_line, atom.last_line] if atom.first_line else None, "change": atom.change or None,
+            "stages": [{
+                "number": item.number, "stage": item.stage, "measures": item.measures, "outcome": item.outcome or None,
+                "measured": item.measured, "not_measured": item.not_measured or None, "summary": item.summary,
+                "findings": list(item.findings),
+                "facts": {fact.name: _fact_value(fact.value_json) for fact in item.facts},
+            } for item in atom.stages],
+        } for atom in view.atoms],
+        "files_not_examined": list(view.files_not_examined),
+        "stages": [{"number": stage.number, "stage": stage.name, "phase": stage.phase, "outcome": stage.outcome or None,
+                    "detail": stage.detail} for stage in view.stages],
+    }
+
+
+def _fact_text(text: str) -> str:
+    value = _fact_value(text)
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def print_evidence(ctx: CliContext, view: product_pb2.EvidenceView, *, max_fact_chars: int = 300) -> None:
+    """One attempt's evidence: per atom, each atom stage's result in words (or why it measured nothing), then every
+    stage with its outcome."""
+    source = ("the evidence bundle (stage 35)" if view.source == "evidence-bundle"
+              else "the attempt's ledger rows (no evidence bundle recorded)")
+    identity = f" on diff {view.diff_identity[:12]}" if view.diff_identity else ""
+    ctx.say(f"task {view.task_id}: attempt {view.attempt}{identity}; per-atom evidence from {source}")
+    if not view.atoms:
+        ctx.say("  no atom recorded: no atom stage listed a function or method of this attempt's diff")
+    elif view.atom_count > len(view.atoms):
+        ctx.say(f"  {len(view.atoms)} of {view.atom_count} atoms shown")
+    for atom in view.atoms:
+        lines = f":{atom.first_line}-{atom.last_line}" if atom.first_line else ""
+        change = atom.change or "change not recorded"
+        ctx.say(f"  atom {escape_for_display(atom.qualified_name)}  "
+                f"({escape_for_display(atom.path or 'path not recorded')}{lines}, {change})")
+        for item in atom.stages:
+            head = f"    {item.number:>2} {item.measures:<30}"
+            if not item.measured:
+                ctx.say(f"{head}{escape_for_display(item.not_measured)}")
+                continue
+            said = f": {escape_for_display(item.summary)}" if item.summary else ""
+            ctx.say(f"{head}{item.outcome} (stage {item.stage}){said}")
+            for finding in item.findings:
+                ctx.say(f"         finding: {escape_for_display(finding)}")
+            for fact in item.facts:
+                text = escape_for_display(_fact_text(fact.value_json))
+                shown = text if len(text) <= max_fact_chars else text[:max_fact_chars - 1] + "…"
+                ctx.say(f"         {escape_for_display(fact.name)}: {shown}")
+    for line in view.files_not_examined:
+        ctx.say(f"  atoms not listed from {escape_for_display(line)}")
+    ctx.say("stages:")
+    for stage in view.stages:
+        outcome = stage.outcome or "not recorded"
+        detail = f"  {escape_for_display(stage.detail)}" if stage.detail else ""
+        ctx.say(f"  {stage.number:>2} {stage.name:<26} {outcome}{detail}")

@@ -15,7 +15,8 @@ Python file at all (then the name alone decides). The first matching declaration
 **The gate** holds when every changed *public* atom (no part of its name starts with ``_``; dunders count as
 public) is declared, annotates every parameter (``self``/``cls`` of a method excepted) and its return
 (``__init__`` excepted), and has no inferred effect outside its declared effects. Each way it does not hold is
-one line in the evidence's ``findings`` (what a send-back started by another gate carries to the loop). Listed,
+one line in the evidence's ``findings`` (what a send-back started by another gate carries to the loop), and in
+the ``findings`` of that atom's entry under ``atoms``. Listed,
 never failing: private helpers that are undeclared or unannotated, declared atoms the diff does not touch, and
 declared signatures that differ from the written one. A diff with no atom is ``skipped`` with that reason.
 
@@ -231,23 +232,27 @@ def _located(atom: Atom) -> str:
     return f"{atom.qualified_name} ({atom.path}:{atom.first_line})"
 
 
-def _findings(contracts: Sequence[AtomContract]) -> list[str]:
+def _atom_findings(contract: AtomContract) -> list[str]:
+    """The gate's findings on one atom (none for a private helper: those are listed, not judged)."""
+    atom = contract.atom
+    if not atom.public:
+        return []
     findings: list[str] = []
-    for contract in contracts:
-        atom = contract.atom
-        if not atom.public:
-            continue
-        if contract.declaration is None:
-            findings.append(f"{_located(atom)} is public and no plan step declares it")
-        if contract.shape is None:
-            findings.append(f"{_located(atom)} could not be examined: {contract.problem}")
-            continue
-        if contract.shape.missing_annotations:
-            findings.append(f"{_located(atom)} lacks annotations: {', '.join(contract.shape.missing_annotations)}")
-        undeclared = contract.undeclared_effects()
-        if undeclared:
-            findings.append(f"{_located(atom)} has effects its declaration does not list: {'; '.join(undeclared)}")
+    if contract.declaration is None:
+        findings.append(f"{_located(atom)} is public and no plan step declares it")
+    if contract.shape is None:
+        findings.append(f"{_located(atom)} could not be examined: {contract.problem}")
+        return findings
+    if contract.shape.missing_annotations:
+        findings.append(f"{_located(atom)} lacks annotations: {', '.join(contract.shape.missing_annotations)}")
+    undeclared = contract.undeclared_effects()
+    if undeclared:
+        findings.append(f"{_located(atom)} has effects its declaration does not list: {'; '.join(undeclared)}")
     return findings
+
+
+def _findings(contracts: Sequence[AtomContract]) -> list[str]:
+    return [finding for contract in contracts for finding in _atom_findings(contract)]
 
 
 def _skipped(reason: str, evidence: dict[str, object]) -> StageResult:
@@ -283,7 +288,8 @@ def check_contracts(task: TaskFacts, diff: DiffAtoms, *, diff_identity: str | No
     evidence: dict[str, object] = {
         **base,
         "atom_count": len(contracts), "finding_count": len(findings),
-        "atoms": [contract.to_evidence() for contract in contracts[:MAX_LISTED]],
+        "atoms": [{**contract.to_evidence(), "findings": _atom_findings(contract)}
+                  for contract in contracts[:MAX_LISTED]],
         "findings": findings[:MAX_LISTED],
         "undeclared_private": [_located(c.atom) for c in private if c.declaration is None][:MAX_LISTED],
         "unannotated_private": [f"{_located(c.atom)}: {', '.join(c.shape.missing_annotations)}" for c in private

@@ -6,7 +6,9 @@ they saw, the hard failures, and — stated, never hidden — every stage that w
 the run went past are included with the outcome the ledger rules give them. The bundle is built
 precisely when checks failed: that is where a reviewer reads about it. A repository with no Python in it
 (no ``.py`` file, no ``pyproject.toml`` / ``setup.py`` / ``setup.cfg``) is labelled "experimental: generic
-checks only" — codeflux's real checks are Python's (ARCHITECTURE §8.4).
+checks only" — codeflux's real checks are Python's (ARCHITECTURE §8.4). Under ``atom_evidence`` the bundle
+lists per atom of the diff what each atom stage (5, 7–17) measured of it, or why it was not measured
+(:mod:`codeflux.domain.pipeline.atom_evidence`).
 
 **human-acceptance** holds only when a person accepted this exact diff (the acceptance record's diff
 identity equals the one the checks saw); a rejection fails it. Without a decision the stage is not
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Final
 
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict, finalize_run, stage_named
+from codeflux.domain.pipeline.atom_evidence import atom_evidence
 from codeflux.pipeline.ports import AcceptanceRecord, PipelinePorts
 from codeflux.pipeline.specification import StageResult
 from codeflux.store.stage_ledger import LedgerRow
@@ -89,6 +92,7 @@ def evaluate_evidence_bundle(ports: PipelinePorts, rows: Sequence[LedgerRow], *,
         "task_id": facts.task_id.value, "plan_revision": facts.plan_revision, "plan_sha256": facts.plan_sha256,
         "diff_identity": diff_identity, "claims": claims, "counts": counts, "hard_failures": hard,
         "not_examined": unexamined, "clean": not hard, "support": "python" if python else EXPERIMENTAL_LABEL,
+        "atom_evidence": atom_evidence(projected, {row.verdict.stage: row.evidence for row in rows}),
     }
     seen = ("" if python else f"{EXPERIMENTAL_LABEL}: ") + (
             f"bundle of {len(claims)} stages on diff {(diff_identity or 'unknown')[:12]}: "

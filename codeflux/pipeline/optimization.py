@@ -28,5 +28,7 @@ def evaluate_atom_optimization(diff: DiffAtoms) -> StageResult:
                             "the diff adds or changes no function outside the tests", {})
     return stage_result(StageName.ATOM_OPTIMIZATION, StageOutcome.SKIPPED,
                         f"{NO_REWRITE_PROPOSED} (the implementation loop does not propose rewrites yet)",
-                        {"atoms": [atom.qualified_name for atom in atoms], "rewrites": [],
+                        {"atoms": [{"qualified_name": atom.qualified_name, "path": atom.path,
+                                    "lines": [atom.first_line, atom.last_line], "rewrite": None} for atom in atoms],
+                         "rewrites": [],
                          "does_not_prove": "that any atom is as simple as it can be"})

@@ -58,7 +58,11 @@ def check_purity(task: TaskFacts, diff: DiffAtoms, *, diff_identity: str | None)
     if not atoms:
         return stage_result(StageName.ATOMS, StageOutcome.SKIPPED, "the diff adds or changes no function or method "
                             "outside tests: no atom is declared pure", {**base, "atoms": [], "findings": []})
-    pure = [c for c in atom_contracts(task.worktree, atoms, task.plan) if c.declared_pure]
+    contracts = atom_contracts(task.worktree, atoms, task.plan)
+    pure = [c for c in contracts if c.declared_pure]
+    base["not_checked"] = {c.atom.qualified_name: "not declared pure: its plan declaration lists effects"
+                           if c.declaration is not None else "not declared pure: no plan step declares it"
+                           for c in contracts[:MAX_LISTED] if not c.declared_pure}
     if not pure:
         return stage_result(StageName.ATOMS, StageOutcome.SKIPPED, f"none of the diff's {len(atoms)} atom(s) is "
                             "declared pure (no effects) in the approved plan", {**base, "atoms": [], "findings": []})

@@ -20,6 +20,12 @@
   (:mod:`codeflux.coordinator.tasks.rejection`). A retry with the same idempotency key returns the first
   reply (:class:`~codeflux.services.mutations.MutationLedger`); the coordinator keys each decision by the
   reviewed identity as well.
+* ``GetEvidence`` — ``codeflux task evidence``: one attempt's per-atom evidence (0 = the newest) — the
+  stage-35 bundle's ``atom_evidence`` section as recorded, or, when the attempt has no bundle (the run stopped
+  before 35, or an older codeflux recorded it), the same section built from the attempt's ledger rows
+  (:func:`codeflux.domain.pipeline.atom_evidence.atom_evidence`) — with all 37 stages and their outcomes. The
+  review's ``atoms`` are the newest attempt's, read the same way. A fact longer than :data:`MAX_FACT_CHARS` of
+  JSON is replaced by a sentence saying so, and findings past :data:`MAX_ATOM_FINDINGS` by how many more.
 * ``GetDiff`` / ``GetPatch`` — the terminal's ``codeflux task diff`` and ``task patch``: the exact bytes of the
   worktree's diff (with its identity and the files that change what runs) or of the kept patch, cut at a
   line end after :data:`MAX_TERMINAL_BYTES` (``truncated`` and ``whole_bytes`` say so), which keeps a reply
@@ -28,8 +34,9 @@
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from google.protobuf.message import Message
@@ -43,6 +50,7 @@ from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
 from codeflux.domain.errors import InvalidValueError, TaskActionUnavailableError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import PERFORMABLE_STAGES, STAGES, StageName
+from codeflux.domain.pipeline.atom_evidence import atom_evidence
 from codeflux.domain.pipeline.ledger import LedgerRow
 from codeflux.domain.review_flags import changes_what_runs
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
@@ -51,10 +59,13 @@ from codeflux.services.mutations import MutationLedger, mutation_of, parse_task_
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
 from codeflux.services.views import budget_view, task_view
 
-__all__ = ["MAX_DIFF_BYTES", "MAX_TERMINAL_BYTES", "methods", "review_view", "stage_views"]
+__all__ = ["MAX_DIFF_BYTES", "MAX_TERMINAL_BYTES", "evidence_view", "methods", "review_view", "stage_views"]
 
 MAX_DIFF_BYTES: Final = 1 << 20
 MAX_TERMINAL_BYTES: Final = 3 << 20
+MAX_FACT_CHARS: Final = 4000
+MAX_ATOM_FINDINGS: Final = 50
+"""Per atom and stage, what a reply carries (the review shares the transport's 4 MiB message with the diff)."""
 _IDENTITY: Final = re.compile(r"[0-9a-f]{64}")
 _SERVICE: Final = "ReviewService"
 _DETAIL_KEYS: Final = ("argv", "exit_code", "tests", "passed", "failures", "errors", "skipped", "failing",
@@ -166,6 +177,72 @@ def _task_diff(app: CoordinatorApp, task_id: TaskId) -> TaskDiff:
     return diff_against_base(binding)
 
 
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _fact(name: str, value: object) -> pb.AtomFactView:
+    text = json.dumps(value, sort_keys=True)
+    if len(text) > MAX_FACT_CHARS:  # said, never silently cut: the ledger row holds all of it
+        text = json.dumps(f"not shown: {len(text)} characters of JSON (more than {MAX_FACT_CHARS}); the stage's "
+                          "evidence in the ledger holds it")
+    return pb.AtomFactView(name=name, value_json=text)
+
+
+def _atom_stage(item: Mapping[str, object]) -> pb.AtomStageEvidenceView:
+    listed = item.get("findings")
+    findings = [str(finding) for finding in listed] if isinstance(listed, list) else []
+    if len(findings) > MAX_ATOM_FINDINGS:
+        findings = [*findings[:MAX_ATOM_FINDINGS], f"… and {len(findings) - MAX_ATOM_FINDINGS} more (see the "
+                    "stage's evidence)"]
+    facts = item.get("facts")
+    return pb.AtomStageEvidenceView(
+        number=_int(item.get("number")), stage=_text(item.get("stage")), measures=_text(item.get("measures")),
+        outcome=_text(item.get("outcome")), measured=item.get("measured") is True,
+        not_measured=_text(item.get("not_measured")), summary=_text(item.get("summary")), findings=findings,
+        facts=[_fact(str(key), value) for key, value in facts.items()] if isinstance(facts, Mapping) else [])
+
+
+def _atom_views(section: Mapping[str, object]) -> list[pb.AtomEvidenceView]:
+    atoms = section.get("atoms")
+    views = []
+    for atom in atoms if isinstance(atoms, list) else []:
+        if not isinstance(atom, Mapping):
+            continue
+        lines = atom.get("lines")
+        first, last = (lines if isinstance(lines, list) and len(lines) == 2 else (0, 0))
+        stages = atom.get("evidence")
+        views.append(pb.AtomEvidenceView(
+            qualified_name=_text(atom.get("qualified_name")), path=_text(atom.get("path")),
+            first_line=_int(first), last_line=_int(last), change=_text(atom.get("change")),
+            stages=[_atom_stage(item) for item in stages if isinstance(item, Mapping)]
+            if isinstance(stages, list) else []))
+    return views
+
+
+def _atom_section(rows: Sequence[LedgerRow]) -> tuple[Mapping[str, object], str]:
+    """The attempt's per-atom section and where it came from (see the module docstring)."""
+    bundle = next((row.evidence for row in rows if row.verdict.stage is StageName.EVIDENCE_BUNDLE), None)
+    recorded = None if bundle is None else bundle.get("atom_evidence")
+    if isinstance(recorded, Mapping):
+        return recorded, "evidence-bundle"
+    return atom_evidence([row.verdict for row in rows], {row.verdict.stage: row.evidence for row in rows}), "ledger"
+
+
+def evidence_view(app: CoordinatorApp, task_id: TaskId, attempt: int) -> pb.EvidenceView:
+    """One attempt's per-atom evidence and its stages (see the module docstring)."""
+    stages = stage_views(app, task_id, attempt)
+    rows = _tasks(app).ledger(task_id, stages.attempt) if stages.attempt else []
+    section, source = _atom_section(rows)
+    bundle = next((row.evidence for row in rows if row.verdict.stage is StageName.EVIDENCE_BUNDLE), {})
+    unexamined = section.get("files_not_examined")
+    return pb.EvidenceView(task_id=task_id.value, attempt=stages.attempt, diff_identity=_text(
+        bundle.get("diff_identity")), source=source, atoms=_atom_views(section),
+        atom_count=_int(section.get("atom_count")), stages=list(stages.stages),
+        files_not_examined=[f"{path}: {reason}" for path, reason in unexamined.items()]
+        if isinstance(unexamined, Mapping) else [])
+
+
 def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
     """The review of the task's current diff (see the module docstring)."""
     tasks = _tasks(app)
@@ -177,6 +254,10 @@ def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
     evidence, not_examined = _bundle_lines(bundle) if bundle else ([], ["no evidence bundle is recorded yet"])
     not_examined += [f"{path}: not part of the diff (a nested repository or a special file)"
                      for path in diff.skipped_paths]
+    section = _atom_section(rows)[0]
+    unexamined = section.get("files_not_examined")
+    not_examined += [f"{path}: its atoms were not listed ({reason})" for path, reason in unexamined.items()] \
+        if isinstance(unexamined, Mapping) else []
     text, truncated = _capped(diff.unified_diff)
     return pb.ReviewView(
         task_id=task_id.value, diff_identity=diff.identity, base=diff.base, head=diff.head,
@@ -188,7 +269,7 @@ def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
         evidence_matches_diff=bool(bundle) and bundle.get("diff_identity") == diff.identity,
         changes_what_runs=[pb.WhatRunsChangeView(path=flag.path, reason=flag.reason)
                            for flag in changes_what_runs(f.path for f in diff.files)],
-        budget=budget_view(app, task_id))
+        budget=budget_view(app, task_id), atoms=_atom_views(section))
 
 
 def stage_views(app: CoordinatorApp, task_id: TaskId, attempt: int) -> pb.ListStagesReply:
@@ -259,6 +340,9 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
     def list_stages(ctx: CallContext, request: pb.ListStagesRequest) -> pb.ListStagesReply:
         return stage_views(app, parse_task_id(request.task_id), request.attempt)
 
+    def get_evidence(ctx: CallContext, request: pb.GetEvidenceRequest) -> pb.EvidenceView:
+        return evidence_view(app, parse_task_id(request.task_id), request.attempt)
+
     def get_diff(ctx: CallContext, request: pb.GetDiffRequest) -> pb.DiffBytes:
         return diff_bytes(app, parse_task_id(request.task_id))
 
@@ -276,6 +360,8 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
                     response_type=pb.ReviewView, handler=get_review),
         UnaryMethod(name=method_name(_SERVICE, "ListStages"), request_type=pb.ListStagesRequest,
                     response_type=pb.ListStagesReply, handler=list_stages),
+        UnaryMethod(name=method_name(_SERVICE, "GetEvidence"), request_type=pb.GetEvidenceRequest,
+                    response_type=pb.EvidenceView, handler=get_evidence),
         UnaryMethod(name=method_name(_SERVICE, "GetDiff"), request_type=pb.GetDiffRequest,
                     response_type=pb.DiffBytes, handler=get_diff),
         UnaryMethod(name=method_name(_SERVICE, "GetPatch"), request_type=pb.GetPatchRequest,

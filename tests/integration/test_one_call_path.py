@@ -96,6 +96,7 @@ def test_every_state_command_prints_the_same_with_and_without_a_running_coordina
         ("task", "list"), ("task", "show", reviewing), ("task", "show", rejected), ("task", "diff", reviewing),
         ("task", "patch", rejected), ("task", "recovery"), ("budget", "show", "--task", reviewing, "--entries"),
         ("prices", "list"), ("prices", "list", "--provider", "openai"), ("provider", "list"),
+        ("task", "evidence", reviewing), ("task", "evidence", reviewing, "--json", "--attempt", "1"),
     ]
     alone = {argv: cli(data, *argv) for argv in reads}
     with coordinator(data, scripted):
@@ -110,6 +111,7 @@ def test_every_state_command_prints_the_same_with_and_without_a_running_coordina
     for fact in ("  base         ", "  worktree     ", "  plan         revision 1", "  budget of task",
                  "    hard limit", "  attempt      1", "    accept          available"):
         assert fact in shown, (fact, shown)
+    assert "  atom calc.ops.add  (calc/ops.py:" in alone[("task", "evidence", reviewing)].out
 
 
 def test_every_state_change_prints_the_same_with_and_without_a_running_coordinator(tmp_path: Path) -> None:

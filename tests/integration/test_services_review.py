@@ -12,6 +12,7 @@ import pytest
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.tasks.service import TaskService
+from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.services import review
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import Code
@@ -29,6 +30,7 @@ FIX: dict[str, str | bytes] = {
 }
 GET, STAGES = "/codeflux.v1.ReviewService/GetReview", "/codeflux.v1.ReviewService/ListStages"
 ACCEPT, REJECT = "/codeflux.v1.ReviewService/AcceptChange", "/codeflux.v1.ReviewService/RejectChange"
+EVIDENCE = "/codeflux.v1.ReviewService/GetEvidence"
 
 
 @pytest.fixture
@@ -211,3 +213,45 @@ def test_files_that_change_what_runs_are_flagged_on_the_review_with_why(
     assert "interpreter start" in flags["venv/lib/site-packages/zz.pth"]
     assert {f.path for f in shown.files} >= set(flags)
     assert not plain.changes_what_runs  # pkg/calc.py and pkg/extra.py change no command
+
+
+def test_evidence_recorded_in_an_older_shape_is_still_shown_per_atom(
+    app: CoordinatorApp, reviewable: Reviewable, db: Database, tmp_path: Path
+) -> None:
+    # An attempt as an older codeflux stored it: stage 15's atoms as bare names, a bundle with no per-atom section.
+    tasks = TaskService(db, worktrees_root=tmp_path / "worktrees")
+    held = [StageVerdict(stage=stage, outcome=StageOutcome.SATISFIED, gate_evaluation="held")
+            for stage in (StageName.INSTRUCTIONS, StageName.CLARIFICATION, StageName.ATOMIC_INSTRUCTIONS)]
+    contract = {"qualified_name": "pkg.calc.add", "path": "pkg/calc.py", "change": "changed", "lines": [1, 2],
+                "signature": "def add(a, b)", "declared": None, "effects_inferred": []}
+    tasks.record_stage_verdicts(reviewable.task_id, 1, [
+        *held, StageVerdict(stage=StageName.CONTRACTS, outcome=StageOutcome.FAILED, gate_evaluation="1 finding"),
+        StageVerdict(stage=StageName.ATOM_OPTIMIZATION, outcome=StageOutcome.SKIPPED, reason="no rewrite proposed"),
+        StageVerdict(stage=StageName.EVIDENCE_BUNDLE, outcome=StageOutcome.SATISFIED, gate_evaluation="bundle"),
+    ], evidence={StageName.CONTRACTS: {"atoms": [contract], "findings": [
+                     "pkg.calc.add (pkg/calc.py:1) is public and no plan step declares it",
+                     "pkg.calc.addition (pkg/calc.py:9) is public and no plan step declares it"]},
+                 StageName.ATOM_OPTIMIZATION: {"atoms": ["pkg.calc.add", "pkg.calc.sub"], "rewrites": []},
+                 StageName.EVIDENCE_BUNDLE: {"diff_identity": reviewable.identity, "claims": []}})
+
+    shown = call(app, EVIDENCE, pb.GetEvidenceRequest(task_id=reviewable.task_id.value))
+
+    assert isinstance(shown, pb.EvidenceView) and shown.source == "ledger" and shown.attempt == 1
+    assert shown.diff_identity == reviewable.identity and shown.atom_count == 2
+    add, sub = shown.atoms
+    assert (add.qualified_name, add.path, add.first_line, add.last_line, add.change) == (
+        "pkg.calc.add", "pkg/calc.py", 1, 2, "changed")
+    contracts = add.stages[0]
+    assert (contracts.number, contracts.outcome, contracts.measured) == (5, "failed", True)
+    assert contracts.summary.startswith("not declared by any plan step; written `def add(a, b)`")
+    # an entry recorded before stage 5 listed findings per atom: the stage's findings that name this atom
+    assert list(contracts.findings) == ["pkg.calc.add (pkg/calc.py:1) is public and no plan step declares it"]
+    by_stage = {item.stage: item for item in sub.stages}
+    assert (sub.path, sub.first_line) == ("", 0)  # nothing recorded its place: none is made up
+    assert by_stage["contracts"].not_measured == ("not measured (stage 5 failed, but its evidence does not list this "
+                                                  "atom)")
+    assert by_stage["atom-optimization"].not_measured == "not measured (stage 15 skipped: no rewrite proposed)"
+    assert by_stage["atom-mutation"].not_measured.startswith("not measured (stage 13 not-implemented")
+    assert [stage.number for stage in shown.stages] == list(range(1, 38))
+    review = call(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
+    assert isinstance(review, pb.ReviewView) and list(review.atoms) == list(shown.atoms)

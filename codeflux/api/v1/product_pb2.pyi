@@ -823,6 +823,80 @@ class DecideReply(_message.Message):
     task: TaskView
     def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[str] = ..., task: _Optional[_Union[TaskView, _Mapping]] = ...) -> None: ...
 
+class GetEvidenceRequest(_message.Message):
+    __slots__ = ("task_id", "attempt")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    attempt: int
+    def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
+
+class AtomFactView(_message.Message):
+    __slots__ = ("name", "value_json")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_JSON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value_json: str
+    def __init__(self, name: _Optional[str] = ..., value_json: _Optional[str] = ...) -> None: ...
+
+class AtomStageEvidenceView(_message.Message):
+    __slots__ = ("number", "stage", "measures", "outcome", "measured", "not_measured", "summary", "findings", "facts")
+    NUMBER_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    MEASURES_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_FIELD_NUMBER: _ClassVar[int]
+    NOT_MEASURED_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    FINDINGS_FIELD_NUMBER: _ClassVar[int]
+    FACTS_FIELD_NUMBER: _ClassVar[int]
+    number: int
+    stage: str
+    measures: str
+    outcome: str
+    measured: bool
+    not_measured: str
+    summary: str
+    findings: _containers.RepeatedScalarFieldContainer[str]
+    facts: _containers.RepeatedCompositeFieldContainer[AtomFactView]
+    def __init__(self, number: _Optional[int] = ..., stage: _Optional[str] = ..., measures: _Optional[str] = ..., outcome: _Optional[str] = ..., measured: _Optional[bool] = ..., not_measured: _Optional[str] = ..., summary: _Optional[str] = ..., findings: _Optional[_Iterable[str]] = ..., facts: _Optional[_Iterable[_Union[AtomFactView, _Mapping]]] = ...) -> None: ...
+
+class AtomEvidenceView(_message.Message):
+    __slots__ = ("qualified_name", "path", "first_line", "last_line", "change", "stages")
+    QUALIFIED_NAME_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    FIRST_LINE_FIELD_NUMBER: _ClassVar[int]
+    LAST_LINE_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    STAGES_FIELD_NUMBER: _ClassVar[int]
+    qualified_name: str
+    path: str
+    first_line: int
+    last_line: int
+    change: str
+    stages: _containers.RepeatedCompositeFieldContainer[AtomStageEvidenceView]
+    def __init__(self, qualified_name: _Optional[str] = ..., path: _Optional[str] = ..., first_line: _Optional[int] = ..., last_line: _Optional[int] = ..., change: _Optional[str] = ..., stages: _Optional[_Iterable[_Union[AtomStageEvidenceView, _Mapping]]] = ...) -> None: ...
+
+class EvidenceView(_message.Message):
+    __slots__ = ("task_id", "attempt", "diff_identity", "source", "atoms", "atom_count", "stages", "files_not_examined")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    ATOMS_FIELD_NUMBER: _ClassVar[int]
+    ATOM_COUNT_FIELD_NUMBER: _ClassVar[int]
+    STAGES_FIELD_NUMBER: _ClassVar[int]
+    FILES_NOT_EXAMINED_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    attempt: int
+    diff_identity: str
+    source: str
+    atoms: _containers.RepeatedCompositeFieldContainer[AtomEvidenceView]
+    atom_count: int
+    stages: _containers.RepeatedCompositeFieldContainer[StageView]
+    files_not_examined: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, task_id: _Optional[str] = ..., attempt: _Optional[int] = ..., diff_identity: _Optional[str] = ..., source: _Optional[str] = ..., atoms: _Optional[_Iterable[_Union[AtomEvidenceView, _Mapping]]] = ..., atom_count: _Optional[int] = ..., stages: _Optional[_Iterable[_Union[StageView, _Mapping]]] = ..., files_not_examined: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class GetDiffRequest(_message.Message):
     __slots__ = ("task_id",)
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
@@ -904,7 +978,7 @@ class WhatRunsChangeView(_message.Message):
     def __init__(self, path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ReviewView(_message.Message):
-    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs", "accept_confirmation", "budget", "reject_confirmation")
+    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs", "accept_confirmation", "budget", "reject_confirmation", "atoms")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
@@ -920,6 +994,7 @@ class ReviewView(_message.Message):
     ACCEPT_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     REJECT_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    ATOMS_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     diff_identity: str
     base: str
@@ -935,7 +1010,8 @@ class ReviewView(_message.Message):
     accept_confirmation: str
     budget: BudgetView
     reject_confirmation: str
-    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., accept_confirmation: _Optional[str] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., reject_confirmation: _Optional[str] = ...) -> None: ...
+    atoms: _containers.RepeatedCompositeFieldContainer[AtomEvidenceView]
+    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., accept_confirmation: _Optional[str] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., reject_confirmation: _Optional[str] = ..., atoms: _Optional[_Iterable[_Union[AtomEvidenceView, _Mapping]]] = ...) -> None: ...
 
 class ListStagesRequest(_message.Message):
     __slots__ = ("task_id", "attempt")

@@ -3,6 +3,8 @@
 // ledger (all 37 stages with their outcome as text and icon). Changed files that change what later
 // commands execute (conftest.py, pytest.ini, a Makefile, a .pth file, …) are listed in words as
 // "changes what runs" with why, and marked in the file list. Paths are shown escaped (escapeForDisplay).
+// "Evidence per atom" has a section per atom of the diff: for each atom stage (5, 7–17) what it measured of
+// the atom (outcome in words, a sentence, findings, recorded facts) or, in words, why it measured nothing.
 
 import { badge, clear, el, facts, mutatingButton, textList } from "./dom.js";
 import { escapeForDisplay, maybeMoney, money } from "./format.js";
@@ -40,6 +42,40 @@ function spendFacts(budget) {
   return facts([["Spent so far (measured)", maybeMoney(b.spent)], ["Hard limit", money(b.hardLimit)],
     ["Remaining of the hard limit", maybeMoney(b.remaining)], ["Tokens used", String(b.tokensUsed || "0")]],
   "review-spend");
+}
+
+// One atom stage's result for one atom: measured (outcome, summary, findings, facts) or why not, in words.
+function atomStageItem(item) {
+  const head = `${item.number || 0} ${item.measures || item.stage}`;
+  if (!item.measured) {
+    return el("li", { testid: "atom-stage", dataset: { stage: item.stage || "", measured: "no" } },
+      el("strong", { text: `${head}: ` }), el("span", { text: item.notMeasured || "not measured" }));
+  }
+  const findings = item.findings || [];
+  const recorded = (item.facts || []).map((f) => `${escapeForDisplay(f.name)}: ${escapeForDisplay(f.valueJson || "")}`);
+  return el("li", { testid: "atom-stage", dataset: { stage: item.stage || "", measured: "yes" } },
+    el("strong", { text: `${head}: ` }), badge(item.outcome || "not recorded"), ` (stage ${item.stage})`,
+    item.summary ? el("span", { class: "detail", text: ` — ${escapeForDisplay(item.summary)}` }) : null,
+    findings.length ? el("ul", { class: "plain", testid: "atom-findings" },
+      findings.map((f) => el("li", { text: `finding: ${escapeForDisplay(f)}` }))) : null,
+    recorded.length ? el("details", {}, el("summary", { text: `Recorded facts (${recorded.length})` }),
+      textList(recorded, "", "atom-facts")) : null);
+}
+
+function atomEvidence(atoms) {
+  if (!atoms.length) {
+    return el("p", { class: "empty", testid: "review-atoms",
+      text: "No atom recorded: no atom stage listed a function or method of this diff." });
+  }
+  return el("div", { testid: "review-atoms" }, atoms.map((atom) => {
+    const where = `${escapeForDisplay(atom.path || "path not recorded")}`
+      + (atom.firstLine ? `:${atom.firstLine}-${atom.lastLine}` : "");
+    return el("section", { class: "atom", testid: "review-atom", dataset: { atom: atom.qualifiedName || "" },
+      "aria-label": `Atom ${atom.qualifiedName || ""}` },
+      el("h4", { text: `Atom ${escapeForDisplay(atom.qualifiedName || "")}` }),
+      el("p", { class: "detail", text: `${where}, ${atom.change || "change not recorded"}` }),
+      el("ul", { class: "plain" }, (atom.stages || []).map(atomStageItem)));
+  }));
 }
 
 export function reviewDrawer(app, task, review) {
@@ -81,6 +117,7 @@ export function reviewDrawer(app, task, review) {
     el("h3", { text: "Diff" }), diffView(review.unifiedDiff, review.diffTruncated),
     el("h3", { text: "Checks" }), checks,
     el("h3", { text: "Evidence" }), textList(review.evidence, "No evidence recorded.", "review-evidence"),
+    el("h3", { text: `Evidence per atom (${(review.atoms || []).length})` }), atomEvidence(review.atoms || []),
     el("h3", { text: "Not examined" }), textList(review.notExamined, "Nothing listed as not examined.", "review-not-examined"),
     decide);
 }

@@ -183,6 +183,12 @@ def test_an_undeclared_public_atom_fails_contracts_naming_it(typed: Built) -> No
     assert result.evidence["findings"] == [
         f"pkg.calc.home (pkg/calc.py:{line('def home')}) is public and no plan step declares it"]
     assert "pkg.calc.home" in (result.verdict.gate_evaluation or "")
+    # each atom's entry carries its own findings (the evidence bundle shows them per atom)
+    listed = result.evidence["atoms"]
+    assert isinstance(listed, list)
+    entries = {entry["qualified_name"]: entry for entry in listed}
+    assert entries["pkg.calc.home"]["findings"] == result.evidence["findings"]
+    assert all(entry["findings"] == [] for name, entry in entries.items() if name != "pkg.calc.home")
 
 
 def test_an_effect_outside_the_declared_fails_contracts_with_where_it_was_seen(typed: Built) -> None:
