@@ -271,8 +271,9 @@ def test_a_request_with_a_foreign_or_malformed_identity_is_refused(raw: Launched
 
 
 def test_killing_the_worker_mid_command_gives_outcome_unknown_and_kills_the_command(worker: WorkerHandle) -> None:
-    threading.Timer(0.8, os.kill, args=(worker.pid, signal.SIGKILL)).start()
-    outcome = worker.execute(execution_of("run_command", {"argv": ["sleep", "300"]}))
+    # killed once the command runs (a fixed delay from the call raced a slow start on a loaded machine)
+    kill = threading.Timer(0.3, os.kill, args=(worker.pid, signal.SIGKILL))
+    outcome = worker.execute(execution_of("run_command", {"argv": ["sleep", "300"]}), on_started=lambda _: kill.start())
     assert (outcome.state, outcome.failure_kind) == (ExecutionState.OUTCOME_UNKNOWN, FailureKind.WORKER_LOST)
     assert outcome.process_group_id > 1
     assert wait_until_group_is_gone(outcome.process_group_id) == []
@@ -283,8 +284,8 @@ def test_killing_the_worker_mid_command_gives_outcome_unknown_and_kills_the_comm
 
 def test_cancel_kills_the_running_command(worker: WorkerHandle) -> None:
     execution = execution_of("run_command", {"argv": ["sleep", "300"]})
-    threading.Timer(0.5, worker.cancel, args=(execution.request_id,)).start()
-    outcome = worker.execute(execution)
+    outcome = worker.execute(execution, on_started=lambda _: threading.Timer(
+        0.3, worker.cancel, args=(execution.request_id,)).start())
     assert (outcome.state, outcome.failure_kind) == (ExecutionState.CANCELLED, FailureKind.CANCELLED)
     assert wait_until_group_is_gone(outcome.process_group_id) == []
     assert worker.is_alive()
