@@ -22,6 +22,7 @@ from codeflux.domain.errors import AuthorityRefusedError, ToolFailedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tools import ToolName
 from codeflux.pipeline.ports import AcceptanceRecord, CheckCommandRun
+from codeflux.pipeline.tool_overlay import ToolSource
 
 __all__ = ["DriverCheckCommands", "NoAcceptanceYet", "check_request_key", "submit_check_command"]
 
@@ -66,6 +67,12 @@ class DriverCheckCommands:
 
     def temp_directory(self, task_id: TaskId) -> Path:
         return self._driver.task_temp_directory(task_id)
+
+    def tools_directory(self) -> Path:
+        return self._driver.tools_directory
+
+    def tool_source(self) -> ToolSource | None:
+        return self._driver.tool_source
 
     def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
                           working_directory: str | None = None,
