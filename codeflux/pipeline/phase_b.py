@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from codeflux.domain.pipeline import StageName, StageOutcome
+from codeflux.pipeline.atom_examples import evaluate_atom_example_tests
 from codeflux.pipeline.atoms import DiffAtoms, atoms_of_diff
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.specification import StageResult, stage_result
@@ -46,7 +47,9 @@ class AtomStage:
     evaluate: Callable[[AtomFacts], StageResult]
 
 
-ATOM_STAGES: Final[tuple[AtomStage, ...]] = ()
+ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
+    AtomStage(stage=StageName.ATOM_EXAMPLE_TESTS, evaluate=evaluate_atom_example_tests),
+)
 """The stages evaluated here, in stage order."""
 
 

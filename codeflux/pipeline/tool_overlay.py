@@ -32,6 +32,8 @@ import re
 import secrets
 import shlex
 import shutil
+import sys
+import sysconfig
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +58,7 @@ __all__ = [
     "ToolResolution",
     "ToolSource",
     "install_argv",
+    "install_to_settle",
     "installed_overlay",
     "overlay_argv",
     "probe_argv",
@@ -315,6 +318,39 @@ def _fix_for(interpreter: str, missing: Sequence[CheckTool]) -> str:
             f", or start the coordinator with ${WHEELHOUSE_VARIABLE} (a folder of wheels, e.g. the one "
             "`cmd/codeflux-dev setup` fills in .artifacts/wheelhouse) or ${INDEX_VARIABLE} so codeflux can install "
             "its overlay")
+
+
+def _guessed_key(interpreter: str) -> str | None:
+    """The overlay key of a virtual environment's interpreter as the host sees it (its ``lib/pythonX.Y`` folder,
+    this machine's platform), or None (a bare name on ``PATH``; the box's probe is what decides)."""
+    prefix = Path(interpreter).parent.parent
+    if not (prefix / "pyvenv.cfg").is_file():
+        return None
+    versions = sorted(found.name.removeprefix("python") for found in prefix.glob("lib/python3.*"))
+    if len(versions) != 1:
+        return None
+    platform = re.sub(r"[^A-Za-z0-9]+", "_", sysconfig.get_platform())
+    return f"{sys.implementation.name}-{versions[0]}-{platform}"
+
+
+def install_to_settle(interpreter: str, *, tools_root: Path, source: ToolSource | None,
+                      tools: Sequence[CheckTool] = CHECK_TOOLS) -> tuple[str, ...] | None:
+    """The install request a run should have decided before its checks start (the runner's pre-flight, so a
+    person — or a headless run's pre-approved operations — decides it like the test command), or None when
+    none can be made (no source) or, as far as the host can see, none is needed: the environment has every tool
+    in its ``site-packages``, or a verified overlay of its key holds them. The box's probe decides at the stage;
+    when this guess was wrong the install is asked for there and the stage is ``blocked`` until it is decided."""
+    if source is None:
+        return None
+    prefix = Path(interpreter).parent.parent
+    if (prefix / "pyvenv.cfg").is_file() and all(any(prefix.glob(f"lib/python3*/site-packages/{tool.module}"))
+                                                  for tool in tools):
+        return None
+    key = _guessed_key(interpreter)
+    overlay = None if key is None else installed_overlay(tools_root, key)
+    if overlay is not None and all(tool.name in overlay[1] for tool in tools):
+        return None
+    return install_argv(interpreter, source, tools)
 
 
 def resolve_tools(ports: PipelinePorts, *, attempt: int, interpreter: str, test_argv: tuple[str, ...],

@@ -12,17 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.authority.decide import DecisionOutcome, UserDecision
 from codeflux.coordinator.runs.pipeline_ports import (
-    DriverCheckCommands,
-    NoAcceptanceYet,
     check_request_key,
-    submit_check_command,
 )
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.ids import TaskId
-from codeflux.gitwork.worktrees import create_task_worktree
-from codeflux.pipeline.ports import PipelinePorts, TaskFacts, ToolSource
 from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.tool_overlay import (
     COVERAGE,
@@ -34,47 +28,14 @@ from codeflux.pipeline.tool_overlay import (
 )
 from codeflux.store import authority as authority_rows
 from codeflux.store.database import Database
+from tests.fixtures.pipeline_tasks import SOURCE, allow, running_ports, wheelhouse_version
 from tests.fixtures.task_runs import Harness, make_harness
-from tests.fixtures.tasks import keys
-
-WHEELHOUSE = Path(__file__).resolve().parents[2] / ".artifacts" / "wheelhouse"
-SOURCE = ToolSource(wheelhouse=WHEELHOUSE)
-
-
-def wheelhouse_version() -> str:
-    wheels = sorted(WHEELHOUSE.glob("coverage-*.whl"))
-    if not wheels:
-        pytest.fail("no coverage wheel in .artifacts/wheelhouse: run cmd/codeflux-dev setup")
-    return wheels[-1].name.split("-")[1]
 
 
 @pytest.fixture
 def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
     with ToolDriver(db, state_dir=tmp_path / "state", tool_source=SOURCE, base_environment={}) as driver:
         yield make_harness(db, tmp_path, driver)
-
-
-def running_ports(harness: Harness) -> PipelinePorts:
-    """A started task's pipeline ports (attempt 1), its test command allowed once by the test (as a person)."""
-    task_id = harness.ready_task()
-    harness.tasks.start_run(task_id, harness.snapshot(), expected_revision=harness.tasks.show(task_id).task.revision,
-                            idempotency_key=keys())
-    view = harness.tasks.show(task_id)
-    assert view.plan is not None and view.task.base_revision is not None
-    binding = create_task_worktree(view.task.repository_root, worktrees_root=view.task.worktree.parent.parent,
-                                   repo_key=view.task.worktree.parent.name, task_id=task_id,
-                                   base_commit=view.task.base_revision)
-    facts = TaskFacts(task_id=task_id, requirement="r", plan=view.plan.plan, plan_revision=view.plan.revision,
-                      plan_sha256=view.plan.sha256, worktree=binding)
-    allow(harness.driver, task_id, pytest_argv(harness.venv_python))
-    return PipelinePorts(facts=facts, ledger=harness.tasks, commands=DriverCheckCommands(harness.driver),
-                         acceptance=NoAcceptanceYet(), repository_root=harness.repo, search_path="")
-
-
-def allow(driver: ToolDriver, task_id: TaskId, argv: tuple[str, ...], *, attempt: int = 1) -> None:
-    request = submit_check_command(driver, task_id, argv, attempt=attempt)
-    if request.outcome is DecisionOutcome.PENDING:
-        driver.decide(request.request_id, UserDecision.ALLOW_ONCE, reason="the test allows it")
 
 
 def install_requested(db: Database, task_id: TaskId, python: str, *, attempt: int) -> bool:
