@@ -112,18 +112,16 @@ def evaluate_atom_example_tests(facts: AtomFacts) -> StageResult:
     tools = resolve_tools(ports, attempt=facts.attempt, interpreter=command.interpreter, test_argv=command.argv,
                           tools=(COVERAGE,))
     if not tools.ready:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, tools.blocked or "coverage is missing",
-                            {"tools": tools.to_evidence()})
+        return stage_result(_STAGE, StageOutcome.BLOCKED, tools.blocked or "coverage is missing", {})
     before = facts.diff_identity
     files = sorted({atom.path for atom in atoms})
     coverage = measure_coverage(ports, attempt=facts.attempt, tools=tools, test_argv=command.argv, files=files,
                                 diff_identity=before)
     evidence: dict[str, object] = {"tools": tools.to_evidence(), "coverage": dict(coverage.evidence),
                                    "diff_identity_before": before}
-    if not coverage.measured:
-        evidence["diff_identity_after"] = _identity(facts)
+    if not coverage.measured:  # a blocked row carries no evidence: the reason says what was not measured
         return stage_result(_STAGE, StageOutcome.BLOCKED, f"which tests execute each atom was not measured: "
-                            f"{coverage.detail}", evidence)
+                            f"{coverage.detail}", {})
     covering = {atom.qualified_name: _atom_tests(worktree.path, atom, coverage) for atom in atoms}
     results, stubs_run = _run_stubs(facts, command.interpreter, command.argv, atoms, covering)
     evidence.update(atoms=results, stubs_run=stubs_run, diff_identity_after=_identity(facts))

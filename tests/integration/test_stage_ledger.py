@@ -11,7 +11,7 @@ import pytest
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.errors import ConflictError, StageAlreadyRecordedError, StoreError, UsageError
 from codeflux.domain.ids import TaskId
-from codeflux.domain.pipeline import STAGES, StageName, StageOutcome, StageVerdict
+from codeflux.domain.pipeline import PERFORMABLE_STAGES, STAGES, StageName, StageOutcome, StageVerdict
 from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.store import stage_ledger as ledger_rows
 from codeflux.store.database import Database
@@ -66,7 +66,12 @@ def test_stages_the_run_went_past_are_filled_in_and_evidence_stays_with_its_verd
         (N.INSTRUCTIONS, OUT.SATISFIED), (N.CLARIFICATION, OUT.SATISFIED), (N.ATOMIC_INSTRUCTIONS, OUT.SATISFIED),
         (N.DECOMPOSITION_COVERAGE, OUT.SATISFIED), (N.CONTRACTS, OUT.NOT_IMPLEMENTED)]
     assert [r.number for r in rows] == list(range(1, 27))
-    assert all(r.verdict.outcome is OUT.NOT_IMPLEMENTED for r in rows[4:25])  # the stages it went past
+    # The stages it went past: not-implemented, or blocked — one codeflux performs but this run did not decide,
+    # or one whose prerequisite (such as 8) was blocked.
+    assert all(r.verdict.outcome is OUT.BLOCKED if r.verdict.stage in PERFORMABLE_STAGES else
+               r.verdict.outcome is OUT.NOT_IMPLEMENTED or "prerequisite" in (r.verdict.reason or "")
+               for r in rows[4:25])
+    assert rows[7].verdict.reason == "the run ended without deciding this stage"  # 8 atom-example-tests
     assert rows[0].evidence == {"examples": 2} and rows[2].evidence == {}
     assert ledger(db, task) == list(rows)
 
