@@ -128,11 +128,13 @@ class CheckCommandPort(Protocol):
 
     A command started elsewhere than the root, or one ``covered_by`` another check's argv (the import check
     runs the test command's interpreter), is decided by the decision on that check (``covered_by``, else the
-    same argv) in the root this attempt, and is not run when that was not allowed."""
+    same argv) in the root this attempt, and is not run when that was not allowed — unless ``own_decision``:
+    then it is decided on its own, like the test command (the check tools' install in its TMPDIR folder)."""
 
     def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
                           working_directory: str | None = None,
-                          covered_by: tuple[str, ...] | None = None) -> CheckCommandRun: ...
+                          covered_by: tuple[str, ...] | None = None, own_decision: bool = False
+                          ) -> CheckCommandRun: ...
 
     def temp_directory(self, task_id: TaskId) -> Path:
         """The host path of the task's ``TMPDIR`` in the worker (where check reports and the scratch copies are

@@ -11,8 +11,8 @@ which would put it first — so the repository's own version of a tool wins when
 directory stays hidden.
 
 **How one is installed.** Once per key, behind an ``install`` approval: the pipeline's own request
-:func:`install_argv` — the repository's interpreter running pip with :data:`INSTALL_SCRIPT` — runs confined in
-the task's worker and installs into ``$TMPDIR/codeflux-tools/site`` (the box never writes the data directory),
+:func:`install_argv` — the repository's interpreter running pip, started in ``$TMPDIR/codeflux-tools`` — runs
+confined in the task's worker and installs into ``site`` there (the box never writes the data directory),
 from the :class:`ToolSource` the coordinator was given (a wheelhouse, ``--no-index``, no network; or an index,
 which needs the ``network`` the approval then carries). The coordinator then verifies what landed (each tool's
 ``.dist-info`` names it at a version, no symbolic links, nothing beside ``site``) and moves it into place
@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from codeflux.domain.operations import TASK_TEMP_DIRECTORY
 from codeflux.pipeline.ports import INDEX_VARIABLE, WHEELHOUSE_VARIABLE, PipelinePorts, ToolSource
 
 __all__ = [
@@ -46,8 +47,8 @@ __all__ = [
     "CHECK_TOOLS",
     "COVERAGE",
     "INDEX_VARIABLE",
-    "INSTALL_SCRIPT",
     "INSTALL_TEMP",
+    "INSTALL_WORKING_DIRECTORY",
     "MANIFEST",
     "PROBE_SCRIPT",
     "TOOLS_FOLDER",
@@ -121,16 +122,9 @@ PROBE_SCRIPT: Final = (
 )
 """Asked of the repository's interpreter in the box: its key's parts and which check tools it has itself."""
 
-INSTALL_SCRIPT: Final = (
-    "import os, subprocess, sys\n"
-    "target = os.path.join(os.environ['TMPDIR'], '" + INSTALL_TEMP + "', 'site')\n"
-    "environment = dict(os.environ, PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK='1',\n"
-    "                   PIP_NO_INPUT='1')\n"
-    "sys.exit(subprocess.call([sys.executable, '-m', 'pip', 'install', '--only-binary=:all:', '--no-compile',\n"
-    "                          '--target', target, *sys.argv[1:]], env=environment))\n"
-)
-"""pip, run by the repository's interpreter, installing into the task's TMPDIR (pip reads no configuration:
-only the source named in the argv counts)."""
+INSTALL_WORKING_DIRECTORY: Final = f"{TASK_TEMP_DIRECTORY}/{INSTALL_TEMP}"
+"""Where the install request starts (its own operation identity): pip's ``--target site`` lands in the task's
+TMPDIR, never in the data directory, which the box hides."""
 
 BOOTSTRAP_SCRIPT: Final = (
     "import os, runpy, site, sys\n"
@@ -149,8 +143,13 @@ def probe_argv(interpreter: str, tools: Sequence[CheckTool] = CHECK_TOOLS) -> tu
 
 
 def install_argv(interpreter: str, source: ToolSource, tools: Sequence[CheckTool] = CHECK_TOOLS) -> tuple[str, ...]:
-    """The exact install request (what a person approves, or a headless run pre-approves)."""
-    return (interpreter, "-c", INSTALL_SCRIPT, *source.pip_arguments(), *(tool.requirement for tool in tools))
+    """The exact install request (what a person approves, or a headless run pre-approves), started in
+    :data:`INSTALL_WORKING_DIRECTORY`: the repository's interpreter running pip — ``--isolated`` (no ``PIP_*``
+    variable or user configuration), wheels only (no build step runs code), no bytecode — into ``site`` there.
+    From a wheelhouse it is ``--no-index``: classified without ``network``, the box has none."""
+    return (interpreter, "-m", "pip", "install", "--isolated", "--no-input", "--disable-pip-version-check",
+            "--only-binary=:all:", "--no-compile", "--target", "site", *source.pip_arguments(),
+            *(tool.requirement for tool in tools))
 
 
 def overlay_argv(interpreter: str, overlay_site: Path | None, module: str, arguments: Sequence[str]
@@ -414,7 +413,9 @@ def _install(ports: PipelinePorts, *, attempt: int, interpreter: str, key: str, 
     landing = commands.temp_directory(task_id) / INSTALL_TEMP
     shutil.rmtree(landing, ignore_errors=True)
     try:
-        run = commands.run_check_command(task_id, argv, attempt=attempt)
+        landing.mkdir(mode=0o700, parents=True)
+        run = commands.run_check_command(task_id, argv, attempt=attempt, working_directory=INSTALL_WORKING_DIRECTORY,
+                                         own_decision=True)
         evidence: dict[str, object] = {"argv": list(argv), "source": source.describe(), "request_id": run.request_id,
                                        "exit_code": run.exit_code}
         if not run.ran:

@@ -26,8 +26,9 @@ from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.specification import StageResult
 from codeflux.pipeline.tool_overlay import install_argv
+from codeflux.store import authority as authority_rows
 from codeflux.store.database import Database
-from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, keep_overlay, running_ports, seed_overlay
+from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, keep_overlay, running_ports
 from tests.fixtures.repos import BASE_FILES
 from tests.fixtures.task_runs import Harness, calc_tests, done, make_harness, scripted_gateway, write_file
 
@@ -169,11 +170,10 @@ CHANGED_ADD = "def add(a, b):\n    return sum((a, b))\n\n\ndef sub(a, b):\n    r
 
 
 def test_a_headless_run_with_the_install_pre_approved_records_stage_8_satisfied_with_its_evidence(
-        harness: Harness, overlay_cache: Path) -> None:
+        harness: Harness) -> None:
     """The whole run: the runner's pre-flight settles the overlay's install request like the test command (here by
     the headless run's pre-approved operations), stage 8 installs or reuses the overlay and records its verdict."""
-    task_id = harness.ready_task()
-    seed_overlay(harness, overlay_cache)
+    task_id = harness.ready_task()  # a fresh data directory: no overlay yet
     install = install_argv(harness.venv_python, SOURCE)
     turns = [write_file("pkg/calc.py", CHANGED_ADD, "w1", replacing=BASE_FILES["pkg/calc.py"]),
              write_file("tests/test_calc.py", calc_tests(-3), "w2", replacing=BASE_FILES["tests/test_calc.py"]), done()]
@@ -192,4 +192,9 @@ def test_a_headless_run_with_the_install_pre_approved_records_stage_8_satisfied_
     assert atoms["pkg.calc.add"]["failed_against_stub"] == ["tests/test_calc.py::test_add",
                                                            "tests/test_calc.py::test_add_negative"]
     assert row.evidence["stubs_run"] == 1
-    keep_overlay(harness, overlay_cache)
+    tools = row.evidence["tools"]
+    assert isinstance(tools, dict) and tools["tools"][0]["provided_by"] == "codeflux overlay"
+    installed = tools["install"]
+    assert isinstance(installed, dict) and installed["argv"] == list(install)
+    decided = harness.db.read(lambda view: authority_rows.latest_decision(view, str(installed["request_id"])))
+    assert decided.decided_by.value == "headless-policy"  # settled by the runner's pre-flight, before validation

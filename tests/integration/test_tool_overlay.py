@@ -21,6 +21,7 @@ from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.tool_overlay import (
     COVERAGE,
     INSTALL_TEMP,
+    INSTALL_WORKING_DIRECTORY,
     MANIFEST,
     install_argv,
     overlay_argv,
@@ -39,7 +40,7 @@ def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
 
 
 def install_requested(db: Database, task_id: TaskId, python: str, *, attempt: int) -> bool:
-    key = check_request_key(task_id, attempt, install_argv(python, SOURCE))
+    key = check_request_key(task_id, attempt, install_argv(python, SOURCE), INSTALL_WORKING_DIRECTORY)
     return db.read(lambda view: authority_rows.tool_request_by_key(view, task_id=task_id, idempotency_key=key)) \
         is not None
 
@@ -56,7 +57,9 @@ def test_a_missing_tool_is_installed_once_behind_its_approval_then_reused_and_ap
     assert not unapproved.ready and "coverage" in (unapproved.blocked or "")
     assert "waits for a decision" in (unapproved.blocked or "")
     assert not (tmp_path / "tools" / str(unapproved.key)).exists()
-    allow(harness.driver, ports.facts.task_id, install_argv(python, SOURCE))
+    install = install_argv(python, SOURCE)
+    assert install[1:4] == ("-m", "pip", "install") and "--no-index" in install
+    allow(harness.driver, ports.facts.task_id, install, working_directory=INSTALL_WORKING_DIRECTORY)
 
     resolved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=test_argv)
 
@@ -68,6 +71,11 @@ def test_a_missing_tool_is_installed_once_behind_its_approval_then_reused_and_ap
     assert resolved.install is not None and resolved.install["installed"] == {"coverage": version}
     assert "--no-index" in resolved.install["argv"]  # type: ignore[operator]
     assert (tmp_path / "tools" / resolved.key / MANIFEST).is_file()
+    # from a wheelhouse the install is an install, never a network operation: its box had no network
+    request = harness.db.read(lambda view: authority_rows.read_tool_request(view, str(resolved.install["request_id"])))
+    needs = {need.need.capability.value for need in request.needs}
+    assert "install" in needs and "network" not in needs, needs
+    assert request.operation.cwd == INSTALL_WORKING_DIRECTORY
     # the box wrote only into the task's TMPDIR; what it wrote was moved away, nothing is left there
     assert not (harness.driver.task_temp_directory(ports.facts.task_id) / INSTALL_TEMP).exists()
 

@@ -76,10 +76,10 @@ class DriverCheckCommands:
 
     def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
                           working_directory: str | None = None,
-                          covered_by: tuple[str, ...] | None = None) -> CheckCommandRun:
+                          covered_by: tuple[str, ...] | None = None, own_decision: bool = False) -> CheckCommandRun:
         try:
             derived = None
-            if working_directory is not None or covered_by is not None:
+            if (working_directory is not None or covered_by is not None) and not own_decision:
                 root = submit_check_command(self._driver, task_id, covered_by or argv, attempt=attempt)
                 if root.outcome not in _ALLOWED:
                     return _not_run(f"the check it follows ({shlex.join((covered_by or argv)[:3])} …) was not "

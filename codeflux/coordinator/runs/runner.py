@@ -100,7 +100,7 @@ from codeflux.pipeline.ports import AcceptancePort, PipelinePorts, TaskFacts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.runner import record_specification, run_pipeline
 from codeflux.pipeline.specification import acceptance_for
-from codeflux.pipeline.tool_overlay import install_to_settle
+from codeflux.pipeline.tool_overlay import INSTALL_WORKING_DIRECTORY, install_to_settle
 from codeflux.worker.environment import build_worker_environment
 
 __all__ = ["HeadlessPolicy", "PreapprovedOperation", "RunOutcome", "RunOutcomeKind", "resume_run", "run_task"]
@@ -394,9 +394,11 @@ def _validate(run: _Run) -> RunOutcome:
                                     source=run.driver.tool_source)
         if install is not None:
             checks.append(("the check tools' install into codeflux's overlay", install))
+    started_in = {"the check tools' install into codeflux's overlay": INSTALL_WORKING_DIRECTORY}
     for index, (what, argv) in enumerate(checks):
         derived = _test_command_covered_by_plan(run, argv) if index == 0 and command is not None else None
-        if (waiting := _settle_check_authority(run, what, argv, derived=derived)) is not None:
+        if (waiting := _settle_check_authority(run, what, argv, derived=derived,
+                                               working_directory=started_in.get(what))) is not None:
             return waiting
     if (state := _move(run, TaskState.VALIDATING, "the implementation loop finished; checks run")) is not None:
         return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY),
@@ -447,12 +449,15 @@ def _test_command_covered_by_plan(run: _Run, argv: tuple[str, ...]) -> DerivedAl
 
 
 def _settle_check_authority(run: _Run, what: str, argv: tuple[str, ...], *,
-                            derived: DerivedAllowance | None = None) -> RunOutcome | None:
+                            derived: DerivedAllowance | None = None,
+                            working_directory: str | None = None) -> RunOutcome | None:
     """Record the pipeline's own request for a check command while the task runs, so its decision is made
     before validation: a person's (the run then waits, awaiting authority) or the headless policy's — or,
-    for the test command, the plan approval's (:func:`_test_command_covered_by_plan`)."""
+    for the test command, the plan approval's (:func:`_test_command_covered_by_plan`). ``working_directory`` is
+    where the stage starts it (the check tools' install: ``$TMPDIR/codeflux-tools``), part of its identity."""
     try:
-        request = submit_check_command(run.driver, run.task_id, argv, attempt=run.attempt, derived=derived)
+        request = submit_check_command(run.driver, run.task_id, argv, attempt=run.attempt, derived=derived,
+                                       working_directory=working_directory)
     except ToolFailedError:
         return None  # the stage reports the program it could not find
     if request.outcome is not DecisionOutcome.PENDING:
