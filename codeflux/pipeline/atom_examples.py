@@ -21,6 +21,8 @@ asserted). No atoms → ``skipped``. The worktree's diff identity before and aft
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Final, Protocol
@@ -149,16 +151,13 @@ def _texts(value: object) -> list[str]:
 
 def _run_stubs(facts: AtomFacts, interpreter: str, test_argv: tuple[str, ...], atoms: Sequence[Atom],
                covering: dict[str, tuple[str, ...]]) -> tuple[list[dict[str, object]], int]:
-    """Stub each covered atom in one scratch copy of the final tree and run its tests there."""
+    """Stub each covered atom in a scratch copy of the final tree and run its tests there. Each atom gets a fresh
+    copy: what a confined run left in one (a link where a file was, say) is never written through."""
     ports = facts.ports
-    worktree = ports.facts.worktree
     temp = ports.commands.temp_directory(ports.facts.task_id)
+    changed = sorted({str(item.get("path")) for item in _changed(facts)})
     results: list[dict[str, object]] = []
     stubs_run = 0
-    scratch = None
-    if any(covering.values()):
-        changed = sorted({str(item.get("path")) for item in _changed(facts)})
-        scratch = write_base_scratch(worktree, root=temp, directory=STUB_DIRECTORY, overlay=changed)
     try:
         for atom in atoms:
             tests = covering[atom.qualified_name]
@@ -169,18 +168,15 @@ def _run_stubs(facts: AtomFacts, interpreter: str, test_argv: tuple[str, ...], a
             if not tests:
                 item["finding"] = "no test executes this atom's body"
                 continue
-            if scratch is None or scratch.path is None:
-                item["stub_problem"] = f"the scratch copy could not be made: {getattr(scratch, 'refusal', None)}"
-                continue
-            problem = _stub_and_run(ports, facts.attempt, scratch.path, temp, interpreter=interpreter,
-                                    test_argv=test_argv, atom=atom, tests=tests[:MAX_TESTS_PER_STUB], item=item)
+            problem = _stub_and_run(ports, facts.attempt, temp, changed, interpreter=interpreter, test_argv=test_argv,
+                                    atom=atom, tests=tests[:MAX_TESTS_PER_STUB], item=item)
             if problem is not None:
                 item["stub_problem"] = problem
             else:
                 stubs_run += 1
     finally:
         remove_base_scratch(temp, STUB_DIRECTORY)
-        (temp / PurePosixPath(STUB_JUNIT_IN_TEMP)).unlink(missing_ok=True)
+        shutil.rmtree(temp / CHECKS_FOLDER, ignore_errors=True)  # never through a link: rmtree refuses one
     return results, stubs_run
 
 
@@ -189,44 +185,47 @@ def _changed(facts: AtomFacts) -> list[dict[str, object]]:
     return [dict(item) for item in files if isinstance(item, dict)] if isinstance(files, list) else []
 
 
-def _stub_and_run(ports: PipelinePorts, attempt: int, scratch: Path, temp: Path, *, interpreter: str,
+def _write_new(path: Path, text: str) -> bool:
+    """Replace ``path`` (a regular file the coordinator just wrote) without following a link."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return True
+
+
+def _stub_and_run(ports: PipelinePorts, attempt: int, temp: Path, changed: Sequence[str], *, interpreter: str,
                   test_argv: tuple[str, ...], atom: Atom, tests: Sequence[str], item: dict[str, object]) -> str | None:
-    """Stub ``atom`` in ``scratch``, run ``tests`` there, record what failed and passed in ``item``; the file is
-    put back whatever happens. Returns why it was not judged, or None."""
-    target = scratch / atom.path
+    """Write a fresh scratch copy of the final tree with ``atom`` stubbed, run ``tests`` there, record what failed
+    and passed in ``item``. Returns why it was not judged, or None."""
+    scratch = write_base_scratch(ports.facts.worktree, root=temp, directory=STUB_DIRECTORY, overlay=changed)
+    if scratch.path is None:
+        return f"the scratch copy could not be made: {scratch.refusal}"
+    target = scratch.path / atom.path
     if target.is_symlink() or not target.is_file():
         return "the atom's file is not a regular file in the scratch copy"
-    original = target.read_text(encoding="utf-8")
-    stubbed = stub_atom(original, local_name=atom.local_name, first_line=atom.first_line)
+    stubbed = stub_atom(target.read_text(encoding="utf-8"), local_name=atom.local_name, first_line=atom.first_line)
     if stubbed is None:
         return "the atom was not found exactly once by libcst"
+    if not _write_new(target, stubbed):
+        return "the stub could not be written into the scratch copy"
     report = temp / PurePosixPath(STUB_JUNIT_IN_TEMP)
-    report.unlink(missing_ok=True)
-    _drop_bytecode(target)
-    target.write_text(stubbed, encoding="utf-8")
-    try:
-        argv = stub_argv(interpreter, tests)
-        run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=attempt,
-                                               working_directory=STUB_WORKING_DIRECTORY, covered_by=test_argv)
-        item.update(stub_argv=list(argv), request_id=run.request_id, exit_code=run.exit_code)
-        if not run.ran:
-            return f"the stub's tests did not run: {run.refusal}"
-        counts = _read_junit(report)
-        if counts is None:
-            return f"pytest wrote no readable junit report against the stub (exit {run.exit_code})"
-        statuses = {test: counts.status_of(test) for test in tests}
-        item["failed_against_stub"] = [test for test, status in statuses.items() if status in ("failed", "error")]
-        item["passed_against_stub"] = [test for test, status in statuses.items() if status == "passed"]
-        item["not_judged"] = [test for test, status in statuses.items() if status not in ("failed", "error", "passed")]
-        return None
-    finally:
-        _drop_bytecode(target)
-        target.write_text(original, encoding="utf-8")
+    shutil.rmtree(report.parent, ignore_errors=True)
+    argv = stub_argv(interpreter, tests)
+    run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=attempt,
+                                           working_directory=STUB_WORKING_DIRECTORY, covered_by=test_argv)
+    item.update(stub_argv=list(argv), request_id=run.request_id, exit_code=run.exit_code)
+    if not run.ran:
+        return f"the stub's tests did not run: {run.refusal}"
+    counts = None if report.parent.is_symlink() else _read_junit(report)
+    if counts is None:
+        return f"pytest wrote no readable junit report against the stub (exit {run.exit_code})"
+    statuses = {test: counts.status_of(test) for test in tests}
+    item["failed_against_stub"] = [test for test, status in statuses.items() if status in ("failed", "error")]
+    item["passed_against_stub"] = [test for test, status in statuses.items() if status == "passed"]
+    item["not_judged"] = [test for test, status in statuses.items() if status not in ("failed", "error", "passed")]
+    return None
 
 
-def _drop_bytecode(source: Path) -> None:
-    """Remove the cached bytecode of ``source`` in the scratch copy, so the next run compiles what is there now."""
-    cache = source.parent / "__pycache__"
-    if cache.is_dir() and not cache.is_symlink():
-        for compiled in cache.glob(f"{source.stem}.*.pyc"):
-            compiled.unlink(missing_ok=True)

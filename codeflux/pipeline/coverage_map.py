@@ -139,7 +139,8 @@ def atom_body_lines(source: str, atom: Atom) -> tuple[int, ...]:
 
 
 def _read_map(path: Path) -> Mapping[str, object] | None:
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_MAP_BYTES:
+    """The map the box wrote — never read through a link it planted (the folder or the file)."""
+    if path.parent.is_symlink() or path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_MAP_BYTES:
         return None
     try:
         document = json.loads(path.read_bytes())
@@ -174,7 +175,7 @@ def measure_coverage(ports: PipelinePorts, *, attempt: int, tools: ToolResolutio
     task_id = ports.facts.task_id
     temp = ports.commands.temp_directory(task_id)
     report = temp / PurePosixPath(COVERAGE_MAP_IN_TEMP)
-    report.unlink(missing_ok=True)
+    shutil.rmtree(report.parent, ignore_errors=True)
     argv = coverage_argv(tools.interpreter, tools.overlay_site, files)
     evidence: dict[str, object] = {"argv": list(argv), "tools": [tool.to_evidence() for tool in tools.tools],
                                    "diff_identity": diff_identity, "files": list(files)}
@@ -201,7 +202,4 @@ def measure_coverage(ports: PipelinePorts, *, attempt: int, tools: ToolResolutio
                            lines=lines, arcs=arcs, exit_status=status if isinstance(status, int) else None,
                            outcomes=outcomes, evidence=evidence)
     finally:
-        shutil.rmtree(temp / CHECKS_FOLDER / "coverage.data", ignore_errors=True)
-        for leftover in (temp / CHECKS_FOLDER).glob("coverage.data*") if (temp / CHECKS_FOLDER).is_dir() else ():
-            leftover.unlink(missing_ok=True)
-        report.unlink(missing_ok=True)
+        shutil.rmtree(temp / CHECKS_FOLDER, ignore_errors=True)  # never through a link: rmtree refuses one
