@@ -198,3 +198,41 @@ def test_a_headless_run_with_the_install_pre_approved_records_stage_8_satisfied_
     assert isinstance(installed, dict) and installed["argv"] == list(install)
     decided = harness.db.read(lambda view: authority_rows.latest_decision(view, str(installed["request_id"])))
     assert decided.decided_by.value == "headless-policy"  # settled by the runner's pre-flight, before validation
+
+
+PLANTING_TEST = '''import os
+import pathlib
+
+from pkg.calc import add, sub
+
+
+def test_plants_a_link_where_the_stubbed_file_was():
+    if "codeflux-scratch" in os.getcwd():  # only in the stub's scratch copy, never in the worktree
+        here = pathlib.Path("pkg/calc.py")
+        here.unlink()
+        os.symlink(VICTIM, here)
+    assert add(1, 2) == 3 and sub(3, 1) == 2
+'''
+
+
+@pytest.mark.security
+def test_a_link_a_stub_run_plants_in_its_scratch_copy_is_never_written_through(
+        harness: Harness, overlay_cache: Path, tmp_path: Path) -> None:
+    """The repository's tests run in the scratch copy, confined but able to write TMPDIR: one replaces the stubbed
+    file with a link to a file outside. The coordinator (unconfined) never writes the next stub or anything else
+    through it — each atom gets a fresh copy — so the outside file is untouched, and both stubs still ran."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched\n")
+    ports = running_ports(harness)
+    allow_overlay_install(harness, ports.facts.task_id, cache=overlay_cache)
+    worktree = ports.facts.worktree.path
+    (worktree / "pkg" / "calc.py").write_text(WEAK_AND_UNTESTED)
+    (worktree / "tests" / "test_plant.py").write_text(PLANTING_TEST.replace("VICTIM", repr(str(victim))))
+
+    result = evaluate(ports)
+
+    assert victim.read_text() == "untouched\n"
+    atoms = atoms_of(result)
+    assert "tests/test_plant.py::test_plants_a_link_where_the_stubbed_file_was" in atoms["pkg.calc.sub"][
+        "failed_against_stub"]
+    assert result.evidence["stubs_run"] == 2
