@@ -319,11 +319,37 @@ def _fix_for(interpreter: str, missing: Sequence[CheckTool]) -> str:
             "its overlay")
 
 
-def _guessed_key(interpreter: str) -> str | None:
-    """The overlay key of a virtual environment's interpreter as the host sees it (its ``lib/pythonX.Y`` folder,
-    this machine's platform), or None (a bare name on ``PATH``; the box's probe is what decides)."""
+_PROBED: Final = "interpreters.json"
+_MAX_PROBED: Final = 200
+
+
+def _remember_key(tools_root: Path, interpreter: str, key: str) -> None:
+    """Note which key the box's probe found for ``interpreter`` (the runner's pre-flight reads it next time)."""
+    known = _probed_keys(tools_root)
+    if known.get(interpreter) == key or not tools_root.is_dir() or tools_root.is_symlink():
+        return
+    known[interpreter] = key
+    kept = dict(list(known.items())[-_MAX_PROBED:])
+    staging = tools_root / f".{_PROBED}.{secrets.token_hex(6)}"
+    staging.write_text(json.dumps(kept, sort_keys=True), encoding="utf-8")
+    os.replace(staging, tools_root / _PROBED)
+
+
+def _probed_keys(tools_root: Path) -> dict[str, str]:
+    try:
+        document = json.loads((tools_root / _PROBED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(name): str(key) for name, key in document.items()} if isinstance(document, dict) else {}
+
+
+def _guessed_key(interpreter: str, tools_root: Path) -> str | None:
+    """The overlay key of ``interpreter`` as the host sees it: what the box's probe found for it last time, else
+    for a virtual environment its ``lib/pythonX.Y`` folder and this machine's platform; else None."""
+    if (known := _probed_keys(tools_root).get(interpreter)) is not None:
+        return known
     prefix = Path(interpreter).parent.parent
-    if not (prefix / "pyvenv.cfg").is_file():
+    if not os.path.isabs(interpreter) or not (prefix / "pyvenv.cfg").is_file():
         return None
     versions = sorted(found.name.removeprefix("python") for found in prefix.glob("lib/python3.*"))
     if len(versions) != 1:
@@ -342,10 +368,10 @@ def install_to_settle(interpreter: str, *, tools_root: Path, source: ToolSource 
     if source is None:
         return None
     prefix = Path(interpreter).parent.parent
-    if (prefix / "pyvenv.cfg").is_file() and all(any(prefix.glob(f"lib/python3*/site-packages/{tool.module}"))
+    if os.path.isabs(interpreter) and (prefix / "pyvenv.cfg").is_file() and all(any(prefix.glob(f"lib/python3*/site-packages/{tool.module}"))
                                                   for tool in tools):
         return None
-    key = _guessed_key(interpreter)
+    key = _guessed_key(interpreter, tools_root)
     overlay = None if key is None else installed_overlay(tools_root, key)
     if overlay is not None and all(tool.name in overlay[1] for tool in tools):
         return None
@@ -372,6 +398,7 @@ def resolve_tools(ports: PipelinePorts, *, attempt: int, interpreter: str, test_
                                       f"{run.exit_code}: {said}); the check tools cannot be chosen")
     own = {tool.name: facts.tools.get(tool.name) for tool in tools}
     missing = [tool for tool in tools if own[tool.name] is None]
+    _remember_key(commands.tools_directory(), interpreter, facts.key)
     provided = [ProvidedTool(name=tool.name, version=_text(found.get("version")), provided_by=REPOSITORY_ENVIRONMENT,
                              location=_text(found.get("location")))
                 for tool in tools if (found := own[tool.name]) is not None]
