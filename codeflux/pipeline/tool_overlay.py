@@ -368,8 +368,8 @@ def install_to_settle(interpreter: str, *, tools_root: Path, source: ToolSource 
     if source is None:
         return None
     prefix = Path(interpreter).parent.parent
-    if os.path.isabs(interpreter) and (prefix / "pyvenv.cfg").is_file() and all(any(prefix.glob(f"lib/python3*/site-packages/{tool.module}"))
-                                                  for tool in tools):
+    in_venv = os.path.isabs(interpreter) and (prefix / "pyvenv.cfg").is_file()
+    if in_venv and all(any(prefix.glob(f"lib/python3*/site-packages/{tool.module}")) for tool in tools):
         return None
     key = _guessed_key(interpreter, tools_root)
     overlay = None if key is None else installed_overlay(tools_root, key)

@@ -114,7 +114,7 @@ def test_a_tool_missing_with_no_source_to_install_it_from_is_blocked_naming_the_
     assert "no tool source is configured" in blocked
     assert f"{harness.venv_python} -m pip install 'coverage>=7.4,<8'" in blocked
     assert "CODEFLUX_TOOL_WHEELHOUSE" in blocked
-    assert not (tmp_path / "tools").exists() or not any((tmp_path / "tools").iterdir())
+    assert sorted(path.name for path in (tmp_path / "tools").iterdir()) == ["interpreters.json"]  # no overlay
 
 
 def test_the_repository_s_own_tool_wins_over_the_overlay(harness: Harness, tmp_path: Path) -> None:
