@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from codeflux.authority.decide import UserDecision
 from codeflux.coordinator.runs.loop import LoopLimits
-from codeflux.coordinator.runs.runner import HeadlessPolicy, PreapprovedOperation, RunOutcomeKind, run_task
+from codeflux.coordinator.runs.runner import (
+    HeadlessPolicy,
+    PreapprovedOperation,
+    RunOutcomeKind,
+    resume_run,
+    run_task,
+)
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
@@ -25,7 +32,7 @@ from codeflux.pipeline.phase_b import AtomFacts
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.specification import StageResult
-from codeflux.pipeline.tool_overlay import install_argv
+from codeflux.pipeline.tool_overlay import INSTALL_WORKING_DIRECTORY, install_argv
 from codeflux.store import authority as authority_rows
 from codeflux.store.database import Database
 from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, keep_overlay, running_ports
@@ -236,3 +243,30 @@ def test_a_link_a_stub_run_plants_in_its_scratch_copy_is_never_written_through(
     assert "tests/test_plant.py::test_plants_a_link_where_the_stubbed_file_was" in atoms["pkg.calc.sub"][
         "failed_against_stub"]
     assert result.evidence["stubs_run"] == 2
+
+
+def test_with_prompting_on_the_install_is_a_card_a_person_decides_before_the_checks_run(harness: Harness) -> None:
+    """Not headless: the runner's pre-flight records the overlay's install request before validation and the run
+    waits for the person (awaiting authority), exactly like the test command; allowed, the run resumes, installs
+    the overlay and records stage 8."""
+    task_id = harness.ready_task()
+    turns = [write_file("pkg/calc.py", CHANGED_ADD, "w1", replacing=BASE_FILES["pkg/calc.py"]),
+             write_file("tests/test_calc.py", calc_tests(-3), "w2", replacing=BASE_FILES["tests/test_calc.py"]), done()]
+    gateway, _ = scripted_gateway(harness.db, turns)
+    outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=LadderPosition.start(), limits=LoopLimits(),
+                       headless_policy=None)
+    asked: list[str] = []
+    for _ in range(5):  # every card the run shows, decided by the person in turn
+        if outcome.kind is not RunOutcomeKind.AWAITING_AUTHORITY:
+            break
+        pending = outcome.pending_request_id or ""
+        request = harness.db.read(lambda view, pending=pending: authority_rows.read_tool_request(view, pending))
+        asked.append(str(request.operation.cwd))
+        harness.driver.decide(request.request_id, UserDecision.ALLOW_ONCE, reason="the person allows it")
+        outcome = resume_run(outcome)
+
+    assert INSTALL_WORKING_DIRECTORY in asked  # the install was a card of its own
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    row = next(row for row in harness.tasks.ledger(task_id, 1) if row.verdict.stage is StageName.ATOM_EXAMPLE_TESTS)
+    assert row.verdict.outcome is StageOutcome.SATISFIED, row.verdict
