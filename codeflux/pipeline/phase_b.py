@@ -17,6 +17,7 @@ from typing import Final
 
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.anti_patterns import evaluate_anti_patterns
+from codeflux.pipeline.atom_examples import evaluate_atom_example_tests
 from codeflux.pipeline.atoms import DiffAtoms, atoms_of_diff
 from codeflux.pipeline.complexity import evaluate_atom_complexity
 from codeflux.pipeline.contracts import evaluate_contracts
@@ -54,6 +55,7 @@ class AtomStage:
 
 ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.CONTRACTS, evaluate=evaluate_contracts),
+    AtomStage(stage=StageName.ATOM_EXAMPLE_TESTS, evaluate=evaluate_atom_example_tests),
     AtomStage(stage=StageName.ATOMS, evaluate=evaluate_purity),
     AtomStage(stage=StageName.ANTI_PATTERNS, evaluate=lambda facts: evaluate_anti_patterns(facts.diff)),
     AtomStage(stage=StageName.ATOM_OPTIMIZATION, evaluate=lambda facts: evaluate_atom_optimization(facts.diff)),

@@ -6,10 +6,11 @@ Ports are :class:`typing.Protocol` types; the coordinator passes its services (t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageVerdict
@@ -26,7 +27,44 @@ __all__ = [
     "PipelinePorts",
     "SettingsPort",
     "TaskFacts",
+    "ToolSource",
 ]
+
+WHEELHOUSE_VARIABLE: Final = "CODEFLUX_TOOL_WHEELHOUSE"
+INDEX_VARIABLE: Final = "CODEFLUX_TOOL_INDEX_URL"
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSource:
+    """Where an overlay is installed from: a ``wheelhouse`` directory (no index, no network) or an index URL.
+
+    A coordinator option (:meth:`from_environment` reads ``$CODEFLUX_TOOL_WHEELHOUSE`` /
+    ``$CODEFLUX_TOOL_INDEX_URL`` when the coordinator starts; ``cmd/codeflux-dev setup`` fills
+    ``.artifacts/wheelhouse`` for the tests and development)."""
+
+    wheelhouse: Path | None = None
+    index_url: str | None = None
+
+    @classmethod
+    def from_environment(cls, environment: Mapping[str, str]) -> ToolSource | None:
+        wheelhouse = environment.get(WHEELHOUSE_VARIABLE, "").strip()
+        if wheelhouse and os.path.isabs(wheelhouse):
+            return cls(wheelhouse=Path(wheelhouse))
+        index = environment.get(INDEX_VARIABLE, "").strip()
+        if index.startswith(("https://", "http://", "file://")):
+            return cls(index_url=index)
+        return None
+
+    def pip_arguments(self) -> tuple[str, ...]:
+        if self.wheelhouse is not None:
+            return ("--no-index", "--find-links", str(self.wheelhouse))
+        if self.index_url is not None:
+            return ("--index-url", self.index_url)
+        return ()
+
+    def describe(self) -> str:
+        return f"wheelhouse {self.wheelhouse}" if self.wheelhouse is not None else f"index {self.index_url}"
+
+
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,15 +129,26 @@ class CheckCommandPort(Protocol):
 
     A command started elsewhere than the root, or one ``covered_by`` another check's argv (the import check
     runs the test command's interpreter), is decided by the decision on that check (``covered_by``, else the
-    same argv) in the root this attempt, and is not run when that was not allowed."""
+    same argv) in the root this attempt, and is not run when that was not allowed — unless ``own_decision``:
+    then it is decided on its own, like the test command (the check tools' install in its TMPDIR folder)."""
 
     def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
                           working_directory: str | None = None,
-                          covered_by: tuple[str, ...] | None = None) -> CheckCommandRun: ...
+                          covered_by: tuple[str, ...] | None = None, own_decision: bool = False
+                          ) -> CheckCommandRun: ...
 
     def temp_directory(self, task_id: TaskId) -> Path:
         """The host path of the task's ``TMPDIR`` in the worker (where check reports and the scratch copies are
         written, outside the worktree so they never enter the diff; it may not exist yet)."""
+        ...
+
+    def tools_directory(self) -> Path:
+        """The host path of codeflux's check-tool overlays (``<data>/tools``, shown read-only in every box;
+        :mod:`codeflux.pipeline.tool_overlay`)."""
+        ...
+
+    def tool_source(self) -> ToolSource | None:
+        """Where a missing check tool may be installed from (a coordinator option), or None."""
         ...
 
 

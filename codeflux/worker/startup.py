@@ -26,7 +26,8 @@ _TOKEN = re.compile(r"[A-Za-z0-9_-]{32,255}")
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _FIELDS: Final = frozenset({"protocol", "socket_path", "lease_id", "lease_token", "worktree", "task_id",
                             "lease_interval_ms", "base_commit", "confinement"})
-_BOX_FIELDS: Final = frozenset({"mode", "bubblewrap", "hidden", "readonly", "git_common_dir", "git_admin_dir"})
+_BOX_FIELDS: Final = frozenset({"mode", "bubblewrap", "hidden", "readonly", "git_common_dir", "git_admin_dir",
+                                 "tools"})
 _KIND: Final = "worker startup configuration"
 
 
@@ -95,6 +96,8 @@ class BoxRequest:
     readonly: tuple[Path, ...]
     git_common_dir: Path | None
     git_admin_dir: Path | None
+    tools: Path | None = None
+    """codeflux's check-tool overlays (``<data>/tools``), shown read-only inside the hidden data directory."""
 
 
 def _box(document: object) -> BoxRequest:
@@ -112,7 +115,7 @@ def _box(document: object) -> BoxRequest:
         raise InvalidValueError(kind=_KIND, reason="confinement.git_admin_dir must lie in git_common_dir/worktrees")
     return BoxRequest(mode=mode, bubblewrap=None if bubblewrap is None else str(bubblewrap),
                       hidden=_absolute_list(document, "hidden"), readonly=_absolute_list(document, "readonly"),
-                      git_common_dir=common, git_admin_dir=admin)
+                      git_common_dir=common, git_admin_dir=admin, tools=_maybe_absolute(document, "tools"))
 
 
 def _maybe_absolute(document: dict[str, object], name: str) -> Path | None:

@@ -527,3 +527,65 @@ def test_a_base_run_is_allowed_only_by_derivation_from_an_allowed_check_and_neve
     assert driver.pending_decisions(world.first) == []  # nobody was asked, not even for a moment
     record = driver.execute(request.request_id)
     assert (record.state, record.stdout) == ("succeeded", "base\n")
+
+
+OVERLAY_PROBE = textwrap.dedent('''\
+    import errno, json, sys
+
+    targets = json.loads(sys.argv[1])
+    results = {}
+
+    def attempt(name, action):
+        try:
+            action()
+            results[name] = "reached"
+        except OSError as error:
+            results[name] = errno.errorcode.get(error.errno, str(error.errno)) if error.errno else type(error).__name__
+
+    def read(path):
+        with open(path, "rb") as handle:
+            handle.read(16)
+
+    def write(path):
+        with open(path, "a") as handle:
+            handle.write("poisoned\\n")
+
+    attempt("overlay-read", lambda: read(targets["tool"]))
+    attempt("overlay-write", lambda: write(targets["tool"]))
+    attempt("overlay-new-file", lambda: write(targets["beside"]))
+    attempt("database", lambda: read(targets["database"]))
+    attempt("other-data", lambda: read(targets["other"]))
+    print(json.dumps(results))
+''')
+
+
+@pytest.mark.parametrize("mode", CONFINED, ids=str)
+def test_the_tool_overlay_is_read_only_in_the_box_and_the_rest_of_the_data_directory_stays_hidden(
+        world: World, drivers: dict[ConfinementMode, ToolDriver], mode: ConfinementMode) -> None:
+    """Issue 17: checks import codeflux's check tools from ``<data>/tools`` — shown in the box read-only, so a
+    repository's code can neither change a tool another task will run nor add one; everything else of the data
+    directory (the database, other files beside the tools) stays hidden. The unconfined twin reaches all of it."""
+    site = world.location.directory / "tools" / "cpython-3.11-linux_x86_64" / "site"
+    site.mkdir(parents=True)
+    tool = site / "tool.py"
+    tool.write_text("VERSION = 1\n")
+    other = world.location.directory / "beside-the-tools.txt"
+    other.write_text("private\n")
+    (world.worktree / "overlay_probe.py").write_text(OVERLAY_PROBE)
+    targets = json.dumps({"tool": str(tool), "beside": str(site / "planted.py"),
+                          "database": str(world.location.database), "other": str(other)})
+
+    twin = run_allowed(drivers[ConfinementMode.NONE], world.first, [sys.executable, "overlay_probe.py", targets])
+    assert json.loads(twin.stdout or "{}") == dict.fromkeys(
+        ("overlay-read", "overlay-write", "overlay-new-file", "database", "other-data"), "reached")
+    tool.write_text("VERSION = 1\n")
+    (site / "planted.py").unlink()
+
+    record = run_allowed(drivers[mode], world.first, [sys.executable, "overlay_probe.py", targets])
+
+    assert record.state == "succeeded", (record.message, record.stderr)
+    boxed = json.loads(record.stdout or "{}")
+    assert boxed["overlay-read"] == "reached"
+    assert {name: boxed[name] for name in ("overlay-write", "overlay-new-file", "database", "other-data")
+            if boxed[name] == "reached"} == {}, boxed
+    assert tool.read_text() == "VERSION = 1\n" and not (site / "planted.py").exists()

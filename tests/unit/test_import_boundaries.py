@@ -80,7 +80,7 @@ IMPORT_TABLE: dict[str, Leans] = {
     "gitwork": leans("domain", third_party=frozenset({"pygit2"})),
     "worker": leans("domain", "api", "redact", third_party=frozenset({"grpc", "google.protobuf"})),
     "providers": leans("domain", "credentials", "redact", third_party=frozenset({"httpx", "pydantic"})),
-    "pipeline": leans("domain", "store", "gitwork", third_party=frozenset({"ruff", "radon"})),
+    "pipeline": leans("domain", "store", "gitwork", third_party=frozenset({"ruff", "radon", "libcst"})),
     "memory": leans("domain", "store"),
     # The coordinator's floors, lowest first; each leans only on the ones below it.
     # Its top-level modules (hooks and their tool-call values, journal, maintenance, doctor, instance, demo).

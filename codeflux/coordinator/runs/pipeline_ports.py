@@ -22,6 +22,7 @@ from codeflux.domain.errors import AuthorityRefusedError, ToolFailedError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tools import ToolName
 from codeflux.pipeline.ports import AcceptanceRecord, CheckCommandRun
+from codeflux.pipeline.tool_overlay import ToolSource
 
 __all__ = ["DriverCheckCommands", "NoAcceptanceYet", "check_request_key", "submit_check_command"]
 
@@ -67,12 +68,18 @@ class DriverCheckCommands:
     def temp_directory(self, task_id: TaskId) -> Path:
         return self._driver.task_temp_directory(task_id)
 
+    def tools_directory(self) -> Path:
+        return self._driver.tools_directory
+
+    def tool_source(self) -> ToolSource | None:
+        return self._driver.tool_source
+
     def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
                           working_directory: str | None = None,
-                          covered_by: tuple[str, ...] | None = None) -> CheckCommandRun:
+                          covered_by: tuple[str, ...] | None = None, own_decision: bool = False) -> CheckCommandRun:
         try:
             derived = None
-            if working_directory is not None or covered_by is not None:
+            if (working_directory is not None or covered_by is not None) and not own_decision:
                 root = submit_check_command(self._driver, task_id, covered_by or argv, attempt=attempt)
                 if root.outcome not in _ALLOWED:
                     return _not_run(f"the check it follows ({shlex.join((covered_by or argv)[:3])} …) was not "
@@ -103,9 +110,9 @@ def _derived_from(root: SubmittedRequest, working_directory: str | None, *, same
     build, stage 16's atom timing) — is allowed once by the decision on ``root`` this attempt (allowed), by the
     same decider, with a reason naming it; recorded with the request, so no person is ever shown a card for it."""
     decider = Decider.HEADLESS_POLICY if root.decision.decided_by is Decider.HEADLESS_POLICY else Decider.USER
-    what = ("the base-revision run of" if same_argv
-            else "a pipeline check by the same interpreter (import check, wheel build or atom timing) that "
-            "follows")
+    what = ("the base-revision run of" if same_argv else
+            "a check with the same interpreter (the import check, wheel build, atom timing, or stage 8's tool probe, "
+            "coverage run or stub run) that follows")
     where = f", started in {working_directory}" if working_directory else ""
     return DerivedAllowance(decided_by=decider, reason=(
         f"{what} request {root.request_id} ({root.outcome}, decided by {root.decision.decided_by}){where}"))

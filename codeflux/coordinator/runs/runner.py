@@ -101,16 +101,19 @@ from codeflux.domain.ladder import FailureKind, LadderDecision, LadderPosition, 
 from codeflux.domain.pipeline import GATING_STAGES, STAGES, StageName, StageOutcome, StageVerdict
 from codeflux.domain.plans import PlanDecider
 from codeflux.domain.tasks import TaskState
+from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.gitwork.task_worktree import TaskWorktree, verify_task_worktree
 from codeflux.gitwork.worktrees import create_task_worktree
 from codeflux.pipeline import program
+from codeflux.pipeline.atoms import atoms_of_diff
 from codeflux.pipeline.findings import other_findings
 from codeflux.pipeline.ports import AcceptancePort, PipelinePorts, TaskFacts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.runner import record_specification, run_pipeline
 from codeflux.pipeline.specification import acceptance_for
 from codeflux.pipeline.thresholds import StoredSettings
+from codeflux.pipeline.tool_overlay import INSTALL_WORKING_DIRECTORY, install_to_settle
 from codeflux.store.database import Database, write_patience_s
 from codeflux.worker.environment import build_worker_environment
 
@@ -440,14 +443,31 @@ def _validate(run: _Run) -> RunOutcome:
                         reason=f"the task was {current} at the handover from the loop to validation")
     checks = [] if command is None or command.pytest_missing else [("the test command", command.argv)]
     checks += [("an acceptance example's command", example.argv) for example in _example_commands(run)]
+    if command is not None and not command.pytest_missing and _diff_has_atoms(run):
+        install = install_to_settle(command.interpreter, tools_root=run.driver.tools_directory,
+                                    source=run.driver.tool_source)
+        if install is not None:
+            checks.append(("the check tools' install into codeflux's overlay", install))
+    started_in = {"the check tools' install into codeflux's overlay": INSTALL_WORKING_DIRECTORY}
     for index, (what, argv) in enumerate(checks):
         derived = _test_command_covered_by_plan(run, argv) if index == 0 and command is not None else None
-        if (waiting := _settle_check_authority(run, what, argv, derived=derived)) is not None:
+        if (waiting := _settle_check_authority(run, what, argv, derived=derived,
+                                               working_directory=started_in.get(what))) is not None:
             return waiting
     if (state := _move(run, TaskState.VALIDATING, "the implementation loop finished; checks run")) is not None:
         return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY),
                         reason=f"the task was {state} at the handover from the loop to validation")
     return _after_checks(run, run_pipeline(run.task_id, run.attempt, ports=run.ports))
+
+
+def _diff_has_atoms(run: _Run) -> bool:
+    """The diff adds or changes a function outside tests (stage 8 then needs its check tools)."""
+    worktree = run.ports.facts.worktree
+    try:
+        files = [{"path": item.path, "kind": item.kind.value} for item in diff_against_base(worktree).files]
+    except CodefluxError:
+        return False
+    return bool(atoms_of_diff(worktree, files).atoms)
 
 
 def _example_commands(run: _Run) -> list[AcceptanceExample]:
@@ -483,12 +503,15 @@ def _test_command_covered_by_plan(run: _Run, argv: tuple[str, ...]) -> DerivedAl
 
 
 def _settle_check_authority(run: _Run, what: str, argv: tuple[str, ...], *,
-                            derived: DerivedAllowance | None = None) -> RunOutcome | None:
+                            derived: DerivedAllowance | None = None,
+                            working_directory: str | None = None) -> RunOutcome | None:
     """Record the pipeline's own request for a check command while the task runs, so its decision is made
     before validation: a person's (the run then waits, awaiting authority) or the headless policy's — or,
-    for the test command, the plan approval's (:func:`_test_command_covered_by_plan`)."""
+    for the test command, the plan approval's (:func:`_test_command_covered_by_plan`). ``working_directory`` is
+    where the stage starts it (the check tools' install: ``$TMPDIR/codeflux-tools``), part of its identity."""
     try:
-        request = submit_check_command(run.driver, run.task_id, argv, attempt=run.attempt, derived=derived)
+        request = submit_check_command(run.driver, run.task_id, argv, attempt=run.attempt, derived=derived,
+                                       working_directory=working_directory)
     except ToolFailedError:
         return None  # the stage reports the program it could not find
     if request.outcome is not DecisionOutcome.PENDING:

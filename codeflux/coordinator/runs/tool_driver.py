@@ -79,6 +79,7 @@ from codeflux.domain.operations import (
 from codeflux.domain.tasks import is_terminal
 from codeflux.domain.tools import ArgumentType, BoundToolRequest, bind_tool_request
 from codeflux.domain.truncation import keep_head, keep_head_and_tail
+from codeflux.pipeline.tool_overlay import ToolSource, tools_directory
 from codeflux.redact import SecretKind, default_redactor
 from codeflux.store.database import Database, write_patience_s
 from codeflux.store.tasks import TaskRow, require_task
@@ -185,9 +186,12 @@ class ToolDriver:
         confinement: ConfinementChoice | None = None,
         allow_unconfined: bool = False,
         observers: Observers | None = None,
+        tool_source: ToolSource | None = None,
     ) -> None:
         """``observers`` hear of every submission, decision and execution once it committed
-        (:mod:`codeflux.coordinator.hooks`)."""
+        (:mod:`codeflux.coordinator.hooks`). ``tool_source`` is where the pipeline may install a check tool
+        the repository's environment lacks into codeflux's overlay (:mod:`codeflux.pipeline.tool_overlay`);
+        None: ``$CODEFLUX_TOOL_WHEELHOUSE`` / ``$CODEFLUX_TOOL_INDEX_URL`` of ``base_environment``, else none."""
         self._db = db
         self._observers = Observers() if observers is None else observers
         # Every process a worker starts runs in this box; the data directory (by default the parent of
@@ -200,6 +204,7 @@ class ToolDriver:
             self._confinement.mode) and not allow_unconfined)
         self._state_dir = state_dir
         self._base_environment = dict(os.environ if base_environment is None else base_environment)
+        self._tool_source = tool_source or ToolSource.from_environment(self._base_environment)
         self._search_path = build_worker_environment(base=self._base_environment, home=state_dir,
                                                      tmpdir=state_dir)["PATH"]
         self._fault = fault
@@ -418,6 +423,15 @@ class ToolDriver:
                 if isinstance(value, str) and SecretKind.LOADED_SECRET in self._redactor.scan(value):
                     raise SecretLeakError(f"argument {argument.name} carries a loaded secret; the request was refused")
 
+    @property
+    def tools_directory(self) -> Path:
+        """Where codeflux's check-tool overlays live (``<data>/tools``): shown read-only in every box."""
+        return tools_directory(self._data_dir)
+
+    @property
+    def tool_source(self) -> ToolSource | None:
+        return self._tool_source
+
     def task_temp_directory(self, task_id: TaskId) -> Path:
         """The host path of the task's ``TMPDIR`` (its worker's per-task temporary directory; may not exist yet)."""
         return task_temp_directory(self._state_dir / task_id.value)
@@ -432,10 +446,12 @@ class ToolDriver:
             self._workers.pop(task.task_id, None)
         if worker is not None:
             worker.stop()
+        tools = self.tools_directory
+        tools.mkdir(mode=0o755, parents=True, exist_ok=True)  # shown read-only in the box; filled later
         started = WorkerHandle.start(task_id=task.task_id, worktree=task.worktree,
                                      state_dir=self._state_dir / task.task_id.value, base_commit=task.base_revision,
                                      base_environment=self._base_environment, repository_root=task.repository_root,
-                                     data_dir=self._data_dir, confinement=self._confinement)
+                                     data_dir=self._data_dir, confinement=self._confinement, tools=tools)
         with self._lock:
             racing = self._workers.get(task.task_id)
             keep = racing if racing is not None and racing.is_alive() and not self._closed else None

@@ -194,8 +194,12 @@ STAGES: Final[tuple[Stage, ...]] = (
            "complex, wrong, pathological), and every case is executed by a test.",
            _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTRACTS,)),
     _stage(8, _N.ATOM_EXAMPLE_TESTS, _P.ATOMS,
-           "Example tests exist for every atom before its body does, and they fail against a stub.",
-           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_CASE_SYNTHESIS,)),
+           "Every atom (a function or method the diff adds or changes, outside tests) has its body executed by at "
+           "least one of the repository's passing tests (coverage.py, one context per test), and at least one of "
+           "those tests fails when the atom's body is replaced by `raise NotImplementedError` in a scratch copy of "
+           "the final tree; covering tests that still pass against the stub are named. Not checked: that the "
+           "tests were written before the body, or that they assert the atom's result.",
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_CASE_SYNTHESIS,), performable=True),
     _stage(9, _N.ATOM_PROPERTY_TESTS, _P.ATOMS,
            "Every postcondition has at least one property test over generated inputs.",
            _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTRACTS,)),

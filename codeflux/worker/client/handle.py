@@ -131,6 +131,7 @@ class WorkerHandle:
         repository_root: Path | None = None,
         data_dir: Path | None = None,
         confinement: ConfinementChoice | None = None,
+        tools: Path | None = None,
     ) -> Self:
         """Start a worker for ``task_id`` in ``worktree``; :class:`WorkerStartError` if it does not come up.
 
@@ -139,14 +140,15 @@ class WorkerHandle:
         (default: this process's) is filtered through the worker allow-list; nothing else passes.
         Every process the worker starts runs in the box of ``confinement`` (default: the coordinator's
         choice, :func:`choose_confinement`), which hides ``data_dir`` (default: ``state_dir``) and shows
-        the git directories of ``repository_root`` (the task's repository as recorded).
+        the git directories of ``repository_root`` (the task's repository as recorded) and, read-only, the
+        check-tool overlays in ``tools``.
         """
         if not 0.1 <= lease_interval_s <= 60:
             raise InvalidValueError(kind="worker lease interval", reason="must be between 0.1 and 60 seconds")
         real_worktree = Path(os.path.realpath(worktree))
         environment = dict(base_environment or os.environ)
         box = box_request(confinement or choose_confinement(), worktree=real_worktree, repository_root=repository_root,
-                          data_dir=data_dir or state_dir, search_path=worker_search_path(environment))
+                          data_dir=data_dir or state_dir, search_path=worker_search_path(environment), tools=tools)
         launched = launch_worker(task_id=task_id, worktree=real_worktree, state_dir=state_dir,
                                  lease_interval_s=lease_interval_s, startup_timeout_s=startup_timeout_s,
                                  base_commit=base_commit, base_environment=environment, box=box)

@@ -184,6 +184,12 @@ def worker_confinement(config: StartupConfig, environment: Mapping[str, str]) ->
             raise InvalidValueError(kind="worker confinement", reason="a path shown in the box contains a hidden one")
     paths = replace(paths, readonly=tuple(path for path in box.readonly
                                           if is_python_installation(path) and not reveals_hidden(path, paths)))
+    if box.tools is not None:
+        tools = Path(os.path.realpath(box.tools))
+        if reveals_hidden(tools, paths) or tools.name != "tools":
+            raise InvalidValueError(kind="worker confinement", reason="the tool overlays must be a tools folder "
+                                    "that contains no hidden directory")
+        paths = replace(paths, tools=tools)
     abi = 0
     match box.mode:
         case ConfinementMode.BUBBLEWRAP:

@@ -5,8 +5,8 @@ shared again only when the exact operation was granted ``network`` (``--share-ne
 a new session (no terminal injection) and dies with its parent. ``/`` is mounted read-only with a fresh
 ``/proc`` (only the box's own processes), a minimal ``/dev`` with its own ``/dev/shm``, and an empty tmpfs
 over every hidden directory (:attr:`BoxPaths.all_hidden`), read-only except the scratch ``/tmp`` and
-``/var/tmp``. Then, on top, read-only: the installations a command needs and the repository's common
-``.git``; read-write: the worktree, the task's HOME and TMPDIR and the worktree's own
+``/var/tmp``. Then, on top, read-only: the installations a command needs, codeflux's check-tool overlays
+and the repository's common ``.git``; read-write: the worktree, the task's HOME and TMPDIR and the worktree's own
 ``.git/worktrees/<task>`` directory. The later a mount, the more it wins.
 
 The profile is the same for every command of a worker but for the network and the installation a
@@ -45,7 +45,7 @@ class BubblewrapProfile:
                 "--tmpfs", "/dev/shm"]  # noqa: S108
         for path in hidden:
             head += ["--tmpfs", str(path)]
-        for shown in paths.readonly:
+        for shown in paths.shown_readonly:
             if os.path.exists(shown):
                 head += ["--ro-bind", str(shown), str(shown)]
         if paths.git_common_dir is not None and paths.git_common_dir.is_dir():

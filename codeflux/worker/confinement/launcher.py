@@ -30,7 +30,7 @@ CANNOT_CONFINE: Final = 126
 def launcher_argv(python: str, paths: BoxPaths, program: str, argv: list[str], *, network: bool,
                   abi: int) -> list[str]:
     """The launcher's argv for running ``program`` as ``argv`` in the Landlock box of ``paths``."""
-    shown = [*paths.readonly, *install_prefix_to_expose(program, paths, started_as=argv[0])]
+    shown = [*paths.shown_readonly, *install_prefix_to_expose(program, paths, started_as=argv[0])]
     if paths.git_common_dir is not None:
         shown.append(paths.git_common_dir)
     policy = {

@@ -39,6 +39,13 @@ class BoxPaths:
     git_common_dir: Path | None = None
     git_admin_dir: Path | None = None
     readonly: tuple[Path, ...] = ()
+    tools: Path | None = None
+    """codeflux's check-tool overlays, shown read-only (inside the hidden data directory)."""
+
+    @property
+    def shown_readonly(self) -> tuple[Path, ...]:
+        """What is shown again read-only: the Python installations and the tool overlays."""
+        return (*self.readonly, *(() if self.tools is None else (self.tools,)))
 
     @functools.cached_property
     def all_hidden(self) -> tuple[Path, ...]:
@@ -54,7 +61,7 @@ class BoxPaths:
 
     def is_visible(self, path: Path) -> bool:
         """True if ``path`` can be seen in the box: not hidden, or shown again."""
-        if any(is_beneath(path, shown) for shown in (*self.writable, *self.readonly)):
+        if any(is_beneath(path, shown) for shown in (*self.writable, *self.shown_readonly)):
             return True
         if self.git_common_dir is not None and is_beneath(path, self.git_common_dir):
             return True

@@ -9,6 +9,7 @@ import os
 import pwd
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -66,13 +67,14 @@ def _startup(box: dict[str, object]) -> io.BytesIO:
 
 GOOD_BOX: dict[str, object] = {"mode": "bubblewrap", "bubblewrap": "/usr/bin/bwrap", "hidden": ["/data"],
                                "readonly": [], "git_common_dir": "/repo/.git",
-                               "git_admin_dir": "/repo/.git/worktrees/tsk"}
+                               "git_admin_dir": "/repo/.git/worktrees/tsk", "tools": "/data/tools"}
 
 
 def test_a_worker_reads_the_box_the_coordinator_chose() -> None:
     box = read_startup_config(_startup(GOOD_BOX)).box
     assert (box.mode, box.bubblewrap, box.hidden) == (ConfinementMode.BUBBLEWRAP, "/usr/bin/bwrap", (Path("/data"),))
     assert box.git_admin_dir == Path("/repo/.git/worktrees/tsk")
+    assert box.tools == Path("/data/tools")
 
 
 @pytest.mark.parametrize("change", [
@@ -84,6 +86,7 @@ def test_a_worker_reads_the_box_the_coordinator_chose() -> None:
     {"git_admin_dir": "/elsewhere/.git/worktrees/tsk"},  # writable git metadata only inside the common dir
     {"git_admin_dir": "/repo/.git/hooks"},
     {"extra": True},
+    {"tools": "data/tools"},
 ], ids=repr)
 def test_a_worker_refuses_a_box_it_cannot_trust(change: dict[str, object]) -> None:
     with pytest.raises(InvalidValueError):
@@ -192,6 +195,27 @@ def test_a_poisoned_pyvenv_cfg_cannot_show_what_the_box_hides(tmp_path: Path) ->
 def test_a_git_directory_that_would_show_a_hidden_one_is_refused(tmp_path: Path, common: str) -> None:
     with pytest.raises(InvalidValueError, match="contains a hidden one"):
         _worker_box(tmp_path, git_common_dir=common, git_admin_dir=None)
+
+
+@pytest.mark.parametrize("tools", ["/", "/home", "/tmp", "DATA", "DATA/workers"])
+def test_tool_overlays_that_would_show_a_hidden_directory_or_other_data_are_refused(tmp_path: Path, tools: str) -> None:
+    """Issue 17: only the overlays' own ``tools`` folder is shown again — never the data directory around it."""
+    data = tmp_path / "data"
+    with pytest.raises(InvalidValueError, match="tool overlays"):
+        _worker_box(tmp_path, hidden=[str(data)], tools=tools.replace("DATA", str(data)))
+
+
+def test_the_tool_overlays_are_bound_read_only_inside_the_hidden_data_directory(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "tools").mkdir(parents=True)
+    box = _worker_box(tmp_path, hidden=[str(data)], tools=str(data / "tools"))
+    assert box.paths.tools == data / "tools" and box.paths.is_visible(data / "tools" / "k" / "site")
+    assert not box.paths.is_visible(data / "codeflux.sqlite3")
+    paths = replace(box.paths, worktree=tmp_path)
+    bwrap = Confinement(mode=ConfinementMode.BUBBLEWRAP, paths=paths, bubblewrap="/usr/bin/bwrap")
+    argv, _ = bwrap.command(["/usr/bin/true"], executable="/usr/bin/true", network=False)
+    shown = argv.index(str(data / "tools"))
+    assert argv[shown - 1] == "--ro-bind" and argv.index("--tmpfs") < shown  # hidden first, then shown read-only
 
 
 def test_the_launcher_runs_nothing_it_cannot_confine(tmp_path: Path) -> None:

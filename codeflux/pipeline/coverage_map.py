@@ -1,0 +1,205 @@
+"""The coverage map: which of the repository's tests execute each changed line, measured with coverage.py.
+
+The repository's test command runs once more, under coverage.py, in the task's worker, confined, with the
+repository's environment and codeflux's tool overlay appended after it (:mod:`~codeflux.pipeline.tool_overlay`):
+``<python> -c COVERAGE_SCRIPT <overlay|-> <file>… -- -p no:cacheprovider`` (:func:`coverage_argv`). The fixed
+script builds coverage.py's configuration itself — ``config_file=False``, so no ``.coveragerc``, ``setup.cfg``,
+``tox.ini`` or ``[tool.coverage]`` of the repository is read and none can redirect the data file — with branch
+data on, the data file in ``$TMPDIR/codeflux-checks/coverage.data``, measurement limited to the worktree, and one
+dynamic context per test: the test's pytest node id (switched around each test's setup, call and teardown).
+pytest runs in that process; afterwards the script exports, for the diff's files only, ``{file: {line: [node
+ids]}}`` and the file's arcs to ``$TMPDIR/codeflux-checks/coverage-map.json``, which the coordinator reads and
+removes. Nothing is written in the worktree. The run follows the test command's decision (``covered_by``: the same
+interpreter in the same box) — no second card.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Final
+
+from codeflux.domain.atoms import Atom
+from codeflux.pipeline.ports import PipelinePorts
+from codeflux.pipeline.tool_overlay import ToolResolution
+
+__all__ = ["COVERAGE_MAP_IN_TEMP", "COVERAGE_SCRIPT", "CoverageMap", "atom_body_lines", "coverage_argv",
+           "measure_coverage"]
+
+CHECKS_FOLDER: Final = "codeflux-checks"
+COVERAGE_MAP_IN_TEMP: Final = f"{CHECKS_FOLDER}/coverage-map.json"
+_MAX_MAP_BYTES: Final = 32 * 1024 * 1024
+_TAIL_LINES: Final = 8
+
+COVERAGE_SCRIPT: Final = (
+    "import json, os, site, sys\n"
+    "overlay = sys.argv[1]\n"
+    "if overlay != '-' and os.path.isdir(overlay):\n"
+    "    site.addsitedir(overlay)\n"
+    "split = sys.argv.index('--')\n"
+    "wanted = sys.argv[2:split]\n"
+    "arguments = sys.argv[split + 1:]\n"
+    "checks = os.path.join(os.environ['TMPDIR'], '" + CHECKS_FOLDER + "')\n"
+    "os.makedirs(checks, exist_ok=True)\n"
+    "root = os.getcwd()\n"
+    "import coverage\n"
+    "cov = coverage.Coverage(data_file=os.path.join(checks, 'coverage.data'), config_file=False, branch=True,\n"
+    "                        source=[root])\n"
+    "cov.start()\n"
+    "import pytest\n"
+    "outcomes = {}\n"
+    "class CodefluxContexts:\n"
+    "    @pytest.hookimpl(hookwrapper=True)\n"
+    "    def pytest_runtest_protocol(self, item, nextitem):\n"
+    "        cov.switch_context(item.nodeid)\n"
+    "        yield\n"
+    "        cov.switch_context('')\n"
+    "    def pytest_runtest_logreport(self, report):\n"
+    "        if report.failed:\n"
+    "            outcomes[report.nodeid] = 'failed'\n"
+    "        elif report.when == 'call' or report.skipped:\n"
+    "            outcomes.setdefault(report.nodeid, report.outcome)\n"
+    "status = pytest.main(arguments, plugins=[CodefluxContexts()])\n"
+    "cov.stop()\n"
+    "cov.save()\n"
+    "data = cov.get_data()\n"
+    "files = {}\n"
+    "for measured in data.measured_files():\n"
+    "    relative = os.path.relpath(measured, root).replace(os.sep, '/')\n"
+    "    if relative not in wanted:\n"
+    "        continue\n"
+    "    lines = {str(line): sorted(c for c in contexts if c) for line, contexts in\n"
+    "             data.contexts_by_lineno(measured).items()}\n"
+    "    files[relative] = {'lines': lines, 'arcs': sorted(data.arcs(measured) or [])}\n"
+    "report = {'exit_status': int(status),\n"
+    "          'tools': {'coverage': coverage.__version__, 'pytest': pytest.__version__},\n"
+    "          'locations': {'coverage': os.path.dirname(coverage.__file__),\n"
+    "                        'pytest': os.path.dirname(pytest.__file__)},\n"
+    "          'files': files, 'outcomes': outcomes}\n"
+    "with open(os.path.join(checks, 'coverage-map.json'), 'w') as handle:\n"
+    "    json.dump(report, handle)\n"
+    "sys.exit(int(status))\n"
+)
+
+
+def coverage_argv(interpreter: str, overlay_site: Path | None, files: Sequence[str]) -> tuple[str, ...]:
+    """The exact coverage run (see the module docstring)."""
+    return (interpreter, "-c", COVERAGE_SCRIPT, "-" if overlay_site is None else str(overlay_site), *files, "--",
+            "-p", "no:cacheprovider")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CoverageMap:
+    """Per measured file of the diff: each executed line's tests (node ids; a line run outside any test — an
+    import at collection — has none) and its arcs. ``measured`` is False when it could not be measured
+    (``detail`` says why)."""
+
+    measured: bool
+    detail: str
+    lines: Mapping[str, Mapping[int, tuple[str, ...]]] = field(default_factory=dict)
+    arcs: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    exit_status: int | None = None
+    outcomes: Mapping[str, str] = field(default_factory=dict)
+    """Each test's outcome in that run (``passed``, ``failed``, ``skipped``), by node id."""
+    evidence: Mapping[str, object] = field(default_factory=dict)
+
+    def tests_of_lines(self, path: str, lines: Sequence[int]) -> tuple[str, ...]:
+        """Every test that executed any of ``lines`` of ``path``, sorted."""
+        measured = self.lines.get(path, {})
+        return tuple(sorted({test for line in lines for test in measured.get(line, ())}))
+
+    def tests_of_line(self, path: str, line: int) -> tuple[str, ...]:
+        return tuple(self.lines.get(path, {}).get(line, ()))
+
+
+def atom_body_lines(source: str, atom: Atom) -> tuple[int, ...]:
+    """The lines of ``atom``'s body in ``source`` (its first statement after the docstring to its end): what only
+    a call executes — its ``def`` line and decorators run at import, so they say nothing about a test."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        start = min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)])
+        if start != atom.first_line:
+            continue
+        body = node.body
+        if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            body = body[1:]
+        end = node.end_lineno or body[-1].lineno
+        return tuple(range(body[0].lineno, end + 1))
+    return ()
+
+
+def _read_map(path: Path) -> Mapping[str, object] | None:
+    """The map the box wrote — never read through a link it planted (the folder or the file)."""
+    if path.parent.is_symlink() or path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_MAP_BYTES:
+        return None
+    try:
+        document = json.loads(path.read_bytes())
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _decoded(files: object) -> tuple[dict[str, dict[int, tuple[str, ...]]], dict[str, tuple[tuple[int, int], ...]]]:
+    lines: dict[str, dict[int, tuple[str, ...]]] = {}
+    arcs: dict[str, tuple[tuple[int, int], ...]] = {}
+    if not isinstance(files, dict):
+        return lines, arcs
+    for path, measured in files.items():
+        if not isinstance(measured, dict):
+            continue
+        by_line = measured.get("lines")
+        if isinstance(by_line, dict):
+            lines[str(path)] = {int(line): tuple(str(test) for test in tests) for line, tests in by_line.items()
+                                if str(line).isdigit() and isinstance(tests, list)}
+        found = measured.get("arcs")
+        if isinstance(found, list):
+            arcs[str(path)] = tuple((int(pair[0]), int(pair[1])) for pair in found
+                                    if isinstance(pair, list) and len(pair) == 2
+                                    and all(isinstance(value, int) for value in pair))
+    return lines, arcs
+
+
+def measure_coverage(ports: PipelinePorts, *, attempt: int, tools: ToolResolution, test_argv: tuple[str, ...],
+                     files: Sequence[str], diff_identity: str | None) -> CoverageMap:
+    """Run the tests under coverage.py (see the module docstring) and read the map of ``files``."""
+    task_id = ports.facts.task_id
+    temp = ports.commands.temp_directory(task_id)
+    report = temp / PurePosixPath(COVERAGE_MAP_IN_TEMP)
+    shutil.rmtree(report.parent, ignore_errors=True)
+    argv = coverage_argv(tools.interpreter, tools.overlay_site, files)
+    evidence: dict[str, object] = {"argv": list(argv), "tools": [tool.to_evidence() for tool in tools.tools],
+                                   "diff_identity": diff_identity, "files": list(files)}
+    try:
+        run = ports.commands.run_check_command(task_id, argv, attempt=attempt, covered_by=test_argv)
+        evidence.update(request_id=run.request_id, exit_code=run.exit_code, state=run.state)
+        if not run.ran:
+            return CoverageMap(measured=False, detail=f"the coverage run did not run: {run.refusal}", evidence=evidence)
+        document = _read_map(report)
+        if document is None:
+            tail = (run.stderr or run.stdout).strip().splitlines()[-_TAIL_LINES:]
+            evidence["output_tail"] = [line[:300] for line in tail]
+            return CoverageMap(measured=False, detail=f"the coverage run ended {run.state} (exit {run.exit_code}) "
+                               "without its map", evidence=evidence)
+        reported = document.get("tools")
+        if isinstance(reported, dict):
+            evidence["measured_with"] = {str(name): str(version) for name, version in reported.items()}
+        lines, arcs = _decoded(document.get("files"))
+        status = document.get("exit_status")
+        found = document.get("outcomes")
+        outcomes = {str(test): str(outcome) for test, outcome in found.items()} if isinstance(found, dict) else {}
+        evidence["tests_run"] = len(outcomes)
+        return CoverageMap(measured=True, detail=f"measured {len(lines)} of {len(files)} file(s) of the diff",
+                           lines=lines, arcs=arcs, exit_status=status if isinstance(status, int) else None,
+                           outcomes=outcomes, evidence=evidence)
+    finally:
+        shutil.rmtree(temp / CHECKS_FOLDER, ignore_errors=True)  # never through a link: rmtree refuses one

@@ -1,0 +1,143 @@
+"""codeflux's tool overlay (issue 17, "Definitions"): a check tool the repository's environment lacks is installed
+once, behind an ``install`` approval, from the wheelhouse ``cmd/codeflux-dev setup`` fills (never the network),
+into ``<data>/tools/<key>/site`` — verified and moved there by the coordinator — and reused afterwards; a check
+appends it after site-packages. Real task worktrees, a real worker, real pip and coverage.py, confined.
+"""
+
+from __future__ import annotations
+
+import venv as venv_module
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codeflux.coordinator.runs.pipeline_ports import (
+    check_request_key,
+)
+from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.domain.ids import TaskId
+from codeflux.pipeline.program import pytest_argv
+from codeflux.pipeline.tool_overlay import (
+    COVERAGE,
+    INSTALL_TEMP,
+    INSTALL_WORKING_DIRECTORY,
+    MANIFEST,
+    install_argv,
+    overlay_argv,
+    resolve_tools,
+)
+from codeflux.store import authority as authority_rows
+from codeflux.store.database import Database
+from tests.fixtures.pipeline_tasks import SOURCE, allow, running_ports, wheelhouse_version
+from tests.fixtures.task_runs import Harness, make_harness
+
+
+@pytest.fixture
+def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
+    with ToolDriver(db, state_dir=tmp_path / "state", tool_source=SOURCE, base_environment={}) as driver:
+        yield make_harness(db, tmp_path, driver)
+
+
+def install_requested(db: Database, task_id: TaskId, python: str, *, attempt: int) -> bool:
+    key = check_request_key(task_id, attempt, install_argv(python, SOURCE), INSTALL_WORKING_DIRECTORY)
+    return db.read(lambda view: authority_rows.tool_request_by_key(view, task_id=task_id, idempotency_key=key)) \
+        is not None
+
+
+def test_a_missing_tool_is_installed_once_behind_its_approval_then_reused_and_appended_after_site_packages(
+        harness: Harness, tmp_path: Path) -> None:
+    version = wheelhouse_version()
+    ports = running_ports(harness)
+    python, test_argv = harness.venv_python, pytest_argv(harness.venv_python)
+
+    unapproved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=test_argv)
+
+    # the install is its own request: with no decision on it, nothing is installed and the stage would be blocked
+    assert not unapproved.ready and "coverage" in (unapproved.blocked or "")
+    assert "waits for a decision" in (unapproved.blocked or "")
+    assert not (tmp_path / "tools" / str(unapproved.key)).exists()
+    install = install_argv(python, SOURCE)
+    assert install[1:4] == ("-m", "pip", "install") and "--no-index" in install
+    allow(harness.driver, ports.facts.task_id, install, working_directory=INSTALL_WORKING_DIRECTORY)
+
+    resolved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=test_argv)
+
+    assert resolved.ready, resolved.blocked
+    assert resolved.key is not None and resolved.key.startswith("cpython-3.")
+    assert [tool.to_evidence() for tool in resolved.tools] == [{
+        "tool": "coverage", "version": version, "provided_by": "codeflux overlay",
+        "location": str(tmp_path / "tools" / resolved.key / "site")}]
+    assert resolved.install is not None and resolved.install["installed"] == {"coverage": version}
+    assert "--no-index" in resolved.install["argv"]  # type: ignore[operator]
+    assert (tmp_path / "tools" / resolved.key / MANIFEST).is_file()
+    # from a wheelhouse the install is an install, never a network operation: its box had no network
+    request = harness.db.read(lambda view: authority_rows.read_tool_request(view, str(resolved.install["request_id"])))
+    needs = {need.need.capability.value for need in request.needs}
+    assert "install" in needs and "network" not in needs, needs
+    assert request.operation.cwd == INSTALL_WORKING_DIRECTORY
+    # the box wrote only into the task's TMPDIR; what it wrote was moved away, nothing is left there
+    assert not (harness.driver.task_temp_directory(ports.facts.task_id) / INSTALL_TEMP).exists()
+
+    # a check appends the overlay after site-packages and runs the tool from it, in the box
+    argv = overlay_argv(python, resolved.overlay_site, "coverage", ["--version"])
+    ran = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=1, covered_by=test_argv)
+    assert ran.exit_code == 0, ran.stderr
+    assert f"Coverage.py, version {version}" in ran.stdout
+    listing = overlay_argv(python, resolved.overlay_site, "site", [])
+    paths = ports.commands.run_check_command(ports.facts.task_id, listing, attempt=1, covered_by=test_argv).stdout
+    listed = [line.strip().strip("',") for line in paths.split("sys.path = [", 1)[1].split("]", 1)[0].splitlines()]
+    entries = [entry for entry in listed if entry]
+    assert entries[-1] == str(tmp_path / "tools" / resolved.key / "site")  # appended: after site-packages
+    assert any(entry.endswith("site-packages") for entry in entries[:-1])
+
+    # the next attempt (as any task of an interpreter with the same key) reuses it: no install request, nothing asked
+    allow(harness.driver, ports.facts.task_id, test_argv, attempt=2)
+    reused = resolve_tools(ports, attempt=2, interpreter=python, test_argv=test_argv)
+    assert reused.ready and reused.install is None and reused.overlay_site == resolved.overlay_site
+    assert install_requested(harness.db, ports.facts.task_id, python, attempt=1)
+    assert not install_requested(harness.db, ports.facts.task_id, python, attempt=2)
+
+
+def test_a_tool_missing_with_no_source_to_install_it_from_is_blocked_naming_the_tool_and_the_fix(
+        db: Database, tmp_path: Path) -> None:
+    with ToolDriver(db, state_dir=tmp_path / "state", base_environment={}) as driver:
+        harness = make_harness(db, tmp_path, driver)
+        ports = running_ports(harness)
+
+        resolved = resolve_tools(ports, attempt=1, interpreter=harness.venv_python,
+                                 test_argv=pytest_argv(harness.venv_python))
+
+    assert not resolved.ready
+    blocked = resolved.blocked or ""
+    assert blocked.startswith("coverage is not in the repository's environment")
+    assert "no tool source is configured" in blocked
+    assert f"{harness.venv_python} -m pip install 'coverage>=7.4,<8'" in blocked
+    assert "CODEFLUX_TOOL_WHEELHOUSE" in blocked
+    assert sorted(path.name for path in (tmp_path / "tools").iterdir()) == ["interpreters.json"]  # no overlay
+
+
+def test_the_repository_s_own_tool_wins_over_the_overlay(harness: Harness, tmp_path: Path) -> None:
+    """The environment has coverage itself (a folder on its sys.path through a .pth file): the probe finds it
+    there, nothing is installed, and the evidence names the repository environment as its provider."""
+    venv = tmp_path / "ownvenv"
+    venv_module.EnvBuilder(system_site_packages=False, with_pip=False, symlinks=True).create(venv)
+    own = venv / "own-site"  # inside the environment: the box shows the installation, not the data dir around it
+    own.mkdir()
+    (own / "coverage").mkdir()
+    (own / "coverage" / "__init__.py").write_text("__version__ = '0.0.1'\n")
+    (own / "coverage-0.0.1.dist-info").mkdir()
+    (own / "coverage-0.0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: coverage\n"
+                                                              "Version: 0.0.1\n")
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "own.pth").write_text(f"{own}\n")
+    python = str(venv / "bin" / "python")
+    ports = running_ports(harness)
+    allow(harness.driver, ports.facts.task_id, pytest_argv(python))
+
+    resolved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=pytest_argv(python))
+
+    assert resolved.ready, resolved.blocked
+    assert resolved.overlay_site is None and resolved.install is None
+    assert [tool.to_evidence() for tool in resolved.tools] == [{
+        "tool": COVERAGE.name, "version": "0.0.1", "provided_by": "repository environment", "location": str(own)}]
