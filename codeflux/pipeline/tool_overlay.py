@@ -2,7 +2,8 @@
 
 **What an overlay is.** Per interpreter — its implementation, ``major.minor`` and platform tag, asked of the
 repository's own interpreter in the task's box (:data:`PROBE_SCRIPT`) — a directory
-``<data>/tools/<key>/site`` holding the check tools (:data:`CHECK_TOOLS`: coverage.py now) and a manifest
+``<data>/tools/repo-<hash>/<key>/site`` (:func:`repository_tools`: never shared between repositories)
+holding the check tools (:data:`CHECK_TOOLS`: coverage.py now) and a manifest
 (:data:`MANIFEST`) naming each tool's version and where it was installed from. A check that needs a tool runs
 ``<python> -c BOOTSTRAP_SCRIPT <overlay site> -m <module> …`` (:func:`overlay_argv`): the fixed bootstrap
 *appends* the overlay after site-packages (``site.addsitedir``) and runs the module — never ``PYTHONPATH``,
@@ -26,6 +27,7 @@ version and which environment provided it (``repository environment`` or ``codef
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -63,6 +65,7 @@ __all__ = [
     "installed_overlay",
     "overlay_argv",
     "probe_argv",
+    "repository_tools",
     "resolve_tools",
     "tools_directory",
 ]
@@ -326,7 +329,10 @@ _MAX_PROBED: Final = 200
 def _remember_key(tools_root: Path, interpreter: str, key: str) -> None:
     """Note which key the box's probe found for ``interpreter`` (the runner's pre-flight reads it next time)."""
     known = _probed_keys(tools_root)
-    if known.get(interpreter) == key or not tools_root.is_dir() or tools_root.is_symlink():
+    if known.get(interpreter) == key or not tools_root.parent.is_dir() or tools_root.is_symlink():
+        return
+    tools_root.mkdir(mode=0o755, exist_ok=True)  # the repository's folder under <data>/tools (the coordinator's)
+    if tools_root.is_symlink() or not tools_root.is_dir():
         return
     known[interpreter] = key
     kept = dict(list(known.items())[-_MAX_PROBED:])
@@ -356,6 +362,14 @@ def _guessed_key(interpreter: str, tools_root: Path) -> str | None:
         return None
     platform = re.sub(r"[^A-Za-z0-9]+", "_", sysconfig.get_platform())
     return f"{sys.implementation.name}-{versions[0]}-{platform}"
+
+
+def repository_tools(tools_root: Path, repository_root: Path) -> Path:
+    """The overlays of one repository: ``<tools>/repo-<sha256 of its resolved path, 16 hex>``. An overlay is
+    installed by the repository's own interpreter in that task's box, so what one repository's environment did
+    to an install must never reach another repository's checks: overlays are never shared across repositories."""
+    digest = hashlib.sha256(os.fsencode(os.path.realpath(repository_root))).hexdigest()[:16]
+    return tools_root / f"repo-{digest}"
 
 
 def install_to_settle(interpreter: str, *, tools_root: Path, source: ToolSource | None,
@@ -398,17 +412,17 @@ def resolve_tools(ports: PipelinePorts, *, attempt: int, interpreter: str, test_
                                       f"{run.exit_code}: {said}); the check tools cannot be chosen")
     own = {tool.name: facts.tools.get(tool.name) for tool in tools}
     missing = [tool for tool in tools if own[tool.name] is None]
-    _remember_key(commands.tools_directory(), interpreter, facts.key)
+    root = repository_tools(commands.tools_directory(), ports.facts.worktree.repo_root)
+    _remember_key(root, interpreter, facts.key)
     provided = [ProvidedTool(name=tool.name, version=_text(found.get("version")), provided_by=REPOSITORY_ENVIRONMENT,
                              location=_text(found.get("location")))
                 for tool in tools if (found := own[tool.name]) is not None]
     if not missing:
         return ToolResolution(interpreter=interpreter, tools=tuple(provided), key=facts.key, probe_argv=probe)
-    root = commands.tools_directory()
     overlay = installed_overlay(root, facts.key)
     install: dict[str, object] | None = None
     if overlay is None or any(tool.name not in overlay[1] for tool in missing):
-        installed = _install(ports, attempt=attempt, interpreter=interpreter, key=facts.key, tools=tools)
+        installed = _install(ports, attempt=attempt, interpreter=interpreter, key=facts.key, tools=tools, root=root)
         if isinstance(installed, str):
             names = ", ".join(tool.name for tool in missing)
             return ToolResolution(interpreter=interpreter, tools=tuple(provided), key=facts.key, probe_argv=probe,
@@ -428,8 +442,8 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _install(ports: PipelinePorts, *, attempt: int, interpreter: str, key: str, tools: Sequence[CheckTool]
-             ) -> tuple[tuple[Path, Mapping[str, str]], dict[str, object]] | str:
+def _install(ports: PipelinePorts, *, attempt: int, interpreter: str, key: str, tools: Sequence[CheckTool],
+             root: Path) -> tuple[tuple[Path, Mapping[str, str]], dict[str, object]] | str:
     """Install every tool of ``tools`` for ``key`` (see the module docstring); the overlay and the install's
     evidence, or why it was not installed."""
     commands, task_id = ports.commands, ports.facts.task_id
@@ -457,7 +471,7 @@ def _install(ports: PipelinePorts, *, attempt: int, interpreter: str, key: str, 
         if isinstance(verified, str):
             return verified
         manifest = {"key": key, "tools": verified, "source": source.describe(), "request_id": run.request_id}
-        site = _move_into_place(commands.tools_directory(), key, landing / "site", manifest)
+        site = _move_into_place(root, key, landing / "site", manifest)
         evidence["installed"] = verified
         return (site, verified), evidence
     finally:

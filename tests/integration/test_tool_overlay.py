@@ -25,6 +25,7 @@ from codeflux.pipeline.tool_overlay import (
     MANIFEST,
     install_argv,
     overlay_argv,
+    repository_tools,
     resolve_tools,
 )
 from codeflux.store import authority as authority_rows
@@ -50,13 +51,14 @@ def test_a_missing_tool_is_installed_once_behind_its_approval_then_reused_and_ap
     version = wheelhouse_version()
     ports = running_ports(harness)
     python, test_argv = harness.venv_python, pytest_argv(harness.venv_python)
+    tools = repository_tools(tmp_path / "tools", ports.facts.worktree.repo_root)  # overlays are per repository
 
     unapproved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=test_argv)
 
     # the install is its own request: with no decision on it, nothing is installed and the stage would be blocked
     assert not unapproved.ready and "coverage" in (unapproved.blocked or "")
     assert "waits for a decision" in (unapproved.blocked or "")
-    assert not (tmp_path / "tools" / str(unapproved.key)).exists()
+    assert not (tools / str(unapproved.key)).exists()
     install = install_argv(python, SOURCE)
     assert install[1:4] == ("-m", "pip", "install") and "--no-index" in install
     allow(harness.driver, ports.facts.task_id, install, working_directory=INSTALL_WORKING_DIRECTORY)
@@ -67,10 +69,10 @@ def test_a_missing_tool_is_installed_once_behind_its_approval_then_reused_and_ap
     assert resolved.key is not None and resolved.key.startswith("cpython-3.")
     assert [tool.to_evidence() for tool in resolved.tools] == [{
         "tool": "coverage", "version": version, "provided_by": "codeflux overlay",
-        "location": str(tmp_path / "tools" / resolved.key / "site")}]
+        "location": str(tools / resolved.key / "site")}]
     assert resolved.install is not None and resolved.install["installed"] == {"coverage": version}
     assert "--no-index" in resolved.install["argv"]  # type: ignore[operator]
-    assert (tmp_path / "tools" / resolved.key / MANIFEST).is_file()
+    assert (tools / resolved.key / MANIFEST).is_file()
     # from a wheelhouse the install is an install, never a network operation: its box had no network
     request = harness.db.read(lambda view: authority_rows.read_tool_request(view, str(resolved.install["request_id"])))
     needs = {need.need.capability.value for need in request.needs}
@@ -88,7 +90,7 @@ def test_a_missing_tool_is_installed_once_behind_its_approval_then_reused_and_ap
     paths = ports.commands.run_check_command(ports.facts.task_id, listing, attempt=1, covered_by=test_argv).stdout
     listed = [line.strip().strip("',") for line in paths.split("sys.path = [", 1)[1].split("]", 1)[0].splitlines()]
     entries = [entry for entry in listed if entry]
-    assert entries[-1] == str(tmp_path / "tools" / resolved.key / "site")  # appended: after site-packages
+    assert entries[-1] == str(tools / resolved.key / "site")  # appended: after site-packages
     assert any(entry.endswith("site-packages") for entry in entries[:-1])
 
     # the next attempt (as any task of an interpreter with the same key) reuses it: no install request, nothing asked
@@ -114,7 +116,8 @@ def test_a_tool_missing_with_no_source_to_install_it_from_is_blocked_naming_the_
     assert "no tool source is configured" in blocked
     assert f"{harness.venv_python} -m pip install 'coverage>=7.4,<8'" in blocked
     assert "CODEFLUX_TOOL_WHEELHOUSE" in blocked
-    assert sorted(path.name for path in (tmp_path / "tools").iterdir()) == ["interpreters.json"]  # no overlay
+    tools = repository_tools(tmp_path / "tools", ports.facts.worktree.repo_root)
+    assert sorted(path.name for path in tools.iterdir()) == ["interpreters.json"]  # no overlay
 
 
 def test_the_repository_s_own_tool_wins_over_the_overlay(harness: Harness, tmp_path: Path) -> None:
@@ -141,3 +144,15 @@ def test_the_repository_s_own_tool_wins_over_the_overlay(harness: Harness, tmp_p
     assert resolved.overlay_site is None and resolved.install is None
     assert [tool.to_evidence() for tool in resolved.tools] == [{
         "tool": COVERAGE.name, "version": "0.0.1", "provided_by": "repository environment", "location": str(own)}]
+
+
+def test_an_overlay_is_never_shared_between_repositories(tmp_path: Path) -> None:
+    """An overlay is installed by a repository's own interpreter in its task's box — whatever that repository's
+    environment did to the install stays with it: another repository (even with the same interpreter) gets its
+    own overlay folder."""
+    first, second = tmp_path / "a" / "repo", tmp_path / "b" / "repo"
+    for path in (first, second):
+        path.mkdir(parents=True)
+    assert repository_tools(tmp_path / "tools", first) != repository_tools(tmp_path / "tools", second)
+    assert repository_tools(tmp_path / "tools", first) == repository_tools(tmp_path / "tools", first / ".." / "repo")
+    assert repository_tools(tmp_path / "tools", first).parent == tmp_path / "tools"

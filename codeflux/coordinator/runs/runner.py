@@ -113,7 +113,7 @@ from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.runner import record_specification, run_pipeline
 from codeflux.pipeline.specification import acceptance_for
 from codeflux.pipeline.thresholds import StoredSettings
-from codeflux.pipeline.tool_overlay import INSTALL_WORKING_DIRECTORY, install_to_settle
+from codeflux.pipeline.tool_overlay import INSTALL_WORKING_DIRECTORY, install_to_settle, repository_tools
 from codeflux.store.database import Database, write_patience_s
 from codeflux.worker.environment import build_worker_environment
 
@@ -444,8 +444,8 @@ def _validate(run: _Run) -> RunOutcome:
     checks = [] if command is None or command.pytest_missing else [("the test command", command.argv)]
     checks += [("an acceptance example's command", example.argv) for example in _example_commands(run)]
     if command is not None and not command.pytest_missing and _diff_has_atoms(run):
-        install = install_to_settle(command.interpreter, tools_root=run.driver.tools_directory,
-                                    source=run.driver.tool_source)
+        install = install_to_settle(command.interpreter, source=run.driver.tool_source, tools_root=repository_tools(
+            run.driver.tools_directory, run.ports.facts.worktree.repo_root))
         if install is not None:
             checks.append(("the check tools' install into codeflux's overlay", install))
     started_in = {"the check tools' install into codeflux's overlay": INSTALL_WORKING_DIRECTORY}
