@@ -19,6 +19,7 @@ from codeflux.gitwork.task_worktree import TaskWorktree
 from codeflux.store.stage_ledger import LedgerRow
 
 __all__ = [
+    "WHEELS_FOLDER",
     "AcceptancePort",
     "AcceptanceRecord",
     "CheckCommandPort",
@@ -32,6 +33,10 @@ __all__ = [
 
 WHEELHOUSE_VARIABLE: Final = "CODEFLUX_TOOL_WHEELHOUSE"
 INDEX_VARIABLE: Final = "CODEFLUX_TOOL_INDEX_URL"
+
+WHEELS_FOLDER: Final = "wheels"
+"""Where an install from a wheelhouse finds its wheels: relative to the install's working directory."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSource:
@@ -56,7 +61,9 @@ class ToolSource:
 
     def pip_arguments(self) -> tuple[str, ...]:
         if self.wheelhouse is not None:
-            return ("--no-index", "--find-links", str(self.wheelhouse))
+            # the wheelhouse's wheels are copied into the install's own folder under the task's TMPDIR first: a
+            # box shows no /tmp, home or data directory, so the wheelhouse itself may be out of its sight
+            return ("--no-index", "--find-links", WHEELS_FOLDER)
         if self.index_url is not None:
             return ("--index-url", self.index_url)
         return ()

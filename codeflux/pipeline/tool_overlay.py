@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Final
 
 from codeflux.domain.operations import TASK_TEMP_DIRECTORY
-from codeflux.pipeline.ports import INDEX_VARIABLE, WHEELHOUSE_VARIABLE, PipelinePorts, ToolSource
+from codeflux.pipeline.ports import INDEX_VARIABLE, WHEELHOUSE_VARIABLE, WHEELS_FOLDER, PipelinePorts, ToolSource
 
 __all__ = [
     "BOOTSTRAP_SCRIPT",
@@ -442,6 +442,26 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+_MAX_WHEELS: Final = 200
+_MAX_WHEEL_BYTES: Final = 256 * 1024 * 1024
+
+
+def _copy_wheels(wheelhouse: Path, target: Path) -> str | None:
+    """Copy the wheelhouse's wheels (regular ``*.whl`` files, no link, bounded) into ``target`` — the install's own
+    folder in the task's TMPDIR, which the box shows; None when done, else why not."""
+    try:
+        wheels = sorted(entry for entry in wheelhouse.iterdir() if entry.name.endswith(".whl")
+                        and not entry.is_symlink() and entry.is_file())
+    except OSError as error:
+        return f"the wheelhouse {wheelhouse} cannot be read ({type(error).__name__})"
+    if len(wheels) > _MAX_WHEELS or sum(wheel.stat().st_size for wheel in wheels) > _MAX_WHEEL_BYTES:
+        return f"the wheelhouse {wheelhouse} holds more than {_MAX_WHEELS} wheels or 256 MiB"
+    target.mkdir(mode=0o700)
+    for wheel in wheels:
+        shutil.copyfile(wheel, target / wheel.name, follow_symlinks=False)
+    return None
+
+
 def _install(ports: PipelinePorts, *, attempt: int, interpreter: str, key: str, tools: Sequence[CheckTool],
              root: Path) -> tuple[tuple[Path, Mapping[str, str]], dict[str, object]] | str:
     """Install every tool of ``tools`` for ``key`` (see the module docstring); the overlay and the install's
@@ -455,6 +475,8 @@ def _install(ports: PipelinePorts, *, attempt: int, interpreter: str, key: str, 
     shutil.rmtree(landing, ignore_errors=True)
     try:
         landing.mkdir(mode=0o700, parents=True)
+        if source.wheelhouse is not None and (copied := _copy_wheels(source.wheelhouse, landing / WHEELS_FOLDER)):
+            return copied
         run = commands.run_check_command(task_id, argv, attempt=attempt, working_directory=INSTALL_WORKING_DIRECTORY,
                                          own_decision=True)
         evidence: dict[str, object] = {"argv": list(argv), "source": source.describe(), "request_id": run.request_id,
@@ -464,6 +486,7 @@ def _install(ports: PipelinePorts, *, attempt: int, interpreter: str, key: str, 
         if run.exit_code != 0:
             tail = " | ".join(line.strip() for line in (run.stderr or run.stdout).strip().splitlines()[-3:])
             return f"the install failed (exit {run.exit_code}): {tail[:400]}"
+        shutil.rmtree(landing / WHEELS_FOLDER, ignore_errors=True)
         left = sorted(entry.name for entry in landing.iterdir()) if landing.is_dir() else []
         if landing.is_symlink() or left != ["site"]:
             return f"the install left something other than a site folder in $TMPDIR/{INSTALL_TEMP}"
