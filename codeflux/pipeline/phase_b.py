@@ -23,6 +23,7 @@ from codeflux.pipeline.complexity import evaluate_atom_complexity
 from codeflux.pipeline.contracts import evaluate_contracts
 from codeflux.pipeline.documentation import evaluate_atom_documentation
 from codeflux.pipeline.growth import GrowthRun
+from codeflux.pipeline.mutation import evaluate_atom_mutation
 from codeflux.pipeline.optimization import evaluate_atom_optimization
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.purity import evaluate_purity
@@ -57,6 +58,7 @@ ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.CONTRACTS, evaluate=evaluate_contracts),
     AtomStage(stage=StageName.ATOM_EXAMPLE_TESTS, evaluate=evaluate_atom_example_tests),
     AtomStage(stage=StageName.ATOMS, evaluate=evaluate_purity),
+    AtomStage(stage=StageName.ATOM_MUTATION, evaluate=evaluate_atom_mutation),
     AtomStage(stage=StageName.ANTI_PATTERNS, evaluate=lambda facts: evaluate_anti_patterns(facts.diff)),
     AtomStage(stage=StageName.ATOM_OPTIMIZATION, evaluate=lambda facts: evaluate_atom_optimization(facts.diff)),
     AtomStage(stage=StageName.ATOM_COMPLEXITY,

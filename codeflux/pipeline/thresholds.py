@@ -24,6 +24,7 @@ __all__ = [
     "ATOM_COMPLEXITY_MAX",
     "ATOM_GROWTH_BASE_SIZE",
     "ATOM_GROWTH_BUDGET_MS",
+    "ATOM_MUTATION_SCORE_MIN",
     "THRESHOLDS",
     "StoredSettings",
     "Threshold",
@@ -56,7 +57,13 @@ ATOM_GROWTH_BASE_SIZE: Final = Threshold(
     key="pipeline.atom-complexity.growth-base-size", default=1000, minimum=10, maximum=100_000,
     meaning="the smallest of the three input sizes (b, 4b, 16b) stage 16 times an atom at (advisory growth)")
 
-THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_GROWTH_BUDGET_MS, ATOM_GROWTH_BASE_SIZE)
+ATOM_MUTATION_SCORE_MIN: Final = Threshold(
+    key="pipeline.atom-mutation.min-score", default=70, minimum=0, maximum=100,
+    meaning="the lowest mutation score, in percent (killed or timed out ÷ judged), an atom may have in stage 13 "
+            "atom-mutation")
+
+THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_GROWTH_BUDGET_MS, ATOM_GROWTH_BASE_SIZE,
+                                            ATOM_MUTATION_SCORE_MIN)
 """Every threshold key phase B reads (the closed list)."""
 
 

@@ -226,6 +226,7 @@ def test_evidence_recorded_in_an_older_shape_is_still_shown_per_atom(
                 "signature": "def add(a, b)", "declared": None, "effects_inferred": []}
     tasks.record_stage_verdicts(reviewable.task_id, 1, [
         *held, StageVerdict(stage=StageName.CONTRACTS, outcome=StageOutcome.FAILED, gate_evaluation="1 finding"),
+        StageVerdict(stage=StageName.ATOM_MUTATION, outcome=StageOutcome.SKIPPED, reason="no covering test"),
         StageVerdict(stage=StageName.ATOM_OPTIMIZATION, outcome=StageOutcome.SKIPPED, reason="no rewrite proposed"),
         StageVerdict(stage=StageName.EVIDENCE_BUNDLE, outcome=StageOutcome.SATISFIED, gate_evaluation="bundle"),
     ], evidence={StageName.CONTRACTS: {"atoms": [contract], "findings": [
@@ -251,7 +252,7 @@ def test_evidence_recorded_in_an_older_shape_is_still_shown_per_atom(
     assert by_stage["contracts"].not_measured == ("not measured (stage 5 failed, but its evidence does not list this "
                                                   "atom)")
     assert by_stage["atom-optimization"].not_measured == "not measured (stage 15 skipped: no rewrite proposed)"
-    assert by_stage["atom-mutation"].not_measured.startswith("not measured (stage 13 not-implemented")
+    assert by_stage["atom-mutation"].not_measured == "not measured (stage 13 skipped: no covering test)"
     assert [stage.number for stage in shown.stages] == list(range(1, 38))
     review = call(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
     assert isinstance(review, pb.ReviewView) and list(review.atoms) == list(shown.atoms)

@@ -216,8 +216,13 @@ STAGES: Final[tuple[Stage, ...]] = (
            "a hang.",
            _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOMS,)),
     _stage(13, _N.ATOM_MUTATION, _P.ATOMS,
-           "The mutation score on changed lines reaches the configured threshold.",
-           _N.ATOM_VERIFICATION),
+           "For every atom, at least the configured share (default 70 %) of the mutants codeflux makes with libcst on "
+           "the lines the diff adds or rewrites (arithmetic, comparison, boolean, constant, return-value and "
+           "removed-call operators) is killed — a test that executes the mutated line fails or hangs — in a scratch "
+           "copy of the final tree, the mutants switched in one process; each surviving mutant is listed with its "
+           "diff. Not proven: that the tests are right, only that they notice these changes; an equivalent mutant "
+           "counts as surviving.",
+           _N.ATOM_VERIFICATION, performable=True),
     _stage(14, _N.ANTI_PATTERNS, _P.ATOMS,
            "On the lines the diff adds or rewrites in Python files outside the tests, codeflux's own ruff "
            "(the repository's configuration and noqa comments ignored) reports none of a fixed rule set — "
