@@ -24,6 +24,7 @@ __all__ = [
     "ATOM_COMPLEXITY_MAX",
     "ATOM_GROWTH_BASE_SIZE",
     "ATOM_GROWTH_BUDGET_MS",
+    "ATOM_VERIFICATION_RUNS",
     "THRESHOLDS",
     "StoredSettings",
     "Threshold",
@@ -56,7 +57,13 @@ ATOM_GROWTH_BASE_SIZE: Final = Threshold(
     key="pipeline.atom-complexity.growth-base-size", default=1000, minimum=10, maximum=100_000,
     meaning="the smallest of the three input sizes (b, 4b, 16b) stage 16 times an atom at (advisory growth)")
 
-THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_GROWTH_BUDGET_MS, ATOM_GROWTH_BASE_SIZE)
+ATOM_VERIFICATION_RUNS: Final = Threshold(
+    key="pipeline.atom-verification.runs", default=3, minimum=1, maximum=20,
+    meaning="how many times stage 11 atom-verification runs the atoms' tests, each in a random order with its own "
+            "recorded seed")
+
+THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_GROWTH_BUDGET_MS, ATOM_GROWTH_BASE_SIZE,
+                                            ATOM_VERIFICATION_RUNS)
 """Every threshold key phase B reads (the closed list)."""
 
 

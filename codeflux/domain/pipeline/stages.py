@@ -209,8 +209,14 @@ STAGES: Final[tuple[Stage, ...]] = (
            "other functions is not followed.",
            _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS), performable=True),
     _stage(11, _N.ATOM_VERIFICATION, _P.ATOMS,
-           "All atom tests pass, repeated with recorded seeds.",
-           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS, _N.ATOMS), sends_back=True),
+           "The tests whose run executed an atom's body (coverage.py, one context per test) pass in each of N runs "
+           "(default 3, a setting), each in a random order drawn from a recorded seed that also seeds `random` "
+           "and, where Hypothesis is installed, Hypothesis; every seed, its order and its outcomes are listed, a "
+           "failing seed with the exact command that replays it, and a test failing under one seed but passing "
+           "under another is named flaky. Not checked: other orders or seeds than the ones run, or what the tests "
+           "assert.",
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS, _N.ATOMS), sends_back=True,
+           performable=True),
     _stage(12, _N.ATOM_FUZZ, _P.ATOMS,
            "Every parsing boundary is fuzzed within its time budget without an undeclared exception or "
            "a hang.",
