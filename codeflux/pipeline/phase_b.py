@@ -18,6 +18,7 @@ from typing import Final
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.anti_patterns import evaluate_anti_patterns
 from codeflux.pipeline.atom_examples import evaluate_atom_example_tests
+from codeflux.pipeline.atom_properties import evaluate_atom_property_tests
 from codeflux.pipeline.atom_verification import evaluate_atom_verification
 from codeflux.pipeline.atoms import DiffAtoms, atoms_of_diff
 from codeflux.pipeline.complexity import evaluate_atom_complexity
@@ -60,6 +61,7 @@ class AtomStage:
 ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.CONTRACTS, evaluate=evaluate_contracts),
     AtomStage(stage=StageName.ATOM_EXAMPLE_TESTS, evaluate=evaluate_atom_example_tests),
+    AtomStage(stage=StageName.ATOM_PROPERTY_TESTS, evaluate=evaluate_atom_property_tests),
     AtomStage(stage=StageName.ATOMS, evaluate=evaluate_purity),
     AtomStage(stage=StageName.ATOM_VERIFICATION, evaluate=evaluate_atom_verification),
     AtomStage(stage=StageName.ANTI_PATTERNS, evaluate=lambda facts: evaluate_anti_patterns(facts.diff)),

@@ -201,8 +201,11 @@ STAGES: Final[tuple[Stage, ...]] = (
            "tests were written before the body, or that they assert the atom's result.",
            _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_CASE_SYNTHESIS,), performable=True),
     _stage(9, _N.ATOM_PROPERTY_TESTS, _P.ATOMS,
-           "Every postcondition has at least one property test over generated inputs.",
-           _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTRACTS,)),
+           "Every atom taking variable data (a parameter other than self/cls) is reached by at least one test "
+           "decorated with Hypothesis's `given` (found in the test files' syntax trees): the coverage map shows that "
+           "test executing the atom's body. Skipped when the repository does not declare Hypothesis as a "
+           "dependency. Not checked: what the property asserts, or how good its strategies are.",
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTRACTS,), performable=True),
     _stage(10, _N.ATOMS, _P.ATOMS,
            "Every atom the approved plan declares pure (no effects) has no global or nonlocal statement, reads no "
            "module-level mutable name and shows no effect in its syntax tree; state reached through calls into "
