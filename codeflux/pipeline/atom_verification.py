@@ -2,7 +2,9 @@
 each order from a recorded seed.
 
 1. The tests: every test the coverage map (:func:`~codeflux.pipeline.atom_coverage.atom_coverage`, shared with
-   stage 8: measured once per attempt) saw executing a line of an atom's body, whatever its outcome there.
+   stage 8: measured once per attempt) saw executing a line of an atom's body and passing there (in file order). A
+   test that fails in any order is stage 28's to report, with its base-revision comparison (a test failing on the
+   base too is not this change's); this stage asks what only repetition in other orders shows.
 2. The runs: :data:`~codeflux.pipeline.thresholds.ATOM_VERIFICATION_RUNS` times (default 3, a setting), each
    with a fresh seed (recorded), ``<python> -c SEEDED_ORDER_SCRIPT <overlay|-> <seed> -- -p no:cacheprovider -p
    no:randomly <node ids>`` (:func:`seeded_argv`) in the task's worker, confined, following the test command's
@@ -129,11 +131,12 @@ def evaluate_atom_verification(facts: CoverageFacts, *, seeds: Sequence[int] | N
                             f"{measured.detail}", {})
     ports, command, tools = facts.ports, measured.command, measured.tools
     worktree = ports.facts.worktree.path
-    by_atom = {atom.qualified_name: tests_of_atom(worktree, atom, coverage, passed_only=False) for atom in atoms}
+    by_atom = {atom.qualified_name: tests_of_atom(worktree, atom, coverage) for atom in atoms}
     tests = sorted({test for found in by_atom.values() for test in found})
     if not tests:
-        return stage_result(_STAGE, StageOutcome.SKIPPED, "no test executes the body of any atom (stage 8 names "
-                            "them): there is no atom test to repeat", {"atoms": [
+        return stage_result(_STAGE, StageOutcome.SKIPPED, "no passing test executes the body of any atom (stage 8 "
+                            "names the atoms no test executes; stage 28 the failing tests): there is no atom test to "
+                            "repeat", {"atoms": [
                                 {"qualified_name": name, "tests": []} for name in by_atom]})
     runs_setting = threshold_of(ports.settings, ATOM_VERIFICATION_RUNS)
     if runs_setting.problem is not None:

@@ -212,7 +212,8 @@ STAGES: Final[tuple[Stage, ...]] = (
            "other functions is not followed.",
            _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS), performable=True),
     _stage(11, _N.ATOM_VERIFICATION, _P.ATOMS,
-           "The tests whose run executed an atom's body (coverage.py, one context per test) pass in each of N runs "
+           "The tests that executed an atom's body and passed in the coverage run (coverage.py, one context per "
+           "test, file order) pass in each of N runs "
            "(default 3, a setting), each in a random order drawn from a recorded seed that also seeds `random` "
            "and, where Hypothesis is installed, Hypothesis; every seed, its order and its outcomes are listed, a "
            "failing seed with the exact command that replays it, and a test failing under one seed but passing "
