@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Final, Protocol
 from xml.etree import ElementTree
@@ -34,14 +34,14 @@ from codeflux.domain.operations import TASK_TEMP_DIRECTORY
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
 from codeflux.gitwork.diff import diff_against_base
+from codeflux.pipeline.atom_coverage import atom_coverage, tests_of_atom
 from codeflux.pipeline.atoms import DiffAtoms
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
-from codeflux.pipeline.coverage_map import CHECKS_FOLDER, CoverageMap, atom_body_lines, measure_coverage
+from codeflux.pipeline.coverage_map import CHECKS_FOLDER
 from codeflux.pipeline.ports import PipelinePorts
-from codeflux.pipeline.program import JunitCounts, detect_test_command, parse_junit_xml
+from codeflux.pipeline.program import JunitCounts, parse_junit_xml
 from codeflux.pipeline.specification import StageResult, stage_result
 from codeflux.pipeline.stubs import stub_atom
-from codeflux.pipeline.tool_overlay import COVERAGE, resolve_tools
 
 __all__ = ["STUB_DIRECTORY", "STUB_WORKING_DIRECTORY", "evaluate_atom_example_tests", "stub_argv"]
 
@@ -66,6 +66,8 @@ class AtomFacts(Protocol):
     def assembly(self) -> StageResult: ...
     @property
     def diff_identity(self) -> str | None: ...
+    @property
+    def shared(self) -> MutableMapping[str, object]: ...
 
 
 def stub_argv(interpreter: str, tests: Sequence[str]) -> tuple[str, ...]:
@@ -89,15 +91,6 @@ def _read_junit(path: Path) -> JunitCounts | None:
         return None
 
 
-def _atom_tests(worktree: Path, atom: Atom, coverage: CoverageMap) -> tuple[str, ...]:
-    try:
-        source = (worktree / atom.path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return ()
-    body = atom_body_lines(source, atom)
-    return tuple(test for test in coverage.tests_of_lines(atom.path, body) if coverage.outcomes.get(test) == "passed")
-
-
 def evaluate_atom_example_tests(facts: AtomFacts) -> StageResult:
     """Stage 8 (see the module docstring)."""
     atoms = facts.diff.atoms
@@ -106,25 +99,20 @@ def evaluate_atom_example_tests(facts: AtomFacts) -> StageResult:
                             "tests: there is no atom to test", {"atoms": []})
     ports = facts.ports
     worktree = ports.facts.worktree
-    command = detect_test_command(worktree=worktree.path, repository_root=ports.repository_root,
-                                  search_path=ports.search_path)
-    if command is None or command.pytest_missing:
+    measured = atom_coverage(facts)
+    if measured.problem == "no-command":
         return stage_result(_STAGE, StageOutcome.BLOCKED, "no usable test command (an interpreter with pytest) to "
                             "measure which tests execute each atom", {})
-    tools = resolve_tools(ports, attempt=facts.attempt, interpreter=command.interpreter, test_argv=command.argv,
-                          tools=(COVERAGE,))
-    if not tools.ready:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, tools.blocked or "coverage is missing", {})
+    if measured.problem == "tools" or measured.tools is None or measured.command is None:
+        return stage_result(_STAGE, StageOutcome.BLOCKED, measured.detail or "coverage is missing", {})
+    command, tools, coverage = measured.command, measured.tools, measured.coverage
+    if coverage is None or not coverage.measured:  # a blocked row carries no evidence: the reason says what
+        return stage_result(_STAGE, StageOutcome.BLOCKED, f"which tests execute each atom was not measured: "
+                            f"{measured.detail}", {})
     before = facts.diff_identity
-    files = sorted({atom.path for atom in atoms})
-    coverage = measure_coverage(ports, attempt=facts.attempt, tools=tools, test_argv=command.argv, files=files,
-                                diff_identity=before)
     evidence: dict[str, object] = {"tools": tools.to_evidence(), "coverage": dict(coverage.evidence),
                                    "diff_identity_before": before}
-    if not coverage.measured:  # a blocked row carries no evidence: the reason says what was not measured
-        return stage_result(_STAGE, StageOutcome.BLOCKED, f"which tests execute each atom was not measured: "
-                            f"{coverage.detail}", {})
-    covering = {atom.qualified_name: _atom_tests(worktree.path, atom, coverage) for atom in atoms}
+    covering = {atom.qualified_name: tests_of_atom(worktree.path, atom, coverage) for atom in atoms}
     results, stubs_run = _run_stubs(facts, command.interpreter, command.argv, atoms, covering)
     evidence.update(atoms=results, stubs_run=stubs_run, diff_identity_after=_identity(facts))
     untested = [item["atom"] for item in results if not item["tests"]]

@@ -11,13 +11,15 @@ Stages that are not in :data:`ATOM_STAGES` are filled by the ledger (``not-imple
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field
 from typing import Final
 
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.anti_patterns import evaluate_anti_patterns
 from codeflux.pipeline.atom_examples import evaluate_atom_example_tests
+from codeflux.pipeline.atom_properties import evaluate_atom_property_tests
+from codeflux.pipeline.atom_verification import evaluate_atom_verification
 from codeflux.pipeline.atoms import DiffAtoms, atoms_of_diff
 from codeflux.pipeline.complexity import evaluate_atom_complexity
 from codeflux.pipeline.contracts import evaluate_contracts
@@ -39,6 +41,9 @@ class AtomFacts:
     attempt: int
     diff: DiffAtoms
     assembly: StageResult
+    shared: MutableMapping[str, object] = field(default_factory=dict, compare=False)
+    """What one stage measured for the next ones of the same attempt (the coverage map:
+    :func:`~codeflux.pipeline.atom_coverage.atom_coverage`), so the tests run under coverage once."""
 
     @property
     def diff_identity(self) -> str | None:
@@ -57,7 +62,9 @@ class AtomStage:
 ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.CONTRACTS, evaluate=evaluate_contracts),
     AtomStage(stage=StageName.ATOM_EXAMPLE_TESTS, evaluate=evaluate_atom_example_tests),
+    AtomStage(stage=StageName.ATOM_PROPERTY_TESTS, evaluate=evaluate_atom_property_tests),
     AtomStage(stage=StageName.ATOMS, evaluate=evaluate_purity),
+    AtomStage(stage=StageName.ATOM_VERIFICATION, evaluate=evaluate_atom_verification),
     AtomStage(stage=StageName.ATOM_MUTATION, evaluate=evaluate_atom_mutation),
     AtomStage(stage=StageName.ANTI_PATTERNS, evaluate=lambda facts: evaluate_anti_patterns(facts.diff)),
     AtomStage(stage=StageName.ATOM_OPTIMIZATION, evaluate=lambda facts: evaluate_atom_optimization(facts.diff)),

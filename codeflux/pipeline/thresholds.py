@@ -25,6 +25,7 @@ __all__ = [
     "ATOM_GROWTH_BASE_SIZE",
     "ATOM_GROWTH_BUDGET_MS",
     "ATOM_MUTATION_SCORE_MIN",
+    "ATOM_VERIFICATION_RUNS",
     "THRESHOLDS",
     "StoredSettings",
     "Threshold",
@@ -62,8 +63,13 @@ ATOM_MUTATION_SCORE_MIN: Final = Threshold(
     meaning="the lowest mutation score, in percent (killed or timed out ÷ judged), an atom may have in stage 13 "
             "atom-mutation")
 
-THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_GROWTH_BUDGET_MS, ATOM_GROWTH_BASE_SIZE,
-                                            ATOM_MUTATION_SCORE_MIN)
+ATOM_VERIFICATION_RUNS: Final = Threshold(
+    key="pipeline.atom-verification.runs", default=3, minimum=1, maximum=20,
+    meaning="how many times stage 11 atom-verification runs the atoms' tests, each in a random order with its own "
+            "recorded seed")
+
+THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_GROWTH_BASE_SIZE, ATOM_GROWTH_BUDGET_MS,
+                                            ATOM_MUTATION_SCORE_MIN, ATOM_VERIFICATION_RUNS)
 """Every threshold key phase B reads (the closed list)."""
 
 

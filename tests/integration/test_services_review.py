@@ -226,6 +226,7 @@ def test_evidence_recorded_in_an_older_shape_is_still_shown_per_atom(
                 "signature": "def add(a, b)", "declared": None, "effects_inferred": []}
     tasks.record_stage_verdicts(reviewable.task_id, 1, [
         *held, StageVerdict(stage=StageName.CONTRACTS, outcome=StageOutcome.FAILED, gate_evaluation="1 finding"),
+        StageVerdict(stage=StageName.ATOM_VERIFICATION, outcome=StageOutcome.SKIPPED, reason="no atom test"),
         StageVerdict(stage=StageName.ATOM_MUTATION, outcome=StageOutcome.SKIPPED, reason="no covering test"),
         StageVerdict(stage=StageName.ATOM_OPTIMIZATION, outcome=StageOutcome.SKIPPED, reason="no rewrite proposed"),
         StageVerdict(stage=StageName.EVIDENCE_BUNDLE, outcome=StageOutcome.SATISFIED, gate_evaluation="bundle"),

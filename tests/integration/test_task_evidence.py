@@ -75,10 +75,10 @@ def test_task_evidence_prints_per_atom_evidence_and_the_stages(reviewed: tuple[P
     assert re.search(r" 5 contract\s+satisfied \(stage contracts\): declared in plan step 1 as "
                      r"`def add\(a: int, b: int\) -> int`", out), out
     assert re.search(r"16 complexity\s+satisfied \(stage atom-complexity\): cyclomatic complexity 1", out), out
-    # this run has no coverage tool: 13 is blocked naming it, and 15 (whose gate presupposes 13) is blocked by it
-    assert re.search(r"13 mutation score\s+not measured \(stage 13 blocked: coverage is not in the repository's", out)
-    assert re.search(r"15 optimization\s+not measured \(stage 15 blocked: prerequisite atom-mutation did not hold",
-                     out), out
+    # no coverage tool here: 11 is blocked, so 13 (which needs 11's verified tests) and 15 (which needs 13) are too
+    assert re.search(r"11 seeds\s+not measured \(stage 11 blocked: coverage is not in", out), out
+    assert re.search(r"15 optimization\s+not measured \(stage 15 blocked: prerequisite atom-mutation", out), out
+    assert re.search(r"13 mutation score\s+not measured \(stage 13 blocked: prerequisite atom-verification", out), out
     assert re.search(r"13 mutation score\s+not measured \(stage 13 ", out), out
     assert re.search(r"^stages:$", out, re.MULTILINE) and re.search(r"35 evidence-bundle\s+satisfied", out), out
     assert re.search(r"37 deliver\s+blocked", out), out

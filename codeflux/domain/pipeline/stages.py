@@ -201,16 +201,26 @@ STAGES: Final[tuple[Stage, ...]] = (
            "tests were written before the body, or that they assert the atom's result.",
            _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_CASE_SYNTHESIS,), performable=True),
     _stage(9, _N.ATOM_PROPERTY_TESTS, _P.ATOMS,
-           "Every postcondition has at least one property test over generated inputs.",
-           _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTRACTS,)),
+           "Every atom taking variable data (a parameter other than self/cls) is reached by at least one test "
+           "decorated with Hypothesis's `given` (found in the test files' syntax trees): the coverage map shows that "
+           "test executing the atom's body. Skipped when the repository does not declare Hypothesis as a "
+           "dependency. Not checked: what the property asserts, or how good its strategies are.",
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTRACTS,), performable=True),
     _stage(10, _N.ATOMS, _P.ATOMS,
            "Every atom the approved plan declares pure (no effects) has no global or nonlocal statement, reads no "
            "module-level mutable name and shows no effect in its syntax tree; state reached through calls into "
            "other functions is not followed.",
            _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS), performable=True),
     _stage(11, _N.ATOM_VERIFICATION, _P.ATOMS,
-           "All atom tests pass, repeated with recorded seeds.",
-           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS, _N.ATOMS), sends_back=True),
+           "The tests that executed an atom's body and passed in the coverage run (coverage.py, one context per "
+           "test, file order) pass in each of N runs "
+           "(default 3, a setting), each in a random order drawn from a recorded seed that also seeds `random` "
+           "and, where Hypothesis is installed, Hypothesis; every seed, its order and its outcomes are listed, a "
+           "failing seed with the exact command that replays it, and a test failing under one seed but passing "
+           "under another is named flaky. Not checked: other orders or seeds than the ones run, or what the tests "
+           "assert.",
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS, _N.ATOMS), sends_back=True,
+           performable=True),
     _stage(12, _N.ATOM_FUZZ, _P.ATOMS,
            "Every parsing boundary is fuzzed within its time budget without an undeclared exception or "
            "a hang.",

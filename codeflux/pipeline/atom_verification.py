@@ -1,0 +1,242 @@
+"""Stage 11 atom-verification (sends back): the tests that execute the atoms pass, run N times in a random order,
+each order from a recorded seed.
+
+1. The tests: every test the coverage map (:func:`~codeflux.pipeline.atom_coverage.atom_coverage`, shared with
+   stage 8: measured once per attempt) saw executing a line of an atom's body and passing there (in file order). A
+   test that fails in any order is stage 28's to report, with its base-revision comparison (a test failing on the
+   base too is not this change's); this stage asks what only repetition in other orders shows.
+2. The runs: :data:`~codeflux.pipeline.thresholds.ATOM_VERIFICATION_RUNS` times (default 3, a setting), each
+   with a fresh seed (recorded), ``<python> -c SEEDED_ORDER_SCRIPT <overlay|-> <seed> -- -p no:cacheprovider -p
+   no:randomly <node ids>`` (:func:`seeded_argv`) in the task's worker, confined, following the test command's
+   decision (``covered_by``: no second card). The fixed script is codeflux's own tiny pytest plugin, registered
+   with ``pytest.main(args, plugins=[…])``: it sorts the collected tests by node id and shuffles them with
+   ``random.Random(seed)``, reseeds ``random`` with the seed before each test, and — only when Hypothesis is
+   importable there — passes ``--hypothesis-seed=<seed>`` and points Hypothesis's home (its example database) at
+   ``$TMPDIR/codeflux-checks/hypothesis``, never the worktree. pytest-randomly, if installed, is switched off so
+   the order is the seed's alone. Each run writes its order and outcomes to
+   ``$TMPDIR/codeflux-checks/verification-<seed>.json``, which the coordinator reads and removes.
+
+Gate: every run ran and every test passed in every run. A run that fails names its seed, its failing tests and
+the exact argv that reproduces it (the same seed gives the same order); a test that fails under one seed and
+passes under another is named "flaky under seed X". No atom, or no test executing any atom → ``skipped``;
+no test command, coverage missing, or a run refused → ``blocked``. Not claimed: that another order or seed would
+pass too (N orders out of n! are tried), or that the tests assert anything.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shlex
+import shutil
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Final
+
+from codeflux.domain.pipeline import StageName, StageOutcome
+from codeflux.pipeline.atom_coverage import AtomCoverage, CoverageFacts, atom_coverage, tests_of_atom
+from codeflux.pipeline.coverage_map import CHECKS_FOLDER
+from codeflux.pipeline.specification import StageResult, stage_result
+from codeflux.pipeline.thresholds import ATOM_VERIFICATION_RUNS, threshold_of
+
+__all__ = ["SEEDED_ORDER_SCRIPT", "evaluate_atom_verification", "report_name", "seeded_argv"]
+
+_STAGE: Final = StageName.ATOM_VERIFICATION
+_MAX_REPORT_BYTES: Final = 16 * 1024 * 1024
+MAX_TESTS: Final = 500
+_MESSAGE_CHARS: Final = 800
+
+SEEDED_ORDER_SCRIPT: Final = (
+    "import importlib.util, json, os, random, site, sys\n"
+    "overlay = sys.argv[1]\n"
+    "if overlay != '-' and os.path.isdir(overlay):\n"
+    "    site.addsitedir(overlay)\n"
+    "seed = int(sys.argv[2])\n"
+    "split = sys.argv.index('--')\n"
+    "arguments = sys.argv[split + 1:]\n"
+    "checks = os.path.join(os.environ['TMPDIR'], '" + CHECKS_FOLDER + "')\n"
+    "os.makedirs(checks, exist_ok=True)\n"
+    "hypothesis = importlib.util.find_spec('hypothesis') is not None\n"
+    "if hypothesis:\n"
+    "    from hypothesis.configuration import set_hypothesis_home_dir\n"
+    "    set_hypothesis_home_dir(os.path.join(checks, 'hypothesis'))\n"
+    "    arguments = ['--hypothesis-seed=%d' % seed, *arguments]\n"
+    "import pytest\n"
+    "outcomes, messages, order = {}, {}, []\n"
+    "class CodefluxSeededOrder:\n"
+    "    @pytest.hookimpl(trylast=True)\n"
+    "    def pytest_collection_modifyitems(self, session, config, items):\n"
+    "        items.sort(key=lambda item: item.nodeid)\n"
+    "        random.Random(seed).shuffle(items)\n"
+    "    @pytest.hookimpl(tryfirst=True)\n"
+    "    def pytest_runtest_setup(self, item):\n"
+    "        random.seed(seed)\n"
+    "        order.append(item.nodeid)\n"
+    "    def pytest_runtest_logreport(self, report):\n"
+    "        if report.failed:\n"
+    "            outcomes[report.nodeid] = 'failed'\n"
+    "            messages.setdefault(report.nodeid, report.longreprtext[-" + str(_MESSAGE_CHARS) + ":])\n"
+    "        elif report.when == 'call' or report.skipped:\n"
+    "            outcomes.setdefault(report.nodeid, report.outcome)\n"
+    "status = pytest.main(arguments, plugins=[CodefluxSeededOrder()])\n"
+    "report = {'seed': seed, 'exit_status': int(status), 'order': order, 'outcomes': outcomes,\n"
+    "          'messages': messages, 'hypothesis_seeded': hypothesis, 'pytest': pytest.__version__}\n"
+    "with open(os.path.join(checks, 'verification-%d.json' % seed), 'w') as handle:\n"
+    "    json.dump(report, handle)\n"
+    "sys.exit(int(status))\n"
+)
+"""The seeded-order run (see the module docstring); argv: overlay or ``-``, the seed, ``--``, pytest's arguments."""
+
+
+def seeded_argv(interpreter: str, overlay_site: Path | None, seed: int, tests: Sequence[str]) -> tuple[str, ...]:
+    """The exact run of ``tests`` in the order of ``seed`` (see the module docstring)."""
+    return (interpreter, "-c", SEEDED_ORDER_SCRIPT, "-" if overlay_site is None else str(overlay_site), str(seed),
+            "--", "-p", "no:cacheprovider", "-p", "no:randomly", *tests)
+
+
+def report_name(seed: int) -> str:
+    return f"{CHECKS_FOLDER}/verification-{seed}.json"
+
+
+def _read_report(path: Path) -> dict[str, object] | None:
+    if path.parent.is_symlink() or path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_REPORT_BYTES:
+        return None
+    try:
+        document = json.loads(path.read_bytes())
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def _shown(argv: Sequence[str]) -> str:
+    """The argv as a shell command, the fixed script named rather than inlined (the evidence keeps it whole)."""
+    return shlex.join(argv).replace(shlex.quote(SEEDED_ORDER_SCRIPT), "\"$CODEFLUX_SEEDED_ORDER_SCRIPT\"")
+
+
+def evaluate_atom_verification(facts: CoverageFacts, *, seeds: Sequence[int] | None = None) -> StageResult:
+    """Stage 11 (see the module docstring); ``seeds`` replaces the fresh random seeds (tests replay an order)."""
+    atoms = facts.diff.atoms
+    if not atoms:
+        return stage_result(_STAGE, StageOutcome.SKIPPED, "the diff adds or changes no function or method outside "
+                            "tests: there is no atom whose tests to repeat", {"atoms": []})
+    measured = atom_coverage(facts)
+    if measured.problem == "no-command" or measured.command is None:
+        return stage_result(_STAGE, StageOutcome.BLOCKED, "no usable test command (an interpreter with pytest) to "
+                            "find and repeat the atoms' tests", {})
+    if measured.problem == "tools" or measured.tools is None:
+        return stage_result(_STAGE, StageOutcome.BLOCKED, measured.detail or "coverage is missing", {})
+    coverage = measured.coverage
+    if coverage is None or not coverage.measured:
+        return stage_result(_STAGE, StageOutcome.BLOCKED, f"which tests execute each atom was not measured: "
+                            f"{measured.detail}", {})
+    ports, command, tools = facts.ports, measured.command, measured.tools
+    worktree = ports.facts.worktree.path
+    by_atom = {atom.qualified_name: tests_of_atom(worktree, atom, coverage) for atom in atoms}
+    tests = sorted({test for found in by_atom.values() for test in found})
+    if not tests:
+        return stage_result(_STAGE, StageOutcome.SKIPPED, "no passing test executes the body of any atom (stage 8 "
+                            "names the atoms no test executes; stage 28 the failing tests): there is no atom test to "
+                            "repeat", {"atoms": [
+                                {"qualified_name": name, "tests": []} for name in by_atom]})
+    runs_setting = threshold_of(ports.settings, ATOM_VERIFICATION_RUNS)
+    if runs_setting.problem is not None:
+        return stage_result(_STAGE, StageOutcome.BLOCKED, runs_setting.problem, {})
+    chosen = list(seeds) if seeds is not None else [secrets.randbelow(2**32) for _ in range(runs_setting.value)]
+    kept = tests[:MAX_TESTS]
+    temp = ports.commands.temp_directory(ports.facts.task_id)
+    runs: list[dict[str, object]] = []
+    try:
+        for seed in chosen:
+            report = temp / PurePosixPath(report_name(seed))
+            if report.is_file() and not report.is_symlink() and not report.parent.is_symlink():
+                report.unlink()
+            argv = seeded_argv(tools.interpreter, tools.overlay_site, seed, kept)
+            run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=facts.attempt,
+                                                   covered_by=command.argv)
+            if not run.ran:
+                return stage_result(_STAGE, StageOutcome.BLOCKED, f"the atoms' tests were not run under seed {seed}: "
+                                    f"{run.refusal}", {})
+            entry: dict[str, object] = {"seed": seed, "argv": list(argv), "command": _shown(argv),
+                                        "request_id": run.request_id, "exit_code": run.exit_code, "state": run.state}
+            document = _read_report(report)
+            if document is None:
+                tail = (run.stderr or run.stdout).strip().splitlines()[-8:]
+                entry.update(outcome="failed", failing=[], order=[], output_tail=[line[:300] for line in tail],
+                             problem=f"pytest ended {run.state} (exit {run.exit_code}) without its report")
+            else:
+                entry.update(_from_report(document, kept))
+            runs.append(entry)
+    finally:
+        shutil.rmtree(temp / CHECKS_FOLDER, ignore_errors=True)  # never through a link: rmtree refuses one
+    return _judged(facts, by_atom=by_atom, kept=kept, tests=tests, runs=runs, setting=runs_setting.to_evidence(),
+                   measured=measured, replayed=seeds is not None)
+
+
+def _from_report(document: dict[str, object], kept: Sequence[str]) -> dict[str, object]:
+    """One run's facts from the report its script wrote: order, outcomes, failing tests and their messages."""
+    outcomes = document.get("outcomes")
+    results = {str(k): str(v) for k, v in outcomes.items()} if isinstance(outcomes, dict) else {}
+    messages = document.get("messages")
+    order = document.get("order")
+    failing = sorted(test for test, outcome in results.items() if outcome == "failed")
+    status = document.get("exit_status")
+    entry: dict[str, object] = {
+        "outcome": "failed" if failing or status not in (0, 5) else "passed", "failing": failing,
+        "order": [str(test) for test in order] if isinstance(order, list) else [], "outcomes": results,
+        "not_run": sorted(test for test in kept if test not in results),
+        "hypothesis_seeded": bool(document.get("hypothesis_seeded")),
+        "messages": {str(k): str(v)[-_MESSAGE_CHARS:] for k, v in messages.items() if str(k) in failing}
+        if isinstance(messages, dict) else {}}
+    if not failing and entry["outcome"] == "failed":
+        entry["problem"] = f"pytest exited {status} with no failing test reported"
+    return entry
+
+
+def _atom_outcome(run: dict[str, object], atom_tests: Sequence[str]) -> str:
+    failing = run.get("failing")
+    if isinstance(failing, list) and any(test in failing for test in atom_tests):
+        return "failed"
+    return "passed" if run["outcome"] == "passed" else "not judged (the run failed)" if not failing else "passed"
+
+
+def _judged(facts: CoverageFacts, *, by_atom: dict[str, tuple[str, ...]], kept: list[str], tests: list[str],
+            runs: list[dict[str, object]], setting: dict[str, object], measured: AtomCoverage, replayed: bool
+            ) -> StageResult:
+    failed_runs = [run for run in runs if run["outcome"] == "failed"]
+    failing_in: dict[str, list[int]] = {}
+    passing_in: dict[str, list[int]] = {}
+    for run in runs:
+        outcomes = run.get("outcomes")
+        if not isinstance(outcomes, dict):
+            continue
+        for test, outcome in outcomes.items():
+            (failing_in if outcome == "failed" else passing_in).setdefault(str(test), []).append(int(str(run["seed"])))
+    flaky = sorted(test for test in failing_in if test in passing_in)
+    findings: list[str] = []
+    for run in failed_runs:
+        failing = run.get("failing")
+        names = ", ".join(str(test) for test in failing) if isinstance(failing, list) and failing else \
+            str(run.get("problem", "a run failed"))
+        findings.append(f"seed {run['seed']}: {names} failed; reproduce with: {run['command']}")
+    for test in flaky:
+        findings.append(f"{test} is flaky under seed {', '.join(map(str, failing_in[test]))} (passes under seed "
+                        f"{', '.join(map(str, passing_in[test]))})")
+    atoms = []
+    for name, atom_tests in by_atom.items():
+        seeds = [f"{run['seed']} {_atom_outcome(run, atom_tests)}" for run in runs]
+        atoms.append({"qualified_name": name, "tests": list(atom_tests), "seeds": seeds,
+                      "findings": [finding for finding in findings if any(t in finding for t in atom_tests)]})
+    tools = measured.tools
+    evidence: dict[str, object] = {
+        "runs_setting": setting, "seeds": [run["seed"] for run in runs], "seeds_given": replayed,
+        "tests": kept, "tests_left_out": len(tests) - len(kept), "runs": runs, "atoms": atoms,
+        "flaky": flaky, "findings": findings, "diff_identity": facts.diff_identity,
+        "tools": tools.to_evidence() if tools is not None else None,
+    }
+    seen = [f"{len(kept)} atom test(s) run {len(runs)} time(s) in random order, seeds "
+            f"{', '.join(str(run['seed']) for run in runs)}"]
+    if not failed_runs:
+        seen.append("every run passed")
+        return stage_result(_STAGE, StageOutcome.SATISFIED, "; ".join(seen), evidence)
+    seen.extend(findings[:6])
+    return stage_result(_STAGE, StageOutcome.FAILED, "; ".join(seen), evidence)
