@@ -146,12 +146,17 @@ def validate_wal(data: bytes) -> WalReport | None:
         ours = frame[8:16] == salts
         if stopped is None and header_ok:
             checksum = wal_checksum(frame[:8] + frame[WAL_FRAME_HEADER_BYTES:], seed, big_endian=big_endian)
-            if ours and page_number != 0 and checksum == struct.unpack(">II", frame[16:24]):
+            chained = page_number != 0 and checksum == struct.unpack(">II", frame[16:24])
+            if ours and chained:
                 seed = checksum
                 if commit_size:
                     last_commit = valid = number
                 continue
             stopped = number
+            # The salts are not part of the checksum: a frame of an older generation cannot continue this chain
+            # (its checksums were seeded by another one), so a frame that does, with other salts, is one of ours
+            # whose salt bytes were damaged — SQLite stops there, and what it committed is lost, not stale.
+            ours = ours or chained
         if not ours:
             stale += 1
         elif commit_size:

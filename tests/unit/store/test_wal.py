@@ -183,6 +183,22 @@ def test_frames_of_an_earlier_generation_are_stale_not_lost(tmp_path: Path) -> N
     assert replayed_rows(tmp_path / "open", database, wal) == 21
 
 
+@pytest.mark.parametrize("salt_byte", [8, 15])
+def test_a_damaged_salt_in_a_committed_frame_is_a_loss_not_a_stale_frame(built: BuiltWal, tmp_path: Path,
+                                                                         salt_byte: int) -> None:
+    """Found by the random-flip property below (position 0.942, mask 1): one bit of the last commit frame's salt
+    flipped made the frame look like an earlier generation's ("stale"), while SQLite lost that commit. The salts
+    are not in the checksum, so a frame whose checksum continues this generation's chain is ours, salt damaged."""
+    last = built.frames_after_commit[-1]
+    damaged = flipped(built.wal, WAL_HEADER_BYTES + (last - 1) * built.frame_bytes + salt_byte, mask=1)
+
+    report = validate_wal(damaged)
+
+    assert report is not None and report.stale_frames == 0
+    assert report.damaged_frame == last and report.lost_commits == 1 and report.lost_committed_data
+    assert replayed_rows(tmp_path / "salt", built.database, damaged) == ROWS - 1  # SQLite lost it too
+
+
 def test_a_damaged_last_commit_is_a_loss_but_a_torn_frame_is_not(built: BuiltWal) -> None:
     last = built.frames_after_commit[-1]
     damaged = flipped(built.wal, WAL_HEADER_BYTES + (last - 1) * built.frame_bytes + WAL_FRAME_HEADER_BYTES + 1)
