@@ -251,12 +251,20 @@ def test_a_message_over_4_mib_closes_the_connection(harness: TransportHarness) -
     session = harness.session()
 
     async def scenario() -> tuple[int | None, bool, int]:
-        async with await raw(harness, session) as ws:
+        ws = await raw(harness, session)
+        try:
             with contextlib.suppress(ConnectionClosed):  # the server may close while the client still writes
                 await ws.send(b"\x00" * (4 * 1024 * 1024 + 1))
             await close_code(ws)
             received = ws.protocol.close_rcvd
+            await asyncio.wait_for(ws.wait_closed(), timeout=30)
             closed = ws.state.name == "CLOSED"
+        finally:
+            # The server dropped the connection while megabytes were still queued to send: websockets' close() then
+            # aborts a transport asyncio has already detached from its loop ("'NoneType' object has no attribute
+            # 'call_soon'", about 1 run in 15 here) — the client library's teardown, not the server's behaviour.
+            with contextlib.suppress(AttributeError):
+                await ws.close()
         async with await raw(harness, session) as ws:  # the server itself is unaffected
             await ws.send(call_frame(1, GET_HEAD, head_request()))
             after = (await frames_until_status(ws, 1))[-1].status.code
