@@ -10,15 +10,13 @@ its own ``blocked`` reason from :attr:`AtomCoverage.problem`.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Final
 
 from codeflux.domain.atoms import Atom
-from codeflux.pipeline.atoms import DiffAtoms
+from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.coverage_map import CoverageMap, atom_body_lines, measure_coverage
-from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import TestCommand, detect_test_command
 from codeflux.pipeline.tool_overlay import COVERAGE, ToolResolution, resolve_tools
 
@@ -26,20 +24,6 @@ __all__ = ["AtomCoverage", "atom_coverage", "tests_of_atom"]
 
 _KEY: Final = "atom-coverage"
 
-
-class CoverageFacts(Protocol):
-    """What is read of :class:`~codeflux.pipeline.phase_b.AtomFacts` (structurally: no import cycle)."""
-
-    @property
-    def ports(self) -> PipelinePorts: ...
-    @property
-    def attempt(self) -> int: ...
-    @property
-    def diff(self) -> DiffAtoms: ...
-    @property
-    def diff_identity(self) -> str | None: ...
-    @property
-    def shared(self) -> MutableMapping[str, object]: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,7 +38,7 @@ class AtomCoverage:
     detail: str = ""
 
 
-def atom_coverage(facts: CoverageFacts) -> AtomCoverage:
+def atom_coverage(facts: AtomFacts) -> AtomCoverage:
     """The attempt's coverage map of the diff's atoms (see the module docstring), measured on first use."""
     cached = facts.shared.get(_KEY)
     if isinstance(cached, AtomCoverage):
@@ -64,7 +48,7 @@ def atom_coverage(facts: CoverageFacts) -> AtomCoverage:
     return found
 
 
-def _measure(facts: CoverageFacts) -> AtomCoverage:
+def _measure(facts: AtomFacts) -> AtomCoverage:
     ports = facts.ports
     command = detect_test_command(worktree=ports.facts.worktree.path, repository_root=ports.repository_root,
                                   search_path=ports.search_path)

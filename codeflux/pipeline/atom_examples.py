@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import Final, Protocol
+from typing import Final
 from xml.etree import ElementTree
 
 from codeflux.domain.atoms import Atom
@@ -35,7 +35,7 @@ from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.pipeline.atom_coverage import atom_coverage, tests_of_atom
-from codeflux.pipeline.atoms import DiffAtoms
+from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
 from codeflux.pipeline.coverage_map import CHECKS_FOLDER
 from codeflux.pipeline.ports import PipelinePorts
@@ -52,22 +52,6 @@ MAX_TESTS_PER_STUB: Final = 200
 _STAGE: Final = StageName.ATOM_EXAMPLE_TESTS
 _MAX_JUNIT_BYTES: Final = 16 * 1024 * 1024
 
-
-class AtomFacts(Protocol):
-    """What stage 8 reads of :class:`~codeflux.pipeline.phase_b.AtomFacts` (structurally: no import cycle)."""
-
-    @property
-    def ports(self) -> PipelinePorts: ...
-    @property
-    def attempt(self) -> int: ...
-    @property
-    def diff(self) -> DiffAtoms: ...
-    @property
-    def assembly(self) -> StageResult: ...
-    @property
-    def diff_identity(self) -> str | None: ...
-    @property
-    def shared(self) -> MutableMapping[str, object]: ...
 
 
 def stub_argv(interpreter: str, tests: Sequence[str]) -> tuple[str, ...]:

@@ -29,7 +29,8 @@ from typing import Final
 
 from codeflux.domain.atoms import Atom
 from codeflux.domain.pipeline import StageName, StageOutcome
-from codeflux.pipeline.atom_coverage import CoverageFacts, atom_coverage, tests_of_atom
+from codeflux.pipeline.atom_coverage import atom_coverage, tests_of_atom
+from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.specification import StageResult, stage_result
 
 __all__ = ["evaluate_atom_property_tests", "hypothesis_declared", "property_tests", "variable_parameters"]
@@ -193,7 +194,7 @@ def _reaches(test: str, properties: tuple[str, ...]) -> bool:
     return any(test == node or test.startswith(f"{node}[") for node in properties)
 
 
-def evaluate_atom_property_tests(facts: CoverageFacts) -> StageResult:
+def evaluate_atom_property_tests(facts: AtomFacts) -> StageResult:
     """Stage 9 (see the module docstring)."""
     atoms = facts.diff.atoms
     if not atoms:

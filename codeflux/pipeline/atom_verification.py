@@ -34,7 +34,8 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 from codeflux.domain.pipeline import StageName, StageOutcome
-from codeflux.pipeline.atom_coverage import AtomCoverage, CoverageFacts, atom_coverage, tests_of_atom
+from codeflux.pipeline.atom_coverage import AtomCoverage, atom_coverage, tests_of_atom
+from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.coverage_map import CHECKS_FOLDER
 from codeflux.pipeline.specification import StageResult, stage_result
 from codeflux.pipeline.thresholds import ATOM_VERIFICATION_RUNS, threshold_of
@@ -113,7 +114,7 @@ def _shown(argv: Sequence[str]) -> str:
     return shlex.join(argv).replace(shlex.quote(SEEDED_ORDER_SCRIPT), "\"$CODEFLUX_SEEDED_ORDER_SCRIPT\"")
 
 
-def evaluate_atom_verification(facts: CoverageFacts, *, seeds: Sequence[int] | None = None) -> StageResult:
+def evaluate_atom_verification(facts: AtomFacts, *, seeds: Sequence[int] | None = None) -> StageResult:
     """Stage 11 (see the module docstring); ``seeds`` replaces the fresh random seeds (tests replay an order)."""
     atoms = facts.diff.atoms
     if not atoms:
@@ -199,7 +200,7 @@ def _atom_outcome(run: dict[str, object], atom_tests: Sequence[str]) -> str:
     return "passed" if run["outcome"] == "passed" else "not judged (the run failed)" if not failing else "passed"
 
 
-def _judged(facts: CoverageFacts, *, by_atom: dict[str, tuple[str, ...]], kept: list[str], tests: list[str],
+def _judged(facts: AtomFacts, *, by_atom: dict[str, tuple[str, ...]], kept: list[str], tests: list[str],
             runs: list[dict[str, object]], setting: dict[str, object], measured: AtomCoverage, replayed: bool
             ) -> StageResult:
     failed_runs = [run for run in runs if run["outcome"] == "failed"]

@@ -31,7 +31,7 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Final, Protocol
+from typing import Final
 
 from codeflux.domain.atoms import Atom
 from codeflux.domain.contracts import (
@@ -46,15 +46,15 @@ from codeflux.domain.contracts import (
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.domain.plans import Plan
 from codeflux.gitwork.task_worktree import TaskWorktree
+from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.atoms import MAX_FILE_BYTES, DiffAtoms
-from codeflux.pipeline.ports import PipelinePorts, TaskFacts
+from codeflux.pipeline.ports import TaskFacts
 from codeflux.pipeline.specification import StageResult, stage_result
 
 __all__ = [
     "MAX_LISTED",
     "NOT_PROVED",
     "AtomContract",
-    "AtomStageFacts",
     "Declaration",
     "atom_contracts",
     "check_contracts",
@@ -73,19 +73,6 @@ MAX_LISTED: Final = 200
 """Atoms (and findings, and each listed kind) kept in the evidence; the counts say how many there were."""
 _MAX_GATE_TEXT: Final = 2000
 
-
-class AtomStageFacts(Protocol):
-    """What a phase B stage reads of :class:`~codeflux.pipeline.phase_b.AtomFacts` (named structurally: phase_b
-    lists these stages, so this module does not import it)."""
-
-    @property
-    def ports(self) -> PipelinePorts: ...
-
-    @property
-    def diff(self) -> DiffAtoms: ...
-
-    @property
-    def diff_identity(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -259,7 +246,7 @@ def _skipped(reason: str, evidence: dict[str, object]) -> StageResult:
     return stage_result(StageName.CONTRACTS, StageOutcome.SKIPPED, reason, evidence)
 
 
-def evaluate_contracts(facts: AtomStageFacts) -> StageResult:
+def evaluate_contracts(facts: AtomFacts) -> StageResult:
     """Stage 5 as phase B runs it."""
     return check_contracts(facts.ports.facts, facts.diff, diff_identity=facts.diff_identity)
 

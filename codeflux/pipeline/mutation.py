@@ -37,7 +37,7 @@ import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import Final, Protocol
+from typing import Final
 
 from codeflux.domain.atoms import Atom
 from codeflux.domain.errors import CodefluxError
@@ -45,7 +45,7 @@ from codeflux.domain.operations import TASK_TEMP_DIRECTORY
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
 from codeflux.gitwork.diff import diff_against_base
-from codeflux.pipeline.atoms import DiffAtoms
+from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
 from codeflux.pipeline.coverage_map import CHECKS_FOLDER, CoverageMap, atom_body_lines, measure_coverage
 from codeflux.pipeline.mutants import Mutant, mutant_diff, mutants_of_atom
@@ -158,20 +158,6 @@ MUTATION_SCRIPT: Final = (
 )
 """The fixed in-box runner (see the module docstring); argv: the overlay's site folder or ``-``."""
 
-
-class AtomFacts(Protocol):
-    """What stage 13 reads of :class:`~codeflux.pipeline.phase_b.AtomFacts` (structurally: no import cycle)."""
-
-    @property
-    def ports(self) -> PipelinePorts: ...
-    @property
-    def attempt(self) -> int: ...
-    @property
-    def diff(self) -> DiffAtoms: ...
-    @property
-    def assembly(self) -> StageResult: ...
-    @property
-    def diff_identity(self) -> str | None: ...
 
 
 def mutation_argv(interpreter: str, overlay_site: Path | None) -> tuple[str, ...]:

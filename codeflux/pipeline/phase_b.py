@@ -11,16 +11,17 @@ Stages that are not in :data:`ATOM_STAGES` are filled by the ledger (``not-imple
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.anti_patterns import evaluate_anti_patterns
 from codeflux.pipeline.atom_examples import evaluate_atom_example_tests
+from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.atom_properties import evaluate_atom_property_tests
 from codeflux.pipeline.atom_verification import evaluate_atom_verification
-from codeflux.pipeline.atoms import DiffAtoms, atoms_of_diff
+from codeflux.pipeline.atoms import atoms_of_diff
 from codeflux.pipeline.complexity import evaluate_atom_complexity
 from codeflux.pipeline.contracts import evaluate_contracts
 from codeflux.pipeline.documentation import evaluate_atom_documentation
@@ -32,24 +33,6 @@ from codeflux.pipeline.purity import evaluate_purity
 from codeflux.pipeline.specification import StageResult, stage_result
 
 __all__ = ["ATOM_STAGES", "AtomFacts", "AtomStage", "record_atom_stages"]
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AtomFacts:
-    """What every phase B stage is handed: the ports, the attempt, the diff's atoms and assembly's result."""
-
-    ports: PipelinePorts
-    attempt: int
-    diff: DiffAtoms
-    assembly: StageResult
-    shared: MutableMapping[str, object] = field(default_factory=dict, compare=False)
-    """What one stage measured for the next ones of the same attempt (the coverage map:
-    :func:`~codeflux.pipeline.atom_coverage.atom_coverage`), so the tests run under coverage once."""
-
-    @property
-    def diff_identity(self) -> str | None:
-        identity = self.assembly.evidence.get("diff_identity")
-        return identity if isinstance(identity, str) else None
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AtomStage:

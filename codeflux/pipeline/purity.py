@@ -25,8 +25,9 @@ from typing import Final
 
 from codeflux.domain.contracts import EFFECT_TABLE_VERSION
 from codeflux.domain.pipeline import StageName, StageOutcome
+from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.atoms import DiffAtoms
-from codeflux.pipeline.contracts import MAX_LISTED, AtomStageFacts, atom_contracts
+from codeflux.pipeline.contracts import MAX_LISTED, atom_contracts
 from codeflux.pipeline.ports import TaskFacts
 from codeflux.pipeline.specification import StageResult, stage_result
 
@@ -45,7 +46,7 @@ NOT_PROVED: Final = (
 _FINDINGS_SHOWN: Final = 3
 
 
-def evaluate_purity(facts: AtomStageFacts) -> StageResult:
+def evaluate_purity(facts: AtomFacts) -> StageResult:
     """Stage 10 as phase B runs it."""
     return check_purity(facts.ports.facts, facts.diff, diff_identity=facts.diff_identity)
 
