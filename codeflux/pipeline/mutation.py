@@ -45,15 +45,14 @@ from codeflux.domain.operations import TASK_TEMP_DIRECTORY
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
 from codeflux.gitwork.diff import diff_against_base
+from codeflux.pipeline.atom_coverage import atom_coverage
 from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
-from codeflux.pipeline.coverage_map import CHECKS_FOLDER, CoverageMap, atom_body_lines, measure_coverage
+from codeflux.pipeline.coverage_map import CHECKS_FOLDER, CoverageMap, atom_body_lines
 from codeflux.pipeline.mutants import Mutant, mutant_diff, mutants_of_atom
 from codeflux.pipeline.ports import PipelinePorts
-from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.specification import StageResult, stage_result
 from codeflux.pipeline.thresholds import ATOM_MUTATION_SCORE_MIN, threshold_of
-from codeflux.pipeline.tool_overlay import COVERAGE, resolve_tools
 
 __all__ = ["MUTATION_DIRECTORY", "MUTATION_SCRIPT", "MUTATION_WORKING_DIRECTORY", "evaluate_atom_mutation",
            "mutation_argv"]
@@ -248,25 +247,22 @@ def evaluate_atom_mutation(facts: AtomFacts) -> StageResult:
                             "tests: there is no atom to mutate", {"atoms": []})
     ports = facts.ports
     worktree = ports.facts.worktree
-    command = detect_test_command(worktree=worktree.path, repository_root=ports.repository_root,
-                                  search_path=ports.search_path)
-    if command is None or command.pytest_missing:
+    # The attempt's one coverage map (shared with 8, 9 and 11): a second identical coverage request in the same
+    # attempt would be the first one again (same idempotency key) and find its map already read.
+    measured = atom_coverage(facts)
+    if measured.problem == "no-command":
         return stage_result(_STAGE, StageOutcome.BLOCKED, "no usable test command (an interpreter with pytest) to "
                             "run the mutants' tests", {})
-    tools = resolve_tools(ports, attempt=facts.attempt, interpreter=command.interpreter, test_argv=command.argv,
-                          tools=(COVERAGE,))
-    if not tools.ready:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, tools.blocked or "coverage is missing", {})
+    if measured.problem == "tools" or measured.tools is None or measured.command is None:
+        return stage_result(_STAGE, StageOutcome.BLOCKED, measured.detail or "coverage is missing", {})
+    command, tools, coverage = measured.command, measured.tools, measured.coverage
     threshold = threshold_of(ports.settings, ATOM_MUTATION_SCORE_MIN)
     if threshold.problem is not None:
         return stage_result(_STAGE, StageOutcome.BLOCKED, threshold.problem, {})
     before = facts.diff_identity
-    files = sorted({atom.path for atom in atoms})
-    coverage = measure_coverage(ports, attempt=facts.attempt, tools=tools, test_argv=command.argv, files=files,
-                                diff_identity=before)
-    if not coverage.measured:
+    if coverage is None or not coverage.measured:
         return stage_result(_STAGE, StageOutcome.BLOCKED, f"which tests execute each changed line was not "
-                            f"measured: {coverage.detail}", {})
+                            f"measured: {measured.detail}", {})
     planned = _plan(worktree.path, atoms, coverage)
     evidence: dict[str, object] = {"tools": tools.to_evidence(), "coverage": dict(coverage.evidence),
                                    "threshold": threshold.to_evidence(), "diff_identity_before": before,

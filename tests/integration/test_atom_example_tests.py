@@ -205,6 +205,13 @@ def test_a_headless_run_with_the_install_pre_approved_records_stage_8_satisfied_
     assert isinstance(installed, dict) and installed["argv"] == list(install)
     decided = harness.db.read(lambda view: authority_rows.latest_decision(view, str(installed["request_id"])))
     assert decided.decided_by.value == "headless-policy"  # settled by the runner's pre-flight, before validation
+    # 8, 11 and 13 read the attempt's one coverage map. Before, 13 asked for its own — the same request again (same
+    # idempotency key), whose map 8 had already read — and was blocked "the coverage run ended … without its map"
+    ledger = {row.verdict.stage: row for row in harness.tasks.ledger(task_id, 1)}
+    assert ledger[StageName.ATOM_VERIFICATION].verdict.outcome is StageOutcome.SATISFIED
+    mutation = ledger[StageName.ATOM_MUTATION]
+    assert mutation.verdict.outcome in (StageOutcome.SATISFIED, StageOutcome.FAILED), mutation.verdict
+    assert mutation.evidence["coverage"] == row.evidence["coverage"]
 
 
 PLANTING_TEST = '''import os
