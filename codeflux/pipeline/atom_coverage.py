@@ -37,6 +37,17 @@ class AtomCoverage:
     problem: str | None = None
     detail: str = ""
 
+    def usable(self, *, to: str, what: str = "each atom") -> tuple[TestCommand, ToolResolution, CoverageMap] | str:
+        """The command, tools and map a stage runs with — or its ``blocked`` reason: ``to`` says what the test
+        command was needed for, ``what`` what the map was to show for that stage."""
+        if self.problem == "no-command" or self.command is None:
+            return f"no usable test command (an interpreter with pytest) to {to}"
+        if self.problem == "tools" or self.tools is None:
+            return self.detail or "coverage is missing"
+        if self.coverage is None or not self.coverage.measured:
+            return f"which tests execute {what} was not measured: {self.detail}"
+        return self.command, self.tools, self.coverage
+
 
 def atom_coverage(facts: AtomFacts) -> AtomCoverage:
     """The attempt's coverage map of the diff's atoms (see the module docstring), measured on first use."""

@@ -83,16 +83,10 @@ def evaluate_atom_example_tests(facts: AtomFacts) -> StageResult:
                             "tests: there is no atom to test", {"atoms": []})
     ports = facts.ports
     worktree = ports.facts.worktree
-    measured = atom_coverage(facts)
-    if measured.problem == "no-command":
-        return stage_result(_STAGE, StageOutcome.BLOCKED, "no usable test command (an interpreter with pytest) to "
-                            "measure which tests execute each atom", {})
-    if measured.problem == "tools" or measured.tools is None or measured.command is None:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, measured.detail or "coverage is missing", {})
-    command, tools, coverage = measured.command, measured.tools, measured.coverage
-    if coverage is None or not coverage.measured:  # a blocked row carries no evidence: the reason says what
-        return stage_result(_STAGE, StageOutcome.BLOCKED, f"which tests execute each atom was not measured: "
-                            f"{measured.detail}", {})
+    usable = atom_coverage(facts).usable(to="measure which tests execute each atom")
+    if isinstance(usable, str):  # a blocked row carries no evidence: the reason says what
+        return stage_result(_STAGE, StageOutcome.BLOCKED, usable, {})
+    command, tools, coverage = usable
     before = facts.diff_identity
     evidence: dict[str, object] = {"tools": tools.to_evidence(), "coverage": dict(coverage.evidence),
                                    "diff_identity_before": before}

@@ -121,16 +121,11 @@ def evaluate_atom_verification(facts: AtomFacts, *, seeds: Sequence[int] | None 
         return stage_result(_STAGE, StageOutcome.SKIPPED, "the diff adds or changes no function or method outside "
                             "tests: there is no atom whose tests to repeat", {"atoms": []})
     measured = atom_coverage(facts)
-    if measured.problem == "no-command" or measured.command is None:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, "no usable test command (an interpreter with pytest) to "
-                            "find and repeat the atoms' tests", {})
-    if measured.problem == "tools" or measured.tools is None:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, measured.detail or "coverage is missing", {})
-    coverage = measured.coverage
-    if coverage is None or not coverage.measured:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, f"which tests execute each atom was not measured: "
-                            f"{measured.detail}", {})
-    ports, command, tools = facts.ports, measured.command, measured.tools
+    usable = measured.usable(to="find and repeat the atoms' tests")
+    if isinstance(usable, str):
+        return stage_result(_STAGE, StageOutcome.BLOCKED, usable, {})
+    command, tools, coverage = usable
+    ports = facts.ports
     worktree = ports.facts.worktree.path
     by_atom = {atom.qualified_name: tests_of_atom(worktree, atom, coverage) for atom in atoms}
     tests = sorted({test for found in by_atom.values() for test in found})

@@ -249,20 +249,14 @@ def evaluate_atom_mutation(facts: AtomFacts) -> StageResult:
     worktree = ports.facts.worktree
     # The attempt's one coverage map (shared with 8, 9 and 11): a second identical coverage request in the same
     # attempt would be the first one again (same idempotency key) and find its map already read.
-    measured = atom_coverage(facts)
-    if measured.problem == "no-command":
-        return stage_result(_STAGE, StageOutcome.BLOCKED, "no usable test command (an interpreter with pytest) to "
-                            "run the mutants' tests", {})
-    if measured.problem == "tools" or measured.tools is None or measured.command is None:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, measured.detail or "coverage is missing", {})
-    command, tools, coverage = measured.command, measured.tools, measured.coverage
+    usable = atom_coverage(facts).usable(to="run the mutants' tests", what="each changed line")
+    if isinstance(usable, str):
+        return stage_result(_STAGE, StageOutcome.BLOCKED, usable, {})
+    command, tools, coverage = usable
     threshold = threshold_of(ports.settings, ATOM_MUTATION_SCORE_MIN)
     if threshold.problem is not None:
         return stage_result(_STAGE, StageOutcome.BLOCKED, threshold.problem, {})
     before = facts.diff_identity
-    if coverage is None or not coverage.measured:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, f"which tests execute each changed line was not "
-                            f"measured: {measured.detail}", {})
     planned = _plan(worktree.path, atoms, coverage)
     evidence: dict[str, object] = {"tools": tools.to_evidence(), "coverage": dict(coverage.evidence),
                                    "threshold": threshold.to_evidence(), "diff_identity_before": before,
