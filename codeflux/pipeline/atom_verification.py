@@ -25,7 +25,6 @@ pass too (N orders out of n! are tried), or that the tests assert anything.
 
 from __future__ import annotations
 
-import json
 import secrets
 import shlex
 import shutil
@@ -36,7 +35,7 @@ from typing import Final
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.atom_coverage import AtomCoverage, atom_coverage, tests_of_atom
 from codeflux.pipeline.atom_facts import AtomFacts
-from codeflux.pipeline.coverage_map import CHECKS_FOLDER
+from codeflux.pipeline.coverage_map import CHECKS_FOLDER, read_box_json
 from codeflux.pipeline.specification import StageResult, stage_result
 from codeflux.pipeline.thresholds import ATOM_VERIFICATION_RUNS, threshold_of
 
@@ -100,13 +99,7 @@ def report_name(seed: int) -> str:
 
 
 def _read_report(path: Path) -> dict[str, object] | None:
-    if path.parent.is_symlink() or path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_REPORT_BYTES:
-        return None
-    try:
-        document = json.loads(path.read_bytes())
-    except ValueError:
-        return None
-    return document if isinstance(document, dict) else None
+    return read_box_json(path, max_bytes=_MAX_REPORT_BYTES)
 
 
 def _shown(argv: Sequence[str]) -> str:

@@ -27,8 +27,15 @@ from codeflux.domain.atoms import Atom
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.tool_overlay import ToolResolution
 
-__all__ = ["COVERAGE_MAP_IN_TEMP", "COVERAGE_SCRIPT", "CoverageMap", "atom_body_lines", "coverage_argv",
-           "measure_coverage"]
+__all__ = [
+    "COVERAGE_MAP_IN_TEMP",
+    "COVERAGE_SCRIPT",
+    "CoverageMap",
+    "atom_body_lines",
+    "coverage_argv",
+    "measure_coverage",
+    "read_box_json",
+]
 
 CHECKS_FOLDER: Final = "codeflux-checks"
 COVERAGE_MAP_IN_TEMP: Final = f"{CHECKS_FOLDER}/coverage-map.json"
@@ -138,15 +145,20 @@ def atom_body_lines(source: str, atom: Atom) -> tuple[int, ...]:
     return ()
 
 
-def _read_map(path: Path) -> Mapping[str, object] | None:
-    """The map the box wrote — never read through a link it planted (the folder or the file)."""
-    if path.parent.is_symlink() or path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_MAP_BYTES:
+def read_box_json(path: Path, *, max_bytes: int) -> dict[str, object] | None:
+    """A JSON object a confined check wrote into the task's TMPDIR — untrusted: never read through a link it planted
+    (the folder or the file), at most ``max_bytes``; None for anything else."""
+    if path.parent.is_symlink() or path.is_symlink() or not path.is_file() or path.stat().st_size > max_bytes:
         return None
     try:
         document = json.loads(path.read_bytes())
     except ValueError:
         return None
     return document if isinstance(document, dict) else None
+
+
+def _read_map(path: Path) -> Mapping[str, object] | None:
+    return read_box_json(path, max_bytes=_MAX_MAP_BYTES)
 
 
 def _decoded(files: object) -> tuple[dict[str, dict[int, tuple[str, ...]]], dict[str, tuple[tuple[int, int], ...]]]:

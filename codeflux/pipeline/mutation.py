@@ -48,7 +48,7 @@ from codeflux.gitwork.diff import diff_against_base
 from codeflux.pipeline.atom_coverage import atom_coverage
 from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
-from codeflux.pipeline.coverage_map import CHECKS_FOLDER, CoverageMap, atom_body_lines
+from codeflux.pipeline.coverage_map import CHECKS_FOLDER, CoverageMap, atom_body_lines, read_box_json
 from codeflux.pipeline.mutants import Mutant, mutant_diff, mutants_of_atom
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.specification import StageResult, stage_result
@@ -214,14 +214,7 @@ def _plan(worktree: Path, atoms: Sequence[Atom], coverage: CoverageMap) -> list[
 
 
 def _read_report(path: Path) -> dict[str, object] | None:
-    """The report the box wrote — never read through a link it planted (the folder or the file)."""
-    if path.parent.is_symlink() or path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_REPORT_BYTES:
-        return None
-    try:
-        document = json.loads(path.read_bytes())
-    except ValueError:
-        return None
-    return document if isinstance(document, dict) else None
+    return read_box_json(path, max_bytes=_MAX_REPORT_BYTES)
 
 
 def _write_job(temp: Path, planned: Sequence[_Planned]) -> bool:
