@@ -48,4 +48,4 @@ def demo_run_command(root: Path) -> list[str]:
     """The exact ``codeflux run`` command line for the sample at ``root`` (shell-quoted words)."""
     return ["codeflux", "run", "--repo", shlex.quote(str(root)), "--requirement-file",
             shlex.quote(str(root / "TASK.md")), "--provider", "scripted", "--allow",
-            shlex.quote(f"run_command:{DEMO_TEST_COMMAND}"), "--budget", "1.00", "--yes"]
+            shlex.quote(f"run_command:{DEMO_TEST_COMMAND}"), "--allow-check-tools", "--budget", "1.00", "--yes"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -86,6 +87,7 @@ from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import ToolName
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
+from codeflux.pipeline.tool_overlay import ToolSource
 from codeflux.providers.registry import build_model_adapter, build_scripted_adapter
 from codeflux.providers.scripted import SCRIPTED_DISPLAY_NAME, ScriptedTurn
 from codeflux.services.views import plan_view
@@ -133,6 +135,12 @@ def add_allow_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-unconfined", action="store_true",
                         help="where this machine cannot confine commands (`codeflux doctor`), let --allow "
                              "pre-approve programs anyway; they then run with no OS box (recorded in the log)")
+    parser.add_argument("--allow-check-tools", action="store_true",
+                        help="pre-approve the one install of codeflux's check tools (coverage.py, Hypothesis) into "
+                             "its overlay for this repository, when the repository's environment lacks them: "
+                             "from codeflux's own installation or $CODEFLUX_TOOL_WHEELHOUSE, never the network; "
+                             "the repository's environment is not changed. Without it, the atom checks that "
+                             "need them are blocked")
 
 
 def unconfined_programs(policy: HeadlessPolicy, mode: ConfinementMode, *, opted_in: bool) -> list[str]:
@@ -198,8 +206,19 @@ def parse_operation(text: str) -> PreapprovedOperation:
     return PreapprovedOperation.of(tool, arguments)
 
 
-def headless_policy(allowed: Sequence[str]) -> HeadlessPolicy:
-    return HeadlessPolicy.allowing(parse_operation(text) for text in allowed)
+def headless_policy(allowed: Sequence[str], *, check_tools: bool = False) -> HeadlessPolicy:
+    return HeadlessPolicy.allowing((parse_operation(text) for text in allowed), check_tools=check_tools)
+
+
+NO_TOOLS_INSTALL: Final = ("a headless run installs codeflux's check tools into its overlay only with "
+                           "--allow-check-tools")
+
+
+def headless_tool_source(policy: HeadlessPolicy) -> ToolSource:
+    """Where this headless run's checks may install a missing check tool from: the coordinator's source
+    (:meth:`ToolSource.from_environment`) under ``--allow-check-tools``; otherwise none is asked for."""
+    source = ToolSource.from_environment(os.environ)
+    return source if policy.check_tools else dataclasses.replace(source, declined=NO_TOOLS_INSTALL)
 
 
 # ─── providers and the script ────────────────────────────────────────────────────────────────────────
@@ -438,7 +457,7 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
     (one is installed here otherwise). ``retry_feedback``: another attempt for a task awaiting review or
     failed (``codeflux task retry``); ``rejection``: the diff under review is rejected as that attempt starts
     (``codeflux task reject --retry``). Returns the exit code."""
-    policy = headless_policy(args.allow)
+    policy = headless_policy(args.allow, check_tools=args.allow_check_tools)
     chosen, provider = gateway or build_gateway(db, args, phases=phases)
     task = tasks.show(task_id).task
     handling = contextlib.nullcontext(shutdown) if shutdown is not None else ShutdownOnSignal(ctx, location)
@@ -452,6 +471,7 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
                 "operation(s); prompting is off")
         with shared_running_lock(location), ToolDriver(db, state_dir=location.directory / "workers",
                                                        allow_unconfined=args.allow_unconfined,
+                                                       tool_source=headless_tool_source(policy),
                                                        observers=transcript_observers(ctx.say)) as driver:
             refuse_unconfined_preapprovals(ctx, db, driver, policy, opted_in=args.allow_unconfined)
             ctx.say(f"commands run {describe_confinement(driver.confinement.mode, network=False)}")

@@ -40,36 +40,49 @@ WHEELS_FOLDER: Final = "wheels"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSource:
-    """Where an overlay is installed from: a ``wheelhouse`` directory (no index, no network) or an index URL.
+    """Where an overlay is installed from: a ``wheelhouse`` directory, an index URL, or — neither set, the
+    default — codeflux's own installation (its check tools rebuilt as wheels:
+    :mod:`~codeflux.pipeline.own_wheels`). Only an index needs the network.
 
     A coordinator option (:meth:`from_environment` reads ``$CODEFLUX_TOOL_WHEELHOUSE`` /
     ``$CODEFLUX_TOOL_INDEX_URL`` when the coordinator starts; ``cmd/codeflux-dev setup`` fills
-    ``.artifacts/wheelhouse`` for the tests and development)."""
+    ``.artifacts/wheelhouse`` for the tests and development). ``declined`` says why no install may be asked
+    for at all (a headless run without ``--allow-check-tools``): the stages are then ``blocked`` saying so."""
 
     wheelhouse: Path | None = None
     index_url: str | None = None
+    declined: str | None = None
 
     @classmethod
-    def from_environment(cls, environment: Mapping[str, str]) -> ToolSource | None:
+    def from_environment(cls, environment: Mapping[str, str]) -> ToolSource:
         wheelhouse = environment.get(WHEELHOUSE_VARIABLE, "").strip()
         if wheelhouse and os.path.isabs(wheelhouse):
             return cls(wheelhouse=Path(wheelhouse))
         index = environment.get(INDEX_VARIABLE, "").strip()
         if index.startswith(("https://", "http://", "file://")):
             return cls(index_url=index)
-        return None
+        return cls()
+
+    @property
+    def own(self) -> bool:
+        """The wheels come from codeflux's own installation."""
+        return self.wheelhouse is None and self.index_url is None
+
+    @property
+    def needs_network(self) -> bool:
+        return self.index_url is not None
 
     def pip_arguments(self) -> tuple[str, ...]:
-        if self.wheelhouse is not None:
-            # the wheelhouse's wheels are copied into the install's own folder under the task's TMPDIR first: a
-            # box shows no /tmp, home or data directory, so the wheelhouse itself may be out of its sight
-            return ("--no-index", "--find-links", WHEELS_FOLDER)
         if self.index_url is not None:
             return ("--index-url", self.index_url)
-        return ()
+        # the wheels are copied (or rebuilt) into the install's own folder under the task's TMPDIR first: a box
+        # shows no /tmp, home or data directory, so a wheelhouse itself may be out of its sight
+        return ("--no-index", "--find-links", WHEELS_FOLDER)
 
     def describe(self) -> str:
-        return f"wheelhouse {self.wheelhouse}" if self.wheelhouse is not None else f"index {self.index_url}"
+        if self.wheelhouse is not None:
+            return f"wheelhouse {self.wheelhouse}"
+        return f"index {self.index_url}" if self.index_url is not None else "codeflux's own installation"
 
 
 
@@ -155,7 +168,7 @@ class CheckCommandPort(Protocol):
         ...
 
     def tool_source(self) -> ToolSource | None:
-        """Where a missing check tool may be installed from (a coordinator option), or None."""
+        """Where a missing check tool may be installed from (a coordinator option; see :class:`ToolSource`)."""
         ...
 
 

@@ -14,13 +14,15 @@ directory stays hidden.
 **How one is installed.** Once per key, behind an ``install`` approval: the pipeline's own request
 :func:`install_argv` — the repository's interpreter running pip, started in ``$TMPDIR/codeflux-tools`` — runs
 confined in the task's worker and installs into ``site`` there (the box never writes the data directory),
-from the :class:`ToolSource` the coordinator was given (a wheelhouse, ``--no-index``, no network; or an index,
-which needs the ``network`` the approval then carries). The coordinator then verifies what landed (each tool's
-``.dist-info`` names it at a version, no symbolic links, nothing beside ``site``) and moves it into place
-atomically (a rename inside the data directory). Afterwards the overlay is reused offline by every task whose
-interpreter has the same key.
+from the :class:`ToolSource` the coordinator was given: by default codeflux's own installation (its check tools
+rebuilt as wheels in that folder: :mod:`~codeflux.pipeline.own_wheels`), or a wheelhouse (both ``--no-index``, no
+network), or an index, which needs the ``network`` the approval then carries. The coordinator then verifies
+what landed (each tool's ``.dist-info`` names it at a version, no symbolic links, nothing beside ``site``) and
+moves it into place atomically (a rename inside the data directory). Afterwards the overlay is reused offline by
+every task whose interpreter has the same key.
 
-**Missing and not installable** (no source configured, the install refused or failed, nothing verified) →
+**Missing and not installable** (the install declined, refused or failed — pip refuses codeflux's own wheels for
+an interpreter of another version — or nothing verified) →
 :attr:`ToolResolution.blocked` says which tool and the command that fixes it. Evidence records each tool's
 version and which environment provided it (``repository environment`` or ``codeflux overlay``).
 """
@@ -42,6 +44,7 @@ from pathlib import Path
 from typing import Final
 
 from codeflux.domain.operations import TASK_TEMP_DIRECTORY
+from codeflux.pipeline.own_wheels import rebuild_wheels
 from codeflux.pipeline.ports import INDEX_VARIABLE, WHEELHOUSE_VARIABLE, WHEELS_FOLDER, PipelinePorts, ToolSource
 
 __all__ = [
@@ -317,9 +320,9 @@ def _move_into_place(tools_root: Path, key: str, installed: Path, manifest: Mapp
 def _fix_for(interpreter: str, missing: Sequence[CheckTool]) -> str:
     names = " ".join(tool.requirement for tool in missing)
     return (f"install it into the repository's environment ({shlex.join([interpreter, '-m', 'pip', 'install', names])})"
-            f", or start the coordinator with ${WHEELHOUSE_VARIABLE} (a folder of wheels, e.g. the one "
-            "`cmd/codeflux-dev setup` fills in .artifacts/wheelhouse) or ${INDEX_VARIABLE} so codeflux can install "
-            "its overlay")
+            f", or start the coordinator with ${WHEELHOUSE_VARIABLE} (a folder of wheels for that interpreter, e.g. "
+            f"the one `cmd/codeflux-dev setup` fills in .artifacts/wheelhouse) or ${INDEX_VARIABLE} so codeflux can "
+            "install its overlay (by default it offers its own, which suit only its own Python version)")
 
 
 _PROBED: Final = "interpreters.json"
@@ -379,7 +382,7 @@ def install_to_settle(interpreter: str, *, tools_root: Path, source: ToolSource 
     none can be made (no source) or, as far as the host can see, none is needed: the environment has every tool
     in its ``site-packages``, or a verified overlay of its key holds them. The box's probe decides at the stage;
     when this guess was wrong the install is asked for there and the stage is ``blocked`` until it is decided."""
-    if source is None:
+    if source is None or source.declined is not None:
         return None
     prefix = Path(interpreter).parent.parent
     in_venv = os.path.isabs(interpreter) and (prefix / "pyvenv.cfg").is_file()
@@ -470,6 +473,8 @@ def _install(ports: PipelinePorts, *, attempt: int, interpreter: str, key: str, 
     source = commands.tool_source()
     if source is None:
         return "no tool source is configured (no wheelhouse or index)"
+    if source.declined is not None:
+        return source.declined
     argv = install_argv(interpreter, source, tools)
     landing = commands.temp_directory(task_id) / INSTALL_TEMP
     shutil.rmtree(landing, ignore_errors=True)
@@ -477,6 +482,8 @@ def _install(ports: PipelinePorts, *, attempt: int, interpreter: str, key: str, 
         landing.mkdir(mode=0o700, parents=True)
         if source.wheelhouse is not None and (copied := _copy_wheels(source.wheelhouse, landing / WHEELS_FOLDER)):
             return copied
+        if source.own and (rebuilt := rebuild_wheels((tool.name for tool in tools), landing / WHEELS_FOLDER)):
+            return f"codeflux's own check tools could not be prepared: {rebuilt}"
         run = commands.run_check_command(task_id, argv, attempt=attempt, working_directory=INSTALL_WORKING_DIRECTORY,
                                          own_decision=True)
         evidence: dict[str, object] = {"argv": list(argv), "source": source.describe(), "request_id": run.request_id,

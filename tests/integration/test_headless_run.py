@@ -11,21 +11,22 @@ import re
 import shlex
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from codeflux.cli.demo import DEMO_TEST_COMMAND
 from tests.fixtures.cli import CliRun, run_codeflux
+from tests.fixtures.task_runs import repository_environment
 
 pytestmark = pytest.mark.slow
 
 # How the demo's test command is shown: as a POSIX shell would quote it (its `$TMPDIR` is pytest's to expand).
 SHOWN_TEST_COMMAND = shlex.join(shlex.split(DEMO_TEST_COMMAND))
 
-# python3 on the worker's PATH must be an interpreter with pytest: the one running these tests.
-ENV = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+# python3 on the worker's PATH must be an interpreter with pytest — and, like a user's, without coverage.py: the
+# tests' own interpreter in a virtual environment holding pytest and Hypothesis only.
+ENV = {"PATH": f"{repository_environment() / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -42,7 +43,7 @@ def demo(tmp_path: Path) -> tuple[Path, Path]:
     repo, data = tmp_path / "demo", tmp_path / "data"
     made = cli(data, "demo", "init", str(repo))
     assert made.code == 0, made.err
-    assert "--provider scripted" in made.out and DEMO_TEST_COMMAND in made.out
+    assert "--provider scripted" in made.out and DEMO_TEST_COMMAND in made.out and "--allow-check-tools" in made.out
     return repo, data
 
 
@@ -55,9 +56,17 @@ def test_demo_run_accept_lands_the_fix_on_the_users_branch(tmp_path: Path) -> No
     repo, data = demo(tmp_path)
     before = git(repo, "rev-parse", "HEAD").strip()
 
-    ran = cli(data, *run_args(repo, "--allow", f"run_command:{DEMO_TEST_COMMAND}", "--yes"))
+    ran = cli(data, *run_args(repo, "--allow", f"run_command:{DEMO_TEST_COMMAND}", "--allow-check-tools", "--yes"))
 
     assert ran.code == 0, ran.out + ran.err
+    # Issue 17, "Done means": the demo's python3 has no coverage.py; --allow-check-tools pre-approves the one install
+    # of codeflux's own into its overlay (no network), so the atom checks that run tests are decided on evidence.
+    assert re.search(r"allowed-once by headless-policy: pre-approved for this headless run by --allow-check-tools: "
+                     r"codeflux's check-tools install into its overlay, no network: run_command \S+ -m pip install ",
+                     ran.out), ran.out
+    for number, stage in ((5, "contracts"), (8, "atom-example-tests"), (11, "atom-verification"),
+                          (13, "atom-mutation"), (14, "anti-patterns")):
+        assert re.search(rf"\b{number} {stage}\s+satisfied ", ran.out), (stage, ran.out)
     assert "scripted (not a model)" in ran.out
     assert re.search(r"integration-tests\s+satisfied .*3 tests, 3 passed, 0 failed", ran.out), ran.out
     # Issue 17: the demo's plan declares add (pure) before the code is written; stage 5 compares the diff with it
@@ -124,6 +133,14 @@ def test_without_the_allow_the_test_command_is_a_recorded_denial_and_exit_4(tmp_
     assert SHOWN_TEST_COMMAND in ran.out
     assert re.search(r"run_command  python3 -m pytest -q  \[pipeline\]\n\s+decision  allowed-once by user: "
                      r"check 'unit tests' of plan revision 1", ran.out), ran.out
+    # without --allow-check-tools no install of codeflux's check tools is even asked for: the stages that need
+    # coverage.py are blocked, saying how to allow it
+    assert "pip install" not in ran.out
+    assert re.search(r"8 atom-example-tests\s+blocked\s+coverage is not in the repository's environment", ran.out)
+    with contextlib.closing(sqlite3.connect(data / "codeflux.sqlite3")) as connection:
+        (stored,), = connection.execute("SELECT reason FROM stage_ledger WHERE stage = 'atom-example-tests'"
+                                        ).fetchall()
+    assert "only with --allow-check-tools" in stored, stored
     assert re.search(r"integration-tests\s+satisfied .*3 tests, 3 passed, 0 failed", ran.out), ran.out
 
 

@@ -1,17 +1,20 @@
 """codeflux's tool overlay (issue 17, "Definitions"): a check tool the repository's environment lacks is installed
-once, behind an ``install`` approval, from the wheelhouse ``cmd/codeflux-dev setup`` fills (never the network),
+once, behind an ``install`` approval, from the wheelhouse ``cmd/codeflux-dev setup`` fills or codeflux's own
+installation (never the network),
 into ``<data>/tools/<key>/site`` — verified and moved there by the coordinator — and reused afterwards; a check
 appends it after site-packages. Real task worktrees, a real worker, real pip and coverage.py, confined.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import venv as venv_module
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from codeflux.cli.run import NO_TOOLS_INSTALL
 from codeflux.coordinator.runs.pipeline_ports import (
     check_request_key,
 )
@@ -23,6 +26,7 @@ from codeflux.pipeline.tool_overlay import (
     INSTALL_TEMP,
     INSTALL_WORKING_DIRECTORY,
     MANIFEST,
+    ToolSource,
     install_argv,
     overlay_argv,
     repository_tools,
@@ -40,8 +44,9 @@ def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
         yield make_harness(db, tmp_path, driver)
 
 
-def install_requested(db: Database, task_id: TaskId, python: str, *, attempt: int) -> bool:
-    key = check_request_key(task_id, attempt, install_argv(python, SOURCE), INSTALL_WORKING_DIRECTORY)
+def install_requested(db: Database, task_id: TaskId, python: str, *, attempt: int,
+                      source: ToolSource = SOURCE) -> bool:
+    key = check_request_key(task_id, attempt, install_argv(python, source), INSTALL_WORKING_DIRECTORY)
     return db.read(lambda view: authority_rows.tool_request_by_key(view, task_id=task_id, idempotency_key=key)) \
         is not None
 
@@ -101,9 +106,12 @@ def test_a_missing_tool_is_installed_once_behind_its_approval_then_reused_and_ap
     assert not install_requested(harness.db, ports.facts.task_id, python, attempt=2)
 
 
-def test_a_tool_missing_with_no_source_to_install_it_from_is_blocked_naming_the_tool_and_the_fix(
+def test_a_tool_missing_where_no_install_may_be_asked_for_is_blocked_naming_the_tool_and_the_fix(
         db: Database, tmp_path: Path) -> None:
-    with ToolDriver(db, state_dir=tmp_path / "state", base_environment={}) as driver:
+    """A headless run without ``--allow-check-tools`` asks for no install: the tool is missing, nothing is
+    installed, and the reason names the flag and the other fixes."""
+    declined = ToolSource(declined=NO_TOOLS_INSTALL)
+    with ToolDriver(db, state_dir=tmp_path / "state", base_environment={}, tool_source=declined) as driver:
         harness = make_harness(db, tmp_path, driver)
         ports = running_ports(harness)
 
@@ -113,11 +121,37 @@ def test_a_tool_missing_with_no_source_to_install_it_from_is_blocked_naming_the_
     assert not resolved.ready
     blocked = resolved.blocked or ""
     assert blocked.startswith("coverage is not in the repository's environment")
-    assert "no tool source is configured" in blocked
+    assert "only with --allow-check-tools" in blocked
     assert f"{harness.venv_python} -m pip install 'coverage>=7.4,<8'" in blocked
     assert "CODEFLUX_TOOL_WHEELHOUSE" in blocked
     tools = repository_tools(tmp_path / "tools", ports.facts.worktree.repo_root)
     assert sorted(path.name for path in tools.iterdir()) == ["interpreters.json"]  # no overlay
+    assert not install_requested(harness.db, ports.facts.task_id, harness.venv_python, attempt=1,
+                                 source=ToolSource())
+
+
+def test_with_no_source_configured_the_overlay_comes_from_codeflux_s_own_installation(
+        db: Database, tmp_path: Path) -> None:
+    """No wheelhouse, no index: codeflux offers its own coverage.py, rebuilt as a wheel in the install's folder,
+    installed by the repository's pip with ``--no-index`` behind the same approval — no network."""
+    own = importlib.metadata.version("coverage")
+    with ToolDriver(db, state_dir=tmp_path / "state", base_environment={}) as driver:
+        assert driver.tool_source.own and not driver.tool_source.needs_network
+        harness = make_harness(db, tmp_path, driver)
+        ports = running_ports(harness)
+        python, test_argv = harness.venv_python, pytest_argv(harness.venv_python)
+        install = install_argv(python, ToolSource())
+        assert install[-3:] == ("--find-links", "wheels", COVERAGE.requirement)
+        allow(harness.driver, ports.facts.task_id, install, working_directory=INSTALL_WORKING_DIRECTORY)
+
+        resolved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=test_argv)
+
+    assert resolved.ready, resolved.blocked
+    assert resolved.install is not None and resolved.install["installed"] == {"coverage": own}
+    assert resolved.install["source"] == "codeflux's own installation"
+    request = harness.db.read(lambda view: authority_rows.read_tool_request(view, str(resolved.install["request_id"])))
+    needs = {need.need.capability.value for need in request.needs}
+    assert "install" in needs and "network" not in needs, needs
 
 
 def test_the_repository_s_own_tool_wins_over_the_overlay(harness: Harness, tmp_path: Path) -> None:

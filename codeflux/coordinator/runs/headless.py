@@ -67,10 +67,14 @@ class HeadlessPolicy:
     """The operations a headless run may perform without asking (see the module docstring)."""
 
     preapproved_operations: frozenset[PreapprovedOperation] = frozenset()
+    check_tools: bool = False
+    """``--allow-check-tools``: the one install of codeflux's check tools into its overlay that the run's own
+    pre-flight computes (from codeflux's installation or a wheelhouse, never an index: no network) is
+    pre-approved as that exact request; without it no such install is asked for."""
 
     @classmethod
-    def allowing(cls, operations: Iterable[PreapprovedOperation]) -> HeadlessPolicy:
-        return cls(preapproved_operations=frozenset(operations))
+    def allowing(cls, operations: Iterable[PreapprovedOperation], *, check_tools: bool = False) -> HeadlessPolicy:
+        return cls(preapproved_operations=frozenset(operations), check_tools=check_tools)
 
     def permits(self, operation: PreapprovedOperation) -> bool:
         return operation in self.preapproved_operations
@@ -87,18 +91,25 @@ class HeadlessDecision:
 
 
 def decide_headless(
-    policy: HeadlessPolicy, driver: ToolDriver, request_id: str, *, tool: str, arguments: Mapping[str, object]
+    policy: HeadlessPolicy, driver: ToolDriver, request_id: str, *, tool: str, arguments: Mapping[str, object],
+    check_tools_install: bool = False,
 ) -> HeadlessDecision:
     """Decide the pending ``request_id`` for the headless policy: allow-once an exact pre-approved
-    operation, otherwise record a denial naming the operation and why."""
+    operation — or, ``check_tools_install``, the run's own no-network install of codeflux's check tools under
+    ``--allow-check-tools`` — otherwise record a denial naming the operation and why."""
     operation = PreapprovedOperation.of(tool, arguments)
-    if policy.permits(operation):
-        reason = f"pre-approved for this headless run: {operation}"
+    allowed = policy.permits(operation) or (check_tools_install and policy.check_tools)
+    if allowed and not policy.permits(operation):
+        reason = (f"pre-approved for this headless run by --allow-check-tools: codeflux's check-tools install "
+                  f"into its overlay, no network: {operation}")[:1000]
         decided: SubmittedRequest = driver.decide(request_id, UserDecision.ALLOW_ONCE, reason=reason,
                                                   decided_by=Decider.HEADLESS_POLICY)
+    elif allowed:
+        reason = f"pre-approved for this headless run: {operation}"
+        decided = driver.decide(request_id, UserDecision.ALLOW_ONCE, reason=reason,
+                                decided_by=Decider.HEADLESS_POLICY)
     else:
         reason = (f"headless run: {operation} is not in the pre-approved operations and prompting is off; "
                   "allow it exactly to let it run")[:1000]
         decided = driver.decide(request_id, UserDecision.DENY, reason=reason, decided_by=Decider.HEADLESS_POLICY)
-    return HeadlessDecision(request_id=decided.request_id, operation=str(operation),
-                            allowed=policy.permits(operation), reason=reason)
+    return HeadlessDecision(request_id=decided.request_id, operation=str(operation), allowed=allowed, reason=reason)

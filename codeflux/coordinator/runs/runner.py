@@ -447,17 +447,21 @@ def _validate(run: _Run) -> RunOutcome:
         install = install_to_settle(command.interpreter, source=run.driver.tool_source, tools_root=repository_tools(
             run.driver.tools_directory, run.ports.facts.worktree.repo_root))
         if install is not None:
-            checks.append(("the check tools' install into codeflux's overlay", install))
-    started_in = {"the check tools' install into codeflux's overlay": INSTALL_WORKING_DIRECTORY}
+            checks.append((_TOOLS_INSTALL, install))
     for index, (what, argv) in enumerate(checks):
         derived = _test_command_covered_by_plan(run, argv) if index == 0 and command is not None else None
-        if (waiting := _settle_check_authority(run, what, argv, derived=derived,
-                                               working_directory=started_in.get(what))) is not None:
+        tools_install = what == _TOOLS_INSTALL
+        started_in = INSTALL_WORKING_DIRECTORY if tools_install else None
+        if (waiting := _settle_check_authority(run, what, argv, derived=derived, check_tools_install=tools_install,
+                                               working_directory=started_in)) is not None:
             return waiting
     if (state := _move(run, TaskState.VALIDATING, "the implementation loop finished; checks run")) is not None:
         return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY),
                         reason=f"the task was {state} at the handover from the loop to validation")
     return _after_checks(run, run_pipeline(run.task_id, run.attempt, ports=run.ports))
+
+
+_TOOLS_INSTALL: Final = "the check tools' install into codeflux's overlay"
 
 
 def _diff_has_atoms(run: _Run) -> bool:
@@ -503,7 +507,7 @@ def _test_command_covered_by_plan(run: _Run, argv: tuple[str, ...]) -> DerivedAl
 
 
 def _settle_check_authority(run: _Run, what: str, argv: tuple[str, ...], *,
-                            derived: DerivedAllowance | None = None,
+                            derived: DerivedAllowance | None = None, check_tools_install: bool = False,
                             working_directory: str | None = None) -> RunOutcome | None:
     """Record the pipeline's own request for a check command while the task runs, so its decision is made
     before validation: a person's (the run then waits, awaiting authority) or the headless policy's — or,
@@ -522,8 +526,9 @@ def _settle_check_authority(run: _Run, what: str, argv: tuple[str, ...], *,
             return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY))
         return _outcome(run, RunOutcomeKind.AWAITING_AUTHORITY, f"{what} {request.request_id} waits for a decision",
                         pending_request_id=request.request_id, resume=lambda: _resume_validation(run))
+    no_network = not run.driver.tool_source.needs_network
     decision = decide_headless(run.policy, run.driver, request.request_id, tool="run_command",
-                               arguments={"argv": list(argv)})
+                               arguments={"argv": list(argv)}, check_tools_install=check_tools_install and no_network)
     if not decision.allowed:
         run.denials.append(decision.reason)
     return None

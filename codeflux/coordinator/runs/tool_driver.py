@@ -191,7 +191,8 @@ class ToolDriver:
         """``observers`` hear of every submission, decision and execution once it committed
         (:mod:`codeflux.coordinator.hooks`). ``tool_source`` is where the pipeline may install a check tool
         the repository's environment lacks into codeflux's overlay (:mod:`codeflux.pipeline.tool_overlay`);
-        None: ``$CODEFLUX_TOOL_WHEELHOUSE`` / ``$CODEFLUX_TOOL_INDEX_URL`` of ``base_environment``, else none."""
+        None: ``$CODEFLUX_TOOL_WHEELHOUSE`` / ``$CODEFLUX_TOOL_INDEX_URL`` of ``base_environment``, else codeflux's
+        own installation."""
         self._db = db
         self._observers = Observers() if observers is None else observers
         # Every process a worker starts runs in this box; the data directory (by default the parent of
@@ -429,7 +430,7 @@ class ToolDriver:
         return tools_directory(self._data_dir)
 
     @property
-    def tool_source(self) -> ToolSource | None:
+    def tool_source(self) -> ToolSource:
         return self._tool_source
 
     def task_temp_directory(self, task_id: TaskId) -> Path:

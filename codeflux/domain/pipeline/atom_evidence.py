@@ -166,15 +166,46 @@ def _anti_patterns(entry: Mapping[str, object], findings: Sequence[str]) -> list
     return [f"{len(findings)} finding(s) on its changed lines" if findings else "no finding on its changed lines"]
 
 
-def _scores(entry: Mapping[str, object], findings: Sequence[str]) -> list[str]:
-    return [f"{key.replace('_', ' ')} {_text(entry[key])}" for key in ("mutation_score", "score", "seeds")
-            if key in entry]
+def _seeds(entry: Mapping[str, object], findings: Sequence[str]) -> list[str]:
+    """Stage 11: how many seeded runs took its tests, which failed (each with its reproducing command in the
+    findings), e.g. "2 covering test(s) in 3 seeded random order(s): 3 passed (seeds 11, 12, 13)"."""
+    seeds, tests = entry.get("seeds"), entry.get("tests")
+    if not isinstance(seeds, list) or not isinstance(tests, list):
+        return []
+    runs = [str(item).partition(" ") for item in seeds]
+    passed = [seed for seed, _, outcome in runs if outcome == "passed"]
+    failed = [seed for seed, _, outcome in runs if outcome == "failed"]
+    parts = [f"{len(tests)} covering test(s) in {len(runs)} seeded random order(s): {len(passed)} passed"
+             + (f", {len(failed)} failed (seed {', '.join(failed)}; the findings give the command that replays it)"
+                if failed else "")
+             + f" (seeds {', '.join(seed for seed, _, _ in runs)})"]
+    if len(passed) + len(failed) < len(runs):
+        parts.append(f"{len(runs) - len(passed) - len(failed)} run(s) did not judge its tests")
+    return parts
+
+
+def _mutation(entry: Mapping[str, object], findings: Sequence[str]) -> list[str]:
+    """Stage 13, e.g. "4 of 5 judged mutant(s) of its changed lines killed (80.0%); 1 survived" (a mutant its
+    tests time out on counts as killed, as in the score)."""
+    judged, killed, timed_out = entry.get("judged"), entry.get("killed"), entry.get("timed_out", 0)
+    if not isinstance(judged, int) or not isinstance(killed, int) or not isinstance(timed_out, int):
+        return [f"not judged: {entry['problem']}"] if isinstance(entry.get("problem"), str) else []
+    score = entry.get("score")
+    parts = [f"{killed + timed_out} of {judged} judged mutant(s) of its changed lines killed"
+             + (f" ({score}%)" if isinstance(score, int | float) and not isinstance(score, bool) else "")]
+    if timed_out:
+        parts.append(f"{timed_out} of them by a timeout")
+    for key, said in (("survived", "survived"), ("not_run", "not run")):
+        value = entry.get(key)
+        if isinstance(value, int) and value:
+            parts.append(f"{value} {said}")
+    return parts
 
 
 _SUMMARIES: Final[Mapping[StageName, Callable[[Mapping[str, object], Sequence[str]], list[str]]]] = {
     StageName.CONTRACTS: _contract, StageName.ATOM_EXAMPLE_TESTS: _example_tests, StageName.ATOMS: _purity,
     StageName.ATOM_COMPLEXITY: _complexity, StageName.ATOM_DOCUMENTATION: _documentation,
-    StageName.ANTI_PATTERNS: _anti_patterns, StageName.ATOM_VERIFICATION: _scores, StageName.ATOM_MUTATION: _scores,
+    StageName.ANTI_PATTERNS: _anti_patterns, StageName.ATOM_VERIFICATION: _seeds, StageName.ATOM_MUTATION: _mutation,
 }
 
 

@@ -128,7 +128,9 @@ def is_python_installation(directory: Path) -> bool:
 
 def python_prefixes(worktree: Path, search_path: str) -> tuple[Path, ...]:
     """Python installations commands of this worktree will use: ``.venv``/``venv`` (and its base, read
-    from ``pyvenv.cfg`` but kept only if it really is an installation) and ``python3`` on the search path.
+    from ``pyvenv.cfg`` but kept only if it really is an installation) and ``python3`` on the search path —
+    its installation and, when that ``python3`` is a virtual environment's (``<env>/bin`` beside a regular
+    ``pyvenv.cfg``: an activated one), the environment itself, unless it would be a home or a hidden root.
 
     Called by the coordinator; the answer is only ever exposed read-only, and only when it passes
     :func:`is_python_installation`, so a poisoned ``pyvenv.cfg`` cannot show a home's other files.
@@ -147,10 +149,21 @@ def python_prefixes(worktree: Path, search_path: str) -> tuple[Path, ...]:
     for entry in search_path.split(":"):
         python = Path(entry) / "python3"
         if entry.startswith("/") and python.exists():
+            environment = Path(os.path.realpath(entry)).parent
+            config = environment / "pyvenv.cfg"
+            if Path(entry).name == "bin" and config.is_file() and not config.is_symlink() \
+                    and not _is_a_home(environment):
+                found.append(environment)
             found.append(Path(os.path.realpath(python)).parent.parent)
             break
     return tuple(dict.fromkeys(Path(os.path.realpath(path)) for path in found
                                if is_python_installation(Path(os.path.realpath(path)))))
+
+
+def _is_a_home(directory: Path) -> bool:
+    home = os.environ.get("HOME", "")
+    return directory in ALWAYS_HIDDEN or directory.parent == Path("/home") or len(directory.parts) < 2 \
+        or (os.path.isabs(home) and directory == Path(os.path.realpath(home)))
 
 
 def _read_small(path: Path) -> str:

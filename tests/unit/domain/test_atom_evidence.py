@@ -104,3 +104,28 @@ def test_complexity_says_growth_as_stage_16_recorded_it_in_either_shape() -> Non
 
     assert summary(timed) == "cyclomatic complexity 2; growth: time grows like size^1.02 over sizes 1, 2, 4"
     assert summary(said) == "cyclomatic complexity 2; growth not measured (this stage only reads the source)"
+
+
+def test_seeds_and_mutation_say_in_words_what_was_run_and_what_it_found() -> None:
+    """Issue 17: the review and ``task evidence`` read 11 and 13 as sentences, not raw scores; the failing seed is
+    named, and a timed-out mutant counts as killed exactly as the score counts it."""
+    verification = {"qualified_name": "calc.ops.add", "tests": ["t::a", "t::b"],
+                    "seeds": ["11 passed", "12 failed", "13 passed"],
+                    "findings": ["seed 12: t::b failed; reproduce with: python -m pytest …"]}
+    mutation = {"atom": "calc.ops.add", "path": "calc/ops.py", "changed_lines": [6], "mutants": 6, "judged": 5,
+                "killed": 3, "timed_out": 1, "survived": 1, "not_run": 1, "score": 80.0, "tests": ["t::a"]}
+    section = atom_evidence([ran(N.CONTRACTS), ran(N.ATOM_VERIFICATION, StageOutcome.FAILED), ran(N.ATOM_MUTATION)],
+                            {N.CONTRACTS: {"atoms": [ADD]}, N.ATOM_VERIFICATION: {"atoms": [verification]},
+                             N.ATOM_MUTATION: {"atoms": [mutation]}})
+
+    found = items(section)
+
+    assert found["atom-verification"]["summary"] == (
+        "2 covering test(s) in 3 seeded random order(s): 2 passed, 1 failed (seed 12; the findings give the command "
+        "that replays it) (seeds 11, 12, 13)")
+    assert found["atom-mutation"]["summary"] == ("4 of 5 judged mutant(s) of its changed lines killed (80.0%); "
+                                                 "1 of them by a timeout; 1 survived; 1 not run")
+    unjudged = {"atom": "calc.ops.add", "path": "calc/ops.py", "mutants": 0, "problem": "no test covers line 6"}
+    again = items(atom_evidence([ran(N.CONTRACTS), ran(N.ATOM_MUTATION)],
+                                {N.CONTRACTS: {"atoms": [ADD]}, N.ATOM_MUTATION: {"atoms": [unjudged]}}))
+    assert again["atom-mutation"]["summary"] == "not judged: no test covers line 6"

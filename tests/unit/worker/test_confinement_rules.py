@@ -9,6 +9,7 @@ import os
 import pwd
 import subprocess
 import sys
+import venv as venv_module
 from dataclasses import replace
 from pathlib import Path
 
@@ -236,3 +237,22 @@ def test_the_launcher_runs_nothing_it_cannot_confine(tmp_path: Path) -> None:
 
     ran = launch(landlock_abi())
     assert (ran.returncode, marker.read_text()) == (0, "ran\n"), ran.stderr
+
+
+def test_an_activated_virtual_environment_on_the_search_path_is_shown_but_never_a_home(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python3`` first on PATH is a venv's (one outside the worktree, under a hidden root): the box shows that
+    environment read-only, not only the interpreter it links to — else the box's ``python3`` silently becomes the
+    next one on PATH, with other packages. A "venv" that is a home is never shown."""
+    environment = tmp_path / "env"
+    venv_module.EnvBuilder(symlinks=True, with_pip=False).create(environment)
+    found = python_prefixes(tmp_path / "wt", f"{environment / 'bin'}:/usr/bin:/bin")
+    assert found[0] == Path(os.path.realpath(environment))
+    assert Path(os.path.realpath(sys.base_prefix)) in found
+
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "python3").symlink_to(sys.executable)
+    (home / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    monkeypatch.setenv("HOME", str(home))
+    assert Path(os.path.realpath(home)) not in python_prefixes(tmp_path / "wt", f"{home / 'bin'}:/usr/bin")
