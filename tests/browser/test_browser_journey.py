@@ -66,6 +66,12 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     expect(finished.get_by_test_id("tool-state")).to_contain_text("Final result (committed)", timeout=MS)
     allow_once_until_review(app)
     task_state(app, "awaiting-review")
+    # issue 17: the demo's python3 has no coverage.py, so the check tools' install into codeflux's overlay (its own
+    # coverage.py and Hypothesis, no network) was a card of its own that the person allowed
+    install = app.page.locator('[data-testid="approval-card"]', has_text="pip install")
+    expect(install).to_have_count(1)
+    expect(install.get_by_test_id("approval-capabilities")).to_contain_text("install")
+    expect(install.get_by_test_id("approval-outcome")).to_contain_text("allowed-once")
     said = app.page.locator('[data-kind="agent-message"]').first
     expect(said).to_contain_text("add()")
 
@@ -86,8 +92,12 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     expect(atom.locator('[data-stage="atom-complexity"]')).to_contain_text("cyclomatic complexity 1")
     optimization = atom.locator('[data-stage="atom-optimization"]')
     expect(optimization).to_have_attribute("data-measured", "no")
-    # no coverage tool in this demo: 11 is blocked, and so are 13 (which needs 11) and 15 (which needs 13)
-    expect(optimization).to_contain_text("15 optimization: not measured (stage 15 blocked: prerequisite ")
+    # with the install allowed, the atom's tests ran in the box: seeds and mutants are said in words
+    expect(atom.locator('[data-stage="atom-verification"]')).to_contain_text(
+        "2 covering test(s) in 3 seeded random order(s): 3 passed")
+    expect(atom.locator('[data-stage="atom-mutation"]')).to_contain_text(
+        "judged mutant(s) of its changed lines killed (100.0%)")
+    expect(optimization).to_contain_text("15 optimization: not measured (stage 15 skipped: no simpler rewrite")
     expect(atom.locator('[data-testid="atom-stage"]')).to_have_count(12)
     drawer.get_by_test_id("review-accept").click()
     expect(app.testid("accept-result")).to_be_visible(timeout=MS)
