@@ -166,6 +166,14 @@ def _anti_patterns(entry: Mapping[str, object], findings: Sequence[str]) -> list
     return [f"{len(findings)} finding(s) on its changed lines" if findings else "no finding on its changed lines"]
 
 
+def _fuzzing(entry: Mapping[str, object], findings: Sequence[str]) -> list[str]:
+    inputs = entry.get("inputs")
+    if entry.get("fuzzed") is True and isinstance(entry.get("outcome"), str):
+        tried = f" after {inputs} input(s)" if isinstance(inputs, int) and not isinstance(inputs, bool) else ""
+        return [f"fuzzed: {entry['outcome']}{tried}"]
+    return [str(entry["detail"])] if isinstance(entry.get("detail"), str) else []
+
+
 def _scores(entry: Mapping[str, object], findings: Sequence[str]) -> list[str]:
     return [f"{key.replace('_', ' ')} {_text(entry[key])}" for key in ("mutation_score", "score", "seeds")
             if key in entry]
@@ -175,6 +183,7 @@ _SUMMARIES: Final[Mapping[StageName, Callable[[Mapping[str, object], Sequence[st
     StageName.CONTRACTS: _contract, StageName.ATOM_EXAMPLE_TESTS: _example_tests, StageName.ATOMS: _purity,
     StageName.ATOM_COMPLEXITY: _complexity, StageName.ATOM_DOCUMENTATION: _documentation,
     StageName.ANTI_PATTERNS: _anti_patterns, StageName.ATOM_VERIFICATION: _scores, StageName.ATOM_MUTATION: _scores,
+    StageName.ATOM_FUZZ: _fuzzing,
 }
 
 

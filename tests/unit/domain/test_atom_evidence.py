@@ -104,3 +104,19 @@ def test_complexity_says_growth_as_stage_16_recorded_it_in_either_shape() -> Non
 
     assert summary(timed) == "cyclomatic complexity 2; growth: time grows like size^1.02 over sizes 1, 2, 4"
     assert summary(said) == "cyclomatic complexity 2; growth not measured (this stage only reads the source)"
+
+
+def test_stage_12_s_entry_says_whether_the_atom_was_fuzzed_and_how_it_ended() -> None:
+    crashed = {**ADD, "fuzzed": True, "outcome": "failed", "inputs": 37, "input": "{'data': b'\\x00'}",
+               "findings": ["calc.ops.add raised builtins.ZeroDivisionError on input {'data': b'\\x00'}"]}
+    section = atom_evidence([ran(N.CONTRACTS), ran(N.ATOM_FUZZ, StageOutcome.FAILED)],
+                            {N.CONTRACTS: {"atoms": [ADD]}, N.ATOM_FUZZ: {"atoms": [crashed]}})
+
+    found = items(section)["atom-fuzz"]
+
+    assert found["measures"] == "fuzzing" and found["summary"] == "fuzzed: failed after 37 input(s)"
+    assert found["findings"] == [crashed["findings"][0]]  # type: ignore[index]
+    assert found["facts"]["input"] == "{'data': b'\\x00'}"  # type: ignore[index]
+    skipped = {**ADD, "fuzzed": False, "detail": "not fuzzed: it does not parse or decode"}
+    again = atom_evidence([ran(N.ATOM_FUZZ)], {N.ATOM_FUZZ: {"atoms": [skipped]}})
+    assert items(again)["atom-fuzz"]["summary"] == "not fuzzed: it does not parse or decode"
