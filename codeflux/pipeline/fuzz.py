@@ -88,6 +88,9 @@ MAX_REPR: Final = 300
 """How much of a failing input's ``repr`` is kept."""
 _MAX_REPORT_BYTES: Final = 4 * 1024 * 1024
 _MAX_JOB_BYTES: Final = 20 * 1024
+_MAX_SHOWN_FINDING: Final = 1200
+_MAX_GATE_TEXT: Final = 6000
+"""The verdict's text is bounded (the ledger keeps at most 8192 characters); the evidence keeps every finding whole."""
 _TEXTUAL: Final = frozenset({"str", "bytes", "bytearray", "memoryview", "AnyStr", "Path", "PurePath", "PurePosixPath",
                              "PosixPath", "PathLike", "StrPath", "StrOrBytesPath"})
 _NAME_WORDS: Final = ("parse", "decode", "load", "read", "deserial", "unmarshal")
@@ -390,7 +393,8 @@ def _verdict(entries: dict[str, dict[str, object]], plans: dict[str, FuzzPlan], 
     if not_fuzzed:
         said += f"; not fuzzed: {', '.join(not_fuzzed[:6])}"
     if findings:
-        return stage_result(_STAGE, StageOutcome.FAILED, "; ".join([said, *findings[:4]]), evidence)
+        shown = "; ".join([said, *(finding[:_MAX_SHOWN_FINDING] for finding in findings[:4])])
+        return stage_result(_STAGE, StageOutcome.FAILED, shown[:_MAX_GATE_TEXT], evidence)
     return stage_result(_STAGE, StageOutcome.SATISFIED, f"{said}: no exception beyond the documented raises, no hang",
                         evidence)
 
@@ -421,6 +425,9 @@ def _judge(entries: dict[str, dict[str, object]], plans: dict[str, FuzzPlan], re
             "inputs": inputs if isinstance(inputs, int) and not isinstance(inputs, bool) else 0,
             "seconds": round(seconds, 3) if isinstance(seconds, float) else None,
             "stopped": _text(found.get("stopped"), 60)}
+        if outcome not in ("passed", "failed", "hang", "unusable"):
+            entry.update(fuzzed=False, detail="not fuzzed: the fuzz run reported no outcome codeflux knows for it")
+            continue
         if outcome == "unusable":
             entry.update(fuzzed=False, detail=f"skipped: {_text(found.get('detail'), 300) or 'not usable'}")
             continue
