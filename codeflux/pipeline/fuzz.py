@@ -26,8 +26,10 @@ installable → ``blocked`` naming the tool and the fix. Hypothesis's seed is dr
 printed command of a finding replays the same inputs in the same order (the example database is off).
 
 **Budget.** :data:`~codeflux.pipeline.thresholds.ATOM_FUZZ_BUDGET_S` seconds per atom (default 20, a setting);
-each input has a deadline of the smaller of that and :data:`INPUT_DEADLINE_MAX_S`; one run holds at most as many
-atoms as fit :data:`RUN_SECONDS` (the others are listed "not fuzzed"). The time spent is reported apart from
+each input has a deadline of the smaller of that and :data:`INPUT_DEADLINE_MAX_S`; a watchdog ends an atom that
+outlives both (an input swallowing the deadline's exception) or whose preparation outlives :data:`PREPARE_S`, as a
+hang; one run holds at most as many atoms as fit :data:`RUN_SECONDS` in that worst case (the others are listed
+"not fuzzed"). The time spent is reported apart from
 other timings (``fuzz_time`` in the evidence): it is a budget, not a cost of the checks, and phase B's benchmark
 excludes it.
 
@@ -71,6 +73,7 @@ __all__ = [
     "FUZZ_DIRECTORY",
     "INPUT_DEADLINE_MAX_S",
     "METHOD",
+    "PREPARE_S",
     "FuzzPlan",
     "evaluate_atom_fuzz",
     "fuzz_plan",
@@ -82,6 +85,8 @@ FUZZ_DIRECTORY: Final = f"{SCRATCH_FOLDER}/fuzz"
 """The fuzzing copy, relative to the task's TMPDIR."""
 FUZZ_WORKING_DIRECTORY: Final = f"{TASK_TEMP_DIRECTORY}/{FUZZ_DIRECTORY}"
 INPUT_DEADLINE_MAX_S: Final = 5.0
+PREPARE_S: Final = 15.0
+"""How long importing an atom's module and building its strategies may take before the watchdog calls it hung."""
 RUN_SECONDS: Final = 540.0
 """What one fuzz command may hold in the worst case (run_command is killed at 600 s)."""
 MAX_REPR: Final = 300
@@ -240,8 +245,8 @@ def _changed_paths(facts: AtomFacts) -> tuple[str, ...]:
 
 
 def _per_atom_seconds(budget: float, deadline: float) -> float:
-    """The worst case one atom can hold the run (the script's grace included)."""
-    return budget * 1.5 + deadline + 5.0
+    """The worst case one atom can hold the run (preparing it, and the script's grace, included)."""
+    return PREPARE_S + budget * 1.5 + deadline + 3.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -350,7 +355,7 @@ def evaluate_atom_fuzz(facts: AtomFacts, *, seed: int | None = None) -> StageRes
     entries, plans, base = ready.chosen.entries, ready.chosen.plans, ready.base
     chosen_seed = seed if seed is not None else secrets.randbelow(2**32)
     job_base = {"seed": chosen_seed, "budget_s": float(ready.budget), "input_deadline_s": ready.deadline,
-                "max_repr": MAX_REPR}
+                "prepare_s": PREPARE_S, "max_repr": MAX_REPR}
     argv = _argv(ready.interpreter, ready.tools.overlay_site,
                  {**job_base, "atoms": [plan.to_job(name) for name, plan in plans.items()]})
     ran = _run(facts, ready, argv)
@@ -417,7 +422,8 @@ def _judge(entries: dict[str, dict[str, object]], plans: dict[str, FuzzPlan], re
         if not isinstance(found, dict) and name == running:
             found = {"outcome": "hang", "stopped": "the command's timeout", "input": None}
         if not isinstance(found, dict):
-            entry.update(fuzzed=False, detail="not fuzzed: the fuzz run reported nothing for it")
+            entry.update(fuzzed=False, detail="not fuzzed: the fuzz run reported nothing for it (it ended before "
+                                              "reaching it)")
             continue
         outcome = found.get("outcome")
         inputs, seconds = found.get("inputs"), found.get("seconds")

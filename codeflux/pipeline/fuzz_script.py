@@ -3,7 +3,8 @@
 It is run as ``<interpreter> -c FUZZ_SCRIPT <overlay|-> <job>`` (the overlay — codeflux's tool overlay ``site``
 folder — is appended after site-packages, so the repository's own Hypothesis wins) in a scratch copy of the final
 tree. ``<job>`` is one JSON document codeflux built (:mod:`codeflux.pipeline.fuzz`): ``seed`` (Hypothesis's seed,
-recorded), ``budget_s`` (per atom), ``input_deadline_s`` (per input), ``max_repr`` (how much of an input is kept) and
+recorded), ``budget_s`` (per atom), ``input_deadline_s`` (per input), ``prepare_s`` (importing the atom and building
+its strategies), ``max_repr`` (how much of an input is kept) and
 ``atoms``, each with ``key``, ``module``, ``local`` (the name inside the module), ``call`` (``function``,
 ``instance``, ``static`` or ``class``), ``inputs`` (the parameters fuzzed even when they have a default), ``json``
 (parameters given JSON-like values) and ``allowed`` (the exception names its contract documents).
@@ -24,8 +25,10 @@ Hypothesis has exhausted the input space, or at a failure. Each call has a per-i
 whose class (or a base of it) is named in ``allowed`` (by name or dotted name) is the contract's and passes; any
 other is a **failure**: the input (``repr``, bounded), the exception and the traceback's tail are kept, and
 Hypothesis shrinks it within half a budget more (past that the first failing input found is kept). A watchdog thread
-ends the whole process when every budget, every deadline and a grace have passed, marking the atom it was in as
-hung; a C extension that holds the interpreter lock is ended by the command's own timeout instead.
+ends the whole process when an atom is still being fuzzed past its budget, half a budget, the per-input deadline and
+3 s — or still being imported and prepared after ``prepare_s`` — marking it as hung with the input it was on (an
+input that swallows the per-input timer's exception is caught so); the atoms after it are not run. A C extension
+that holds the interpreter lock is ended by the command's own timeout instead.
 
 **Report.** ``$TMPDIR/codeflux-checks/fuzz.json``, rewritten after each atom (and by the watchdog):
 ``{"hypothesis": version, "running": key or null, "results": {key: {...}}}``; per atom ``outcome`` (``passed``,
@@ -62,7 +65,7 @@ FUZZ_SCRIPT: Final = (
     "import hypothesis\n"
     "from hypothesis import HealthCheck, Phase, Verbosity, given, settings, strategies as st\n"
     "results = {}\n"
-    "state = {'key': None, 'input': None}\n"
+    "state = {'key': None, 'input': None, 'started': None, 'limit': 0.0}\n"
     "lock = threading.Lock()\n"
     "def write_report():\n"
     "    with lock:\n"
@@ -70,18 +73,20 @@ FUZZ_SCRIPT: Final = (
     "        with open(report_path + '.part', 'w') as handle:\n"
     "            json.dump(document, handle)\n"
     "        os.replace(report_path + '.part', report_path)\n"
+    "grace = job['budget_s'] * 0.5 + job['input_deadline_s'] + 3.0\n"
     "def watchdog():\n"
-    "    key = state['key']\n"
-    "    if key is not None and key not in results:\n"
-    "        results[key] = {'outcome': 'hang', 'input': state['input'], 'stopped': 'watchdog',\n"
-    "                        'exception': None, 'traceback': []}\n"
-    "    state['key'] = None\n"
-    "    write_report()\n"
-    "    os._exit(3)\n"
-    "grace = job['budget_s'] * 0.5 + job['input_deadline_s'] + 5.0\n"
-    "timer = threading.Timer((job['budget_s'] + grace) * len(job['atoms']) + 5.0, watchdog)\n"
-    "timer.daemon = True\n"
-    "timer.start()\n"
+    "    while True:\n"
+    "        time.sleep(0.2)\n"
+    "        started, key = state['started'], state['key']\n"
+    "        if started is None or key is None or time.monotonic() - started <= state['limit']:\n"
+    "            continue\n"
+    "        if key not in results:\n"
+    "            results[key] = {'outcome': 'hang', 'input': state['input'], 'stopped': 'watchdog',\n"
+    "                            'exception': None, 'traceback': [], 'seconds': time.monotonic() - started}\n"
+    "        state['key'] = None\n"
+    "        write_report()\n"
+    "        os._exit(3)\n"
+    "threading.Thread(target=watchdog, daemon=True).start()\n"
     "class OverDeadline(BaseException):\n"
     "    pass\n"
     "class OutOfBudget(BaseException):\n"
@@ -175,6 +180,7 @@ FUZZ_SCRIPT: Final = (
     "    budget, deadline = job['budget_s'], job['input_deadline_s']\n"
     "    found = {'inputs': 0, 'failure': None}\n"
     "    started = time.monotonic()\n"
+    "    state['started'], state['limit'] = started, budget + grace\n"
     "    def body(**values):\n"
     "        now = time.monotonic()\n"
     "        if now - started > budget and (found['failure'] is None or now - started > budget * 1.5):\n"
@@ -226,6 +232,7 @@ FUZZ_SCRIPT: Final = (
     "real_stdout = sys.stdout\n"
     "for atom in job['atoms']:\n"
     "    state['key'], state['input'] = atom['key'], None\n"
+    "    state['started'], state['limit'] = time.monotonic(), job['prepare_s']\n"
     "    write_report()\n"
     "    sys.stdout = open(os.devnull, 'w')\n"
     "    try:\n"
@@ -239,9 +246,9 @@ FUZZ_SCRIPT: Final = (
     "        sys.stdout.close()\n"
     "        sys.stdout = real_stdout\n"
     "    with lock:\n"
+    "        state['started'] = None\n"
     "        results[atom['key']] = outcome\n"
     "state['key'] = None\n"
-    "timer.cancel()\n"
     "write_report()\n"
     "print('codeflux-fuzz: ' + str(len(results)) + ' atom(s)')\n"
 )

@@ -69,6 +69,17 @@ def load_note(text: str) -> int:
     return len(text)
 
 
+def read_stubborn(text: str) -> int:
+    """Swallows every interruption, the per-input timer's too: only the watchdog ends it."""
+    while len(text) > 1:
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass
+    return len(text)
+
+
 def scale(a: int, b: int) -> int:
     """Neither parses nor decodes."""
     return a * b
@@ -139,6 +150,10 @@ def test_a_crash_and_a_hang_fail_it_with_the_input_kept_and_a_command_that_repla
     hang = atoms["pkg.codec.read_until"]
     assert hang["outcome"] == "hang" and hang["stopped"] == "input deadline" and str(hang["input"]).startswith(
         "{'text': '"), hang
+    # the hang that swallows the per-input timer: the watchdog ended the run, the input it was on kept
+    stubborn = atoms["pkg.codec.read_stubborn"]
+    assert stubborn["outcome"] == "hang" and stubborn["stopped"] == "watchdog", stubborn
+    assert str(stubborn["input"]).startswith("{'text': '")
     # a documented raise passes; an atom writing files wrote into the fuzzing copy only
     assert atoms["pkg.codec.parse_pair"]["outcome"] == "passed", atoms["pkg.codec.parse_pair"]
     assert atoms["pkg.codec.parse_pair"]["documented_raises"] == ["ValueError"]
@@ -154,22 +169,23 @@ def test_a_crash_and_a_hang_fail_it_with_the_input_kept_and_a_command_that_repla
     assert str(atoms["pkg.codec.scale"]["detail"]).startswith("not fuzzed: it does not parse or decode")
     # the findings (they join a send-back), the seed, the setting and the budget's time apart
     findings = result.evidence["findings"]
-    assert isinstance(findings, list) and len(findings) == 2
+    assert isinstance(findings, list) and len(findings) == 3
     assert findings[0].startswith("pkg.codec.decode_ratio raised builtins.ZeroDivisionError")
     assert "(documented raises: none documented); reproduce with: " in findings[0]
     assert findings[1].startswith("pkg.codec.read_until hung on input {'text': '")
+    assert "(stopped by the input deadline)" in findings[1] and "(stopped by the watchdog)" in findings[2]
     assert StageName.ATOM_FUZZ in FINDINGS_JOIN_SEND_BACK
     assert result.evidence["seed"] == SEED and result.evidence["run"]["seed"] == SEED  # type: ignore[index]
     assert result.evidence["settings"] == {"budget_s": {"key": "pipeline.atom-fuzz.budget-s", "value": 1,
                                                         "source": "setting pipeline.atom-fuzz.budget-s, revision 0",
                                                         "default": 20}, "input_deadline_s": 1.0}
     timing = result.evidence["fuzz_time"]
-    assert isinstance(timing, dict) and timing["budget_s_per_atom"] == 1 and timing["atoms"] == 4
+    assert isinstance(timing, dict) and timing["budget_s_per_atom"] == 1 and timing["atoms"] == 5
     assert "benchmark excludes it" in timing["reported_apart"]
     tools = result.evidence["tools"]
     assert isinstance(tools, dict) and tools["tools"][0]["provided_by"] == "repository environment"
     said = result.verdict.gate_evaluation or ""
-    assert said.startswith("4 atom(s) fuzzed with Hypothesis ") and f"(seed {SEED}, " in said
+    assert said.startswith("5 atom(s) fuzzed with Hypothesis ") and f"(seed {SEED}, " in said
 
     # the printed command replays the crash: the same seed gives the same inputs, in a copy of the final tree
     argv = tuple(str(part) for part in crash["reproduce_argv"])  # type: ignore[attr-defined]
