@@ -25,6 +25,7 @@ from codeflux.pipeline.atoms import atoms_of_diff
 from codeflux.pipeline.complexity import evaluate_atom_complexity
 from codeflux.pipeline.contracts import evaluate_contracts
 from codeflux.pipeline.documentation import evaluate_atom_documentation
+from codeflux.pipeline.fuzz import evaluate_atom_fuzz
 from codeflux.pipeline.growth import GrowthRun
 from codeflux.pipeline.mutation import evaluate_atom_mutation
 from codeflux.pipeline.optimization import evaluate_atom_optimization
@@ -48,6 +49,7 @@ ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.ATOM_PROPERTY_TESTS, evaluate=evaluate_atom_property_tests),
     AtomStage(stage=StageName.ATOMS, evaluate=evaluate_purity),
     AtomStage(stage=StageName.ATOM_VERIFICATION, evaluate=evaluate_atom_verification),
+    AtomStage(stage=StageName.ATOM_FUZZ, evaluate=evaluate_atom_fuzz),
     AtomStage(stage=StageName.ATOM_MUTATION, evaluate=evaluate_atom_mutation),
     AtomStage(stage=StageName.ANTI_PATTERNS, evaluate=lambda facts: evaluate_anti_patterns(facts.diff)),
     AtomStage(stage=StageName.ATOM_OPTIMIZATION, evaluate=lambda facts: evaluate_atom_optimization(facts.diff)),

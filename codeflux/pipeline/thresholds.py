@@ -22,6 +22,7 @@ from codeflux.store.settings import put_setting, read_setting
 
 __all__ = [
     "ATOM_COMPLEXITY_MAX",
+    "ATOM_FUZZ_BUDGET_S",
     "ATOM_GROWTH_BASE_SIZE",
     "ATOM_GROWTH_BUDGET_MS",
     "ATOM_MUTATION_SCORE_MIN",
@@ -50,6 +51,10 @@ ATOM_COMPLEXITY_MAX: Final = Threshold(
     key="pipeline.atom-complexity.max", default=10, minimum=1, maximum=1000,
     meaning="the highest cyclomatic complexity (radon) an atom may have in stage 16 atom-complexity")
 
+ATOM_FUZZ_BUDGET_S: Final = Threshold(
+    key="pipeline.atom-fuzz.budget-s", default=20, minimum=1, maximum=300,
+    meaning="the time budget, in seconds, stage 12 atom-fuzz fuzzes each parsing or decoding atom for (Hypothesis)")
+
 ATOM_GROWTH_BUDGET_MS: Final = Threshold(
     key="pipeline.atom-complexity.growth-budget-ms", default=5000, minimum=100, maximum=120_000,
     meaning="the time budget, in milliseconds, of timing one atom at three sizes in stage 16 (advisory growth)")
@@ -68,8 +73,8 @@ ATOM_VERIFICATION_RUNS: Final = Threshold(
     meaning="how many times stage 11 atom-verification runs the atoms' tests, each in a random order with its own "
             "recorded seed")
 
-THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_GROWTH_BASE_SIZE, ATOM_GROWTH_BUDGET_MS,
-                                            ATOM_MUTATION_SCORE_MIN, ATOM_VERIFICATION_RUNS)
+THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_FUZZ_BUDGET_S, ATOM_GROWTH_BASE_SIZE,
+                                            ATOM_GROWTH_BUDGET_MS, ATOM_MUTATION_SCORE_MIN, ATOM_VERIFICATION_RUNS)
 """Every threshold key phase B reads (the closed list)."""
 
 

@@ -3,7 +3,7 @@
 **What an overlay is.** Per interpreter — its implementation, ``major.minor`` and platform tag, asked of the
 repository's own interpreter in the task's box (:data:`PROBE_SCRIPT`) — a directory
 ``<data>/tools/repo-<hash>/<key>/site`` (:func:`repository_tools`: never shared between repositories)
-holding the check tools (:data:`CHECK_TOOLS`: coverage.py now) and a manifest
+holding the check tools (:data:`CHECK_TOOLS`: coverage.py and Hypothesis) and a manifest
 (:data:`MANIFEST`) naming each tool's version and where it was installed from. A check that needs a tool runs
 ``<python> -c BOOTSTRAP_SCRIPT <overlay site> -m <module> …`` (:func:`overlay_argv`): the fixed bootstrap
 *appends* the overlay after site-packages (``site.addsitedir``) and runs the module — never ``PYTHONPATH``,
@@ -11,7 +11,8 @@ which would put it first — so the repository's own version of a tool wins when
 ``<data>/tools`` read-only (:func:`~codeflux.worker.client.confinement.box_request`); the rest of the data
 directory stays hidden.
 
-**How one is installed.** Once per key, behind an ``install`` approval: the pipeline's own request
+**How one is installed.** Once per key (again when a check needs a tool the key's overlay lacks), behind an
+``install`` approval, always every tool of :data:`CHECK_TOOLS`: the pipeline's own request
 :func:`install_argv` — the repository's interpreter running pip, started in ``$TMPDIR/codeflux-tools`` — runs
 confined in the task's worker and installs into ``site`` there (the box never writes the data directory),
 from the :class:`ToolSource` the coordinator was given: by default codeflux's own installation (its check tools
@@ -51,6 +52,7 @@ __all__ = [
     "BOOTSTRAP_SCRIPT",
     "CHECK_TOOLS",
     "COVERAGE",
+    "HYPOTHESIS",
     "INDEX_VARIABLE",
     "INSTALL_TEMP",
     "INSTALL_WORKING_DIRECTORY",
@@ -95,8 +97,14 @@ class CheckTool:
 
 
 COVERAGE: Final = CheckTool(name="coverage", module="coverage", requirement="coverage>=7.4,<8")
-CHECK_TOOLS: Final = (COVERAGE,)
-"""The tools an overlay holds (hypothesis, pytest-randomly and pytest join later)."""
+HYPOTHESIS: Final = CheckTool(name="hypothesis", module="hypothesis", requirement="hypothesis>=6.100,<7")
+"""Stage 12's fuzzer (its dependencies — sortedcontainers, and attrs for older releases — come from the same
+source; ``cmd/codeflux-dev setup`` puts them in its wheelhouse)."""
+CHECK_TOOLS: Final = (COVERAGE, HYPOTHESIS)
+"""The tools an overlay holds (pytest-randomly and pytest join later). An install always installs every one of them
+(one exact request, the one the runner's pre-flight settles), so an overlay made before a tool joined this list is
+replaced, on the next install, by one holding them all — while a check that needs only the tools the older overlay
+already has keeps using it (:func:`resolve_tools` asks only for the ``tools`` a check names)."""
 
 
 def tools_directory(data_dir: Path) -> Path:
@@ -425,7 +433,7 @@ def resolve_tools(ports: PipelinePorts, *, attempt: int, interpreter: str, test_
     overlay = installed_overlay(root, facts.key)
     install: dict[str, object] | None = None
     if overlay is None or any(tool.name not in overlay[1] for tool in missing):
-        installed = _install(ports, attempt=attempt, interpreter=interpreter, key=facts.key, tools=tools, root=root)
+        installed = _install(ports, attempt=attempt, interpreter=interpreter, key=facts.key, root=root)
         if isinstance(installed, str):
             names = ", ".join(tool.name for tool in missing)
             return ToolResolution(interpreter=interpreter, tools=tuple(provided), key=facts.key, probe_argv=probe,
@@ -465,10 +473,12 @@ def _copy_wheels(wheelhouse: Path, target: Path) -> str | None:
     return None
 
 
-def _install(ports: PipelinePorts, *, attempt: int, interpreter: str, key: str, tools: Sequence[CheckTool],
-             root: Path) -> tuple[tuple[Path, Mapping[str, str]], dict[str, object]] | str:
-    """Install every tool of ``tools`` for ``key`` (see the module docstring); the overlay and the install's
-    evidence, or why it was not installed."""
+def _install(ports: PipelinePorts, *, attempt: int, interpreter: str, key: str, root: Path
+             ) -> tuple[tuple[Path, Mapping[str, str]], dict[str, object]] | str:
+    """Install every tool of :data:`CHECK_TOOLS` for ``key`` — whichever one a check asked for, so the one request
+    is the pre-flight's and the new overlay (replacing the key's older one) holds them all (see the module
+    docstring); the overlay and the install's evidence, or why it was not installed."""
+    tools = CHECK_TOOLS
     commands, task_id = ports.commands, ports.facts.task_id
     source = commands.tool_source()
     if source is None:

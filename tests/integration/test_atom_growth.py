@@ -23,7 +23,12 @@ from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.growth import DOES_NOT_PROVE, NO_SIZED_INPUT
 from codeflux.pipeline.program import pytest_argv
-from codeflux.pipeline.thresholds import ATOM_GROWTH_BASE_SIZE, ATOM_GROWTH_BUDGET_MS, set_threshold
+from codeflux.pipeline.thresholds import (
+    ATOM_FUZZ_BUDGET_S,
+    ATOM_GROWTH_BASE_SIZE,
+    ATOM_GROWTH_BUDGET_MS,
+    set_threshold,
+)
 from codeflux.store.database import Database
 from tests.fixtures.repos import BASE_FILES
 from tests.fixtures.task_runs import (
@@ -91,6 +96,7 @@ def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
         built = make_harness(db, tmp_path, driver)
         set_threshold(db, ATOM_GROWTH_BASE_SIZE, 100, expected_revision=None)  # sizes 100, 400, 1600
         set_threshold(db, ATOM_GROWTH_BUDGET_MS, 1000, expected_revision=None)
+        set_threshold(db, ATOM_FUZZ_BUDGET_S, 1, expected_revision=None)  # stage 12 fuzzes stamp and leak
         yield built
 
 
@@ -157,6 +163,13 @@ def test_growth_tells_linear_from_quadratic_in_the_box_and_never_writes_outside_
     assert evidence["growth"]["settings"]["budget_ms"]["value"] == 1000
     assert "advisory growth (wall-clock, three sizes): pkg.calc.total ~ size^" in gate
     assert f"pkg.calc.equal_pairs ~ size^{quadratic['exponent']}" in gate
+    # stage 12 ran in the same real run (budget 1 s, a stored setting): the atoms taking text were fuzzed, and the
+    # poisoned one's refused write is an exception its contract does not document
+    fuzz = next(row for row in harness.tasks.ledger(task_id, 1) if row.verdict.stage is StageName.ATOM_FUZZ)
+    assert fuzz.verdict.outcome is StageOutcome.FAILED, fuzz.verdict
+    assert [str(finding).split(" raised ")[0] for finding in fuzz.evidence["findings"]] == [  # type: ignore[attr-defined]
+        "pkg.calc.leak"]
+    assert fuzz.evidence["settings"]["budget_s"]["value"] == 1  # type: ignore[index]
 
 
 def test_without_the_test_commands_allowance_growth_is_not_measured_and_radon_still_decides(harness: Harness,

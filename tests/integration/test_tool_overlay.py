@@ -58,7 +58,7 @@ def test_a_missing_tool_is_installed_once_behind_its_approval_then_reused_and_ap
     python, test_argv = harness.venv_python, pytest_argv(harness.venv_python)
     tools = repository_tools(tmp_path / "tools", ports.facts.worktree.repo_root)  # overlays are per repository
 
-    unapproved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=test_argv)
+    unapproved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=test_argv, tools=(COVERAGE,))
 
     # the install is its own request: with no decision on it, nothing is installed and the stage would be blocked
     assert not unapproved.ready and "coverage" in (unapproved.blocked or "")
@@ -68,14 +68,17 @@ def test_a_missing_tool_is_installed_once_behind_its_approval_then_reused_and_ap
     assert install[1:4] == ("-m", "pip", "install") and "--no-index" in install
     allow(harness.driver, ports.facts.task_id, install, working_directory=INSTALL_WORKING_DIRECTORY)
 
-    resolved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=test_argv)
+    resolved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=test_argv, tools=(COVERAGE,))
 
     assert resolved.ready, resolved.blocked
     assert resolved.key is not None and resolved.key.startswith("cpython-3.")
     assert [tool.to_evidence() for tool in resolved.tools] == [{
         "tool": "coverage", "version": version, "provided_by": "codeflux overlay",
         "location": str(tools / resolved.key / "site")}]
-    assert resolved.install is not None and resolved.install["installed"] == {"coverage": version}
+    # one install holds every check tool (the pre-flight's exact request), Hypothesis and its dependency with it
+    assert resolved.install is not None and resolved.install["installed"] == {
+        "coverage": version, "hypothesis": wheelhouse_version("hypothesis")}
+    assert any((tools / resolved.key / "site").glob("sortedcontainers-*.dist-info"))
     assert "--no-index" in resolved.install["argv"]  # type: ignore[operator]
     assert (tools / resolved.key / MANIFEST).is_file()
     # from a wheelhouse the install is an install, never a network operation: its box had no network
@@ -100,7 +103,7 @@ def test_a_missing_tool_is_installed_once_behind_its_approval_then_reused_and_ap
 
     # the next attempt (as any task of an interpreter with the same key) reuses it: no install request, nothing asked
     allow(harness.driver, ports.facts.task_id, test_argv, attempt=2)
-    reused = resolve_tools(ports, attempt=2, interpreter=python, test_argv=test_argv)
+    reused = resolve_tools(ports, attempt=2, interpreter=python, test_argv=test_argv, tools=(COVERAGE,))
     assert reused.ready and reused.install is None and reused.overlay_site == resolved.overlay_site
     assert install_requested(harness.db, ports.facts.task_id, python, attempt=1)
     assert not install_requested(harness.db, ports.facts.task_id, python, attempt=2)
@@ -116,7 +119,7 @@ def test_a_tool_missing_where_no_install_may_be_asked_for_is_blocked_naming_the_
         ports = running_ports(harness)
 
         resolved = resolve_tools(ports, attempt=1, interpreter=harness.venv_python,
-                                 test_argv=pytest_argv(harness.venv_python))
+                                 test_argv=pytest_argv(harness.venv_python), tools=(COVERAGE,))
 
     assert not resolved.ready
     blocked = resolved.blocked or ""
@@ -172,7 +175,7 @@ def test_the_repository_s_own_tool_wins_over_the_overlay(harness: Harness, tmp_p
     ports = running_ports(harness)
     allow(harness.driver, ports.facts.task_id, pytest_argv(python))
 
-    resolved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=pytest_argv(python))
+    resolved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=pytest_argv(python), tools=(COVERAGE,))
 
     assert resolved.ready, resolved.blocked
     assert resolved.overlay_site is None and resolved.install is None

@@ -202,10 +202,19 @@ def _mutation(entry: Mapping[str, object], findings: Sequence[str]) -> list[str]
     return parts
 
 
+def _fuzzing(entry: Mapping[str, object], findings: Sequence[str]) -> list[str]:
+    inputs = entry.get("inputs")
+    if entry.get("fuzzed") is True and isinstance(entry.get("outcome"), str):
+        tried = f" after {inputs} input(s)" if isinstance(inputs, int) and not isinstance(inputs, bool) else ""
+        return [f"fuzzed: {entry['outcome']}{tried}"]
+    return [str(entry["detail"])] if isinstance(entry.get("detail"), str) else []
+
+
 _SUMMARIES: Final[Mapping[StageName, Callable[[Mapping[str, object], Sequence[str]], list[str]]]] = {
     StageName.CONTRACTS: _contract, StageName.ATOM_EXAMPLE_TESTS: _example_tests, StageName.ATOMS: _purity,
     StageName.ATOM_COMPLEXITY: _complexity, StageName.ATOM_DOCUMENTATION: _documentation,
     StageName.ANTI_PATTERNS: _anti_patterns, StageName.ATOM_VERIFICATION: _seeds, StageName.ATOM_MUTATION: _mutation,
+    StageName.ATOM_FUZZ: _fuzzing,
 }
 
 

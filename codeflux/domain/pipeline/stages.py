@@ -222,9 +222,13 @@ STAGES: Final[tuple[Stage, ...]] = (
            _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_EXAMPLE_TESTS, _N.ATOM_PROPERTY_TESTS, _N.ATOMS), sends_back=True,
            performable=True),
     _stage(12, _N.ATOM_FUZZ, _P.ATOMS,
-           "Every parsing boundary is fuzzed within its time budget without an undeclared exception or "
-           "a hang.",
-           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOMS,)),
+           "Each atom taking text, bytes, a path or JSON, or named to parse, decode, load or read, is fuzzed with "
+           "Hypothesis in the task's box for its time budget (default 20 s per atom, a setting) from one recorded "
+           "seed, and raises nothing but the exceptions its docstring documents (or their subclasses) and never "
+           "runs past the per-input deadline; a failing input is kept with its exception and the command that "
+           "replays it. Not proven: that other inputs, seeds or a longer budget find nothing; return values are "
+           "not judged.",
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOMS,), performable=True),
     _stage(13, _N.ATOM_MUTATION, _P.ATOMS,
            "For every atom, at least the configured share (default 70 %) of the mutants codeflux makes with libcst on "
            "the lines the diff adds or rewrites (arithmetic, comparison, boolean, constant, return-value and "

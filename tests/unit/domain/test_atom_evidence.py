@@ -129,3 +129,19 @@ def test_seeds_and_mutation_say_in_words_what_was_run_and_what_it_found() -> Non
     again = items(atom_evidence([ran(N.CONTRACTS), ran(N.ATOM_MUTATION)],
                                 {N.CONTRACTS: {"atoms": [ADD]}, N.ATOM_MUTATION: {"atoms": [unjudged]}}))
     assert again["atom-mutation"]["summary"] == "not judged: no test covers line 6"
+
+
+def test_stage_12_s_entry_says_whether_the_atom_was_fuzzed_and_how_it_ended() -> None:
+    crashed = {**ADD, "fuzzed": True, "outcome": "failed", "inputs": 37, "input": "{'data': b'\\x00'}",
+               "findings": ["calc.ops.add raised builtins.ZeroDivisionError on input {'data': b'\\x00'}"]}
+    section = atom_evidence([ran(N.CONTRACTS), ran(N.ATOM_FUZZ, StageOutcome.FAILED)],
+                            {N.CONTRACTS: {"atoms": [ADD]}, N.ATOM_FUZZ: {"atoms": [crashed]}})
+
+    found = items(section)["atom-fuzz"]
+
+    assert found["measures"] == "fuzzing" and found["summary"] == "fuzzed: failed after 37 input(s)"
+    assert found["findings"] == [crashed["findings"][0]]  # type: ignore[index]
+    assert found["facts"]["input"] == "{'data': b'\\x00'}"  # type: ignore[index]
+    skipped = {**ADD, "fuzzed": False, "detail": "not fuzzed: it does not parse or decode"}
+    again = atom_evidence([ran(N.ATOM_FUZZ)], {N.ATOM_FUZZ: {"atoms": [skipped]}})
+    assert items(again)["atom-fuzz"]["summary"] == "not fuzzed: it does not parse or decode"

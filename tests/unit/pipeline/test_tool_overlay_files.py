@@ -60,6 +60,8 @@ def test_the_pre_flight_asks_for_an_install_only_when_it_may_be_needed(tmp_path:
     assert install_to_settle(python, tools_root=tools, source=None) is None  # nothing to install from
     assert install_to_settle(python, tools_root=tools, source=source) == install_argv(python, source)
     (venv / "lib" / "python3.11" / "site-packages" / "coverage").mkdir()
+    assert install_to_settle(python, tools_root=tools, source=source) is not None  # hypothesis is still missing
+    (venv / "lib" / "python3.11" / "site-packages" / "hypothesis").mkdir()
     assert install_to_settle(python, tools_root=tools, source=source) is None  # the environment's own
 
     # python3 on PATH: the key the box's probe found last time, with its verified overlay, means no card
@@ -68,4 +70,8 @@ def test_the_pre_flight_asks_for_an_install_only_when_it_may_be_needed(tmp_path:
     site_with_coverage(tools / "cpython-3.11-linux_x86_64")
     (tools / "cpython-3.11-linux_x86_64" / "codeflux-overlay.json").write_text(
         '{"key": "cpython-3.11-linux_x86_64", "tools": {"coverage": "7.9.1"}}')
+    # an overlay made before Hypothesis joined the check tools: the next install (of every tool) replaces it
+    assert install_to_settle("python3", tools_root=tools, source=source) == install_argv("python3", source)
+    (tools / "cpython-3.11-linux_x86_64" / "codeflux-overlay.json").write_text(
+        '{"key": "cpython-3.11-linux_x86_64", "tools": {"coverage": "7.9.1", "hypothesis": "6.170.17"}}')
     assert install_to_settle("python3", tools_root=tools, source=source) is None
