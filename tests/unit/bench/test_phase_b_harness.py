@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.domain.pipeline import StageName, StageOutcome
+from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
 from codeflux.pipeline.mutation import MUTATION_SCRIPT
 from codeflux.pipeline.phase_b import ATOM_STAGES, AtomStage
 from codeflux.pipeline.specification import stage_result
@@ -21,7 +21,10 @@ from tests.bench._phase_b import (
     SDIST,
     SDIST_LICENCE,
     TOOLZ_FILE,
+    CommandTiming,
     HarnessError,
+    PhaseBRun,
+    StageTiming,
     TimedCommands,
     _script_names,
     apply_edits,
@@ -111,3 +114,21 @@ def test_timed_stages_keep_the_order_and_results_and_say_which_stage_runs(tmp_pa
     assert [stage.stage for stage in stages] == [stage.stage for stage in ATOM_STAGES] == running
     assert [name for name, _, _ in seen] == running and [result for _, _, result in seen] == results
     assert all(seconds >= 0 for _, seconds, _ in seen) and commands.stage is None
+
+
+def test_fuzz_and_growth_are_taken_off_the_counted_time_and_reported_apart() -> None:
+    def stage(name: StageName, seconds: float) -> StageTiming:
+        return StageTiming(stage=name, number=stage_named(name).number, seconds=seconds, outcome="satisfied", said="")
+
+    def command(name: StageName, seconds: float, *, growth: bool = False) -> CommandTiming:
+        return CommandTiming(stage=name, label="x", seconds=seconds, program=seconds / 2, state="succeeded",
+                             growth=growth)
+
+    run = PhaseBRun(case="c", wall=10.0,
+                    stages=(stage(StageName.ATOM_EXAMPLE_TESTS, 3.0), stage(StageName.ATOM_FUZZ, 2.5),
+                            stage(StageName.ATOM_COMPLEXITY, 1.5)),
+                    commands=(command(StageName.ATOM_EXAMPLE_TESTS, 2.0),
+                              command(StageName.ATOM_COMPLEXITY, 1.25, growth=True)))
+
+    assert (run.fuzz, run.growth, run.counted) == (2.5, 1.25, 6.25)
+    assert run.stage_seconds(StageName.ATOM_FUZZ) == 2.5 and run.stage_seconds(StageName.ATOMS) == 0
