@@ -58,6 +58,7 @@ from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.repository import open_repository
 from codeflux.gitwork.worktrees import create_task_worktree
 from codeflux.pipeline.assembly import evaluate_assembly
+from codeflux.pipeline.coverage_map import coverage_argv
 from codeflux.pipeline.growth_script import GROWTH_SCRIPT
 from codeflux.pipeline.phase_b import ATOM_STAGES, AtomStage, record_atom_stages
 from codeflux.pipeline.ports import CheckCommandRun, PipelinePorts, TaskFacts, ToolSource
@@ -237,18 +238,36 @@ def suite_copy(case: Case, root: Path) -> Path:
     return root
 
 
-def suite_seconds(python: Path, root: Path, temp: Path) -> tuple[float, str]:
-    """The package's whole suite, unconfined, with ``python``: wall seconds and pytest's last line."""
+def _unconfined(argv: list[str], root: Path, temp: Path) -> tuple[float, str]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(temp), "TMPDIR": str(temp),
            "PYTHONDONTWRITEBYTECODE": "1", "LC_ALL": "C.UTF-8"}
     started = time.perf_counter()
-    done = subprocess.run([str(python), *SUITE_ARGV_TAIL], cwd=root, env=env, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
     last = (done.stdout.strip().splitlines() or [""])[-1]
     if done.returncode != 0:
-        raise HarnessError(f"the suite failed in {root.name} (exit {done.returncode}): {last}")
+        raise HarnessError(f"{argv[1:3]} failed in {root.name} (exit {done.returncode}): {last}")
     return seconds, last
+
+
+def suite_seconds(python: Path, root: Path, temp: Path) -> tuple[float, str]:
+    """The package's whole suite, unconfined, with ``python``: wall seconds and pytest's last line."""
+    return _unconfined([str(python), *SUITE_ARGV_TAIL], root, temp)
+
+
+def coverage_twin_seconds(python: Path, overlay_site: Path, root: Path, temp: Path, files: list[str]) -> float:
+    """Stage 8's coverage run (the same fixed ``COVERAGE_SCRIPT`` and argv, the overlay's coverage.py) unconfined
+    and outside the worker: what the measurement costs without the box."""
+    (temp / "codeflux-checks").mkdir(parents=True, exist_ok=True)
+    return _unconfined(list(coverage_argv(str(python), overlay_site, files)), root, temp)[0]
+
+
+def overlay_site(bench: Bench) -> Path:
+    """The overlay the bench's first phase B installed (one repository, one interpreter: one ``site``)."""
+    sites = sorted(path for path in bench.driver.tools_directory.glob("*/*/site") if path.is_dir())
+    if len(sites) != 1:
+        raise HarnessError(f"expected one installed overlay, found {len(sites)}")
+    return sites[0]
 
 
 # ─── timing phase B ───────────────────────────────────────────────────────────────────────────────────────────
@@ -503,6 +522,7 @@ class CaseFigures:
     warm: tuple[PhaseBRun, ...]
     suite: tuple[float, ...]
     suite_said: str
+    coverage_twin: tuple[float, ...]
 
 
 TARGET: Final = 5.0
@@ -512,16 +532,22 @@ def bench_case(case: Case, root: Path, *, samples: int) -> CaseFigures:
     """``samples`` warm phase B runs of ``case`` interleaved with as many runs of its suite (after one cold run)."""
     warm: list[PhaseBRun] = []
     suite: list[float] = []
+    twin: list[float] = []
     said = ""
+    files = sorted({edit.path for edit in case.edits})
     with open_bench(case, root / "bench") as bench:
         cold = run_phase_b(bench)
+        site = overlay_site(bench)
         for n in range(samples):
             warm.append(run_phase_b(bench))
-            temp = root / f"suite-{n}-tmp"
-            temp.mkdir()
-            seconds, said = suite_seconds(bench.python, suite_copy(case, root / f"suite-{n}"), temp)
+            copy = suite_copy(case, root / f"suite-{n}")
+            for name in ("suite", "twin"):
+                (root / f"{name}-{n}-tmp").mkdir()
+            seconds, said = suite_seconds(bench.python, copy, root / f"suite-{n}-tmp")
             suite.append(seconds)
-    return CaseFigures(case=case, cold=cold, warm=tuple(warm), suite=tuple(suite), suite_said=said)
+            twin.append(coverage_twin_seconds(bench.python, site, copy, root / f"twin-{n}-tmp", files))
+    return CaseFigures(case=case, cold=cold, warm=tuple(warm), suite=tuple(suite), suite_said=said,
+                       coverage_twin=tuple(twin))
 
 
 def _median(values: list[float]) -> float:
@@ -552,6 +578,10 @@ def report_case(figures: CaseFigures, say: Callable[[str], None]) -> float:
     ratio = counted / suite
     say(f"  {figures.case.name}: {figures.case.about}")
     say(f"    the package's whole suite (unconfined, same interpreter): {suite:6.2f} s  ({figures.suite_said})")
+    twin = _median(list(figures.coverage_twin))
+    boxed = _median([sum(item.seconds for item in run.commands if item.label == "COVERAGE_SCRIPT") for run in warm])
+    say(f"    stage 8's coverage run: in the box {boxed:.2f} s = {boxed / suite:.1f}x the suite; unconfined (same "
+        f"script, argv, overlay) {twin:.2f} s = {twin / suite:.1f}x")
     say(f"    phase B wall (record_atom_stages, {len(warm)} warm runs): {wall:6.2f} s   "
         f"(first run, overlay installed: {figures.cold.wall:.2f} s)")
     say(f"    budgets reported apart: fuzz (stage 12) {_median([run.fuzz for run in warm]):.2f} s"
@@ -564,6 +594,9 @@ def report_case(figures: CaseFigures, say: Callable[[str], None]) -> float:
     programs = _median([sum(item.program for item in items) for items in inside])
     say(f"    of the wall: {len(inside[0])} confined commands {around:.2f} s (the boxed programs' own time "
         f"{programs:.2f} s), the coordinator's own work {wall - around:.2f} s")
+    for stage in warm[0].stages:
+        if stage.outcome == "blocked":
+            say(f"    NOTE stage {stage.number} {stage.stage} was blocked (no measurement): {stage.said}")
     say("    per stage: median s, outcome, the confined commands it ran: median s around the call "
         "(the boxed program's own s)")
     for position, stage in enumerate(warm[0].stages):

@@ -7,9 +7,10 @@ Run with `cmd/codeflux-dev bench pipeline`.
   started task, its worktree, the real worker, every command confined, coverage.py from the overlay installed
   from ``.artifacts/wheelhouse``) on the demo's change and on a one-function change in toolz 1.2.0 (its sdist is
   vendored in ``tests/data``), against that package's whole pytest suite run with the same interpreter in the same
-  run; per stage, and the confined commands each stage ran. Fuzz (stage 12) and growth (stage 16's timing run)
-  are taken off and reported apart. The harness is ``tests/bench/_phase_b.py`` (its docstring says how);
-  ``CODEFLUX_BENCH_PHASE_B_SAMPLES`` (default 3) sets the warm runs per case.
+  run; per stage, and the confined commands each stage ran (with the boxed program's own time), plus stage 8's
+  coverage run repeated unconfined (what the box adds to the largest command). Fuzz (stage 12) and growth
+  (stage 16's timing run) are taken off and reported apart. The harness is ``tests/bench/_phase_b.py`` (its
+  docstring says how); ``CODEFLUX_BENCH_PHASE_B_SAMPLES`` (default 3) sets the warm runs per case.
 
 * **mutation** — one small project (``pkg/calc.py`` with ``scale``, a tests file whose ``test_scale`` covers it).
   codeflux's side: the mutants of ``scale``'s body made by :func:`~codeflux.pipeline.mutants.mutants_of_atom` (every
@@ -40,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-from _phase_b import REPO_ENV, bench_phase_b
+from _phase_b import REPO_ENV, WHEELHOUSE, bench_phase_b
 
 from codeflux.pipeline.mutants import mutants_of_atom
 from codeflux.pipeline.mutation import MIN_TIMEOUT_SECONDS, MUTATION_SCRIPT
@@ -131,6 +132,9 @@ def main() -> int:
     python = BENCH_TOOLS / "bin" / "python"
     if not (BENCH_TOOLS / "bin" / "mutmut").exists():
         print(f"bench pipeline: mutmut is not in {BENCH_TOOLS} — run cmd/codeflux-dev setup", file=sys.stderr)
+        return 1
+    if not any(WHEELHOUSE.glob("coverage-*.whl")):
+        print(f"bench pipeline: no coverage wheel in {WHEELHOUSE} — run cmd/codeflux-dev setup", file=sys.stderr)
         return 1
     if not (REPO_ENV / "bin" / "pytest").exists():
         print(f"bench pipeline: pytest is not in {REPO_ENV} — run cmd/codeflux-dev bench pipeline", file=sys.stderr)
