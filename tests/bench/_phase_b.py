@@ -108,7 +108,6 @@ SUITE_ARGV_TAIL: Final = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
 """The raw baseline: the package's whole suite, as its own configuration selects it."""
 
 FUZZ: Final = StageName.ATOM_FUZZ
-GROWTH_STAGE: Final = StageName.ATOM_COMPLEXITY
 _GIT: Final = ("git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false", "-c", "init.defaultBranch=main",
                "-c", "user.name=bench", "-c", "user.email=bench@example.invalid")
 _KEYS: Final = iter(range(1_000_000))
