@@ -1,6 +1,16 @@
-"""Benchmark: stage 13's mutant runner against ``mutmut run`` restricted to the same function, in the same run.
+"""Benchmark: phase B's wall time against the package's own suite, and stage 13's mutant runner against
+``mutmut run`` restricted to the same function, in the same run.
 
 Run with `cmd/codeflux-dev bench pipeline`.
+
+* **phase B** — stages 5 and 7–17 as :func:`codeflux.pipeline.phase_b.record_atom_stages` runs them, for real (a
+  started task, its worktree, the real worker, every command confined, coverage.py from the overlay installed
+  from ``.artifacts/wheelhouse``) on the demo's change and on a one-function change in toolz 1.2.0 (its sdist is
+  vendored in ``tests/data``), against that package's whole pytest suite run with the same interpreter in the same
+  run; per stage, and the confined commands each stage ran (with the boxed program's own time), plus stage 8's
+  coverage run repeated unconfined (what the box adds to the largest command). Fuzz (stage 12) and growth
+  (stage 16's timing run) are taken off and reported apart. The harness is ``tests/bench/_phase_b.py`` (its
+  docstring says how); ``CODEFLUX_BENCH_PHASE_B_SAMPLES`` (default 3) sets the warm runs per case.
 
 * **mutation** — one small project (``pkg/calc.py`` with ``scale``, a tests file whose ``test_scale`` covers it).
   codeflux's side: the mutants of ``scale``'s body made by :func:`~codeflux.pipeline.mutants.mutants_of_atom` (every
@@ -31,12 +41,15 @@ import time
 from pathlib import Path
 from typing import Final
 
+from _phase_b import REPO_ENV, WHEELHOUSE, bench_phase_b
+
 from codeflux.pipeline.mutants import mutants_of_atom
 from codeflux.pipeline.mutation import MIN_TIMEOUT_SECONDS, MUTATION_SCRIPT
 
 REPO: Final = Path(__file__).resolve().parents[2]
 BENCH_TOOLS: Final = REPO / ".artifacts" / "bench-tools"
 SAMPLES: Final = 5
+PHASE_B_SAMPLES: Final = int(os.environ.get("CODEFLUX_BENCH_PHASE_B_SAMPLES", "3"))
 
 CALC: Final = (
     "def add(a, b):\n    return a + b\n\n\n"
@@ -120,6 +133,13 @@ def main() -> int:
     if not (BENCH_TOOLS / "bin" / "mutmut").exists():
         print(f"bench pipeline: mutmut is not in {BENCH_TOOLS} — run cmd/codeflux-dev setup", file=sys.stderr)
         return 1
+    if not any(WHEELHOUSE.glob("coverage-*.whl")):
+        print(f"bench pipeline: no coverage wheel in {WHEELHOUSE} — run cmd/codeflux-dev setup", file=sys.stderr)
+        return 1
+    if not (REPO_ENV / "bin" / "pytest").exists():
+        print(f"bench pipeline: pytest is not in {REPO_ENV} — run cmd/codeflux-dev bench pipeline", file=sys.stderr)
+        return 1
+    bench_phase_b(PHASE_B_SAMPLES, print)
     ours: list[tuple[float, int, float]] = []
     theirs: list[tuple[float, int]] = []
     raw: list[float] = []
