@@ -23,6 +23,7 @@ from codeflux.domain.ids import TaskId
 from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.tool_overlay import (
     COVERAGE,
+    HYPOTHESIS,
     INSTALL_TEMP,
     INSTALL_WORKING_DIRECTORY,
     MANIFEST,
@@ -144,13 +145,14 @@ def test_with_no_source_configured_the_overlay_comes_from_codeflux_s_own_install
         ports = running_ports(harness)
         python, test_argv = harness.venv_python, pytest_argv(harness.venv_python)
         install = install_argv(python, ToolSource())
-        assert install[-3:] == ("--find-links", "wheels", COVERAGE.requirement)
+        assert install[-4:] == ("--find-links", "wheels", COVERAGE.requirement, HYPOTHESIS.requirement)
         allow(harness.driver, ports.facts.task_id, install, working_directory=INSTALL_WORKING_DIRECTORY)
 
         resolved = resolve_tools(ports, attempt=1, interpreter=python, test_argv=test_argv)
 
     assert resolved.ready, resolved.blocked
-    assert resolved.install is not None and resolved.install["installed"] == {"coverage": own}
+    assert resolved.install is not None
+    assert resolved.install["installed"] == {"coverage": own, "hypothesis": importlib.metadata.version("hypothesis")}
     assert resolved.install["source"] == "codeflux's own installation"
     request = harness.db.read(lambda view: authority_rows.read_tool_request(view, str(resolved.install["request_id"])))
     needs = {need.need.capability.value for need in request.needs}
