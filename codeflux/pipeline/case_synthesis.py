@@ -425,7 +425,7 @@ def evaluate_atom_case_synthesis(facts: AtomFacts) -> StageResult:
     measured = atom_coverage(facts)
     usable = measured.usable(to="find the atoms' tests and record the arguments they pass")
     if isinstance(usable, str):
-        return stage_result(_STAGE, StageOutcome.BLOCKED, usable, {**base, "atoms": others})
+        return stage_result(_STAGE, StageOutcome.BLOCKED, usable, {})  # a blocked row carries no evidence
     command, tools, coverage = usable
     worktree = facts.ports.facts.worktree.path
     judged = [_Judged(atom=item.atom, parameters=item.parameters, tests=tests_of_atom(worktree, item.atom, coverage))
@@ -436,7 +436,7 @@ def evaluate_atom_case_synthesis(facts: AtomFacts) -> StageResult:
     if tests:
         outcome = _record(facts, interpreter=tools.interpreter, covered_by=command.argv, judged=judged, tests=tests)
         if isinstance(outcome, str):
-            return stage_result(_STAGE, StageOutcome.BLOCKED, outcome, {**base, "atoms": others})
+            return stage_result(_STAGE, StageOutcome.BLOCKED, outcome, {})
         recorded, details = outcome
         run_evidence.update(details)
     return _judgement(judged, others, recorded, {**base, **run_evidence})
@@ -454,8 +454,8 @@ def _record(facts: AtomFacts, *, interpreter: str, covered_by: tuple[str, ...], 
         run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=facts.attempt, covered_by=covered_by)
         if not run.ran:
             return f"the atoms' tests were not run to record their arguments: {run.refusal}"
-        details: dict[str, object] = {"argv": list(argv), "command": _shown(argv), "request_id": run.request_id,
-                                      "exit_code": run.exit_code, "state": run.state}
+        details: dict[str, object] = {"command": _shown(argv), "script_chars": len(_script()),
+                                      "request_id": run.request_id, "exit_code": run.exit_code, "state": run.state}
         document = read_box_json(report, max_bytes=_MAX_REPORT_BYTES)
         if document is None:
             tail = (run.stderr or run.stdout).strip().splitlines()[-_TAIL_LINES:]

@@ -194,6 +194,7 @@ def test_without_coverage_and_no_way_to_install_it_the_stage_is_blocked_naming_t
 
     assert result.verdict.outcome is StageOutcome.BLOCKED, result.verdict
     assert (result.verdict.reason or "").startswith("coverage is not in the repository's environment")
+    assert result.evidence == {}  # the ledger stores a blocked verdict with no evidence
 
 
 def test_the_catalog_says_stage_7_is_performed_in_phase_b_and_what_it_does_not_check() -> None:

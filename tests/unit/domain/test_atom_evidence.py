@@ -104,3 +104,20 @@ def test_complexity_says_growth_as_stage_16_recorded_it_in_either_shape() -> Non
 
     assert summary(timed) == "cyclomatic complexity 2; growth: time grows like size^1.02 over sizes 1, 2, 4"
     assert summary(said) == "cyclomatic complexity 2; growth not measured (this stage only reads the source)"
+
+
+def test_the_input_ladder_says_per_parameter_how_many_rungs_the_tests_exercised() -> None:
+    ladder = {**ADD, "tests": ["t::a"], "parameters": [
+        {"name": "a", "rungs": [{"rung": "typical"}, {"rung": "degenerate"}, {"rung": "wrong-type"}],
+         "unexercised": ["wrong-type"]},
+        {"name": "b", "rungs": [{"rung": "typical"}, {"rung": "degenerate"}], "unexercised": []},
+        {"name": "*rest", "no_ladder": "no type codeflux derives a ladder from"}]}
+    bare = {**ADD, "qualified_name": "calc.ops.now", "parameters": [],
+            "skipped": "takes no parameter other than self/cls"}
+    section = atom_evidence([ran(N.ATOM_CASE_SYNTHESIS, StageOutcome.FAILED)],
+                            {N.ATOM_CASE_SYNTHESIS: {"atoms": [ladder, bare]}})
+
+    assert items(section)["atom-case-synthesis"]["summary"] == (
+        "a: 2 of 3 rungs exercised (not: wrong-type); b: 2 of 2 rungs exercised; *rest: no ladder")
+    assert items(section, "calc.ops.now")["atom-case-synthesis"]["summary"] == (
+        "not judged: takes no parameter other than self/cls")
