@@ -12,7 +12,10 @@ test``), not a runtime one, so the rungs are defined by codeflux's own classific
 :data:`RULES_VERSION`) and the examples shown for each rung come from fixed deterministic generators here
 (:func:`examples_of`) — each example is kept only when the classifier puts it on its rung. Adding Hypothesis (and its
 dependencies) to codeflux's runtime for ``from_type`` would buy examples of the same classes and no extra
-measurement: the gate reads the repository's tests' arguments, never codeflux's examples (which are never run).
+measurement: the gate reads the repository's tests' arguments, never codeflux's examples (which are never run). Even
+where Hypothesis is installed beside codeflux (as a check tool for the box), codeflux's own interpreter does not
+import it here: the pipeline package leans on ruff, radon and libcst only, and the examples stay the same whatever
+Hypothesis version is installed.
 
 **Kinds** are JSON objects derived from a parameter's annotation (:mod:`codeflux.pipeline.case_synthesis`):
 ``{"kind": K}`` for ``int``, ``float``, ``bool``, ``str``, ``bytes``, ``path``, ``none``, ``callable``, ``any``;
