@@ -1,4 +1,4 @@
-"""Which tests execute each atom — measured once per attempt and shared by the stages that need it (8, 9, 11).
+"""Which tests execute each atom — measured once per attempt and shared by the stages that need it (7, 8, 9, 11, 13).
 
 :func:`atom_coverage` detects the test command, resolves coverage.py (the repository's own, else codeflux's
 overlay; :func:`~codeflux.pipeline.tool_overlay.resolve_tools`) and runs the coverage map

@@ -1,10 +1,9 @@
 """Findings of failed advisory stages, carried into an attempt a send-back gate starts (ARCHITECTURE §8.3).
 
-Stages 5 contracts, 8 atom-example-tests, 9 atom-property-tests, 12 atom-fuzz, 13 atom-mutation and 14
-anti-patterns never send work back themselves: their failure is listed in the ledger and the evidence bundle. When
-a send-back gate
-(assembly, the tests, the examples) starts another attempt anyway, what those stages found joins the failure the
-next attempt is told about, so the loop can fix them in the same pass.
+Stages 5 contracts, 7 atom-case-synthesis, 8 atom-example-tests, 9 atom-property-tests, 12 atom-fuzz, 13
+atom-mutation and 14 anti-patterns never send work back themselves: their failure is listed in the ledger and the
+evidence bundle. When a send-back gate (assembly, the tests, the examples) starts another attempt anyway, what those
+stages found joins the failure the next attempt is told about, so the loop can fix them in the same pass.
 
 Each of those stages records its findings in its evidence under ``findings``: a list of short strings, one
 finding each. :func:`other_findings` reads them from the attempt's ledger — only for stages recorded
@@ -30,7 +29,8 @@ __all__ = [
 ]
 
 FINDINGS_JOIN_SEND_BACK: Final = frozenset({
-    StageName.CONTRACTS, StageName.ATOM_EXAMPLE_TESTS, StageName.ATOM_PROPERTY_TESTS, StageName.ATOM_FUZZ,
+    StageName.CONTRACTS, StageName.ATOM_CASE_SYNTHESIS, StageName.ATOM_EXAMPLE_TESTS, StageName.ATOM_PROPERTY_TESTS,
+    StageName.ATOM_FUZZ,
     StageName.ATOM_MUTATION, StageName.ANTI_PATTERNS,
 })
 MAX_FINDINGS_PER_STAGE: Final = 10

@@ -22,6 +22,7 @@ from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.atom_properties import evaluate_atom_property_tests
 from codeflux.pipeline.atom_verification import evaluate_atom_verification
 from codeflux.pipeline.atoms import atoms_of_diff
+from codeflux.pipeline.case_synthesis import evaluate_atom_case_synthesis
 from codeflux.pipeline.complexity import evaluate_atom_complexity
 from codeflux.pipeline.contracts import evaluate_contracts
 from codeflux.pipeline.documentation import evaluate_atom_documentation
@@ -45,6 +46,7 @@ class AtomStage:
 
 ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.CONTRACTS, evaluate=evaluate_contracts),
+    AtomStage(stage=StageName.ATOM_CASE_SYNTHESIS, evaluate=evaluate_atom_case_synthesis),
     AtomStage(stage=StageName.ATOM_EXAMPLE_TESTS, evaluate=evaluate_atom_example_tests),
     AtomStage(stage=StageName.ATOM_PROPERTY_TESTS, evaluate=evaluate_atom_property_tests),
     AtomStage(stage=StageName.ATOMS, evaluate=evaluate_purity),

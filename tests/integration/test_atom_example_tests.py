@@ -209,6 +209,10 @@ def test_a_headless_run_with_the_install_pre_approved_records_stage_8_satisfied_
     # idempotency key), whose map 8 had already read — and was blocked "the coverage run ended … without its map"
     ledger = {row.verdict.stage: row for row in harness.tasks.ledger(task_id, 1)}
     assert ledger[StageName.ATOM_VERIFICATION].verdict.outcome is StageOutcome.SATISFIED
+    # stage 7 is decided in the whole run too: add is unannotated and undeclared, so it has no input ladder
+    cases = ledger[StageName.ATOM_CASE_SYNTHESIS]
+    assert cases.verdict.outcome is StageOutcome.SKIPPED, cases.verdict
+    assert (cases.verdict.reason or "").startswith("no atom has a parameter with a type codeflux derives")
     mutation = ledger[StageName.ATOM_MUTATION]
     assert mutation.verdict.outcome in (StageOutcome.SATISFIED, StageOutcome.FAILED), mutation.verdict
     assert mutation.evidence["coverage"] == row.evidence["coverage"]

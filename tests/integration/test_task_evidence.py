@@ -77,6 +77,8 @@ def test_task_evidence_prints_per_atom_evidence_and_the_stages(reviewed: tuple[P
     assert re.search(r"16 complexity\s+satisfied \(stage atom-complexity\): cyclomatic complexity 1", out), out
     # no coverage tool here: 11 is blocked, so 13 (which needs 11's verified tests) and 15 (which needs 13) are too
     assert re.search(r"11 seeds\s+not measured \(stage 11 blocked: coverage is not in", out), out
+    # stage 7 is decided in the real run (the plan declares add's contract), blocked without the coverage map
+    assert re.search(r" 7 input ladder\s+not measured \(stage 7 blocked: coverage is not in", out), out
     assert re.search(r"15 optimization\s+not measured \(stage 15 blocked: prerequisite atom-mutation", out), out
     assert re.search(r"13 mutation score\s+not measured \(stage 13 blocked: prerequisite atom-verification", out), out
     assert re.search(r"13 mutation score\s+not measured \(stage 13 ", out), out

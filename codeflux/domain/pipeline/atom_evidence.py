@@ -138,6 +138,24 @@ def _example_tests(entry: Mapping[str, object], findings: Sequence[str]) -> list
     return parts
 
 
+def _ladder(entry: Mapping[str, object], findings: Sequence[str]) -> list[str]:
+    """Stage 7: per parameter, how many rungs of its input ladder the tests exercised (or why there is none)."""
+    parts: list[str] = []
+    parameters = entry.get("parameters")
+    for parameter in parameters if isinstance(parameters, list) else []:
+        if not isinstance(parameter, Mapping):
+            continue
+        rungs, missing = parameter.get("rungs"), parameter.get("unexercised")
+        if isinstance(rungs, list) and isinstance(missing, list):
+            parts.append(f"{parameter.get('name')}: {len(rungs) - len(missing)} of {len(rungs)} rungs exercised"
+                         + (f" (not: {', '.join(str(rung) for rung in missing)})" if missing else ""))
+        elif isinstance(parameter.get("no_ladder"), str):
+            parts.append(f"{parameter.get('name')}: no ladder")
+    if isinstance(entry.get("skipped"), str):
+        parts.append(f"not judged: {entry['skipped']}")
+    return parts
+
+
 def _purity(entry: Mapping[str, object], findings: Sequence[str]) -> list[str]:
     return ["declared pure: " + (f"{len(findings)} finding(s)" if findings else "reads nothing outside its arguments")]
 
@@ -211,7 +229,8 @@ def _fuzzing(entry: Mapping[str, object], findings: Sequence[str]) -> list[str]:
 
 
 _SUMMARIES: Final[Mapping[StageName, Callable[[Mapping[str, object], Sequence[str]], list[str]]]] = {
-    StageName.CONTRACTS: _contract, StageName.ATOM_EXAMPLE_TESTS: _example_tests, StageName.ATOMS: _purity,
+    StageName.CONTRACTS: _contract, StageName.ATOM_CASE_SYNTHESIS: _ladder,
+    StageName.ATOM_EXAMPLE_TESTS: _example_tests, StageName.ATOMS: _purity,
     StageName.ATOM_COMPLEXITY: _complexity, StageName.ATOM_DOCUMENTATION: _documentation,
     StageName.ANTI_PATTERNS: _anti_patterns, StageName.ATOM_VERIFICATION: _seeds, StageName.ATOM_MUTATION: _mutation,
     StageName.ATOM_FUZZ: _fuzzing,

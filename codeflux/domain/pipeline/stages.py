@@ -190,9 +190,14 @@ STAGES: Final[tuple[Stage, ...]] = (
            _N.CONTRACTS),
     # B Atoms
     _stage(7, _N.ATOM_CASE_SYNTHESIS, _P.ATOMS,
-           "A ladder of inputs is derived from each atom's contract (straightforward, degenerate, edge, "
-           "complex, wrong, pathological), and every case is executed by a test.",
-           _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTRACTS,)),
+           "For each parameter of each atom, a ladder of input rungs (typical, degenerate/empty, boundary, large, "
+           "wrong-type, pathological, as far as its type has them) is derived from its contract — the approved "
+           "plan's declared annotation, else the code's, else a literal default — by codeflux's fixed "
+           "classification rules, with codeflux's own examples shown; and every rung is exercised by at least one "
+           "of the repository's tests that execute the atom: the arguments those tests pass to it are recorded and "
+           "classified in the task's box (codeflux's examples are never run and never count); unexercised rungs "
+           "are listed. Not checked: what the tests assert about the result on a rung.",
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTRACTS,), performable=True),
     _stage(8, _N.ATOM_EXAMPLE_TESTS, _P.ATOMS,
            "Every atom (a function or method the diff adds or changes, outside tests) has its body executed by at "
            "least one of the repository's passing tests (coverage.py, one context per test), and at least one of "

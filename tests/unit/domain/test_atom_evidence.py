@@ -145,3 +145,20 @@ def test_stage_12_s_entry_says_whether_the_atom_was_fuzzed_and_how_it_ended() ->
     skipped = {**ADD, "fuzzed": False, "detail": "not fuzzed: it does not parse or decode"}
     again = atom_evidence([ran(N.ATOM_FUZZ)], {N.ATOM_FUZZ: {"atoms": [skipped]}})
     assert items(again)["atom-fuzz"]["summary"] == "not fuzzed: it does not parse or decode"
+
+
+def test_the_input_ladder_says_per_parameter_how_many_rungs_the_tests_exercised() -> None:
+    ladder = {**ADD, "tests": ["t::a"], "parameters": [
+        {"name": "a", "rungs": [{"rung": "typical"}, {"rung": "degenerate"}, {"rung": "wrong-type"}],
+         "unexercised": ["wrong-type"]},
+        {"name": "b", "rungs": [{"rung": "typical"}, {"rung": "degenerate"}], "unexercised": []},
+        {"name": "*rest", "no_ladder": "no type codeflux derives a ladder from"}]}
+    bare = {**ADD, "qualified_name": "calc.ops.now", "parameters": [],
+            "skipped": "takes no parameter other than self/cls"}
+    section = atom_evidence([ran(N.ATOM_CASE_SYNTHESIS, StageOutcome.FAILED)],
+                            {N.ATOM_CASE_SYNTHESIS: {"atoms": [ladder, bare]}})
+
+    assert items(section)["atom-case-synthesis"]["summary"] == (
+        "a: 2 of 3 rungs exercised (not: wrong-type); b: 2 of 2 rungs exercised; *rest: no ladder")
+    assert items(section, "calc.ops.now")["atom-case-synthesis"]["summary"] == (
+        "not judged: takes no parameter other than self/cls")

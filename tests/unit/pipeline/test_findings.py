@@ -1,5 +1,5 @@
 """The "other findings" a send-back carries (issue 17): read generically from the ledger's ``findings`` of failed
-stages 5, 8, 9, 13 and 14 — whichever of them codeflux performs — bounded, and nothing for any other stage."""
+stages 5, 7, 8, 9, 13 and 14 — whichever of them codeflux performs — bounded, and nothing for any other stage."""
 
 from __future__ import annotations
 
@@ -29,12 +29,15 @@ def test_failed_advisory_stages_findings_are_listed_in_stage_order() -> None:
         row(StageName.INTEGRATION_TESTS, StageOutcome.FAILED, {"findings": ["the gate's own failure"]}),
         row(StageName.ATOM_PROPERTY_TESTS, StageOutcome.SATISFIED, {"findings": ["advisory, held"]}),
         row(StageName.ATOM_EXAMPLE_TESTS, StageOutcome.BLOCKED, {"findings": ["did not run"]}),
+        row(StageName.ATOM_CASE_SYNTHESIS, StageOutcome.FAILED, {"findings": ["pkg.calc.add (pkg/calc.py:1) "
+                                                                            "parameter a: no test passes it …"]}),
     ]
 
     section = other_findings(rows).splitlines()
 
     assert section[0].startswith("Other findings of this attempt")
     assert section[1:] == ["- 5 contracts: pkg.calc.neg is public and no plan step declares it",
+                           "- 7 atom-case-synthesis: pkg.calc.add (pkg/calc.py:1) parameter a: no test passes it …",
                            "- 13 atom-mutation: checked", "- 14 anti-patterns: pkg/calc.py:3 E722 bare except"]
 
 
