@@ -9,6 +9,7 @@ files of at most :data:`MAX_FILE_BYTES` each; the rest are listed as not examine
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -19,7 +20,7 @@ from codeflux.gitwork.base_files import base_file_contents
 from codeflux.gitwork.task_worktree import TaskWorktree
 from codeflux.pipeline.base_revision import is_test_file
 
-__all__ = ["MAX_FILES", "MAX_FILE_BYTES", "DiffAtoms", "atoms_of_diff"]
+__all__ = ["MAX_FILES", "MAX_FILE_BYTES", "DiffAtoms", "atom_definition", "atom_definition_in", "atoms_of_diff"]
 
 MAX_FILES: Final = 200
 MAX_FILE_BYTES: Final = 2 * 1024 * 1024
@@ -82,3 +83,22 @@ def atoms_of_diff(worktree: TaskWorktree, files: Sequence[Mapping[str, object]])
             not_examined[path] = atoms.problem
         found.append(atoms)
     return DiffAtoms(files=tuple(found), not_examined=not_examined)
+
+
+def atom_definition(tree: ast.Module, atom: Atom) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The definition of ``atom`` in ``tree``, the syntax tree of the file it was read from: the function of its
+    name that starts (decorators included) on the atom's first line, as :func:`atoms_between` reads it; None when
+    there is none."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == atom.name \
+                and min([node.lineno, *(d.lineno for d in node.decorator_list)]) == atom.first_line:
+            return node
+    return None
+
+
+def atom_definition_in(source: str, atom: Atom) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """:func:`atom_definition` in ``source``; None as well when it does not parse."""
+    try:
+        return atom_definition(ast.parse(source), atom)
+    except (SyntaxError, ValueError, RecursionError):
+        return None

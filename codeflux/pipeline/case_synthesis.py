@@ -52,6 +52,7 @@ from codeflux.domain.atoms import Atom
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.atom_coverage import atom_coverage, tests_of_atom
 from codeflux.pipeline.atom_facts import AtomFacts
+from codeflux.pipeline.atoms import atom_definition
 from codeflux.pipeline.case_ladder import RULES_VERSION, examples_of, ladder_of, ladder_script, rule_of
 from codeflux.pipeline.contracts import declarations_of, matching_declaration
 from codeflux.pipeline.coverage_map import CHECKS_FOLDER, read_box_json
@@ -220,14 +221,6 @@ class ParameterLadder:
         return {"name": self.name, "star": self.star, "kind": self.kind}
 
 
-def _function_node(tree: ast.Module, atom: Atom) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == atom.name \
-                and min([node.lineno, *(d.lineno for d in node.decorator_list)]) == atom.first_line:
-            return node
-    return None
-
-
 def _declared_annotations(signature: str, name: str) -> dict[str, str]:
     """Each parameter's annotation text in a declared signature (``def f(a: int) -> int``, ``f(a: int)``,
     ``(a: int)``); empty when it does not parse."""
@@ -276,7 +269,7 @@ def parameter_ladders(source: str, atom: Atom, declared: str | None, declared_by
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    node = _function_node(tree, atom)
+    node = atom_definition(tree, atom)
     if node is None:
         return None
     type_variables = frozenset(_TYPE_VARIABLE.findall(source))

@@ -59,6 +59,7 @@ from codeflux.domain.operations import TASK_TEMP_DIRECTORY
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
 from codeflux.pipeline.atom_facts import AtomFacts
+from codeflux.pipeline.atoms import atom_definition_in
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
 from codeflux.pipeline.coverage_map import CHECKS_FOLDER, read_box_json
 from codeflux.pipeline.fuzz_script import FUZZ_REPORT, FUZZ_SCRIPT
@@ -126,18 +127,6 @@ class FuzzPlan:
                 "inputs": list(self.inputs), "json": list(self.json_inputs), "allowed": list(self.allowed)}
 
 
-def _function_node(source: str, atom: Atom) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == atom.name \
-                and atom.first_line <= node.lineno <= atom.last_line and node.end_lineno == atom.last_line:
-            return node
-    return None
-
-
 def _words(text: str) -> list[str]:
     return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)
 
@@ -197,7 +186,7 @@ def _allowed(documented: Sequence[str]) -> tuple[str, ...]:
 
 def fuzz_plan(atom: Atom, source: str) -> FuzzPlan | str:
     """How to fuzz ``atom`` (defined in ``source``), or why it is not fuzzed (see the module docstring)."""
-    node = _function_node(source, atom)
+    node = atom_definition_in(source, atom)
     if node is None:
         return "not fuzzed: the atom's definition was not found again in its source"
     if isinstance(node, ast.AsyncFunctionDef):

@@ -42,6 +42,7 @@ from __future__ import annotations
 from typing import Final
 
 from codeflux.pipeline.coverage_map import CHECKS_FOLDER
+from codeflux.pipeline.growth_script import TARGET_FUNCTION
 
 __all__ = ["FUZZ_REPORT", "FUZZ_SCRIPT"]
 
@@ -114,30 +115,7 @@ FUZZ_SCRIPT: Final = (
     "scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()\n"
     "json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=5)\n"
     "                           | st.dictionaries(st.text(max_size=8), inner, max_size=5), max_leaves=12)\n"
-    "def target(atom):\n"
-    "    try:\n"
-    "        module = importlib.import_module(atom['module'])\n"
-    "    except BaseException as error:\n"
-    "        raise Unusable('importing ' + atom['module'] + ' raised ' + type(error).__name__)\n"
-    "    parts = atom['local'].split('.')\n"
-    "    owner = module\n"
-    "    for part in parts[:-1]:\n"
-    "        owner = getattr(owner, part, None)\n"
-    "    if owner is None or not hasattr(owner, parts[-1]):\n"
-    "        raise Unusable(atom['local'] + ' is not reachable by name from its module')\n"
-    "    if atom['call'] == 'function':\n"
-    "        return getattr(owner, parts[-1])\n"
-    "    raw = inspect.getattr_static(owner, parts[-1])\n"
-    "    if isinstance(raw, (staticmethod, classmethod)):\n"
-    "        return getattr(owner, parts[-1])\n"
-    "    if isinstance(raw, property):\n"
-    "        raise Unusable('a property: not called with arguments')\n"
-    "    try:\n"
-    "        instance = owner()\n"
-    "    except Exception as error:\n"
-    "        raise Unusable('the class ' + parts[-2] + ' cannot be constructed with no arguments ('\n"
-    "                       + type(error).__name__ + ')')\n"
-    "    return getattr(instance, parts[-1])\n"
+    + TARGET_FUNCTION +
     "def strategies(function, atom):\n"
     "    try:\n"
     "        hints = typing.get_type_hints(function)\n"

@@ -46,6 +46,7 @@ from typing import Final
 from codeflux.domain.atoms import Atom, FileAtoms
 from codeflux.domain.operations import TASK_TEMP_DIRECTORY
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
+from codeflux.pipeline.atoms import atom_definition_in
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
 from codeflux.pipeline.growth_script import GROWTH_MARKER, GROWTH_SCRIPT
 from codeflux.pipeline.ports import PipelinePorts
@@ -199,18 +200,6 @@ def _simple(annotation: ast.expr | None) -> object:
     raise LookupError(f"(annotated {ast.unparse(annotation)[:60]}) has no default and no simple value")
 
 
-def _function_node(source: str, atom: Atom) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == atom.name \
-                and atom.first_line <= node.lineno <= atom.last_line and node.end_lineno == atom.last_line:
-            return node
-    return None
-
-
 def _call_kind(node: ast.FunctionDef, atom: Atom) -> str:
     if not atom.is_method:
         return "function"
@@ -280,7 +269,7 @@ def _parameters(listed: _Listed, positional_only: list[ast.arg]) -> tuple[list[d
 
 def growth_plan(atom: Atom, source: str) -> GrowthPlan | str:
     """How to time ``atom`` (defined in ``source``), or why it is not timed (see the module docstring)."""
-    node = _function_node(source, atom)
+    node = atom_definition_in(source, atom)
     if node is None:
         return "not measured: the atom's definition was not found again in its source"
     if isinstance(node, ast.AsyncFunctionDef):
