@@ -54,7 +54,7 @@ from codeflux.pipeline.atom_coverage import atom_coverage, tests_of_atom
 from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.atoms import atom_definition
 from codeflux.pipeline.case_ladder import RULES_VERSION, examples_of, ladder_of, ladder_script, rule_of
-from codeflux.pipeline.contracts import declarations_of, matching_declaration
+from codeflux.pipeline.contracts import declarations_of, declared_function, matching_declaration
 from codeflux.pipeline.coverage_map import CHECKS_FOLDER, read_box_json
 from codeflux.pipeline.specification import StageResult, stage_result
 
@@ -224,17 +224,8 @@ class ParameterLadder:
 def _declared_annotations(signature: str, name: str) -> dict[str, str]:
     """Each parameter's annotation text in a declared signature (``def f(a: int) -> int``, ``f(a: int)``,
     ``(a: int)``); empty when it does not parse."""
-    body = signature.strip().rstrip(":")
-    for prefix in ("async def ", "def "):
-        body = body.removeprefix(prefix)
-    if body.startswith("("):
-        body = name + body
-    try:
-        tree = ast.parse(f"def {body}: ...")
-    except (SyntaxError, ValueError):
-        return {}
-    function = tree.body[0] if tree.body else None
-    if not isinstance(function, ast.FunctionDef):
+    function = declared_function(signature, name)
+    if function is None:
         return {}
     arguments = function.args
     every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,

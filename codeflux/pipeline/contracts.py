@@ -59,6 +59,7 @@ __all__ = [
     "atom_contracts",
     "check_contracts",
     "declarations_of",
+    "declared_function",
     "evaluate_contracts",
     "matching_declaration",
 ]
@@ -163,8 +164,9 @@ class AtomContract:
         return evidence
 
 
-def _parsed_signature(text: str, name: str) -> tuple[str, str | None] | None:
-    """(parameters, return) of a signature written as ``def name(…) -> R``, ``name(…) -> R`` or ``(…) -> R``."""
+def declared_function(text: str, name: str) -> ast.FunctionDef | None:
+    """A declared signature — ``def name(…) -> R``, ``name(…) -> R`` or ``(…) -> R`` — as the syntax tree of a
+    function with that signature; None when it does not parse as one."""
     body = text.strip().rstrip(":")
     for prefix in ("async def ", "def "):
         body = body.removeprefix(prefix)
@@ -175,7 +177,13 @@ def _parsed_signature(text: str, name: str) -> tuple[str, str | None] | None:
     except (SyntaxError, ValueError):
         return None
     function = tree.body[0] if tree.body else None
-    if not isinstance(function, ast.FunctionDef):
+    return function if isinstance(function, ast.FunctionDef) else None
+
+
+def _parsed_signature(text: str, name: str) -> tuple[str, str | None] | None:
+    """(parameters, return) of a declared signature (:func:`declared_function`)."""
+    function = declared_function(text, name)
+    if function is None:
         return None
     return ast.unparse(function.args), None if function.returns is None else ast.unparse(function.returns)
 

@@ -19,15 +19,12 @@ from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
 from codeflux.domain.pipeline.ledger import LedgerRow
 from codeflux.domain.plans import Plan
 from codeflux.gitwork.diff import diff_against_base
-from codeflux.pipeline.assembly import evaluate_assembly
-from codeflux.pipeline.atoms import atoms_of_diff
 from codeflux.pipeline.case_synthesis import evaluate_atom_case_synthesis
 from codeflux.pipeline.findings import FINDINGS_JOIN_SEND_BACK, other_findings
-from codeflux.pipeline.phase_b import ATOM_STAGES, AtomFacts
-from codeflux.pipeline.ports import PipelinePorts
+from codeflux.pipeline.phase_b import ATOM_STAGES
 from codeflux.pipeline.specification import StageResult
 from codeflux.store.database import Database
-from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, keep_overlay, running_ports
+from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, assembled_facts, keep_overlay, running_ports
 from tests.fixtures.repos import BASE_FILES
 from tests.fixtures.task_runs import Harness, a_plan_with_two_steps, make_harness
 
@@ -65,13 +62,6 @@ def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
         yield make_harness(db, tmp_path, driver)
 
 
-def facts_of(ports: PipelinePorts) -> AtomFacts:
-    assembly = evaluate_assembly(ports, attempt=1)
-    assert assembly.verdict.outcome is StageOutcome.SATISFIED, assembly.verdict
-    files = assembly.evidence["files"]
-    assert isinstance(files, list)
-    return AtomFacts(ports=ports, attempt=1, assembly=assembly, diff=atoms_of_diff(ports.facts.worktree, files))
-
 
 def atoms_of(result: StageResult) -> dict[str, dict[str, object]]:
     found = result.evidence["atoms"]
@@ -94,7 +84,7 @@ def test_tests_passing_every_rung_satisfy_it_with_the_plans_contract_and_nothing
     (worktree / "pkg" / "calc.py").write_text(CALC)
     (worktree / "tests" / "test_ladder.py").write_text(EVERY_RUNG)
     identity = diff_against_base(ports.facts.worktree).identity
-    facts = facts_of(ports)
+    facts = assembled_facts(ports)
 
     result = evaluate_atom_case_synthesis(facts)
 
@@ -133,7 +123,7 @@ def test_a_weak_suite_fails_it_naming_each_unexercised_rung_and_the_findings_joi
     worktree = ports.facts.worktree.path
     (worktree / "pkg" / "calc.py").write_text(ANNOTATED)
     identity = diff_against_base(ports.facts.worktree).identity
-    facts = facts_of(ports)
+    facts = assembled_facts(ports)
 
     result = evaluate_atom_case_synthesis(facts)  # the base suite only: add(1, 2)
 
@@ -169,7 +159,7 @@ def test_atoms_without_parameters_or_without_atoms_are_skipped_with_the_reason(h
                                               "def version() -> int:\n    return 2\n\n\n"
                                               "def anything(value: Any) -> Any:\n    return value\n")
 
-    parameterless = evaluate_atom_case_synthesis(facts_of(ports))
+    parameterless = evaluate_atom_case_synthesis(assembled_facts(ports))
 
     assert parameterless.verdict.outcome is StageOutcome.SKIPPED, parameterless.verdict
     assert (parameterless.verdict.reason or "").startswith("no atom has a parameter with a type codeflux derives")
@@ -178,7 +168,7 @@ def test_atoms_without_parameters_or_without_atoms_are_skipped_with_the_reason(h
     assert "Any, object, a type variable" in str(atoms["pkg.calc.anything"]["skipped"])
     (worktree / "pkg" / "calc.py").write_text(BASE_FILES["pkg/calc.py"])
     (worktree / "README.md").write_text("# calc\n\nWords only.\n")
-    no_atoms = evaluate_atom_case_synthesis(facts_of(ports))
+    no_atoms = evaluate_atom_case_synthesis(assembled_facts(ports))
     assert no_atoms.verdict.outcome is StageOutcome.SKIPPED
     assert "no atom to derive input cases for" in (no_atoms.verdict.reason or "")
 
@@ -190,7 +180,7 @@ def test_without_coverage_and_no_way_to_install_it_the_stage_is_blocked_naming_t
         ports = running_ports(harness)
         (ports.facts.worktree.path / "pkg" / "calc.py").write_text(ANNOTATED)
 
-        result = evaluate_atom_case_synthesis(facts_of(ports))
+        result = evaluate_atom_case_synthesis(assembled_facts(ports))
 
     assert result.verdict.outcome is StageOutcome.BLOCKED, result.verdict
     assert (result.verdict.reason or "").startswith("coverage is not in the repository's environment")

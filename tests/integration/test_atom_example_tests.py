@@ -25,17 +25,14 @@ from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
 from codeflux.gitwork.diff import diff_against_base
-from codeflux.pipeline.assembly import evaluate_assembly
 from codeflux.pipeline.atom_examples import evaluate_atom_example_tests
-from codeflux.pipeline.atoms import atoms_of_diff
-from codeflux.pipeline.phase_b import AtomFacts
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.specification import StageResult
 from codeflux.pipeline.tool_overlay import INSTALL_WORKING_DIRECTORY, install_argv
 from codeflux.store import authority as authority_rows
 from codeflux.store.database import Database
-from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, keep_overlay, running_ports
+from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, assembled_facts, keep_overlay, running_ports
 from tests.fixtures.repos import BASE_FILES
 from tests.fixtures.task_runs import Harness, calc_tests, done, make_harness, scripted_gateway, write_file
 
@@ -52,12 +49,7 @@ def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
 
 
 def evaluate(ports: PipelinePorts) -> StageResult:
-    assembly = evaluate_assembly(ports, attempt=1)
-    assert assembly.verdict.outcome is StageOutcome.SATISFIED, assembly.verdict
-    files = assembly.evidence["files"]
-    assert isinstance(files, list)
-    facts = AtomFacts(ports=ports, attempt=1, assembly=assembly, diff=atoms_of_diff(ports.facts.worktree, files))
-    return evaluate_atom_example_tests(facts)
+    return evaluate_atom_example_tests(assembled_facts(ports))
 
 
 def atoms_of(result: StageResult) -> dict[str, dict[str, object]]:

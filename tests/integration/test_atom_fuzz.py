@@ -20,19 +20,24 @@ from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
 from codeflux.gitwork.diff import diff_against_base
-from codeflux.pipeline.assembly import evaluate_assembly
-from codeflux.pipeline.atoms import atoms_of_diff
 from codeflux.pipeline.findings import FINDINGS_JOIN_SEND_BACK
 from codeflux.pipeline.fuzz import FUZZ_DIRECTORY, FUZZ_WORKING_DIRECTORY, evaluate_atom_fuzz
 from codeflux.pipeline.fuzz_script import FUZZ_REPORT
-from codeflux.pipeline.phase_b import ATOM_STAGES, AtomFacts
+from codeflux.pipeline.phase_b import ATOM_STAGES
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.specification import StageResult
 from codeflux.pipeline.thresholds import ATOM_FUZZ_BUDGET_S, StoredSettings, set_threshold
 from codeflux.pipeline.tool_overlay import COVERAGE, MANIFEST, ToolSource, repository_tools, resolve_tools
 from codeflux.store.database import Database
-from tests.fixtures.pipeline_tasks import SOURCE, allow, allow_overlay_install, running_ports, wheelhouse_version
+from tests.fixtures.pipeline_tasks import (
+    SOURCE,
+    allow,
+    allow_overlay_install,
+    assembled_facts,
+    running_ports,
+    wheelhouse_version,
+)
 from tests.fixtures.task_runs import Harness, make_harness
 
 SEED = 20261202
@@ -117,13 +122,6 @@ def with_budget(harness: Harness, ports: PipelinePorts) -> PipelinePorts:
     return dataclasses.replace(ports, settings=StoredSettings(harness.db))
 
 
-def facts_of(ports: PipelinePorts) -> AtomFacts:
-    assembly = evaluate_assembly(ports, attempt=1)
-    assert assembly.verdict.outcome is StageOutcome.SATISFIED, assembly.verdict
-    files = assembly.evidence["files"]
-    assert isinstance(files, list)
-    return AtomFacts(ports=ports, attempt=1, assembly=assembly, diff=atoms_of_diff(ports.facts.worktree, files))
-
 
 def atoms_of(result: StageResult) -> dict[str, dict[str, object]]:
     found = result.evidence["atoms"]
@@ -138,7 +136,7 @@ def test_a_crash_and_a_hang_fail_it_with_the_input_kept_and_a_command_that_repla
     (worktree / "pkg" / "codec.py").write_text(CODEC)
     identity = diff_against_base(ports.facts.worktree).identity
 
-    result = evaluate_atom_fuzz(facts_of(ports), seed=SEED)
+    result = evaluate_atom_fuzz(assembled_facts(ports), seed=SEED)
 
     assert result.verdict.outcome is StageOutcome.FAILED, result.verdict
     atoms = atoms_of(result)
@@ -210,7 +208,7 @@ def test_a_diff_whose_atoms_do_not_parse_or_decode_is_skipped_with_the_reason(ha
     ports = with_budget(harness, running_ports(harness))
     (ports.facts.worktree.path / "pkg" / "arith.py").write_text(ARITHMETIC)
 
-    result = evaluate_atom_fuzz(facts_of(ports))
+    result = evaluate_atom_fuzz(assembled_facts(ports))
 
     assert result.verdict.outcome is StageOutcome.SKIPPED
     assert (result.verdict.reason or "").startswith("no atom parses or decodes")
@@ -241,7 +239,7 @@ def test_hypothesis_missing_and_not_installable_blocks_it_naming_the_tool_and_th
         ports = with_budget(harness, running_ports(harness))
         (ports.facts.worktree.path / "pkg" / "codec.py").write_text(FIXED)
 
-        result = evaluate_atom_fuzz(facts_of(ports))
+        result = evaluate_atom_fuzz(assembled_facts(ports))
 
     assert result.verdict.outcome is StageOutcome.BLOCKED, result.verdict
     assert result.evidence == {}  # a blocked stage records no evidence (the ledger's rule)
@@ -270,7 +268,7 @@ def test_an_overlay_made_before_hypothesis_joined_still_serves_coverage_and_gets
 
     allow_overlay_install(harness, ports.facts.task_id)
     (ports.facts.worktree.path / "pkg" / "codec.py").write_text(FIXED)
-    result = evaluate_atom_fuzz(facts_of(ports))
+    result = evaluate_atom_fuzz(assembled_facts(ports))
 
     # nothing beyond the documented raises (ValueError of parse_pair), no hang; a fresh seed, recorded
     assert result.verdict.outcome is StageOutcome.SATISFIED, result.verdict

@@ -15,14 +15,12 @@ import pytest
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
 from codeflux.gitwork.diff import diff_against_base
-from codeflux.pipeline.assembly import evaluate_assembly
-from codeflux.pipeline.atoms import atoms_of_diff
 from codeflux.pipeline.mutation import evaluate_atom_mutation
-from codeflux.pipeline.phase_b import ATOM_STAGES, AtomFacts
+from codeflux.pipeline.phase_b import ATOM_STAGES
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.specification import StageResult
 from codeflux.store.database import Database
-from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, keep_overlay, running_ports
+from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, assembled_facts, keep_overlay, running_ports
 from tests.fixtures.task_runs import Harness, make_harness
 
 
@@ -38,12 +36,7 @@ def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
 
 
 def evaluate(ports: PipelinePorts) -> StageResult:
-    assembly = evaluate_assembly(ports, attempt=1)
-    assert assembly.verdict.outcome is StageOutcome.SATISFIED, assembly.verdict
-    files = assembly.evidence["files"]
-    assert isinstance(files, list)
-    facts = AtomFacts(ports=ports, attempt=1, assembly=assembly, diff=atoms_of_diff(ports.facts.worktree, files))
-    return evaluate_atom_mutation(facts)
+    return evaluate_atom_mutation(assembled_facts(ports))
 
 
 def atoms_of(result: StageResult) -> dict[str, dict[str, object]]:

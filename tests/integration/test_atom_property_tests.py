@@ -13,14 +13,11 @@ import pytest
 
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
-from codeflux.pipeline.assembly import evaluate_assembly
 from codeflux.pipeline.atom_properties import evaluate_atom_property_tests, hypothesis_declared
-from codeflux.pipeline.atoms import atoms_of_diff
-from codeflux.pipeline.phase_b import AtomFacts
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.specification import StageResult
 from codeflux.store.database import Database
-from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, running_ports
+from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, assembled_facts, running_ports
 from tests.fixtures.task_runs import Harness, make_harness
 
 ADD = "def add(a, b):\n    return sum((a, b))\n\n\ndef sub(a, b):\n    return a - b\n"
@@ -43,12 +40,7 @@ def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
 
 
 def evaluate(ports: PipelinePorts) -> StageResult:
-    assembly = evaluate_assembly(ports, attempt=1)
-    assert assembly.verdict.outcome is StageOutcome.SATISFIED, assembly.verdict
-    files = assembly.evidence["files"]
-    assert isinstance(files, list)
-    return evaluate_atom_property_tests(
-        AtomFacts(ports=ports, attempt=1, assembly=assembly, diff=atoms_of_diff(ports.facts.worktree, files)))
+    return evaluate_atom_property_tests(assembled_facts(ports))
 
 
 def test_an_atom_reached_by_a_given_test_satisfies_it(harness: Harness) -> None:

@@ -19,17 +19,13 @@ from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
 from codeflux.gitwork.diff import diff_against_base
-from codeflux.pipeline.assembly import evaluate_assembly
 from codeflux.pipeline.atom_examples import evaluate_atom_example_tests
 from codeflux.pipeline.atom_verification import evaluate_atom_verification, report_name
-from codeflux.pipeline.atoms import atoms_of_diff
-from codeflux.pipeline.phase_b import AtomFacts
-from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.specification import StageResult
 from codeflux.pipeline.tool_overlay import install_argv
 from codeflux.store.database import Database
-from tests.fixtures.pipeline_tasks import SOURCE, allow, allow_overlay_install, running_ports
+from tests.fixtures.pipeline_tasks import SOURCE, allow, allow_overlay_install, assembled_facts, running_ports
 from tests.fixtures.repos import BASE_FILES
 from tests.fixtures.task_runs import Harness, calc_tests, done, make_harness, scripted_gateway, write_file
 
@@ -47,13 +43,6 @@ def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
     with ToolDriver(db, state_dir=tmp_path / "state", tool_source=SOURCE, base_environment={}) as driver:
         yield make_harness(db, tmp_path, driver)
 
-
-def facts_of(ports: PipelinePorts) -> AtomFacts:
-    assembly = evaluate_assembly(ports, attempt=1)
-    assert assembly.verdict.outcome is StageOutcome.SATISFIED, assembly.verdict
-    files = assembly.evidence["files"]
-    assert isinstance(files, list)
-    return AtomFacts(ports=ports, attempt=1, assembly=assembly, diff=atoms_of_diff(ports.facts.worktree, files))
 
 
 def seeds_for(tests: list[str], *, second_first: bool) -> int:
@@ -79,7 +68,7 @@ def test_tests_that_pass_in_every_seeded_order_satisfy_it_and_every_seed_is_reco
     worktree = ports.facts.worktree.path
     (worktree / "pkg" / "calc.py").write_text(ADD)
     (worktree / "tests" / "test_calc.py").write_text(calc_tests(-3))
-    facts = facts_of(ports)
+    facts = assembled_facts(ports)
 
     examples = evaluate_atom_example_tests(facts)
     result = evaluate_atom_verification(facts)
@@ -115,7 +104,7 @@ def test_tests_sharing_module_state_fail_under_a_seed_that_the_printed_command_r
     covering = ["tests/test_calc.py::test_add", FIRST, SECOND]
     bad, good = seeds_for(covering, second_first=True), seeds_for(covering, second_first=False)
 
-    result = evaluate_atom_verification(facts_of(ports), seeds=[good, bad])
+    result = evaluate_atom_verification(assembled_facts(ports), seeds=[good, bad])
 
     assert result.verdict.outcome is StageOutcome.FAILED, result.verdict
     passed, failed = runs_of(result)
@@ -146,10 +135,10 @@ def test_no_atom_or_no_test_executing_one_is_skipped(harness: Harness) -> None:
     allow_overlay_install(harness, ports.facts.task_id)
     worktree = ports.facts.worktree.path
     (worktree / "README.md").write_text("# calc\n\nWords only.\n")
-    assert evaluate_atom_verification(facts_of(ports)).verdict.outcome is StageOutcome.SKIPPED
+    assert evaluate_atom_verification(assembled_facts(ports)).verdict.outcome is StageOutcome.SKIPPED
 
     (worktree / "pkg" / "calc.py").write_text(BASE_FILES["pkg/calc.py"] + "\n\ndef mul(a, b):\n    return a * b\n")
-    result = evaluate_atom_verification(facts_of(ports))
+    result = evaluate_atom_verification(assembled_facts(ports))
 
     assert result.verdict.outcome is StageOutcome.SKIPPED
     assert "no passing test executes the body of any atom" in (result.verdict.reason or "")
@@ -162,7 +151,7 @@ def test_without_coverage_and_no_way_to_install_it_the_stage_is_blocked_naming_t
         ports = running_ports(harness)
         (ports.facts.worktree.path / "pkg" / "calc.py").write_text(ADD)
 
-        result = evaluate_atom_verification(facts_of(ports))
+        result = evaluate_atom_verification(assembled_facts(ports))
 
     assert result.verdict.outcome is StageOutcome.BLOCKED
     reason = result.verdict.reason or ""
