@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +25,17 @@ pytest_plugins = ["tests.fixtures.browser", "tests.fixtures.keyring_service", "t
 _SCRUBBED_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 _SCRUBBED_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
                    "all_proxy", "no_proxy", "CODEFLUX_HOME", "CODEFLUX_CONFINEMENT", "SSH_AUTH_SOCK")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist without ``--basetemp`` (``cmd/codeflux-dev test`` passes a short one), run the
+    workers under a short temporary root: each worker adds ``popen-gwN/`` to every tmp_path, and a coordinator's
+    Unix socket under ``tmp_path`` must stay within sun_path (codeflux refuses paths over 100 bytes)."""
+    if hasattr(config, "workerinput") or config.option.basetemp or not config.getoption("numprocesses", None):
+        return
+    root = tempfile.mkdtemp(prefix="cf-")
+    config.option.basetemp = str(Path(root, "t"))
+    config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,9 @@ from pathlib import Path
 import apsw
 
 from tests.fixtures.cli import CliRun, run_codeflux
+from tests.fixtures.keyring_service import SECRET_SERVICE_READER
+
+pytestmark = SECRET_SERVICE_READER  # doctor reads which provider keys the real store holds
 
 
 def _doctor(data_dir: Path, *extra: str, **kwargs: object) -> tuple[CliRun, dict[str, dict[str, object]]]:

@@ -50,6 +50,10 @@ from tests.integration.test_cancel_running_command import sleeping_processes
 from tests.integration.test_headless_run import ENV, demo
 from tests.integration.test_task_cli_verbs import DONE, FIX, rows, script, turn
 
+# The 2.5 s command's duration carries this test process's pid (2.5000…): its `sleep` is found by that exact
+# argv, and other pytest-xdist workers or checkouts may run these tests at the same time.
+SECONDS_2_5 = f"2.5{os.getpid():07d}"
+
 HOLD = """
 import sqlite3, sys, time
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
@@ -141,16 +145,16 @@ def test_codeflux_run_survives_another_process_holding_the_write_lock_while_its_
     """The user's case end to end: ``codeflux run`` runs a 2 s command; meanwhile another process takes the
     write lock for 9 s (past the 5 s busy timeout). The run goes on and the command's result is recorded."""
     repo, data = demo(tmp_path)
-    scripted = script(tmp_path / "lock.json", turn("wait", ("run_command", {"argv": ["sleep", "2.5"]})),
+    scripted = script(tmp_path / "lock.json", turn("wait", ("run_command", {"argv": ["sleep", SECONDS_2_5]})),
                       turn("Every step is done.", DONE))
     argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
             "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted", "--script", str(scripted),
-            "--budget", "1.00", "--allow", "run_command:sleep 2.5", "--yes"]
+            "--budget", "1.00", "--allow", f"run_command:sleep {SECONDS_2_5}", "--yes"]
     running = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, **ENV})
     try:
         deadline = time.monotonic() + 90
-        while not sleeping_processes("2.5"):
+        while not sleeping_processes(SECONDS_2_5):
             assert running.poll() is None and time.monotonic() < deadline, "the command never started"
             time.sleep(0.05)
         lockers.append(Locker(data / "codeflux.sqlite3", 9.0))
@@ -176,19 +180,20 @@ def test_a_run_locked_past_its_patience_ends_with_a_clear_error_in_a_recoverable
     the task, and the command whose result could not be saved is outcome-unknown, not left intended."""
     repo, data = demo(tmp_path)
     scripted = script(tmp_path / "turns.json", turn("fix", FIX),
-                      turn("wait", ("run_command", {"argv": ["sleep", "2.5"]})), turn("Every step is done.", DONE))
+                      turn("wait", ("run_command", {"argv": ["sleep", SECONDS_2_5]})),
+                      turn("Every step is done.", DONE))
     argv = [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
             "--requirement-file", str(repo / "TASK.md"), "--provider", "scripted", "--script", str(scripted),
-            "--budget", "1.00", "--allow", "run_command:sleep 2.5", "--yes"]
+            "--budget", "1.00", "--allow", f"run_command:sleep {SECONDS_2_5}", "--yes"]
     running = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, **ENV, WRITE_PATIENCE_VARIABLE: "1"})
     try:
         deadline = time.monotonic() + 90
-        while not sleeping_processes("2.5"):
+        while not sleeping_processes(SECONDS_2_5):
             assert running.poll() is None and time.monotonic() < deadline, "the command never started"
             time.sleep(0.02)
         lockers.append(Locker(data / "codeflux.sqlite3", 120.0))
-        while sleeping_processes("2.5"):
+        while sleeping_processes(SECONDS_2_5):
             time.sleep(0.01)
         command_ended = time.monotonic()
         out, err = running.communicate(timeout=120)

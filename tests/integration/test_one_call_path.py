@@ -23,6 +23,7 @@ import pytest
 
 from codeflux.cli.demo import DEMO_TEST_COMMAND
 from tests.fixtures.cli import CliRun
+from tests.fixtures.keyring_service import SECRET_SERVICE_READER
 from tests.integration.test_headless_run import ENV, cli, demo
 from tests.integration.test_task_cli_verbs import DONE, FIX, script, turn
 
@@ -80,6 +81,7 @@ def reviewed_task(data: Path, repo: Path, scripted: Path, requirement: str) -> s
     return task_id
 
 
+@SECRET_SERVICE_READER  # `provider list`, read twice, must find the same keys stored
 def test_every_state_command_prints_the_same_with_and_without_a_running_coordinator(tmp_path: Path) -> None:
     repo, data = demo(tmp_path)
     scripted = script(tmp_path / "s.json", turn("fix", FIX), turn("test", ("run_command", {"argv": DEMO_ARGV})),

@@ -28,7 +28,9 @@ from tests.integration.test_task_cli_verbs import (
 
 pytestmark = pytest.mark.slow
 
-SLOW = "5.017"  # a distinctive duration, so the check for a left-over process finds only ours
+# A distinctive duration (about 5.017 s) carrying this test process's pid, so the check for a left-over process
+# finds only ours: other pytest-xdist workers, and other checkouts, run these tests at the same time.
+SLOW = f"5.017{os.getpid():07d}"
 
 
 def slow(path: Path) -> Path:

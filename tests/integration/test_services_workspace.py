@@ -18,6 +18,7 @@ from codeflux.services.registry import Code
 from codeflux.store.database import Database
 from codeflux.store.events import SYSTEM_SESSION_ID
 from codeflux.store.location import DataLocation
+from tests.fixtures.keyring_service import SECRET_SERVICE_READER
 from tests.fixtures.repos import RepoState, git, make_repository
 from tests.fixtures.services import call, control, refusal, service_app
 from tests.fixtures.task_runs import scripted_gateway
@@ -52,6 +53,7 @@ INSPECT = "/codeflux.v1.WorkspaceService/InspectRepository"
 DEMO = "/codeflux.v1.WorkspaceService/CreateDemoRepository"
 
 
+@SECRET_SERVICE_READER  # "no key stored": the real store must hold no provider key meanwhile
 def test_the_overview_of_a_new_data_directory_is_a_first_run_without_paths(app: CoordinatorApp) -> None:
     overview = call(app, OVERVIEW, pb.GetOverviewRequest())
 
