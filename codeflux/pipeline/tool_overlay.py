@@ -39,7 +39,7 @@ import shlex
 import shutil
 import sys
 import sysconfig
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -208,6 +208,14 @@ def _probed(stdout: str) -> InterpreterFacts | None:
              for name, found in document["tools"].items()}
     return InterpreterFacts(implementation=parts[0], version=parts[1], platform=parts[2],
                             executable=str(document.get("executable", ""))[:500], tools=tools)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Probe:
+    """One interpreter's probe, kept for the attempt: what it reported and the exact argv that asked."""
+
+    facts: InterpreterFacts
+    argv: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -403,24 +411,41 @@ def install_to_settle(interpreter: str, *, tools_root: Path, source: ToolSource 
     return install_argv(interpreter, source, tools)
 
 
+_PROBE_KEY: Final = "interpreter-probe:"
+
+
 def resolve_tools(ports: PipelinePorts, *, attempt: int, interpreter: str, test_argv: tuple[str, ...],
-                  tools: Sequence[CheckTool] = CHECK_TOOLS) -> ToolResolution:
+                  tools: Sequence[CheckTool] = CHECK_TOOLS,
+                  probes: MutableMapping[str, object] | None = None) -> ToolResolution:
     """The check ``tools`` for ``interpreter``: the repository environment's own, else the overlay's, else
     installed into the overlay now (the ``install`` request) — or ``blocked`` (see the module docstring).
 
-    The probe follows the test command's decision (``covered_by``: the same interpreter in the same box)."""
+    The probe follows the test command's decision (``covered_by``: the same interpreter in the same box). With
+    ``probes`` (the attempt's shared cache: :attr:`~codeflux.pipeline.atom_facts.AtomFacts.shared`) the probe asks
+    about every tool of :data:`CHECK_TOOLS` at once and what it reported is kept there per interpreter, so the
+    stages of one attempt that need check tools (the coverage map, the fuzzer) probe the interpreter once: the
+    probe reports the repository environment's own tools, which nothing in the attempt changes (an install goes to
+    the overlay, which is read from the data directory on every call)."""
     commands, task_id = ports.commands, ports.facts.task_id
-    probe = probe_argv(interpreter, tools)
-    run = commands.run_check_command(task_id, probe, attempt=attempt, covered_by=test_argv)
-    if not run.ran:
-        return ToolResolution(interpreter=interpreter, probe_argv=probe,
-                              blocked=f"the interpreter could not be asked for its check tools: {run.refusal}")
-    facts = _probed(run.stdout)
-    if facts is None:
-        said = (run.stderr or run.stdout).strip()[-300:]
-        return ToolResolution(interpreter=interpreter, probe_argv=probe,
-                              blocked=f"{interpreter} did not report its version and platform ({run.state}, exit "
-                                      f"{run.exit_code}: {said}); the check tools cannot be chosen")
+    asked = tuple(dict.fromkeys((*tools, *CHECK_TOOLS))) if probes is not None else tuple(tools)
+    probe = probe_argv(interpreter, asked)
+    cached = None if probes is None else probes.get(_PROBE_KEY + interpreter)
+    if isinstance(cached, _Probe) and all(tool.name in cached.facts.tools for tool in tools):
+        facts, probe = cached.facts, cached.argv
+    else:
+        run = commands.run_check_command(task_id, probe, attempt=attempt, covered_by=test_argv)
+        if not run.ran:
+            return ToolResolution(interpreter=interpreter, probe_argv=probe,
+                                  blocked=f"the interpreter could not be asked for its check tools: {run.refusal}")
+        probed = _probed(run.stdout)
+        if probed is None:
+            said = (run.stderr or run.stdout).strip()[-300:]
+            return ToolResolution(interpreter=interpreter, probe_argv=probe,
+                                  blocked=f"{interpreter} did not report its version and platform ({run.state}, "
+                                          f"exit {run.exit_code}: {said}); the check tools cannot be chosen")
+        facts = probed
+        if probes is not None:
+            probes[_PROBE_KEY + interpreter] = _Probe(facts=facts, argv=probe)
     own = {tool.name: facts.tools.get(tool.name) for tool in tools}
     missing = [tool for tool in tools if own[tool.name] is None]
     root = repository_tools(commands.tools_directory(), ports.facts.worktree.repo_root)
