@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from codeflux.cli.run import NO_TOOLS_INSTALL
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
@@ -29,7 +30,7 @@ from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.specification import StageResult
 from codeflux.pipeline.thresholds import ATOM_FUZZ_BUDGET_S, StoredSettings, set_threshold
-from codeflux.pipeline.tool_overlay import COVERAGE, MANIFEST, repository_tools, resolve_tools
+from codeflux.pipeline.tool_overlay import COVERAGE, MANIFEST, ToolSource, repository_tools, resolve_tools
 from codeflux.store.database import Database
 from tests.fixtures.pipeline_tasks import SOURCE, allow, allow_overlay_install, running_ports, wheelhouse_version
 from tests.fixtures.task_runs import Harness, make_harness
@@ -233,7 +234,8 @@ def venv_without_hypothesis(harness: Harness, root: Path) -> None:
 
 def test_hypothesis_missing_and_not_installable_blocks_it_naming_the_tool_and_the_fix(
         db: Database, tmp_path: Path) -> None:
-    with ToolDriver(db, state_dir=tmp_path / "state", base_environment={}) as driver:
+    declined = ToolSource(declined=NO_TOOLS_INSTALL)  # a headless run without --allow-check-tools: no install
+    with ToolDriver(db, state_dir=tmp_path / "state", base_environment={}, tool_source=declined) as driver:
         harness = make_harness(db, tmp_path, driver)
         venv_without_hypothesis(harness, tmp_path / "plainvenv")
         ports = with_budget(harness, running_ports(harness))
@@ -245,7 +247,7 @@ def test_hypothesis_missing_and_not_installable_blocks_it_naming_the_tool_and_th
     assert result.evidence == {}  # a blocked stage records no evidence (the ledger's rule)
     reason = result.verdict.reason or ""
     assert reason.startswith("hypothesis is not in the repository's environment"), reason
-    assert "no tool source is configured" in reason and "CODEFLUX_TOOL_WHEELHOUSE" in reason
+    assert "only with --allow-check-tools" in reason and "CODEFLUX_TOOL_WHEELHOUSE" in reason, reason
     assert f"{harness.venv_python} -m pip install 'hypothesis>=6.100,<7'" in reason
 
 
