@@ -57,6 +57,7 @@ __all__ = [
     "INSTALL_TEMP",
     "INSTALL_WORKING_DIRECTORY",
     "MANIFEST",
+    "OVERLAY_SITE_SCRIPT",
     "PROBE_SCRIPT",
     "TOOLS_FOLDER",
     "WHEELHOUSE_VARIABLE",
@@ -150,6 +151,25 @@ BOOTSTRAP_SCRIPT: Final = (
     "runpy.run_module(module, run_name='__main__', alter_sys=True)\n"
 )
 """Appends the overlay after site-packages and runs ``-m MODULE ARGS…`` (argv: overlay, ``-m``, module, args)."""
+
+
+OVERLAY_SITE_SCRIPT: Final = (
+    "import importlib.util, os, site, sys\n"
+    "overlay = sys.argv[1]\n"
+    "own_hypothesis = importlib.util.find_spec('hypothesis') is not None\n"
+    "if overlay != '-' and os.path.isdir(overlay):\n"
+    "    site.addsitedir(overlay)\n"
+    "overlay_plugins_off = [] if own_hypothesis else ['-p', 'no:hypothesispytest']\n"
+    "os.environ['HYPOTHESIS_STORAGE_DIRECTORY'] = os.path.join(os.environ['TMPDIR'], 'codeflux-checks', 'hypothesis')\n"
+)
+"""The opening of the fixed scripts that run the repository's tests with the overlay appended (the coverage map,
+stage 11's seeded orders, the switching runner of stages 8 and 13): argv[1] is the overlay's site folder or ``-``.
+Hypothesis is in every overlay for stage 12's fuzzer, not for the repository's tests; when the repository's own
+environment lacks it, its pytest plugin (which imports all of Hypothesis, ≈ 0.5 s, at every session's end) is not
+loaded from the overlay: ``overlay_plugins_off`` goes first in the script's pytest arguments. The plugin is
+loaded as usual when the environment has Hypothesis itself. Hypothesis's home (its example database) is
+``$TMPDIR/codeflux-checks/hypothesis`` (``HYPOTHESIS_STORAGE_DIRECTORY``, which recent Hypothesis releases
+read), never the worktree the coverage run starts in."""
 
 
 def probe_argv(interpreter: str, tools: Sequence[CheckTool] = CHECK_TOOLS) -> tuple[str, ...]:
