@@ -176,6 +176,22 @@ def test_tests_that_import_hypothesis_get_the_run_s_seed_and_its_home_in_tmpdir(
     assert not (worktree / ".hypothesis").exists()
 
 
+def test_a_repository_that_turns_warnings_into_errors_is_not_failed_by_the_seeding(harness: Harness) -> None:
+    """Before, the script imported Hypothesis before pytest started whenever it was importable: pytest then warns
+    that Hypothesis (a plugin's distribution) was imported before it could rewrite it, and a repository whose
+    pytest configuration turns warnings into errors (toolz's does) saw every seeded order fail — a false send-back."""
+    ports = running_ports(harness)
+    allow_overlay_install(harness, ports.facts.task_id)
+    worktree = ports.facts.worktree.path
+    (worktree / "pkg" / "calc.py").write_text(ADD)
+    (worktree / "pyproject.toml").write_text('[tool.pytest.ini_options]\nfilterwarnings = ["error"]\n')
+
+    result = evaluate_atom_verification(facts_of(ports), seeds=[7])
+
+    assert result.verdict.outcome is StageOutcome.SATISFIED, result.verdict
+    assert [run["outcome"] for run in runs_of(result)] == ["passed"]
+
+
 def test_no_atom_or_no_test_executing_one_is_skipped(harness: Harness) -> None:
     ports = running_ports(harness)
     allow_overlay_install(harness, ports.facts.task_id)
