@@ -67,7 +67,7 @@ def _measure(facts: AtomFacts) -> AtomCoverage:
         return AtomCoverage(command=command, problem="no-command",
                             detail="no usable test command (an interpreter with pytest)")
     tools = resolve_tools(ports, attempt=facts.attempt, interpreter=command.interpreter, test_argv=command.argv,
-                          tools=(COVERAGE,))
+                          tools=(COVERAGE,), probes=facts.shared)
     if not tools.ready:
         return AtomCoverage(command=command, tools=tools, problem="tools",
                             detail=tools.blocked or "coverage is missing")

@@ -6,72 +6,58 @@
 2. The coverage map (:func:`~codeflux.pipeline.coverage_map.measure_coverage`): the repository's tests run once
    under coverage.py with one context per test; an atom's tests are those that executed a line of its body (its
    ``def`` line and decorators run at import and say nothing) and passed on the final tree.
-3. The stubs: in one scratch copy of the final tree under the task's TMPDIR (:data:`STUB_DIRECTORY`, started in as
-   ``$TMPDIR/codeflux-scratch/stub``; never the worktree), each covered atom's body in turn is replaced by ``raise
-   NotImplementedError`` (:func:`~codeflux.pipeline.stubs.stub_atom`, docstring kept) and only its tests run there
-   (``<python> -m pytest -p no:cacheprovider --junitxml=$TMPDIR/codeflux-checks/stub-junit.xml <node ids>``,
-   following the test command's decision); the file is put back before the next atom.
+3. The stubs: each covered atom's body is replaced by ``raise NotImplementedError``
+   (:func:`~codeflux.pipeline.stubs.stub_atom`, libcst in codeflux, docstring kept), and every stub is judged in
+   **one** confined run of stage 13's in-process switching runner (:data:`~codeflux.pipeline.mutation.MUTATION_SCRIPT`,
+   ``<python> -c MUTATION_SCRIPT <overlay|->``, following the test command's decision) started in a scratch copy of
+   the final tree under the task's TMPDIR (:data:`STUB_DIRECTORY`, ``$TMPDIR/codeflux-scratch/stub``; never the
+   worktree): for each atom in turn it replaces the file with the stubbed source (a new file renamed over it, never
+   written through a link), purges every module loaded from the scratch copy from ``sys.modules`` (code and tests,
+   so the tests bind the stub; no bytecode is written), runs only that atom's covering tests with ``pytest.main`` in
+   the same process — all of them, no ``-x`` —, records which failed (in setup, call or teardown) and which passed,
+   and puts the final tree's source back before the next atom. One interpreter and one pytest start for all the
+   stubs instead of a pytest process per atom; the coordinator reads the runner's report bounded (untrusted) and
+   removes the copy.
 
 Gate: every atom has at least one covering test, and at least one of its covering tests fails against its stub.
 A covering test that still passes against the stub is named for the atom ("does not test this atom"); an atom no
 test executes is a finding. Not claimed: that the tests were written before the body, or that they check the
 atom's results (a test that fails because the stub raised proves the atom is on its path, not that its value is
-asserted). No atoms → ``skipped``. The worktree's diff identity before and after the stage is in the evidence.
+asserted); state a test leaves outside the scratch copy's modules (an installed package's cache, say) outlives
+the purge between two atoms' stubs, as between stage 13's mutants. No atoms → ``skipped``. The worktree's diff
+identity before and after the stage is in the evidence, and the run's request, exit and process id.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Final
-from xml.etree import ElementTree
 
 from codeflux.domain.atoms import Atom
 from codeflux.domain.errors import CodefluxError
 from codeflux.domain.operations import TASK_TEMP_DIRECTORY
 from codeflux.domain.pipeline import StageName, StageOutcome
-from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.pipeline.atom_coverage import atom_coverage, tests_of_atom
 from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
-from codeflux.pipeline.coverage_map import CHECKS_FOLDER
-from codeflux.pipeline.ports import PipelinePorts
-from codeflux.pipeline.program import JunitCounts, parse_junit_xml
+from codeflux.pipeline.mutation import mutation_argv, run_switches
 from codeflux.pipeline.specification import StageResult, stage_result
 from codeflux.pipeline.stubs import stub_atom
 
-__all__ = ["STUB_DIRECTORY", "STUB_WORKING_DIRECTORY", "evaluate_atom_example_tests", "stub_argv"]
+__all__ = ["STUB_DIRECTORY", "STUB_WORKING_DIRECTORY", "evaluate_atom_example_tests"]
 
 STUB_DIRECTORY: Final = f"{SCRATCH_FOLDER}/stub"
 STUB_WORKING_DIRECTORY: Final = f"{TASK_TEMP_DIRECTORY}/{STUB_DIRECTORY}"
-STUB_JUNIT_IN_TEMP: Final = f"{CHECKS_FOLDER}/stub-junit.xml"
 MAX_TESTS_PER_STUB: Final = 200
 _STAGE: Final = StageName.ATOM_EXAMPLE_TESTS
-_MAX_JUNIT_BYTES: Final = 16 * 1024 * 1024
-
-
-
-def stub_argv(interpreter: str, tests: Sequence[str]) -> tuple[str, ...]:
-    return (interpreter, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml=$TMPDIR/{STUB_JUNIT_IN_TEMP}",
-            *tests)
 
 
 def _identity(facts: AtomFacts) -> str | None:
     try:
         return diff_against_base(facts.ports.facts.worktree).identity
     except CodefluxError:
-        return None
-
-
-def _read_junit(path: Path) -> JunitCounts | None:
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_JUNIT_BYTES:
-        return None
-    try:
-        return parse_junit_xml(path.read_bytes())
-    except (ValueError, ElementTree.ParseError):
         return None
 
 
@@ -91,8 +77,9 @@ def evaluate_atom_example_tests(facts: AtomFacts) -> StageResult:
     evidence: dict[str, object] = {"tools": tools.to_evidence(), "coverage": dict(coverage.evidence),
                                    "diff_identity_before": before}
     covering = {atom.qualified_name: tests_of_atom(worktree.path, atom, coverage) for atom in atoms}
-    results, stubs_run = _run_stubs(facts, command.interpreter, command.argv, atoms, covering)
-    evidence.update(atoms=results, stubs_run=stubs_run, diff_identity_after=_identity(facts))
+    results, stubs_run, run = _run_stubs(facts, interpreter=command.interpreter, test_argv=command.argv,
+                                         overlay=tools.overlay_site, atoms=atoms, covering=covering)
+    evidence.update(atoms=results, stubs_run=stubs_run, run=run, diff_identity_after=_identity(facts))
     untested = [item["atom"] for item in results if not item["tests"]]
     unkilled = [item["atom"] for item in results if item["tests"] and not item["failed_against_stub"]]
     not_stubbed = [item["atom"] for item in results if item.get("stub_problem")]
@@ -115,83 +102,96 @@ def _texts(value: object) -> list[str]:
     return [str(entry) for entry in value] if isinstance(value, list) else []
 
 
-def _run_stubs(facts: AtomFacts, interpreter: str, test_argv: tuple[str, ...], atoms: Sequence[Atom],
-               covering: dict[str, tuple[str, ...]]) -> tuple[list[dict[str, object]], int]:
-    """Stub each covered atom in a scratch copy of the final tree and run its tests there. Each atom gets a fresh
-    copy: what a confined run left in one (a link where a file was, say) is never written through."""
-    ports = facts.ports
-    temp = ports.commands.temp_directory(ports.facts.task_id)
-    changed = sorted({str(item.get("path")) for item in _changed(facts)})
+def _run_stubs(facts: AtomFacts, *, interpreter: str, test_argv: tuple[str, ...], overlay: Path | None,
+               atoms: Sequence[Atom], covering: dict[str, tuple[str, ...]]
+               ) -> tuple[list[dict[str, object]], int, dict[str, object]]:
+    """Stub each covered atom (libcst, here) and judge every stub in one confined run of the switching runner in a
+    scratch copy of the final tree (see the module docstring): the per-atom results, the stubs judged, the run."""
+    worktree = facts.ports.facts.worktree.path
     results: list[dict[str, object]] = []
+    switches: list[dict[str, object]] = []
+    originals: dict[str, str] = {}
+    waiting: dict[str, dict[str, object]] = {}
+    for atom in atoms:
+        tests = covering[atom.qualified_name]
+        item: dict[str, object] = {"atom": atom.qualified_name, "path": atom.path,
+                                   "lines": [atom.first_line, atom.last_line], "tests": list(tests),
+                                   "failed_against_stub": [], "passed_against_stub": []}
+        results.append(item)
+        if not tests:
+            item["finding"] = "no test executes this atom's body"
+            continue
+        source = _source(worktree / atom.path)
+        if source is None:
+            item["stub_problem"] = "the atom's file is not a regular UTF-8 file in the worktree"
+            continue
+        stubbed = stub_atom(source, local_name=atom.local_name, first_line=atom.first_line)
+        if stubbed is None:
+            item["stub_problem"] = "the atom was not found exactly once by libcst"
+            continue
+        identifier = f"stub.{len(switches)}"
+        originals[atom.path] = source
+        switches.append({"id": identifier, "path": atom.path, "source": stubbed,
+                         "tests": list(tests[:MAX_TESTS_PER_STUB]), "stop_first": False})
+        waiting[identifier] = item
+    if not switches:
+        return results, 0, {}
+    job: dict[str, object] = {"mutants": switches, "tests": [], "baseline": False, "originals": originals,
+                              "min_timeout": 0}
+    report, run, problem = run_switches(facts.ports, attempt=facts.attempt, changed=_changed_paths(facts),
+                                        directory=STUB_DIRECTORY, working_directory=STUB_WORKING_DIRECTORY,
+                                        argv=mutation_argv(interpreter, overlay), test_argv=test_argv, job=job,
+                                        what="the stubs' run")
+    if report is None:
+        for item in waiting.values():
+            item["stub_problem"] = problem or "the stubs' run wrote no report"
+        return results, 0, run
+    pid = report.get("pid")
+    run.update(pid=pid if isinstance(pid, int) else None, complete=report.get("done") is True)
+    judged = _by_id(report)
     stubs_run = 0
+    for identifier, item in waiting.items():
+        item.update(request_id=run.get("request_id"), exit_code=run.get("exit_code"))
+        problem = _judge(item, judged.get(identifier))
+        if problem is not None:
+            item["stub_problem"] = problem
+        else:
+            stubs_run += 1
+    return results, stubs_run, run
+
+
+def _source(path: Path) -> str | None:
+    if path.is_symlink() or not path.is_file():
+        return None
     try:
-        for atom in atoms:
-            tests = covering[atom.qualified_name]
-            item: dict[str, object] = {"atom": atom.qualified_name, "path": atom.path,
-                                       "lines": [atom.first_line, atom.last_line], "tests": list(tests),
-                                       "failed_against_stub": [], "passed_against_stub": []}
-            results.append(item)
-            if not tests:
-                item["finding"] = "no test executes this atom's body"
-                continue
-            problem = _stub_and_run(ports, facts.attempt, temp, changed, interpreter=interpreter, test_argv=test_argv,
-                                    atom=atom, tests=tests[:MAX_TESTS_PER_STUB], item=item)
-            if problem is not None:
-                item["stub_problem"] = problem
-            else:
-                stubs_run += 1
-    finally:
-        remove_base_scratch(temp, STUB_DIRECTORY)
-        shutil.rmtree(temp / CHECKS_FOLDER, ignore_errors=True)  # never through a link: rmtree refuses one
-    return results, stubs_run
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
-def _changed(facts: AtomFacts) -> list[dict[str, object]]:
+def _changed_paths(facts: AtomFacts) -> list[str]:
     files = facts.assembly.evidence.get("files")
-    return [dict(item) for item in files if isinstance(item, dict)] if isinstance(files, list) else []
+    items = [item for item in files if isinstance(item, dict)] if isinstance(files, list) else []
+    return sorted({str(item.get("path")) for item in items})
 
 
-def _write_new(path: Path, text: str) -> bool:
-    """Replace ``path`` (a regular file the coordinator just wrote) without following a link."""
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    return True
+def _by_id(report: dict[str, object]) -> dict[str, dict[str, object]]:
+    found = report.get("mutants")
+    entries = [entry for entry in found if isinstance(entry, dict)] if isinstance(found, list) else []
+    return {str(entry.get("id")): entry for entry in entries}
 
 
-def _stub_and_run(ports: PipelinePorts, attempt: int, temp: Path, changed: Sequence[str], *, interpreter: str,
-                  test_argv: tuple[str, ...], atom: Atom, tests: Sequence[str], item: dict[str, object]) -> str | None:
-    """Write a fresh scratch copy of the final tree with ``atom`` stubbed, run ``tests`` there, record what failed
-    and passed in ``item``. Returns why it was not judged, or None."""
-    scratch = write_base_scratch(ports.facts.worktree, root=temp, directory=STUB_DIRECTORY, overlay=changed)
-    if scratch.path is None:
-        return f"the scratch copy could not be made: {scratch.refusal}"
-    target = scratch.path / atom.path
-    if target.is_symlink() or not target.is_file():
-        return "the atom's file is not a regular file in the scratch copy"
-    stubbed = stub_atom(target.read_text(encoding="utf-8"), local_name=atom.local_name, first_line=atom.first_line)
-    if stubbed is None:
-        return "the atom was not found exactly once by libcst"
-    if not _write_new(target, stubbed):
-        return "the stub could not be written into the scratch copy"
-    report = temp / PurePosixPath(STUB_JUNIT_IN_TEMP)
-    shutil.rmtree(report.parent, ignore_errors=True)
-    argv = stub_argv(interpreter, tests)
-    run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=attempt,
-                                           working_directory=STUB_WORKING_DIRECTORY, covered_by=test_argv)
-    item.update(stub_argv=list(argv), request_id=run.request_id, exit_code=run.exit_code)
-    if not run.ran:
-        return f"the stub's tests did not run: {run.refusal}"
-    counts = None if report.parent.is_symlink() else _read_junit(report)
-    if counts is None:
-        return f"pytest wrote no readable junit report against the stub (exit {run.exit_code})"
-    statuses = {test: counts.status_of(test) for test in tests}
-    item["failed_against_stub"] = [test for test, status in statuses.items() if status in ("failed", "error")]
-    item["passed_against_stub"] = [test for test, status in statuses.items() if status == "passed"]
-    item["not_judged"] = [test for test, status in statuses.items() if status not in ("failed", "error", "passed")]
+def _judge(item: dict[str, object], result: dict[str, object] | None) -> str | None:
+    """Record in ``item`` which of its tests failed and passed against its stub; why it was not judged, or None."""
+    if result is None:
+        return "the stubs' run ended before this stub was judged"
+    status = result.get("status")
+    item["pytest_status"] = status
+    failed, passed = _texts(result.get("failed_all")), _texts(result.get("passed_all"))
+    tests = _texts(item["tests"])[:MAX_TESTS_PER_STUB]
+    if not failed and not passed:
+        return f"pytest ran none of the stub's tests (pytest exit status {status})"
+    item["failed_against_stub"] = [test for test in tests if test in failed]
+    item["passed_against_stub"] = [test for test in tests if test in passed and test not in failed]
+    item["not_judged"] = [test for test in tests if test not in failed and test not in passed]
     return None
-
-

@@ -23,7 +23,8 @@ class AtomFacts:
     assembly: StageResult
     shared: MutableMapping[str, object] = field(default_factory=dict, compare=False)
     """What one stage measured for the next ones of the same attempt (the coverage map:
-    :func:`~codeflux.pipeline.atom_coverage.atom_coverage`), so the tests run under coverage once."""
+    :func:`~codeflux.pipeline.atom_coverage.atom_coverage`, so the tests run under coverage once; the interpreter's
+    tool probe: :func:`~codeflux.pipeline.tool_overlay.resolve_tools`)."""
 
     @property
     def diff_identity(self) -> str | None:

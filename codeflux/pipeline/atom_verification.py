@@ -10,11 +10,14 @@ each order from a recorded seed.
    no:randomly <node ids>`` (:func:`seeded_argv`) in the task's worker, confined, following the test command's
    decision (``covered_by``: no second card). The fixed script is codeflux's own tiny pytest plugin, registered
    with ``pytest.main(args, plugins=[…])``: it sorts the collected tests by node id and shuffles them with
-   ``random.Random(seed)``, reseeds ``random`` with the seed before each test, and — only when Hypothesis is
-   importable there — passes ``--hypothesis-seed=<seed>`` and points Hypothesis's home (its example database) at
-   ``$TMPDIR/codeflux-checks/hypothesis``, never the worktree. pytest-randomly, if installed, is switched off so
-   the order is the seed's alone. Each run writes its order and outcomes to
-   ``$TMPDIR/codeflux-checks/verification-<seed>.json``, which the coordinator reads and removes.
+   ``random.Random(seed)``, reseeds ``random`` with the seed before each test, and — the moment Hypothesis is
+   imported in the process (an import hook installed before pytest starts and kept ahead of pytest's own) — sets
+   Hypothesis's forced seed to the seed (what ``--hypothesis-seed`` does, without importing Hypothesis in runs
+   whose tests never use it) and points its home (its example database) at ``$TMPDIR/codeflux-checks/hypothesis``,
+   never the worktree. Hypothesis's pytest plugin is not loaded from the overlay when the repository's own
+   environment lacks Hypothesis (``OVERLAY_SITE_SCRIPT`` in :mod:`~codeflux.pipeline.tool_overlay`).
+   pytest-randomly, if installed, is switched off so the order is the seed's alone. Each run writes its order and
+   outcomes to ``$TMPDIR/codeflux-checks/verification-<seed>.json``, which the coordinator reads and removes.
 
 Gate: every run ran and every test passed in every run. A run that fails names its seed, its failing tests and
 the exact argv that reproduces it (the same seed gives the same order); a test that fails under one seed and
@@ -38,6 +41,7 @@ from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.coverage_map import CHECKS_FOLDER, read_box_json
 from codeflux.pipeline.specification import StageResult, stage_result
 from codeflux.pipeline.thresholds import ATOM_VERIFICATION_RUNS, threshold_of
+from codeflux.pipeline.tool_overlay import OVERLAY_SITE_SCRIPT
 
 __all__ = ["SEEDED_ORDER_SCRIPT", "evaluate_atom_verification", "report_name", "seeded_argv"]
 
@@ -48,22 +52,58 @@ _MESSAGE_CHARS: Final = 800
 
 SEEDED_ORDER_SCRIPT: Final = (
     "import importlib.util, json, os, random, site, sys\n"
-    "overlay = sys.argv[1]\n"
-    "if overlay != '-' and os.path.isdir(overlay):\n"
-    "    site.addsitedir(overlay)\n"
+    + OVERLAY_SITE_SCRIPT +
     "seed = int(sys.argv[2])\n"
     "split = sys.argv.index('--')\n"
     "arguments = sys.argv[split + 1:]\n"
     "checks = os.path.join(os.environ['TMPDIR'], '" + CHECKS_FOLDER + "')\n"
     "os.makedirs(checks, exist_ok=True)\n"
-    "hypothesis = importlib.util.find_spec('hypothesis') is not None\n"
-    "if hypothesis:\n"
+    "seeded = []\n"
+    "def seed_hypothesis(module):\n"
+    "    from hypothesis import core\n"
     "    from hypothesis.configuration import set_hypothesis_home_dir\n"
     "    set_hypothesis_home_dir(os.path.join(checks, 'hypothesis'))\n"
-    "    arguments = ['--hypothesis-seed=%d' % seed, *arguments]\n"
+    "    core.global_force_seed = seed\n"
+    "    seeded.append(True)\n"
+    "class SeedingLoader:\n"
+    "    def __init__(self, inner):\n"
+    "        self.inner = inner\n"
+    "    def __getattr__(self, name):\n"
+    "        return getattr(self.inner, name)\n"
+    "    def create_module(self, spec):\n"
+    "        return self.inner.create_module(spec)\n"
+    "    def exec_module(self, module):\n"
+    "        self.inner.exec_module(module)\n"
+    "        if finder in sys.meta_path:\n"
+    "            sys.meta_path.remove(finder)\n"
+    "        seed_hypothesis(module)\n"
+    "class SeedHypothesisOnImport:\n"
+    "    busy = False\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name != 'hypothesis' or self.busy:\n"
+    "            return None\n"
+    "        self.busy = True\n"
+    "        try:\n"
+    "            spec = importlib.util.find_spec(name)\n"
+    "        finally:\n"
+    "            self.busy = False\n"
+    "        if spec is not None and spec.loader is not None:\n"
+    "            spec.loader = SeedingLoader(spec.loader)\n"
+    "        return spec\n"
+    "finder = SeedHypothesisOnImport()\n"
+    "hypothesis = importlib.util.find_spec('hypothesis') is not None\n"
+    "if 'hypothesis' in sys.modules:\n"
+    "    seed_hypothesis(sys.modules['hypothesis'])\n"
+    "elif hypothesis:\n"
+    "    sys.meta_path.insert(0, finder)\n"
     "import pytest\n"
     "outcomes, messages, order = {}, {}, []\n"
     "class CodefluxSeededOrder:\n"
+    "    @pytest.hookimpl(trylast=True)\n"
+    "    def pytest_configure(self, config):\n"
+    "        if finder in sys.meta_path:\n"
+    "            sys.meta_path.remove(finder)\n"
+    "            sys.meta_path.insert(0, finder)\n"
     "    @pytest.hookimpl(trylast=True)\n"
     "    def pytest_collection_modifyitems(self, session, config, items):\n"
     "        items.sort(key=lambda item: item.nodeid)\n"
@@ -78,9 +118,10 @@ SEEDED_ORDER_SCRIPT: Final = (
     "            messages.setdefault(report.nodeid, report.longreprtext[-" + str(_MESSAGE_CHARS) + ":])\n"
     "        elif report.when == 'call' or report.skipped:\n"
     "            outcomes.setdefault(report.nodeid, report.outcome)\n"
-    "status = pytest.main(arguments, plugins=[CodefluxSeededOrder()])\n"
+    "status = pytest.main(overlay_plugins_off + arguments, plugins=[CodefluxSeededOrder()])\n"
     "report = {'seed': seed, 'exit_status': int(status), 'order': order, 'outcomes': outcomes,\n"
-    "          'messages': messages, 'hypothesis_seeded': hypothesis, 'pytest': pytest.__version__}\n"
+    "          'messages': messages, 'hypothesis_available': hypothesis, 'hypothesis_seeded': bool(seeded),\n"
+    "          'pytest': pytest.__version__}\n"
     "with open(os.path.join(checks, 'verification-%d.json' % seed), 'w') as handle:\n"
     "    json.dump(report, handle)\n"
     "sys.exit(int(status))\n"
@@ -174,6 +215,7 @@ def _from_report(document: dict[str, object], kept: Sequence[str]) -> dict[str, 
         "order": [str(test) for test in order] if isinstance(order, list) else [], "outcomes": results,
         "not_run": sorted(test for test in kept if test not in results),
         "hypothesis_seeded": bool(document.get("hypothesis_seeded")),
+        "hypothesis_available": bool(document.get("hypothesis_available")),
         "messages": {str(k): str(v)[-_MESSAGE_CHARS:] for k, v in messages.items() if str(k) in failing}
         if isinstance(messages, dict) else {}}
     if not failing and entry["outcome"] == "failed":

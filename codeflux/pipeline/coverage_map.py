@@ -25,7 +25,7 @@ from typing import Final
 
 from codeflux.domain.atoms import Atom
 from codeflux.pipeline.ports import PipelinePorts
-from codeflux.pipeline.tool_overlay import ToolResolution
+from codeflux.pipeline.tool_overlay import OVERLAY_SITE_SCRIPT, ToolResolution
 
 __all__ = [
     "COVERAGE_MAP_IN_TEMP",
@@ -44,9 +44,7 @@ _TAIL_LINES: Final = 8
 
 COVERAGE_SCRIPT: Final = (
     "import json, os, site, sys\n"
-    "overlay = sys.argv[1]\n"
-    "if overlay != '-' and os.path.isdir(overlay):\n"
-    "    site.addsitedir(overlay)\n"
+    + OVERLAY_SITE_SCRIPT +
     "split = sys.argv.index('--')\n"
     "wanted = sys.argv[2:split]\n"
     "arguments = sys.argv[split + 1:]\n"
@@ -70,7 +68,7 @@ COVERAGE_SCRIPT: Final = (
     "            outcomes[report.nodeid] = 'failed'\n"
     "        elif report.when == 'call' or report.skipped:\n"
     "            outcomes.setdefault(report.nodeid, report.outcome)\n"
-    "status = pytest.main(arguments, plugins=[CodefluxContexts()])\n"
+    "status = pytest.main(overlay_plugins_off + arguments, plugins=[CodefluxContexts()])\n"
     "cov.stop()\n"
     "cov.save()\n"
     "data = cov.get_data()\n"

@@ -304,7 +304,7 @@ def _prepare(facts: AtomFacts) -> _Ready | StageResult:
         return stage_result(_STAGE, StageOutcome.BLOCKED, "no usable test command (an interpreter with pytest), whose "
                             "interpreter runs the fuzzer (and whose decision allows it)", {})
     tools = resolve_tools(ports, attempt=facts.attempt, interpreter=command.interpreter, test_argv=command.argv,
-                          tools=(HYPOTHESIS,))
+                          tools=(HYPOTHESIS,), probes=facts.shared)
     if not tools.ready:
         return stage_result(_STAGE, StageOutcome.BLOCKED, tools.blocked or "hypothesis is missing", {})
     return _Ready(chosen=chosen, base=base, budget=budget.value, deadline=deadline, interpreter=command.interpreter,

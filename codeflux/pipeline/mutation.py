@@ -12,7 +12,8 @@ its line, switched in one process in the task's box.
    test command's decision, no second card) runs the fixed :data:`MUTATION_SCRIPT`. It reads the job the
    coordinator wrote to ``$TMPDIR/codeflux-checks/mutation-job.json`` and first runs every covering test once on
    the unmutated copy (the baseline: a test that does not pass there is dropped from every mutant). Then, for each
-   mutant: it writes the mutant's source over the file, **purges from ``sys.modules`` every module loaded from the
+   mutant: it puts the mutant's source in place (a new file renamed over the old one, never written through a
+   link), **purges from ``sys.modules`` every module loaded from the
    scratch copy** (code and tests, so a test's ``from pkg.mod import f`` binds the mutant, not a function object
    of an earlier run; bytecode is never written, so no stale ``.pyc`` is read), runs the mutant's tests with
    ``pytest.main([...], plugins=[...])`` in the same process (``-x``: the first failure kills), and puts the
@@ -21,6 +22,8 @@ its line, switched in one process in the task's box.
    This is mutmut's design (switch mutants inside one process) — a confined pytest per mutant would pay the
    interpreter's and pytest's start-up for every mutant. The script writes ``mutation-report.json`` next to the job
    after every mutant, which the coordinator reads bounded (untrusted: the repository's tests ran in that process).
+   The same runner judges stage 8's stubs (:func:`run_switches`; a job without a baseline or timer, each stub's
+   tests run to the end and every failing and passing test named).
 
 Gate: for every atom with a judged mutant, killed (a covering test failed, or it timed out) ÷ judged ≥ the
 threshold :data:`~codeflux.pipeline.thresholds.ATOM_MUTATION_SCORE_MIN` (default 70 %). Failed names each
@@ -53,9 +56,10 @@ from codeflux.pipeline.mutants import Mutant, mutant_diff, mutants_of_atom
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.specification import StageResult, stage_result
 from codeflux.pipeline.thresholds import ATOM_MUTATION_SCORE_MIN, threshold_of
+from codeflux.pipeline.tool_overlay import OVERLAY_SITE_SCRIPT
 
 __all__ = ["MUTATION_DIRECTORY", "MUTATION_SCRIPT", "MUTATION_WORKING_DIRECTORY", "evaluate_atom_mutation",
-           "mutation_argv"]
+           "mutation_argv", "run_switches", "write_switch_job"]
 
 MUTATION_DIRECTORY: Final = f"{SCRATCH_FOLDER}/mutation"
 MUTATION_WORKING_DIRECTORY: Final = f"{TASK_TEMP_DIRECTORY}/{MUTATION_DIRECTORY}"
@@ -71,9 +75,7 @@ _STAGE: Final = StageName.ATOM_MUTATION
 
 MUTATION_SCRIPT: Final = (
     "import importlib, json, os, signal, site, sys, time\n"
-    "overlay = sys.argv[1]\n"
-    "if overlay != '-' and os.path.isdir(overlay):\n"
-    "    site.addsitedir(overlay)\n"
+    + OVERLAY_SITE_SCRIPT +
     "sys.dont_write_bytecode = True\n"
     "checks = os.path.join(os.environ['TMPDIR'], '" + CHECKS_FOLDER + "')\n"
     "with open(os.path.join(checks, 'mutation-job.json')) as handle:\n"
@@ -103,7 +105,8 @@ MUTATION_SCRIPT: Final = (
     "def run(tests, timeout, stop_first):\n"
     "    purge()\n"
     "    outcomes = Outcomes()\n"
-    "    arguments = ['-p', 'no:cacheprovider', '-q', '--tb=no', '--no-header', '-o', 'addopts=']\n"
+    "    arguments = [*overlay_plugins_off, '-p', 'no:cacheprovider', '-q', '--tb=no', '--no-header', '-o',\n"
+    "                 'addopts=']\n"
     "    if stop_first:\n"
     "        arguments.append('-x')\n"
     "    started = time.monotonic()\n"
@@ -119,33 +122,51 @@ MUTATION_SCRIPT: Final = (
     "        hung = True\n"
     "    finally:\n"
     "        signal.setitimer(signal.ITIMER_REAL, 0)\n"
-    "    return {'status': status, 'hung': hung, 'seconds': time.monotonic() - started,\n"
-    "            'failed': outcomes.failed[:5], 'passed': len(outcomes.passed)}\n"
+    "    result = {'status': status, 'hung': hung, 'seconds': time.monotonic() - started,\n"
+    "              'failed': outcomes.failed[:5], 'passed': len(outcomes.passed)}\n"
+    "    if not stop_first:\n"
+    "        outcome_lists(result, outcomes)\n"
+    "    return result\n"
+    "def outcome_lists(result, outcomes):\n"
+    "    result['failed_all'] = list(dict.fromkeys(outcomes.failed))\n"
+    "    result['passed_all'] = [test for test in outcomes.passed if test not in outcomes.failed]\n"
     "report = {'tools': {'pytest': pytest.__version__}, 'locations': {'pytest': os.path.dirname(pytest.__file__)},\n"
-    "          'python': sys.version.split()[0], 'mutants': []}\n"
+    "          'python': sys.version.split()[0], 'pid': os.getpid(), 'mutants': []}\n"
     "def save():\n"
     "    with open(os.path.join(checks, 'mutation-report.json'), 'w') as handle:\n"
     "        json.dump(report, handle)\n"
-    "baseline = run(job['tests'], 0, False)\n"
-    "report['baseline'] = baseline\n"
-    "broken = set(baseline['failed'])\n"
-    "timeout = max(job['min_timeout'], 10 * baseline['seconds'])\n"
+    "def put(target, text):\n"
+    "    staged = target + '.codeflux-switch'\n"
+    "    with open(staged, 'w', encoding='utf-8') as handle:\n"
+    "        handle.write(text)\n"
+    "    os.replace(staged, target)\n"
+    "originals = job.get('originals') or {}\n"
+    "if job.get('baseline', True):\n"
+    "    baseline = run(job['tests'], 0, False)\n"
+    "    broken = set(baseline.pop('failed_all'))\n"
+    "    del baseline['passed_all']\n"
+    "    report['baseline'] = baseline\n"
+    "    timeout = max(job['min_timeout'], 10 * baseline['seconds'])\n"
+    "else:\n"
+    "    broken = set()\n"
+    "    timeout = job.get('timeout') or 0\n"
     "report['timeout_seconds'] = timeout\n"
     "save()\n"
     "started = time.monotonic()\n"
     "for mutant in job['mutants']:\n"
     "    target = os.path.join(root, mutant['path'])\n"
-    "    with open(target, encoding='utf-8') as handle:\n"
-    "        original = handle.read()\n"
-    "    with open(target, 'w', encoding='utf-8') as handle:\n"
-    "        handle.write(mutant['source'])\n"
+    "    original = originals.get(mutant['path'])\n"
+    "    if original is None:\n"
+    "        with open(target, encoding='utf-8') as handle:\n"
+    "            original = handle.read()\n"
+    "    put(target, mutant['source'])\n"
+    "    stop_first = mutant.get('stop_first', True)\n"
     "    try:\n"
     "        tests = [test for test in mutant['tests'] if test not in broken]\n"
-    "        result = run(tests, timeout, True) if tests else {'status': None, 'hung': False, 'seconds': 0.0,\n"
-    "                                                          'failed': [], 'passed': 0}\n"
+    "        result = run(tests, timeout, stop_first) if tests else {'status': None, 'hung': False,\n"
+    "                                                             'seconds': 0.0, 'failed': [], 'passed': 0}\n"
     "    finally:\n"
-    "        with open(target, 'w', encoding='utf-8') as handle:\n"
-    "            handle.write(original)\n"
+    "        put(target, original)\n"
     "    result['id'] = mutant['id']\n"
     "    result['tests'] = len(tests)\n"
     "    report['mutants'].append(result)\n"
@@ -217,17 +238,23 @@ def _read_report(path: Path) -> dict[str, object] | None:
     return read_box_json(path, max_bytes=_MAX_REPORT_BYTES)
 
 
-def _write_job(temp: Path, planned: Sequence[_Planned]) -> bool:
+def _job(planned: Sequence[_Planned]) -> dict[str, object]:
+    mutants = [{"id": f"{index}.{number}", "path": item.atom.path, "source": mutant.source, "tests": list(tests)}
+               for index, item in enumerate(planned)
+               for number, (mutant, tests) in enumerate(zip(item.mutants, item.tests, strict=True)) if tests]
+    every = sorted({test for item in planned for tests in item.tests for test in tests})
+    originals = {item.atom.path: item.source for item in planned if item.mutants}
+    return {"mutants": mutants, "tests": every, "min_timeout": MIN_TIMEOUT_SECONDS, "originals": originals}
+
+
+def write_switch_job(temp: Path, job: dict[str, object]) -> bool:
+    """Write ``job`` for :data:`MUTATION_SCRIPT` into the task's fresh ``codeflux-checks`` folder (False: it could
+    not be made — a link or something else is in its place)."""
     checks = temp / CHECKS_FOLDER
     shutil.rmtree(checks, ignore_errors=True)
     if checks.exists() or checks.is_symlink():
         return False
     checks.mkdir(parents=True)
-    mutants = [{"id": f"{index}.{number}", "path": item.atom.path, "source": mutant.source, "tests": list(tests)}
-               for index, item in enumerate(planned)
-               for number, (mutant, tests) in enumerate(zip(item.mutants, item.tests, strict=True)) if tests]
-    every = sorted({test for item in planned for tests in item.tests for test in tests})
-    job = {"mutants": mutants, "tests": every, "min_timeout": MIN_TIMEOUT_SECONDS}
     (checks / PurePosixPath(JOB_IN_TEMP).name).write_text(json.dumps(job), encoding="utf-8")
     return True
 
@@ -274,31 +301,39 @@ def evaluate_atom_mutation(facts: AtomFacts) -> StageResult:
 
 def _run(facts: AtomFacts, interpreter: str, test_argv: tuple[str, ...], overlay: Path | None,
          planned: Sequence[_Planned]) -> tuple[dict[str, object] | None, dict[str, object], str | None]:
-    ports = facts.ports
+    return run_switches(facts.ports, attempt=facts.attempt, changed=_changed(facts), directory=MUTATION_DIRECTORY,
+                        working_directory=MUTATION_WORKING_DIRECTORY, argv=mutation_argv(interpreter, overlay),
+                        test_argv=test_argv, job=_job(planned), what="the mutants' run")
+
+
+def run_switches(ports: PipelinePorts, *, attempt: int, changed: Sequence[str], directory: str,
+                 working_directory: str, argv: tuple[str, ...], test_argv: tuple[str, ...], job: dict[str, object],
+                 what: str) -> tuple[dict[str, object] | None, dict[str, object], str | None]:
+    """One run of the in-process switching runner (``argv``: :func:`mutation_argv`) over ``job``, started in a
+    fresh scratch copy of the final tree (``directory`` under the task's TMPDIR, never the worktree) that is removed
+    afterwards with the job and its report: the report (None: none usable), the run's evidence, and why not."""
     temp = ports.commands.temp_directory(ports.facts.task_id)
     evidence: dict[str, object] = {}
     try:
-        scratch = write_base_scratch(ports.facts.worktree, root=temp, directory=MUTATION_DIRECTORY,
-                                     overlay=_changed(facts))
+        scratch = write_base_scratch(ports.facts.worktree, root=temp, directory=directory, overlay=changed)
         if scratch.path is None:
             return None, evidence, f"the scratch copy could not be made: {scratch.refusal}"
-        if not _write_job(temp, planned):
-            return None, evidence, "the mutation job could not be written to the task's TMPDIR"
-        argv = mutation_argv(interpreter, overlay)
-        run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=facts.attempt,
-                                               working_directory=MUTATION_WORKING_DIRECTORY, covered_by=test_argv)
+        if not write_switch_job(temp, job):
+            return None, evidence, f"{what}'s job could not be written to the task's TMPDIR"
+        run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=attempt,
+                                               working_directory=working_directory, covered_by=test_argv)
         evidence.update(argv=[*argv[:2], "MUTATION_SCRIPT", *argv[3:]], request_id=run.request_id,
                         exit_code=run.exit_code, state=run.state)
         if not run.ran:
-            return None, evidence, f"the mutants' run did not run: {run.refusal}"
+            return None, evidence, f"{what} did not run: {run.refusal}"
         report = _read_report(temp / PurePosixPath(REPORT_IN_TEMP))
         if report is None:
             tail = (run.stderr or run.stdout).strip().splitlines()[-8:]
-            return None, evidence, (f"the mutants' run ended {run.state} (exit {run.exit_code}) without its report: "
+            return None, evidence, (f"{what} ended {run.state} (exit {run.exit_code}) without its report: "
                                     + " | ".join(line[:200] for line in tail))
         return report, evidence, None
     finally:
-        remove_base_scratch(temp, MUTATION_DIRECTORY)
+        remove_base_scratch(temp, directory)
         shutil.rmtree(temp / CHECKS_FOLDER, ignore_errors=True)  # never through a link: rmtree refuses one
 
 

@@ -39,7 +39,7 @@ import shlex
 import shutil
 import sys
 import sysconfig
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -57,6 +57,7 @@ __all__ = [
     "INSTALL_TEMP",
     "INSTALL_WORKING_DIRECTORY",
     "MANIFEST",
+    "OVERLAY_SITE_SCRIPT",
     "PROBE_SCRIPT",
     "TOOLS_FOLDER",
     "WHEELHOUSE_VARIABLE",
@@ -152,6 +153,25 @@ BOOTSTRAP_SCRIPT: Final = (
 """Appends the overlay after site-packages and runs ``-m MODULE ARGS…`` (argv: overlay, ``-m``, module, args)."""
 
 
+OVERLAY_SITE_SCRIPT: Final = (
+    "import importlib.util, os, site, sys\n"
+    "overlay = sys.argv[1]\n"
+    "own_hypothesis = importlib.util.find_spec('hypothesis') is not None\n"
+    "if overlay != '-' and os.path.isdir(overlay):\n"
+    "    site.addsitedir(overlay)\n"
+    "overlay_plugins_off = [] if own_hypothesis else ['-p', 'no:hypothesispytest']\n"
+    "os.environ['HYPOTHESIS_STORAGE_DIRECTORY'] = os.path.join(os.environ['TMPDIR'], 'codeflux-checks', 'hypothesis')\n"
+)
+"""The opening of the fixed scripts that run the repository's tests with the overlay appended (the coverage map,
+stage 11's seeded orders, the switching runner of stages 8 and 13): argv[1] is the overlay's site folder or ``-``.
+Hypothesis is in every overlay for stage 12's fuzzer, not for the repository's tests; when the repository's own
+environment lacks it, its pytest plugin (which imports all of Hypothesis, ≈ 0.5 s, at every session's end) is not
+loaded from the overlay: ``overlay_plugins_off`` goes first in the script's pytest arguments. The plugin is
+loaded as usual when the environment has Hypothesis itself. Hypothesis's home (its example database) is
+``$TMPDIR/codeflux-checks/hypothesis`` (``HYPOTHESIS_STORAGE_DIRECTORY``, which recent Hypothesis releases
+read), never the worktree the coverage run starts in."""
+
+
 def probe_argv(interpreter: str, tools: Sequence[CheckTool] = CHECK_TOOLS) -> tuple[str, ...]:
     return (interpreter, "-c", PROBE_SCRIPT, *(f"{tool.name}={tool.module}" for tool in tools))
 
@@ -208,6 +228,14 @@ def _probed(stdout: str) -> InterpreterFacts | None:
              for name, found in document["tools"].items()}
     return InterpreterFacts(implementation=parts[0], version=parts[1], platform=parts[2],
                             executable=str(document.get("executable", ""))[:500], tools=tools)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Probe:
+    """One interpreter's probe, kept for the attempt: what it reported and the exact argv that asked."""
+
+    facts: InterpreterFacts
+    argv: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -403,24 +431,41 @@ def install_to_settle(interpreter: str, *, tools_root: Path, source: ToolSource 
     return install_argv(interpreter, source, tools)
 
 
+_PROBE_KEY: Final = "interpreter-probe:"
+
+
 def resolve_tools(ports: PipelinePorts, *, attempt: int, interpreter: str, test_argv: tuple[str, ...],
-                  tools: Sequence[CheckTool] = CHECK_TOOLS) -> ToolResolution:
+                  tools: Sequence[CheckTool] = CHECK_TOOLS,
+                  probes: MutableMapping[str, object] | None = None) -> ToolResolution:
     """The check ``tools`` for ``interpreter``: the repository environment's own, else the overlay's, else
     installed into the overlay now (the ``install`` request) — or ``blocked`` (see the module docstring).
 
-    The probe follows the test command's decision (``covered_by``: the same interpreter in the same box)."""
+    The probe follows the test command's decision (``covered_by``: the same interpreter in the same box). With
+    ``probes`` (the attempt's shared cache: :attr:`~codeflux.pipeline.atom_facts.AtomFacts.shared`) the probe asks
+    about every tool of :data:`CHECK_TOOLS` at once and what it reported is kept there per interpreter, so the
+    stages of one attempt that need check tools (the coverage map, the fuzzer) probe the interpreter once: the
+    probe reports the repository environment's own tools, which nothing in the attempt changes (an install goes to
+    the overlay, which is read from the data directory on every call)."""
     commands, task_id = ports.commands, ports.facts.task_id
-    probe = probe_argv(interpreter, tools)
-    run = commands.run_check_command(task_id, probe, attempt=attempt, covered_by=test_argv)
-    if not run.ran:
-        return ToolResolution(interpreter=interpreter, probe_argv=probe,
-                              blocked=f"the interpreter could not be asked for its check tools: {run.refusal}")
-    facts = _probed(run.stdout)
-    if facts is None:
-        said = (run.stderr or run.stdout).strip()[-300:]
-        return ToolResolution(interpreter=interpreter, probe_argv=probe,
-                              blocked=f"{interpreter} did not report its version and platform ({run.state}, exit "
-                                      f"{run.exit_code}: {said}); the check tools cannot be chosen")
+    asked = tuple(dict.fromkeys((*tools, *CHECK_TOOLS))) if probes is not None else tuple(tools)
+    probe = probe_argv(interpreter, asked)
+    cached = None if probes is None else probes.get(_PROBE_KEY + interpreter)
+    if isinstance(cached, _Probe) and all(tool.name in cached.facts.tools for tool in tools):
+        facts, probe = cached.facts, cached.argv
+    else:
+        run = commands.run_check_command(task_id, probe, attempt=attempt, covered_by=test_argv)
+        if not run.ran:
+            return ToolResolution(interpreter=interpreter, probe_argv=probe,
+                                  blocked=f"the interpreter could not be asked for its check tools: {run.refusal}")
+        probed = _probed(run.stdout)
+        if probed is None:
+            said = (run.stderr or run.stdout).strip()[-300:]
+            return ToolResolution(interpreter=interpreter, probe_argv=probe,
+                                  blocked=f"{interpreter} did not report its version and platform ({run.state}, "
+                                          f"exit {run.exit_code}: {said}); the check tools cannot be chosen")
+        facts = probed
+        if probes is not None:
+            probes[_PROBE_KEY + interpreter] = _Probe(facts=facts, argv=probe)
     own = {tool.name: facts.tools.get(tool.name) for tool in tools}
     missing = [tool for tool in tools if own[tool.name] is None]
     root = repository_tools(commands.tools_directory(), ports.facts.worktree.repo_root)

@@ -69,8 +69,10 @@ SWALLOWING_TEST = (
 )
 
 
-def test_a_weak_test_and_an_untested_atom_fail_the_stage_and_no_stub_ever_touches_the_worktree(
+def test_a_weak_test_and_an_untested_atom_fail_the_stage_both_stubs_judged_in_one_process_never_the_worktree(
         harness: Harness, overlay_cache: Path) -> None:
+    """Two stubbed atoms are judged by one confined run of the in-process switching runner (one request, one
+    process id) in a scratch copy under TMPDIR — before, each stub started a pytest process of its own."""
     ports = running_ports(harness)
     allow_overlay_install(harness, ports.facts.task_id, cache=overlay_cache)
     worktree = ports.facts.worktree.path
@@ -96,6 +98,11 @@ def test_a_weak_test_and_an_untested_atom_fail_the_stage_and_no_stub_ever_touche
     assert "tests/test_sub.py::test_sub_runs (does not test pkg.calc.sub)" in reason
     # stubs ran (two atoms had tests) — and the worktree's diff is what it was: no stub ever touched it
     assert result.evidence["stubs_run"] == 2
+    # one process judged both stubs: one confined request, the runner's one process id, every stub reached
+    run = result.evidence["run"]
+    assert isinstance(run, dict) and run["argv"][1:3] == ["-c", "MUTATION_SCRIPT"], run
+    assert isinstance(run["pid"], int) and run["complete"] is True and run["state"] == "succeeded", run
+    assert atoms["pkg.calc.add"]["request_id"] == atoms["pkg.calc.sub"]["request_id"] == run["request_id"]
     assert result.evidence["diff_identity_before"] == result.evidence["diff_identity_after"] == identity
     assert diff_against_base(ports.facts.worktree).identity == identity
     assert (worktree / "pkg" / "calc.py").read_text() == WEAK_AND_UNTESTED
@@ -229,8 +236,9 @@ def test_plants_a_link_where_the_stubbed_file_was():
 def test_a_link_a_stub_run_plants_in_its_scratch_copy_is_never_written_through(
         harness: Harness, overlay_cache: Path, tmp_path: Path) -> None:
     """The repository's tests run in the scratch copy, confined but able to write TMPDIR: one replaces the stubbed
-    file with a link to a file outside. The coordinator (unconfined) never writes the next stub or anything else
-    through it — each atom gets a fresh copy — so the outside file is untouched, and both stubs still ran."""
+    file with a link to a file outside. Nothing writes the next stub or the original back through it — the
+    in-box runner renames a new file over the link, and the coordinator (unconfined) writes nothing into the copy
+    once a test ran — so the outside file is untouched, and both stubs still ran."""
     victim = tmp_path / "victim.txt"
     victim.write_text("untouched\n")
     ports = running_ports(harness)

@@ -77,7 +77,10 @@ def test_tests_that_pass_in_every_seeded_order_satisfy_it_and_every_seed_is_reco
     assert result.verdict.outcome is StageOutcome.SATISFIED, result.verdict
     runs = runs_of(result)
     assert len(runs) == 3 and [run["seed"] for run in runs] == result.evidence["seeds"]
-    assert all(run["outcome"] == "passed" and run["hypothesis_seeded"] is True for run in runs)
+    assert all(run["outcome"] == "passed" for run in runs)
+    # this repository's environment has Hypothesis itself: its pytest plugin loads (and imports it), and the moment
+    # it is imported it is seeded
+    assert all(run["hypothesis_available"] is True and run["hypothesis_seeded"] is True for run in runs)
     assert all(sorted(run["order"]) == ["tests/test_calc.py::test_add",  # type: ignore[call-overload]
                                         "tests/test_calc.py::test_add_negative"] for run in runs)
     assert result.evidence["runs_setting"] == {"key": "pipeline.atom-verification.runs", "value": 3,
@@ -128,6 +131,54 @@ def test_tests_sharing_module_state_fail_under_a_seed_that_the_printed_command_r
     replayed = json.loads(report.read_text())
     assert replay.exit_code == 1 and replayed["order"] == order and replayed["outcomes"][SECOND] == "failed"
     assert diff_against_base(ports.facts.worktree).identity == identity == result.evidence["diff_identity"]
+
+
+HYPOTHESIS_TESTS = (
+    "import os\n\nfrom hypothesis import core, given, strategies as st\n\nfrom pkg.calc import add\n\n\n"
+    "@given(st.integers(), st.integers())\n"
+    "def test_add_commutes(a, b):\n    assert add(a, b) == add(b, a)\n\n\n"
+    "def test_records_hypothesis_s_seed():\n"
+    "    assert add(1, 2) == 3\n"
+    "    with open(os.path.join(os.environ['TMPDIR'], 'seen-seed.txt'), 'w') as handle:\n"
+    "        handle.write(repr(core.global_force_seed))\n"
+)
+RECORDS = "tests/test_props.py::test_records_hypothesis_s_seed"
+
+
+def test_tests_that_import_hypothesis_get_the_run_s_seed_and_its_home_in_tmpdir(harness: Harness) -> None:
+    """Hypothesis is seeded when the tests import it (the script seeds it the moment it is imported, not by
+    importing it for every run): the forced seed a test sees is the run's, and its home is never the worktree."""
+    ports = running_ports(harness)
+    allow_overlay_install(harness, ports.facts.task_id)
+    worktree = ports.facts.worktree.path
+    (worktree / "pkg" / "calc.py").write_text(ADD)
+    (worktree / "tests" / "test_props.py").write_text(HYPOTHESIS_TESTS)
+
+    result = evaluate_atom_verification(assembled_facts(ports), seeds=[4242])
+
+    assert result.verdict.outcome is StageOutcome.SATISFIED, result.verdict
+    (run,) = runs_of(result)
+    assert run["hypothesis_seeded"] is True and run["outcome"] == "passed", run
+    assert RECORDS in run["order"]  # type: ignore[operator]
+    seen = harness.driver.task_temp_directory(ports.facts.task_id) / "seen-seed.txt"
+    assert seen.read_text() == "4242"  # written by the last run of the test: stage 11's, under seed 4242
+    assert not (worktree / ".hypothesis").exists()
+
+
+def test_a_repository_that_turns_warnings_into_errors_is_not_failed_by_the_seeding(harness: Harness) -> None:
+    """Before, the script imported Hypothesis before pytest started whenever it was importable: pytest then warns
+    that Hypothesis (a plugin's distribution) was imported before it could rewrite it, and a repository whose
+    pytest configuration turns warnings into errors (toolz's does) saw every seeded order fail — a false send-back."""
+    ports = running_ports(harness)
+    allow_overlay_install(harness, ports.facts.task_id)
+    worktree = ports.facts.worktree.path
+    (worktree / "pkg" / "calc.py").write_text(ADD)
+    (worktree / "pyproject.toml").write_text('[tool.pytest.ini_options]\nfilterwarnings = ["error"]\n')
+
+    result = evaluate_atom_verification(assembled_facts(ports), seeds=[7])
+
+    assert result.verdict.outcome is StageOutcome.SATISFIED, result.verdict
+    assert [run["outcome"] for run in runs_of(result)] == ["passed"]
 
 
 def test_no_atom_or_no_test_executing_one_is_skipped(harness: Harness) -> None:

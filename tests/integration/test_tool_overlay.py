@@ -7,10 +7,12 @@ appends it after site-packages. Real task worktrees, a real worker, real pip and
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import venv as venv_module
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,7 @@ from codeflux.coordinator.runs.pipeline_ports import (
 )
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.ids import TaskId
+from codeflux.pipeline.ports import CheckCommandPort, CheckCommandRun
 from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.tool_overlay import (
     COVERAGE,
@@ -27,9 +30,11 @@ from codeflux.pipeline.tool_overlay import (
     INSTALL_TEMP,
     INSTALL_WORKING_DIRECTORY,
     MANIFEST,
+    PROBE_SCRIPT,
     ToolSource,
     install_argv,
     overlay_argv,
+    probe_argv,
     repository_tools,
     resolve_tools,
 )
@@ -183,6 +188,57 @@ def test_the_repository_s_own_tool_wins_over_the_overlay(harness: Harness, tmp_p
     assert resolved.overlay_site is None and resolved.install is None
     assert [tool.to_evidence() for tool in resolved.tools] == [{
         "tool": COVERAGE.name, "version": "0.0.1", "provided_by": "repository environment", "location": str(own)}]
+
+
+class CountingCommands:
+    """The real command port, counting the probes it is asked to run (it runs every command for real)."""
+
+    def __init__(self, inner: CheckCommandPort) -> None:
+        self.inner = inner
+        self.probes = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], **options: Any) -> CheckCommandRun:
+        self.probes += PROBE_SCRIPT in argv
+        return self.inner.run_check_command(task_id, argv, **options)
+
+
+def test_with_the_attempt_s_cache_the_interpreter_is_probed_once_for_every_check_tool(
+        harness: Harness, tmp_path: Path) -> None:
+    """Stage 8's coverage map and stage 12's fuzzer resolve their tools with the attempt's shared cache: the
+    first probe asks about every check tool, the second stage reads what it reported — one probe per attempt."""
+    venv = tmp_path / "ownvenv"
+    venv_module.EnvBuilder(system_site_packages=False, with_pip=False, symlinks=True).create(venv)
+    own = venv / "own-site"
+    for name in ("coverage", "hypothesis"):
+        (own / name).mkdir(parents=True)
+        (own / name / "__init__.py").write_text("__version__ = '0.0.1'\n")
+        (own / f"{name}-0.0.1.dist-info").mkdir()
+        (own / f"{name}-0.0.1.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\n"
+                                                                  "Version: 0.0.1\n")
+    (next((venv / "lib").glob("python3*/site-packages")) / "own.pth").write_text(f"{own}\n")
+    python = str(venv / "bin" / "python")
+    real = running_ports(harness)
+    allow(harness.driver, real.facts.task_id, pytest_argv(python))
+    counting = CountingCommands(real.commands)
+    ports = dataclasses.replace(real, commands=counting)
+    shared: dict[str, object] = {}
+
+    coverage = resolve_tools(ports, attempt=1, interpreter=python, test_argv=pytest_argv(python), tools=(COVERAGE,),
+                             probes=shared)
+    fuzzer = resolve_tools(ports, attempt=1, interpreter=python, test_argv=pytest_argv(python), tools=(HYPOTHESIS,),
+                           probes=shared)
+
+    assert coverage.ready and fuzzer.ready, (coverage.blocked, fuzzer.blocked)
+    assert counting.probes == 1
+    assert coverage.probe_argv == fuzzer.probe_argv == probe_argv(python, (COVERAGE, HYPOTHESIS))
+    assert [tool.to_evidence()["provided_by"] for tool in (*coverage.tools, *fuzzer.tools)] == [
+        "repository environment", "repository environment"]
+    # without the cache (a caller outside phase B) each call probes again
+    resolve_tools(ports, attempt=1, interpreter=python, test_argv=pytest_argv(python), tools=(COVERAGE,))
+    assert counting.probes == 2
 
 
 def test_an_overlay_is_never_shared_between_repositories(tmp_path: Path) -> None:
