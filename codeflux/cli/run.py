@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import datetime as dt
 import json
 import os
@@ -45,7 +44,7 @@ from codeflux.cli.inputs import read_text_file
 from codeflux.cli.views import print_plan
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.maintenance import append_app_log_record
-from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation
+from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, tool_source_for
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.planner import propose_plan
 from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, run_task
@@ -210,15 +209,10 @@ def headless_policy(allowed: Sequence[str], *, check_tools: bool = False) -> Hea
     return HeadlessPolicy.allowing((parse_operation(text) for text in allowed), check_tools=check_tools)
 
 
-NO_TOOLS_INSTALL: Final = ("a headless run installs codeflux's check tools into its overlay only with "
-                           "--allow-check-tools")
-
-
 def headless_tool_source(policy: HeadlessPolicy) -> ToolSource:
     """Where this headless run's checks may install a missing check tool from: the coordinator's source
     (:meth:`ToolSource.from_environment`) under ``--allow-check-tools``; otherwise none is asked for."""
-    source = ToolSource.from_environment(os.environ)
-    return source if policy.check_tools else dataclasses.replace(source, declined=NO_TOOLS_INSTALL)
+    return tool_source_for(policy, ToolSource.from_environment(os.environ))
 
 
 # ─── providers and the script ────────────────────────────────────────────────────────────────────────

@@ -412,7 +412,8 @@ def repository_tools(tools_root: Path, repository_root: Path) -> Path:
 
 
 def install_to_settle(interpreter: str, *, tools_root: Path, source: ToolSource | None,
-                      tools: Sequence[CheckTool] = CHECK_TOOLS) -> tuple[str, ...] | None:
+                      tools: Sequence[CheckTool] = CHECK_TOOLS, search_path: str | None = None
+                      ) -> tuple[str, ...] | None:
     """The install request a run should have decided before its checks start (the runner's pre-flight, so a
     person — or a headless run's pre-approved operations — decides it like the test command), or None when
     none can be made (no source) or, as far as the host can see, none is needed: the environment has every tool
@@ -420,8 +421,10 @@ def install_to_settle(interpreter: str, *, tools_root: Path, source: ToolSource 
     when this guess was wrong the install is asked for there and the stage is ``blocked`` until it is decided."""
     if source is None or source.declined is not None:
         return None
-    prefix = Path(interpreter).parent.parent
-    in_venv = os.path.isabs(interpreter) and (prefix / "pyvenv.cfg").is_file()
+    found = interpreter if os.path.isabs(interpreter) else \
+        shutil.which(interpreter, path=search_path) if search_path else None  # ``python3``: the one on PATH
+    prefix = Path(found).parent.parent if found else Path("/nonexistent")
+    in_venv = found is not None and (prefix / "pyvenv.cfg").is_file()
     if in_venv and all(any(prefix.glob(f"lib/python3*/site-packages/{tool.module}")) for tool in tools):
         return None
     key = _guessed_key(interpreter, tools_root)

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from codeflux.cli.run import NO_TOOLS_INSTALL
+from codeflux.coordinator.runs.headless import NO_TOOLS_INSTALL
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch

@@ -111,7 +111,7 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
             assert row.verdict.outcome is StageOutcome.SKIPPED
             assert "adds or changes no function or method" in str(row.verdict.reason)
         elif stage in (StageName.ATOM_CASE_SYNTHESIS, StageName.ATOM_EXAMPLE_TESTS, StageName.ATOM_PROPERTY_TESTS,
-                       StageName.ATOM_VERIFICATION, StageName.ATOM_MUTATION):  # no function changed, said so
+                       StageName.ATOM_VERIFICATION, StageName.ATOM_FUZZ, StageName.ATOM_MUTATION):  # said so
             assert row.verdict.outcome is StageOutcome.SKIPPED and "no function or method" in str(row.verdict.reason)
         else:
             assert stage not in PERFORMABLE_STAGES and row.verdict.outcome is StageOutcome.NOT_IMPLEMENTED

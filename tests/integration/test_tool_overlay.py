@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from codeflux.cli.run import NO_TOOLS_INSTALL
+from codeflux.coordinator.runs.headless import NO_TOOLS_INSTALL
 from codeflux.coordinator.runs.pipeline_ports import (
     check_request_key,
 )

@@ -16,16 +16,23 @@ exists; the exact (tool, arguments) pair is what a person can write on a command
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from codeflux.authority.decide import Decider, UserDecision
 from codeflux.coordinator.runs.tool_driver import SubmittedRequest, ToolDriver
 from codeflux.domain.display import argument_display_text, escape_for_display
 from codeflux.domain.tools import ArgumentValue, ToolName, bind_tool_request
+from codeflux.pipeline.tool_overlay import ToolSource, install_argv
 
-__all__ = ["HeadlessDecision", "HeadlessPolicy", "PreapprovedOperation", "decide_headless"]
+__all__ = ["NO_TOOLS_INSTALL", "HeadlessDecision", "HeadlessPolicy", "PreapprovedOperation", "decide_headless",
+           "tool_source_for"]
+
+NO_TOOLS_INSTALL: Final = ("a headless run installs codeflux's check tools into its overlay only with "
+                           "--allow-check-tools")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,3 +120,22 @@ def decide_headless(
                   "allow it exactly to let it run")[:1000]
         decided = driver.decide(request_id, UserDecision.DENY, reason=reason, decided_by=Decider.HEADLESS_POLICY)
     return HeadlessDecision(request_id=decided.request_id, operation=str(operation), allowed=allowed, reason=reason)
+
+
+def tool_source_for(policy: HeadlessPolicy | None, source: ToolSource) -> ToolSource:
+    """Where a run's checks may install a missing check tool from: ``source`` — unless the run is headless
+    with neither ``--allow-check-tools`` nor the exact install request among its pre-approved operations: it then
+    asks for no install at all (the stages name the flag)."""
+    if policy is None or policy.check_tools or source.declined is not None or _preapproves_install(policy, source):
+        return source
+    return dataclasses.replace(source, declined=NO_TOOLS_INSTALL)
+
+
+def _preapproves_install(policy: HeadlessPolicy, source: ToolSource) -> bool:
+    """One of the pre-approved operations is the check tools' install request from ``source`` (for any
+    interpreter: the one it names)."""
+    for operation in policy.preapproved_operations:
+        argv = dict(operation.arguments).get("argv") if operation.tool is ToolName.RUN_COMMAND else None
+        if isinstance(argv, tuple) and argv and argv == install_argv(str(argv[0]), source):
+            return True
+    return False

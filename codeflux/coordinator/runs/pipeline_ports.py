@@ -60,10 +60,12 @@ def _not_run(refusal: str, request_id: str | None = None) -> CheckCommandRun:
 
 
 class DriverCheckCommands:
-    """A :class:`~codeflux.pipeline.ports.CheckCommandPort` over a :class:`ToolDriver`."""
+    """A :class:`~codeflux.pipeline.ports.CheckCommandPort` over a :class:`ToolDriver`; ``tool_source``: where
+    this run's checks may install a missing check tool from, when not the driver's (a headless run's)."""
 
-    def __init__(self, driver: ToolDriver) -> None:
+    def __init__(self, driver: ToolDriver, *, tool_source: ToolSource | None = None) -> None:
         self._driver = driver
+        self._tool_source = tool_source
 
     def temp_directory(self, task_id: TaskId) -> Path:
         return self._driver.task_temp_directory(task_id)
@@ -72,7 +74,7 @@ class DriverCheckCommands:
         return self._driver.tools_directory
 
     def tool_source(self) -> ToolSource | None:
-        return self._driver.tool_source
+        return self._tool_source or self._driver.tool_source
 
     def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
                           working_directory: str | None = None,

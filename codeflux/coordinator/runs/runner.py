@@ -74,7 +74,7 @@ from typing import Any, Final
 from codeflux.authority.decide import Decider, DecisionOutcome
 from codeflux.authority.service import DerivedAllowance
 from codeflux.coordinator.runs.attempt_summary import previous_attempt_summary
-from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, decide_headless
+from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, decide_headless, tool_source_for
 from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
 from codeflux.coordinator.runs.loop_steps import close_conversation
 from codeflux.coordinator.runs.pipeline_ports import DriverCheckCommands, NoAcceptanceYet, submit_check_command
@@ -242,7 +242,8 @@ def _run_task(
     facts = TaskFacts(task_id=task_id, requirement=view.task.requirement, plan=view.plan.plan,
                       plan_revision=view.plan.revision, plan_sha256=view.plan.sha256, worktree=worktree)
     search_path = build_worker_environment(base=os.environ, home=worktree.path, tmpdir=worktree.path)["PATH"]
-    ports = PipelinePorts(facts=facts, ledger=tasks, commands=DriverCheckCommands(driver),
+    commands = DriverCheckCommands(driver, tool_source=tool_source_for(headless_policy, driver.tool_source))
+    ports = PipelinePorts(facts=facts, ledger=tasks, commands=commands,
                           acceptance=acceptance or NoAcceptanceYet(), repository_root=view.task.repository_root,
                           search_path=search_path, settings=StoredSettings(tasks.changes.db))
     repairs = 0
@@ -444,8 +445,9 @@ def _validate(run: _Run) -> RunOutcome:
     checks = [] if command is None or command.pytest_missing else [("the test command", command.argv)]
     checks += [("an acceptance example's command", example.argv) for example in _example_commands(run)]
     if command is not None and not command.pytest_missing and _diff_has_atoms(run):
-        install = install_to_settle(command.interpreter, source=run.driver.tool_source, tools_root=repository_tools(
-            run.driver.tools_directory, run.ports.facts.worktree.repo_root))
+        install = install_to_settle(command.interpreter, source=run.ports.commands.tool_source(),
+                                    search_path=run.ports.search_path, tools_root=repository_tools(
+                                        run.driver.tools_directory, run.ports.facts.worktree.repo_root))
         if install is not None:
             checks.append((_TOOLS_INSTALL, install))
     for index, (what, argv) in enumerate(checks):

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.cli.run import NO_TOOLS_INSTALL, headless_policy, headless_tool_source
+from codeflux.cli.run import headless_policy, headless_tool_source
+from codeflux.coordinator.runs.headless import NO_TOOLS_INSTALL, HeadlessPolicy, PreapprovedOperation, tool_source_for
 from codeflux.pipeline.own_wheels import rebuild_wheels
 from codeflux.pipeline.ports import WHEELHOUSE_VARIABLE, ToolSource
+from codeflux.pipeline.tool_overlay import install_argv
 
 
 def test_coverage_is_rebuilt_as_one_wheel_whose_record_matches_every_member(tmp_path: Path) -> None:
@@ -59,3 +61,12 @@ def test_a_headless_run_asks_for_no_install_unless_allowed_and_the_default_sourc
     assert headless_tool_source(headless_policy([])).declined == NO_TOOLS_INSTALL
     allowed = headless_tool_source(headless_policy([], check_tools=True))
     assert allowed.declined is None and allowed.own
+
+
+def test_the_exact_install_request_among_the_pre_approved_operations_also_lets_a_headless_run_install() -> None:
+    source = ToolSource()
+    exact = PreapprovedOperation.command(install_argv("/repo/.venv/bin/python", source))
+    assert tool_source_for(HeadlessPolicy.allowing([exact]), source) == source
+    other = PreapprovedOperation.command(("/repo/.venv/bin/python", "-m", "pip", "install", "requests"))
+    assert tool_source_for(HeadlessPolicy.allowing([other]), source).declined == NO_TOOLS_INSTALL
+    assert tool_source_for(None, source) == source  # a person decides the install's card
