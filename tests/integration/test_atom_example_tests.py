@@ -32,7 +32,14 @@ from codeflux.pipeline.specification import StageResult
 from codeflux.pipeline.tool_overlay import INSTALL_WORKING_DIRECTORY, install_argv
 from codeflux.store import authority as authority_rows
 from codeflux.store.database import Database
-from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, assembled_facts, keep_overlay, running_ports
+from tests.fixtures.pipeline_tasks import (
+    SOURCE,
+    allow_overlay_install,
+    assembled_facts,
+    keep_overlay,
+    no_install_driver,
+    running_ports,
+)
 from tests.fixtures.repos import BASE_FILES
 from tests.fixtures.task_runs import Harness, calc_tests, done, make_harness, scripted_gateway, write_file
 
@@ -153,7 +160,7 @@ def test_a_diff_without_atoms_is_skipped(harness: Harness) -> None:
 
 def test_without_coverage_and_no_way_to_install_it_the_stage_is_blocked_naming_the_tool_and_the_fix(
         db: Database, tmp_path: Path) -> None:
-    with ToolDriver(db, state_dir=tmp_path / "state", base_environment={}) as driver:
+    with no_install_driver(db, tmp_path) as driver:
         harness = make_harness(db, tmp_path, driver)
         ports = running_ports(harness)
         (ports.facts.worktree.path / "pkg" / "calc.py").write_text(WEAK_AND_UNTESTED)
@@ -164,6 +171,7 @@ def test_without_coverage_and_no_way_to_install_it_the_stage_is_blocked_naming_t
     reason = result.verdict.reason or ""
     assert reason.startswith("coverage is not in the repository's environment")
     assert "-m pip install 'coverage>=7.4,<8'" in reason and "CODEFLUX_TOOL_WHEELHOUSE" in reason
+    assert "only with --allow-check-tools" in reason  # nothing was asked: the install was declined, not pending
 
 
 def test_the_catalog_says_stage_8_is_performed_and_what_it_measures() -> None:

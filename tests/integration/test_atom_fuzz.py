@@ -15,7 +15,6 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from codeflux.coordinator.runs.headless import NO_TOOLS_INSTALL
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
 from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratch
@@ -28,13 +27,14 @@ from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.specification import StageResult
 from codeflux.pipeline.thresholds import ATOM_FUZZ_BUDGET_S, StoredSettings, set_threshold
-from codeflux.pipeline.tool_overlay import COVERAGE, MANIFEST, ToolSource, repository_tools, resolve_tools
+from codeflux.pipeline.tool_overlay import COVERAGE, MANIFEST, repository_tools, resolve_tools
 from codeflux.store.database import Database
 from tests.fixtures.pipeline_tasks import (
     SOURCE,
     allow,
     allow_overlay_install,
     assembled_facts,
+    no_install_driver,
     running_ports,
     wheelhouse_version,
 )
@@ -232,8 +232,7 @@ def venv_without_hypothesis(harness: Harness, root: Path) -> None:
 
 def test_hypothesis_missing_and_not_installable_blocks_it_naming_the_tool_and_the_fix(
         db: Database, tmp_path: Path) -> None:
-    declined = ToolSource(declined=NO_TOOLS_INSTALL)  # a headless run without --allow-check-tools
-    with ToolDriver(db, state_dir=tmp_path / "state", base_environment={}, tool_source=declined) as driver:
+    with no_install_driver(db, tmp_path) as driver:  # a headless run without --allow-check-tools
         harness = make_harness(db, tmp_path, driver)
         venv_without_hypothesis(harness, tmp_path / "plainvenv")
         ports = with_budget(harness, running_ports(harness))

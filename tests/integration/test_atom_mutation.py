@@ -20,7 +20,14 @@ from codeflux.pipeline.phase_b import ATOM_STAGES
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.specification import StageResult
 from codeflux.store.database import Database
-from tests.fixtures.pipeline_tasks import SOURCE, allow_overlay_install, assembled_facts, keep_overlay, running_ports
+from tests.fixtures.pipeline_tasks import (
+    SOURCE,
+    allow_overlay_install,
+    assembled_facts,
+    keep_overlay,
+    no_install_driver,
+    running_ports,
+)
 from tests.fixtures.task_runs import Harness, make_harness
 
 
@@ -154,7 +161,7 @@ def test_mutants_no_test_executes_are_skipped_and_no_atoms_is_skipped(harness: H
 
 def test_without_coverage_and_no_way_to_install_it_the_stage_is_blocked_naming_the_tool(
         db: Database, tmp_path: Path) -> None:
-    with ToolDriver(db, state_dir=tmp_path / "state", base_environment={}) as driver:
+    with no_install_driver(db, tmp_path) as driver:
         harness = make_harness(db, tmp_path, driver)
         ports = running_ports(harness)
         (ports.facts.worktree.path / "pkg" / "calc.py").write_text(CALC)

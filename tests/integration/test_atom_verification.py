@@ -25,7 +25,14 @@ from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.specification import StageResult
 from codeflux.pipeline.tool_overlay import install_argv
 from codeflux.store.database import Database
-from tests.fixtures.pipeline_tasks import SOURCE, allow, allow_overlay_install, assembled_facts, running_ports
+from tests.fixtures.pipeline_tasks import (
+    SOURCE,
+    allow,
+    allow_overlay_install,
+    assembled_facts,
+    no_install_driver,
+    running_ports,
+)
 from tests.fixtures.repos import BASE_FILES
 from tests.fixtures.task_runs import Harness, calc_tests, done, make_harness, scripted_gateway, write_file
 
@@ -197,7 +204,7 @@ def test_no_atom_or_no_test_executing_one_is_skipped(harness: Harness) -> None:
 
 def test_without_coverage_and_no_way_to_install_it_the_stage_is_blocked_naming_the_tool(
         db: Database, tmp_path: Path) -> None:
-    with ToolDriver(db, state_dir=tmp_path / "state", base_environment={}) as driver:
+    with no_install_driver(db, tmp_path) as driver:
         harness = make_harness(db, tmp_path, driver)
         ports = running_ports(harness)
         (ports.facts.worktree.path / "pkg" / "calc.py").write_text(ADD)
