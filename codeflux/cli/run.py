@@ -44,7 +44,7 @@ from codeflux.cli.inputs import read_text_file
 from codeflux.cli.views import print_plan
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.maintenance import append_app_log_record
-from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, tool_source_for
+from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.planner import propose_plan
 from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, run_task
@@ -86,7 +86,6 @@ from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import ToolName
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
-from codeflux.pipeline.tool_overlay import ToolSource
 from codeflux.providers.registry import build_model_adapter, build_scripted_adapter
 from codeflux.providers.scripted import SCRIPTED_DISPLAY_NAME, ScriptedTurn
 from codeflux.services.views import plan_view
@@ -207,12 +206,6 @@ def parse_operation(text: str) -> PreapprovedOperation:
 
 def headless_policy(allowed: Sequence[str], *, check_tools: bool = False) -> HeadlessPolicy:
     return HeadlessPolicy.allowing((parse_operation(text) for text in allowed), check_tools=check_tools)
-
-
-def headless_tool_source(policy: HeadlessPolicy) -> ToolSource:
-    """Where this headless run's checks may install a missing check tool from: the coordinator's source
-    (:meth:`ToolSource.from_environment`) under ``--allow-check-tools``; otherwise none is asked for."""
-    return tool_source_for(policy, ToolSource.from_environment(os.environ))
 
 
 # ─── providers and the script ────────────────────────────────────────────────────────────────────────
@@ -465,7 +458,6 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
                 "operation(s); prompting is off")
         with shared_running_lock(location), ToolDriver(db, state_dir=location.directory / "workers",
                                                        allow_unconfined=args.allow_unconfined,
-                                                       tool_source=headless_tool_source(policy),
                                                        observers=transcript_observers(ctx.say)) as driver:
             refuse_unconfined_preapprovals(ctx, db, driver, policy, opted_in=args.allow_unconfined)
             ctx.say(f"commands run {describe_confinement(driver.confinement.mode, network=False)}")

@@ -417,7 +417,7 @@ def shown(value: object, *, limit: int = 60) -> str:
     if isinstance(value, list) and any(item is value for item in value):
         return "a list that contains itself"
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return f"{'-' if value < 0 else ''}an int of {value.bit_length()} bits"
+        return f"{'a negative' if value < 0 else 'an'} int of {value.bit_length()} bits"
     if isinstance(value, set | frozenset) and value:
         text = "{" + ", ".join(sorted(repr(item) for item in value)) + "}"  # never in hash order
         return text if len(text) <= limit else text[:limit - 1] + "…"

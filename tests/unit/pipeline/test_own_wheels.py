@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codeflux.cli.run import headless_policy, headless_tool_source
+from codeflux.cli.run import headless_policy
 from codeflux.coordinator.runs.headless import NO_TOOLS_INSTALL, HeadlessPolicy, PreapprovedOperation, tool_source_for
 from codeflux.pipeline.own_wheels import rebuild_wheels
 from codeflux.pipeline.ports import WHEELHOUSE_VARIABLE, ToolSource
@@ -58,8 +58,8 @@ def test_a_headless_run_asks_for_no_install_unless_allowed_and_the_default_sourc
     assert ToolSource.from_environment({}).pip_arguments() == ("--no-index", "--find-links", "wheels")
     assert ToolSource.from_environment({"CODEFLUX_TOOL_INDEX_URL": "https://example.test/simple"}).needs_network
 
-    assert headless_tool_source(headless_policy([])).declined == NO_TOOLS_INSTALL
-    allowed = headless_tool_source(headless_policy([], check_tools=True))
+    assert tool_source_for(headless_policy([]), ToolSource()).declined == NO_TOOLS_INSTALL
+    allowed = tool_source_for(headless_policy([], check_tools=True), ToolSource())
     assert allowed.declined is None and allowed.own
 
 
