@@ -12,7 +12,8 @@ every place on the wanted lines one of six operators applies, and returns one mu
 
 Only nodes that start on a wanted line are mutated; nested functions are part of the atom. It runs with codeflux's
 own interpreter over text (nothing of the repository is executed); each result differs from the source exactly at
-its place. Bounded: at most ``limit`` mutants per atom, in source order.
+its place. Bounded: at most ``limit`` mutants per atom, in source order. libcst reads only the atom's own lines
+(:func:`~codeflux.pipeline.atom_source.atom_source`), put back into the file for each mutant.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Final
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
+
+from codeflux.pipeline.atom_source import atom_source
 
 __all__ = ["OPERATORS", "Mutant", "mutant_diff", "mutants_of_atom"]
 
@@ -196,22 +199,23 @@ def mutants_of_atom(source: str, *, local_name: str, first_line: int, lines: Seq
                     limit: int = 100) -> tuple[Mutant, ...] | None:
     """The mutants of the atom ``local_name`` starting at ``first_line`` on ``lines`` (see the module docstring);
     None when the source does not parse or the atom is not found exactly once."""
+    part = atom_source(source, local_name=local_name, first_line=first_line)
     try:
-        module = cst.parse_module(source)
+        module = cst.parse_module(part.text)
     except cst.ParserSyntaxError:
         return None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    finder = _Finder(local_name, first_line, lines)
+    finder = _Finder(part.local_name, part.text_line(first_line), [part.text_line(line) for line in lines])
     wrapper.visit(finder)
     if finder.found != 1:
         return None
     mutants: list[Mutant] = []
     for site in finder.sites[:limit]:
         replacer = _Replacer(site.node, site.replacement)
-        mutated = module.visit(replacer).code
-        if replacer.replaced != 1 or mutated == source:
+        mutated = part.in_module(module.visit(replacer).code)
+        if replacer.replaced != 1 or mutated is None or mutated == source:
             continue
-        mutants.append(Mutant(operator=site.operator, line=site.line, original=_code(site.node),
+        mutants.append(Mutant(operator=site.operator, line=part.file_line(site.line), original=_code(site.node),
                               replacement=_code(site.replacement), source=mutated))
     return tuple(mutants)
 

@@ -2,13 +2,16 @@
 
 :func:`stub_atom` rewrites one function or method of a module's source, found by its local name (``Class.method``,
 ``outer.inner``) and its first line; everything else of the file stays byte for byte. It runs with codeflux's
-own interpreter over text (nothing of the repository is executed); the result is written only into a scratch copy.
+own interpreter over text (nothing of the repository is executed) — libcst reads only the atom's own lines
+(:func:`~codeflux.pipeline.atom_source.atom_source`); the result is written only into a scratch copy.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
+
+from codeflux.pipeline.atom_source import atom_source
 
 __all__ = ["stub_atom"]
 
@@ -71,12 +74,13 @@ class _Stubber(cst.CSTTransformer):
 def stub_atom(source: str, *, local_name: str, first_line: int) -> str | None:
     """``source`` with the function ``local_name`` starting at ``first_line`` (decorators included) stubbed, or None
     when it is not found exactly once or the source does not parse."""
+    part = atom_source(source, local_name=local_name, first_line=first_line)
     try:
-        module = cst.parse_module(source)
+        module = cst.parse_module(part.text)
     except cst.ParserSyntaxError:
         return None
-    stubber = _Stubber(local_name, first_line, f"codeflux stub of {local_name}")
-    stubbed = MetadataWrapper(module).visit(stubber)
+    stubber = _Stubber(part.local_name, part.text_line(first_line), f"codeflux stub of {local_name}")
+    stubbed = MetadataWrapper(module, unsafe_skip_copy=True).visit(stubber)
     if stubber.replaced != 1:
         return None
-    return stubbed.code
+    return part.in_module(stubbed.code)
