@@ -6,9 +6,15 @@ each order from a recorded seed.
    test that fails in any order is stage 28's to report, with its base-revision comparison (a test failing on the
    base too is not this change's); this stage asks what only repetition in other orders shows.
 2. The runs: :data:`~codeflux.pipeline.thresholds.ATOM_VERIFICATION_RUNS` times (default 3, a setting), each
-   with a fresh seed (recorded), ``<python> -c SEEDED_ORDER_SCRIPT <overlay|-> <seed> -- -p no:cacheprovider -p
-   no:randomly <node ids>`` (:func:`seeded_argv`) in the task's worker, confined, following the test command's
-   decision (``covered_by``: no second card). The fixed script is codeflux's own tiny pytest plugin, registered
+   with a fresh seed (recorded), all in one command: ``<python> -c SEEDED_ORDER_SCRIPT <overlay|-> <seed>,<seed>,…
+   -- -p no:cacheprovider -p no:randomly <node ids>`` (:func:`seeded_argv`) in the task's worker, confined,
+   following the test command's decision (``covered_by``: no second card). The script imports pytest once and then
+   **forks one child per seed, one after the other** (each order runs alone, never two at once: a suite's shared
+   files and ports see what they see in a plain run); nothing of the repository or its tests is imported before the
+   fork, so each order starts as clean as a fresh interpreter that imported pytest — state cannot pass from one
+   order to the next — while the interpreter's and pytest's start-up are paid once, not per order. A single seed
+   runs in the process itself, without a fork: that argv (:func:`seeded_argv` with one seed) is the printed command
+   that reproduces an order. The fixed script is codeflux's own tiny pytest plugin, registered
    with ``pytest.main(args, plugins=[…])``: it sorts the collected tests by node id and shuffles them with
    ``random.Random(seed)``, reseeds ``random`` with the seed before each test, and — the moment Hypothesis is
    imported in the process (an import hook installed before pytest starts and kept ahead of pytest's own) — sets
@@ -51,13 +57,29 @@ MAX_TESTS: Final = 500
 _MESSAGE_CHARS: Final = 800
 
 SEEDED_ORDER_SCRIPT: Final = (
-    "import importlib.util, json, os, random, site, sys\n"
+    "import importlib.metadata, importlib.util, json, os, random, site, sys\n"
     + OVERLAY_SITE_SCRIPT +
-    "seed = int(sys.argv[2])\n"
+    "seeds = [int(part) for part in sys.argv[2].split(',')]\n"
     "split = sys.argv.index('--')\n"
     "arguments = sys.argv[split + 1:]\n"
     "checks = os.path.join(os.environ['TMPDIR'], '" + CHECKS_FOLDER + "')\n"
     "os.makedirs(checks, exist_ok=True)\n"
+    "import pytest\n"
+    "seed, forked = seeds[0], False\n"
+    "if len(seeds) > 1:\n"
+    "    importlib.metadata.entry_points()\n"
+    "    statuses = []\n"
+    "    for each in seeds:\n"
+    "        sys.stdout.flush()\n"
+    "        sys.stderr.flush()\n"
+    "        child = os.fork()\n"
+    "        if child == 0:\n"
+    "            seed, forked = each, True\n"
+    "            break\n"
+    "        code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])\n"
+    "        statuses.append(code if code >= 0 else 128 - code)\n"
+    "    else:\n"
+    "        sys.exit(next((code for code in statuses if code), 0))\n"
     "seeded = []\n"
     "def seed_hypothesis(module):\n"
     "    from hypothesis import core\n"
@@ -96,7 +118,6 @@ SEEDED_ORDER_SCRIPT: Final = (
     "    seed_hypothesis(sys.modules['hypothesis'])\n"
     "elif hypothesis:\n"
     "    sys.meta_path.insert(0, finder)\n"
-    "import pytest\n"
     "outcomes, messages, order = {}, {}, []\n"
     "class CodefluxSeededOrder:\n"
     "    @pytest.hookimpl(trylast=True)\n"
@@ -124,15 +145,23 @@ SEEDED_ORDER_SCRIPT: Final = (
     "          'pytest': pytest.__version__}\n"
     "with open(os.path.join(checks, 'verification-%d.json' % seed), 'w') as handle:\n"
     "    json.dump(report, handle)\n"
+    "if forked:\n"
+    "    sys.stdout.flush()\n"
+    "    sys.stderr.flush()\n"
+    "    os._exit(int(status))\n"
     "sys.exit(int(status))\n"
 )
-"""The seeded-order run (see the module docstring); argv: overlay or ``-``, the seed, ``--``, pytest's arguments."""
+"""The seeded-order runs (see the module docstring); argv: overlay or ``-``, the seeds (comma-separated), ``--``,
+pytest's arguments."""
 
 
-def seeded_argv(interpreter: str, overlay_site: Path | None, seed: int, tests: Sequence[str]) -> tuple[str, ...]:
-    """The exact run of ``tests`` in the order of ``seed`` (see the module docstring)."""
-    return (interpreter, "-c", SEEDED_ORDER_SCRIPT, "-" if overlay_site is None else str(overlay_site), str(seed),
-            "--", "-p", "no:cacheprovider", "-p", "no:randomly", *tests)
+def seeded_argv(interpreter: str, overlay_site: Path | None, seeds: int | Sequence[int], tests: Sequence[str]
+                ) -> tuple[str, ...]:
+    """The exact run of ``tests`` in the order of each seed (see the module docstring); one seed's argv is the
+    command that reproduces that order."""
+    chosen = [seeds] if isinstance(seeds, int) else list(seeds)
+    return (interpreter, "-c", SEEDED_ORDER_SCRIPT, "-" if overlay_site is None else str(overlay_site),
+            ",".join(str(seed) for seed in chosen), "--", "-p", "no:cacheprovider", "-p", "no:randomly", *tests)
 
 
 def report_name(seed: int) -> str:
@@ -180,15 +209,17 @@ def evaluate_atom_verification(facts: AtomFacts, *, seeds: Sequence[int] | None 
             report = temp / PurePosixPath(report_name(seed))
             if report.is_file() and not report.is_symlink() and not report.parent.is_symlink():
                 report.unlink()
+        ran = seeded_argv(tools.interpreter, tools.overlay_site, chosen, kept)
+        run = ports.commands.run_check_command(ports.facts.task_id, ran, attempt=facts.attempt,
+                                               covered_by=command.argv)
+        if not run.ran:
+            return stage_result(_STAGE, StageOutcome.BLOCKED, f"the atoms' tests were not run under seeds "
+                                f"{', '.join(map(str, chosen))}: {run.refusal}", {})
+        for seed in chosen:
             argv = seeded_argv(tools.interpreter, tools.overlay_site, seed, kept)
-            run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=facts.attempt,
-                                                   covered_by=command.argv)
-            if not run.ran:
-                return stage_result(_STAGE, StageOutcome.BLOCKED, f"the atoms' tests were not run under seed {seed}: "
-                                    f"{run.refusal}", {})
             entry: dict[str, object] = {"seed": seed, "argv": list(argv), "command": _shown(argv),
                                         "request_id": run.request_id, "exit_code": run.exit_code, "state": run.state}
-            document = _read_report(report)
+            document = _read_report(temp / PurePosixPath(report_name(seed)))
             if document is None:
                 tail = (run.stderr or run.stdout).strip().splitlines()[-8:]
                 entry.update(outcome="failed", failing=[], order=[], output_tail=[line[:300] for line in tail],

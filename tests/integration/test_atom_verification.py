@@ -85,6 +85,9 @@ def test_tests_that_pass_in_every_seeded_order_satisfy_it_and_every_seed_is_reco
     runs = runs_of(result)
     assert len(runs) == 3 and [run["seed"] for run in runs] == result.evidence["seeds"]
     assert all(run["outcome"] == "passed" for run in runs)
+    # one confined command ran the three orders (a child forked per seed); each seed's own argv reproduces it
+    assert len({run["request_id"] for run in runs}) == 1
+    assert all(run["argv"][4] == str(run["seed"]) for run in runs)  # type: ignore[index]
     # this repository's environment has Hypothesis itself: its pytest plugin loads (and imports it), and the moment
     # it is imported it is seeded
     assert all(run["hypothesis_available"] is True and run["hypothesis_seeded"] is True for run in runs)
@@ -113,6 +116,8 @@ def test_tests_sharing_module_state_fail_under_a_seed_that_the_printed_command_r
     identity = diff_against_base(ports.facts.worktree).identity
     covering = ["tests/test_calc.py::test_add", FIRST, SECOND]
     bad, good = seeds_for(covering, second_first=True), seeds_for(covering, second_first=False)
+    # the good order runs first, in the same command: had its module state (SEEN == [3]) reached the next order,
+    # the bad order would pass — each order is a child forked before anything of the repository was imported
 
     result = evaluate_atom_verification(assembled_facts(ports), seeds=[good, bad])
 
