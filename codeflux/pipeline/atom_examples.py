@@ -15,9 +15,10 @@
    written through a link), purges every module loaded from the scratch copy from ``sys.modules`` (code and tests,
    so the tests bind the stub; no bytecode is written), runs only that atom's covering tests with ``pytest.main`` in
    the same process — all of them, no ``-x`` —, records which failed (in setup, call or teardown) and which passed,
-   and puts the final tree's source back before the next atom. One interpreter and one pytest start for all the
-   stubs instead of a pytest process per atom; the coordinator reads the runner's report bounded (untrusted) and
-   removes the copy.
+   and puts the final tree's source back before the next atom. Stage 13's mutants are judged in the same run
+   (:func:`~codeflux.pipeline.mutation.with_mutants`: their baseline first, then the stubs, then the mutants), so one
+   interpreter and one pytest start serve every stub and mutant; the coordinator reads the runner's report bounded
+   (untrusted) and removes the copy.
 
 Gate: every atom has at least one covering test, and at least one of its covering tests fails against its stub.
 A covering test that still passes against the stub is named for the atom ("does not test this atom"); an atom no
@@ -30,11 +31,9 @@ identity before and after the stage is in the evidence, and the run's request, e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from codeflux.domain.atoms import Atom
 from codeflux.domain.errors import CodefluxError
 from codeflux.domain.operations import TASK_TEMP_DIRECTORY
 from codeflux.domain.pipeline import StageName, StageOutcome
@@ -42,7 +41,8 @@ from codeflux.gitwork.diff import diff_against_base
 from codeflux.pipeline.atom_coverage import atom_coverage, tests_of_atom
 from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
-from codeflux.pipeline.mutation import mutation_argv, run_switches
+from codeflux.pipeline.coverage_map import CoverageMap
+from codeflux.pipeline.mutation import SWITCHES_KEY, SharedSwitches, mutation_argv, run_switches, with_mutants
 from codeflux.pipeline.specification import StageResult, stage_result
 from codeflux.pipeline.stubs import stub_atom
 
@@ -78,7 +78,7 @@ def evaluate_atom_example_tests(facts: AtomFacts) -> StageResult:
                                    "diff_identity_before": before}
     covering = {atom.qualified_name: tests_of_atom(worktree.path, atom, coverage) for atom in atoms}
     results, stubs_run, run = _run_stubs(facts, interpreter=command.interpreter, test_argv=command.argv,
-                                         overlay=tools.overlay_site, atoms=atoms, covering=covering)
+                                         overlay=tools.overlay_site, coverage=coverage, covering=covering)
     evidence.update(atoms=results, stubs_run=stubs_run, run=run, diff_identity_after=_identity(facts))
     untested = [item["atom"] for item in results if not item["tests"]]
     unkilled = [item["atom"] for item in results if item["tests"] and not item["failed_against_stub"]]
@@ -103,16 +103,17 @@ def _texts(value: object) -> list[str]:
 
 
 def _run_stubs(facts: AtomFacts, *, interpreter: str, test_argv: tuple[str, ...], overlay: Path | None,
-               atoms: Sequence[Atom], covering: dict[str, tuple[str, ...]]
+               coverage: CoverageMap, covering: dict[str, tuple[str, ...]]
                ) -> tuple[list[dict[str, object]], int, dict[str, object]]:
-    """Stub each covered atom (libcst, here) and judge every stub in one confined run of the switching runner in a
-    scratch copy of the final tree (see the module docstring): the per-atom results, the stubs judged, the run."""
+    """Stub each covered atom (libcst, here) and judge every stub — with stage 13's mutants — in one confined run of
+    the switching runner in a scratch copy of the final tree (see the module docstring): the per-atom results, the
+    stubs judged, the run."""
     worktree = facts.ports.facts.worktree.path
     results: list[dict[str, object]] = []
     switches: list[dict[str, object]] = []
     originals: dict[str, str] = {}
     waiting: dict[str, dict[str, object]] = {}
-    for atom in atoms:
+    for atom in facts.diff.atoms:
         tests = covering[atom.qualified_name]
         item: dict[str, object] = {"atom": atom.qualified_name, "path": atom.path,
                                    "lines": [atom.first_line, atom.last_line], "tests": list(tests),
@@ -132,16 +133,18 @@ def _run_stubs(facts: AtomFacts, *, interpreter: str, test_argv: tuple[str, ...]
         identifier = f"stub.{len(switches)}"
         originals[atom.path] = source
         switches.append({"id": identifier, "path": atom.path, "source": stubbed,
-                         "tests": list(tests[:MAX_TESTS_PER_STUB]), "stop_first": False})
+                         "tests": list(tests[:MAX_TESTS_PER_STUB]), "stop_first": False, "timeout": 0})
         waiting[identifier] = item
     if not switches:
         return results, 0, {}
-    job: dict[str, object] = {"mutants": switches, "tests": [], "baseline": False, "originals": originals,
-                              "min_timeout": 0}
+    job, planned = with_mutants(facts, coverage, {"mutants": switches, "tests": [], "baseline": False,
+                                                  "originals": originals, "min_timeout": 0})
     report, run, problem = run_switches(facts.ports, attempt=facts.attempt, changed=_changed_paths(facts),
                                         directory=STUB_DIRECTORY, working_directory=STUB_WORKING_DIRECTORY,
                                         argv=mutation_argv(interpreter, overlay), test_argv=test_argv, job=job,
-                                        what="the stubs' run")
+                                        what="the stubs' and mutants' run")
+    if job.get("baseline", True):  # the mutants were judged in this run: stage 13 reads them from here
+        facts.shared[SWITCHES_KEY] = SharedSwitches(planned=planned, report=report, run=dict(run), problem=problem)
     if report is None:
         for item in waiting.values():
             item["stub_problem"] = problem or "the stubs' run wrote no report"

@@ -22,8 +22,11 @@ its line, switched in one process in the task's box.
    This is mutmut's design (switch mutants inside one process) — a confined pytest per mutant would pay the
    interpreter's and pytest's start-up for every mutant. The script writes ``mutation-report.json`` next to the job
    after every mutant, which the coordinator reads bounded (untrusted: the repository's tests ran in that process).
-   The same runner judges stage 8's stubs (:func:`run_switches`; a job without a baseline or timer, each stub's
-   tests run to the end and every failing and passing test named).
+   The same runner judges stage 8's stubs (:func:`run_switches`; each stub's tests run to the end, without a timer,
+   and every failing and passing test named) — **in the same run**: stage 8 adds these mutants to its job
+   (:func:`with_mutants`; the baseline first, then the stubs, then the mutants) and leaves the run in
+   ``facts.shared`` (:data:`SWITCHES_KEY`), so one interpreter and pytest start-up serve both stages and this stage
+   reads its results from there (``run.shared_with`` in the evidence). Without stage 8 it starts the runner itself.
 
 Gate: for every atom with a judged mutant, killed (a covering test failed, or it timed out) ÷ judged ≥ the
 threshold :data:`~codeflux.pipeline.thresholds.ATOM_MUTATION_SCORE_MIN` (default 70 %). Failed names each
@@ -39,6 +42,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final
 
@@ -163,8 +167,8 @@ MUTATION_SCRIPT: Final = (
     "    stop_first = mutant.get('stop_first', True)\n"
     "    try:\n"
     "        tests = [test for test in mutant['tests'] if test not in broken]\n"
-    "        result = run(tests, timeout, stop_first) if tests else {'status': None, 'hung': False,\n"
-    "                                                             'seconds': 0.0, 'failed': [], 'passed': 0}\n"
+    "        idle = {'status': None, 'hung': False, 'seconds': 0.0, 'failed': [], 'passed': 0}\n"
+    "        result = run(tests, mutant.get('timeout', timeout), stop_first) if tests else idle\n"
     "    finally:\n"
     "        put(target, original)\n"
     "    result['id'] = mutant['id']\n"
@@ -259,6 +263,39 @@ def write_switch_job(temp: Path, job: dict[str, object]) -> bool:
     return True
 
 
+SWITCHES_KEY: Final = "atom-switches"
+"""Where stage 8 leaves, in ``facts.shared``, the run that judged its stubs and this stage's mutants together."""
+
+
+@dataclass(frozen=True, slots=True)
+class SharedSwitches:
+    """Stage 8's run of the switching runner that judged this stage's mutants too: what was planned, and the run."""
+
+    planned: tuple[_Planned, ...]
+    report: dict[str, object] | None
+    run: dict[str, object]
+    problem: str | None
+
+
+def with_mutants(facts: AtomFacts, coverage: CoverageMap, job: dict[str, object]
+                 ) -> tuple[dict[str, object], tuple[_Planned, ...]]:
+    """Stage 8's stub ``job`` with this stage's mutants added, so one runner process judges both (see the module
+    docstring): the mutants' baseline runs first, then the stubs (no timer, as before), then the mutants."""
+    planned = tuple(_plan(facts.ports.facts.worktree.path, facts.diff.atoms, coverage))
+    mutants = _job(planned)
+    entries = mutants["mutants"]
+    if not isinstance(entries, list) or not entries:
+        return job, planned
+    stubs = job["mutants"]
+    originals = {**_mapping(mutants["originals"]), **_mapping(job["originals"])}
+    return {"mutants": [*(stubs if isinstance(stubs, list) else []), *entries], "tests": mutants["tests"],
+            "min_timeout": MIN_TIMEOUT_SECONDS, "originals": originals}, planned
+
+
+def _mapping(value: object) -> dict[str, object]:
+    return {str(key): item for key, item in value.items()} if isinstance(value, dict) else {}
+
+
 def evaluate_atom_mutation(facts: AtomFacts) -> StageResult:
     """Stage 13 (see the module docstring)."""
     atoms = facts.diff.atoms
@@ -277,7 +314,8 @@ def evaluate_atom_mutation(facts: AtomFacts) -> StageResult:
     if threshold.problem is not None:
         return stage_result(_STAGE, StageOutcome.BLOCKED, threshold.problem, {})
     before = facts.diff_identity
-    planned = _plan(worktree.path, atoms, coverage)
+    shared = facts.shared.get(SWITCHES_KEY)
+    planned = list(shared.planned) if isinstance(shared, SharedSwitches) else _plan(worktree.path, atoms, coverage)
     evidence: dict[str, object] = {"tools": tools.to_evidence(), "coverage": dict(coverage.evidence),
                                    "threshold": threshold.to_evidence(), "diff_identity_before": before,
                                    "operators": ["arithmetic", "comparison", "boolean", "constant", "return-value",
@@ -292,7 +330,11 @@ def evaluate_atom_mutation(facts: AtomFacts) -> StageResult:
         evidence.update(atoms=[_atom_evidence(item, None) for item in planned], mutants_judged=0)
         return stage_result(_STAGE, StageOutcome.SKIPPED, f"{mutant_count} mutant(s), but no passing test executes "
                             "any mutated line: nothing could judge them (stage 8 names the untested atoms)", evidence)
-    report, run_evidence, problem = _run(facts, command.interpreter, command.argv, tools.overlay_site, planned)
+    if isinstance(shared, SharedSwitches):
+        report, problem = shared.report, shared.problem
+        run_evidence = {**shared.run, "shared_with": str(StageName.ATOM_EXAMPLE_TESTS)}
+    else:
+        report, run_evidence, problem = _run(facts, command.interpreter, command.argv, tools.overlay_site, planned)
     evidence.update(run=run_evidence, diff_identity_after=_identity(ports))
     if report is None:
         return stage_result(_STAGE, StageOutcome.BLOCKED, problem or "the mutants' run wrote no report", {})

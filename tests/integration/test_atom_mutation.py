@@ -15,6 +15,7 @@ import pytest
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
 from codeflux.gitwork.diff import diff_against_base
+from codeflux.pipeline.atom_examples import evaluate_atom_example_tests
 from codeflux.pipeline.mutation import evaluate_atom_mutation
 from codeflux.pipeline.phase_b import ATOM_STAGES
 from codeflux.pipeline.ports import PipelinePorts
@@ -106,6 +107,36 @@ def test_good_tests_kill_every_mutant_a_hung_one_counts_apart_and_no_mutant_touc
     assert isinstance(measured, dict) and measured["pytest"]
     run = result.evidence["run"]
     assert isinstance(run, dict) and run["argv"][1:3] == ["-c", "MUTATION_SCRIPT"]
+
+
+def test_after_stage_8_the_mutants_are_judged_in_its_run_with_the_same_verdicts(
+        harness: Harness, overlay_cache: Path) -> None:
+    """Stage 8's stubs and these mutants are switched by one runner process (phase B speed): stage 13 reads the
+    mutants' results from stage 8's run — the same verdicts as its own run in the test above, the timer included."""
+    ports = running_ports(harness)
+    allow_overlay_install(harness, ports.facts.task_id, cache=overlay_cache)
+    worktree = ports.facts.worktree.path
+    (worktree / "pkg" / "calc.py").write_text(CALC)
+    (worktree / "tests" / "test_calc.py").write_text(GOOD_TESTS)
+    identity = diff_against_base(ports.facts.worktree).identity
+    facts = assembled_facts(ports)
+
+    examples = evaluate_atom_example_tests(facts)
+    result = evaluate_atom_mutation(facts)
+    keep_overlay(harness, overlay_cache)
+
+    assert examples.verdict.outcome is StageOutcome.SATISFIED, examples.verdict
+    assert result.verdict.outcome is StageOutcome.SATISFIED, result.verdict
+    shared, own = result.evidence["run"], examples.evidence["run"]
+    assert isinstance(shared, dict) and isinstance(own, dict)
+    assert shared["shared_with"] == "atom-example-tests" and shared["request_id"] == own["request_id"]
+    atoms = atoms_of(result)
+    scale, countdown = atoms["pkg.calc.scale"], atoms["pkg.calc.countdown"]
+    assert (scale["judged"], scale["killed"], scale["survived"], scale["score"]) == (4, 4, 0, 100.0)
+    assert countdown["timed_out"] == 1 and countdown["survived"] == 0
+    stubs = {str(item["atom"]): item for item in examples.evidence["atoms"]}  # type: ignore[union-attr]
+    assert stubs["pkg.calc.countdown"]["failed_against_stub"] == ["tests/test_calc.py::test_countdown"]
+    assert result.evidence["diff_identity_after"] == identity == diff_against_base(ports.facts.worktree).identity
 
 
 def test_a_weak_test_lets_mutants_survive_and_each_is_named_with_its_diff(
