@@ -307,14 +307,15 @@ def parameter_ladders(source: str, atom: Atom, declared: str | None, declared_by
     return tuple(ladders)
 
 
-def ladder_argv(interpreter: str, overlay_site: Path | None, job_text: str) -> tuple[str, ...]:
-    """The exact run in the box (see the module docstring): the loader, the SHA-256 of the script and of the job
-    (``job_text``, :func:`job_text`) and codeflux's tool overlay to append after site-packages (None: ``-``)."""
-    return (interpreter, "-c", LADDER_LOADER, _script_sha256(), hashlib.sha256(job_text.encode()).hexdigest(),
+def ladder_argv(interpreter: str, overlay_site: Path | None, job: str) -> tuple[str, ...]:
+    """The exact run in the box (see the module docstring): the loader, the SHA-256 of the script and of the ``job``
+    (:func:`job_text`) and codeflux's tool overlay to append after site-packages (None: ``-``)."""
+    return (interpreter, "-c", LADDER_LOADER, _script_sha256(), hashlib.sha256(job.encode()).hexdigest(),
             "-" if overlay_site is None else str(overlay_site))
 
 
 def job_text(job: Mapping[str, object]) -> str:
+    """The job as the file the box reads (its SHA-256 is in the argv)."""
     return json.dumps(job, sort_keys=True, separators=(",", ":"))
 
 
