@@ -1,5 +1,5 @@
-"""Stage 7 atom-case-synthesis (non-gating): each atom's input ladder, derived from its contract, and whether the
-repository's tests pass it an input on every rung.
+"""Stage 7 atom-case-synthesis (non-gating): each atom's input ladder, derived from its contract, examples of each
+rung drawn with Hypothesis in the task's box, and whether the repository's tests pass it an input on every rung.
 
 1. **The ladder** (codeflux's interpreter, no repository code runs). Per parameter of each atom (``self``/``cls`` of
    a method aside), its type comes from the contract: the annotation the approved plan's declaration gives it
@@ -11,28 +11,41 @@ repository's tests pass it an input on every rung.
    or no type at all gives no ladder (the parameter is listed, not judged). The kind's rungs — typical,
    degenerate/empty, boundary, large, wrong-type, pathological, as far as the kind has them — and the rules that
    put a value on each are :mod:`codeflux.pipeline.case_ladder`'s (version
-   :data:`~codeflux.pipeline.case_ladder.RULES_VERSION`), with codeflux's own examples of every rung in the evidence.
-   Those examples are never run: they show what a rung means, and only the repository's tests count.
-2. **What the tests pass** (in the task's worker, confined). The tests the attempt's coverage map
+   :data:`~codeflux.pipeline.case_ladder.RULES_VERSION`).
+2. **One run in the box** (the task's worker, confined). The tests the attempt's coverage map
    (:func:`~codeflux.pipeline.atom_coverage.atom_coverage`, shared with 8, 9, 11 and 13) saw executing an atom's
    body and passing run once more — only those, no extra whole-suite run — with the test command's interpreter:
-   ``<python> -c LADDER_SCRIPT <job> -- -p no:cacheprovider -p no:randomly <node ids>``
-   (:func:`ladder_argv`; the script is :mod:`~codeflux.pipeline.case_ladder`'s own text). Its profile hook is
-   limited to the atoms' code objects; each call of an atom while a test runs (directly or through other code; a
-   direct recursive call not again) has each argument classified **in the box** by the same rules — values never
-   leave it — and ``$TMPDIR/codeflux-checks/case-ladder.json`` holds per atom, parameter and rung the number of
-   calls and up to three tests, which the coordinator reads bounded and removes. The run follows the test command's
-   decision (``covered_by``: no second card); Hypothesis, when importable there, keeps its database under
-   ``$TMPDIR``. coverage.py is not needed for this run, but the coverage map is: without it the stage is
-   ``blocked`` naming why (running the whole suite instead would add a full run to every attempt).
+   ``<python> -c LADDER_LOADER <script sha256> <job sha256> <overlay|->`` (:func:`ladder_argv`). The script
+   (:func:`~codeflux.pipeline.case_ladder.ladder_script`, :mod:`~codeflux.pipeline.case_ladder`'s own text) and the
+   job (:func:`ladder_job`: the atoms, the seed, pytest's arguments ``-p no:cacheprovider -p no:randomly <node
+   ids>``) are written into a fresh ``$TMPDIR/codeflux-checks`` (:func:`write_ladder_files`) — too long for an argv —
+   and run only when their digests are the argv's. Its profile hook is limited to the atoms' code objects; each call
+   of an atom while a test runs (directly or through other code; a direct recursive call not again) has each
+   argument classified **in the box** by the same rules — values never leave it — and
+   ``$TMPDIR/codeflux-checks/case-ladder.json`` holds per atom, parameter and rung the number of calls and up to
+   three tests. The run follows the test command's decision (``covered_by``: no second card). coverage.py is not
+   needed for this run, but the coverage map is: without it the stage is ``blocked`` naming why (running the whole
+   suite instead would add a full run to every attempt).
+3. **The examples**, drawn in the same run after the tests (:func:`~codeflux.pipeline.case_ladder.draw_examples`)
+   by Hypothesis — the repository environment's, else codeflux's tool overlay's
+   (:func:`~codeflux.pipeline.tool_overlay.resolve_tools`, as stage 12; the overlay is appended after
+   site-packages) — from the imported atom's real annotations (else the contract's kind): ``st.from_type`` for the
+   typical rung, codeflux's own strategies for the others, each value classified by the same rules and kept only on
+   its rung, with the seed :func:`seed_of` the diff (recorded; ``seed`` replaces it), no example database, bounded
+   in count, length and time. ``$TMPDIR/codeflux-checks/case-examples.json`` is read as untrusted data
+   (:func:`drawn_examples`). Each rung's evidence says where its examples came from; where nothing was drawn —
+   Hypothesis missing and not installable, its strategy failing, no value landing on the rung — codeflux's fixed
+   examples (:func:`~codeflux.pipeline.case_ladder.examples_of`) stand in, saying why, and the stage works as before.
+   With no test reaching any atom the run only draws; without Hypothesis too, nothing runs. Hypothesis is never
+   imported here.
 
 Gate: every rung of every judged parameter is exercised by at least one test; each unexercised rung is a finding
-(with its rule and examples), one line per atom parameter. No atom, no atom with a parameter, or no parameter
-with a ladder → ``skipped`` with the reason; no test command, no coverage map, or the run refused or without its
-report → ``blocked``. Non-gating: a failure never sends work back; its findings join an attempt a send-back gate
-starts (:mod:`codeflux.pipeline.findings`). Not proven: that the tests assert anything about the results on those
-rungs, or that the rules' classes are the inputs that matter for this atom (a rung is a class of values, not a
-case the contract names).
+(with two of its examples), one line per atom parameter. No atom, no atom with a parameter, or no parameter
+with a ladder → ``skipped`` with the reason; no test command, no coverage map, or the recording run refused or
+without its report → ``blocked``. Non-gating: a failure never sends work back; its findings join an attempt a
+send-back gate starts (:mod:`codeflux.pipeline.findings`). Not proven: that the tests assert anything about the
+results on those rungs, or that the rules' classes are the inputs that matter for this atom (a rung is a class of
+values, not a case the contract names); the examples are never run and never count.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 plan's declared signature first), and the arguments the repository's own tests pass to the atom — recorded and
 classified in a real worker's box, only the tests the coverage map says reach the atom — must cover every rung. The
 reproduction of the issue's "Why": the stage was ``not-implemented``, and the reference's ladder was never checked
-against what the tests pass.
+against what the tests pass. Each rung's examples are drawn by Hypothesis in the same box run — ``from_type`` of the
+atom's real annotation (a repository's own dataclass built by it), codeflux's strategies for the other rungs, a
+recorded seed that draws them again — and codeflux's fixed examples stand in, saying why, without Hypothesis.
 """
 
 from __future__ import annotations
@@ -258,6 +260,7 @@ def test_the_catalog_says_stage_7_is_performed_in_phase_b_and_what_it_does_not_c
     stage = stage_named(StageName.ATOM_CASE_SYNTHESIS)
     assert stage.performable and not stage.sends_back
     assert "recorded and classified in the task's box" in stage.gate and "Not checked" in stage.gate
+    assert "drawn in the task's box by Hypothesis with a recorded seed" in stage.gate and "from_type" in stage.gate
     assert [item.stage for item in ATOM_STAGES][:2] == [StageName.CONTRACTS, StageName.ATOM_CASE_SYNTHESIS]
 
 
