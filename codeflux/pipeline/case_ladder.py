@@ -78,6 +78,7 @@ __all__ = [
     "RUNGS",
     "ArgumentRecorder",
     "DrawOverBudget",
+    "NoStrategy",
     "accepts",
     "atom_function",
     "draw_atom",
@@ -503,6 +504,10 @@ _LETTERS: Final = string.ascii_letters + string.digits
 _OTHER_TYPES: Final = "one_of(text, integers, floats, none, booleans, binary, lists, dictionaries, tuples)"
 
 
+class NoStrategy(ValueError):
+    """A rung has nothing to draw from (its message says why)."""
+
+
 class DrawOverBudget(BaseException):
     """Raised by the per-parameter timer wherever the draws are (a BaseException: Hypothesis lets it through)."""
 
@@ -685,14 +690,16 @@ def rung_strategy(st: Any, kind: Mapping[str, Any], rung: str, hint: object, nam
     description: ``typical`` is ``st.from_type(hint)`` (a path: codeflux's, Hypothesis builds no path but
     ``Path('.')``); every other rung is codeflux's own strategy for that class of values. ``st`` is
     ``hypothesis.strategies`` as the box imported it — codeflux's own interpreter never imports Hypothesis.
-    Raises ValueError when there is nothing to draw from (the typical rung of a type that cannot be resolved)."""
+    Raises :class:`NoStrategy` when there is nothing to draw from (the typical rung of a type that cannot be
+    resolved)."""
     if rung == "typical" and _family(kind) != "path":
         if hint is None:
-            raise ValueError("no type to build from_type on: the annotation does not resolve to one")
+            raise NoStrategy("no type to build from_type on: neither the annotation nor the contract's kind names "
+                             "one codeflux can find")
         return st.from_type(hint), "from_type", f"from_type({type_text(hint)})"
     found = _codeflux_strategy(st, kind, rung, hint, namespace)
     if found is None:
-        raise ValueError(f"codeflux has no strategy for the {rung} rung of this kind")
+        raise NoStrategy(f"codeflux has no strategy for the {rung} rung of this kind")
     return found[0], "codeflux", found[1]
 
 
@@ -787,6 +794,8 @@ def draw_parameter(hypothesis: Any, parameter: Mapping[str, Any], hint: object, 
             strategy, source, description = rung_strategy(hypothesis.strategies, kind, rung, hint, namespace)
             entry.update(source=source, strategy=description)
             entry.update(draw_rung(hypothesis, strategy, kind, rung, seed=seed))
+        except NoStrategy as error:
+            entry["problem"] = str(error)[:300]
         except Exception as error:
             entry["problem"] = f"{type(error).__name__}: {error}"[:300]
 

@@ -418,20 +418,22 @@ def _atoms_of(facts: AtomFacts) -> tuple[list[_Judged], list[dict[str, object]]]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DrawnExamples:
     """What the box drew (:func:`drawn_examples`): Hypothesis's version and the seed, per atom and parameter what
-    it drew — or, with ``why``, why nothing was drawn (codeflux's fixed examples stand in)."""
+    it drew — or, with ``why`` (short: each rung's evidence repeats it) and ``detail``, why nothing was drawn
+    (codeflux's fixed examples stand in)."""
 
     hypothesis: str | None = None
     seed: int | None = None
     atoms: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None
     problems: Mapping[str, str] | None = None
     why: str | None = None
+    detail: str | None = None
 
     def parameter(self, atom: str, name: str) -> Mapping[str, Any] | None:
         return (self.atoms or {}).get(atom, {}).get(name)
 
     def to_evidence(self, provided_by: str | None) -> dict[str, object]:
         if self.hypothesis is None:
-            return {"source": "codeflux's fixed examples", "why": self.why}
+            return {"source": "codeflux's fixed examples", "why": self.why, "detail": self.detail}
         return {"source": "hypothesis", "hypothesis": self.hypothesis, "provided_by": provided_by, "seed": self.seed,
                 "max_examples": DRAW_MAX_EXAMPLES, "kept_per_rung": DRAW_KEEP, "parameter_budget_s": DRAW_PARAMETER_S,
                 "total_budget_s": DRAW_TOTAL_S, "database": None, "problems": dict(self.problems or {})}
@@ -475,12 +477,12 @@ def _drawn_parameter(entry: object, rungs: Sequence[str]) -> dict[str, Any] | No
 
 
 def drawn_examples(document: Mapping[str, object] | None, expected: Mapping[str, Mapping[str, Sequence[str]]],
-                   *, missing: str) -> DrawnExamples:
+                   *, missing: str, detail: str | None = None) -> DrawnExamples:
     """The box's ``case-examples.json`` read as untrusted data: only the ``expected`` atoms, parameters and rungs
     (atom key → parameter → its rungs), every text bounded, every count a non-negative int; ``missing`` says why
-    nothing was drawn when there is no document."""
+    nothing was drawn when there is no document (``detail``: more of it)."""
     if document is None:
-        return DrawnExamples(why=missing)
+        return DrawnExamples(why=missing, detail=detail)
     version = document.get("hypothesis")
     if not isinstance(version, str) or not _VERSION.fullmatch(version):
         problem = _bounded(document.get("problem"), 300)
@@ -504,8 +506,8 @@ def drawn_examples(document: Mapping[str, object] | None, expected: Mapping[str,
     return DrawnExamples(hypothesis=version, seed=_count(seed), atoms=found, problems=problems)
 
 
-def _rung_examples(parameter: ParameterLadder, rung: str, drawn: Mapping[str, Any] | None, meta: DrawnExamples
-                   ) -> dict[str, object]:
+def _rung_examples(parameter: ParameterLadder, rung: str, drawn: Mapping[str, Any] | None, meta: DrawnExamples,
+                   atom_problem: str | None) -> dict[str, object]:
     """A rung's examples and where they came from: drawn by Hypothesis when the box kept any, else codeflux's."""
     seen = (drawn or {}).get("rungs", {}).get(rung)
     if seen is not None and seen["examples"]:
@@ -517,9 +519,9 @@ def _rung_examples(parameter: ParameterLadder, rung: str, drawn: Mapping[str, An
     if meta.hypothesis is None:
         why = meta.why or "nothing was drawn"
     elif seen is None:
-        why = (drawn or {}).get("problem") or (drawn or {}).get("hint_problem") or "this rung was not drawn"
+        why = (drawn or {}).get("problem") or atom_problem or "this rung was not drawn"
     elif "problem" in seen:
-        why = f"drawing from {seen['strategy'] or 'its strategy'} failed: {seen['problem']}"
+        why = f"drawing from {seen['strategy']} failed: {seen['problem']}" if seen["strategy"] else seen["problem"]
     else:
         why = f"none of the {seen['drawn']} value(s) drawn from {seen['strategy']} landed on this rung"
     entry: dict[str, object] = {"examples": fixed, "examples_from": f"codeflux's fixed examples ({why})"}
@@ -529,8 +531,8 @@ def _rung_examples(parameter: ParameterLadder, rung: str, drawn: Mapping[str, An
 
 
 def _parameter_evidence(parameter: ParameterLadder, recorded: Mapping[str, Any] | None,
-                        drawn: Mapping[str, Any] | None = None, meta: DrawnExamples | None = None
-                        ) -> dict[str, object]:
+                        drawn: Mapping[str, Any] | None = None, meta: DrawnExamples | None = None,
+                        atom_problem: str | None = None) -> dict[str, object]:
     entry: dict[str, object] = {"name": (parameter.star + parameter.name), "annotation": parameter.annotation,
                                 "annotation_from": parameter.annotation_from, "kind": parameter.kind}
     if not parameter.rungs:
@@ -549,7 +551,7 @@ def _parameter_evidence(parameter: ParameterLadder, recorded: Mapping[str, Any] 
     for rung in parameter.rungs:
         seen = (recorded or {}).get(rung) or {}
         rungs.append({"rung": rung, "rule": rule_of(parameter.kind, rung),
-                      **_rung_examples(parameter, rung, drawn, meta),
+                      **_rung_examples(parameter, rung, drawn, meta, atom_problem),
                       "calls": int(seen.get("count", 0)), "tests": list(seen.get("tests", []))})
     entry["rungs"] = rungs
     entry["unexercised"] = [item["rung"] for item in rungs if not item["calls"]]
@@ -643,9 +645,10 @@ def _run_in_box(facts: AtomFacts, hypothesis: ToolResolution, *, covered_by: tup
     there) — or, when the tests were to be recorded and were not, the blocked reason. Without tests a run that
     cannot draw (refused, no report) leaves codeflux's fixed examples, saying why; without either no run."""
     draw = hypothesis.ready
-    not_drawn = None if draw else (f"Hypothesis is not available to the box: {hypothesis.blocked}"[:600])
-    if not tests and not draw:
-        return {}, DrawnExamples(why=not_drawn), {}
+    unavailable = None if draw else DrawnExamples(why="Hypothesis is not available to the box",
+                                                  detail=(hypothesis.blocked or "")[:600])
+    if unavailable is not None and not tests:
+        return {}, unavailable, {}
     ports = facts.ports
     temp = ports.commands.temp_directory(ports.facts.task_id)
     report = temp / PurePosixPath(LADDER_REPORT_IN_TEMP)
@@ -662,11 +665,11 @@ def _run_in_box(facts: AtomFacts, hypothesis: ToolResolution, *, covered_by: tup
         if not run.ran:
             if tests:
                 return f"the atoms' tests were not run to record their arguments: {run.refusal}"
-            return {}, DrawnExamples(why=f"the drawing run was not run: {run.refusal}"), {}
-        missing = not_drawn or (f"the run ended {run.state} (exit {run.exit_code}) without the examples' report"
-                                f"{': ' + tail if tail else ''}")[:600]
-        drawn = drawn_examples(read_box_json(temp / PurePosixPath(EXAMPLES_REPORT_IN_TEMP),
-                                             max_bytes=_MAX_EXAMPLES_BYTES), _expected(judged), missing=missing)
+            return {}, DrawnExamples(why="the drawing run was not run", detail=str(run.refusal)[:600]), {}
+        drawn = unavailable or drawn_examples(
+            read_box_json(temp / PurePosixPath(EXAMPLES_REPORT_IN_TEMP), max_bytes=_MAX_EXAMPLES_BYTES),
+            _expected(judged), missing=f"the run ended {run.state} (exit {run.exit_code}) without the examples' report",
+            detail=tail[:600] or None)
         if not tests:
             return {}, drawn, {**details, "drawing_only": True}
         document = read_box_json(report, max_bytes=_MAX_REPORT_BYTES)
@@ -693,7 +696,7 @@ def _judgement(judged: Sequence[_Judged], others: list[dict[str, object]],
         key = item.atom.qualified_name
         for parameter in item.parameters:
             shown = _parameter_evidence(parameter, recorded.get(key, {}).get(parameter.name),
-                                        drawn.parameter(key, parameter.name), drawn)
+                                        drawn.parameter(key, parameter.name), drawn, (drawn.problems or {}).get(key))
             parameters.append(shown)
             missing = shown.get("unexercised")
             rungs = shown.get("rungs")

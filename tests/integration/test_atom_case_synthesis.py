@@ -309,7 +309,10 @@ def test_examples_are_drawn_by_hypothesis_in_the_box_from_the_real_annotations_a
     scale = {p["name"]: p for p in atoms_of(result)["pkg.shapes.scale"]["parameters"]}  # type: ignore[union-attr]
     assert str(scale["value"]["draw_hint_problem"]).startswith("its annotations could not be resolved (NameError")
     assert scale["value"]["drawn_from_type"] is None
-    assert rungs_of(atoms_of(result)["pkg.shapes.scale"], "value")["typical"]["examples"] == ["an instance of Decimal"]
+    value = rungs_of(atoms_of(result)["pkg.shapes.scale"], "value")["typical"]
+    assert value["examples"] == ["an instance of Decimal"]
+    assert value["examples_from"] == ("codeflux's fixed examples (no type to build from_type on: neither the "
+                                      "annotation nor the contract's kind names one codeflux can find)")
     factor = rungs_of(atoms_of(result)["pkg.shapes.scale"], "factor")
     assert scale["factor"]["drawn_type_from"] == "the contract's kind"
     assert factor["typical"]["examples_from"] == f"drawn by Hypothesis {version} from from_type(float), seed {seed}"
@@ -359,9 +362,10 @@ def test_without_hypothesis_in_the_box_codefluxs_fixed_examples_are_shown_saying
         result = evaluate_atom_case_synthesis(assembled_facts(ports))
 
     assert result.verdict.outcome is StageOutcome.FAILED, result.verdict  # the same gate: add(1, 2) only
-    why = result.evidence["examples"]["why"]  # type: ignore[index]
-    assert result.evidence["examples"]["source"] == "codeflux's fixed examples"  # type: ignore[index]
-    assert why.startswith("Hypothesis is not available to the box: hypothesis is not in the repository's environment")
+    source = result.evidence["examples"]
+    assert isinstance(source, dict) and source["source"] == "codeflux's fixed examples"
+    why = "Hypothesis is not available to the box"
+    assert source["why"] == why and source["detail"].startswith("hypothesis is not in the repository's environment")
     a = rungs_of(atoms_of(result)["pkg.calc.add"], "a")
     assert [rung for rung, seen in a.items() if seen["calls"]] == ["boundary"]
     for rung, seen in a.items():

@@ -53,7 +53,9 @@ def test_no_report_a_problem_instead_of_a_version_or_an_atom_left_out_says_why()
         "pkg.calc.add": "not drawn (the box reported nothing for it)"}
     assert partial.to_evidence("codeflux overlay")["provided_by"] == "codeflux overlay"
     assert said.to_evidence(None) == {"source": "codeflux's fixed examples",
-                                      "why": "Hypothesis is not importable in the box (ImportError)"}
+                                      "why": "Hypothesis is not importable in the box (ImportError)", "detail": None}
+    assert drawn_examples(None, EXPECTED, missing="no report", detail="tail") == DrawnExamples(why="no report",
+                                                                                               detail="tail")
 
 
 def test_a_diffs_seed_is_stable_and_differs_between_diffs() -> None:
