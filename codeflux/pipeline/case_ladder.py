@@ -846,22 +846,33 @@ def draw_atom(hypothesis: Any, atom: Mapping[str, Any], root: str, *, seed: int,
     return {"params": params}
 
 
+def _may_draw_text(kind: Mapping[str, Any]) -> bool:
+    """Whether ``from_type`` of ``kind``'s type may draw text: a ``str``, or a class (its fields' types are unknown
+    here), in it anywhere."""
+    name = kind.get("kind")
+    if name in ("str", "instance"):
+        return True
+    parts = [*kind.get("of", ()), *(kind.get(part) for part in ("item", "key", "value"))]
+    return any(_may_draw_text(part) for part in parts if isinstance(part, Mapping))
+
+
 def draw_examples(hypothesis: Any, job: Mapping[str, Any], root: str,
                   write: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """Every atom of ``job`` drawn (:func:`draw_atom`) with the job's seed, ``write`` called with the document after
-    each atom (what a watchdog's exit leaves is the atoms before it). Hypothesis's table of the characters text can
-    hold is built first (seconds the first time in a Hypothesis home, which would otherwise land in one parameter's
-    budget), within the run's :data:`DRAW_TOTAL_S`."""
+    each atom (what a watchdog's exit leaves is the atoms before it). When a type may draw text, Hypothesis's table
+    of the characters text can hold is built first (seconds the first time in a Hypothesis home, which would
+    otherwise land in one parameter's budget), within the run's :data:`DRAW_TOTAL_S`."""
     seed = int(job["seed"])
     document: dict[str, Any] = {"hypothesis": str(hypothesis.__version__), "seed": seed,
                                 "max_examples": DRAW_MAX_EXAMPLES, "keep": DRAW_KEEP, "atoms": {}}
     started = time.monotonic()
     stop = started + DRAW_TOTAL_S
-    try:  # text's table of encodable characters: built once per Hypothesis home (seconds), then read from there
-        hypothesis.strategies.text().validate()
-    except Exception as error:
-        document["warm_up_problem"] = f"{type(error).__name__}: {error}"[:300]
-    document["warm_up_s"] = round(time.monotonic() - started, 3)
+    if any(_may_draw_text(parameter["kind"]) for atom in job.get("atoms", ()) for parameter in atom.get("params", ())):
+        try:  # text's table of encodable characters: built once per Hypothesis home (seconds), then read from there
+            hypothesis.strategies.text().validate()
+        except Exception as error:
+            document["warm_up_problem"] = f"{type(error).__name__}: {error}"[:300]
+        document["warm_up_s"] = round(time.monotonic() - started, 3)
     for atom in job.get("atoms", ()):
         try:
             document["atoms"][str(atom["key"])] = draw_atom(hypothesis, atom, root, seed=seed, stop=stop)

@@ -34,6 +34,7 @@ from codeflux.pipeline.case_ladder import (
     RUNGS,
     ArgumentRecorder,
     draw_atom,
+    draw_examples,
     draw_parameter,
     draw_rung,
     examples_of,
@@ -428,6 +429,18 @@ def test_an_atoms_parameters_are_drawn_from_its_real_annotations_each_within_its
     assert late["params"]["count"]["problem"].startswith("not drawn: the run's 20 s for drawing were used")
     missing = draw_atom(hypothesis, {**_atom(shifted, shifted_params), "local": "nowhere"}, root, seed=5, stop=0.0)
     assert missing == {"problem": f"nowhere is not reachable by name from {__name__}"}
+
+
+def test_text_s_character_table_is_built_first_only_when_a_type_may_draw_text() -> None:
+    root = str(pathlib.Path(__file__).resolve().parents[3])
+    by = {"name": "by", "star": "", "kind": {"kind": "list", "item": {"kind": "int"}}}
+    point = {"name": "point", "star": "", "kind": {"kind": "instance", "name": "Point"}}
+    written: list[dict[str, Any]] = []
+    numbers = draw_examples(hypothesis, {"seed": 2, "atoms": [_atom(shifted, [by])]}, root, written.append)
+    assert "warm_up_s" not in numbers and numbers["atoms"]["shifted"]["params"]["by"]["rungs"]
+    assert written[-1] is numbers and numbers["seed"] == 2 and numbers["hypothesis"] == hypothesis.__version__
+    classes = draw_examples(hypothesis, {"seed": 2, "atoms": [_atom(shifted, [point, by])]}, root, written.append)
+    assert isinstance(classes["warm_up_s"], float) and "warm_up_problem" not in classes
 
 
 def test_an_examples_text_is_bounded_and_has_no_memory_address() -> None:
