@@ -70,7 +70,7 @@ __all__ = [
     "DRAW_PARAMETER_S",
     "DRAW_TOTAL_S",
     "LADDER_JOB_IN_CHECKS",
-    "LADDER_LOADER",
+    "LADDER_LOADER_SCRIPT",
     "LADDER_SCRIPT_IN_CHECKS",
     "LARGE_LENGTH",
     "RULES",
@@ -1043,8 +1043,8 @@ _BOX_MAIN: Final = (
     "if __name__ == '__main__':\n"
     "    sys.exit(record_main(sys.argv))\n"
 )
-"""What :func:`ladder_script` appends: ``record_main(argv)``, run in the box by :data:`LADDER_LOADER` with ``argv``
-``[script, overlay or -]`` and the job it verified (``LADDER_JOB_TEXT``: its atoms, ``seed``,
+"""What :func:`ladder_script` appends: ``record_main(argv)``, run in the box by :data:`LADDER_LOADER_SCRIPT`
+with ``argv`` ``[script, overlay or -]`` and the job it verified (``LADDER_JOB_TEXT``: its atoms, ``seed``,
 ``record``, ``draw`` and ``pytest_args``: pytest's arguments, the test ids among them). It appends codeflux's tool
 overlay (when given) after site-packages — its Hypothesis pytest plugin is not loaded when the repository's
 environment lacks Hypothesis, as in ``OVERLAY_SITE_SCRIPT`` of :mod:`~codeflux.pipeline.tool_overlay` — and points
@@ -1061,7 +1061,7 @@ importable. It is text here, not code, because only the box may import pytest an
 LADDER_SCRIPT_IN_CHECKS: Final = "case-ladder.py"
 """The script's file name in ``$TMPDIR/codeflux-checks`` (codeflux writes it there before the run)."""
 LADDER_JOB_IN_CHECKS: Final = "case-ladder-job.json"
-LADDER_LOADER: Final = (
+LADDER_LOADER_SCRIPT: Final = (
     "import hashlib, os, sys\n"
     "checks = os.path.join(os.environ['TMPDIR'], 'codeflux-checks')\n"
     "texts = []\n"
@@ -1076,10 +1076,10 @@ LADDER_LOADER: Final = (
     "exec(compile(texts[0], path, 'exec'), {'__name__': '__main__', '__file__': path, '__builtins__': __builtins__,\n"
     "                                       'LADDER_JOB_TEXT': texts[1]})\n"
 )
-"""The program the run's argv holds (``<python> -c LADDER_LOADER <script sha256> <job sha256> <overlay or ->``): it
-runs :func:`ladder_script`'s text from ``$TMPDIR/codeflux-checks`` with the job there, only when both files' SHA-256
-are the ones in the argv — the script (this file and more) and the job (its test ids) are too long for an argv, and
-the argv still names exactly what runs (and another job is another request)."""
+"""The program the run's argv holds (``<python> -c LADDER_LOADER_SCRIPT <script sha256> <job sha256> <overlay or
+->``): it runs :func:`ladder_script`'s text from ``$TMPDIR/codeflux-checks`` with the job there, only when both
+files' SHA-256 are the ones in the argv — the script (this file and more) and the job (its test ids) are too long for
+an argv, and the argv still names exactly what runs (and another job is another request)."""
 
 
 def ladder_script() -> str:

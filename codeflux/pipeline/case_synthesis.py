@@ -15,7 +15,7 @@ rung drawn with Hypothesis in the task's box, and whether the repository's tests
 2. **One run in the box** (the task's worker, confined). The tests the attempt's coverage map
    (:func:`~codeflux.pipeline.atom_coverage.atom_coverage`, shared with 8, 9, 11 and 13) saw executing an atom's
    body and passing run once more — only those, no extra whole-suite run — with the test command's interpreter:
-   ``<python> -c LADDER_LOADER <script sha256> <job sha256> <overlay|->`` (:func:`ladder_argv`). The script
+   ``<python> -c LADDER_LOADER_SCRIPT <script sha256> <job sha256> <overlay|->`` (:func:`ladder_argv`). The script
    (:func:`~codeflux.pipeline.case_ladder.ladder_script`, :mod:`~codeflux.pipeline.case_ladder`'s own text) and the
    job (:func:`ladder_job`: the atoms, the seed, pytest's arguments ``-p no:cacheprovider -p no:randomly <node
    ids>``) are written into a fresh ``$TMPDIR/codeflux-checks`` (:func:`write_ladder_files`) — too long for an argv —
@@ -73,7 +73,7 @@ from codeflux.pipeline.case_ladder import (
     DRAW_PARAMETER_S,
     DRAW_TOTAL_S,
     LADDER_JOB_IN_CHECKS,
-    LADDER_LOADER,
+    LADDER_LOADER_SCRIPT,
     LADDER_SCRIPT_IN_CHECKS,
     RULES_VERSION,
     examples_of,
@@ -323,7 +323,7 @@ def parameter_ladders(source: str, atom: Atom, declared: str | None, declared_by
 def ladder_argv(interpreter: str, overlay_site: Path | None, job: str) -> tuple[str, ...]:
     """The exact run in the box (see the module docstring): the loader, the SHA-256 of the script and of the ``job``
     (:func:`job_text`) and codeflux's tool overlay to append after site-packages (None: ``-``)."""
-    return (interpreter, "-c", LADDER_LOADER, _script_sha256(), hashlib.sha256(job.encode()).hexdigest(),
+    return (interpreter, "-c", LADDER_LOADER_SCRIPT, _script_sha256(), hashlib.sha256(job.encode()).hexdigest(),
             "-" if overlay_site is None else str(overlay_site))
 
 
@@ -369,7 +369,7 @@ def _script_sha256() -> str:
 
 
 def _shown(argv: Sequence[str]) -> str:
-    return shlex.join(argv).replace(shlex.quote(LADDER_LOADER), "\"$CODEFLUX_CASE_LADDER_LOADER\"")
+    return shlex.join(argv).replace(shlex.quote(LADDER_LOADER_SCRIPT), "\"$CODEFLUX_CASE_LADDER_LOADER\"")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from codeflux.domain.atoms import Atom, AtomChange
 from codeflux.pipeline import case_ladder
 from codeflux.pipeline.case_ladder import (
-    LADDER_LOADER,
+    LADDER_LOADER_SCRIPT,
     RUNGS,
     ArgumentRecorder,
     draw_atom,
@@ -257,7 +257,7 @@ def test_the_box_runs_this_modules_own_text_standard_library_only() -> None:
     assert json.loads(job_text(ladder_job([], [], draw=True, seed=7)))["record"] is False  # no test: it only draws
     # the argv names what runs by digest (the script and the job are too long for an argv) and the overlay
     assert ladder_argv("/venv/bin/python", pathlib.Path("/tools/site"), job) == (
-        "/venv/bin/python", "-c", LADDER_LOADER, hashlib.sha256(script.encode()).hexdigest(),
+        "/venv/bin/python", "-c", LADDER_LOADER_SCRIPT, hashlib.sha256(script.encode()).hexdigest(),
         hashlib.sha256(job.encode()).hexdigest(), "/tools/site")
     assert ladder_argv("/venv/bin/python", None, job)[-1] == "-"
 
