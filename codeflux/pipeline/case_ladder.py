@@ -755,7 +755,8 @@ def _module_of(path: str, name: str, root: str) -> Any:
 
 
 def atom_function(atom: Mapping[str, Any], root: str) -> tuple[Any, Mapping[str, Any]] | str:
-    """The function of ``atom`` (decorators unwrapped; a static or class method's function) and its module's
+    """The function of ``atom`` (decorators unwrapped; a static or class method's function, a property's accessor
+    defined at the atom's line) and its module's
     namespace — from the module the tests already imported (found by its file), else imported by name with the
     repository (and ``src``) on ``sys.path``; or why not."""
     name = str(atom.get("module", ""))
@@ -772,6 +773,10 @@ def atom_function(atom: Mapping[str, Any], root: str) -> tuple[Any, Mapping[str,
         return f"{atom['local']} is not reachable by name from {name}"
     if isinstance(raw, staticmethod | classmethod):
         raw = raw.__func__
+    if isinstance(raw, property):  # the accessor defined at the atom's line (a setter shares the getter's name)
+        accessors = [found for found in (raw.fget, raw.fset, raw.fdel) if found is not None]
+        raw = next((found for found in accessors if getattr(getattr(found, "__code__", None), "co_firstlineno", None)
+                    == atom.get("line")), accessors[0] if accessors else raw)
     try:
         function = inspect.unwrap(raw)
     except ValueError:

@@ -329,6 +329,16 @@ def shifted(point: Point, by: int) -> Point:
     return Point(point.x + by, point.y + by)
 
 
+class Sized:
+    @property
+    def size(self) -> int:
+        return 1
+
+    @size.setter
+    def size(self, value: bytes) -> None:
+        pass
+
+
 NAMESPACE = {"Point": Point, "Opaque": Opaque}
 COMMON = [
     ("int", int), ("float", float), ("str", str), ("bytes", bytes), ("bool", bool), ("pathlib.Path", pathlib.Path),
@@ -427,6 +437,10 @@ def test_an_atoms_parameters_are_drawn_from_its_real_annotations_each_within_its
     assert slow["params"]["count"]["rungs"]["degenerate"]["examples"] == ["0"]  # the next parameter is drawn
     late = draw_atom(hypothesis, _atom(uses_slow, slow_params), root, seed=5, stop=time.monotonic() - 1)
     assert late["params"]["count"]["problem"].startswith("not drawn: the run's 20 s for drawing were used")
+    setter = {**_atom(shifted, [{"name": "value", "star": "", "kind": {"kind": "bytes"}}]), "key": "Sized.size",
+              "local": "Sized.size", "line": Sized.size.fset.__code__.co_firstlineno}  # type: ignore[attr-defined]
+    value = draw_atom(hypothesis, setter, root, seed=5, stop=time.monotonic() + 20)["params"]["value"]
+    assert (value["hint"], value["hint_from"]) == ("bytes", "annotation")  # the setter's annotation, not the getter's
     missing = draw_atom(hypothesis, {**_atom(shifted, shifted_params), "local": "nowhere"}, root, seed=5, stop=0.0)
     assert missing == {"problem": f"nowhere is not reachable by name from {__name__}"}
 
