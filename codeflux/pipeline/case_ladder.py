@@ -1,21 +1,34 @@
-"""Stage 7's input ladder: the rungs of a parameter's kind, the rules that put a value on one rung, codeflux's own
-examples of each rung, and the recorder that classifies the arguments a repository's tests pass to its atoms.
+"""Stage 7's input ladder: the rungs of a parameter's kind, the rules that put a value on one rung, the examples of
+each rung — drawn with Hypothesis in the task's box, or codeflux's fixed ones — and the recorder that classifies the
+arguments a repository's tests pass to its atoms.
 
 **Standard library only, and self-contained**: this file's text *is* the program stage 7 runs in the task's box
-(:func:`ladder_script` appends the few lines that run pytest with :class:`ArgumentRecorder`), so the classifier that
-runs there is exactly the one the unit tests check here — no copy to drift — and it needs no tool from codeflux's
-overlay. It imports nothing of codeflux; pytest (and Hypothesis, only to point its example database at ``$TMPDIR``)
-are imported only by those appended lines, in the box.
+(:func:`ladder_script` appends the few lines that run pytest with :class:`ArgumentRecorder` and then draw the
+examples), so the classifier and the strategies that run there are exactly the ones the unit tests check here — no
+copy to drift. It imports nothing of codeflux, and neither pytest nor Hypothesis: those are imported only by the
+appended lines, in the box, which hand the Hypothesis module they imported to the functions here (the ``hypothesis``
+and ``st`` parameters). codeflux's own interpreter never imports Hypothesis (a test-only dependency of codeflux, and
+the pipeline leans on ruff, radon and libcst only); in the box it is the repository environment's, else codeflux's
+tool overlay's, appended after site-packages.
 
-**No Hypothesis at run time.** Hypothesis is a test-only dependency of codeflux (``[project.optional-dependencies]
-test``), not a runtime one, so the rungs are defined by codeflux's own classification rules (:data:`RULES`, version
-:data:`RULES_VERSION`) and the examples shown for each rung come from fixed deterministic generators here
-(:func:`examples_of`) — each example is kept only when the classifier puts it on its rung. Adding Hypothesis (and its
-dependencies) to codeflux's runtime for ``from_type`` would buy examples of the same classes and no extra
-measurement: the gate reads the repository's tests' arguments, never codeflux's examples (which are never run). Even
-where Hypothesis is installed beside codeflux (as a check tool for the box), codeflux's own interpreter does not
-import it here: the pipeline package leans on ruff, radon and libcst only, and the examples stay the same whatever
-Hypothesis version is installed.
+**Examples drawn with Hypothesis** (:func:`draw_examples`, in the box, after the recording run). Per parameter of
+each atom, the type is the imported atom's own annotation (``typing.get_type_hints``; decorators unwrapped), else —
+when it has none or it cannot be resolved — the one the contract's kind names (:func:`hint_of_kind`: the plan's
+declared ``int``, a class of that name in the atom's module). The ``typical`` rung is drawn from
+``st.from_type(type)`` — which builds a repository's own classes and dataclasses from their annotations — and every
+other rung from codeflux's own strategy for that class of values (:func:`rung_strategy`: ``0``/``""``/empty for
+degenerate, the int and float edges, ``10**6``+ and ``10**4``-item sizes, a strategy of other types for wrong-type,
+NaN, infinities, control characters, lone surrogates, ``..`` parts and self-containing lists for pathological;
+paths are codeflux's on every rung, as ``from_type(Path)`` builds only ``Path('.')``). Each rung:
+:data:`DRAW_MAX_EXAMPLES` values with ``@seed`` (the job's seed, recorded), no example database, no deadline, the
+generate phase only, every value classified by the same :func:`rung_of` and kept only on its own rung (the others
+are counted as dropped), at most :data:`DRAW_KEEP` kept (:func:`shown`: bounded text). A strategy that cannot be built
+or drawn from (``ResolutionFailed``, a constructor raising) is reported for its rung; each parameter's draws stop at
+:data:`DRAW_PARAMETER_S` and all of them at :data:`DRAW_TOTAL_S`. The examples are shown, never run, never counted.
+
+**codeflux's fixed examples** (:func:`examples_of`: deterministic generators here, each kept only when the classifier
+puts it on its rung) stand in wherever nothing was drawn: Hypothesis not importable in the box, a rung whose
+strategy failed or whose draws all landed elsewhere.
 
 **Kinds** are JSON objects derived from a parameter's annotation (:mod:`codeflux.pipeline.case_synthesis`):
 ``{"kind": K}`` for ``int``, ``float``, ``bool``, ``str``, ``bytes``, ``path``, ``none``, ``callable``, ``any``;
@@ -31,27 +44,56 @@ deterministically, and never raises: a value whose own methods raise while it is
 from __future__ import annotations
 
 import collections.abc
+import contextlib
+import importlib
+import inspect
+import io
 import math
 import os
 import pathlib
 import re
+import signal
+import string
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+import time
+import types
+import typing
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 __all__ = [
+    "DRAW_HOME",
+    "DRAW_KEEP",
+    "DRAW_MAX_EXAMPLES",
+    "DRAW_PARAMETER_S",
+    "DRAW_TOTAL_S",
+    "LADDER_JOB_IN_CHECKS",
+    "LADDER_LOADER_SCRIPT",
+    "LADDER_SCRIPT_IN_CHECKS",
     "LARGE_LENGTH",
     "RULES",
     "RULES_VERSION",
     "RUNGS",
     "ArgumentRecorder",
+    "DrawOverBudget",
+    "NoStrategy",
     "accepts",
+    "atom_function",
+    "draw_atom",
+    "draw_examples",
+    "draw_parameter",
+    "draw_rung",
     "examples_of",
+    "hint_of_kind",
     "ladder_of",
     "ladder_script",
     "rule_of",
     "rung_of",
+    "rung_strategy",
     "shown",
+    "type_text",
 ]
 
 RULES_VERSION: Final = "1"
@@ -312,7 +354,7 @@ def rung_of(kind: Mapping[str, Any], value: object) -> str:
         return _fallback(ladder)
 
 
-# ─── codeflux's own examples (shown, never run) ────────────────────────────────────────────────────────────
+# ─── codeflux's fixed examples (shown, never run) ────────────────────────────────────────────────────────────
 
 
 _WRONG_POOL: Final[tuple[object, ...]] = ("1", 1.5, None, b"1", [1], {"k": 1}, 1, True, (1,),
@@ -410,8 +452,11 @@ def _container_candidates(kind: Mapping[str, Any], rung: str) -> list[object]:
     return []
 
 
+_NO_ADDRESS: Final = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
 def shown(value: object, *, limit: int = 60) -> str:
-    """A short, deterministic text of an example value (long ones cut, with their length)."""
+    """A short, deterministic text of an example value (long ones cut, with their length; no memory address)."""
     if isinstance(value, str | bytes | list | tuple | set | dict) and len(value) >= 100:
         return f"{type(value).__name__} of {len(value)} {'characters' if isinstance(value, str) else 'items'}"
     if isinstance(value, list) and any(item is value for item in value):
@@ -421,7 +466,7 @@ def shown(value: object, *, limit: int = 60) -> str:
     if isinstance(value, set | frozenset) and value:
         text = "{" + ", ".join(sorted(repr(item) for item in value)) + "}"  # never in hash order
         return text if len(text) <= limit else text[:limit - 1] + "…"
-    text = repr(value)
+    text = _NO_ADDRESS.sub("", repr(value))
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
@@ -437,6 +482,410 @@ def examples_of(kind: Mapping[str, Any], rung: str, *, count: int = 3) -> tuple[
         found += [f"an instance of {member.get('name')}" for member in kind.get("of", ())
                   if member.get("kind") == "instance"]
     return tuple(dict.fromkeys(found))[:count]
+
+
+# ─── examples drawn with Hypothesis (in the task's box) ─────────────────────────────────────────────────
+
+
+DRAW_MAX_EXAMPLES: Final = 20
+"""Hypothesis's ``max_examples`` per rung: the values generated, each classified and kept only on its own rung."""
+DRAW_KEEP: Final = 3
+"""Examples kept per rung (distinct texts, :func:`shown`)."""
+DRAW_PARAMETER_S: Final = 2.0
+"""Wall time one parameter's draws may take (a timer ends them; the rungs drawn by then are kept)."""
+DRAW_TOTAL_S: Final = 20.0
+"""Wall time all draws of one run may take; a parameter after that is not drawn (and a watchdog ends the process
+10 s later)."""
+DRAW_HOME: Final = "codeflux-hypothesis-home"
+"""Hypothesis's home while drawing, in the task's TMPDIR: kept across the task's runs (its character tables take
+seconds to build), never holding an example database (``database=None``)."""
+_PATH_CHARACTERS: Final = string.ascii_lowercase + string.digits + "_-"
+_LETTERS: Final = string.ascii_letters + string.digits
+_OTHER_TYPES: Final = "one_of(text, integers, floats, none, booleans, binary, lists, dictionaries, tuples)"
+
+
+class NoStrategy(ValueError):
+    """A rung has nothing to draw from (its message says why)."""
+
+
+class DrawOverBudget(BaseException):
+    """Raised by the per-parameter timer wherever the draws are (a BaseException: Hypothesis lets it through)."""
+
+
+def _over_budget(signum: int, frame: object) -> None:
+    raise DrawOverBudget
+
+
+def hint_of_kind(kind: Mapping[str, Any], namespace: Mapping[str, Any]) -> Any:
+    """A type to build ``from_type`` on when the atom's own annotation cannot be resolved (the contract's kind
+    alone — the plan's declared signature, say): the builtin or ``collections.abc`` type the kind names (a
+    container's items typed the same way), a union of its members', or the class of that name in ``namespace``
+    (the atom's module); None when the kind names nothing to build."""
+    name = kind.get("kind")
+    simple: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str, "bytes": bytes,
+                              "none": type(None), "path": pathlib.PurePosixPath,
+                              "callable": collections.abc.Callable}
+    if name in simple:
+        return simple[str(name)]
+    if name == "instance":
+        found = namespace.get(str(kind.get("name")))
+        return found if isinstance(found, type) else None
+    if name == "union":
+        members = [hint_of_kind(member, namespace) for member in kind.get("of", ())]
+        if not members or any(member is None for member in members):
+            return None
+        return typing.Union.__getitem__(tuple(members))
+    if name == "dict":
+        key, value = (hint_of_kind(kind.get(part) or {}, namespace) for part in ("key", "value"))
+        return dict if key is None or value is None else types.GenericAlias(dict, (key, value))
+    generic: Any = {"list": list, "tuple": tuple, "set": set, "sequence": collections.abc.Sequence,
+                    "iterable": collections.abc.Iterable}.get(str(name))
+    if generic is None:
+        return None
+    item = hint_of_kind(kind.get("item") or {}, namespace)
+    if item is None:
+        return generic
+    return types.GenericAlias(generic, (item, ...) if generic is tuple else (item,))
+
+
+def type_text(hint: object) -> str:
+    """How a type is named in the evidence (``int``, ``Point``, ``list[int]``, ``Optional[int]``), bounded."""
+    if isinstance(hint, type) and not typing.get_args(hint):
+        return hint.__qualname__
+    text = re.sub(r"\b(?:typing|collections\.abc|builtins|pathlib)\.", "", _NO_ADDRESS.sub("", repr(hint)))
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _signed(st: Any, magnitude: Any) -> Any:
+    return st.tuples(st.booleans(), magnitude).map(lambda pair: -pair[1] if pair[0] else pair[1])
+
+
+def _items_strategy(st: Any, kind: Mapping[str, Any] | None, namespace: Mapping[str, Any]) -> Any:
+    """A container's items: ``from_type`` of the item kind's type (integers when it names none)."""
+    hint = hint_of_kind(kind or {}, namespace)
+    return st.integers() if hint is None else st.from_type(hint)
+
+
+def _container_strategy(st: Any, kind: Mapping[str, Any], rung: str, namespace: Mapping[str, Any]
+                        ) -> tuple[Any, str] | None:
+    is_dict = kind.get("kind") == "dict"
+    item_kind = kind.get("key") if is_dict else kind.get("item")
+    items = _items_strategy(st, item_kind, namespace)
+    if rung == "degenerate":
+        return st.just(None).map(lambda _: _built(kind, [])), "an empty one"
+    if rung == "boundary":
+        if is_dict:
+            values = _items_strategy(st, kind.get("value"), namespace)
+            return st.dictionaries(items, values, min_size=1, max_size=1), "dictionaries(min_size=1, max_size=1)"
+        return st.lists(items, min_size=1, max_size=1).map(lambda found: _built(kind, found)), "one item"
+    if rung == "large":
+        return (st.integers(min_value=0, max_value=3).map(lambda extra: _built(kind, _items_for(
+            item_kind, LARGE_LENGTH + extra))), f"{LARGE_LENGTH} to {LARGE_LENGTH + 3} distinct items")
+    if rung == "pathological":
+        with_nan = st.lists(items, max_size=2).map(lambda found: _built(kind, [*found, math.nan]))
+        if kind.get("kind") in ("list", "sequence", "iterable"):
+            looped: list[object] = [1]
+            looped.append(looped)
+            return st.one_of(with_nan, st.just(looped)), "items and a NaN | a list that contains itself"
+        return with_nan, "items and a NaN"
+    return None
+
+
+def _path_strategy(st: Any, rung: str, hint: object) -> tuple[Any, str] | None:
+    making: Any = hint if isinstance(hint, type) and issubclass(hint, pathlib.PurePath) else pathlib.PurePosixPath
+    segment = st.text(alphabet=_PATH_CHARACTERS, min_size=1, max_size=8)
+    strategies: dict[str, tuple[Any, str]] = {
+        "typical": (st.lists(segment, min_size=1, max_size=3).map(lambda parts: making(*parts)),
+                    "1 to 3 parts of [a-z0-9_-] (Hypothesis's from_type(Path) builds only Path('.'))"),
+        "degenerate": (st.sampled_from(["", "."]).map(making), "'' or '.'"),
+        "boundary": (st.one_of(st.just(making("/")), segment.map(lambda part: making("." + part)),
+                               segment.map(lambda part: making(part + " " + part))),
+                     "'/', a hidden part or a space"),
+        "large": (st.integers(min_value=32, max_value=40).map(lambda count: making("/".join(["d"] * count))),
+                  "32 to 40 parts"),
+        "pathological": (st.one_of(st.lists(segment, max_size=2).map(lambda parts: making(*parts, "..", "etc")),
+                                   segment.map(lambda part: making(part + "\x00"))), "a '..' part or a NUL"),
+    }
+    return strategies.get(rung)
+
+
+def _codeflux_strategy(st: Any, kind: Mapping[str, Any], rung: str, hint: object, namespace: Mapping[str, Any]
+                       ) -> tuple[Any, str] | None:
+    """codeflux's own strategy for ``rung`` of ``kind`` and its description (None: the kind has no such rung)."""
+    if rung == "wrong-type":
+        return st.one_of(st.text(alphabet=_LETTERS, max_size=4), st.integers(), st.floats(allow_nan=False), st.none(),
+                         st.booleans(),
+                         st.binary(max_size=4), st.lists(st.integers(), max_size=2),
+                         st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+                         st.tuples(st.integers())), _OTHER_TYPES
+    if kind.get("kind") == "union":
+        found = [_codeflux_strategy(st, member, rung, hint_of_kind(member, namespace), namespace)
+                 for member in kind.get("of", ()) if rung in ladder_of(member)]
+        members = [item for item in found if item is not None]
+        if not members:
+            return None
+        return st.one_of(*(strategy for strategy, _ in members)), " | ".join(text for _, text in members)
+    family = _family(kind)
+    letters = st.text(alphabet=_LETTERS, min_size=1, max_size=8)
+    if family == "int":
+        edges = sorted({sign * edge for edge in (1, *_INT_EDGES) for sign in (1, -1)})
+        table: dict[str, tuple[Any, str]] = {
+            "degenerate": (st.just(0), "just(0)"),
+            "boundary": (st.sampled_from(edges), "sampled_from(±1, ±2**k, ±(2**k - 1) for k in 7, 8, 15, 16, 31, "
+                                                 "32, 63, 64)"),
+            "large": (_signed(st, st.integers(min_value=10**6, max_value=2**128)),
+                      "±integers(min_value=10**6, max_value=2**128)"),
+            "pathological": (_signed(st, st.integers(min_value=2**128, max_value=2**512)),
+                             "±integers(min_value=2**128, max_value=2**512)")}
+        return table.get(rung)
+    if family == "float":
+        info = sys.float_info
+        table = {
+            "degenerate": (st.sampled_from([0.0, -0.0]), "sampled_from(0.0, -0.0)"),
+            "boundary": (st.one_of(st.sampled_from([1.0, -1.0, info.epsilon, -info.epsilon, info.max, -info.max]),
+                                   st.floats(min_value=-info.min, max_value=info.min)),
+                         "sampled_from(±1.0, ±epsilon, ±the largest float) | floats(|x| ≤ the smallest normal)"),
+            "large": (_signed(st, st.floats(min_value=2.0**53, allow_infinity=False)),
+                      "±floats(min_value=2**53, finite)"),
+            "pathological": (st.sampled_from([math.nan, math.inf, -math.inf]), "sampled_from(nan, inf, -inf)")}
+        return table.get(rung)
+    if family == "str":
+        table = {
+            "degenerate": (st.just(""), "just('')"),
+            "boundary": (st.one_of(st.characters(), st.text(alphabet=" \t\n", min_size=1, max_size=3),
+                                   letters.map(lambda text: " " + text + " "),
+                                   st.text(alphabet="éüßñøλ漢字", min_size=1, max_size=5)),
+                         "one_of(characters(), whitespace only, ' padded ', non-ASCII text)"),
+            "large": (letters.map(lambda text: text * (LARGE_LENGTH // len(text) + 1)),
+                      f"text repeated to at least {LARGE_LENGTH} characters"),
+            "pathological": (st.tuples(st.text(alphabet=_LETTERS, max_size=3),
+                                       st.sampled_from(["\x00", "\x1b", "\u200b", "\u202e", "\ufeff", "\ud800"]),
+                                       st.text(alphabet=_LETTERS, max_size=3)).map("".join),
+                             "text around a NUL, ESC, zero-width space, bidi override, BOM or lone surrogate")}
+        return table.get(rung)
+    if family == "bytes":
+        table = {
+            "degenerate": (st.just(b""), "just(b'')"),
+            "boundary": (st.one_of(st.binary(min_size=1, max_size=1), st.sampled_from([b" ", b"\t\n", b"a\x00b"])),
+                         "binary(min_size=1, max_size=1) | whitespace | a NUL"),
+            "large": (letters.map(lambda text: text.encode() * (LARGE_LENGTH // len(text) + 1)),
+                      f"bytes repeated to at least {LARGE_LENGTH}"),
+            "pathological": (st.tuples(st.binary(max_size=3), st.sampled_from([b"\xff", b"\xfe", b"\xc0\x80"]))
+                             .map(b"".join), "binary ending in a byte UTF-8 never has")}
+        return table.get(rung)
+    if family == "bool":
+        return (st.just(False), "just(False)") if rung == "degenerate" else None
+    if family == "none":
+        return (st.just(None), "just(None)") if rung == "degenerate" else None
+    if family == "path":
+        return _path_strategy(st, rung, hint)
+    if family == "container":
+        return _container_strategy(st, kind, rung, namespace)
+    return None
+
+
+def rung_strategy(st: Any, kind: Mapping[str, Any], rung: str, hint: object, namespace: Mapping[str, Any]
+                  ) -> tuple[Any, str, str]:
+    """The strategy ``rung`` of ``kind`` is drawn from, where it comes from (``from_type`` or ``codeflux``) and its
+    description: ``typical`` is ``st.from_type(hint)`` (a path: codeflux's, Hypothesis builds no path but
+    ``Path('.')``); every other rung is codeflux's own strategy for that class of values. ``st`` is
+    ``hypothesis.strategies`` as the box imported it — codeflux's own interpreter never imports Hypothesis.
+    Raises :class:`NoStrategy` when there is nothing to draw from (the typical rung of a type that cannot be
+    resolved)."""
+    if rung == "typical" and _family(kind) != "path":
+        if hint is None:
+            raise NoStrategy("no type to build from_type on: neither the annotation nor the contract's kind names "
+                             "one codeflux can find")
+        return st.from_type(hint), "from_type", f"from_type({type_text(hint)})"
+    found = _codeflux_strategy(st, kind, rung, hint, namespace)
+    if found is None:
+        raise NoStrategy(f"codeflux has no strategy for the {rung} rung of this kind")
+    return found[0], "codeflux", found[1]
+
+
+def draw_rung(hypothesis: Any, strategy: Any, kind: Mapping[str, Any], rung: str, *, seed: int,
+              max_examples: int = DRAW_MAX_EXAMPLES, keep: int = DRAW_KEEP) -> dict[str, Any]:
+    """Up to ``keep`` distinct examples (:func:`shown`) of ``rung`` drawn from ``strategy``: ``max_examples``
+    values generated by Hypothesis (``hypothesis`` is the module the box imported) with ``@seed(seed)``, no example
+    database, no deadline, the generate phase only, every health check off — the same seed gives the same values.
+    Each value is classified by :func:`rung_of`; one that is not on ``rung`` is dropped (counted)."""
+    kept: list[str] = []
+    counts = {"drawn": 0, "dropped": 0}
+
+    def body(value: object) -> None:
+        if len(kept) >= keep:
+            return
+        counts["drawn"] += 1
+        if rung_of(kind, value) != rung:
+            counts["dropped"] += 1
+            return
+        try:
+            text = shown(value)
+        except Exception:
+            text = f"<a {type(value).__name__} whose repr raised>"
+        if text not in kept:
+            kept.append(text)
+
+    settings = hypothesis.settings(database=None, max_examples=max_examples, deadline=None, derandomize=False,
+                                   phases=(hypothesis.Phase.generate,), verbosity=hypothesis.Verbosity.quiet,
+                                   suppress_health_check=list(hypothesis.HealthCheck), report_multiple_bugs=False)
+    test = hypothesis.seed(seed)(settings(hypothesis.given(strategy)(body)))
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        test()
+    return {"examples": kept, **counts}
+
+
+def _module_of(path: str, name: str, root: str) -> Any:
+    """The module whose file is ``path`` (already imported), else ``name`` imported; or why not."""
+    for candidate in list(sys.modules.values()):
+        try:
+            file = getattr(candidate, "__file__", None)
+            if isinstance(file, str) and os.path.realpath(file) == path:
+                return candidate
+        except Exception:  # noqa: S112 - a module object whose attributes raise is not the one looked for
+            continue
+    for folder in (os.path.join(root, "src"), root):
+        if os.path.isdir(folder) and folder not in sys.path:
+            sys.path.insert(0, folder)
+    try:
+        return importlib.import_module(name)
+    except (Exception, SystemExit) as error:
+        return f"importing {name} raised {type(error).__name__}"
+
+
+def atom_function(atom: Mapping[str, Any], root: str) -> tuple[Any, Mapping[str, Any]] | str:
+    """The function of ``atom`` (decorators unwrapped; a static or class method's function, a property's accessor
+    defined at the atom's line) and its module's
+    namespace — from the module the tests already imported (found by its file), else imported by name with the
+    repository (and ``src``) on ``sys.path``; or why not."""
+    name = str(atom.get("module", ""))
+    module = _module_of(os.path.realpath(os.path.join(root, str(atom["path"]))), name, root)
+    if isinstance(module, str):
+        return module
+    owner: Any = module
+    parts = str(atom["local"]).split(".")
+    for part in parts[:-1]:
+        owner = getattr(owner, part, None)
+    try:
+        raw = inspect.getattr_static(owner, parts[-1])
+    except AttributeError:
+        return f"{atom['local']} is not reachable by name from {name}"
+    if isinstance(raw, staticmethod | classmethod):
+        raw = raw.__func__
+    if isinstance(raw, property):  # the accessor defined at the atom's line (a setter shares the getter's name)
+        accessors = [found for found in (raw.fget, raw.fset, raw.fdel) if found is not None]
+        raw = next((found for found in accessors if getattr(getattr(found, "__code__", None), "co_firstlineno", None)
+                    == atom.get("line")), accessors[0] if accessors else raw)
+    try:
+        function = inspect.unwrap(raw)
+    except ValueError:
+        function = raw
+    if not callable(function):
+        return f"{atom['local']} is not a function in {name}"
+    namespace = getattr(function, "__globals__", None)
+    return function, namespace if isinstance(namespace, dict) else vars(module)
+
+
+def draw_parameter(hypothesis: Any, parameter: Mapping[str, Any], hint: object, namespace: Mapping[str, Any], *,
+                   seed: int, into: dict[str, Any]) -> None:
+    """Draw every rung of ``parameter``'s kind into ``into`` (rung → its examples, ``source``, ``strategy``, counts
+    — or ``problem``: the strategy could not be built or drawn from, e.g. ``from_type`` raising ResolutionFailed)."""
+    kind = parameter["kind"]
+    for rung in ladder_of(kind):
+        entry: dict[str, Any] = {}
+        into[rung] = entry
+        try:
+            strategy, source, description = rung_strategy(hypothesis.strategies, kind, rung, hint, namespace)
+            entry.update(source=source, strategy=description)
+            entry.update(draw_rung(hypothesis, strategy, kind, rung, seed=seed))
+        except NoStrategy as error:
+            entry["problem"] = str(error)[:300]
+        except Exception as error:
+            entry["problem"] = f"{type(error).__name__}: {error}"[:300]
+
+
+def draw_atom(hypothesis: Any, atom: Mapping[str, Any], root: str, *, seed: int, stop: float) -> dict[str, Any]:
+    """Per parameter of ``atom``: the type its examples are built on — its annotation (``typing.get_type_hints`` on
+    the imported function), else the contract's kind (:func:`hint_of_kind`) — and each rung's draws
+    (:func:`draw_parameter`), each parameter within :data:`DRAW_PARAMETER_S` (a timer, in the main thread) and none
+    started after ``stop`` (a :func:`time.monotonic` instant)."""
+    found = atom_function(atom, root)
+    if isinstance(found, str):
+        return {"problem": found}
+    function, namespace = found
+    hints_problem = None
+    try:
+        hints = typing.get_type_hints(function)
+    except Exception as error:
+        hints, hints_problem = {}, f"its annotations could not be resolved ({type(error).__name__}: {error})"[:300]
+    timed = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    params: dict[str, Any] = {}
+    for parameter in atom.get("params", ()):
+        name = str(parameter["name"])
+        if time.monotonic() > stop:
+            params[name] = {"problem": f"not drawn: the run's {DRAW_TOTAL_S:g} s for drawing were used"}
+            continue
+        hint = hints.get(name)
+        entry: dict[str, Any] = {"hint_from": "annotation"}
+        if hint is None:
+            hint = hint_of_kind(parameter["kind"], namespace)
+            entry["hint_from"] = "contract"
+            if hints_problem is not None:
+                entry["hint_problem"] = hints_problem
+        entry["hint"] = None if hint is None else type_text(hint)
+        rungs: dict[str, Any] = {}
+        entry["rungs"] = rungs
+        params[name] = entry
+        previous = signal.signal(signal.SIGALRM, _over_budget) if timed else None
+        try:
+            if timed:
+                signal.setitimer(signal.ITIMER_REAL, DRAW_PARAMETER_S)
+            draw_parameter(hypothesis, parameter, hint, namespace, seed=seed, into=rungs)
+        except DrawOverBudget:
+            entry["problem"] = f"its draws took longer than {DRAW_PARAMETER_S:g} s and were stopped"
+        finally:
+            if timed:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+    return {"params": params}
+
+
+def _may_draw_text(kind: Mapping[str, Any]) -> bool:
+    """Whether ``from_type`` of ``kind``'s type may draw text: a ``str``, or a class (its fields' types are unknown
+    here), in it anywhere."""
+    name = kind.get("kind")
+    if name in ("str", "instance"):
+        return True
+    parts = [*kind.get("of", ()), *(kind.get(part) for part in ("item", "key", "value"))]
+    return any(_may_draw_text(part) for part in parts if isinstance(part, Mapping))
+
+
+def draw_examples(hypothesis: Any, job: Mapping[str, Any], root: str,
+                  write: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Every atom of ``job`` drawn (:func:`draw_atom`) with the job's seed, ``write`` called with the document after
+    each atom (what a watchdog's exit leaves is the atoms before it). When a type may draw text, Hypothesis's table
+    of the characters text can hold is built first (seconds the first time in a Hypothesis home, which would
+    otherwise land in one parameter's budget), within the run's :data:`DRAW_TOTAL_S`."""
+    seed = int(job["seed"])
+    document: dict[str, Any] = {"hypothesis": str(hypothesis.__version__), "seed": seed,
+                                "max_examples": DRAW_MAX_EXAMPLES, "keep": DRAW_KEEP, "atoms": {}}
+    started = time.monotonic()
+    stop = started + DRAW_TOTAL_S
+    if any(_may_draw_text(parameter["kind"]) for atom in job.get("atoms", ()) for parameter in atom.get("params", ())):
+        try:  # text's table of encodable characters: built once per Hypothesis home (seconds), then read from there
+            hypothesis.strategies.text().validate()
+        except Exception as error:
+            document["warm_up_problem"] = f"{type(error).__name__}: {error}"[:300]
+        document["warm_up_s"] = round(time.monotonic() - started, 3)
+    for atom in job.get("atoms", ()):
+        try:
+            document["atoms"][str(atom["key"])] = draw_atom(hypothesis, atom, root, seed=seed, stop=stop)
+        except Exception as error:
+            document["atoms"][str(atom["key"])] = {"problem": f"{type(error).__name__}: {error}"[:300]}
+        write(document)
+    write(document)
+    return document
 
 
 # ─── the recorder (runs in the task's box) ────────────────────────────────────────────────────────────────
@@ -522,14 +971,13 @@ class ArgumentRecorder:
 
 _BOX_MAIN: Final = (
     "\n\n# ─── appended by ladder_script(): the run in the box ───\n"
-    "def record_main(argv):\n"
+    "def write_json(path, document):\n"
     "    import json\n"
-    "    import threading\n"
+    "    with open(path + '.part', 'w', encoding='utf-8') as handle:\n"
+    "        json.dump(document, handle)\n"
+    "    os.replace(path + '.part', path)\n"
+    "def record_tests(job, arguments, checks):\n"
     "    import pytest\n"
-    "    job = json.loads(argv[1])\n"
-    "    arguments = list(argv[list(argv).index('--') + 1:])\n"
-    "    checks = os.path.join(os.environ['TMPDIR'], 'codeflux-checks')\n"
-    "    os.makedirs(checks, exist_ok=True)\n"
     "    recorder = ArgumentRecorder(job, os.getcwd())\n"
     "    outcomes = {}\n"
     "    class CodefluxCaseLadder:\n"
@@ -557,21 +1005,86 @@ _BOX_MAIN: Final = (
     "            elif report.when == 'call' or report.skipped:\n"
     "                outcomes.setdefault(report.nodeid, report.outcome)\n"
     "    status = pytest.main(arguments, plugins=[CodefluxCaseLadder()])\n"
-    "    report = {'exit_status': int(status), 'pytest': pytest.__version__, 'rules_version': RULES_VERSION,\n"
-    "              'atoms': recorder.summary, 'outcomes': outcomes}\n"
-    "    with open(os.path.join(checks, 'case-ladder.json'), 'w', encoding='utf-8') as handle:\n"
-    "        json.dump(report, handle)\n"
+    "    write_json(os.path.join(checks, 'case-ladder.json'), {\n"
+    "        'exit_status': int(status), 'pytest': pytest.__version__, 'rules_version': RULES_VERSION,\n"
+    "        'atoms': recorder.summary, 'outcomes': outcomes})\n"
     "    return int(status)\n"
+    "def draw_in_box(job, checks, status):\n"
+    "    path = os.path.join(checks, 'case-examples.json')\n"
+    "    try:\n"
+    "        from hypothesis.configuration import set_hypothesis_home_dir\n"
+    "        set_hypothesis_home_dir(os.path.join(os.environ['TMPDIR'], DRAW_HOME))\n"
+    "        import hypothesis\n"
+    "        import hypothesis.strategies\n"
+    "    except Exception as error:\n"
+    "        write_json(path, {'hypothesis': None, 'seed': job.get('seed'),\n"
+    "                          'problem': 'Hypothesis is not importable in the box (' + type(error).__name__ + ')'})\n"
+    "        return\n"
+    "    watchdog = threading.Timer(DRAW_TOTAL_S + 10.0, os._exit, (status,))\n"
+    "    watchdog.daemon = True\n"
+    "    watchdog.start()\n"
+    "    draw_examples(hypothesis, job, os.getcwd(), lambda document: write_json(path, document))\n"
+    "    watchdog.cancel()\n"
+    "def record_main(argv):\n"
+    "    import importlib.util\n"
+    "    import json\n"
+    "    import site\n"
+    "    overlay = argv[1]\n"
+    "    own_hypothesis = importlib.util.find_spec('hypothesis') is not None\n"
+    "    if overlay != '-' and os.path.isdir(overlay):\n"
+    "        site.addsitedir(overlay)\n"
+    "    checks = os.path.join(os.environ['TMPDIR'], 'codeflux-checks')\n"
+    "    job = json.loads(LADDER_JOB_TEXT)\n"
+    "    arguments = [str(argument) for argument in job.get('pytest_args', ())]\n"
+    "    os.environ['HYPOTHESIS_STORAGE_DIRECTORY'] = os.path.join(checks, 'hypothesis')\n"
+    "    status = 0\n"
+    "    if job.get('record', True):\n"
+    "        plugins_off = [] if own_hypothesis else ['-p', 'no:hypothesispytest']\n"
+    "        status = record_tests(job, plugins_off + arguments, checks)\n"
+    "    if job.get('draw'):\n"
+    "        draw_in_box(job, checks, status)\n"
+    "    return status\n"
     "\n\n"
     "if __name__ == '__main__':\n"
     "    sys.exit(record_main(sys.argv))\n"
 )
-"""What :func:`ladder_script` appends: ``record_main(argv)``, run in the box with ``argv`` ``[-c, job JSON, --,
-pytest's arguments…]``. It runs pytest with a plugin that sets :class:`ArgumentRecorder`'s profile hook only while
-a test runs (setup, call and teardown; collection and imports are not slowed) and names that test, points Hypothesis's
-example database (when Hypothesis is importable) at ``$TMPDIR/codeflux-checks/hypothesis`` once pytest has loaded its
-plugins, and writes ``$TMPDIR/codeflux-checks/case-ladder.json``: pytest's status and version, the rules' version,
-each test's outcome and the recorder's summary. It is text here, not code, because only the box may import pytest."""
+"""What :func:`ladder_script` appends: ``record_main(argv)``, run in the box by :data:`LADDER_LOADER_SCRIPT`
+with ``argv`` ``[script, overlay or -]`` and the job it verified (``LADDER_JOB_TEXT``: its atoms, ``seed``,
+``record``, ``draw`` and ``pytest_args``: pytest's arguments, the test ids among them). It appends codeflux's tool
+overlay (when given) after site-packages — its Hypothesis pytest plugin is not loaded when the repository's
+environment lacks Hypothesis, as in ``OVERLAY_SITE_SCRIPT`` of :mod:`~codeflux.pipeline.tool_overlay` — and points
+Hypothesis's home (its example database) at ``$TMPDIR/codeflux-checks/hypothesis``. With ``record`` (the default) it
+runs pytest with a plugin that sets :class:`ArgumentRecorder`'s profile hook only while a test runs (setup, call and
+teardown; collection and imports are not slowed) and names that test, and writes
+``$TMPDIR/codeflux-checks/case-ladder.json``: pytest's status and version, the rules' version, each test's outcome and
+the recorder's summary. Then, with ``draw``, it imports Hypothesis and draws each rung's examples
+(:func:`draw_examples`; a watchdog ends the process :data:`DRAW_TOTAL_S` + 10 s later) into
+``$TMPDIR/codeflux-checks/case-examples.json`` — rewritten after each atom — or writes there that Hypothesis is not
+importable. It is text here, not code, because only the box may import pytest and Hypothesis."""
+
+
+LADDER_SCRIPT_IN_CHECKS: Final = "case-ladder.py"
+"""The script's file name in ``$TMPDIR/codeflux-checks`` (codeflux writes it there before the run)."""
+LADDER_JOB_IN_CHECKS: Final = "case-ladder-job.json"
+LADDER_LOADER_SCRIPT: Final = (
+    "import hashlib, os, sys\n"
+    "checks = os.path.join(os.environ['TMPDIR'], 'codeflux-checks')\n"
+    "texts = []\n"
+    "for name, digest in (('" + LADDER_SCRIPT_IN_CHECKS + "', sys.argv[1]),\n"
+    "                     ('" + LADDER_JOB_IN_CHECKS + "', sys.argv[2])):\n"
+    "    with open(os.path.join(checks, name), 'rb') as handle:\n"
+    "        texts.append(handle.read())\n"
+    "    if hashlib.sha256(texts[-1]).hexdigest() != digest:\n"
+    "        sys.exit('codeflux-case-ladder: ' + name + ' is not the one codeflux wrote')\n"
+    "path = os.path.join(checks, '" + LADDER_SCRIPT_IN_CHECKS + "')\n"
+    "sys.argv = [path, sys.argv[3]]\n"
+    "exec(compile(texts[0], path, 'exec'), {'__name__': '__main__', '__file__': path, '__builtins__': __builtins__,\n"
+    "                                       'LADDER_JOB_TEXT': texts[1]})\n"
+)
+"""The program the run's argv holds (``<python> -c LADDER_LOADER_SCRIPT <script sha256> <job sha256> <overlay or
+->``): it runs :func:`ladder_script`'s text from ``$TMPDIR/codeflux-checks`` with the job there, only when both
+files' SHA-256 are the ones in the argv — the script (this file and more) and the job (its test ids) are too long for
+an argv, and the argv still names exactly what runs (and another job is another request)."""
 
 
 def ladder_script() -> str:

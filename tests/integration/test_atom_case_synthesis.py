@@ -2,11 +2,20 @@
 plan's declared signature first), and the arguments the repository's own tests pass to the atom — recorded and
 classified in a real worker's box, only the tests the coverage map says reach the atom — must cover every rung. The
 reproduction of the issue's "Why": the stage was ``not-implemented``, and the reference's ladder was never checked
-against what the tests pass.
+against what the tests pass. Each rung's examples are drawn by Hypothesis in the same box run — ``from_type`` of the
+atom's real annotation (a repository's own dataclass built by it), codeflux's strategies for the other rungs, a
+recorded seed that draws them again — and codeflux's fixed examples stand in, saying why, without Hypothesis.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import venv as venv_module
+import zipfile
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -19,18 +28,24 @@ from codeflux.domain.pipeline import StageName, StageOutcome, stage_named
 from codeflux.domain.pipeline.ledger import LedgerRow
 from codeflux.domain.plans import Plan
 from codeflux.gitwork.diff import diff_against_base
-from codeflux.pipeline.case_synthesis import evaluate_atom_case_synthesis
+from codeflux.pipeline.case_ladder import examples_of, rung_of
+from codeflux.pipeline.case_synthesis import evaluate_atom_case_synthesis, seed_of
 from codeflux.pipeline.findings import FINDINGS_JOIN_SEND_BACK, other_findings
 from codeflux.pipeline.phase_b import ATOM_STAGES
+from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.specification import StageResult
+from codeflux.pipeline.tool_overlay import COVERAGE, MANIFEST, repository_tools, resolve_tools
 from codeflux.store.database import Database
 from tests.fixtures.pipeline_tasks import (
     SOURCE,
+    WHEELHOUSE,
+    allow,
     allow_overlay_install,
     assembled_facts,
     keep_overlay,
     no_install_driver,
     running_ports,
+    wheelhouse_version,
 )
 from tests.fixtures.repos import BASE_FILES
 from tests.fixtures.task_runs import Harness, a_plan_with_two_steps, make_harness
@@ -48,6 +63,29 @@ EVERY_RUNG = (
     "    with pytest.raises(TypeError):\n        add(1, \"2\")\n"
 )
 RUNGS = ["typical", "degenerate", "boundary", "large", "wrong-type", "pathological"]
+SHAPES = (
+    "from __future__ import annotations\n\n"
+    "from dataclasses import dataclass\n"
+    "from typing import TYPE_CHECKING\n\n"
+    "if TYPE_CHECKING:\n"
+    "    from decimal import Decimal\n\n\n"
+    "@dataclass(frozen=True)\n"
+    "class Point:\n"
+    "    x: int\n"
+    "    y: int\n\n\n"
+    "class Handle:\n"
+    "    def __init__(self, raw):\n"
+    "        self.raw = raw\n\n\n"
+    "def shift(point: Point, handle: Handle, by: int) -> Point:\n"
+    "    return Point(point.x + by, point.y + by)\n\n\n"
+    "def scale(value: Decimal, factor: float) -> float:\n"
+    "    return float(value) * factor\n"
+)
+SHAPES_TESTS = (
+    "from pkg.shapes import Handle, Point, shift\n\n\n"
+    "def test_shift():\n"
+    "    assert shift(Point(1, 2), Handle(3), 1) == Point(2, 3)\n"
+)
 
 
 def declaring_plan() -> Plan:
@@ -108,7 +146,26 @@ def test_tests_passing_every_rung_satisfy_it_with_the_plans_contract_and_nothing
     assert list(a) == RUNGS and all(rung["calls"] for rung in a.values())
     assert a["wrong-type"]["tests"] == ["tests/test_ladder.py::test_add_refuses_other_types"]
     assert a["pathological"]["tests"] == ["tests/test_ladder.py::test_add[huge]"]
-    assert a["boundary"]["examples"] == ["1", "-1", "2147483647"] and a["boundary"]["rule"].startswith("±1")
+    assert a["boundary"]["rule"].startswith("±1")
+    # the examples: drawn by Hypothesis in the box, with the diff's seed, from the contract's kind (the code has no
+    # annotation): typical from from_type(int), the other rungs from codeflux's strategies; each on its own rung
+    version, seed = importlib.metadata.version("hypothesis"), seed_of(identity)
+    assert result.evidence["examples"] == {
+        "source": "hypothesis", "hypothesis": version, "provided_by": "repository environment", "seed": seed,
+        "max_examples": 20, "kept_per_rung": 3, "parameter_budget_s": 2.0, "total_budget_s": 20.0, "database": None,
+        "problems": {}}
+    first = parameters[0]
+    assert (first["drawn_from_type"], first["drawn_type_from"]) == ("int", "the contract's kind")
+    assert a["typical"]["examples_from"] == f"drawn by Hypothesis {version} from from_type(int), seed {seed}"
+    assert a["boundary"]["examples_from"] == (f"drawn by Hypothesis {version} from codeflux's strategy sampled_from("
+                                              "±1, ±2**k, ±(2**k - 1) for k in 7, 8, 15, 16, 31, 32, 63, 64), seed "
+                                              f"{seed}")
+    assert a["degenerate"]["examples"] == ["0"]
+    for rung in ("typical", "boundary", "large"):
+        assert 1 <= len(a[rung]["examples"]) <= 3
+        numbers = [int(text) for text in a[rung]["examples"] if not text.startswith(("an int", "a negative int"))]
+        assert numbers and {rung_of({"kind": "int"}, number) for number in numbers} == {rung}, a[rung]
+    assert all(text.startswith(("an int of", "a negative int of")) for text in a["pathological"]["examples"])
     assert rungs_of(add, "b")["large"]["tests"] == ["tests/test_ladder.py::test_add[billion]"]
     assert str(atoms["pkg.calc.version"]["skipped"]).startswith("takes no parameter")
     assert result.evidence["findings"] == [] and result.evidence["generated_cases_run"] == 0
@@ -117,7 +174,9 @@ def test_tests_passing_every_rung_satisfy_it_with_the_plans_contract_and_nothing
     # only the tests the coverage map says reach add ran, in the box; its report was removed, the worktree untouched
     assert result.evidence["tests"] == sorted(add["tests"])  # type: ignore[arg-type]
     assert "tests/test_calc.py::test_add" in result.evidence["tests"]  # type: ignore[operator]
-    assert str(result.evidence["command"]).startswith(f"{harness.venv_python} -c \"$CODEFLUX_CASE_LADDER_SCRIPT\" ")
+    assert re.fullmatch(re.escape(f"{harness.venv_python} -c \"$CODEFLUX_CASE_LADDER_LOADER\" "
+                                  f"{result.evidence['script_sha256']} ") + "[0-9a-f]{64} -",
+                        str(result.evidence["command"]))  # the job's SHA-256; no overlay: Hypothesis is the .venv's
     assert not list(harness.driver.task_temp_directory(ports.facts.task_id).glob("codeflux-checks/*"))
     assert not (worktree / ".hypothesis").exists()
     assert diff_against_base(ports.facts.worktree).identity == identity == result.evidence["diff_identity"]
@@ -143,9 +202,12 @@ def test_a_weak_suite_fails_it_naming_each_unexercised_rung_and_the_findings_joi
     assert b["typical"]["tests"] == ["tests/test_calc.py::test_add"]
     findings = result.evidence["findings"]
     assert isinstance(findings, list) and len(findings) == 2
-    assert findings[0].startswith("pkg.calc.add (pkg/calc.py:1) parameter a: no test passes it an input on rung(s) "
-                                  "typical (e.g. 42, -7); degenerate (e.g. 0); large (e.g. 1000000, -1000000000); "
-                                  "wrong-type (e.g. '1', 1.5); pathological (e.g. an int of 201 bits")
+    # each unexercised rung with two of the examples Hypothesis drew for it (the diff's seed)
+    assert re.fullmatch(r"pkg\.calc\.add \(pkg/calc\.py:1\) parameter a: no test passes it an input on rung\(s\) "
+                        r"typical \(e\.g\. -?\d+, -?\d+\); degenerate \(e\.g\. 0\); large \(e\.g\. -?\d+, -?\d+\); "
+                        r"wrong-type \(e\.g\. [^;]+\); pathological \(e\.g\. (a negative )?(an )?int of \d+ bits, .*\)",
+                        findings[0]), findings[0]
+    assert add["parameters"][0]["drawn_type_from"] == "the atom's annotation (typing.get_type_hints)"
     assert "parameter b: no test passes it an input on rung(s) degenerate (e.g. 0); boundary" in findings[1]
     assert (result.verdict.gate_evaluation or "").startswith("1 atom(s) with an input ladder: 2 of 12 rung(s)")
     assert diff_against_base(ports.facts.worktree).identity == identity
@@ -198,4 +260,116 @@ def test_the_catalog_says_stage_7_is_performed_in_phase_b_and_what_it_does_not_c
     stage = stage_named(StageName.ATOM_CASE_SYNTHESIS)
     assert stage.performable and not stage.sends_back
     assert "recorded and classified in the task's box" in stage.gate and "Not checked" in stage.gate
+    assert "drawn in the task's box by Hypothesis with a recorded seed" in stage.gate and "from_type" in stage.gate
     assert [item.stage for item in ATOM_STAGES][:2] == [StageName.CONTRACTS, StageName.ATOM_CASE_SYNTHESIS]
+
+
+def examples(result: StageResult) -> dict[tuple[str, str, str], list[str]]:
+    """Every rung's examples: (atom, parameter, rung) → the example texts."""
+    found = {}
+    for name, atom in atoms_of(result).items():
+        for parameter in atom.get("parameters", []):  # type: ignore[attr-defined]
+            for rung in parameter.get("rungs", []):
+                found[(name, parameter["name"], rung["rung"])] = rung["examples"]
+    return found
+
+
+def test_examples_are_drawn_by_hypothesis_in_the_box_from_the_real_annotations_and_the_seed_reproduces_them(
+        harness: Harness, overlay_cache: Path) -> None:
+    """A repository's own dataclass is built by from_type; a class from_type cannot build, and annotations that do
+    not resolve, are reported per parameter (codeflux's fixed examples stand in); the recorded seed draws the same
+    examples again; with no test reaching any atom the run only draws."""
+    ports = running_ports(harness)
+    allow_overlay_install(harness, ports.facts.task_id, cache=overlay_cache)
+    worktree = ports.facts.worktree.path
+    (worktree / "pkg" / "shapes.py").write_text(SHAPES)
+    (worktree / "tests" / "test_shapes.py").write_text(SHAPES_TESTS)
+    facts = assembled_facts(ports)
+
+    result = evaluate_atom_case_synthesis(facts)
+
+    keep_overlay(harness, overlay_cache)
+    assert result.verdict.outcome is StageOutcome.FAILED, result.verdict  # the suite passes one input per parameter
+    version, seed = importlib.metadata.version("hypothesis"), seed_of(facts.diff_identity)
+    assert result.evidence["examples"]["seed"] == seed  # type: ignore[index]
+    shift = {p["name"]: p for p in atoms_of(result)["pkg.shapes.shift"]["parameters"]}  # type: ignore[union-attr]
+    point = rungs_of(atoms_of(result)["pkg.shapes.shift"], "point")
+    assert shift["point"]["drawn_from_type"] == "Point"
+    assert shift["point"]["drawn_type_from"] == "the atom's annotation (typing.get_type_hints)"
+    assert point["typical"]["examples_from"] == f"drawn by Hypothesis {version} from from_type(Point), seed {seed}"
+    assert point["typical"]["examples"] and all(re.fullmatch(r"Point\(x=-?\d+, y=-?\d+\)", text)
+                                                 for text in point["typical"]["examples"])
+    assert point["typical"]["calls"] == 1 and point["wrong-type"]["examples"]
+    # from_type cannot build Handle (its constructor's parameter has no annotation): reported, fixed examples shown
+    handle = rungs_of(atoms_of(result)["pkg.shapes.shift"], "handle")
+    assert handle["typical"]["examples"] == ["an instance of Handle"]
+    assert handle["typical"]["examples_from"].startswith("codeflux's fixed examples (drawing from from_type(Handle) "
+                                                         "failed: ResolutionFailed: ")
+    # Decimal is imported only for type checkers: the annotations do not resolve, so the contract's kinds are used
+    scale = {p["name"]: p for p in atoms_of(result)["pkg.shapes.scale"]["parameters"]}  # type: ignore[union-attr]
+    assert str(scale["value"]["draw_hint_problem"]).startswith("its annotations could not be resolved (NameError")
+    assert scale["value"]["drawn_from_type"] is None
+    value = rungs_of(atoms_of(result)["pkg.shapes.scale"], "value")["typical"]
+    assert value["examples"] == ["an instance of Decimal"]
+    assert value["examples_from"] == ("codeflux's fixed examples (no type to build from_type on: neither the "
+                                      "annotation nor the contract's kind names one codeflux can find)")
+    factor = rungs_of(atoms_of(result)["pkg.shapes.scale"], "factor")
+    assert scale["factor"]["drawn_type_from"] == "the contract's kind"
+    assert factor["typical"]["examples_from"] == f"drawn by Hypothesis {version} from from_type(float), seed {seed}"
+    assert sorted(factor["pathological"]["examples"]) == ["-inf", "inf", "nan"]
+    assert not list(harness.driver.task_temp_directory(ports.facts.task_id).glob("codeflux-checks/*"))
+
+    other = evaluate_atom_case_synthesis(facts, seed=seed + 1)  # another seed: other examples
+    assert examples(other) != examples(result) and other.evidence["examples"]["seed"] == seed + 1  # type: ignore[index]
+    (worktree / "tests" / "test_shapes.py").unlink()  # the next attempt: no test reaches any atom, the run only draws
+    allow(harness.driver, ports.facts.task_id, pytest_argv(harness.venv_python), attempt=2)
+    drawing = evaluate_atom_case_synthesis(assembled_facts(ports, attempt=2), seed=seed)  # the recorded seed
+    assert drawing.evidence["tests"] == [] and drawing.evidence["drawing_only"] is True, drawing.verdict
+    assert examples(drawing) == examples(result)
+    findings = drawing.evidence["findings"]
+    assert isinstance(findings, list) and all("no passing test executes the atom" in finding for finding in findings)
+
+
+def venv_without_hypothesis(harness: Harness, root: Path) -> None:
+    """The repository's ``.venv`` becomes a copy of the one it had without Hypothesis (it had no coverage)."""
+    venv_module.EnvBuilder(system_site_packages=False, with_pip=False, symlinks=True).create(root)
+    site = next((root / "lib").glob("python3*/site-packages"))
+    had = next((Path(os.path.realpath(harness.repo / ".venv")) / "lib").glob("python3*/site-packages"))
+    shutil.copytree(had, site, dirs_exist_ok=True, ignore=shutil.ignore_patterns("hypothesis*", "_hypothesis*"))
+    link = harness.repo / ".venv"
+    link.unlink()
+    link.symlink_to(root, target_is_directory=True)
+
+
+def test_without_hypothesis_in_the_box_codefluxs_fixed_examples_are_shown_saying_why_and_the_gate_is_unchanged(
+        db: Database, tmp_path: Path) -> None:
+    """An environment without Hypothesis, an overlay holding coverage only (made before Hypothesis joined the check
+    tools) and a run that may install nothing: the ladder still runs, its examples are codeflux's fixed ones."""
+    with no_install_driver(db, tmp_path) as driver:
+        harness = make_harness(db, tmp_path, driver)
+        venv_without_hypothesis(harness, tmp_path / "plainvenv")
+        ports = running_ports(harness)
+        python = harness.venv_python
+        key = resolve_tools(ports, attempt=1, interpreter=python, test_argv=pytest_argv(python), tools=(COVERAGE,)).key
+        assert key is not None
+        overlay = repository_tools(driver.tools_directory, harness.repo) / key
+        wheel = next(WHEELHOUSE.glob("coverage-*.whl"))
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(overlay / "site")
+        (overlay / MANIFEST).write_text(json.dumps({"key": key, "tools": {"coverage": wheelhouse_version()}}))
+        (ports.facts.worktree.path / "pkg" / "calc.py").write_text(ANNOTATED)
+
+        result = evaluate_atom_case_synthesis(assembled_facts(ports))
+
+    assert result.verdict.outcome is StageOutcome.FAILED, result.verdict  # the same gate: add(1, 2) only
+    source = result.evidence["examples"]
+    assert isinstance(source, dict) and source["source"] == "codeflux's fixed examples"
+    why = "Hypothesis is not available to the box"
+    assert source["why"] == why and source["detail"].startswith("hypothesis is not in the repository's environment")
+    a = rungs_of(atoms_of(result)["pkg.calc.add"], "a")
+    assert [rung for rung, seen in a.items() if seen["calls"]] == ["boundary"]
+    for rung, seen in a.items():
+        assert seen["examples"] == list(examples_of({"kind": "int"}, rung))
+        assert seen["examples_from"] == f"codeflux's fixed examples ({why})"
+    assert str(result.evidence["command"]).endswith(" -")  # no overlay: there is nothing to draw with
+    assert "typical (e.g. 42, -7); degenerate (e.g. 0)" in result.evidence["findings"][0]  # type: ignore[index]

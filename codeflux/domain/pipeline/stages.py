@@ -193,10 +193,12 @@ STAGES: Final[tuple[Stage, ...]] = (
            "For each parameter of each atom, a ladder of input rungs (typical, degenerate/empty, boundary, large, "
            "wrong-type, pathological, as far as its type has them) is derived from its contract — the approved "
            "plan's declared annotation, else the code's, else a literal default — by codeflux's fixed "
-           "classification rules, with codeflux's own examples shown; and every rung is exercised by at least one "
-           "of the repository's tests that execute the atom: the arguments those tests pass to it are recorded and "
-           "classified in the task's box (codeflux's examples are never run and never count); unexercised rungs "
-           "are listed. Not checked: what the tests assert about the result on a rung.",
+           "classification rules, with examples of each rung drawn in the task's box by Hypothesis with a recorded "
+           "seed (from_type of the atom's resolved annotation for typical, codeflux's strategies for the others; "
+           "codeflux's fixed examples where Hypothesis is missing); and every rung is exercised by at least one of "
+           "the repository's tests that execute the atom: the arguments those tests pass to it are recorded and "
+           "classified in the task's box (the examples are never run and never count); unexercised rungs are "
+           "listed. Not checked: what the tests assert about the result on a rung.",
            _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTRACTS,), performable=True),
     _stage(8, _N.ATOM_EXAMPLE_TESTS, _P.ATOMS,
            "Every atom (a function or method the diff adds or changes, outside tests) has its body executed by at "
