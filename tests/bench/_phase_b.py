@@ -58,7 +58,6 @@ from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.repository import open_repository
 from codeflux.gitwork.worktrees import create_task_worktree
 from codeflux.pipeline.assembly import evaluate_assembly
-from codeflux.pipeline.case_ladder import ladder_script
 from codeflux.pipeline.coverage_map import coverage_argv
 from codeflux.pipeline.growth_script import GROWTH_SCRIPT
 from codeflux.pipeline.phase_b import ATOM_STAGES, AtomStage, record_atom_stages
@@ -283,7 +282,6 @@ def _script_names() -> dict[str, str]:
         for attribute, value in vars(module).items():
             if attribute.endswith("_SCRIPT") and isinstance(value, str):
                 names.setdefault(value, attribute)
-    names.setdefault(ladder_script(), "LADDER_SCRIPT")  # stage 7's script is built once, by a function
     return names
 
 
