@@ -1,8 +1,9 @@
-"""Stages 18 composition-obligations and 22–25 control flow (issue 18): compositions found in the diff's syntax tree
-and branch arcs on its changed lines, read from the attempt's one coverage run (coverage.py with branch data and
-per-test contexts, from codeflux's overlay installed from the wheelhouse, in a real worker, confined), stored as
-obligations in the real database. The reproduction of the issue's "Why": these stages were ``not-implemented``, and
-the reference reported statement coverage as branch coverage — an untested ``else`` passed unseen.
+"""Phases C and D (issue 18): 18 composition-obligations, 19–21 molecules and 22–25 control flow — compositions found
+in the diff's syntax tree and branch arcs on its changed lines, judged from the attempt's one coverage run (coverage.py
+with branch data and per-test contexts, from codeflux's overlay installed from the wheelhouse, in a real worker,
+confined) and one stub run of the callers in a scratch copy, stored as obligations in the real database. The
+reproduction of the issue's "Why": these stages were ``not-implemented``, and the reference reported statement
+coverage as branch coverage — an untested ``else`` passed unseen; a composition tested only with a mocked callee too.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from codeflux.pipeline.control_flow import (
     evaluate_control_tests,
     evaluate_path_coverage,
 )
+from codeflux.pipeline.molecules import evaluate_molecule_tests, evaluate_molecule_verification, evaluate_molecules
 from codeflux.pipeline.phase_b import record_atom_stages
 from codeflux.pipeline.phase_cd import PHASE_CD
 from codeflux.pipeline.runner import record_specification
@@ -68,8 +70,19 @@ NO_ELSE = (
     "def test_positive():\n    assert sign(5) == 1\n\n\n"
     "def test_total():\n    assert total([1, 2]) == 3\n"
 )
-STAGES = (evaluate_composition_obligations, evaluate_control_obligations, evaluate_control_tests,
+MOCKED_CALLEE = (
+    "import pkg.calc as calc\nfrom pkg.calc import sign\n\n\n"
+    "def test_signs():\n    assert sign(5) == 1\n    assert sign(-5) == -1\n\n\n"
+    "def test_total_with_a_mocked_add(monkeypatch):\n"
+    "    monkeypatch.setattr(calc, 'add', lambda a, b: a + b)\n    assert calc.total([1, 2]) == 3\n"
+)
+BROKEN_MOLECULE = ALL_PATHS.replace("assert total([1, 2]) == 3", "assert total([1, 2]) == 4")
+STAGES = (evaluate_composition_obligations, evaluate_molecule_tests, evaluate_molecules,
+          evaluate_molecule_verification, evaluate_control_obligations, evaluate_control_tests,
           evaluate_control_flow, evaluate_path_coverage)
+MOLECULE_STAGES = (StageName.MOLECULE_TESTS, StageName.MOLECULES, StageName.MOLECULE_VERIFICATION)
+CONTROL_STAGES = (StageName.CONTROL_OBLIGATIONS, StageName.CONTROL_TESTS, StageName.CONTROL_FLOW,
+                  StageName.PATH_COVERAGE)
 
 
 @pytest.fixture(scope="module")
@@ -125,11 +138,18 @@ def test_every_branch_arc_taken_by_a_passing_test_discharges_every_obligation(
     assert results[StageName.PATH_COVERAGE].evidence["branch_coverage_percent"] == 100.0
     stored = harness.tasks.obligations(facts.ports.facts.task_id, 1)
     assert [(item.kind, item.subject.value, item.state, item.discharged_by) for item in stored] == [
-        (ObligationKind.COMPOSITION, "pkg.calc.total -> pkg.calc.add", ObligationState.OPEN, None),
+        (ObligationKind.COMPOSITION, "pkg.calc.total -> pkg.calc.add", ObligationState.DISCHARGED,
+         StageName.MOLECULE_VERIFICATION),
         *((ObligationKind.CONTROL_PATH, arc, ObligationState.DISCHARGED, StageName.CONTROL_FLOW)
           for arc in ("pkg/calc.py:6->7", "pkg/calc.py:6->8", "pkg/calc.py:13->14", "pkg/calc.py:13->15"))]
     assert stored[1].evidence == {"tests": ["tests/test_calc.py::test_positive"]}
     assert stored[0].detail["call_site"] == "pkg/calc.py:14"
+    assert stored[0].evidence == {"tests": ["tests/test_calc.py::test_total"]}
+    (molecule,) = results[StageName.MOLECULE_TESTS].evidence["atoms"][0]["compositions"]  # type: ignore[index]
+    assert molecule == {"subject": "pkg.calc.total -> pkg.calc.add",
+                        "molecule_tests": ["tests/test_calc.py::test_total"],
+                        "failed_against_caller_stub": ["tests/test_calc.py::test_total"],
+                        "passed_against_caller_stub": [], "outcomes": {"tests/test_calc.py::test_total": "passed"}}
 
 
 def test_an_uncovered_else_arc_fails_23_24_and_25_with_the_arc_named(harness: Harness, overlay_cache: Path) -> None:
@@ -139,6 +159,7 @@ def test_an_uncovered_else_arc_fails_23_24_and_25_with_the_arc_named(harness: Ha
 
     outcomes = {stage: result.verdict.outcome for stage, result in results.items()}
     assert outcomes == {StageName.COMPOSITION_OBLIGATIONS: StageOutcome.SATISFIED,
+                        **dict.fromkeys(MOLECULE_STAGES, StageOutcome.SATISFIED),
                         StageName.CONTROL_OBLIGATIONS: StageOutcome.SATISFIED,
                         StageName.CONTROL_TESTS: StageOutcome.FAILED, StageName.CONTROL_FLOW: StageOutcome.FAILED,
                         StageName.PATH_COVERAGE: StageOutcome.FAILED}
@@ -201,8 +222,7 @@ def test_without_coverage_or_an_obligation_store_they_are_blocked_saying_why(db:
             facts, ports=dataclasses.replace(ports, obligations=None)))
 
     assert results[StageName.COMPOSITION_OBLIGATIONS].verdict.outcome is StageOutcome.SATISFIED  # static: no run
-    for stage in (StageName.CONTROL_OBLIGATIONS, StageName.CONTROL_TESTS, StageName.CONTROL_FLOW,
-                  StageName.PATH_COVERAGE):
+    for stage in (*MOLECULE_STAGES, *CONTROL_STAGES):
         verdict = results[stage].verdict
         assert verdict.outcome is StageOutcome.BLOCKED, verdict
         assert "coverage" in (verdict.reason or ""), verdict
@@ -226,3 +246,35 @@ def test_a_diff_that_does_not_assemble_records_them_all_blocked_before_assembly(
     assert rows[StageName.MOLECULE_TESTS] == StageVerdict(  # not performed yet, and its prerequisite did not hold
         stage=StageName.MOLECULE_TESTS, outcome=StageOutcome.BLOCKED,
         reason="prerequisite composition-obligations did not hold (blocked)")
+
+
+def test_a_composition_tested_only_with_a_mocked_callee_fails_19_and_stays_open_in_21(
+        harness: Harness, overlay_cache: Path) -> None:
+    facts = prepared(harness, overlay_cache, CALC, MOCKED_CALLEE)
+
+    results = evaluate_all(facts)
+
+    outcomes = {stage: results[stage].verdict.outcome for stage in MOLECULE_STAGES}
+    assert outcomes == {StageName.MOLECULE_TESTS: StageOutcome.FAILED, StageName.MOLECULES: StageOutcome.SATISFIED,
+                        StageName.MOLECULE_VERIFICATION: StageOutcome.FAILED}
+    assert results[StageName.MOLECULE_TESTS].evidence["findings"] == [
+        "no test reaches pkg.calc.total -> pkg.calc.add: none executes both the caller's and the real callee's body "
+        "(a mocked callee is never executed)"]
+    assert "open: pkg.calc.total -> pkg.calc.add" in (
+        results[StageName.MOLECULE_VERIFICATION].verdict.gate_evaluation or "")
+    (composition,) = harness.tasks.obligations(facts.ports.facts.task_id, 1, ObligationKind.COMPOSITION)
+    assert (composition.state, composition.discharged_by) == (ObligationState.OPEN, None)
+
+
+def test_a_molecule_test_that_fails_on_the_final_tree_fails_19_20_and_21_naming_it(
+        harness: Harness, overlay_cache: Path) -> None:
+    facts = prepared(harness, overlay_cache, CALC, BROKEN_MOLECULE)
+
+    results = evaluate_all(facts)
+
+    assert {stage: results[stage].verdict.outcome for stage in MOLECULE_STAGES} == dict.fromkeys(
+        MOLECULE_STAGES, StageOutcome.FAILED)
+    assert results[StageName.MOLECULES].evidence["findings"] == [
+        "molecule test tests/test_calc.py::test_total of pkg.calc.total -> pkg.calc.add did not pass (failed)"]
+    assert "not passing on the final tree: tests/test_calc.py::test_total" in (
+        results[StageName.MOLECULE_TESTS].verdict.gate_evaluation or "")

@@ -274,14 +274,21 @@ STAGES: Final[tuple[Stage, ...]] = (
            "passed in, getattr, another class's instance) are not resolved.",
            _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_DOCUMENTATION,), performable=True),
     _stage(19, _N.MOLECULE_TESTS, _P.MOLECULES,
-           "Tests written from the composition obligations exist and fail against a stub.",
-           _N.COMPOSITION_OBLIGATIONS),
+           "Every composition obligation has a molecule test — one whose coverage context executed both the caller's "
+           "body and the real callee's body (a mocked callee is never executed) — and at least one of them fails "
+           "when the caller's body is replaced by `raise NotImplementedError` in a scratch copy of the final tree; "
+           "compositions without one, or whose molecule tests all pass against the stub, are named. Not checked: "
+           "what the tests assert about the composition's result.",
+           _N.COMPOSITION_OBLIGATIONS, performable=True),
     _stage(20, _N.MOLECULES, _P.MOLECULES,
-           "No composition obligation is left open.",
-           _N.MOLECULE_TESTS),
+           "Every molecule test (a test executing both a composition's caller and its real callee) passed in the "
+           "coverage run; each one that did not is named with its composition.",
+           _N.COMPOSITION_OBLIGATIONS, after=(_N.MOLECULE_TESTS,), performable=True),
     _stage(21, _N.MOLECULE_VERIFICATION, _P.MOLECULES,
-           "Composition obligations are discharged by passing tests, or the open ones are named.",
-           _N.MOLECULE_TESTS, _N.MOLECULES),
+           "Every composition obligation is discharged (stored discharged by molecule-verification, with the tests): "
+           "a molecule test of it passed in the coverage run and failed against the caller's stub; the open ones "
+           "are named.",
+           _N.COMPOSITION_OBLIGATIONS, after=(_N.MOLECULE_TESTS, _N.MOLECULES), performable=True),
     # D Control flow
     _stage(22, _N.CONTROL_OBLIGATIONS, _P.CONTROL_FLOW,
            "Recording: every branch arc coverage.py's analysis finds leaving a line the diff adds or rewrites inside "
