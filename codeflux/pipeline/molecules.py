@@ -124,6 +124,9 @@ def _judge(facts: AtomFacts) -> _Judged:
 
 
 def _measure(facts: AtomFacts) -> _Judged:
+    if not facts.diff.atoms:
+        return _Judged(skipped="the diff adds or changes no function or method outside tests: there is no "
+                               "composition to test")
     store = facts.ports.obligations
     if store is None:
         return _Judged(blocked="this run has no obligation store (stage 18 recorded no composition obligation)")

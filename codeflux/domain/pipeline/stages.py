@@ -275,9 +275,9 @@ STAGES: Final[tuple[Stage, ...]] = (
            _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_DOCUMENTATION,), performable=True),
     _stage(19, _N.MOLECULE_TESTS, _P.MOLECULES,
            "Every composition obligation has a molecule test — one whose coverage context executed both the caller's "
-           "body and the real callee's body (a mocked callee is never executed) — and at least one of them fails "
-           "when the caller's body is replaced by `raise NotImplementedError` in a scratch copy of the final tree; "
-           "compositions without one, or whose molecule tests all pass against the stub, are named. Not checked: "
+           "body and the real callee's body (a mocked callee is never executed) — and at least one of them passed in "
+           "the coverage run and fails when the caller's body is replaced by `raise NotImplementedError` in a scratch "
+           "copy of the final tree; compositions without such a test are named. Not checked: "
            "what the tests assert about the composition's result.",
            _N.COMPOSITION_OBLIGATIONS, performable=True),
     _stage(20, _N.MOLECULES, _P.MOLECULES,
