@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.domain.pipeline.atom_evidence import atom_evidence
 from codeflux.domain.pipeline.obligations import ObligationKind, ObligationState
@@ -27,15 +29,19 @@ from codeflux.pipeline.control_flow import (
     evaluate_control_tests,
     evaluate_path_coverage,
 )
+from codeflux.pipeline.coverage_map import COVERAGE_SCRIPT
 from codeflux.pipeline.molecules import evaluate_molecule_tests, evaluate_molecule_verification, evaluate_molecules
-from codeflux.pipeline.phase_b import record_atom_stages
+from codeflux.pipeline.phase_b import ATOM_STAGES, record_atom_stages
 from codeflux.pipeline.phase_cd import PHASE_CD
+from codeflux.pipeline.ports import CheckCommandPort, CheckCommandRun, ToolSource
+from codeflux.pipeline.program import pytest_argv
 from codeflux.pipeline.runner import record_specification
 from codeflux.pipeline.specification import StageResult
 from codeflux.pipeline.thresholds import PATH_COVERAGE_MIN, StoredSettings, set_threshold
 from codeflux.store.database import Database
 from tests.fixtures.pipeline_tasks import (
     SOURCE,
+    allow,
     allow_overlay_install,
     assembled_facts,
     keep_overlay,
@@ -43,6 +49,7 @@ from tests.fixtures.pipeline_tasks import (
     running_ports,
 )
 from tests.fixtures.task_runs import Harness, make_harness
+from tests.fixtures.tasks import keys
 
 CALC = (
     "def add(a, b):\n"                      # 1
@@ -111,13 +118,47 @@ def evaluate_all(facts: AtomFacts) -> dict[StageName, StageResult]:
     return {result.verdict.stage: result for result in results}
 
 
-def test_every_branch_arc_taken_by_a_passing_test_discharges_every_obligation(
+class CountingCommands:
+    """The real check-command port, each argv it ran kept (to count the coverage runs)."""
+
+    def __init__(self, real: CheckCommandPort) -> None:
+        self.real = real
+        self.ran: list[tuple[str, ...]] = []
+
+    def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], **options: Any) -> CheckCommandRun:
+        self.ran.append(argv)
+        return self.real.run_check_command(task_id, argv, **options)
+
+    def temp_directory(self, task_id: TaskId) -> Path:
+        return self.real.temp_directory(task_id)
+
+    def tools_directory(self) -> Path:
+        return self.real.tools_directory()
+
+    def tool_source(self) -> ToolSource | None:
+        return self.real.tool_source()
+
+    @property
+    def coverage_runs(self) -> int:
+        return sum(1 for argv in self.ran if len(argv) > 2 and argv[2] == COVERAGE_SCRIPT)
+
+
+def test_the_phases_record_on_one_coverage_run_and_discharge_every_obligation_and_a_lost_arc_regresses(
         harness: Harness, overlay_cache: Path) -> None:
     facts = prepared(harness, overlay_cache, CALC, ALL_PATHS)
+    commands = CountingCommands(facts.ports.commands)
+    ports = dataclasses.replace(facts.ports, commands=commands)
+    task_id = ports.facts.task_id
+    assert record_specification(task_id, 1, ports=ports) is None
+    examples = next(stage for stage in ATOM_STAGES if stage.stage is StageName.ATOM_EXAMPLE_TESTS)
 
-    results = evaluate_all(facts)
+    record_atom_stages(ports, 1, facts.assembly, (examples, *PHASE_CD))  # as run_pipeline does, before 26
     keep_overlay(harness, overlay_cache)
 
+    assert commands.coverage_runs == 1  # stage 8 and 19–25 read the same map
+    rows = {row.verdict.stage: row for row in harness.tasks.ledger(task_id, 1)}
+    results = {stage.stage: StageResult(verdict=rows[stage.stage].verdict, evidence=dict(rows[stage.stage].evidence))
+               for stage in PHASE_CD}
     assert {stage: result.verdict.outcome for stage, result in results.items()} == dict.fromkeys(
         results, StageOutcome.SATISFIED), {stage: result.verdict for stage, result in results.items()}
     composition = results[StageName.COMPOSITION_OBLIGATIONS]
@@ -150,6 +191,22 @@ def test_every_branch_arc_taken_by_a_passing_test_discharges_every_obligation(
                         "molecule_tests": ["tests/test_calc.py::test_total"],
                         "failed_against_caller_stub": ["tests/test_calc.py::test_total"],
                         "passed_against_caller_stub": [], "outcomes": {"tests/test_calc.py::test_total": "passed"}}
+
+    # the next attempt loses the else test: 24 keeps 6->8 open and marks it regressed (attempt 1 discharged it)
+    harness.tasks.finish_attempt(task_id, 1, stopped_at=None)
+    harness.tasks.begin_next_attempt(task_id, idempotency_key=keys())
+    allow(harness.driver, task_id, pytest_argv(harness.venv_python), attempt=2)
+    (ports.facts.worktree.path / "tests" / "test_calc.py").write_text(NO_ELSE)
+    second = assembled_facts(ports, attempt=2)
+    assert evaluate_control_obligations(second).verdict.outcome is StageOutcome.SATISFIED
+    flow = evaluate_control_flow(second)
+    assert flow.verdict.outcome is StageOutcome.FAILED
+    assert flow.evidence["findings"] == ["branch arc pkg/calc.py:6->8 (in pkg.calc.sign) is not taken by a passing "
+                                         "test — it regressed: the attempt before discharged it"]
+    (lost,) = [item for item in harness.tasks.obligations(task_id, 2, ObligationKind.CONTROL_PATH)
+               if item.subject.value == "pkg/calc.py:6->8"]
+    assert (lost.state, lost.revision, lost.evidence) == (ObligationState.REGRESSED, 2, {"discharged_in_attempt": 1})
+    assert harness.tasks.obligations(task_id, 1, ObligationKind.CONTROL_PATH)[1].state is ObligationState.DISCHARGED
 
 
 def test_an_uncovered_else_arc_fails_23_24_and_25_with_the_arc_named(harness: Harness, overlay_cache: Path) -> None:
@@ -247,34 +304,3 @@ def test_a_diff_that_does_not_assemble_records_them_all_blocked_before_assembly(
         stage=StageName.MOLECULE_TESTS, outcome=StageOutcome.BLOCKED,
         reason="prerequisite composition-obligations did not hold (blocked)")
 
-
-def test_a_composition_tested_only_with_a_mocked_callee_fails_19_and_stays_open_in_21(
-        harness: Harness, overlay_cache: Path) -> None:
-    facts = prepared(harness, overlay_cache, CALC, MOCKED_CALLEE)
-
-    results = evaluate_all(facts)
-
-    outcomes = {stage: results[stage].verdict.outcome for stage in MOLECULE_STAGES}
-    assert outcomes == {StageName.MOLECULE_TESTS: StageOutcome.FAILED, StageName.MOLECULES: StageOutcome.SATISFIED,
-                        StageName.MOLECULE_VERIFICATION: StageOutcome.FAILED}
-    assert results[StageName.MOLECULE_TESTS].evidence["findings"] == [
-        "no test reaches pkg.calc.total -> pkg.calc.add: none executes both the caller's and the real callee's body "
-        "(a mocked callee is never executed)"]
-    assert "open: pkg.calc.total -> pkg.calc.add" in (
-        results[StageName.MOLECULE_VERIFICATION].verdict.gate_evaluation or "")
-    (composition,) = harness.tasks.obligations(facts.ports.facts.task_id, 1, ObligationKind.COMPOSITION)
-    assert (composition.state, composition.discharged_by) == (ObligationState.OPEN, None)
-
-
-def test_a_molecule_test_that_fails_on_the_final_tree_fails_19_20_and_21_naming_it(
-        harness: Harness, overlay_cache: Path) -> None:
-    facts = prepared(harness, overlay_cache, CALC, BROKEN_MOLECULE)
-
-    results = evaluate_all(facts)
-
-    assert {stage: results[stage].verdict.outcome for stage in MOLECULE_STAGES} == dict.fromkeys(
-        MOLECULE_STAGES, StageOutcome.FAILED)
-    assert results[StageName.MOLECULES].evidence["findings"] == [
-        "molecule test tests/test_calc.py::test_total of pkg.calc.total -> pkg.calc.add did not pass (failed)"]
-    assert "not passing on the final tree: tests/test_calc.py::test_total" in (
-        results[StageName.MOLECULE_TESTS].verdict.gate_evaluation or "")
