@@ -170,6 +170,8 @@ def evaluate_composition_obligations(facts: AtomFacts) -> StageResult:
                 "compositions": [f"{item.subject} (called at {item.call_site})" for item in items]}
                for name, items in by_caller.items()]
     evidence: dict[str, object] = {"atoms": entries, "obligations": [record.to_evidence() for record in recorded],
+                                   "not_checked": {atom.qualified_name: "calls no other atom of the diff"
+                                                   for atom in atoms if atom.qualified_name not in by_caller},
                                    "not_examined": not_examined, "diff_identity": facts.diff_identity}
     shown = "; ".join(f"{item.subject} at {item.call_site}" for item in found[:_MAX_SHOWN])
     more = f"; and {len(found) - _MAX_SHOWN} more" if len(found) > _MAX_SHOWN else ""

@@ -150,7 +150,12 @@ def _no_arcs(stage: StageName, facts: AtomFacts, found: _Arcs) -> StageResult | 
 
 
 def _evidence(facts: AtomFacts, found: _Arcs, **extra: object) -> dict[str, object]:
-    return {**extra, "not_measured": dict(found.not_measured or {}), "diff_identity": facts.diff_identity}
+    """The stage's evidence with the coverage run it read (argv, tools, request) and what was not measured."""
+    with_arcs = {arc.atom.qualified_name for arc in found.arcs}
+    return {**extra, "coverage": {} if found.coverage is None else dict(found.coverage.evidence),
+            "not_checked": {atom.qualified_name: "no branch arc leaves its changed lines"
+                            for atom in facts.diff.atoms if atom.qualified_name not in with_arcs},
+            "not_measured": dict(found.not_measured or {}), "diff_identity": facts.diff_identity}
 
 
 def evaluate_control_obligations(facts: AtomFacts) -> StageResult:

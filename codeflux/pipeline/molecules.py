@@ -259,6 +259,12 @@ def _molecule_finding(molecule: _Molecule, coverage: CoverageMap | None) -> str 
     return "; ".join(parts)
 
 
+def _not_checked(facts: AtomFacts, judged: _Judged) -> dict[str, str]:
+    callers = {str(molecule.record.detail.get("caller")) for molecule in judged.molecules}
+    return {atom.qualified_name: "calls no other atom of the diff" for atom in facts.diff.atoms
+            if atom.qualified_name not in callers}
+
+
 def evaluate_molecule_tests(facts: AtomFacts) -> StageResult:
     """Stage 19: each composition is reached by a test with the real callee, and such a test fails against the
     caller's stub."""
@@ -274,7 +280,9 @@ def evaluate_molecule_tests(facts: AtomFacts) -> StageResult:
             findings[molecule.subject] = [finding]
     listed = [text for texts in findings.values() for text in texts]
     evidence: dict[str, object] = {"atoms": _atoms(judged, findings, "compositions"), "findings": listed,
-                                   "stub_run": dict(judged.run), "diff_identity": facts.diff_identity}
+                                   "not_checked": _not_checked(facts, judged),
+                                   "stub_run": dict(judged.run), "diff_identity": facts.diff_identity,
+                                   "coverage": {} if judged.coverage is None else dict(judged.coverage.evidence)}
     said = (f"{len(judged.molecules) - len(findings)} of {len(judged.molecules)} composition(s) reached by a test with "
             "the real callee that fails against the caller's stub")
     if listed:
@@ -300,6 +308,7 @@ def evaluate_molecules(facts: AtomFacts) -> StageResult:
     listed = [text for texts in findings.values() for text in texts]
     tested = [molecule for molecule in judged.molecules if molecule.tests]
     evidence: dict[str, object] = {"atoms": _atoms(judged, findings, "compositions"), "findings": listed,
+                                   "not_checked": _not_checked(facts, judged),
                                    "diff_identity": facts.diff_identity}
     said = (f"the molecule tests of {len(tested)} of {len(judged.molecules)} composition(s) ran; "
             f"{len(listed)} did not pass")
@@ -335,6 +344,7 @@ def evaluate_molecule_verification(facts: AtomFacts) -> StageResult:
     listed = [text for texts in findings.values() for text in texts]
     evidence: dict[str, object] = {
         "atoms": _atoms(judged, findings, "compositions"), "findings": listed,
+        "not_checked": _not_checked(facts, judged),
         "obligations": [stored.get(molecule.subject, molecule.record).to_evidence() for molecule in judged.molecules],
         "diff_identity": facts.diff_identity}
     said = (f"{len(judged.molecules) - len(findings)} of {len(judged.molecules)} composition obligation(s) "

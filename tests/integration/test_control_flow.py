@@ -251,6 +251,11 @@ def test_an_uncovered_else_arc_fails_23_24_and_25_with_the_arc_named(harness: Ha
     assert by_stage["path-coverage"]["findings"] == ["branch arc pkg/calc.py:6->8 not taken"]
     assert by_stage["control-flow"]["facts"]["obligations"] == {"pkg/calc.py:6->7": "discharged",
                                                                 "pkg/calc.py:6->8": "open"}
+    # an atom a stage does not list is said why (the section reads `not_checked` when another stage lists the atom)
+    assert results[StageName.PATH_COVERAGE].evidence["not_checked"] == {
+        "pkg.calc.add": "no branch arc leaves its changed lines"}
+    assert results[StageName.COMPOSITION_OBLIGATIONS].evidence["not_checked"] == {
+        "pkg.calc.add": "calls no other atom of the diff", "pkg.calc.sign": "calls no other atom of the diff"}
 
 
 def test_without_compositions_or_branches_18_and_22_to_25_are_skipped_with_the_reason(
