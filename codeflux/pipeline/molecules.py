@@ -180,7 +180,7 @@ def _stub_callers(facts: AtomFacts, molecules: list[_Molecule], *, interpreter: 
         originals[caller.path] = source
         tests = sorted({test for molecule in group for test in molecule.tests})[:_MAX_TESTS]
         switches.append({"id": identifier, "path": caller.path, "source": stubbed, "tests": tests,
-                         "stop_first": False})
+                         "stop_first": False, "timeout": 0})
         waiting[identifier] = group
     run: dict[str, object] = {}
     if switches:
