@@ -9,10 +9,10 @@ data on, the data file in ``$TMPDIR/codeflux-checks/coverage.data``, measurement
 dynamic context per test: the test's pytest node id (switched around each test's setup, call and teardown).
 pytest runs in that process; afterwards the script exports, for the diff's files only, ``{file: {line: [node
 ids]}}``, the file's arcs, its branch arcs (coverage.py's analysis: every arc leaving a line with more than one
-exit, taken or not) and, per branch arc taken, the tests that took it (each test's context queried alone) to
-``$TMPDIR/codeflux-checks/coverage-map.json``, which the coordinator reads and removes. Nothing is written in the
-worktree. The run follows the test command's decision (``covered_by``: the same
-interpreter in the same box) — no second card.
+exit, taken or not) and, per branch arc taken, the tests that took it (each test's context queried by its exact name)
+to ``$TMPDIR/codeflux-checks/coverage-map.json``, which the coordinator reads and removes. Nothing is written in the
+worktree. The run follows the test command's decision (``covered_by``: the same interpreter in the same box) — no
+second card.
 """
 
 from __future__ import annotations
@@ -90,13 +90,11 @@ COVERAGE_SCRIPT: Final = (
     "        files[relative]['branches'] = sorted({(line, end) for line, targets in ends for end in targets})\n"
     "    except Exception as error:\n"
     "        files[relative]['branch_problem'] = type(error).__name__ + ': ' + str(error)[:200]\n"
-    "import re\n"
     "for relative, found in files.items():\n"
     "    wanted_arcs = set(map(tuple, found.get('branches', ())))\n"
-    "    tests = sorted({c for names in found['lines'].values() for c in names})\n"
     "    by_arc = {}\n"
-    "    for test in tests if wanted_arcs else ():\n"
-    "        data.set_query_contexts(['^' + re.escape(test) + '$'])\n"
+    "    for test in sorted({c for names in found['lines'].values() for c in names}) if wanted_arcs else ():\n"
+    "        data.set_query_context(test)\n"
     "        for arc in data.arcs(measured_as[relative]) or ():\n"
     "            if tuple(arc) in wanted_arcs:\n"
     "                by_arc.setdefault('%d,%d' % tuple(arc), []).append(test)\n"
