@@ -306,6 +306,10 @@ def evaluate_path_coverage(facts: AtomFacts) -> StageResult:
                          threshold=threshold.to_evidence())
     said = (f"branch coverage of the changed lines {percent}% ({len(taken)} of {len(found.arcs)} branch arc(s) "
             f"taken), threshold {threshold.value}% ({threshold.source})")
+    unread = dict(found.not_measured or {})
+    if unread:  # a changed file whose arcs are unknown is not counted as covered
+        return stage_result(stage, StageOutcome.FAILED, f"{said}; the branch arcs of {', '.join(unread)} were not "
+                            "measured, so the changed lines' coverage is not known", evidence)
     if 100 * len(taken) < threshold.value * len(found.arcs):
         return stage_result(stage, StageOutcome.FAILED, f"{said}; not taken: {_shown([arc.name for arc in missed])}",
                             evidence)
