@@ -8,9 +8,11 @@ script builds coverage.py's configuration itself — ``config_file=False``, so n
 data on, the data file in ``$TMPDIR/codeflux-checks/coverage.data``, measurement limited to the worktree, and one
 dynamic context per test: the test's pytest node id (switched around each test's setup, call and teardown).
 pytest runs in that process; afterwards the script exports, for the diff's files only, ``{file: {line: [node
-ids]}}`` and the file's arcs to ``$TMPDIR/codeflux-checks/coverage-map.json``, which the coordinator reads and
-removes. Nothing is written in the worktree. The run follows the test command's decision (``covered_by``: the same
-interpreter in the same box) — no second card.
+ids]}}``, the file's arcs, its branch arcs (coverage.py's analysis: every arc leaving a line with more than one
+exit, taken or not) and, per branch arc taken, the tests that took it (each test's context queried by its exact name)
+to ``$TMPDIR/codeflux-checks/coverage-map.json``, which the coordinator reads and removes. Nothing is written in the
+worktree. The run follows the test command's decision (``covered_by``: the same interpreter in the same box) — no
+second card.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ COVERAGE_SCRIPT: Final = (
     "cov.save()\n"
     "data = cov.get_data()\n"
     "files = {}\n"
+    "measured_as = {}\n"
     "for measured in data.measured_files():\n"
     "    relative = os.path.relpath(measured, root).replace(os.sep, '/')\n"
     "    if relative not in wanted:\n"
@@ -80,6 +83,23 @@ COVERAGE_SCRIPT: Final = (
     "    lines = {str(line): sorted(c for c in contexts if c) for line, contexts in\n"
     "             data.contexts_by_lineno(measured).items()}\n"
     "    files[relative] = {'lines': lines, 'arcs': sorted(data.arcs(measured) or [])}\n"
+    "    measured_as[relative] = measured\n"
+    "    try:\n"
+    "        analysis = cov._analyze(measured)\n"
+    "        ends = list(analysis.executed_branch_arcs().items()) + list(analysis.missing_branch_arcs().items())\n"
+    "        files[relative]['branches'] = sorted({(line, end) for line, targets in ends for end in targets})\n"
+    "    except Exception as error:\n"
+    "        files[relative]['branch_problem'] = type(error).__name__ + ': ' + str(error)[:200]\n"
+    "for relative, found in files.items():\n"
+    "    wanted_arcs = set(map(tuple, found.get('branches', ())))\n"
+    "    by_arc = {}\n"
+    "    for test in sorted({c for names in found['lines'].values() for c in names}) if wanted_arcs else ():\n"
+    "        data.set_query_context(test)\n"
+    "        for arc in data.arcs(measured_as[relative]) or ():\n"
+    "            if tuple(arc) in wanted_arcs:\n"
+    "                by_arc.setdefault('%d,%d' % tuple(arc), []).append(test)\n"
+    "    data.set_query_contexts(None)\n"
+    "    found['arc_tests'] = by_arc\n"
     "report = {'exit_status': int(status),\n"
     "          'tools': {'coverage': coverage.__version__, 'pytest': pytest.__version__},\n"
     "          'locations': {'coverage': os.path.dirname(coverage.__file__),\n"
@@ -111,6 +131,13 @@ class CoverageMap:
     outcomes: Mapping[str, str] = field(default_factory=dict)
     """Each test's outcome in that run (``passed``, ``failed``, ``skipped``), by node id."""
     evidence: Mapping[str, object] = field(default_factory=dict)
+    branches: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    """Per file, every branch arc coverage.py's analysis finds (taken or not); a negative end is an exit from the
+    code object."""
+    arc_tests: Mapping[str, Mapping[tuple[int, int], tuple[str, ...]]] = field(default_factory=dict)
+    """Per file, each branch arc some test took: the tests (node ids, sorted) whose context recorded it."""
+    branch_problems: Mapping[str, str] = field(default_factory=dict)
+    """Per file, why its branch arcs could not be read (the file then has no ``branches`` entry)."""
 
     def tests_of_lines(self, path: str, lines: Sequence[int]) -> tuple[str, ...]:
         """Every test that executed any of ``lines`` of ``path``, sorted."""
@@ -159,6 +186,43 @@ def _read_map(path: Path) -> Mapping[str, object] | None:
     return read_box_json(path, max_bytes=_MAX_MAP_BYTES)
 
 
+def _pairs(found: object) -> tuple[tuple[int, int], ...]:
+    return tuple((int(pair[0]), int(pair[1])) for pair in found if isinstance(pair, list) and len(pair) == 2
+                 and all(isinstance(value, int) and not isinstance(value, bool) for value in pair)
+                 ) if isinstance(found, list) else ()
+
+
+def _arc_key(text: str) -> tuple[int, int] | None:
+    first, _, second = text.partition(",")
+    try:
+        return int(first), int(second)
+    except ValueError:
+        return None
+
+
+def _branch_data(files: object) -> tuple[dict[str, tuple[tuple[int, int], ...]],
+                                         dict[str, dict[tuple[int, int], tuple[str, ...]]], dict[str, str]]:
+    """The branch arcs, the tests of each taken one and the files whose branches were not read."""
+    branches: dict[str, tuple[tuple[int, int], ...]] = {}
+    arc_tests: dict[str, dict[tuple[int, int], tuple[str, ...]]] = {}
+    problems: dict[str, str] = {}
+    for path, measured in files.items() if isinstance(files, dict) else ():
+        if not isinstance(measured, dict):
+            continue
+        if isinstance(measured.get("branch_problem"), str):
+            problems[str(path)] = str(measured["branch_problem"])[:300]
+        if "branches" in measured:
+            branches[str(path)] = _pairs(measured.get("branches"))
+        taken = measured.get("arc_tests")
+        by_arc: dict[tuple[int, int], tuple[str, ...]] = {}
+        for key, tests in taken.items() if isinstance(taken, dict) else ():
+            arc = _arc_key(str(key))
+            if arc is not None and isinstance(tests, list):
+                by_arc[arc] = tuple(sorted({str(test) for test in tests}))
+        arc_tests[str(path)] = by_arc
+    return branches, arc_tests, problems
+
+
 def _decoded(files: object) -> tuple[dict[str, dict[int, tuple[str, ...]]], dict[str, tuple[tuple[int, int], ...]]]:
     lines: dict[str, dict[int, tuple[str, ...]]] = {}
     arcs: dict[str, tuple[tuple[int, int], ...]] = {}
@@ -204,12 +268,14 @@ def measure_coverage(ports: PipelinePorts, *, attempt: int, tools: ToolResolutio
         if isinstance(reported, dict):
             evidence["measured_with"] = {str(name): str(version) for name, version in reported.items()}
         lines, arcs = _decoded(document.get("files"))
+        branches, arc_tests, branch_problems = _branch_data(document.get("files"))
         status = document.get("exit_status")
         found = document.get("outcomes")
         outcomes = {str(test): str(outcome) for test, outcome in found.items()} if isinstance(found, dict) else {}
         evidence["tests_run"] = len(outcomes)
         return CoverageMap(measured=True, detail=f"measured {len(lines)} of {len(files)} file(s) of the diff",
                            lines=lines, arcs=arcs, exit_status=status if isinstance(status, int) else None,
-                           outcomes=outcomes, evidence=evidence)
+                           outcomes=outcomes, evidence=evidence, branches=branches, arc_tests=arc_tests,
+                           branch_problems=branch_problems)
     finally:
         shutil.rmtree(temp / CHECKS_FOLDER, ignore_errors=True)  # never through a link: rmtree refuses one

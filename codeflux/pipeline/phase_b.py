@@ -80,7 +80,7 @@ def record_atom_stages(ports: PipelinePorts, attempt: int, assembly: StageResult
     if not stages:
         return ()
     if assembly.verdict.outcome is not StageOutcome.SATISFIED:
-        reason = "the diff did not assemble (stage 26 assembly did not hold); phase B looks at an assembled diff only"
+        reason = "the diff did not assemble (stage 26 assembly did not hold); phases B–D look at an assembled diff only"
         results = tuple(stage_result(stage.stage, StageOutcome.BLOCKED, reason, {}) for stage in stages)
     else:
         facts = AtomFacts(ports=ports, attempt=attempt, assembly=assembly,

@@ -14,6 +14,7 @@ from typing import Final, Protocol
 
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageVerdict
+from codeflux.domain.pipeline.obligations import NewObligation, ObligationChange, ObligationKind, ObligationRecord
 from codeflux.domain.plans import Plan
 from codeflux.gitwork.task_worktree import TaskWorktree
 from codeflux.store.stage_ledger import LedgerRow
@@ -25,6 +26,7 @@ __all__ = [
     "CheckCommandPort",
     "CheckCommandRun",
     "LedgerPort",
+    "ObligationPort",
     "PipelinePorts",
     "SettingsPort",
     "TaskFacts",
@@ -142,6 +144,19 @@ class LedgerPort(Protocol):
     def ledger(self, task_id: TaskId, attempt: int) -> list[LedgerRow]: ...
 
 
+class ObligationPort(Protocol):
+    """Records and reads the attempt's obligations (the task service; :mod:`codeflux.domain.pipeline.obligations`)."""
+
+    def record_obligations(self, task_id: TaskId, attempt: int, obligations: Sequence[NewObligation]
+                           ) -> tuple[ObligationRecord, ...]: ...
+
+    def change_obligations(self, task_id: TaskId, attempt: int, changes: Sequence[ObligationChange]
+                           ) -> tuple[ObligationRecord, ...]: ...
+
+    def obligations(self, task_id: TaskId, attempt: int, kind: ObligationKind | None = None
+                    ) -> tuple[ObligationRecord, ...]: ...
+
+
 class CheckCommandPort(Protocol):
     """Runs one check command in the task's worker, through the authority engine (never prompting);
     ``working_directory`` is where it starts — ``$TMPDIR/<path>``, the base run's or the build's copy under the
@@ -191,7 +206,8 @@ class PipelinePorts:
     ``repository_root`` is the user's checkout (where a ``.venv`` usually lives); ``search_path`` is the
     worker's ``PATH``, where the interpreter is looked up when the repository has no environment.
     ``settings`` reads the stages' thresholds (:mod:`~codeflux.pipeline.thresholds`); without it every threshold
-    is its default, and the evidence says so.
+    is its default, and the evidence says so. ``obligations`` records what phases C and D find the change owes
+    (:class:`ObligationPort`); without it stages 18 and 22 are ``blocked`` saying so.
     """
 
     facts: TaskFacts
@@ -201,3 +217,4 @@ class PipelinePorts:
     repository_root: Path
     search_path: str
     settings: SettingsPort | None = None
+    obligations: ObligationPort | None = None

@@ -32,7 +32,8 @@ from codeflux.pipeline.base_revision import SCRATCH_FOLDER, BaseRun, base_overla
 from codeflux.pipeline.build import evaluate_program
 from codeflux.pipeline.delivery import evaluate_deliver, evaluate_evidence_bundle, evaluate_human_acceptance
 from codeflux.pipeline.examples import evaluate_end_to_end_tests
-from codeflux.pipeline.phase_b import record_atom_stages
+from codeflux.pipeline.phase_b import ATOM_STAGES, record_atom_stages
+from codeflux.pipeline.phase_cd import PHASE_CD
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import JunitCounts, run_integration_tests
 from codeflux.pipeline.specification import (
@@ -113,7 +114,8 @@ def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tupl
     # the scratch copies a killed run left in the task's TMPDIR go first (they never were in the worktree)
     remove_base_scratch(ports.commands.temp_directory(task_id), SCRATCH_FOLDER)
     assembly = evaluate_assembly(ports, attempt=attempt)
-    record_atom_stages(ports, attempt, assembly)  # 5, 7–17: recorded before 26, evaluated on its diff
+    # 5, 7–17 and 18, 22–25: recorded before 26, evaluated on its diff with one coverage run
+    record_atom_stages(ports, attempt, assembly, ATOM_STAGES + PHASE_CD)
     if _record(ports, task_id, attempt, assembly).outcome is not StageOutcome.SATISFIED:
         return _finish(ports, task_id, attempt, StageName.ASSEMBLY)
     files = assembly.evidence.get("files")

@@ -27,6 +27,7 @@ __all__ = [
     "ATOM_GROWTH_BUDGET_MS",
     "ATOM_MUTATION_SCORE_MIN",
     "ATOM_VERIFICATION_RUNS",
+    "PATH_COVERAGE_MIN",
     "THRESHOLDS",
     "StoredSettings",
     "Threshold",
@@ -73,8 +74,14 @@ ATOM_VERIFICATION_RUNS: Final = Threshold(
     meaning="how many times stage 11 atom-verification runs the atoms' tests, each in a random order with its own "
             "recorded seed")
 
+PATH_COVERAGE_MIN: Final = Threshold(
+    key="pipeline.path-coverage.min-percent", default=90, minimum=0, maximum=100,
+    meaning="the lowest branch coverage, in percent (branch arcs taken ÷ branch arcs leaving the diff's changed "
+            "lines inside atoms), stage 25 path-coverage accepts")
+
 THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_FUZZ_BUDGET_S, ATOM_GROWTH_BASE_SIZE,
-                                            ATOM_GROWTH_BUDGET_MS, ATOM_MUTATION_SCORE_MIN, ATOM_VERIFICATION_RUNS)
+                                            ATOM_GROWTH_BUDGET_MS, ATOM_MUTATION_SCORE_MIN, ATOM_VERIFICATION_RUNS,
+                                            PATH_COVERAGE_MIN)
 """Every threshold key phase B reads (the closed list)."""
 
 

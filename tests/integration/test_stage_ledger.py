@@ -158,7 +158,7 @@ def test_a_gate_sending_work_back_opens_a_fresh_attempt_with_its_own_ledger(
                                                    satisfied(N.ASSEMBLY, "the package imports")])
 
     assert second.attempt == 2 and second.plan_revision == 1
-    # control-flow, assembly's prerequisite, is not-implemented: unexamined, it does not veto assembly
+    # the stages between, never decided here, do not veto assembly: its only prerequisite is atomic-instructions
     assert rows[-1].verdict == satisfied(N.ASSEMBLY, "the package imports")
     assert {r.attempt for r in ledger(db, task, 2)} == {2}
     assert ledger(db, task, 1)[25].verdict.outcome is OUT.FAILED

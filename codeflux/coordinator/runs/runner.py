@@ -245,7 +245,7 @@ def _run_task(
     commands = DriverCheckCommands(driver, tool_source=tool_source_for(headless_policy, driver.tool_source))
     ports = PipelinePorts(facts=facts, ledger=tasks, commands=commands,
                           acceptance=acceptance or NoAcceptanceYet(), repository_root=view.task.repository_root,
-                          search_path=search_path, settings=StoredSettings(tasks.changes.db))
+                          search_path=search_path, settings=StoredSettings(tasks.changes.db), obligations=tasks)
     repairs = 0
     if not retrying and rejection is None:  # a run that goes on (resume, restart) keeps its repair count
         position, repairs = position.continued([(sent.rung, sent.fingerprint, sent.decision)

@@ -55,6 +55,7 @@ from codeflux.domain.events import (
 )
 from codeflux.domain.ids import RepositoryId, RunId, TaskId
 from codeflux.domain.pipeline import StageName, StageVerdict
+from codeflux.domain.pipeline.obligations import NewObligation, ObligationChange, ObligationKind, ObligationRecord
 from codeflux.domain.plan_examples import ExampleEdit
 from codeflux.domain.plans import Plan
 from codeflux.domain.tasks import (
@@ -67,6 +68,7 @@ from codeflux.domain.tasks import (
 )
 from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.store import checkpoints as checkpoint_rows
+from codeflux.store import obligations as obligation_rows
 from codeflux.store import plans as plan_rows
 from codeflux.store import repositories as repository_rows
 from codeflux.store import stage_ledger as ledger_rows
@@ -495,6 +497,30 @@ class TaskService:
         return self._db.read(lambda view: ledger_with_decision(
             ledger_rows.ledger_of_attempt(view, task_id, attempt),
             checkpoint_rows.delivery_of_attempt(view, task_id, attempt)))
+
+    def record_obligations(self, task_id: TaskId, attempt: int, obligations: Sequence[NewObligation]
+                           ) -> tuple[ObligationRecord, ...]:
+        """Record the attempt's obligations ``open`` in one transaction (one already recorded is kept as it is)."""
+        def work(tx: Transaction, events: list[JournalEvent]) -> list[ObligationRecord]:
+            return obligation_rows.insert_obligations(tx, task_id=task_id, attempt=attempt, obligations=obligations,
+                                                      at_us=self._changes.clock())
+
+        return tuple(self._changes.write(work)) if obligations else ()
+
+    def change_obligations(self, task_id: TaskId, attempt: int, changes: Sequence[ObligationChange]
+                           ) -> tuple[ObligationRecord, ...]:
+        """Enter each change's state (the domain's transition rule) in one transaction; returns them as stored."""
+        def work(tx: Transaction, events: list[JournalEvent]) -> list[ObligationRecord]:
+            at_us = self._changes.clock()
+            return [obligation_rows.change_obligation_state(tx, task_id=task_id, attempt=attempt, change=change,
+                                                            at_us=at_us) for change in changes]
+
+        return tuple(self._changes.write(work)) if changes else ()
+
+    def obligations(self, task_id: TaskId, attempt: int, kind: ObligationKind | None = None
+                    ) -> tuple[ObligationRecord, ...]:
+        """The attempt's obligations (of ``kind``, else all) with their newest states, in the order recorded."""
+        return tuple(self._db.read(lambda view: obligation_rows.obligations_of_attempt(view, task_id, attempt, kind)))
 
     def patches(self, task_id: TaskId) -> list[records.TaskPatchRow]:
         return self._db.read(lambda view: records.patches_of_task(view, task_id))

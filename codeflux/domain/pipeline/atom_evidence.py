@@ -1,7 +1,7 @@
 """The evidence bundle's per-atom section: for each atom of the diff, what every atom stage measured of it.
 
 :func:`atom_evidence` reads the verdicts and evidence recorded for the atom stages (:data:`ATOM_STAGE_MEASURES`:
-5 contracts and 7–17) and regroups them by atom. It reads each stage's evidence **generically**: a stage's
+5 contracts and 7–25) and regroups them by atom. It reads each stage's evidence **generically**: a stage's
 per-atom data is a list under ``atoms`` whose entries name their atom by ``qualified_name`` (``atom`` is read too,
 and a bare string is a qualified name — the shape stage 15 recorded first); an entry's ``findings`` (a list) or
 ``finding`` (one text) are its findings — an entry with neither (stage 5 before it listed findings per atom) gets
@@ -48,6 +48,14 @@ ATOM_STAGE_MEASURES: Final[Mapping[StageName, str]] = {
     StageName.ATOM_OPTIMIZATION: "optimization",
     StageName.ATOM_COMPLEXITY: "complexity",
     StageName.ATOM_DOCUMENTATION: "documentation",
+    StageName.COMPOSITION_OBLIGATIONS: "compositions (calls to other atoms)",
+    StageName.MOLECULE_TESTS: "molecule tests and caller stub",
+    StageName.MOLECULES: "molecule tests passing",
+    StageName.MOLECULE_VERIFICATION: "composition obligations discharged",
+    StageName.CONTROL_OBLIGATIONS: "branch arcs of its changed lines",
+    StageName.CONTROL_TESTS: "tests taking each branch arc",
+    StageName.CONTROL_FLOW: "control-path obligations discharged",
+    StageName.PATH_COVERAGE: "branch coverage of its changed lines",
 }
 """The stages whose evidence is read per atom, in stage order, each with what it measures of an atom."""
 

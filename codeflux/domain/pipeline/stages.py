@@ -270,30 +270,49 @@ STAGES: Final[tuple[Stage, ...]] = (
                                           _N.ATOM_OPTIMIZATION, _N.ATOM_COMPLEXITY), performable=True),
     # C Molecules
     _stage(18, _N.COMPOSITION_OBLIGATIONS, _P.MOLECULES,
-           "Each composition of atoms records a durable obligation.",
-           _N.ATOM_VERIFICATION),
+           "Recording: for every atom that calls another atom of the diff — resolved by name in its syntax tree (same "
+           "module, imported names and modules, self/cls and its class) — one composition obligation (caller -> "
+           "callee, with its call sites) is stored open in the obligations table. Calls through values (a callable "
+           "passed in, getattr, another class's instance) are not resolved.",
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.ATOM_DOCUMENTATION,), performable=True),
     _stage(19, _N.MOLECULE_TESTS, _P.MOLECULES,
-           "Tests written from the composition obligations exist and fail against a stub.",
-           _N.COMPOSITION_OBLIGATIONS),
+           "Every composition obligation has a molecule test — one whose coverage context executed both the caller's "
+           "body and the real callee's body (a mocked callee is never executed) — and at least one of them passed in "
+           "the coverage run and fails when the caller's body is replaced by `raise NotImplementedError` in a scratch "
+           "copy of the final tree; compositions without such a test are named. Not checked: "
+           "what the tests assert about the composition's result.",
+           _N.COMPOSITION_OBLIGATIONS, performable=True),
     _stage(20, _N.MOLECULES, _P.MOLECULES,
-           "No composition obligation is left open.",
-           _N.MOLECULE_TESTS),
+           "Every molecule test (a test executing both a composition's caller and its real callee) passed in the "
+           "coverage run; each one that did not is named with its composition.",
+           _N.COMPOSITION_OBLIGATIONS, after=(_N.MOLECULE_TESTS,), performable=True),
     _stage(21, _N.MOLECULE_VERIFICATION, _P.MOLECULES,
-           "Composition obligations are discharged by passing tests, or the open ones are named.",
-           _N.MOLECULE_TESTS, _N.MOLECULES),
+           "Every composition obligation is discharged (stored discharged by molecule-verification, with the tests): "
+           "a molecule test of it passed in the coverage run and failed against the caller's stub; the open ones "
+           "are named.",
+           _N.COMPOSITION_OBLIGATIONS, after=(_N.MOLECULE_TESTS, _N.MOLECULES), performable=True),
     # D Control flow
     _stage(22, _N.CONTROL_OBLIGATIONS, _P.CONTROL_FLOW,
-           "Every branch arc of changed control flow records a durable obligation.",
-           _N.MOLECULE_VERIFICATION),
+           "Recording: every branch arc coverage.py's analysis finds leaving a line the diff adds or rewrites inside "
+           "an atom (taken or not, from the attempt's one coverage run with branch data) is stored as one open "
+           "control-path obligation named file:line->line. Arcs on unchanged lines or outside atoms are not recorded.",
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.MOLECULE_VERIFICATION,), performable=True),
     _stage(23, _N.CONTROL_TESTS, _P.CONTROL_FLOW,
-           "Every control obligation is reached by a test.",
-           _N.CONTROL_OBLIGATIONS),
+           "Every control-path obligation's arc was taken by at least one test, read from the coverage run's "
+           "per-test contexts (each arc listed with its tests, whatever their outcome); arcs no test took are named. "
+           "Not checked: what the tests assert on that path.",
+           _N.CONTROL_OBLIGATIONS, performable=True),
     _stage(24, _N.CONTROL_FLOW, _P.CONTROL_FLOW,
-           "Every control obligation is discharged by a passing test.",
-           _N.CONTROL_TESTS),
+           "Every control-path obligation is discharged: its arc was taken by a test that passed in the coverage run "
+           "(the obligation stored discharged by control-flow, with those tests); the others stay open and are "
+           "named, and one the attempt before discharged is marked regressed. Combinations of arcs (paths) are not "
+           "counted.",
+           _N.CONTROL_OBLIGATIONS, after=(_N.CONTROL_TESTS,), performable=True),
     _stage(25, _N.PATH_COVERAGE, _P.CONTROL_FLOW,
-           "Branch coverage of changed lines reaches the configured threshold.",
-           _N.CONTROL_TESTS, _N.CONTROL_FLOW),
+           "Branch coverage (not statement coverage) of the lines the diff adds or rewrites inside atoms — branch "
+           "arcs taken in the coverage run ÷ branch arcs leaving those lines — is at least the configured share "
+           "(default 90 %, a setting); every arc not taken is listed as file:line->line.",
+           _N.ATOMIC_INSTRUCTIONS, after=(_N.CONTROL_FLOW,), performable=True),
     # E Program
     _stage(26, _N.ASSEMBLY, _P.PROGRAM,
            "The changed package compiles and imports in the task worktree before anything else runs.",
