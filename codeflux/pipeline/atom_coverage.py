@@ -20,7 +20,7 @@ from codeflux.pipeline.coverage_map import CoverageMap, atom_body_lines, measure
 from codeflux.pipeline.program import TestCommand, detect_test_command
 from codeflux.pipeline.tool_overlay import COVERAGE, ToolResolution, resolve_tools
 
-__all__ = ["AtomCoverage", "atom_coverage", "tests_of_atom"]
+__all__ = ["AtomCoverage", "atom_coverage", "measured_coverage", "tests_of_atom"]
 
 _KEY: Final = "atom-coverage"
 
@@ -47,6 +47,13 @@ class AtomCoverage:
         if self.coverage is None or not self.coverage.measured:
             return f"which tests execute {what} was not measured: {self.detail}"
         return self.command, self.tools, self.coverage
+
+
+def measured_coverage(facts: AtomFacts) -> AtomCoverage | None:
+    """The attempt's coverage map if a stage already measured it — never a run of its own (stage 28's mocking
+    report reads what phase B measured, or says it was not measured)."""
+    cached = facts.shared.get(_KEY)
+    return cached if isinstance(cached, AtomCoverage) else None
 
 
 def atom_coverage(facts: AtomFacts) -> AtomCoverage:

@@ -29,8 +29,10 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 from codeflux.domain.atoms import Atom
+from codeflux.pipeline.atom_coverage import measured_coverage, tests_of_atom
+from codeflux.pipeline.atom_facts import AtomFacts
 
-__all__ = ["MOCKING_NOT_SEEN", "Replacement", "mocking_report"]
+__all__ = ["MOCKING_NOT_SEEN", "Replacement", "mocking_evidence", "mocking_report"]
 
 MOCKING_NOT_SEEN: Final = (
     "replacements built at run time (a computed attribute name or target string), in helpers a test calls, or in "
@@ -184,6 +186,27 @@ def _names_the_atom(target: str, atom: Atom) -> bool:
     owner = target[:-len(atom.local_name) - 1]
     module = atom.qualified_name[:-len(atom.local_name) - 1]
     return module == owner or module.endswith(f".{owner}")
+
+
+def mocking_evidence(facts: AtomFacts | None) -> dict[str, object]:
+    """Stage 28's ``mocking`` evidence: per changed atom, the covering tests (phase B's coverage map — never a run
+    of its own) that replace its name; or why it could not be said."""
+    if facts is None:
+        return {"measured": False, "why": "the diff did not assemble: no atom was examined"}
+    if not facts.diff.atoms:
+        return {"measured": True, "atoms": [], "why": "the diff adds or changes no function or method outside tests"}
+    measured = measured_coverage(facts)
+    usable = measured.usable(to="say which tests cover each atom") if measured is not None else \
+        "no stage of this attempt measured which tests execute each atom"
+    if isinstance(usable, str):
+        return {"measured": False, "why": usable}
+    _, _, coverage = usable
+    worktree = facts.ports.facts.worktree.path
+    by_atom = {atom.qualified_name: tests_of_atom(worktree, atom, coverage) for atom in facts.diff.atoms}
+    report = mocking_report(worktree, facts.diff.atoms, by_atom)
+    return {"measured": True, "atoms": report, "mocked": sorted(str(entry["atom"]) for entry in report
+                                                                 if entry["mocked_in"]),
+            "not_seen": MOCKING_NOT_SEEN}
 
 
 def mocking_report(worktree: Path, atoms: Sequence[Atom], tests_by_atom: Mapping[str, Sequence[str]]

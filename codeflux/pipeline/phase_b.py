@@ -34,7 +34,7 @@ from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.purity import evaluate_purity
 from codeflux.pipeline.specification import StageResult, stage_result
 
-__all__ = ["ATOM_STAGES", "AtomFacts", "AtomStage", "record_atom_stages"]
+__all__ = ["ATOM_STAGES", "AtomFacts", "AtomStage", "atom_facts_of", "record_atom_stages"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AtomStage:
@@ -74,18 +74,28 @@ def _changed_files(assembly: StageResult) -> list[Mapping[str, object]]:
     return [item for item in files if isinstance(item, Mapping)] if isinstance(files, list) else []
 
 
+def atom_facts_of(ports: PipelinePorts, attempt: int, assembly: StageResult) -> AtomFacts | None:
+    """What the stages here are handed — the diff's atoms on assembly's diff — or None when it did not assemble."""
+    if assembly.verdict.outcome is not StageOutcome.SATISFIED:
+        return None
+    return AtomFacts(ports=ports, attempt=attempt, assembly=assembly,
+                     diff=atoms_of_diff(ports.facts.worktree, _changed_files(assembly)))
+
+
 def record_atom_stages(ports: PipelinePorts, attempt: int, assembly: StageResult,
-                       stages: tuple[AtomStage, ...] = ATOM_STAGES) -> tuple[StageResult, ...]:
-    """Evaluate and record ``stages`` (see the module docstring); returns what was recorded."""
+                       stages: tuple[AtomStage, ...] = ATOM_STAGES, *, facts: AtomFacts | None = None
+                       ) -> tuple[StageResult, ...]:
+    """Evaluate and record ``stages`` (see the module docstring) with ``facts`` (:func:`atom_facts_of`'s, which a
+    caller passes to read what they measured afterwards; made here when not given); returns what was recorded."""
     if not stages:
         return ()
-    if assembly.verdict.outcome is not StageOutcome.SATISFIED:
+    given = (facts or atom_facts_of(ports, attempt, assembly)) \
+        if assembly.verdict.outcome is StageOutcome.SATISFIED else None
+    if given is None:
         reason = "the diff did not assemble (stage 26 assembly did not hold); phases B–D look at an assembled diff only"
         results = tuple(stage_result(stage.stage, StageOutcome.BLOCKED, reason, {}) for stage in stages)
     else:
-        facts = AtomFacts(ports=ports, attempt=attempt, assembly=assembly,
-                          diff=atoms_of_diff(ports.facts.worktree, _changed_files(assembly)))
-        results = tuple(stage.evaluate(facts) for stage in stages)
+        results = tuple(stage.evaluate(given) for stage in stages)
     ports.ledger.record_stage_verdicts(ports.facts.task_id, attempt, [result.verdict for result in results],
                                        evidence={result.verdict.stage: result.evidence for result in results})
     return results

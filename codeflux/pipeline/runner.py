@@ -28,11 +28,13 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.gitwork.base_scratch import remove_base_scratch
 from codeflux.pipeline.assembly import evaluate_assembly
+from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER, BaseRun, base_overlay, integration_with_base, measure_base
 from codeflux.pipeline.build import evaluate_program
 from codeflux.pipeline.delivery import evaluate_deliver, evaluate_evidence_bundle, evaluate_human_acceptance
 from codeflux.pipeline.examples import evaluate_end_to_end_tests
-from codeflux.pipeline.phase_b import ATOM_STAGES, record_atom_stages
+from codeflux.pipeline.mocking import mocking_evidence
+from codeflux.pipeline.phase_b import ATOM_STAGES, atom_facts_of, record_atom_stages
 from codeflux.pipeline.phase_cd import PHASE_CD
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import JunitCounts, run_integration_tests
@@ -106,6 +108,13 @@ def _base_runs(ports: PipelinePorts, attempt: int, tests: StageResult, junit: Ju
     return shares, discrimination
 
 
+def _with_mocking(tests: StageResult, atoms: AtomFacts | None) -> StageResult:
+    """Stage 28's result with its mocking report (:mod:`~codeflux.pipeline.mocking`): evidence, never the verdict."""
+    if tests.verdict.outcome is StageOutcome.BLOCKED:
+        return tests
+    return StageResult(verdict=tests.verdict, evidence={**tests.evidence, "mocking": mocking_evidence(atoms)})
+
+
 def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tuple[StageVerdict, ...]:
     """Evaluate, record and finish the attempt (see the module docstring)."""
     failed_specification = record_specification(task_id, attempt, ports=ports)
@@ -115,7 +124,8 @@ def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tupl
     remove_base_scratch(ports.commands.temp_directory(task_id), SCRATCH_FOLDER)
     assembly = evaluate_assembly(ports, attempt=attempt)
     # 5, 7–17 and 18, 22–25: recorded before 26, evaluated on its diff with one coverage run
-    record_atom_stages(ports, attempt, assembly, ATOM_STAGES + PHASE_CD)
+    atoms = atom_facts_of(ports, attempt, assembly)
+    record_atom_stages(ports, attempt, assembly, ATOM_STAGES + PHASE_CD, facts=atoms)
     if _record(ports, task_id, attempt, assembly).outcome is not StageOutcome.SATISFIED:
         return _finish(ports, task_id, attempt, StageName.ASSEMBLY)
     files = assembly.evidence.get("files")
@@ -126,7 +136,8 @@ def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tupl
     tests, junit = run_integration_tests(ports, attempt=attempt, diff_identity=diff_identity)
     shares, discrimination = _base_runs(ports, attempt, tests, junit, assembly)
     runs = tuple(run for run in (shares, discrimination) if run is not None)
-    tests_verdict = _record(ports, task_id, attempt, integration_with_base(tests, junit, runs, shares))
+    tests_verdict = _record(ports, task_id, attempt, _with_mocking(integration_with_base(tests, junit, runs, shares),
+                                                                   atoms))
     examples = evaluate_end_to_end_tests(ports, attempt=attempt, junit=junit, tests=tests_verdict,
                                          base=discrimination)
     _record(ports, task_id, attempt, examples)

@@ -124,6 +124,9 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
     assert tests["interpreter_source"] == ".venv in the repository"
     assert (tests["tests"], tests["passed"], tests["failures"]) == (2, 2, 0)
     assert tests["pytest_version"] and tests["python_version"]
+    # the mocking report (evidence, not a gate) reads phase B's atoms: this change adds no function
+    assert tests["mocking"] == {"measured": True, "atoms": [],
+                                "why": "the diff adds or changes no function or method outside tests"}
     identity = rows[StageName.ASSEMBLY].evidence["diff_identity"]
     assert tests["diff_identity_before"] == identity == tests["diff_identity_after"]
     bundle = rows[StageName.EVIDENCE_BUNDLE].evidence
