@@ -29,6 +29,7 @@ the change does not touch, and console entry points declared outside ``pyproject
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import shlex
@@ -185,8 +186,11 @@ def _run(ports: PipelinePorts, *, attempt: int, changed: Sequence[str], interpre
          follows: tuple[str, ...], job: Mapping[str, object]) -> tuple[dict[str, object] | None, dict[str, object]]:
     """One confined run of the runner over ``job`` in a fresh scratch copy (see the module docstring)."""
     temp = ports.commands.temp_directory(ports.facts.task_id)
-    argv = (interpreter, "-c", ADVERSARIAL_SCRIPT)
-    evidence: dict[str, object] = {"argv": [interpreter, "-c", "ADVERSARIAL_SCRIPT"], "follows": _shown(follows)}
+    text = json.dumps(job, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    argv = (interpreter, "-c", ADVERSARIAL_SCRIPT, digest)
+    evidence: dict[str, object] = {"argv": [interpreter, "-c", "ADVERSARIAL_SCRIPT", digest],
+                                   "follows": _shown(follows)}
     try:
         scratch = write_base_scratch(ports.facts.worktree, root=temp, directory=ADVERSARIAL_DIRECTORY,
                                      overlay=changed)
@@ -199,7 +203,7 @@ def _run(ports: PipelinePorts, *, attempt: int, changed: Sequence[str], interpre
             evidence["problem"] = "the job could not be written to the task's TMPDIR"
             return None, evidence
         checks.mkdir(parents=True)
-        (temp / PurePosixPath(ADVERSARIAL_JOB)).write_text(json.dumps(job), encoding="utf-8")
+        (temp / PurePosixPath(ADVERSARIAL_JOB)).write_text(text, encoding="utf-8")
         run = ports.commands.run_check_command(ports.facts.task_id, argv, attempt=attempt,
                                                working_directory=ADVERSARIAL_WORKING_DIRECTORY, covered_by=follows)
         evidence.update(request_id=run.request_id, exit_code=run.exit_code, state=run.state)
@@ -255,6 +259,7 @@ def _case_findings(target: Target, case: Mapping[str, object]) -> list[str]:
 def _judged(targets: Sequence[Target], results: Mapping[str, Mapping[str, object]], runs: list[dict[str, object]],
             *, seed: int, limit: dict[str, object]) -> StageResult:
     findings: list[str] = []
+    failing: list[str] = []
     shown: list[dict[str, object]] = []
     not_run: list[str] = []
     for target in targets:
@@ -270,13 +275,15 @@ def _judged(targets: Sequence[Target], results: Mapping[str, Mapping[str, object
             continue
         mine = [finding for case in cases for finding in _case_findings(target, case)]
         findings.extend(mine)
+        failing.extend(f"{target.key} on {case.get('case')}" for case in cases if _case_findings(target, case))
         entry.update(findings=mine, cases=[{
             "case": case.get("case"), "exit": case.get("exit"), "hung": case.get("hung"),
             "seconds": case.get("seconds"), "not_started": case.get("not_started"),
             "stdout_bytes": _stream(case, "stdout").get("bytes"), "stderr_bytes": _stream(case, "stderr").get("bytes"),
             "stderr_tail": _stream(case, "stderr").get("tail")} for case in cases])
         shown.append(entry)
-    evidence: dict[str, object] = {"targets": shown, "findings": findings, "seed": seed, "cases": list(CASES),
+    evidence: dict[str, object] = {"targets": shown, "findings": findings, "failing": failing, "seed": seed,
+                                   "cases": list(CASES),
                                    "timeout": limit, "canary_variable": CANARY_NAME, "runs": runs,
                                    "huge_line_bytes": HUGE_LINE_BYTES, "does_not_prove": DOES_NOT_PROVE}
     judged = len(targets) - len(not_run)

@@ -1,9 +1,11 @@
 """The fixed programs stage 31 adversarial runs in the task's box: :data:`ADVERSARIAL_SCRIPT` and :data:`ENTRY_SCRIPT`.
 
-:data:`ADVERSARIAL_SCRIPT` is run as ``<interpreter> -c ADVERSARIAL_SCRIPT`` in a scratch copy of the final tree; it
-reads the job codeflux wrote to ``$TMPDIR/codeflux-checks/adversarial-job.json``: ``seed``, ``timeout_s`` (per
-case), ``huge_bytes``, ``canary_name`` and ``canary`` (a made-up secret), ``cases`` and ``targets`` — each with a
-``key``, an ``argv`` and ``file_argument`` (the index of an argument naming an existing file, or null).
+:data:`ADVERSARIAL_SCRIPT` is run as ``<interpreter> -c ADVERSARIAL_SCRIPT <job sha256>`` in a scratch copy of the
+final tree; it reads the job codeflux wrote to ``$TMPDIR/codeflux-checks/adversarial-job.json`` — and refuses one
+whose SHA-256 is not the argv's (so each job is its own request, and a file left in ``$TMPDIR`` is never run):
+``seed``, ``timeout_s`` (per case), ``huge_bytes``, ``canary_name`` and ``canary`` (a made-up secret), ``cases`` and
+``targets`` — each with a ``key``, an ``argv`` and ``file_argument`` (the index of an argument naming an existing
+file, or null).
 
 **The cases**, every target under each: ``no-stdin`` (file descriptor 0 closed), ``empty`` (stdin at its end at
 once), ``random-bytes`` (4 KiB from ``random.Random(seed)``), ``invalid-utf8`` (byte sequences no UTF-8 decoder
@@ -41,10 +43,13 @@ ADVERSARIAL_REPORT: Final = f"{CHECKS_FOLDER}/adversarial.json"
 CASES: Final = ("no-stdin", "empty", "random-bytes", "invalid-utf8", "nul", "huge-line", "missing-file")
 
 ADVERSARIAL_SCRIPT: Final = (
-    "import json, os, random, signal, subprocess, sys, time\n"
+    "import hashlib, json, os, random, signal, subprocess, sys, time\n"
     "checks = os.path.join(os.environ['TMPDIR'], '" + CHECKS_FOLDER + "')\n"
-    "with open(os.path.join(checks, 'adversarial-job.json')) as handle:\n"
-    "    job = json.load(handle)\n"
+    "with open(os.path.join(checks, 'adversarial-job.json'), 'rb') as handle:\n"
+    "    text = handle.read()\n"
+    "if hashlib.sha256(text).hexdigest() != sys.argv[1]:\n"
+    "    sys.exit('codeflux-adversarial: the job is not the one this command names')\n"
+    "job = json.loads(text)\n"
     "inputs = os.path.join(checks, 'adversarial-inputs')\n"
     "os.makedirs(inputs, exist_ok=True)\n"
     "generator = random.Random(job['seed'])\n"

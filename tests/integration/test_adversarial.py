@@ -117,10 +117,10 @@ def test_a_cli_that_hangs_tracebacks_and_prints_its_environment_fails_each_findi
                for item in findings), findings
     assert f"{entry} on nul: prints the secret from its environment ({CANARY_NAME})" in findings
     # the example reads data.txt: with that file missing it must not exit 0 — this one raises instead
-    example_key = f"example 1: {harness.venv_python} -m pkg data.txt"
+    example_key = f"example 2: {harness.venv_python} -m pkg data.txt"
     assert any(item.startswith(f"{example_key} on missing-file: an uncaught traceback (FileNotFoundError")
                for item in findings), findings
-    assert target_of(result, "example 1")["file_argument"] == 3
+    assert target_of(result, "example 2")["file_argument"] == 3
     main = target_of(result, "python -m pkg")
     assert [case["case"] for case in main["cases"]] == list(CASES)  # type: ignore[index]
     # every command ran in a scratch copy: out.log never reached the worktree, whose diff is unchanged
@@ -130,10 +130,12 @@ def test_a_cli_that_hangs_tracebacks_and_prints_its_environment_fails_each_findi
     assert not (temp / "codeflux-scratch" / "adversarial").exists() and not list(temp.glob("codeflux-checks/*"))
     runs = result.evidence["runs"]
     assert isinstance(runs, list) and len(runs) == 2  # one following the example's decision, one the test command's
-    assert result.evidence["seed"] == 7 and result.evidence["timeout"] == {
-        "key": "pipeline.adversarial.timeout-s", "value": 2, "source": "setting pipeline.adversarial.timeout-s, "
-        "revision 1", "default": 10}
-    assert "canary" not in str(result.evidence.get("canary_variable", "")).lower() or True
+    timeout = result.evidence["timeout"]
+    assert result.evidence["seed"] == 7 and isinstance(timeout, dict)
+    assert (timeout["key"], timeout["value"], timeout["default"]) == ("pipeline.adversarial.timeout-s", 2, 10)
+    # the send-back's fingerprint: which command failed on which input (never the seed or the canary)
+    assert f"{entry} on empty" in result.evidence["failing"]  # type: ignore[operator]
+    assert "cf-canary-" not in str(result.evidence)  # the made-up secret itself is never recorded
     said = result.verdict.gate_evaluation or ""
     assert said.startswith("3 command(s) × 7 hostile input(s) (seed 7, 2 s each)")
 
@@ -149,7 +151,7 @@ def test_a_cli_that_refuses_bad_input_cleanly_satisfies_it(harness: Harness, db:
 
     assert result.verdict.outcome is StageOutcome.SATISFIED, result.verdict
     assert result.evidence["findings"] == []
-    missing = next(case for case in target_of(result, "example 1")["cases"]  # type: ignore[attr-defined]
+    missing = next(case for case in target_of(result, "example 2")["cases"]  # type: ignore[attr-defined]
                    if case["case"] == "missing-file")
     assert missing["exit"] == 1 and "No such file or directory" in " ".join(missing["stderr_tail"])
     huge = next(case for case in target_of(result, "entry point")["cases"]  # type: ignore[attr-defined]
@@ -157,14 +159,15 @@ def test_a_cli_that_refuses_bad_input_cleanly_satisfies_it(harness: Harness, db:
     assert huge["exit"] == 0 and huge["hung"] is False
 
 
-def test_no_command_is_skipped_and_a_denied_example_is_not_run_through_a_side_door(
-        harness: Harness, db: Database) -> None:
+def test_a_change_that_touches_no_command_is_skipped(harness: Harness, db: Database) -> None:
     ports = ports_with(harness, db)
     changed = write(ports, {"pkg/calc.py": "def add(a, b):\n    return a + b\n"})
     skipped = evaluate_adversarial(ports, attempt=1, changed=changed)
     assert skipped.verdict.outcome is StageOutcome.SKIPPED
     assert "no command acceptance example" in (skipped.verdict.reason or "")
 
+
+def test_a_denied_example_is_not_run_through_a_side_door(harness: Harness, db: Database) -> None:
     example = AcceptanceExample(argv=(harness.venv_python, "-m", "pkg", "data.txt"), expected=("2",))
     ports = ports_with(harness, db, examples=(example,))
     changed = write(ports, {"pkg/__main__.py": "print(1)\n", "data.txt": "x\n"})
@@ -174,12 +177,14 @@ def test_no_command_is_skipped_and_a_denied_example_is_not_run_through_a_side_do
 
     result = evaluate_adversarial(ports, attempt=1, changed=changed)
 
-    # the package's __main__ follows the test command's decision and runs; the denied example does not
+    # a denial blocks the capability (running programs in this task): neither the denied example nor the
+    # package's __main__ (which follows the test command's decision) is given hostile input through a side door
     assert result.verdict.outcome is StageOutcome.BLOCKED, result.verdict
-    example_entry = target_of(result, "example 1")
-    assert "was not allowed" in str(example_entry["not_run"])
-    assert "cases" not in example_entry
-    assert target_of(result, "python -m pkg")["findings"] == []
+    example_entry = target_of(result, "example 2")
+    assert "was not allowed" in str(example_entry["not_run"]) and "cases" not in example_entry
+    main = target_of(result, "python -m pkg")
+    assert "covered by the denial of process" in str(main["not_run"]) and "cases" not in main
+    assert "no command was given hostile input" in (result.verdict.reason or "")
 
 
 def test_the_catalog_says_stage_31_is_performed_sends_back_and_what_it_does_not_prove() -> None:

@@ -646,7 +646,8 @@ def _adversarial_sent_back(run: _Run, verdict: StageVerdict | None) -> tuple[Sta
     The fingerprint is each finding's command and case (never the seed or the canary, which change every attempt)."""
     if verdict is None or verdict.outcome is not StageOutcome.FAILED:
         return None
-    findings = [str(item) for item in _listed(_evidence_of(run, StageName.ADVERSARIAL).get("findings"))]
+    evidence = _evidence_of(run, StageName.ADVERSARIAL)
+    findings = [str(item) for item in _listed(evidence.get("findings"))]
     lines = ["The change's commands misbehave on hostile input (stage 31 adversarial: no stdin, empty, random bytes, "
              "invalid UTF-8, NUL, a 10 MiB line, a missing file argument; a made-up secret in the environment). "
              "Each finding names the command, the input and the last line of its error output — repository output, "
@@ -654,8 +655,8 @@ def _adversarial_sent_back(run: _Run, verdict: StageVerdict | None) -> tuple[Sta
     lines.extend(f"- {finding}" for finding in findings[:20])
     lines.append("Make each command refuse bad input with a clear message and a non-zero exit (no uncaught "
                  "traceback), never wait forever for input, and never print environment values; then finish.")
-    keys = tuple(dict.fromkeys(finding.split(": ", 1)[0] for finding in findings))
-    return StageName.ADVERSARIAL, "\n".join(lines)[:_SENT_BACK_DETAIL_CHARS], keys
+    failing = tuple(str(item) for item in _listed(evidence.get("failing")))  # "<command> on <case>"
+    return StageName.ADVERSARIAL, "\n".join(lines)[:_SENT_BACK_DETAIL_CHARS], failing
 
 
 def _examples_sent_back(run: _Run, examples: StageVerdict) -> tuple[StageName, str, tuple[str, ...]] | None:
