@@ -6,13 +6,14 @@ it only says what was not measured; 4 is advisory: its failure is recorded and r
 the tests always run). :func:`run_pipeline` records what is still missing of those, then 26 assembly, 27
 program (an advisory wheel build), 28 integration-tests, 29 end-to-end-tests (the acceptance examples,
 looked up in 28's report or run) — with the base revision's run between them when failed tests or the
-examples need it (:mod:`~codeflux.pipeline.base_revision`) — 35 evidence-bundle and — when a person has
+examples need it (:mod:`~codeflux.pipeline.base_revision`) —, 31 adversarial (the change's commands on hostile
+input, :mod:`~codeflux.pipeline.adversarial`), 35 evidence-bundle and — when a person has
 decided — 36 and 37, each as one ledger write with its evidence, and ends the attempt with ``finish_attempt``:
 
 * a failed specification stage or a failed assembly stops the run at that stage: everything after it is
   ``blocked``;
-* failed tests or examples do not stop it: the evidence bundle reports them, and the runner sends the
-  work back (28 and 29 are send-back gates);
+* failed tests, examples or hostile-input runs do not stop it: the evidence bundle reports them, and the runner
+  sends the work back (28, 29 and 31 are send-back gates);
 * without an acceptance decision the run stops at human-acceptance (the task awaits review);
 * stages codeflux cannot perform are ``not-implemented`` by the ledger rules, never claimed.
 
@@ -27,6 +28,7 @@ from typing import Final
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.gitwork.base_scratch import remove_base_scratch
+from codeflux.pipeline.adversarial import evaluate_adversarial
 from codeflux.pipeline.assembly import evaluate_assembly
 from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER, BaseRun, base_overlay, integration_with_base, measure_base
@@ -141,6 +143,7 @@ def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tupl
     examples = evaluate_end_to_end_tests(ports, attempt=attempt, junit=junit, tests=tests_verdict,
                                          base=discrimination)
     _record(ports, task_id, attempt, examples)
+    _record(ports, task_id, attempt, evaluate_adversarial(ports, attempt=attempt, changed=changed))
     rows = ports.ledger.ledger(task_id, attempt)
     _record(ports, task_id, attempt, evaluate_evidence_bundle(ports, rows, diff_identity=diff_identity))
     decision = ports.acceptance.acceptance_of(task_id)

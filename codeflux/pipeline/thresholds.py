@@ -21,6 +21,7 @@ from codeflux.store.database import Database, Transaction
 from codeflux.store.settings import put_setting, read_setting
 
 __all__ = [
+    "ADVERSARIAL_TIMEOUT_S",
     "ATOM_COMPLEXITY_MAX",
     "ATOM_FUZZ_BUDGET_S",
     "ATOM_GROWTH_BASE_SIZE",
@@ -79,9 +80,14 @@ PATH_COVERAGE_MIN: Final = Threshold(
     meaning="the lowest branch coverage, in percent (branch arcs taken ÷ branch arcs leaving the diff's changed "
             "lines inside atoms), stage 25 path-coverage accepts")
 
+ADVERSARIAL_TIMEOUT_S: Final = Threshold(
+    key="pipeline.adversarial.timeout-s", default=10, minimum=1, maximum=300,
+    meaning="how long, in seconds, stage 31 adversarial lets one command run on one hostile input before calling it "
+            "a hang")
+
 THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_FUZZ_BUDGET_S, ATOM_GROWTH_BASE_SIZE,
                                             ATOM_GROWTH_BUDGET_MS, ATOM_MUTATION_SCORE_MIN, ATOM_VERIFICATION_RUNS,
-                                            PATH_COVERAGE_MIN)
+                                            PATH_COVERAGE_MIN, ADVERSARIAL_TIMEOUT_S)
 """Every threshold key phase B reads (the closed list)."""
 
 

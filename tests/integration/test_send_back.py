@@ -225,3 +225,33 @@ def test_a_failed_contracts_stage_joins_the_send_back_its_findings_never_start_o
     assert "- 5 contracts: pkg.calc.neg (pkg/calc.py:12) is public and no plan step declares it" in prompt[told:]
     assert stage(harness, task_id, 2, StageName.INTEGRATION_TESTS)[0] is StageOutcome.SATISFIED
     assert stage(harness, task_id, 2, StageName.CONTRACTS)[0] is StageOutcome.FAILED  # advisory: no third attempt
+
+
+def test_a_command_that_tracebacks_without_stdin_goes_back_and_the_next_attempt_fixes_it(harness: Harness) -> None:
+    """Issue 18, stage 31 (sends back): the change adds a ``python -m pkg`` that prints a traceback when it has no
+    stdin; the tests pass, stage 31 fails and the work goes back naming the command and the input; the second
+    attempt handles it (and refuses input that is not UTF-8 cleanly) and goes to review."""
+    from tests.fixtures.repos import BASE_FILES
+    from tests.fixtures.task_runs import FIXED_CALC, calc_tests, write_file
+
+    crashing = "import sys\n\nprint(len(sys.stdin.read().splitlines()))\n"
+    careful = ("import sys\n\n"
+               "try:\n    text = sys.stdin.buffer.read().decode('utf-8') if sys.stdin else ''\n"
+               "except UnicodeDecodeError:\n    sys.exit('pkg: the input is not UTF-8')\n"
+               "print(len(text.splitlines()))\n")
+    first = [write_file("pkg/calc.py", FIXED_CALC, "w1", replacing=BASE_FILES["pkg/calc.py"]),
+             write_file("tests/test_calc.py", calc_tests(-3), "w2", replacing=BASE_FILES["tests/test_calc.py"]),
+             write_file("pkg/__main__.py", crashing, "w3"), done()]
+    second = [write_file("pkg/__main__.py", careful, "a2w3", replacing=crashing), done()]
+
+    task_id, outcome, adapter = run(harness, [*first, *second])
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.attempt == 2, outcome.reason
+    assert stage(harness, task_id, 1, StageName.INTEGRATION_TESTS)[0] is StageOutcome.SATISFIED
+    adversarial, evidence = stage(harness, task_id, 1, StageName.ADVERSARIAL)
+    assert adversarial is StageOutcome.FAILED
+    assert evidence["failing"] == ["python -m pkg on no-stdin"]
+    prompt = text_of(adapter.requests[4])  # the second attempt's first request
+    assert "sent back by adversarial" in prompt
+    assert "python -m pkg on no-stdin: an uncaught traceback (AttributeError" in prompt
+    assert stage(harness, task_id, 2, StageName.ADVERSARIAL)[0] is StageOutcome.SATISFIED

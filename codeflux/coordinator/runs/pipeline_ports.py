@@ -113,8 +113,9 @@ def _derived_from(root: SubmittedRequest, working_directory: str | None, *, same
     same decider, with a reason naming it; recorded with the request, so no person is ever shown a card for it."""
     decider = Decider.HEADLESS_POLICY if root.decision.decided_by is Decider.HEADLESS_POLICY else Decider.USER
     what = ("the base-revision run of" if same_argv else
-            "a check with the same interpreter (the import check, wheel build, atom timing, or an atom stage's tool "
-            "probe, coverage run, argument recording, stub, seeded or mutation run) that follows")
+            "a check with the same interpreter (the import check, wheel build, atom timing, an atom stage's tool "
+            "probe, coverage run, argument recording, stub, seeded or mutation run, or stage 31's hostile-input run "
+            "of that command) that follows")
     where = f", started in {working_directory}" if working_directory else ""
     return DerivedAllowance(decided_by=decider, reason=(
         f"{what} request {root.request_id} ({root.outcome}, decided by {root.decision.decided_by}){where}"))

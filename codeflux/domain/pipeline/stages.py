@@ -334,8 +334,13 @@ STAGES: Final[tuple[Stage, ...]] = (
            "deserialization) is reachable from the change.",
            _N.PROGRAM),
     _stage(31, _N.ADVERSARIAL, _P.VERIFICATION_DEPTH,
-           "Hostile input (nothing, garbage, empty, huge) causes no crash, hang or leaked secret.",
-           _N.PROGRAM, sends_back=True),
+           "Each command acceptance example, and each console entry point or package __main__ the change touches, "
+           "run confined in a scratch copy on seven hostile inputs (no stdin, empty, random bytes, invalid UTF-8, "
+           "NUL, a 10 MiB line, a missing file argument) with a canary secret in its environment, ends within the "
+           "time limit, prints no uncaught traceback and never the canary, and does not exit 0 when a file its "
+           "example reads is missing. Not proven: that an exit 0 on other garbage is wrong, or anything about "
+           "other inputs or commands.",
+           _N.ASSEMBLY, sends_back=True, performable=True),
     _stage(32, _N.REPETITION, _P.VERIFICATION_DEPTH,
            "Repeated runs with recorded seeds give the same results: no flaky test.",
            _N.INTEGRATION_TESTS, _N.END_TO_END_TESTS),
