@@ -1,5 +1,8 @@
 """Stage 31 adversarial (sends back): the commands this change is about, run confined on hostile input.
 
+**Two parts.** The commands below, and the public atoms of the diff taking text or bytes, given hostile values with
+Hypothesis (:func:`~codeflux.pipeline.fuzz.hostile_atoms`); the verdict joins them (:func:`_combined`).
+
 **What runs.** Every *command* acceptance example of the task (the person's own examples: ``argv`` with the output
 it must print) and every console entry point the change touches — a ``[project.scripts]`` entry of the worktree's
 ``pyproject.toml`` whose module file the diff adds or changes — and every package whose ``__main__.py`` the diff adds
@@ -51,8 +54,10 @@ from codeflux.pipeline.adversarial_script import (
     CASES,
     ENTRY_SCRIPT,
 )
+from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
 from codeflux.pipeline.coverage_map import CHECKS_FOLDER, read_box_json
+from codeflux.pipeline.fuzz import hostile_atoms
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.specification import StageResult, acceptance_for, stage_result
@@ -144,8 +149,54 @@ def _shown(argv: Sequence[str]) -> str:
 
 
 def evaluate_adversarial(ports: PipelinePorts, *, attempt: int, changed: Sequence[str],
-                         seed: int | None = None) -> StageResult:
-    """Stage 31 (see the module docstring); ``seed`` replaces the fresh one (tests replay the random bytes)."""
+                         atoms: AtomFacts | None = None, seed: int | None = None) -> StageResult:
+    """Stage 31 (see the module docstring): the commands, and — with ``atoms``, phase B's facts — the public atoms
+    taking text or bytes (:func:`~codeflux.pipeline.fuzz.hostile_atoms`); ``seed`` replaces the fresh one (tests
+    replay the random bytes and draws)."""
+    commands = _commands(ports, attempt=attempt, changed=changed, seed=seed)
+    hostile = hostile_atoms(atoms, seed=seed) if atoms is not None else None
+    return _combined(commands, hostile)
+
+
+def _said(result: StageResult) -> str:
+    return result.verdict.gate_evaluation or result.verdict.reason or str(result.verdict.outcome)
+
+
+def _combined(commands: StageResult, hostile: StageResult | None) -> StageResult:
+    """One verdict from the commands' part and the atoms' part: failed when either failed, blocked when either
+    was blocked (and nothing failed), skipped when both had nothing to attack, else satisfied."""
+    parts = [("commands", commands), *([("atoms", hostile)] if hostile is not None else [])]
+    outcomes = {result.verdict.outcome for _, result in parts}
+    findings = [str(item) for item in _listed(commands.evidence.get("findings"))]
+    failing = [str(item) for item in _listed(commands.evidence.get("failing"))]
+    evidence: dict[str, object] = {**commands.evidence, "commands": {"outcome": str(commands.verdict.outcome),
+                                                                     "said": _said(commands)}}
+    if hostile is None:
+        evidence["hostile_atoms"] = {"outcome": "not examined", "why": "the diff did not assemble: no atom"}
+    else:
+        evidence["hostile_atoms"] = {"outcome": str(hostile.verdict.outcome), "said": _said(hostile),
+                                     **hostile.evidence}
+        findings.extend(str(item) for item in _listed(hostile.evidence.get("findings")))
+        atoms = [entry for entry in _listed(hostile.evidence.get("atoms")) if isinstance(entry, Mapping)]
+        failing.extend(f"{entry.get('qualified_name')} on hostile input" for entry in atoms
+                       if entry.get("outcome") in ("failed", "hang"))
+    evidence.update(findings=findings, failing=failing)
+    said = "; ".join(f"{name}: {_said(result)}" for name, result in parts)
+    if outcomes == {StageOutcome.SKIPPED}:
+        return stage_result(_STAGE, StageOutcome.SKIPPED, said, evidence)
+    if StageOutcome.FAILED in outcomes:
+        return stage_result(_STAGE, StageOutcome.FAILED, said, evidence)
+    if StageOutcome.BLOCKED in outcomes:
+        return stage_result(_STAGE, StageOutcome.BLOCKED, said, evidence)
+    return stage_result(_STAGE, StageOutcome.SATISFIED, said, evidence)
+
+
+def _listed(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _commands(ports: PipelinePorts, *, attempt: int, changed: Sequence[str], seed: int | None) -> StageResult:
+    """The commands' part (see the module docstring)."""
     worktree = ports.facts.worktree.path
     command = detect_test_command(worktree=worktree, repository_root=ports.repository_root,
                                   search_path=ports.search_path)

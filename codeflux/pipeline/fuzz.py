@@ -72,16 +72,18 @@ from codeflux.pipeline.tool_overlay import HYPOTHESIS, ToolResolution, resolve_t
 __all__ = [
     "DOES_NOT_PROVE",
     "FUZZ_DIRECTORY",
+    "HOSTILE_BUDGET_S",
+    "HOSTILE_METHOD",
     "INPUT_DEADLINE_MAX_S",
     "METHOD",
     "PREPARE_S",
     "FuzzPlan",
     "evaluate_atom_fuzz",
     "fuzz_plan",
+    "hostile_atoms",
     "shown_command",
 ]
 
-_STAGE: Final = StageName.ATOM_FUZZ
 FUZZ_DIRECTORY: Final = f"{SCRATCH_FOLDER}/fuzz"
 """The fuzzing copy, relative to the task's TMPDIR."""
 FUZZ_WORKING_DIRECTORY: Final = f"{TASK_TEMP_DIRECTORY}/{FUZZ_DIRECTORY}"
@@ -104,6 +106,10 @@ METHOD: Final = ("Hypothesis @given in the task's box on a scratch copy of the f
                  "parameter's annotation (paths as relative paths, JSON-named or Any parameters as JSON-like values), "
                  "one recorded seed, no example database, a time budget per atom and a deadline per input; an "
                  "exception passes only when its class or a base is a documented raise")
+HOSTILE_METHOD: Final = ("Hypothesis @given in the task's box on a scratch copy of the final tree, as stage 12, with "
+                         "hostile values for each text or bytes parameter: empty, NUL, lone surrogates, a "
+                         "right-to-left override, a byte-order mark, invalid UTF-8 bytes, format and path-traversal "
+                         "strings, a 1 MB value and 10,000 newlines, then any text or bytes")
 DOES_NOT_PROVE: Final = ("that the atom is correct or total: fuzzing samples inputs within a time budget — another "
                          "input, seed or longer budget may still find a crash or a hang; return values are not judged, "
                          "and a parameter's default is not varied unless it is text, bytes, a path or JSON")
@@ -125,6 +131,23 @@ class FuzzPlan:
     def to_job(self, key: str) -> dict[str, object]:
         return {"key": key, "module": self.module, "local": self.local, "call": self.call,
                 "inputs": list(self.inputs), "json": list(self.json_inputs), "allowed": list(self.allowed)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Mode:
+    """Stage 12's fuzzing, or stage 31's hostile input to public atoms taking text or bytes (:func:`hostile_atoms`):
+    the stage recorded, the scratch folder, which atoms and inputs, and the budget."""
+
+    stage: StageName
+    directory: str
+    hostile: bool
+
+
+_FUZZ: Final = _Mode(stage=StageName.ATOM_FUZZ, directory=FUZZ_DIRECTORY, hostile=False)
+_HOSTILE: Final = _Mode(stage=StageName.ADVERSARIAL, directory=f"{SCRATCH_FOLDER}/hostile", hostile=True)
+HOSTILE_BUDGET_S: Final = 3
+"""Seconds of hostile input per public text or bytes atom in stage 31 (shown in the evidence)."""
+_HOSTILE_TYPES: Final = frozenset({"str", "bytes", "bytearray", "AnyStr"})
 
 
 def _words(text: str) -> list[str]:
@@ -184,8 +207,9 @@ def _allowed(documented: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for name in names if name))
 
 
-def fuzz_plan(atom: Atom, source: str) -> FuzzPlan | str:
-    """How to fuzz ``atom`` (defined in ``source``), or why it is not fuzzed (see the module docstring)."""
+def fuzz_plan(atom: Atom, source: str, *, hostile: bool = False) -> FuzzPlan | str:
+    """How to fuzz ``atom`` (defined in ``source``), or why it is not fuzzed (see the module docstring); ``hostile``:
+    stage 31's selection instead — a public atom with a text or bytes parameter, only those given hostile input."""
     node = atom_definition_in(source, atom)
     if node is None:
         return "not fuzzed: the atom's definition was not found again in its source"
@@ -200,7 +224,16 @@ def fuzz_plan(atom: Atom, source: str) -> FuzzPlan | str:
     kinds = {arg.arg: _annotation_kind(arg.annotation) for arg in every}
     inputs = tuple(name for name, kind in kinds.items() if kind is not None)
     json_inputs = tuple(name for name, kind in kinds.items() if kind == "json")
-    if inputs:
+    if hostile:
+        inputs = tuple(arg.arg for arg in every
+                       if arg.annotation is not None and _HOSTILE_TYPES.intersection(_top_names(arg.annotation)))
+        json_inputs = ()
+        if not atom.public or not inputs:
+            return ("not given hostile input: " + ("not public" if not atom.public else
+                                                   "no parameter annotated as text or bytes"))
+    if hostile:
+        because = "public, takes " + ", ".join(f"{name} (text or bytes)" for name in inputs)
+    elif inputs:
         because = "takes " + ", ".join(f"{name} ({'JSON' if kinds[name] == 'json' else 'text, bytes or a path'})"
                                        for name in inputs)
     elif _name_parses(atom.name):
@@ -244,7 +277,7 @@ class _Chosen:
     plans: dict[str, FuzzPlan]
 
 
-def _choose(facts: AtomFacts, budget: float, deadline: float) -> _Chosen:
+def _choose(facts: AtomFacts, budget: float, deadline: float, *, hostile: bool = False) -> _Chosen:
     sources = {file.path: file.source for file in facts.diff.files}
     entries: dict[str, dict[str, object]] = {}
     plans: dict[str, FuzzPlan] = {}
@@ -254,7 +287,7 @@ def _choose(facts: AtomFacts, budget: float, deadline: float) -> _Chosen:
         entry: dict[str, object] = {"qualified_name": atom.qualified_name, "path": atom.path,
                                     "lines": [atom.first_line, atom.last_line], "change": atom.change.value}
         entries[atom.qualified_name] = entry
-        plan = fuzz_plan(atom, sources.get(atom.path, ""))
+        plan = fuzz_plan(atom, sources.get(atom.path, ""), hostile=hostile)
         if isinstance(plan, str):
             entry.update(fuzzed=False, detail=plan)
             continue
@@ -281,87 +314,104 @@ class _Ready:
     tools: ToolResolution
 
 
-def _prepare(facts: AtomFacts) -> _Ready | StageResult:
+def _prepare(facts: AtomFacts, mode: _Mode) -> _Ready | StageResult:
     """The atoms to fuzz and what runs them — or the stage's ``skipped``/``blocked`` result."""
     ports = facts.ports
+    stage = mode.stage
     if not facts.diff.atoms:
-        return stage_result(_STAGE, StageOutcome.SKIPPED, "the diff adds or changes no function or method outside "
+        return stage_result(stage, StageOutcome.SKIPPED, "the diff adds or changes no function or method outside "
                             "tests: there is no atom to fuzz", {"atoms": []})
     budget = threshold_of(ports.settings, ATOM_FUZZ_BUDGET_S)
-    deadline = min(float(budget.value), INPUT_DEADLINE_MAX_S)
-    chosen = _choose(facts, float(budget.value), deadline)
-    base: dict[str, object] = {"method": METHOD, "does_not_prove": DOES_NOT_PROVE, "diff_identity": facts.diff_identity,
-                               "settings": {"budget_s": budget.to_evidence(), "input_deadline_s": deadline}}
+    seconds = HOSTILE_BUDGET_S if mode.hostile else budget.value
+    deadline = min(float(seconds), INPUT_DEADLINE_MAX_S)
+    chosen = _choose(facts, float(seconds), deadline, hostile=mode.hostile)
+    setting = {"value": HOSTILE_BUDGET_S, "source": "fixed"} if mode.hostile else budget.to_evidence()
+    base: dict[str, object] = {"method": HOSTILE_METHOD if mode.hostile else METHOD,
+                               "does_not_prove": DOES_NOT_PROVE, "diff_identity": facts.diff_identity,
+                               "settings": {"budget_s": setting, "input_deadline_s": deadline}}
     if not chosen.plans:
-        return stage_result(_STAGE, StageOutcome.SKIPPED, "no atom parses or decodes (no text, bytes, path or JSON "
-                            "parameter, no parse/decode/load/read name): there is nothing to fuzz",
-                            {**base, "atoms": list(chosen.entries.values())})
-    if budget.problem is not None:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, f"{budget.problem}; set it again or remove it", {})
+        return stage_result(stage, StageOutcome.SKIPPED, "no public atom takes text or bytes" if mode.hostile else
+                            "no atom parses or decodes (no text, bytes, path or JSON parameter, no parse/decode/load/"
+                            "read name): there is nothing to fuzz", {**base, "atoms": list(chosen.entries.values())})
+    if budget.problem is not None and not mode.hostile:
+        return stage_result(stage, StageOutcome.BLOCKED, f"{budget.problem}; set it again or remove it", {})
     command = detect_test_command(worktree=ports.facts.worktree.path, repository_root=ports.repository_root,
                                   search_path=ports.search_path)
     if command is None or command.pytest_missing:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, "no usable test command (an interpreter with pytest), whose "
+        return stage_result(stage, StageOutcome.BLOCKED, "no usable test command (an interpreter with pytest), whose "
                             "interpreter runs the fuzzer (and whose decision allows it)", {})
     tools = resolve_tools(ports, attempt=facts.attempt, interpreter=command.interpreter, test_argv=command.argv,
                           tools=(HYPOTHESIS,), probes=facts.shared)
     if not tools.ready:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, tools.blocked or "hypothesis is missing", {})
-    return _Ready(chosen=chosen, base=base, budget=budget.value, deadline=deadline, interpreter=command.interpreter,
+        return stage_result(stage, StageOutcome.BLOCKED, tools.blocked or "hypothesis is missing", {})
+    return _Ready(chosen=chosen, base=base, budget=seconds, deadline=deadline, interpreter=command.interpreter,
                   test_argv=command.argv, tools=tools)
 
 
-def _run(facts: AtomFacts, ready: _Ready, argv: tuple[str, ...]
+def _run(facts: AtomFacts, ready: _Ready, argv: tuple[str, ...], mode: _Mode
          ) -> tuple[CheckCommandRun, dict[str, object] | None, float] | StageResult:
     """Run ``argv`` in the scratch copy; the run, its report (None: none usable) and its wall time."""
     ports = facts.ports
     task_id = ports.facts.task_id
     temp = ports.commands.temp_directory(task_id)
-    scratch = write_base_scratch(ports.facts.worktree, root=temp, directory=FUZZ_DIRECTORY,
+    scratch = write_base_scratch(ports.facts.worktree, root=temp, directory=mode.directory,
                                  overlay=_changed_paths(facts))
     if scratch.path is None:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, f"the fuzzing copy could not be made: {scratch.refusal}",
-                            {})
+        return stage_result(mode.stage, StageOutcome.BLOCKED, f"the fuzzing copy could not be made: "
+                            f"{scratch.refusal}", {})
     report_path = temp / PurePosixPath(FUZZ_REPORT)
     started = time.monotonic()
     try:
         if report_path.is_file() and not report_path.is_symlink() and not report_path.parent.is_symlink():
             report_path.unlink()
         done = ports.commands.run_check_command(task_id, argv, attempt=facts.attempt,
-                                                working_directory=FUZZ_WORKING_DIRECTORY, covered_by=ready.test_argv)
+                                                working_directory=f"{TASK_TEMP_DIRECTORY}/{mode.directory}",
+                                                covered_by=ready.test_argv)
         report = read_box_json(report_path, max_bytes=_MAX_REPORT_BYTES)
     finally:
-        remove_base_scratch(temp, FUZZ_DIRECTORY)
+        remove_base_scratch(temp, mode.directory)
         shutil.rmtree(temp / CHECKS_FOLDER, ignore_errors=True)  # never through a link: rmtree refuses one
     return done, report, time.monotonic() - started
 
 
 def evaluate_atom_fuzz(facts: AtomFacts, *, seed: int | None = None) -> StageResult:
     """Stage 12 (see the module docstring); ``seed`` replaces the fresh random seed (a test replays a run)."""
-    ready = _prepare(facts)
+    return _fuzz(facts, seed, _FUZZ)
+
+
+def hostile_atoms(facts: AtomFacts, *, seed: int | None = None) -> StageResult:
+    """Stage 31's part for atoms: every public atom of the diff with a parameter annotated as text or bytes is called
+    for up to :data:`HOSTILE_BUDGET_S` s with hostile values there (:data:`HOSTILE_METHOD`) — the same run, judge and
+    evidence as stage 12, recorded by stage 31 (:mod:`~codeflux.pipeline.adversarial`)."""
+    return _fuzz(facts, seed, _HOSTILE)
+
+
+def _fuzz(facts: AtomFacts, seed: int | None, mode: _Mode) -> StageResult:
+    stage = mode.stage
+    ready = _prepare(facts, mode)
     if isinstance(ready, StageResult):
         return ready
     entries, plans, base = ready.chosen.entries, ready.chosen.plans, ready.base
     chosen_seed = seed if seed is not None else secrets.randbelow(2**32)
     job_base = {"seed": chosen_seed, "budget_s": float(ready.budget), "input_deadline_s": ready.deadline,
-                "prepare_s": PREPARE_S, "max_repr": MAX_REPR}
+                "prepare_s": PREPARE_S, "max_repr": MAX_REPR, **({"hostile": True} if mode.hostile else {})}
     argv = _argv(ready.interpreter, ready.tools.overlay_site,
                  {**job_base, "atoms": [plan.to_job(name) for name, plan in plans.items()]})
-    ran = _run(facts, ready, argv)
+    ran = _run(facts, ready, argv, mode)
     if isinstance(ran, StageResult):
         return ran
     done, report, seconds = ran
     if not done.ran:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, f"the fuzz run did not run: {done.refusal}", {})
+        return stage_result(stage, StageOutcome.BLOCKED, f"the fuzz run did not run: {done.refusal}", {})
     if report is None or not isinstance(report.get("results"), dict):
         tail = " | ".join(line.strip() for line in (done.stderr or done.stdout).strip().splitlines()[-3:])[:400]
-        return stage_result(_STAGE, StageOutcome.BLOCKED, f"the fuzz run ended {done.state} (exit {done.exit_code}) "
+        return stage_result(stage, StageOutcome.BLOCKED, f"the fuzz run ended {done.state} (exit {done.exit_code}) "
                             f"without its report: {tail} (request {done.request_id})", {})
     run: dict[str, object] = {
         "seed": chosen_seed, "request_id": done.request_id, "exit_code": done.exit_code, "state": done.state,
         "argv": list(argv), "command": shown_command(argv), "interpreter": ready.interpreter,
         "hypothesis": str(report.get("hypothesis", ""))[:40], "working_directory": "a scratch copy of the final tree "
-        f"($TMPDIR/{FUZZ_DIRECTORY}, removed afterwards)"}
+        f"($TMPDIR/{mode.directory}, removed afterwards)"}
     findings = _judge(entries, plans, report, job_base=job_base, interpreter=ready.interpreter,
                       overlay=ready.tools.overlay_site)
     evidence: dict[str, object] = {
@@ -370,14 +420,15 @@ def evaluate_atom_fuzz(facts: AtomFacts, *, seed: int | None = None) -> StageRes
         "fuzz_time": {"seconds": round(seconds, 3), "budget_s_per_atom": ready.budget, "atoms": len(plans),
                       "reported_apart": "a time budget, not a cost of the checks: phase B's benchmark excludes it"}}
     return _verdict(entries, plans, findings, evidence, ready=ready, seed=chosen_seed,
-                    hypothesis=str(run["hypothesis"]))
+                    hypothesis=str(run["hypothesis"]), stage=stage)
 
 
 def _verdict(entries: dict[str, dict[str, object]], plans: dict[str, FuzzPlan], findings: list[str],
-             evidence: dict[str, object], *, ready: _Ready, seed: int, hypothesis: str) -> StageResult:
+             evidence: dict[str, object], *, ready: _Ready, seed: int, hypothesis: str,
+             stage: StageName) -> StageResult:
     fuzzed = [name for name, entry in entries.items() if entry.get("fuzzed") is True]
     if not fuzzed and not findings:
-        return stage_result(_STAGE, StageOutcome.SKIPPED, "no parsing or decoding atom could be fuzzed: " + "; ".join(
+        return stage_result(stage, StageOutcome.SKIPPED, "no atom could be fuzzed: " + "; ".join(
             f"{name}: {entry.get('detail')}" for name, entry in entries.items() if name in plans)[:600], evidence)
     inputs = sum(int(str(entries[name].get("inputs", 0))) for name in fuzzed)
     said = (f"{len(fuzzed)} atom(s) fuzzed with Hypothesis {hypothesis} for up to {ready.budget} s each "
@@ -388,8 +439,8 @@ def _verdict(entries: dict[str, dict[str, object]], plans: dict[str, FuzzPlan], 
         said += f"; not fuzzed: {', '.join(not_fuzzed[:6])}"
     if findings:
         shown = "; ".join([said, *(finding[:_MAX_SHOWN_FINDING] for finding in findings[:4])])
-        return stage_result(_STAGE, StageOutcome.FAILED, shown[:_MAX_GATE_TEXT], evidence)
-    return stage_result(_STAGE, StageOutcome.SATISFIED, f"{said}: no exception beyond the documented raises, no hang",
+        return stage_result(stage, StageOutcome.FAILED, shown[:_MAX_GATE_TEXT], evidence)
+    return stage_result(stage, StageOutcome.SATISFIED, f"{said}: no exception beyond the documented raises, no hang",
                         evidence)
 
 

@@ -7,7 +7,10 @@ recorded), ``budget_s`` (per atom), ``input_deadline_s`` (per input), ``prepare_
 its strategies), ``max_repr`` (how much of an input is kept) and
 ``atoms``, each with ``key``, ``module``, ``local`` (the name inside the module), ``call`` (``function``,
 ``instance``, ``static`` or ``class``), ``inputs`` (the parameters fuzzed even when they have a default), ``json``
-(parameters given JSON-like values) and ``allowed`` (the exception names its contract documents).
+(parameters given JSON-like values) and ``allowed`` (the exception names its contract documents); with ``hostile``
+(stage 31, :func:`~codeflux.pipeline.fuzz.hostile_atoms`) each ``inputs`` parameter annotated as text or bytes
+(alone or in a union) draws hostile values first — empty, NUL, lone surrogates, a right-to-left override, a
+byte-order mark, invalid UTF-8, format and path-traversal strings, a 1 MB value, 10,000 newlines — then any.
 
 **Inputs.** Every parameter without a default, and every one named in ``inputs``, gets a Hypothesis strategy: a
 JSON-like value (``None``, booleans, integers, floats, text, and lists and string-keyed dicts of them) for the
@@ -50,7 +53,8 @@ FUZZ_REPORT: Final = f"{CHECKS_FOLDER}/fuzz.json"
 """The report, relative to the task's TMPDIR."""
 
 FUZZ_SCRIPT: Final = (
-    "import importlib, inspect, json, os, pathlib, reprlib, signal, site, sys, threading, time, traceback, typing\n"
+    "import importlib, inspect, json, os, pathlib, reprlib, signal, site, sys, threading, time, traceback, types\n"
+    "import typing\n"
     "overlay = sys.argv[1]\n"
     "if overlay != '-' and os.path.isdir(overlay):\n"
     "    site.addsitedir(overlay)\n"
@@ -115,6 +119,21 @@ FUZZ_SCRIPT: Final = (
     "scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()\n"
     "json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=5)\n"
     "                           | st.dictionaries(st.text(max_size=8), inner, max_size=5), max_leaves=12)\n"
+    "hostile_text = st.sampled_from(['', '\\x00', 'a\\x00b', '\\ud800', '\\udfff\\ud800', '\\u202eevil', '\\ufeff',\n"
+    "                                 '%s%n%x', '../' * 50, '{' * 5000, '\\r\\n' * 50, 'x' * 1_000_000,\n"
+    "                                 '\\n' * 10_000]) | st.text()\n"
+    "hostile_bytes = st.sampled_from([b'', b'\\x00', b'\\xff\\xfe\\xfd', b'\\xc3\\x28', b'\\xed\\xa0\\x80',\n"
+    "                                 b'\\x00' * 10_000, b'A' * 1_000_000]) | st.binary()\n"
+    "def hostile_for(hint):\n"
+    "    union = typing.get_origin(hint) in (typing.Union, getattr(types, 'UnionType', typing.Union))\n"
+    "    members = typing.get_args(hint) if union else (hint,)\n"
+    "    rest = [member for member in members if member not in (str, bytes, bytearray)]\n"
+    "    found = [hostile_text] if str in members else []\n"
+    "    found += [hostile_bytes] if bytes in members else []\n"
+    "    found += [hostile_bytes.map(bytearray)] if bytearray in members else []\n"
+    "    if not found:\n"
+    "        return None\n"
+    "    return st.one_of(*found, *(st.from_type(member) for member in rest))\n"
     + TARGET_FUNCTION +
     "def strategies(function, atom):\n"
     "    try:\n"
@@ -128,7 +147,9 @@ FUZZ_SCRIPT: Final = (
     "        if parameter.default is not parameter.empty and name not in atom['inputs']:\n"
     "            continue\n"
     "        hint = hints.get(name, parameter.empty)\n"
-    "        if name in atom['json'] or hint is typing.Any or hint is object:\n"
+    "        if job.get('hostile') and name in atom['inputs'] and hostile_for(hint) is not None:\n"
+    "            chosen[name] = hostile_for(hint)\n"
+    "        elif name in atom['json'] or hint is typing.Any or hint is object:\n"
     "            chosen[name] = json_values\n"
     "        elif hint is parameter.empty:\n"
     "            raise Unusable('parameter ' + name + ' has no annotation to build inputs from')\n"

@@ -143,7 +143,7 @@ def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tupl
     examples = evaluate_end_to_end_tests(ports, attempt=attempt, junit=junit, tests=tests_verdict,
                                          base=discrimination)
     _record(ports, task_id, attempt, examples)
-    _record(ports, task_id, attempt, evaluate_adversarial(ports, attempt=attempt, changed=changed))
+    _record(ports, task_id, attempt, evaluate_adversarial(ports, attempt=attempt, changed=changed, atoms=atoms))
     rows = ports.ledger.ledger(task_id, attempt)
     _record(ports, task_id, attempt, evaluate_evidence_bundle(ports, rows, diff_identity=diff_identity))
     decision = ports.acceptance.acceptance_of(task_id)

@@ -25,7 +25,7 @@ from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.specification import StageResult
 from codeflux.pipeline.thresholds import ADVERSARIAL_TIMEOUT_S, StoredSettings, set_threshold
 from codeflux.store.database import Database
-from tests.fixtures.pipeline_tasks import SOURCE, allow, running_ports
+from tests.fixtures.pipeline_tasks import SOURCE, allow, allow_overlay_install, assembled_facts, running_ports
 from tests.fixtures.task_runs import Harness, a_plan_with_two_steps, make_harness
 
 PYPROJECT = '[project]\nname = "pkg"\nversion = "0"\n\n[project.scripts]\ncount-lines = "pkg.cli:main"\n'
@@ -137,7 +137,7 @@ def test_a_cli_that_hangs_tracebacks_and_prints_its_environment_fails_each_findi
     assert f"{entry} on empty" in result.evidence["failing"]  # type: ignore[operator]
     assert "cf-canary-" not in str(result.evidence)  # the made-up secret itself is never recorded
     said = result.verdict.gate_evaluation or ""
-    assert said.startswith("3 command(s) × 7 hostile input(s) (seed 7, 2 s each)")
+    assert said.startswith("commands: 3 command(s) × 7 hostile input(s) (seed 7, 2 s each)")
 
 
 def test_a_cli_that_refuses_bad_input_cleanly_satisfies_it(harness: Harness, db: Database) -> None:
@@ -185,6 +185,54 @@ def test_a_denied_example_is_not_run_through_a_side_door(harness: Harness, db: D
     main = target_of(result, "python -m pkg")
     assert "covered by the denial of process" in str(main["not_run"]) and "cases" not in main
     assert "no command was given hostile input" in (result.verdict.reason or "")
+
+
+SETTING = (
+    "def setting_value(line: str) -> str:\n"
+    "    \"\"\"The value of a `key = value` line.\n\n    Raises:\n        ValueError: when the line is empty.\n"
+    "    \"\"\"\n"
+    "    if not line:\n        raise ValueError('empty')\n"
+    "    return line.split('=', 1)[1].strip()\n"
+)
+SAFE_SETTING = SETTING.replace("    return line.split('=', 1)[1].strip()\n",
+                               "    _, sign, value = line.partition('=')\n"
+                               "    if not sign:\n        raise ValueError('no =')\n"
+                               "    return value.strip()\n")
+
+
+def test_a_public_atom_taking_text_gets_hostile_input_and_an_undocumented_crash_fails(
+        harness: Harness, db: Database) -> None:
+    ports = ports_with(harness, db)
+    allow_overlay_install(harness, ports.facts.task_id)
+    changed = write(ports, {"pkg/text.py": SETTING})
+    facts = assembled_facts(ports)
+
+    result = evaluate_adversarial(ports, attempt=1, changed=changed, atoms=facts, seed=11)
+
+    assert result.verdict.outcome is StageOutcome.FAILED, result.verdict
+    hostile = result.evidence["hostile_atoms"]
+    assert isinstance(hostile, dict) and hostile["outcome"] == "failed"
+    assert result.evidence["failing"] == ["pkg.text.setting_value on hostile input"]
+    findings = result.evidence["findings"]
+    assert isinstance(findings, list) and len(findings) == 1
+    assert findings[0].startswith("pkg.text.setting_value raised builtins.IndexError")
+    assert "documented raises: ValueError" in findings[0]
+    said = result.verdict.gate_evaluation or ""
+    assert said.startswith("commands: no command acceptance example") and "; atoms: 1 atom(s) fuzzed" in said
+
+
+def test_a_public_atom_that_refuses_bad_text_as_documented_satisfies_it(harness: Harness, db: Database) -> None:
+    ports = ports_with(harness, db)
+    allow_overlay_install(harness, ports.facts.task_id)
+    changed = write(ports, {"pkg/text.py": SAFE_SETTING})
+
+    result = evaluate_adversarial(ports, attempt=1, changed=changed, atoms=assembled_facts(ports), seed=11)
+
+    assert result.verdict.outcome is StageOutcome.SATISFIED, result.verdict
+    hostile = result.evidence["hostile_atoms"]
+    assert isinstance(hostile, dict) and hostile["outcome"] == "satisfied"
+    atoms = hostile["atoms"]
+    assert isinstance(atoms, list) and atoms[0]["because"] == "public, takes line (text or bytes)"
 
 
 def test_the_catalog_says_stage_31_is_performed_sends_back_and_what_it_does_not_prove() -> None:
