@@ -1,0 +1,46 @@
+"""Phase F — verification depth: 30 global-invariants, 32 repetition, 33 platform-matrix and 34 non-functional
+(31 adversarial is not performed yet: the ledger records it ``not-implemented``).
+
+The runner calls :func:`record_phase_f` after 29 end-to-end-tests and before 35 evidence-bundle; the four verdicts
+are recorded in one ledger write. No verdict here blocks phase E (it has run) or the evidence bundle (which reports
+them). Within the phase: 30 and 33 look at an assembled diff; 32 repeats a suite that passed in file order (stage
+28 held), and 34 times 32's runs against as many on the base revision, interleaved in the same run
+(:mod:`~codeflux.pipeline.repetition`) — the stages run one after another, so 34's timing runs with no other stage
+beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
+from codeflux.pipeline.global_invariants import evaluate_global_invariants
+from codeflux.pipeline.platform_matrix import evaluate_platform_matrix
+from codeflux.pipeline.ports import PipelinePorts
+from codeflux.pipeline.repetition import evaluate_non_functional, evaluate_repetition
+from codeflux.pipeline.specification import StageResult, stage_result
+
+__all__ = ["PHASE_F_STAGES", "record_phase_f"]
+
+PHASE_F_STAGES = (StageName.GLOBAL_INVARIANTS, StageName.REPETITION, StageName.PLATFORM_MATRIX,
+                  StageName.NON_FUNCTIONAL)
+"""The stages recorded here, in stage order."""
+
+
+def record_phase_f(ports: PipelinePorts, attempt: int, assembly: StageResult, *, integration: StageVerdict,
+                   integration_evidence: Mapping[str, object]) -> tuple[StageResult, ...]:
+    """Evaluate and record 30, 32, 33 and 34 (see the module docstring); returns what was recorded."""
+    if assembly.verdict.outcome is not StageOutcome.SATISFIED:
+        reason = "the diff did not assemble (stage 26 assembly did not hold); phase F looks at an assembled diff only"
+        results: tuple[StageResult, ...] = tuple(stage_result(stage, StageOutcome.BLOCKED, reason, {})
+                                                 for stage in PHASE_F_STAGES)
+    else:
+        invariants = evaluate_global_invariants(ports, assembly)
+        repetition = evaluate_repetition(ports, attempt=attempt, integration=integration)
+        matrix = evaluate_platform_matrix(ports, attempt=attempt, assembly=assembly,
+                                          integration_evidence=integration_evidence)
+        timing = evaluate_non_functional(ports, repetition)
+        results = (invariants, repetition.result, matrix, timing)
+    ports.ledger.record_stage_verdicts(ports.facts.task_id, attempt, [result.verdict for result in results],
+                                       evidence={result.verdict.stage: result.evidence for result in results})
+    return results
