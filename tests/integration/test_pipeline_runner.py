@@ -113,8 +113,15 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
         elif stage in (StageName.ATOM_CASE_SYNTHESIS, StageName.ATOM_EXAMPLE_TESTS, StageName.ATOM_PROPERTY_TESTS,
                        StageName.ATOM_VERIFICATION, StageName.ATOM_FUZZ, StageName.ATOM_MUTATION):  # said so
             assert row.verdict.outcome is StageOutcome.SKIPPED and "no function or method" in str(row.verdict.reason)
+        elif stage in (StageName.GLOBAL_INVARIANTS, StageName.REPETITION, StageName.NON_FUNCTIONAL):  # phase F
+            assert row.verdict.outcome is StageOutcome.SATISFIED, (stage, row.verdict)
+        elif stage is StageName.PLATFORM_MATRIX:  # the sample declares no Python version: said so
+            assert row.verdict.outcome is StageOutcome.SKIPPED and "declares no Python version" in str(row.verdict.reason)
         else:
             assert stage not in PERFORMABLE_STAGES and row.verdict.outcome is StageOutcome.NOT_IMPLEMENTED
+    phase_f = rows[StageName.REPETITION].evidence["runs"]
+    assert isinstance(phase_f, list) and len(phase_f) == 3 and all(run["failing"] == [] for run in phase_f)
+    assert len(rows[StageName.NON_FUNCTIONAL].evidence["base_seconds"]) == 3  # type: ignore[arg-type]
     tests = rows[StageName.INTEGRATION_TESTS].evidence
     assert tests["argv"] == list(pytest_argv(harness.venv_python))
     assert tests["interpreter_source"] == ".venv in the repository"
