@@ -255,11 +255,11 @@ def _regions(file: FileAtoms, facts: ModuleFacts, statements: list[ast.stmt], *,
         definition = atom_definition(facts.tree, atom)
         if definition is not None:
             regions.append((definition, atom.qualified_name, frozenset(atoms.get(atom.qualified_name) or ())))
-    if statements:
+    body = [statement for statement in statements if not isinstance(statement, ast.Import | ast.ImportFrom)]
+    if body:  # the imports stay the module's (so names resolve through them); they are mapped on their own
         holder = ast.FunctionDef(name="<module>", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
                                                                       kw_defaults=[], defaults=[]),
-                                 body=statements, decorator_list=[], returns=None,
-                                 lineno=statements[0].lineno, col_offset=0)
+                                 body=body, decorator_list=[], returns=None, lineno=body[0].lineno, col_offset=0)
         regions.append((holder, None, plan_effects))
     return regions
 

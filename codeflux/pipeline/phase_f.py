@@ -39,7 +39,7 @@ def record_phase_f(ports: PipelinePorts, attempt: int, assembly: StageResult, *,
         repetition = evaluate_repetition(ports, attempt=attempt, integration=integration)
         matrix = evaluate_platform_matrix(ports, attempt=attempt, assembly=assembly,
                                           integration_evidence=integration_evidence)
-        timing = evaluate_non_functional(ports, repetition)
+        timing = evaluate_non_functional(ports.settings, repetition)
         results = (invariants, repetition.result, matrix, timing)
     ports.ledger.record_stage_verdicts(ports.facts.task_id, attempt, [result.verdict for result in results],
                                        evidence={result.verdict.stage: result.evidence for result in results})

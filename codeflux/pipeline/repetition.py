@@ -47,7 +47,7 @@ from codeflux.gitwork.base_scratch import remove_base_scratch, write_base_scratc
 from codeflux.pipeline.atom_verification import SEEDED_ORDER_SCRIPT, report_name, seeded_argv
 from codeflux.pipeline.base_revision import BASE_DIRECTORY, BASE_WORKING_DIRECTORY, pin_pytest_root
 from codeflux.pipeline.coverage_map import CHECKS_FOLDER, read_box_json
-from codeflux.pipeline.ports import PipelinePorts
+from codeflux.pipeline.ports import PipelinePorts, SettingsPort
 from codeflux.pipeline.program import detect_test_command
 from codeflux.pipeline.specification import StageResult, stage_result
 from codeflux.pipeline.thresholds import (
@@ -275,7 +275,7 @@ def time_limit(base_seconds: float, *, ratio_pct: int, slack_ms: int) -> float:
     return max(base_seconds * ratio_pct / 100, base_seconds + slack_ms / 1000)
 
 
-def evaluate_non_functional(ports: PipelinePorts, repetition: Repetition) -> StageResult:
+def evaluate_non_functional(settings: SettingsPort | None, repetition: Repetition) -> StageResult:
     """Stage 34 (advisory; see the module docstring) from stage 32's runs."""
     outcome = repetition.result.verdict.outcome
     if outcome is StageOutcome.SKIPPED:
@@ -289,8 +289,8 @@ def evaluate_non_functional(ports: PipelinePorts, repetition: Repetition) -> Sta
     if not repetition.base:
         return stage_result(_NON_FUNCTIONAL, StageOutcome.BLOCKED, "the suite was not timed on the base revision: "
                             f"{repetition.base_detail or 'no base run'}", {})
-    ratio = threshold_of(ports.settings, NON_FUNCTIONAL_RATIO_PCT)
-    slack = threshold_of(ports.settings, NON_FUNCTIONAL_SLACK_MS)
+    ratio = threshold_of(settings, NON_FUNCTIONAL_RATIO_PCT)
+    slack = threshold_of(settings, NON_FUNCTIONAL_SLACK_MS)
     for chosen in (ratio, slack):
         if chosen.problem is not None:
             return stage_result(_NON_FUNCTIONAL, StageOutcome.BLOCKED, chosen.problem, {})

@@ -225,7 +225,7 @@ def test_32_a_stable_suite_satisfies_it_and_34_without_a_base_run_is_blocked_say
     assert (result.verdict.gate_evaluation or "").endswith("the same tests passed in every run")
     assert result.evidence["runs_setting"] == {"key": "pipeline.repetition.runs", "value": 3,
                                                "source": "default, this run reads no settings", "default": 3}
-    timing = evaluate_non_functional(task.ports, repetition)
+    timing = evaluate_non_functional(task.ports.settings, repetition)
     assert timing.verdict.outcome is StageOutcome.BLOCKED
     assert timing.verdict.reason == "the suite was not timed on the base revision: the base revision was not run"
 
@@ -237,11 +237,11 @@ def test_32_and_34_with_no_test_are_skipped_and_32_is_blocked_when_28_did_not_ho
     repetition = evaluate_repetition(task.ports, attempt=1, integration=HELD_28, seeds=[3], with_base=False)
 
     assert repetition.result.verdict.outcome is StageOutcome.SKIPPED, repetition.result.verdict
-    assert evaluate_non_functional(task.ports, repetition).verdict.outcome is StageOutcome.SKIPPED
+    assert evaluate_non_functional(task.ports.settings, repetition).verdict.outcome is StageOutcome.SKIPPED
     blocked = evaluate_repetition(task.ports, attempt=1, integration=FAILED_28)
     assert blocked.result.verdict.outcome is StageOutcome.BLOCKED
     assert (blocked.result.verdict.reason or "").startswith("stage 28 integration-tests did not hold (failed)")
-    assert evaluate_non_functional(task.ports, blocked).verdict.outcome is StageOutcome.BLOCKED
+    assert evaluate_non_functional(task.ports.settings, blocked).verdict.outcome is StageOutcome.BLOCKED
 
 
 SLOW_TEST = "import time\n\n\ndef test_waits():\n    time.sleep(1.5)\n"
@@ -252,7 +252,7 @@ def test_34_a_change_that_doubles_the_suite_time_is_flagged_with_both_times_and_
     task.reset({"tests/test_slow.py": SLOW_TEST})
 
     repetition = evaluate_repetition(task.ports, attempt=1, integration=HELD_28, seeds=[5])
-    timing = evaluate_non_functional(task.ports, repetition)
+    timing = evaluate_non_functional(task.ports.settings, repetition)
 
     assert repetition.result.verdict.outcome is StageOutcome.SATISFIED, repetition.result.verdict
     assert [run.side for run in (*repetition.change, *repetition.base)] == ["change", "base"]
@@ -269,7 +269,7 @@ def test_34_a_change_that_doubles_the_suite_time_is_flagged_with_both_times_and_
     assert "tests/test_slow.py::test_waits" not in base_run.outcomes
 
     task.reset({"pkg/calc.py": BASE_FILES["pkg/calc.py"] + "\n\ndef mul(a, b):\n    return a * b\n"})
-    same = evaluate_non_functional(task.ports, evaluate_repetition(task.ports, attempt=1, integration=HELD_28,
+    same = evaluate_non_functional(task.ports.settings, evaluate_repetition(task.ports, attempt=1, integration=HELD_28,
                                                                    seeds=[6]))
     assert same.verdict.outcome is StageOutcome.SATISFIED and same.evidence["slower"] is False, same.evidence
     assert same.evidence["findings"] == []
