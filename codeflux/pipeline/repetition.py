@@ -18,7 +18,8 @@ pytest's own "in N s" is recorded beside it.
 another, or fails under a seed while it passed in file order (stage 28 held), is order-dependent or flaky — the
 gate fails naming the seed and the exact argv that reproduces it (the same seed gives the same order). Gate: every
 run ran and every test passed in every run. No test collected in any run → ``skipped``; no test command, a run
-refused, or an invalid runs setting → ``blocked``. Not claimed: that other orders or seeds would pass (N orders out
+refused, or an invalid runs setting → ``blocked`` (so is a stage 28 that did not hold; one that was skipped —
+nothing collected — skips this stage without a run). Not claimed: that other orders or seeds would pass (N orders out
 of n! are tried), or that the tests assert anything.
 
 **34 non-functional** (advisory: ``satisfied`` with findings) reuses those runs: the median wall time of the suite
@@ -187,6 +188,9 @@ def evaluate_repetition(ports: PipelinePorts, *, attempt: int, integration: Stag
                                               f"hold ({integration.outcome.value}): the suite is repeated only once "
                                               "it passes in file order", {}),
                           base_detail="stage 28 did not hold")
+    if integration.outcome is StageOutcome.SKIPPED:
+        return Repetition(result=stage_result(_REPETITION, StageOutcome.SKIPPED, "stage 28 collected no tests: there "
+                                              "is no suite to repeat", {}), base_detail="no tests")
     facts = ports.facts
     command = detect_test_command(worktree=facts.worktree.path, repository_root=ports.repository_root,
                                   search_path=ports.search_path)
@@ -218,7 +222,8 @@ def evaluate_repetition(ports: PipelinePorts, *, attempt: int, integration: Stag
                     base.append(on_base)
     finally:
         remove_base_scratch(temp, BASE_DIRECTORY)
-        shutil.rmtree(temp / CHECKS_FOLDER, ignore_errors=True)  # never through a link: rmtree refuses one
+        # each report was read and removed; Hypothesis's home goes too (never through a link: rmtree refuses one)
+        shutil.rmtree(temp / CHECKS_FOLDER / "hypothesis", ignore_errors=True)
     result = _judged(change, integration=integration, setting=setting.to_evidence(), seeds_given=seeds is not None,
                      interpreter=command.interpreter)
     return Repetition(result=result, change=tuple(change), base=tuple(base), base_detail=base_detail)
