@@ -167,7 +167,7 @@ def _environment_version(root: Path) -> Version | None:
 
 def local_environments(bases: Sequence[tuple[Path, str]], *, exclude: Path | None) -> tuple[Environment, ...]:
     """Every ``.venv-*``, ``.tox/*`` and ``.nox/*`` environment under each (folder, label) of ``bases`` with a
-    ``bin/python``, the one whose interpreter is ``exclude`` (the test command's) left out."""
+    ``bin/python``, the environment ``exclude`` (the test command's, or a link to it) left out."""
     found: list[Environment] = []
     seen: set[Path] = set()
     excluded = exclude.resolve() if exclude is not None else None
@@ -178,7 +178,7 @@ def local_environments(bases: Sequence[tuple[Path, str]], *, exclude: Path | Non
             if not python.is_file():
                 continue
             resolved = root.resolve()
-            if resolved in seen or (excluded is not None and excluded.is_relative_to(resolved)):
+            if resolved in seen or resolved == excluded:
                 continue
             seen.add(resolved)
             found.append(Environment(folder=f"{root.relative_to(base)} in the {label}", python=python,
@@ -304,7 +304,7 @@ def evaluate_platform_matrix(ports: PipelinePorts, *, attempt: int, assembly: St
                                   search_path=ports.search_path)
     main_python = Path(command.interpreter) if command is not None and Path(command.interpreter).is_absolute() else None
     environments = local_environments(((worktree, "worktree"), (ports.repository_root, "repository")),
-                                      exclude=main_python)
+                                      exclude=None if main_python is None else main_python.parent.parent)
     evidence: dict[str, object] = {
         "declared": [_shown(v) for v in declared], **read, "known_range": [_shown(OLDEST_KNOWN), _shown(NEWEST_KNOWN)],
         "main": {"interpreter": integration_evidence.get("interpreter"), "version": main_version,

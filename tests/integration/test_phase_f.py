@@ -313,8 +313,9 @@ def test_33_a_match_statement_in_a_package_claiming_3_8_names_the_syntax_error_f
 
 def test_33_another_environment_runs_the_suite_and_versions_not_run_are_claimed_not_run(task: Task) -> None:
     other = task.harness.repo / ".venv-3.11"
-    if not other.exists():
-        shutil.copytree(repository_environment(), other, symlinks=True)
+    same = task.harness.repo / ".venv-main"  # a link to the test command's own environment: not run twice
+    shutil.copytree(repository_environment(), other, symlinks=True)
+    same.symlink_to(repository_environment(), target_is_directory=True)
     try:
         task.reset({"pkg/calc.py": MATCHING, "pyproject.toml": pyproject(">=3.10")})
 
@@ -322,8 +323,10 @@ def test_33_another_environment_runs_the_suite_and_versions_not_run_are_claimed_
                                           integration_evidence=integration_of(task))
     finally:
         shutil.rmtree(other)
+        same.unlink()
 
     assert result.verdict.outcome is StageOutcome.SATISFIED, result.verdict
+    assert [env["folder"] for env in result.evidence["environments"]] == [".venv-3.11 in the repository"]  # type: ignore[union-attr]
     main, ran = result.evidence["run"]  # type: ignore[misc]
     assert main == {"version": "3.11", "by": "stage 28 integration-tests"}
     assert ran["folder"] == ".venv-3.11 in the repository" and ran["outcome"] == "passed" and ran["tests"] == 1, ran
