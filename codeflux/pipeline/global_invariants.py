@@ -91,6 +91,7 @@ BANDIT_TIMEOUT_SECONDS: Final = 120.0
 _MAX_OUTPUT_BYTES: Final = 16 * 1024 * 1024
 _MAX_LISTED: Final = 200
 _SHOWN: Final = 4
+_MAX_TEXT: Final = 4000
 NOT_PROVED: Final = (
     "capabilities reached through calls into other functions or libraries, getattr, or objects passed in are not "
     "followed (a syntactic lower bound); whether a file path really leaves the package is judged by the line's "
@@ -471,7 +472,8 @@ def evaluate_global_invariants(ports: PipelinePorts, assembly: StageResult, *, b
             f"reached {', '.join(kinds) or 'none'}")
     if findings:
         shown = "; ".join(findings[:_SHOWN]) + ("; …" if len(findings) > _SHOWN else "")
-        return stage_result(_STAGE, StageOutcome.FAILED, f"{seen}; {len(findings)} finding(s): {shown}", evidence)
+        return stage_result(_STAGE, StageOutcome.FAILED, f"{seen}; {len(findings)} finding(s): {shown}"[:_MAX_TEXT],
+                            evidence)
     return stage_result(_STAGE, StageOutcome.SATISFIED,
                         f"{seen}, each within the declared effects; bandit {bandit.version}: no high-severity finding "
                         f"on a changed line ({len(others)} other finding(s) listed)", evidence)

@@ -342,6 +342,6 @@ def evaluate_platform_matrix(ports: PipelinePorts, *, attempt: int, assembly: St
                f"{', '.join(str(c['version']) for c in checked) or 'none'}; unchecked: "
                f"{', '.join(str(u['version']) for u in unchecked) or 'none'}")
     if findings:
-        return stage_result(_STAGE, StageOutcome.FAILED, f"{summary}; " + "; ".join(findings[:4]), evidence)
+        return stage_result(_STAGE, StageOutcome.FAILED, (f"{summary}; " + "; ".join(findings[:4]))[:4000], evidence)
     return stage_result(_STAGE, StageOutcome.SATISFIED, f"{summary}; every run passed and every changed file parses "
                         "under every syntax-checked version (syntax only: API use is not checked)", evidence)

@@ -272,7 +272,7 @@ def _judged(runs: Sequence[SuiteRun], *, integration: StageVerdict, setting: dic
     if not findings:  # failing in every run and stage 28 did not see it pass: 28's to report
         findings.append("tests fail in every seeded order: " + ", ".join(sorted(failed_in)[:10]))
         evidence["findings"] = findings
-    return stage_result(_REPETITION, StageOutcome.FAILED, f"{seen}; " + "; ".join(findings[:4]), evidence)
+    return stage_result(_REPETITION, StageOutcome.FAILED, (f"{seen}; " + "; ".join(findings[:4]))[:6000], evidence)
 
 
 def time_limit(base_seconds: float, *, ratio_pct: int, slack_ms: int) -> float:
@@ -299,8 +299,8 @@ def evaluate_non_functional(settings: SettingsPort | None, repetition: Repetitio
     for chosen in (ratio, slack):
         if chosen.problem is not None:
             return stage_result(_NON_FUNCTIONAL, StageOutcome.BLOCKED, chosen.problem, {})
-    changed = statistics.median(run.wall_seconds for run in change)
-    before = statistics.median(run.wall_seconds for run in repetition.base)
+    changed = round(statistics.median(run.wall_seconds for run in change), 3)  # as the evidence shows them
+    before = round(statistics.median(run.wall_seconds for run in repetition.base), 3)
     limit = time_limit(before, ratio_pct=ratio.value, slack_ms=slack.value)
     slower = changed > limit
     findings = [f"the suite takes {changed:.2f} s with the change against {before:.2f} s on the base revision (limit "
@@ -312,7 +312,7 @@ def evaluate_non_functional(settings: SettingsPort | None, repetition: Repetitio
         "base_seconds": [round(run.wall_seconds, 3) for run in repetition.base],
         "change_pytest_seconds": [run.pytest_seconds for run in change],
         "base_pytest_seconds": [run.pytest_seconds for run in repetition.base],
-        "change_median_s": round(changed, 3), "base_median_s": round(before, 3), "limit_s": round(limit, 3),
+        "change_median_s": changed, "base_median_s": before, "limit_s": round(limit, 3),
         "slower": slower, "ratio_setting": ratio.to_evidence(), "slack_setting": slack.to_evidence(),
         "seeds": [run.seed for run in change], "findings": findings,
         "not_proved": "memory, single-operation latency and time on other machines are not measured",
