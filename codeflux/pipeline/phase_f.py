@@ -36,7 +36,8 @@ def record_phase_f(ports: PipelinePorts, attempt: int, assembly: StageResult, *,
                                                  for stage in PHASE_F_STAGES)
     else:
         invariants = evaluate_global_invariants(ports, assembly)
-        repetition = evaluate_repetition(ports, attempt=attempt, integration=integration)
+        repetition = evaluate_repetition(ports, attempt=attempt, integration=integration,
+                                         integration_evidence=integration_evidence)
         matrix = evaluate_platform_matrix(ports, attempt=attempt, assembly=assembly,
                                           integration_evidence=integration_evidence)
         timing = evaluate_non_functional(ports.settings, repetition)

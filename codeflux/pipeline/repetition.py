@@ -15,7 +15,8 @@ is timed by the coordinator (wall time of the whole confined run: interpreter st
 pytest's own "in N s" is recorded beside it.
 
 **32 repetition** compares the pass sets of the change's runs: a test that fails under one seed and passes under
-another, or fails under a seed while it passed in file order (stage 28 held), is order-dependent or flaky — the
+another, or fails under a seed while it passed in file order (stage 28 held; a test 28 saw failing — it held because
+each such test fails on the base revision too — is 28's and listed apart), is order-dependent or flaky — the
 gate fails naming the seed and the exact argv that reproduces it (the same seed gives the same order). Gate: every
 run ran and every test passed in every run. No test collected in any run → ``skipped``; no test command, a run
 refused, or an invalid runs setting → ``blocked`` (so is a stage 28 that did not hold; one that was skipped —
@@ -49,7 +50,7 @@ from codeflux.pipeline.atom_verification import SEEDED_ORDER_SCRIPT, report_name
 from codeflux.pipeline.base_revision import BASE_DIRECTORY, BASE_WORKING_DIRECTORY, pin_pytest_root
 from codeflux.pipeline.coverage_map import CHECKS_FOLDER, read_box_json
 from codeflux.pipeline.ports import PipelinePorts, SettingsPort
-from codeflux.pipeline.program import detect_test_command
+from codeflux.pipeline.program import detect_test_command, junit_case_of
 from codeflux.pipeline.specification import StageResult, stage_result
 from codeflux.pipeline.thresholds import (
     NON_FUNCTIONAL_RATIO_PCT,
@@ -180,8 +181,10 @@ def _prepare_base(ports: PipelinePorts, temp: Path, *, with_base: bool) -> str |
 
 
 def evaluate_repetition(ports: PipelinePorts, *, attempt: int, integration: StageVerdict,
+                        integration_evidence: Mapping[str, object] | None = None,
                         seeds: Sequence[int] | None = None, with_base: bool = True) -> Repetition:
-    """Stage 32 and the runs for 34 (see the module docstring); ``integration`` is stage 28's stored verdict,
+    """Stage 32 and the runs for 34 (see the module docstring); ``integration`` is stage 28's stored verdict (and
+    ``integration_evidence`` its evidence: the tests it saw failing in file order, each failing on the base too),
     ``seeds`` replaces the fresh random seeds (tests replay an order), ``with_base`` false leaves the base out."""
     if integration.outcome not in _HELD:
         return Repetition(result=stage_result(_REPETITION, StageOutcome.BLOCKED, "stage 28 integration-tests did not "
@@ -224,13 +227,22 @@ def evaluate_repetition(ports: PipelinePorts, *, attempt: int, integration: Stag
         remove_base_scratch(temp, BASE_DIRECTORY)
         # each report was read and removed; Hypothesis's home goes too (never through a link: rmtree refuses one)
         shutil.rmtree(temp / CHECKS_FOLDER / "hypothesis", ignore_errors=True)
+    seen_failing = [str(item) for key in ("failing", "failing_on_base_too")
+                    for item in _listed((integration_evidence or {}).get(key))]
     result = _judged(change, integration=integration, setting=setting.to_evidence(), seeds_given=seeds is not None,
-                     interpreter=command.interpreter)
+                     interpreter=command.interpreter, file_order_failing=seen_failing)
     return Repetition(result=result, change=tuple(change), base=tuple(base), base_detail=base_detail)
 
 
-def _judged(runs: Sequence[SuiteRun], *, integration: StageVerdict, setting: dict[str, object], seeds_given: bool,
-            interpreter: str) -> StageResult:
+def _listed(value: object) -> list[object]:
+    return value if isinstance(value, list) else []
+
+
+def _judged(runs: Sequence[SuiteRun], *, integration: StageVerdict, file_order_failing: Sequence[str],
+            setting: dict[str, object], seeds_given: bool, interpreter: str) -> StageResult:
+    """The pass sets compared. ``file_order_failing`` are the junit ids (``classname::name``) stage 28 saw failing in
+    file order — a held 28 with failures: each also fails on the base revision — which fail in every order too and
+    are 28's to report, not order-dependence."""
     evidence: dict[str, object] = {"runs_setting": setting, "seeds": [run.seed for run in runs],
                                    "seeds_given": seeds_given, "interpreter": interpreter,
                                    "runs": [run.to_evidence() for run in runs],
@@ -243,36 +255,36 @@ def _judged(runs: Sequence[SuiteRun], *, integration: StageVerdict, setting: dic
     for run in runs:
         for test, outcome in run.outcomes.items():
             (failed_in if outcome == "failed" else passed_in).setdefault(test, []).append(run.seed)
-    file_order = integration.outcome is StageOutcome.SATISFIED
-    findings: list[str] = []
-    for run in runs:
-        if run.problem is not None:
-            findings.append(f"seed {run.seed}: {run.problem}; reproduce with: {run.command}")
+    known = set(file_order_failing)
+    findings = [f"seed {run.seed}: {run.problem}; reproduce with: {run.command}" for run in runs
+                if run.problem is not None]
     flaky: list[str] = []
+    also_in_file_order: list[str] = []
     for test in sorted(failed_in):
         passes = passed_in.get(test, [])
-        if not passes and not file_order:
+        in_file_order = "::".join(junit_case_of(test)) not in known
+        if not passes and not in_file_order:
+            also_in_file_order.append(test)
             continue
         flaky.append(test)
         failing_run = next(run for run in runs if test in run.failing)
-        elsewhere = (f"passes under seed {', '.join(map(str, passes))}" if passes else "") + \
-            (("; " if passes else "") + "passes in file order (stage 28)" if file_order else "")
+        elsewhere = [f"passes under seed {', '.join(map(str, passes))}"] if passes else []
+        elsewhere += ["passes in file order (stage 28)"] if in_file_order else []
         findings.append(f"{test} is order-dependent or flaky: fails under seed {', '.join(map(str, failed_in[test]))}, "
-                        f"{elsewhere}; reproduce with: {failing_run.command}")
-    evidence.update(flaky=flaky, findings=findings,
+                        f"{'; '.join(elsewhere)}; reproduce with: {failing_run.command}")
+    evidence.update(flaky=flaky, findings=findings, failing_in_file_order_too=also_in_file_order[:_MAX_LISTED],
                     pass_sets={str(run.seed): sorted(t for t, o in run.outcomes.items() if o == "passed")[:_MAX_LISTED]
                                for run in runs})
     tests = len({test for run in runs for test in run.outcomes})
     seen = (f"the whole suite ({tests} test(s)) run {len(runs)} time(s) in random order, seeds "
             f"{', '.join(str(run.seed) for run in runs)}")
-    failed_runs = [run for run in runs if run.failing or run.problem is not None]
-    if not failed_runs:
-        return stage_result(_REPETITION, StageOutcome.SATISFIED, f"{seen}; the same tests passed in every run",
+    if findings:
+        return stage_result(_REPETITION, StageOutcome.FAILED, (f"{seen}; " + "; ".join(findings[:4]))[:6000],
                             evidence)
-    if not findings:  # failing in every run and stage 28 did not see it pass: 28's to report
-        findings.append("tests fail in every seeded order: " + ", ".join(sorted(failed_in)[:10]))
-        evidence["findings"] = findings
-    return stage_result(_REPETITION, StageOutcome.FAILED, (f"{seen}; " + "; ".join(findings[:4]))[:6000], evidence)
+    known_text = (f"; {len(also_in_file_order)} test(s) failing in file order too (stage 28 lists them: they fail on "
+                  "the base revision as well) fail in every order") if also_in_file_order else ""
+    return stage_result(_REPETITION, StageOutcome.SATISFIED, f"{seen}; the same tests passed in every run{known_text}",
+                        evidence)
 
 
 def time_limit(base_seconds: float, *, ratio_pct: int, slack_ms: int) -> float:

@@ -36,6 +36,8 @@ from tests.fixtures.task_runs import Harness, a_plan_with_two_steps, make_harnes
 
 pytestmark = pytest.mark.slow
 
+# every seed a test gives is used once in the module: the same argv in the same attempt is the same request, and the
+# worker answers it with the run already recorded
 HELD_28 = StageVerdict(stage=StageName.INTEGRATION_TESTS, outcome=StageOutcome.SATISFIED,
                        gate_evaluation="pytest ran: every test passed")
 FAILED_28 = StageVerdict(stage=StageName.INTEGRATION_TESTS, outcome=StageOutcome.FAILED,
@@ -242,6 +244,25 @@ def test_32_and_34_with_no_test_are_skipped_and_32_is_blocked_when_28_did_not_ho
     assert blocked.result.verdict.outcome is StageOutcome.BLOCKED
     assert (blocked.result.verdict.reason or "").startswith("stage 28 integration-tests did not hold (failed)")
     assert evaluate_non_functional(task.ports.settings, blocked).verdict.outcome is StageOutcome.BLOCKED
+
+
+def test_32_a_test_28_saw_failing_on_the_base_too_is_28_s_not_order_dependence(task: Task) -> None:
+    broken = "def test_broken():\n    assert False, 'broken before this change'\n"
+    task.reset({"tests/test_broken.py": broken})
+    broken_id = "tests.test_broken::test_broken"  # as junit names it
+    integration = {"failing": [broken_id], "failing_on_base_too": [broken_id]}
+
+    repetition = evaluate_repetition(task.ports, attempt=1, integration=HELD_28, integration_evidence=integration,
+                                     seeds=[9], with_base=False)
+
+    result = repetition.result
+    assert result.verdict.outcome is StageOutcome.SATISFIED, result.verdict
+    assert result.evidence["failing_in_file_order_too"] == ["tests/test_broken.py::test_broken"]
+    assert "1 test(s) failing in file order too" in (result.verdict.gate_evaluation or "")
+    # without 28's list the same run says it passed in file order: order-dependence, named with its seed
+    unknown = evaluate_repetition(task.ports, attempt=1, integration=HELD_28, seeds=[10], with_base=False)
+    assert unknown.result.verdict.outcome is StageOutcome.FAILED
+    assert unknown.result.evidence["flaky"] == ["tests/test_broken.py::test_broken"]
 
 
 SLOW_TEST = "import time\n\n\ndef test_waits():\n    time.sleep(2.0)\n"  # flagged while the base takes < 4 s
