@@ -1,7 +1,8 @@
 """Findings of failed advisory stages, carried into an attempt a send-back gate starts (ARCHITECTURE §8.3).
 
 Stages 5 contracts, 7 atom-case-synthesis, 8 atom-example-tests, 9 atom-property-tests, 12 atom-fuzz, 13
-atom-mutation and 14 anti-patterns never send work back themselves: their failure is listed in the ledger and the
+atom-mutation and 14 anti-patterns, and phase F's 30 global-invariants, 32 repetition and 33 platform-matrix, never
+send work back themselves: their failure is listed in the ledger and the
 evidence bundle. When a send-back gate (assembly, the tests, the examples) starts another attempt anyway, what those
 stages found joins the failure the next attempt is told about, so the loop can fix them in the same pass.
 
@@ -32,6 +33,7 @@ FINDINGS_JOIN_SEND_BACK: Final = frozenset({
     StageName.CONTRACTS, StageName.ATOM_CASE_SYNTHESIS, StageName.ATOM_EXAMPLE_TESTS, StageName.ATOM_PROPERTY_TESTS,
     StageName.ATOM_FUZZ,
     StageName.ATOM_MUTATION, StageName.ANTI_PATTERNS,
+    StageName.GLOBAL_INVARIANTS, StageName.REPETITION, StageName.PLATFORM_MATRIX,  # phase F (issue 18)
 })
 MAX_FINDINGS_PER_STAGE: Final = 10
 MAX_FINDING_CHARS: Final = 300

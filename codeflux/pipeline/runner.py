@@ -6,8 +6,8 @@ it only says what was not measured; 4 is advisory: its failure is recorded and r
 the tests always run). :func:`run_pipeline` records what is still missing of those, then 26 assembly, 27
 program (an advisory wheel build), 28 integration-tests, 29 end-to-end-tests (the acceptance examples,
 looked up in 28's report or run) — with the base revision's run between them when failed tests or the
-examples need it (:mod:`~codeflux.pipeline.base_revision`) —, 31 adversarial (the change's commands on hostile
-input, :mod:`~codeflux.pipeline.adversarial`), 35 evidence-bundle and — when a person has
+examples need it (:mod:`~codeflux.pipeline.base_revision`) — phase F (30–34: :mod:`~codeflux.pipeline.phase_f`,
+31 adversarial among them: the change's commands on hostile input), 35 evidence-bundle and — when a person has
 decided — 36 and 37, each as one ledger write with its evidence, and ends the attempt with ``finish_attempt``:
 
 * a failed specification stage or a failed assembly stops the run at that stage: everything after it is
@@ -28,7 +28,6 @@ from typing import Final
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.gitwork.base_scratch import remove_base_scratch
-from codeflux.pipeline.adversarial import evaluate_adversarial
 from codeflux.pipeline.assembly import evaluate_assembly
 from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER, BaseRun, base_overlay, integration_with_base, measure_base
@@ -38,6 +37,7 @@ from codeflux.pipeline.examples import evaluate_end_to_end_tests
 from codeflux.pipeline.mocking import mocking_evidence
 from codeflux.pipeline.phase_b import ATOM_STAGES, atom_facts_of, record_atom_stages
 from codeflux.pipeline.phase_cd import PHASE_CD
+from codeflux.pipeline.phase_f import record_phase_f
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.program import JunitCounts, run_integration_tests
 from codeflux.pipeline.specification import (
@@ -138,12 +138,14 @@ def run_pipeline(task_id: TaskId, attempt: int, *, ports: PipelinePorts) -> tupl
     tests, junit = run_integration_tests(ports, attempt=attempt, diff_identity=diff_identity)
     shares, discrimination = _base_runs(ports, attempt, tests, junit, assembly)
     runs = tuple(run for run in (shares, discrimination) if run is not None)
-    tests_verdict = _record(ports, task_id, attempt, _with_mocking(integration_with_base(tests, junit, runs, shares),
-                                                                   atoms))
+    tests_result = _with_mocking(integration_with_base(tests, junit, runs, shares), atoms)
+    tests_verdict = _record(ports, task_id, attempt, tests_result)
     examples = evaluate_end_to_end_tests(ports, attempt=attempt, junit=junit, tests=tests_verdict,
                                          base=discrimination)
     _record(ports, task_id, attempt, examples)
-    _record(ports, task_id, attempt, evaluate_adversarial(ports, attempt=attempt, changed=changed, atoms=atoms))
+    # 30–34 (phase F): after the program's checks, before the bundle that reports them
+    record_phase_f(ports, attempt, assembly, integration=tests_verdict, integration_evidence=tests_result.evidence,
+                   changed=changed, atoms=atoms)
     rows = ports.ledger.ledger(task_id, attempt)
     _record(ports, task_id, attempt, evaluate_evidence_bundle(ports, rows, diff_identity=diff_identity))
     decision = ports.acceptance.acceptance_of(task_id)

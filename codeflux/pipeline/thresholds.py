@@ -28,7 +28,10 @@ __all__ = [
     "ATOM_GROWTH_BUDGET_MS",
     "ATOM_MUTATION_SCORE_MIN",
     "ATOM_VERIFICATION_RUNS",
+    "NON_FUNCTIONAL_RATIO_PCT",
+    "NON_FUNCTIONAL_SLACK_MS",
     "PATH_COVERAGE_MIN",
+    "REPETITION_RUNS",
     "THRESHOLDS",
     "StoredSettings",
     "Threshold",
@@ -85,10 +88,25 @@ ADVERSARIAL_TIMEOUT_S: Final = Threshold(
     meaning="how long, in seconds, stage 31 adversarial lets one command run on one hostile input before calling it "
             "a hang")
 
+REPETITION_RUNS: Final = Threshold(
+    key="pipeline.repetition.runs", default=3, minimum=1, maximum=20,
+    meaning="how many times stage 32 repetition runs the whole suite, each in a random order with its own recorded "
+            "seed (stage 34 non-functional times the same runs against as many on the base revision)")
+
+NON_FUNCTIONAL_RATIO_PCT: Final = Threshold(
+    key="pipeline.non-functional.ratio-pct", default=150, minimum=100, maximum=1000,
+    meaning="stage 34 non-functional (advisory) flags a suite slower than max(this percentage of the base "
+            "revision's time, base + the slack)")
+
+NON_FUNCTIONAL_SLACK_MS: Final = Threshold(
+    key="pipeline.non-functional.slack-ms", default=500, minimum=0, maximum=600_000,
+    meaning="the absolute slack, in milliseconds, stage 34 non-functional allows over the base revision's suite time")
+
 THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_FUZZ_BUDGET_S, ATOM_GROWTH_BASE_SIZE,
                                             ATOM_GROWTH_BUDGET_MS, ATOM_MUTATION_SCORE_MIN, ATOM_VERIFICATION_RUNS,
-                                            PATH_COVERAGE_MIN, ADVERSARIAL_TIMEOUT_S)
-"""Every threshold key phase B reads (the closed list)."""
+                                            PATH_COVERAGE_MIN, ADVERSARIAL_TIMEOUT_S, REPETITION_RUNS,
+                                            NON_FUNCTIONAL_RATIO_PCT, NON_FUNCTIONAL_SLACK_MS)
+"""Every threshold key the pipeline reads (the closed list)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,7 +134,7 @@ def _valid(threshold: Threshold, value: object) -> bool:
 def threshold_of(settings: SettingsPort | None, threshold: Threshold) -> ThresholdValue:
     """The value of ``threshold`` (see the module docstring)."""
     if threshold not in THRESHOLDS:
-        raise InvalidValueError(kind="threshold", reason="not one of phase B's thresholds")
+        raise InvalidValueError(kind="threshold", reason="not one of the pipeline's thresholds")
     if settings is None:
         return ThresholdValue(threshold=threshold, value=threshold.default,
                               source="default, this run reads no settings")

@@ -119,8 +119,19 @@ def test_a_planned_and_approved_task_runs_to_review_with_a_full_honest_ledger(ha
                        StageName.ATOM_VERIFICATION, StageName.ATOM_FUZZ, StageName.ATOM_MUTATION,
                        *PHASES_C_AND_D):  # said so
             assert row.verdict.outcome is StageOutcome.SKIPPED and "no function or method" in str(row.verdict.reason)
+        elif stage in (StageName.GLOBAL_INVARIANTS, StageName.REPETITION, StageName.NON_FUNCTIONAL):  # phase F
+            assert row.verdict.outcome is StageOutcome.SATISFIED, (stage, row.verdict)
+        elif stage is StageName.PLATFORM_MATRIX:  # the sample declares no Python version: said so
+            assert row.verdict.outcome is StageOutcome.SKIPPED
+            assert "declares no Python version" in str(row.verdict.reason)
         else:
             assert stage not in PERFORMABLE_STAGES and row.verdict.outcome is StageOutcome.NOT_IMPLEMENTED
+    repetition = rows[StageName.REPETITION].evidence
+    phase_f = repetition["runs"]  # the harness stores pipeline.repetition.runs = 1: the setting in force is shown
+    assert isinstance(phase_f, list) and len(phase_f) == 1 and phase_f[0]["failing"] == []
+    assert repetition["runs_setting"] == {"key": "pipeline.repetition.runs", "value": 1, "default": 3,
+                                          "source": "setting pipeline.repetition.runs, revision 0"}
+    assert len(rows[StageName.NON_FUNCTIONAL].evidence["base_seconds"]) == 1  # type: ignore[arg-type]
     tests = rows[StageName.INTEGRATION_TESTS].evidence
     assert tests["argv"] == list(pytest_argv(harness.venv_python))
     assert tests["interpreter_source"] == ".venv in the repository"

@@ -118,3 +118,29 @@ def test_an_attempt_that_does_not_exist_is_refused(reviewed: tuple[Path, str]) -
     shown = cli(data, "task", "evidence", task_id, "--attempt", "9")
 
     assert shown.code != 0 and "attempt" in shown.err
+
+
+def test_phase_f_is_decided_on_the_demo_and_shown_by_task_evidence_json(reviewed: tuple[Path, str]) -> None:
+    """Issue 18: stages 30, 32, 33 and 34 are decided on the demo (none ``not-implemented``), and what they measured
+    — the capability map and bandit, the seeds, the declared versions, both suite times — is in the JSON document
+    and the stored evidence."""
+    data, task_id = reviewed
+
+    shown = cli(data, "task", "evidence", task_id, "--json", "--attempt", "1")
+
+    assert shown.code == 0, shown.err
+    stages = {stage["stage"]: stage for stage in json.loads(shown.out)["stages"]}
+    invariants, repetition = stages["global-invariants"], stages["repetition"]
+    matrix, timing = stages["platform-matrix"], stages["non-functional"]
+    assert invariants["outcome"] == "satisfied" and "capabilities reached none" in invariants["detail"]
+    assert "no high-severity finding on a changed line" in invariants["detail"]
+    seeds = stored(data, "repetition")["seeds"]
+    assert isinstance(seeds, list) and len(seeds) == 3
+    assert repetition["outcome"] == "satisfied" and f"seeds {', '.join(map(str, seeds))}" in repetition["detail"]
+    assert matrix["outcome"] == "skipped" and "declares no Python version" in matrix["detail"]
+    assert timing["outcome"] == "satisfied" and "on the base revision" in timing["detail"]
+    assert stages["adversarial"]["outcome"] == "skipped"  # the demo's example is a named test; no command changed
+    assert "no command acceptance example" in stages["adversarial"]["detail"]
+    measured = stored(data, "non-functional")
+    assert len(measured["change_seconds"]) == len(measured["base_seconds"]) == 3  # type: ignore[arg-type]
+    assert stored(data, "global-invariants")["bandit"]["version"] != "unknown"  # type: ignore[index]

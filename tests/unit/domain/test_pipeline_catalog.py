@@ -103,7 +103,7 @@ def test_exactly_the_five_gates_of_the_architecture_send_work_back() -> None:
 
 def test_performable_today_are_exactly_the_stages_this_product_evaluates() -> None:
     performable = {stage.number for stage in STAGES if stage.performable}
-    assert performable == {1, 2, 3, 4, 5, *range(7, 30), 31, 35, 36, 37}
+    assert performable == {1, 2, 3, 4, 5, *range(7, 35), 35, 36, 37}
     assert {stage.name for stage in STAGES if stage.performable} == PERFORMABLE_STAGES
 
 
@@ -273,3 +273,15 @@ def test_order_only_edges_point_back_and_a_failed_advisory_atom_check_never_bloc
     assert N.ATOM_VERIFICATION in transitive_prerequisites(N.ATOM_MUTATION)
     assert N.ATOM_MUTATION in transitive_prerequisites(N.ATOM_OPTIMIZATION)
     assert N.CONTRACTS in transitive_prerequisites(N.RECALL)
+
+
+def test_phase_f_needs_only_an_assembled_diff_or_a_suite_that_passed_and_never_the_advisory_build() -> None:
+    """Issue 18: 30 and 33 look at the assembled diff (a failed advisory build, 27, blocks neither); 32 repeats a suite
+    stage 28 saw pass; 34 times 32's runs (order only: a flaky test does not stop the timing)."""
+    assert stage_named(N.GLOBAL_INVARIANTS.value).prerequisites == (N.ASSEMBLY,)
+    assert stage_named(N.PLATFORM_MATRIX.value).prerequisites == (N.ASSEMBLY,)
+    assert stage_named(N.REPETITION.value).prerequisites == (N.INTEGRATION_TESTS,)
+    assert stage_named(N.NON_FUNCTIONAL.value).after == (N.REPETITION,)
+    for stage in (N.GLOBAL_INVARIANTS, N.REPETITION, N.PLATFORM_MATRIX, N.NON_FUNCTIONAL):
+        assert N.PROGRAM not in transitive_prerequisites(stage)
+        assert stage not in GATING_STAGES

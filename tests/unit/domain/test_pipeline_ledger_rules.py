@@ -72,11 +72,11 @@ def test_not_implemented_is_refused_for_a_stage_codeflux_performs() -> None:
 @pytest.mark.parametrize("outcome", [SO.SATISFIED, SO.FAILED, SO.SKIPPED])
 def test_a_stage_codeflux_cannot_perform_is_never_claimed_as_evaluated(outcome: StageOutcome) -> None:
     with pytest.raises(InvalidValueError, match="cannot perform this stage"):
-        StageVerdict(stage=N.PLATFORM_MATRIX, outcome=outcome, gate_evaluation="e", reason="r")
+        StageVerdict(stage=N.RECALL, outcome=outcome, gate_evaluation="e", reason="r")
 
 
 def test_a_stage_codeflux_cannot_perform_can_still_be_blocked() -> None:
-    assert StageVerdict(stage=N.PLATFORM_MATRIX, outcome=SO.BLOCKED, reason="r").outcome is SO.BLOCKED
+    assert StageVerdict(stage=N.RECALL, outcome=SO.BLOCKED, reason="r").outcome is SO.BLOCKED
 
 
 # Blocked propagation.

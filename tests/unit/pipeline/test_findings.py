@@ -54,3 +54,24 @@ def test_nothing_failed_means_no_section_and_many_findings_are_bounded() -> None
     assert lines[-1].startswith("- … ") and lines[-1].endswith("more line(s) not shown (see the stages' evidence)")
     few = other_findings([row(StageName.CONTRACTS, StageOutcome.FAILED, {"findings": ["short"] * 12})])
     assert "- 5 contracts: … and 2 more (see the stage's evidence)" in few.splitlines()
+
+
+def test_phase_f_findings_join_a_send_back_and_34_s_advisory_flag_does_not() -> None:
+    """Issue 18: a failed 30, 32 or 33 never sends work back itself; its named findings join an attempt a gate
+    starts (34 is advisory: it records ``satisfied`` with its flag)."""
+    rows = [
+        row(StageName.REPETITION, StageOutcome.FAILED, {"findings": ["tests/t.py::b is order-dependent or flaky: "
+                                                                     "fails under seed 7"]}),
+        row(StageName.GLOBAL_INVARIANTS, StageOutcome.FAILED, {"findings": ["undeclared process via subprocess.run "
+                                                                            "at pkg/calc.py:5 (pkg.calc.add)"]}),
+        row(StageName.PLATFORM_MATRIX, StageOutcome.FAILED, {"findings": ["Python 3.8 (declared): pkg/calc.py:10: "
+                                                                          "Pattern matching is only supported in "
+                                                                          "Python 3.10 and greater"]}),
+        row(StageName.NON_FUNCTIONAL, StageOutcome.SATISFIED, {"findings": ["the suite takes 2.00 s …"]}),
+    ]
+
+    assert other_findings(rows).splitlines()[1:] == [
+        "- 30 global-invariants: undeclared process via subprocess.run at pkg/calc.py:5 (pkg.calc.add)",
+        "- 32 repetition: tests/t.py::b is order-dependent or flaky: fails under seed 7",
+        "- 33 platform-matrix: Python 3.8 (declared): pkg/calc.py:10: Pattern matching is only supported in Python "
+        "3.10 and greater"]
