@@ -57,6 +57,7 @@ __all__ = [
     "ModuleFacts",
     "PurityFinding",
     "documented_raises",
+    "dotted_name",
     "effect_order",
     "inferred_effects",
     "module_facts",
@@ -387,7 +388,8 @@ def _bound_locally(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]
     return names - declared
 
 
-def _dotted(node: ast.expr) -> str | None:
+def dotted_name(node: ast.expr) -> str | None:
+    """``a.b.c`` for a name or an attribute chain on a name, else None."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -428,7 +430,7 @@ class _Scope:
         return base.id if base is not None and base.id in self.module_names and base.id not in self.local else None
 
     def resolved(self, node: ast.expr) -> str | None:
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         return None if dotted is None else _resolve(dotted, self.facts.imports, self.local)
 
 
@@ -600,7 +602,7 @@ def _raised_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str
     for node in ast.walk(function):
         if isinstance(node, ast.Raise) and node.exc is not None:
             target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-            dotted = _dotted(target)
+            dotted = dotted_name(target)
             if dotted is not None:
                 names.append(dotted)
     return tuple(dict.fromkeys(names))
@@ -619,7 +621,7 @@ def shape_of(facts: ModuleFacts, local_name: str, *, is_method: bool) -> AtomSha
     every.extend(arguments.kwonlyargs)
     if arguments.kwarg is not None:
         every.append(arguments.kwarg)
-    decorators = {_dotted(d) for d in function.decorator_list}
+    decorators = {dotted_name(d) for d in function.decorator_list}
     static = "staticmethod" in decorators
     parameters = tuple((a.arg, None if a.annotation is None else ast.unparse(a.annotation)) for a in every
                        if not (is_method and not static and a.arg in ("self", "cls")))

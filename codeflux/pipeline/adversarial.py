@@ -186,8 +186,8 @@ def _combined(commands: StageResult, hostile: StageResult | None) -> StageResult
         return stage_result(_STAGE, StageOutcome.SKIPPED, said, evidence)
     if StageOutcome.FAILED in outcomes:
         return stage_result(_STAGE, StageOutcome.FAILED, said, evidence)
-    if StageOutcome.BLOCKED in outcomes:
-        return stage_result(_STAGE, StageOutcome.BLOCKED, said, evidence)
+    if StageOutcome.BLOCKED in outcomes:  # a blocked stage carries no evidence: the reason says what did not run
+        return stage_result(_STAGE, StageOutcome.BLOCKED, said, {})
     return stage_result(_STAGE, StageOutcome.SATISFIED, said, evidence)
 
 
@@ -340,7 +340,7 @@ def _judged(targets: Sequence[Target], results: Mapping[str, Mapping[str, object
     judged = len(targets) - len(not_run)
     if judged == 0:
         reasons = "; ".join(f"{entry['key']}: {entry.get('not_run')}" for entry in shown)
-        return stage_result(_STAGE, StageOutcome.BLOCKED, f"no command was given hostile input — {reasons}", evidence)
+        return stage_result(_STAGE, StageOutcome.BLOCKED, f"no command was given hostile input — {reasons}", {})
     seen = [f"{judged} command(s) × {len(CASES)} hostile input(s) (seed {seed}, {limit.get('value')} s each)"]
     if not_run:
         seen.append(f"not run: {', '.join(not_run)}")
@@ -348,6 +348,7 @@ def _judged(targets: Sequence[Target], results: Mapping[str, Mapping[str, object
         seen.extend(findings[:6])
         return stage_result(_STAGE, StageOutcome.FAILED, "; ".join(seen), evidence)
     if not_run:  # what ran held, but not every command was tried: not a verdict on them
-        return stage_result(_STAGE, StageOutcome.BLOCKED, "; ".join(seen), evidence)
+        seen.extend(f"{entry['key']}: {entry.get('not_run')}" for entry in shown if "not_run" in entry)
+        return stage_result(_STAGE, StageOutcome.BLOCKED, "; ".join(seen), {})
     seen.append("no hang, no uncaught traceback, the canary never printed")
     return stage_result(_STAGE, StageOutcome.SATISFIED, "; ".join(seen), evidence)

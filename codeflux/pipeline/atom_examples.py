@@ -39,7 +39,7 @@ from codeflux.domain.operations import TASK_TEMP_DIRECTORY
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.pipeline.atom_coverage import atom_coverage, tests_of_atom
-from codeflux.pipeline.atom_facts import AtomFacts
+from codeflux.pipeline.atom_facts import AtomFacts, worktree_text
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
 from codeflux.pipeline.coverage_map import CoverageMap
 from codeflux.pipeline.mutation import SWITCHES_KEY, SharedSwitches, mutation_argv, run_switches, with_mutants
@@ -122,7 +122,7 @@ def _run_stubs(facts: AtomFacts, *, interpreter: str, test_argv: tuple[str, ...]
         if not tests:
             item["finding"] = "no test executes this atom's body"
             continue
-        source = _source(worktree / atom.path)
+        source = worktree_text(worktree / atom.path)
         if source is None:
             item["stub_problem"] = "the atom's file is not a regular UTF-8 file in the worktree"
             continue
@@ -139,7 +139,7 @@ def _run_stubs(facts: AtomFacts, *, interpreter: str, test_argv: tuple[str, ...]
         return results, 0, {}
     job, planned = with_mutants(facts, coverage, {"mutants": switches, "tests": [], "baseline": False,
                                                   "originals": originals, "min_timeout": 0})
-    report, run, problem = run_switches(facts.ports, attempt=facts.attempt, changed=_changed_paths(facts),
+    report, run, problem = run_switches(facts.ports, attempt=facts.attempt, changed=facts.changed_paths,
                                         directory=STUB_DIRECTORY, working_directory=STUB_WORKING_DIRECTORY,
                                         argv=mutation_argv(interpreter, overlay), test_argv=test_argv, job=job,
                                         what="the stubs' and mutants' run")
@@ -161,21 +161,6 @@ def _run_stubs(facts: AtomFacts, *, interpreter: str, test_argv: tuple[str, ...]
         else:
             stubs_run += 1
     return results, stubs_run, run
-
-
-def _source(path: Path) -> str | None:
-    if path.is_symlink() or not path.is_file():
-        return None
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _changed_paths(facts: AtomFacts) -> list[str]:
-    files = facts.assembly.evidence.get("files")
-    items = [item for item in files if isinstance(item, dict)] if isinstance(files, list) else []
-    return sorted({str(item.get("path")) for item in items})
 
 
 def _by_id(report: dict[str, object]) -> dict[str, dict[str, object]]:

@@ -3,14 +3,15 @@ and :mod:`~codeflux.pipeline.phase_b`, which lists the stages, imports them — 
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from codeflux.pipeline.atoms import DiffAtoms
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.specification import StageResult
 
-__all__ = ["AtomFacts"]
+__all__ = ["AtomFacts", "worktree_text"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,6 +28,24 @@ class AtomFacts:
     tool probe: :func:`~codeflux.pipeline.tool_overlay.resolve_tools`)."""
 
     @property
+    def changed_paths(self) -> tuple[str, ...]:
+        """Every path the diff adds, changes or removes (assembly's ``files``), sorted: what a scratch copy of the
+        final tree lays over the base."""
+        files = self.assembly.evidence.get("files")
+        items = [item for item in files if isinstance(item, Mapping)] if isinstance(files, list) else []
+        return tuple(sorted({str(item.get("path", "")) for item in items}))
+
+    @property
     def diff_identity(self) -> str | None:
         identity = self.assembly.evidence.get("diff_identity")
         return identity if isinstance(identity, str) else None
+
+
+def worktree_text(path: Path) -> str | None:
+    """The text of a regular UTF-8 file of the worktree — never read through a link — or None."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from codeflux.domain.atoms import Atom, FileAtoms
+from codeflux.domain.contracts import dotted_name
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.domain.pipeline.obligations import NewObligation, ObligationKind, ObligationSubject
 from codeflux.pipeline.atom_facts import AtomFacts
@@ -88,22 +89,13 @@ def _imports(tree: ast.Module, module: str, path: str) -> tuple[dict[str, str], 
     return names, modules
 
 
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted(node.value)
-        return None if inner is None else f"{inner}.{node.attr}"
-    return None
-
-
 def _callee_name(call: ast.Call, caller: Atom, module: str, names: Mapping[str, str],
                  modules: Mapping[str, str]) -> str | None:
     """The qualified name ``call`` resolves to (see the module docstring), else None."""
     function = call.func
     if isinstance(function, ast.Name):
         return names.get(function.id, f"{module}.{function.id}")
-    dotted = _dotted(function)
+    dotted = dotted_name(function)
     if dotted is None:
         return None
     head, _, rest = dotted.partition(".")

@@ -180,8 +180,13 @@ def evaluate_control_obligations(facts: AtomFacts) -> StageResult:
                         f"{_shown([arc.name for arc in found.arcs])}", evidence)
 
 
-def _recorded(facts: AtomFacts, stage: StageName, found: _Arcs) -> tuple[ObligationRecord, ...] | StageResult:
-    """The control-path obligations stage 22 recorded for these arcs, or this stage's ``blocked`` result."""
+def _recorded(facts: AtomFacts, stage: StageName) -> tuple[_Arcs, tuple[ObligationRecord, ...]] | StageResult:
+    """The changed lines' arcs and the control-path obligations stage 22 recorded for them — or this stage's
+    ``skipped``/``blocked`` result (no arc, no store, an arc without its obligation)."""
+    found = branch_arcs(facts)
+    early = _no_arcs(stage, facts, found)
+    if early is not None:
+        return early
     store = facts.ports.obligations
     if store is None:
         return stage_result(stage, StageOutcome.BLOCKED, "this run has no obligation store (stage 22 recorded no "
@@ -192,19 +197,16 @@ def _recorded(facts: AtomFacts, stage: StageName, found: _Arcs) -> tuple[Obligat
     if missing:
         return stage_result(stage, StageOutcome.BLOCKED, "stage 22 recorded no control-path obligation for "
                             f"{_shown(missing)}", {})
-    return records
+    return found, records
 
 
 def evaluate_control_tests(facts: AtomFacts) -> StageResult:
     """Stage 23: each control-path obligation mapped to the tests that took its arc; an arc no test took fails."""
     stage = StageName.CONTROL_TESTS
-    found = branch_arcs(facts)
-    early = _no_arcs(stage, facts, found)
-    if early is not None:
-        return early
-    records = _recorded(facts, stage, found)
-    if isinstance(records, StageResult):
-        return records
+    recorded = _recorded(facts, stage)
+    if isinstance(recorded, StageResult):
+        return recorded
+    found, _ = recorded  # every arc has its obligation: this stage maps them to tests
     atoms: list[dict[str, object]] = []
     findings: list[str] = []
     for name, arcs in _by_atom(found.arcs).items():
@@ -228,13 +230,10 @@ def _passing(arc: BranchArc, coverage: CoverageMap) -> tuple[str, ...]:
 def evaluate_control_flow(facts: AtomFacts) -> StageResult:
     """Stage 24: discharge each arc a passing test took; name the rest (and those that regressed)."""
     stage = StageName.CONTROL_FLOW
-    found = branch_arcs(facts)
-    early = _no_arcs(stage, facts, found)
-    if early is not None:
-        return early
-    records = _recorded(facts, stage, found)
-    if isinstance(records, StageResult):
-        return records
+    recorded = _recorded(facts, stage)
+    if isinstance(recorded, StageResult):
+        return recorded
+    found, records = recorded
     store = facts.ports.obligations
     coverage = found.coverage
     if store is None or coverage is None:  # _recorded and _no_arcs said so already

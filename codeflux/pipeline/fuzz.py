@@ -260,12 +260,6 @@ def _argv(interpreter: str, overlay: Path | None, job: Mapping[str, object]) -> 
             json.dumps(job, sort_keys=True, separators=(",", ":")))
 
 
-def _changed_paths(facts: AtomFacts) -> tuple[str, ...]:
-    files = facts.assembly.evidence.get("files")
-    listed = [item for item in files if isinstance(item, Mapping)] if isinstance(files, list) else []
-    return tuple(str(item.get("path", "")) for item in listed)
-
-
 def _per_atom_seconds(budget: float, deadline: float) -> float:
     """The worst case one atom can hold the run (preparing it, and the script's grace, included)."""
     return PREPARE_S + budget * 1.5 + deadline + 3.0
@@ -355,7 +349,7 @@ def _run(facts: AtomFacts, ready: _Ready, argv: tuple[str, ...], mode: _Mode
     task_id = ports.facts.task_id
     temp = ports.commands.temp_directory(task_id)
     scratch = write_base_scratch(ports.facts.worktree, root=temp, directory=mode.directory,
-                                 overlay=_changed_paths(facts))
+                                 overlay=facts.changed_paths)
     if scratch.path is None:
         return stage_result(mode.stage, StageOutcome.BLOCKED, f"the fuzzing copy could not be made: "
                             f"{scratch.refusal}", {})

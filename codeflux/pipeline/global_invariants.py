@@ -63,6 +63,7 @@ from codeflux.domain.contracts import (
     EFFECT_TABLE_VERSION,
     AtomEffect,
     ModuleFacts,
+    dotted_name,
     inferred_effects,
     module_facts,
 )
@@ -146,19 +147,8 @@ class CapabilityUse:
                 "atom": self.atom, "declared": self.declared, "inside_package": self.inside_package}
 
 
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _resolved(node: ast.expr, facts: ModuleFacts) -> str | None:
-    dotted = _dotted(node)
+    dotted = dotted_name(node)
     if dotted is None:
         return None
     head, _, rest = dotted.partition(".")
@@ -171,7 +161,7 @@ def _resolved(node: ast.expr, facts: ModuleFacts) -> str | None:
 
 def _safe_yaml(call: ast.Call) -> bool:
     loaders = [keyword.value for keyword in call.keywords if keyword.arg == "Loader"] + call.args[1:2]
-    return any((_dotted(loader) or "").rpartition(".")[2] in _SAFE_LOADERS for loader in loaders)
+    return any((dotted_name(loader) or "").rpartition(".")[2] in _SAFE_LOADERS for loader in loaders)
 
 
 def _extra_capability(call: ast.Call, facts: ModuleFacts) -> tuple[str, str] | None:

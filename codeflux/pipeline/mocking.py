@@ -29,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 from codeflux.domain.atoms import Atom
+from codeflux.domain.contracts import dotted_name
 from codeflux.pipeline.atom_coverage import measured_coverage, tests_of_atom
 from codeflux.pipeline.atom_facts import AtomFacts
 
@@ -58,22 +59,13 @@ class Replacement:
         return self.target.rpartition(".")[2]
 
 
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
-
-
 def _string(node: ast.expr | None) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def _replacement(call: ast.Call, path: str) -> Replacement | None:
     """The name ``call`` replaces, if it is one of the module docstring's forms."""
-    function = _dotted(call.func)
+    function = dotted_name(call.func)
     if function is None:
         return None
     parts = function.split(".")
@@ -83,7 +75,7 @@ def _replacement(call: ast.Call, path: str) -> Replacement | None:
         return None if target is None else Replacement(path=path, line=call.lineno, form=function, target=target)
     if len(parts) >= 2 and parts[-1] == "object" and parts[-2] in _PATCHERS:  # patch.object(obj, "name")
         attribute = _string(call.args[1]) if len(call.args) > 1 else None
-        owner = _dotted(first) if first is not None else None
+        owner = dotted_name(first) if first is not None else None
         return None if attribute is None else Replacement(path=path, line=call.lineno, form=function,
                                                           target=f"{owner or '?'}.{attribute}")
     if len(parts) >= 2 and parts[-1] in _MONKEYPATCH_METHODS and "monkeypatch" in parts[-2]:
@@ -92,7 +84,7 @@ def _replacement(call: ast.Call, path: str) -> Replacement | None:
         if text is not None and "." in text and len(call.args) == dotted_form:
             return Replacement(path=path, line=call.lineno, form=function, target=text)
         attribute = _string(call.args[1]) if len(call.args) > 1 else None
-        owner = _dotted(first) if first is not None else None
+        owner = dotted_name(first) if first is not None else None
         return None if attribute is None else Replacement(path=path, line=call.lineno, form=function,
                                                           target=f"{owner or '?'}.{attribute}")
     return None

@@ -38,7 +38,7 @@ from codeflux.domain.pipeline.obligations import (
     ObligationSubject,
 )
 from codeflux.pipeline.atom_coverage import atom_coverage, tests_of_atom
-from codeflux.pipeline.atom_facts import AtomFacts
+from codeflux.pipeline.atom_facts import AtomFacts, worktree_text
 from codeflux.pipeline.base_revision import SCRATCH_FOLDER
 from codeflux.pipeline.coverage_map import CoverageMap
 from codeflux.pipeline.mutation import mutation_argv, run_switches
@@ -92,21 +92,6 @@ class _Judged:
     run: Mapping[str, object] = field(default_factory=dict)
     skipped: str | None = None
     blocked: str | None = None
-
-
-def _source(path: Path) -> str | None:
-    if path.is_symlink() or not path.is_file():
-        return None
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _changed(facts: AtomFacts) -> list[str]:
-    files = facts.assembly.evidence.get("files")
-    items = [item for item in files if isinstance(item, dict)] if isinstance(files, list) else []
-    return sorted({str(item.get("path")) for item in items})
 
 
 def _texts(value: object) -> list[str]:
@@ -169,7 +154,7 @@ def _stub_callers(facts: AtomFacts, molecules: list[_Molecule], *, interpreter: 
         caller = group[0].caller
         if caller is None:
             continue
-        source = _source(worktree / caller.path)
+        source = worktree_text(worktree / caller.path)
         stubbed = None if source is None else stub_atom(source, local_name=caller.local_name,
                                                         first_line=caller.first_line)
         if source is None or stubbed is None:
@@ -186,7 +171,7 @@ def _stub_callers(facts: AtomFacts, molecules: list[_Molecule], *, interpreter: 
     if switches:
         job: dict[str, object] = {"mutants": switches, "tests": [], "baseline": False, "originals": originals,
                                   "min_timeout": 0}
-        report, run, problem = run_switches(facts.ports, attempt=facts.attempt, changed=_changed(facts),
+        report, run, problem = run_switches(facts.ports, attempt=facts.attempt, changed=facts.changed_paths,
                                             directory=MOLECULE_STUB_DIRECTORY, working_directory=_WORKING_DIRECTORY,
                                             argv=mutation_argv(interpreter, overlay),
                                             test_argv=test_argv, job=job, what="the callers' stub run")

@@ -196,12 +196,6 @@ def _identity(ports: PipelinePorts) -> str | None:
         return None
 
 
-def _changed(facts: AtomFacts) -> list[str]:
-    files = facts.assembly.evidence.get("files")
-    items = [item for item in files if isinstance(item, dict)] if isinstance(files, list) else []
-    return sorted({str(item.get("path")) for item in items})
-
-
 class _Planned:
     """One atom's mutants and each mutant's covering tests."""
 
@@ -343,7 +337,7 @@ def evaluate_atom_mutation(facts: AtomFacts) -> StageResult:
 
 def _run(facts: AtomFacts, interpreter: str, test_argv: tuple[str, ...], overlay: Path | None,
          planned: Sequence[_Planned]) -> tuple[dict[str, object] | None, dict[str, object], str | None]:
-    return run_switches(facts.ports, attempt=facts.attempt, changed=_changed(facts), directory=MUTATION_DIRECTORY,
+    return run_switches(facts.ports, attempt=facts.attempt, changed=facts.changed_paths, directory=MUTATION_DIRECTORY,
                         working_directory=MUTATION_WORKING_DIRECTORY, argv=mutation_argv(interpreter, overlay),
                         test_argv=test_argv, job=_job(planned), what="the mutants' run")
 

@@ -66,7 +66,7 @@ ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
 def _growth_run(facts: AtomFacts) -> GrowthRun:
     """Stage 16's growth timing: the ports, the attempt and every changed path (the timing copy's overlay)."""
     return GrowthRun(ports=facts.ports, attempt=facts.attempt,
-                     changed=tuple(str(item.get("path", "")) for item in _changed_files(facts.assembly)))
+                     changed=facts.changed_paths)
 
 
 def _changed_files(assembly: StageResult) -> list[Mapping[str, object]]:

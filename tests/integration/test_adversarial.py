@@ -178,13 +178,15 @@ def test_a_denied_example_is_not_run_through_a_side_door(harness: Harness, db: D
     result = evaluate_adversarial(ports, attempt=1, changed=changed)
 
     # a denial blocks the capability (running programs in this task): neither the denied example nor the
-    # package's __main__ (which follows the test command's decision) is given hostile input through a side door
+    # package's __main__ (which follows the test command's decision) is given hostile input through a side door;
+    # a blocked stage carries no evidence, its reason names each command and why it did not run
     assert result.verdict.outcome is StageOutcome.BLOCKED, result.verdict
-    example_entry = target_of(result, "example 2")
-    assert "was not allowed" in str(example_entry["not_run"]) and "cases" not in example_entry
-    main = target_of(result, "python -m pkg")
-    assert "covered by the denial of process" in str(main["not_run"]) and "cases" not in main
-    assert "no command was given hostile input" in (result.verdict.reason or "")
+    assert result.evidence == {}
+    reason = result.verdict.reason or ""
+    assert "no command was given hostile input" in reason
+    assert "example 2: " in reason and "was not allowed" in reason
+    assert "python -m pkg: not run: refused-denied-capability" in reason
+    assert "covered by the denial of process" in reason
 
 
 SETTING = (
