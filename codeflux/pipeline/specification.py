@@ -73,8 +73,11 @@ class StageResult:
 
 def stage_result(stage: StageName, outcome: StageOutcome, text: str, evidence: dict[str, object]) -> StageResult:
     """A stage's result: ``text`` is the reason of a stage that did not run (blocked, skipped), else what its
-    gate evaluated."""
-    if outcome in (StageOutcome.BLOCKED, StageOutcome.SKIPPED):
+    gate evaluated. A ``blocked`` stage carries no evidence (the ledger refuses any: its reason says what did not
+    hold), whatever ``evidence`` holds."""
+    if outcome is StageOutcome.BLOCKED:
+        return StageResult(verdict=StageVerdict(stage=stage, outcome=outcome, reason=text), evidence={})
+    if outcome is StageOutcome.SKIPPED:
         return StageResult(verdict=StageVerdict(stage=stage, outcome=outcome, reason=text), evidence=evidence)
     return StageResult(verdict=StageVerdict(stage=stage, outcome=outcome, gate_evaluation=text), evidence=evidence)
 
