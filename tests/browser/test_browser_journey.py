@@ -98,7 +98,9 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     expect(atom.locator('[data-stage="atom-mutation"]')).to_contain_text(
         "judged mutant(s) of its changed lines killed (100.0%)")
     expect(optimization).to_contain_text("15 optimization: not measured (stage 15 skipped: no simpler rewrite")
-    expect(atom.locator('[data-testid="atom-stage"]')).to_have_count(12)
+    # issue 18: phases C and D say per atom what they found too (no composition, no branch on the changed line)
+    expect(atom.locator('[data-stage="control-obligations"]')).to_be_visible()
+    expect(atom.locator('[data-testid="atom-stage"]')).to_have_count(20)
     drawer.get_by_test_id("review-accept").click()
     expect(app.testid("accept-result")).to_be_visible(timeout=MS)
     task_state(app, "completed")
