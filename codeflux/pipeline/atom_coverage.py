@@ -58,12 +58,7 @@ def measured_coverage(facts: AtomFacts) -> AtomCoverage | None:
 
 def atom_coverage(facts: AtomFacts) -> AtomCoverage:
     """The attempt's coverage map of the diff's atoms (see the module docstring), measured on first use."""
-    cached = facts.shared.get(_KEY)
-    if isinstance(cached, AtomCoverage):
-        return cached
-    found = _measure(facts)
-    facts.shared[_KEY] = found
-    return found
+    return facts.once(_KEY, AtomCoverage, lambda: _measure(facts))
 
 
 def _measure(facts: AtomFacts) -> AtomCoverage:

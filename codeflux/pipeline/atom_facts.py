@@ -3,15 +3,32 @@ and :mod:`~codeflux.pipeline.phase_b`, which lists the stages, imports them — 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+import threading
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from codeflux.pipeline.atoms import DiffAtoms
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.specification import StageResult
 
 __all__ = ["AtomFacts", "worktree_text"]
+
+T = TypeVar("T")
+
+
+class _Guards:
+    """One lock per key of :attr:`AtomFacts.shared`: the stages of a batch may run side by side
+    (:mod:`~codeflux.pipeline.concurrency`), and what one measures for all is measured once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def of(self, key: str) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(key, threading.Lock())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,7 +42,19 @@ class AtomFacts:
     shared: MutableMapping[str, object] = field(default_factory=dict, compare=False)
     """What one stage measured for the next ones of the same attempt (the coverage map:
     :func:`~codeflux.pipeline.atom_coverage.atom_coverage`, so the tests run under coverage once; the interpreter's
-    tool probe: :func:`~codeflux.pipeline.tool_overlay.resolve_tools`)."""
+    tool probe: :func:`~codeflux.pipeline.tool_overlay.resolve_tools`) — written through :meth:`once`."""
+    guards: _Guards = field(default_factory=_Guards, compare=False, repr=False)
+
+    def once(self, key: str, kind: type[T], measure: Callable[[], T]) -> T:
+        """``shared[key]`` when it holds a ``kind``, else what ``measure`` returns, kept there: measured by one
+        caller while any other asking for the same key waits for it."""
+        with self.guards.of(key):
+            cached = self.shared.get(key)
+            if isinstance(cached, kind):
+                return cached
+            found = measure()
+            self.shared[key] = found
+            return found
 
     @property
     def changed_paths(self) -> tuple[str, ...]:

@@ -89,9 +89,10 @@ def _owner(atoms: tuple[Atom, ...], line: int) -> Atom | None:
 
 def branch_arcs(facts: AtomFacts) -> _Arcs:
     """The branch arcs on the diff's changed lines (see the module docstring), read once per attempt."""
-    cached = facts.shared.get(_KEY)
-    if isinstance(cached, _Arcs):
-        return cached
+    return facts.once(_KEY, _Arcs, lambda: _read_arcs(facts))
+
+
+def _read_arcs(facts: AtomFacts) -> _Arcs:
     usable = atom_coverage(facts).usable(to="measure which branches the tests take",
                                          what="each branch arc of the changed lines")
     if isinstance(usable, str):
@@ -115,7 +116,6 @@ def branch_arcs(facts: AtomFacts) -> _Arcs:
                     arcs.append(BranchArc(atom=owner, start=start, end=end, tests=tests.get((start, end), ()),
                                           taken=(start, end) in taken))
         found = _Arcs(arcs=tuple(arcs), coverage=coverage, not_measured=dict(sorted(not_measured.items())))
-    facts.shared[_KEY] = found
     return found
 
 

@@ -100,12 +100,7 @@ def _texts(value: object) -> list[str]:
 
 def _judge(facts: AtomFacts) -> _Judged:
     """The compositions, their molecule tests and the one stub run (see the module docstring), once per attempt."""
-    cached = facts.shared.get(_KEY)
-    if isinstance(cached, _Judged):
-        return cached
-    found = _measure(facts)
-    facts.shared[_KEY] = found
-    return found
+    return facts.once(_KEY, _Judged, lambda: _measure(facts))
 
 
 def _measure(facts: AtomFacts) -> _Judged:

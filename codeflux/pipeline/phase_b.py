@@ -3,7 +3,9 @@
 They are recorded in stage order before 26 assembly, but evaluated after assembly's own check (the diff must
 exist and compile before anything looks at its atoms, and assembly "runs before anything else"): the runner
 evaluates assembly, hands its result here, records what :data:`ATOM_STAGES` decide in one ledger write, then
-records assembly. No verdict here can block phase E: assembly and the tests always run (ARCHITECTURE §8.2).
+records assembly. Independent stages are evaluated side by side (:mod:`~codeflux.pipeline.concurrency`; each
+:class:`AtomStage` names what it waits for and whether it writes scratch copies). No verdict here can block
+phase E: assembly and the tests always run (ARCHITECTURE §8.2).
 
 When assembly failed, every stage here is recorded ``blocked`` naming that: they look at an assembled diff only.
 Stages that are not in :data:`ATOM_STAGES` are filled by the ledger (``not-implemented``).
@@ -13,10 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.anti_patterns import evaluate_anti_patterns
+from codeflux.pipeline.atom_coverage import atom_coverage
 from codeflux.pipeline.atom_examples import evaluate_atom_example_tests
 from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.atom_properties import evaluate_atom_property_tests
@@ -24,6 +28,7 @@ from codeflux.pipeline.atom_verification import evaluate_atom_verification
 from codeflux.pipeline.atoms import atoms_of_diff
 from codeflux.pipeline.case_synthesis import evaluate_atom_case_synthesis
 from codeflux.pipeline.complexity import evaluate_atom_complexity
+from codeflux.pipeline.concurrency import Scheduled, concurrency_of, evaluate_stages
 from codeflux.pipeline.contracts import evaluate_contracts
 from codeflux.pipeline.documentation import evaluate_atom_documentation
 from codeflux.pipeline.fuzz import evaluate_atom_fuzz
@@ -42,22 +47,29 @@ class AtomStage:
 
     stage: StageName
     evaluate: Callable[[AtomFacts], StageResult]
+    after: frozenset[StageName] = frozenset()
+    """The stages of the batch whose measurements or records this one reads (:mod:`~codeflux.pipeline.concurrency`)."""
+    scratch: bool = False
+    """It writes under the task's TMPDIR: scratch copies (stubs, mutants, a copy to fuzz or time in) or its check
+    reports in the check folder, which it clears when it ends."""
 
 
 ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.CONTRACTS, evaluate=evaluate_contracts),
-    AtomStage(stage=StageName.ATOM_CASE_SYNTHESIS, evaluate=evaluate_atom_case_synthesis),
-    AtomStage(stage=StageName.ATOM_EXAMPLE_TESTS, evaluate=evaluate_atom_example_tests),
+    AtomStage(stage=StageName.ATOM_CASE_SYNTHESIS, evaluate=evaluate_atom_case_synthesis, scratch=True),
+    AtomStage(stage=StageName.ATOM_EXAMPLE_TESTS, evaluate=evaluate_atom_example_tests, scratch=True),
     AtomStage(stage=StageName.ATOM_PROPERTY_TESTS, evaluate=evaluate_atom_property_tests),
     AtomStage(stage=StageName.ATOMS, evaluate=evaluate_purity),
-    AtomStage(stage=StageName.ATOM_VERIFICATION, evaluate=evaluate_atom_verification),
-    AtomStage(stage=StageName.ATOM_FUZZ, evaluate=evaluate_atom_fuzz),
-    AtomStage(stage=StageName.ATOM_MUTATION, evaluate=evaluate_atom_mutation),
+    AtomStage(stage=StageName.ATOM_VERIFICATION, evaluate=evaluate_atom_verification, scratch=True),
+    AtomStage(stage=StageName.ATOM_FUZZ, evaluate=evaluate_atom_fuzz, scratch=True),
+    # stage 8 judged the stubs and this stage's mutants in one run (mutation.SWITCHES_KEY)
+    AtomStage(stage=StageName.ATOM_MUTATION, evaluate=evaluate_atom_mutation,
+              after=frozenset({StageName.ATOM_EXAMPLE_TESTS}), scratch=True),
     AtomStage(stage=StageName.ANTI_PATTERNS, evaluate=lambda facts: evaluate_anti_patterns(facts.diff)),
     AtomStage(stage=StageName.ATOM_OPTIMIZATION, evaluate=lambda facts: evaluate_atom_optimization(facts.diff)),
     AtomStage(stage=StageName.ATOM_COMPLEXITY,
               evaluate=lambda facts: evaluate_atom_complexity(facts.diff, settings=facts.ports.settings,
-                                                              growth=_growth_run(facts))),
+                                                              growth=_growth_run(facts)), scratch=True),
     AtomStage(stage=StageName.ATOM_DOCUMENTATION, evaluate=lambda facts: evaluate_atom_documentation(facts.diff)),
 )
 """The stages evaluated here, in stage order."""
@@ -95,7 +107,12 @@ def record_atom_stages(ports: PipelinePorts, attempt: int, assembly: StageResult
         reason = "the diff did not assemble (stage 26 assembly did not hold); phases B–D look at an assembled diff only"
         results = tuple(stage_result(stage.stage, StageOutcome.BLOCKED, reason, {}) for stage in stages)
     else:
-        results = tuple(stage.evaluate(given) for stage in stages)
+        concurrency = concurrency_of(ports.settings)
+        if concurrency > 1 and given.diff.atoms:
+            atom_coverage(given)  # the one coverage run, before the stages that read it may run side by side
+        results = evaluate_stages([Scheduled(stage=stage.stage, evaluate=partial(stage.evaluate, given),
+                                             after=stage.after, scratch=stage.scratch) for stage in stages],
+                                  concurrency=concurrency)
     ports.ledger.record_stage_verdicts(ports.facts.task_id, attempt, [result.verdict for result in results],
                                        evidence={result.verdict.stage: result.evidence for result in results})
     return results

@@ -22,14 +22,22 @@ from codeflux.pipeline.phase_b import AtomStage
 
 __all__ = ["PHASE_CD"]
 
+_AFTER_18: Final = frozenset({StageName.COMPOSITION_OBLIGATIONS})
+
 PHASE_CD: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.COMPOSITION_OBLIGATIONS, evaluate=evaluate_composition_obligations),
-    AtomStage(stage=StageName.MOLECULE_TESTS, evaluate=evaluate_molecule_tests),
-    AtomStage(stage=StageName.MOLECULES, evaluate=evaluate_molecules),
-    AtomStage(stage=StageName.MOLECULE_VERIFICATION, evaluate=evaluate_molecule_verification),
+    # 19–21 read 18's obligations and share one stub run of the callers (a scratch copy); 21 discharges
+    AtomStage(stage=StageName.MOLECULE_TESTS, evaluate=evaluate_molecule_tests, after=_AFTER_18, scratch=True),
+    AtomStage(stage=StageName.MOLECULES, evaluate=evaluate_molecules, after=_AFTER_18, scratch=True),
+    AtomStage(stage=StageName.MOLECULE_VERIFICATION, evaluate=evaluate_molecule_verification,
+              after=frozenset({StageName.MOLECULE_TESTS, StageName.MOLECULES}), scratch=True),
+    # 23–25 read 22's obligations, 24 discharges them: one after another, on the one coverage run
     AtomStage(stage=StageName.CONTROL_OBLIGATIONS, evaluate=evaluate_control_obligations),
-    AtomStage(stage=StageName.CONTROL_TESTS, evaluate=evaluate_control_tests),
-    AtomStage(stage=StageName.CONTROL_FLOW, evaluate=evaluate_control_flow),
-    AtomStage(stage=StageName.PATH_COVERAGE, evaluate=evaluate_path_coverage),
+    AtomStage(stage=StageName.CONTROL_TESTS, evaluate=evaluate_control_tests,
+              after=frozenset({StageName.CONTROL_OBLIGATIONS})),
+    AtomStage(stage=StageName.CONTROL_FLOW, evaluate=evaluate_control_flow,
+              after=frozenset({StageName.CONTROL_TESTS})),
+    AtomStage(stage=StageName.PATH_COVERAGE, evaluate=evaluate_path_coverage,
+              after=frozenset({StageName.CONTROL_FLOW})),
 )
 """The stages of phases C and D evaluated here, in stage order."""

@@ -6,8 +6,8 @@ are recorded in one ledger write, in stage order. No verdict here blocks phase E
 bundle (which reports them); 31's failure sends the work back (the coordinator's runner reads it). Within the
 phase: 30 and 33 look at an assembled diff; 32 repeats a suite that passed in file order (stage 28 held), and 34
 times 32's runs against as many on the base revision, interleaved in the same run
-(:mod:`~codeflux.pipeline.repetition`) — the stages run one after another, so 34's timing runs with no other stage
-beside it.
+(:mod:`~codeflux.pipeline.repetition`). 30 may run beside 31 or 33 (:mod:`~codeflux.pipeline.concurrency`; those two
+write under the task's TMPDIR, one at a time); 32 runs alone — nothing beside the runs 34 times — and 34 after it.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from collections.abc import Mapping, Sequence
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.pipeline.adversarial import evaluate_adversarial
 from codeflux.pipeline.atom_facts import AtomFacts
+from codeflux.pipeline.concurrency import Scheduled, concurrency_of, evaluate_stages
 from codeflux.pipeline.global_invariants import evaluate_global_invariants
 from codeflux.pipeline.platform_matrix import evaluate_platform_matrix
 from codeflux.pipeline.ports import PipelinePorts
-from codeflux.pipeline.repetition import evaluate_non_functional, evaluate_repetition
+from codeflux.pipeline.repetition import Repetition, evaluate_non_functional, evaluate_repetition
 from codeflux.pipeline.specification import StageResult, stage_result
 
 __all__ = ["PHASE_F_STAGES", "record_phase_f"]
@@ -40,14 +41,23 @@ def record_phase_f(ports: PipelinePorts, attempt: int, assembly: StageResult, *,
         results: tuple[StageResult, ...] = tuple(stage_result(stage, StageOutcome.BLOCKED, reason, {})
                                                  for stage in PHASE_F_STAGES)
     else:
-        invariants = evaluate_global_invariants(ports, assembly)
-        adversarial = evaluate_adversarial(ports, attempt=attempt, changed=changed, atoms=atoms)
-        repetition = evaluate_repetition(ports, attempt=attempt, integration=integration,
-                                         integration_evidence=integration_evidence)
-        matrix = evaluate_platform_matrix(ports, attempt=attempt, assembly=assembly,
-                                          integration_evidence=integration_evidence)
-        timing = evaluate_non_functional(ports.settings, repetition)
-        results = (invariants, adversarial, repetition.result, matrix, timing)
+        repeated: list[Repetition] = []
+
+        def repetition() -> StageResult:
+            repeated.append(evaluate_repetition(ports, attempt=attempt, integration=integration,
+                                                integration_evidence=integration_evidence))
+            return repeated[0].result
+
+        results = evaluate_stages((
+            Scheduled(stage=StageName.GLOBAL_INVARIANTS, evaluate=lambda: evaluate_global_invariants(ports, assembly)),
+            Scheduled(stage=StageName.ADVERSARIAL, scratch=True,
+                      evaluate=lambda: evaluate_adversarial(ports, attempt=attempt, changed=changed, atoms=atoms)),
+            Scheduled(stage=StageName.REPETITION, evaluate=repetition, alone=True),
+            Scheduled(stage=StageName.PLATFORM_MATRIX, scratch=True, evaluate=lambda: evaluate_platform_matrix(
+                ports, attempt=attempt, assembly=assembly, integration_evidence=integration_evidence)),
+            Scheduled(stage=StageName.NON_FUNCTIONAL, after=frozenset({StageName.REPETITION}),
+                      evaluate=lambda: evaluate_non_functional(ports.settings, repeated[0])),
+        ), concurrency=concurrency_of(ports.settings))
     ports.ledger.record_stage_verdicts(ports.facts.task_id, attempt, [result.verdict for result in results],
                                        evidence={result.verdict.stage: result.evidence for result in results})
     return results

@@ -1,4 +1,5 @@
-"""The thresholds of phase B's gates: each a setting in the ``settings`` table with its default named here.
+"""The thresholds of the pipeline's gates, and how many stages run at once: each a setting in the ``settings``
+table with its default named here.
 
 A threshold is one whole number stored as ``{"value": N}`` under its key; the keys are the closed list
 :data:`THRESHOLDS` (never taken from input). :func:`threshold_of` reads one through the pipeline's
@@ -31,6 +32,7 @@ __all__ = [
     "NON_FUNCTIONAL_RATIO_PCT",
     "NON_FUNCTIONAL_SLACK_MS",
     "PATH_COVERAGE_MIN",
+    "PIPELINE_CONCURRENCY",
     "REPETITION_RUNS",
     "THRESHOLDS",
     "StoredSettings",
@@ -102,10 +104,15 @@ NON_FUNCTIONAL_SLACK_MS: Final = Threshold(
     key="pipeline.non-functional.slack-ms", default=500, minimum=0, maximum=600_000,
     meaning="the absolute slack, in milliseconds, stage 34 non-functional allows over the base revision's suite time")
 
+PIPELINE_CONCURRENCY: Final = Threshold(
+    key="pipeline.concurrency", default=2, minimum=1, maximum=4,
+    meaning="how many independent stages of phases B–D and F may run at once (one writing scratch copies at a time; "
+            "stage 32 always alone); the verdicts are the same at any value")
+
 THRESHOLDS: Final[tuple[Threshold, ...]] = (ATOM_COMPLEXITY_MAX, ATOM_FUZZ_BUDGET_S, ATOM_GROWTH_BASE_SIZE,
                                             ATOM_GROWTH_BUDGET_MS, ATOM_MUTATION_SCORE_MIN, ATOM_VERIFICATION_RUNS,
                                             PATH_COVERAGE_MIN, ADVERSARIAL_TIMEOUT_S, REPETITION_RUNS,
-                                            NON_FUNCTIONAL_RATIO_PCT, NON_FUNCTIONAL_SLACK_MS)
+                                            NON_FUNCTIONAL_RATIO_PCT, NON_FUNCTIONAL_SLACK_MS, PIPELINE_CONCURRENCY)
 """Every threshold key the pipeline reads (the closed list)."""
 
 

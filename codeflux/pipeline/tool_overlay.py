@@ -39,6 +39,7 @@ import shlex
 import shutil
 import sys
 import sysconfig
+import threading
 from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -449,6 +450,25 @@ def resolve_tools(ports: PipelinePorts, *, attempt: int, interpreter: str, test_
     stages of one attempt that need check tools (the coverage map, the fuzzer) probe the interpreter once: the
     probe reports the repository environment's own tools, which nothing in the attempt changes (an install goes to
     the overlay, which is read from the data directory on every call)."""
+    if probes is None:
+        return _resolve_tools(ports, attempt=attempt, interpreter=interpreter, test_argv=test_argv, tools=tools,
+                              probes=None)
+    # the stages of one attempt may ask side by side (:mod:`~codeflux.pipeline.concurrency`): one probe and one
+    # install into the overlay at a time, the others then read what it found
+    guard = probes.setdefault(_GUARD_KEY, threading.Lock())
+    if not isinstance(guard, _LOCK_TYPE):
+        raise TypeError(f"{_GUARD_KEY} of the shared cache is not a lock")
+    with guard:
+        return _resolve_tools(ports, attempt=attempt, interpreter=interpreter, test_argv=test_argv, tools=tools,
+                              probes=probes)
+
+
+_GUARD_KEY: Final = "interpreter-probe-guard"
+_LOCK_TYPE: Final = type(threading.Lock())
+
+
+def _resolve_tools(ports: PipelinePorts, *, attempt: int, interpreter: str, test_argv: tuple[str, ...],
+                   tools: Sequence[CheckTool], probes: MutableMapping[str, object] | None) -> ToolResolution:
     commands, task_id = ports.commands, ports.facts.task_id
     asked = tuple(dict.fromkeys((*tools, *CHECK_TOOLS))) if probes is not None else tuple(tools)
     probe = probe_argv(interpreter, asked)

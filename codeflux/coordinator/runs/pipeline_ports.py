@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+import threading
 from pathlib import Path
 
 from codeflux.authority.decide import Decider, DecisionOutcome
@@ -66,6 +67,8 @@ class DriverCheckCommands:
     def __init__(self, driver: ToolDriver, *, tool_source: ToolSource | None = None) -> None:
         self._driver = driver
         self._tool_source = tool_source
+        self._guard = threading.Lock()
+        self._running: dict[str, threading.Lock] = {}
 
     def temp_directory(self, task_id: TaskId) -> Path:
         return self._driver.task_temp_directory(task_id)
@@ -79,6 +82,18 @@ class DriverCheckCommands:
     def run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
                           working_directory: str | None = None,
                           covered_by: tuple[str, ...] | None = None, own_decision: bool = False) -> CheckCommandRun:
+        # stages may run side by side (codeflux.pipeline.concurrency): the same check (one request key) is never
+        # executed twice at once — a second caller waits, then its submission finds the first's execution
+        key = check_request_key(task_id, attempt, argv, working_directory)
+        with self._guard:
+            lock = self._running.setdefault(key, threading.Lock())
+        with lock:
+            return self._run_check_command(task_id, argv, attempt=attempt, working_directory=working_directory,
+                                           covered_by=covered_by, own_decision=own_decision)
+
+    def _run_check_command(self, task_id: TaskId, argv: tuple[str, ...], *, attempt: int,
+                           working_directory: str | None, covered_by: tuple[str, ...] | None,
+                           own_decision: bool) -> CheckCommandRun:
         try:
             derived = None
             if (working_directory is not None or covered_by is not None) and not own_decision:
