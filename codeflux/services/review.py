@@ -9,7 +9,9 @@
   (the same figures and ``spend_line`` as ``task show`` and ``codeflux run``). Paths the diff could not
   hold (nested repositories, special files) are listed as not examined. ``changes_what_runs`` lists the
   changed files that change what later commands execute (``conftest.py``, ``pytest.ini``, a Makefile, a
-  ``.pth`` file, …) with why (:func:`codeflux.domain.review_flags.changes_what_runs`).
+  ``.pth`` file, …) with why (:func:`codeflux.domain.review_flags.changes_what_runs`). ``line_notes`` are the
+  newest attempt's obligations and uncovered branch arcs at the lines they belong to
+  (:mod:`codeflux.domain.pipeline.line_notes`; at most :data:`MAX_LINE_NOTES`), which the diff viewer shows there.
 * ``ListStages`` — all 37 stages of an attempt (0 = the newest) with their gate text and the recorded
   outcome, empty where nothing is recorded yet.
 * ``AcceptChange`` / ``RejectChange`` — :class:`codeflux.coordinator.tasks.review.ReviewService`, bound to the
@@ -52,6 +54,7 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import PERFORMABLE_STAGES, STAGES, StageName
 from codeflux.domain.pipeline.atom_evidence import atom_evidence
 from codeflux.domain.pipeline.ledger import LedgerRow
+from codeflux.domain.pipeline.line_notes import line_notes
 from codeflux.domain.review_flags import changes_what_runs
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
 from codeflux.services.app import CoordinatorApp
@@ -66,6 +69,7 @@ MAX_TERMINAL_BYTES: Final = 3 << 20
 MAX_FACT_CHARS: Final = 4000
 MAX_ATOM_FINDINGS: Final = 50
 """Per atom and stage, what a reply carries (the review shares the transport's 4 MiB message with the diff)."""
+MAX_LINE_NOTES: Final = 2000
 _IDENTITY: Final = re.compile(r"[0-9a-f]{64}")
 _SERVICE: Final = "ReviewService"
 _DETAIL_KEYS: Final = ("argv", "exit_code", "tests", "passed", "failures", "errors", "skipped", "failing",
@@ -269,7 +273,17 @@ def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
         evidence_matches_diff=bool(bundle) and bundle.get("diff_identity") == diff.identity,
         changes_what_runs=[pb.WhatRunsChangeView(path=flag.path, reason=flag.reason)
                            for flag in changes_what_runs(f.path for f in diff.files)],
-        budget=budget_view(app, task_id), atoms=_atom_views(section))
+        budget=budget_view(app, task_id), atoms=_atom_views(section),
+        line_notes=[] if attempt is None else _line_notes(app, task_id, attempt.attempt, rows))
+
+
+def _line_notes(app: CoordinatorApp, task_id: TaskId, attempt: int, rows: Sequence[LedgerRow]
+                ) -> list[pb.LineNoteView]:
+    """The attempt's obligations and uncovered arcs at their lines (:mod:`codeflux.domain.pipeline.line_notes`)."""
+    coverage = next((row.evidence for row in rows if row.verdict.stage is StageName.PATH_COVERAGE), None)
+    return [pb.LineNoteView(path=note.path, line=note.line, kind=note.kind, subject=note.subject, state=note.state,
+                            text=note.text)
+            for note in line_notes(_tasks(app).obligations(task_id, attempt), coverage)][:MAX_LINE_NOTES]
 
 
 def stage_views(app: CoordinatorApp, task_id: TaskId, attempt: int) -> pb.ListStagesReply:

@@ -978,7 +978,7 @@ class WhatRunsChangeView(_message.Message):
     def __init__(self, path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ReviewView(_message.Message):
-    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs", "accept_confirmation", "budget", "reject_confirmation", "atoms")
+    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs", "accept_confirmation", "budget", "reject_confirmation", "atoms", "line_notes")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
@@ -995,6 +995,7 @@ class ReviewView(_message.Message):
     BUDGET_FIELD_NUMBER: _ClassVar[int]
     REJECT_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     ATOMS_FIELD_NUMBER: _ClassVar[int]
+    LINE_NOTES_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     diff_identity: str
     base: str
@@ -1011,7 +1012,24 @@ class ReviewView(_message.Message):
     budget: BudgetView
     reject_confirmation: str
     atoms: _containers.RepeatedCompositeFieldContainer[AtomEvidenceView]
-    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., accept_confirmation: _Optional[str] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., reject_confirmation: _Optional[str] = ..., atoms: _Optional[_Iterable[_Union[AtomEvidenceView, _Mapping]]] = ...) -> None: ...
+    line_notes: _containers.RepeatedCompositeFieldContainer[LineNoteView]
+    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., accept_confirmation: _Optional[str] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., reject_confirmation: _Optional[str] = ..., atoms: _Optional[_Iterable[_Union[AtomEvidenceView, _Mapping]]] = ..., line_notes: _Optional[_Iterable[_Union[LineNoteView, _Mapping]]] = ...) -> None: ...
+
+class LineNoteView(_message.Message):
+    __slots__ = ("path", "line", "kind", "subject", "state", "text")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    line: int
+    kind: str
+    subject: str
+    state: str
+    text: str
+    def __init__(self, path: _Optional[str] = ..., line: _Optional[int] = ..., kind: _Optional[str] = ..., subject: _Optional[str] = ..., state: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class ListStagesRequest(_message.Message):
     __slots__ = ("task_id", "attempt")
