@@ -85,6 +85,10 @@ class AtomEffect(StrEnum):
     GLOBAL_STATE = "global-state"
     CLOCK = "clock"
     RANDOMNESS = "randomness"
+    DYNAMIC_CODE = "dynamic-code"
+    """Runs code made at run time (stage 30): ``eval``, ``exec``, ``compile``, ``importlib.import_module``."""
+    DESERIALISATION = "deserialisation"
+    """Loads data that can construct arbitrary objects: ``pickle``, ``marshal``, an unsafe ``yaml.load`` (stage 30)."""
 
 
 def effect_order(effects: Iterable[AtomEffect]) -> tuple[AtomEffect, ...]:

@@ -26,9 +26,9 @@ Python file that touches a changed line (class bodies are not read).
 
 **Declared**: an atom's capabilities are compared with the effects its plan declaration lists (matched as stage 5
 matches, :func:`~codeflux.pipeline.contracts.matching_declaration`; an undeclared atom declares nothing);
-module-level code with the union of every effect the approved plan declares. ``dynamic-code`` and
-``deserialisation`` have no effect a plan can declare (:class:`~codeflux.domain.contracts.AtomEffect`), so every
-use fails the gate.
+module-level code with the union of every effect the approved plan declares. Each capability is an effect a plan can
+declare (:class:`~codeflux.domain.contracts.AtomEffect`: ``dynamic-code`` and ``deserialisation`` among them), so a
+use the plan did not announce fails the gate and one it did is listed as declared.
 
 **bandit** (a dependency of codeflux) runs as ``<codeflux's python> -m bandit -f json -q --ignore-nosec`` over
 copies of the changed non-test Python files in an empty temporary directory (no configuration of the repository
@@ -99,8 +99,8 @@ NOT_PROVED: Final = (
     "text; the program's behaviour is not observed"
 )
 
-DYNAMIC_CODE: Final = "dynamic-code"
-DESERIALISATION: Final = "deserialisation"
+DYNAMIC_CODE: Final = AtomEffect.DYNAMIC_CODE.value
+DESERIALISATION: Final = AtomEffect.DESERIALISATION.value
 _EFFECT_CAPABILITIES: Final = (AtomEffect.FILE, AtomEffect.NETWORK, AtomEffect.PROCESS, AtomEffect.ENV)
 CAPABILITIES: Final = (*(effect.value for effect in _EFFECT_CAPABILITIES), DYNAMIC_CODE, DESERIALISATION)
 """Every capability the map can show."""
@@ -442,9 +442,7 @@ def evaluate_global_invariants(ports: PipelinePorts, assembly: StageResult, *, b
     high = [f for f in bandit.findings if f.severity == "HIGH" and changed.get(f.path, set()) & set(f.lines)]
     others = [f for f in bandit.findings if f not in high]
     undeclared = [use for use in uses if use.undeclared]
-    findings = [f"undeclared {use.describe()}" + (" — no plan can declare it" if use.capability in
-                                                  (DYNAMIC_CODE, DESERIALISATION) else "")
-                for use in undeclared] + [finding.describe() for finding in high]
+    findings = [f"undeclared {use.describe()}" for use in undeclared] + [finding.describe() for finding in high]
     evidence: dict[str, object] = {
         **base,
         "files": [file.path for file in readable], "not_read": unread,

@@ -45,11 +45,13 @@ FAILED_28 = StageVerdict(stage=StageName.INTEGRATION_TESTS, outcome=StageOutcome
 
 
 def declaring_plan() -> Plan:
-    """The harness's plan, its first step declaring ``add`` pure and ``run_tool`` with the effect ``process``."""
+    """The harness's plan, its first step declaring ``add`` pure, ``run_tool`` with the effect ``process`` and
+    ``load`` with ``deserialisation``."""
     plan = a_plan_with_two_steps()
     first = replace(plan.steps[0], atoms=(
         DeclaredAtom(name="add", signature="def add(a, b)"),
-        DeclaredAtom(name="run_tool", signature="def run_tool(name)", effects=(AtomEffect.PROCESS,))))
+        DeclaredAtom(name="run_tool", signature="def run_tool(name)", effects=(AtomEffect.PROCESS,)),
+        DeclaredAtom(name="load", signature="def load(blob)", effects=(AtomEffect.DESERIALISATION,))))
     return replace(plan, steps=(first, *plan.steps[1:]))
 
 
@@ -134,11 +136,13 @@ def test_30_an_undeclared_subprocess_call_and_a_high_bandit_finding_fail_it_by_n
     assert "undeclared process via subprocess.run at pkg/calc.py:5" in said and "bandit B602" in said
 
 
-def test_30_eval_and_pickle_have_no_declaration_and_a_package_file_read_is_no_capability(task: Task) -> None:
+def test_30_undeclared_eval_and_pickle_fail_a_declared_one_holds_and_a_package_file_read_is_no_capability(
+        task: Task) -> None:
     source = ("import pickle\nfrom pathlib import Path\n\nDATA = Path(__file__).parent / 'data.txt'\n\n\n"
               "def add(a, b):\n    return eval(str(a)) + b\n\n\n"
               "def sub(a, b):\n    return pickle.loads(a) - b\n\n\n"
-              "def run_tool(name):\n    return DATA.read_text()\n")
+              "def run_tool(name):\n    return DATA.read_text()\n\n\n"
+              "def load(blob):\n    return pickle.loads(blob)\n")
     task.reset({"pkg/calc.py": source})
 
     result = evaluate_global_invariants(task.ports, task.assembled())
@@ -146,11 +150,14 @@ def test_30_eval_and_pickle_have_no_declaration_and_a_package_file_read_is_no_ca
     assert result.verdict.outcome is StageOutcome.FAILED
     findings = result.evidence["findings"]
     assert isinstance(findings, list)
-    assert "undeclared dynamic-code via eval at pkg/calc.py:8 (pkg.calc.add) — no plan can declare it" in findings
-    assert "undeclared deserialisation via pickle.loads at pkg/calc.py:12 (pkg.calc.sub) — no plan can declare it" \
-        in findings
+    assert "undeclared dynamic-code via eval at pkg/calc.py:8 (pkg.calc.add)" in findings
+    assert "undeclared deserialisation via pickle.loads at pkg/calc.py:12 (pkg.calc.sub)" in findings
     uses = result.evidence["capabilities"]
     assert isinstance(uses, list)
+    # the plan declares deserialisation for load(): the same call there is listed, declared, and no finding
+    loaded = next(u for u in uses if u["atom"] == "pkg.calc.load")
+    assert (loaded["capability"], loaded["what"], loaded["declared"]) == ("deserialisation", "pickle.loads", True)
+    assert not any("pkg.calc.load" in f for f in findings)
     read = next(u for u in uses if u["what"] == ".read_text()")
     assert read["inside_package"] is True and not any("read_text" in f for f in findings)
 
