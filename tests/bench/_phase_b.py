@@ -483,7 +483,7 @@ def started_ports(bench: Bench) -> tuple[PipelinePorts, TimedCommands]:
     commands = TimedCommands(inner=DriverCheckCommands(bench.driver), scripts=_script_names(), db=tasks.changes.db)
     ports = PipelinePorts(facts=facts, ledger=tasks, commands=commands, acceptance=NoAcceptanceYet(),
                           repository_root=view.task.repository_root, search_path=search_path,
-                          settings=bench.settings)
+                          settings=bench.settings, obligations=tasks)
     return ports, commands
 
 

@@ -1,5 +1,5 @@
-"""Benchmark: phase B's wall time against the package's own suite, and stage 13's mutant runner against
-``mutmut run`` restricted to the same function, in the same run.
+"""Benchmark: phase B's wall time and the whole 37-stage pipeline's against the package's own suite, and stage 13's
+mutant runner against ``mutmut run`` restricted to the same function, in the same run.
 
 Run with `cmd/codeflux-dev bench pipeline`.
 
@@ -11,6 +11,10 @@ Run with `cmd/codeflux-dev bench pipeline`.
   coverage run repeated unconfined (what the box adds to the largest command). Fuzz (stage 12) and growth
   (stage 16's timing run) are taken off and reported apart. The harness is ``tests/bench/_phase_b.py`` (its
   docstring says how); ``CODEFLUX_BENCH_PHASE_B_SAMPLES`` (default 3) sets the warm runs per case.
+
+* **the whole pipeline** — :func:`codeflux.pipeline.runner.run_pipeline` on the same two cases, all 37 stages with
+  the default settings (repetition and the platform matrix included), against the suite in the same run; each
+  stage's share (``tests/bench/_whole_pipeline.py``; ``CODEFLUX_BENCH_WHOLE_SAMPLES``, default 2, warm runs per case).
 
 * **mutation** — one small project (``pkg/calc.py`` with ``scale``, a tests file whose ``test_scale`` covers it).
   codeflux's side: the mutants of ``scale``'s body made by :func:`~codeflux.pipeline.mutants.mutants_of_atom` (every
@@ -42,6 +46,7 @@ from pathlib import Path
 from typing import Final
 
 from _phase_b import REPO_ENV, WHEELHOUSE, bench_phase_b
+from _whole_pipeline import bench_whole
 
 from codeflux.pipeline.mutants import mutants_of_atom
 from codeflux.pipeline.mutation import MIN_TIMEOUT_SECONDS, MUTATION_SCRIPT
@@ -50,6 +55,7 @@ REPO: Final = Path(__file__).resolve().parents[2]
 BENCH_TOOLS: Final = REPO / ".artifacts" / "bench-tools"
 SAMPLES: Final = 5
 PHASE_B_SAMPLES: Final = int(os.environ.get("CODEFLUX_BENCH_PHASE_B_SAMPLES", "3"))
+WHOLE_SAMPLES: Final = int(os.environ.get("CODEFLUX_BENCH_WHOLE_SAMPLES", "2"))
 
 CALC: Final = (
     "def add(a, b):\n    return a + b\n\n\n"
@@ -140,6 +146,7 @@ def main() -> int:
         print(f"bench pipeline: pytest is not in {REPO_ENV} — run cmd/codeflux-dev bench pipeline", file=sys.stderr)
         return 1
     bench_phase_b(PHASE_B_SAMPLES, print)
+    bench_whole(WHOLE_SAMPLES, print)
     ours: list[tuple[float, int, float]] = []
     theirs: list[tuple[float, int]] = []
     raw: list[float] = []
