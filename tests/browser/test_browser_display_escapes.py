@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,41 +21,31 @@ from tests.fixtures.browser import (
     AppPage,
     allow_once_until_review,
     approve_until_approval_card,
+    demo_plan,
     demo_task_to_plan,
+    scripted_page,
     task_state,
+    write_demo_script,
 )
-from tests.fixtures.services import ScriptedDemoAccess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 MS = WAIT_S * 1000
-DEMO_SCRIPT = Path(__file__).resolve().parents[2] / "codeflux/cli/demo_files/script.json"
 DISGUISED = "\u202egnp.exe"  # reads "exe.png" where bidi text is rendered
-USAGE = {"input_tokens": 10, "output_tokens": 5}
-
-
-def disguising_script(path: Path) -> Path:
-    """The demo's plan; then the fix and a conftest.py, a command with a disguised argument, and finish."""
-    plan = json.loads(DEMO_SCRIPT.read_text(encoding="utf-8"))["plan"]
-    plan[0]["json"]["steps"][0]["atoms"][0]["signature"] = f"def add(a: int, b: int) -> int  # {DISGUISED}"
-    calls = [("edit_file", {"path": "calc/ops.py", "old_text": "    return abs(a) + abs(b)\n",
-                            "new_text": "    return a + b\n"}),
-             ("write_file", {"path": "calc/conftest.py", "content": "# pytest imports this before the tests\n"})]
-    run = [{"text": "fix", "usage": USAGE,
-            "tool_calls": [{"id": f"c{i}", "name": n, "arguments": a} for i, (n, a) in enumerate(calls)]},
-           {"text": "look", "usage": USAGE, "tool_calls": [
-               {"id": "c9", "name": "run_command", "arguments": {"argv": ["python3", "-c", "print(1)", DISGUISED]}}]},
-           {"text": "Every step is done.", "usage": USAGE, "tool_calls": [
-               {"id": "c10", "name": "finish", "arguments": {"summary": "add() fixed; a conftest added.",
-                                                             "steps": [{"status": "done"}]}}]}]
-    path.write_text(json.dumps({"plan": plan, "run": run}), encoding="utf-8")
-    return path
 
 
 @pytest.fixture
 def app(served_coordinator: tuple[Any, Any], served_page: AppPage, tmp_path: Path) -> AppPage:
-    _, coordinator_app = served_coordinator
-    coordinator_app.models = ScriptedDemoAccess(coordinator_app.db, disguising_script(tmp_path / "script.json"))
-    return served_page
+    """The demo's plan (its atom's signature disguised); then the fix and a conftest.py, a command with a disguised
+    argument, and finish."""
+    plan = demo_plan()
+    plan[0]["json"]["steps"][0]["atoms"][0]["signature"] = f"def add(a: int, b: int) -> int  # {DISGUISED}"
+    fix = [("edit_file", {"path": "calc/ops.py", "old_text": "    return abs(a) + abs(b)\n",
+                          "new_text": "    return a + b\n"}),
+           ("write_file", {"path": "calc/conftest.py", "content": "# pytest imports this before the tests\n"})]
+    look = [("run_command", {"argv": ["python3", "-c", "print(1)", DISGUISED]})]
+    script = write_demo_script(tmp_path / "script.json", [("fix", fix), ("look", look)],
+                               summary="add() fixed; a conftest added.", plan=plan)
+    return scripted_page(served_coordinator, served_page, script)
 
 
 def test_a_bidi_override_argument_is_escaped_and_a_written_conftest_changes_what_runs(app: AppPage) -> None:

@@ -12,7 +12,6 @@ real git, real workers, the real pipeline):
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +24,13 @@ from tests.fixtures.browser import (
     allow_once_until_review,
     approve_until_approval_card,
     demo_task_to_plan,
+    scripted_page,
     task_state,
+    write_demo_script,
 )
-from tests.fixtures.services import ScriptedDemoAccess
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 MS = WAIT_S * 1000
-DEMO_SCRIPT = Path(__file__).resolve().parents[2] / "codeflux/cli/demo_files/script.json"
-USAGE = {"input_tokens": 10, "output_tokens": 5}
 BRANCHY = ('    """Return the sum of a and b."""\n'
            "    if a == 0:\n"
            "        return b\n"
@@ -43,26 +41,13 @@ BRANCHY = ('    """Return the sum of a and b."""\n'
            "    return add(a, a)\n")
 
 
-def branchy_script(path: Path) -> Path:
-    """The demo's plan; then a fix of add() with a branch the tests never take, a double() calling it, finish."""
-    plan = json.loads(DEMO_SCRIPT.read_text(encoding="utf-8"))["plan"]
-    calls = [("edit_file", {"path": "calc/ops.py",
-                            "old_text": '    """Return the sum of a and b."""\n    return abs(a) + abs(b)\n',
-                            "new_text": BRANCHY})]
-    run = [{"text": "fix", "usage": USAGE,
-            "tool_calls": [{"id": f"c{i}", "name": n, "arguments": a} for i, (n, a) in enumerate(calls)]},
-           {"text": "Every step is done.", "usage": USAGE, "tool_calls": [
-               {"id": "c9", "name": "finish", "arguments": {"summary": "add() fixed; double() added.",
-                                                            "steps": [{"status": "done"}]}}]}]
-    path.write_text(json.dumps({"plan": plan, "run": run}), encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def app(served_coordinator: tuple[Any, Any], served_page: AppPage, tmp_path: Path) -> AppPage:
-    _, coordinator_app = served_coordinator
-    coordinator_app.models = ScriptedDemoAccess(coordinator_app.db, branchy_script(tmp_path / "script.json"))
-    return served_page
+    """The demo's plan; then a fix of add() with a branch the tests never take and a double() calling it."""
+    fix = ("edit_file", {"path": "calc/ops.py", "new_text": BRANCHY,
+                         "old_text": '    """Return the sum of a and b."""\n    return abs(a) + abs(b)\n'})
+    script = write_demo_script(tmp_path / "script.json", [("fix", [fix])], summary="add() fixed; double() added.")
+    return scripted_page(served_coordinator, served_page, script)
 
 
 def test_the_review_draws_obligations_and_uncovered_arcs_under_their_lines(app: AppPage) -> None:
