@@ -28,6 +28,7 @@ the raw baseline — the package's whole suite — runs with that same interpret
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pkgutil
@@ -402,7 +403,7 @@ def timed_stages(commands: TimedCommands, stages: tuple[AtomStage, ...] = ATOM_S
                 commands.stage = None
             seen.append((stage.stage, time.perf_counter() - started, result))
             return result
-        return AtomStage(stage=stage.stage, evaluate=evaluate)
+        return dataclasses.replace(stage, evaluate=evaluate)  # what it waits for and writes stays the stage's
 
     return tuple(wrap(stage) for stage in stages), seen
 
