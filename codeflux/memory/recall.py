@@ -126,10 +126,11 @@ def _reread(db: Database, entry_id: MemoryEntryId) -> MemoryEntry:
 
 
 def check_memory_entries(db: Database, root: Path, entries: Sequence[MemoryEntry], *,
-                         toolchain: Toolchain | None = None) -> list[CheckedEntry]:
+                         toolchain: Toolchain | None = None, invalidate: bool = True) -> list[CheckedEntry]:
     """Each entry's verdict in the checkout at ``root`` now, in the order given; entries whose evidence stopped
-    holding are invalidated (see the module docstring). Later entries of the batch are read again after an
-    invalidation, so one quarantined by the cascade is judged quarantined."""
+    holding are invalidated (see the module docstring) — unless ``invalidate`` is False (a view that only shows
+    verdicts). Later entries of the batch are read again after an invalidation, so one quarantined by the cascade
+    is judged quarantined."""
     if not entries:
         return []
     facts = current_facts(root, {source.path for entry in entries for source in entry.sources},
@@ -140,7 +141,7 @@ def check_memory_entries(db: Database, root: Path, entries: Sequence[MemoryEntry
         current = _reread(db, entry.entry_id) if invalidated else entry
         verdict = judge_applicability(current, facts)
         result = CheckedEntry(entry=current, verdict=verdict)
-        if verdict.evidence_changed and current.state is not MemoryState.QUARANTINED:
+        if invalidate and verdict.evidence_changed and current.state is not MemoryState.QUARANTINED:
             result = _invalidate_for_changed_evidence(db, result)
             invalidated = True
         checked.append(result)
