@@ -56,7 +56,6 @@ __all__ = [
 MAX_SEARCH_TERMS: Final = 32
 _WORD = re.compile(r"\w+", re.UNICODE)
 
-_CURRENT = ("(SELECT {col} FROM memory_entry_states s WHERE s.entry_id = e.id ORDER BY s.sequence DESC LIMIT 1)")
 _SELECT: Final = (
     "SELECT e.id, e.kind, e.text, e.body_json, e.root_commit, e.toolchain_json, e.toolchain_hash, e.dependency_hash,"
     " e.learned_at_commit, e.replaces_id, e.created_at_us, st.state, st.cause, st.reason, st.recorded_at_us"
@@ -73,9 +72,19 @@ DERIVED_CLOSURE_SQL: Final = (
 """Every entry derived, transitively, from the entry bound to ``?1`` (itself excluded). Also the baseline of the
 memory benchmark, so the product's cascade is measured against exactly this walk."""
 
+
+
+def _newest_states_of(source: str) -> str:
+    """Each entry id of ``source`` (a table or table-valued function with a ``value`` column) with its newest
+    state's sequence and state."""
+    return (f"SELECT c.value, s.sequence, s.state FROM {source} c JOIN memory_entry_states s"  # noqa: S608
+            " ON s.entry_id = c.value AND s.sequence = (SELECT max(sequence) FROM memory_entry_states"
+            " WHERE entry_id = c.value)")
+
+
 _NEXT_STATE_ROW: Final = (
     "INSERT INTO memory_entry_states (entry_id, sequence, state, cause, cause_entry_id, reason, recorded_at_us)"
-    " SELECT x.id, (SELECT count(*) + 1 FROM memory_entry_states WHERE entry_id = x.id), ?2, ?3, ?1, ?4, ?5"
+    " SELECT x.id, x.sequence + 1, ?2, ?3, ?1, ?4, ?5"
 )
 
 
@@ -242,19 +251,23 @@ def quarantine_memory_entry(tx: Transaction, *, entry_id: MemoryEntryId, cause: 
     tx.execute("INSERT INTO memory_entry_states (entry_id, sequence, state, cause, cause_entry_id, reason,"
                " recorded_at_us) VALUES (?1, ?2, 'quarantined', ?3, NULL, ?4, ?5)",
                (entry_id.value, _next_sequence(tx, entry_id), cause.value, why, at_us))
-    state_now = _CURRENT.format(col="state").replace("e.id", "x.id")
+    # One walk of the derived closure; both statements below read it back as a JSON array of ids.
+    closure = json.dumps([str(r[0]) for r in tx.execute(f"{DERIVED_CLOSURE_SQL} SELECT id FROM closure",  # noqa: S608
+                                                        (entry_id.value,))])
     quarantined = tx.execute(
-        f"{DERIVED_CLOSURE_SQL}, x(id) AS (SELECT id FROM closure) {_NEXT_STATE_ROW}"  # noqa: S608 (constants only)
-        f" FROM x WHERE {state_now} IS NOT 'quarantined' RETURNING entry_id",
+        f"WITH x(id, sequence, state) AS ({_newest_states_of('json_each(?6)')}) {_NEXT_STATE_ROW}"
+        " FROM x WHERE x.state <> 'quarantined' RETURNING entry_id",
         (entry_id.value, MemoryState.QUARANTINED.value, StateCause.DERIVED_FROM_QUARANTINED.value,
-         f"derived from {entry_id.value}, which was quarantined: {why}"[:1024], at_us))
+         f"derived from {entry_id.value}, which was quarantined: {why}"[:1024], at_us, closure))
     flagged = tx.execute(
-        f"{DERIVED_CLOSURE_SQL}, affected(id) AS (SELECT ?1 UNION SELECT id FROM closure),"  # noqa: S608
-        " x(id) AS (SELECT DISTINCT m.dependent_id FROM memory_edges m JOIN affected a ON m.source_id = a.id"
-        " WHERE m.kind = 'influenced-by' AND m.dependent_id NOT IN (SELECT id FROM affected))"
-        f" {_NEXT_STATE_ROW} FROM x WHERE {state_now} = 'active' RETURNING entry_id",
+        "WITH affected(id) AS (SELECT ?1 UNION SELECT value FROM json_each(?6)),"  # noqa: S608 (constants only)
+        " dependents(value) AS (SELECT DISTINCT m.dependent_id FROM memory_edges m"
+        " JOIN affected a ON m.source_id = a.id"
+        " WHERE m.kind = 'influenced-by' AND m.dependent_id NOT IN (SELECT id FROM affected)),"
+        f" x(id, sequence, state) AS ({_newest_states_of('dependents')})"
+        f" {_NEXT_STATE_ROW} FROM x WHERE x.state = 'active' RETURNING entry_id",
         (entry_id.value, MemoryState.NEEDS_REVIEW.value, StateCause.INFLUENCED_BY_QUARANTINED.value,
-         f"influenced by {entry_id.value} or an entry derived from it, quarantined: {why}"[:1024], at_us))
+         f"influenced by {entry_id.value} or an entry derived from it, quarantined: {why}"[:1024], at_us, closure))
     return MemoryInvalidation(entry_id=entry_id,
                               quarantined=tuple(MemoryEntryId.parse(v) for v in sorted(str(r[0]) for r in quarantined)),
                               flagged=tuple(MemoryEntryId.parse(v) for v in sorted(str(r[0]) for r in flagged)))

@@ -90,8 +90,10 @@ def test_recall_returns_only_applicable_candidates_and_the_reasons_of_the_rest(d
     assert [(r.entry_id, r.verdict.reason) for r in second.refused] == [(stale.entry_id,
                                                                          ApplicabilityReason.SOURCE_CHANGED)]
     assert not hasattr(second.refused[0], "entry")
-    other = make_repository(tmp_path / "other").path  # same files, another history: another repository
-    write_files(other, {"x.txt": "x\n"})
+    other = tmp_path / "other"  # another history: another repository
+    other.mkdir()
+    git(other, "init", "-q")
+    write_files(other, {"tests/test_calc.py": "def test_add():\n    pass\n"})
     commit_all(other, "another root")
     assert root_commit_of(other) != root_commit_of(repo)
     assert recall(db, "test command", RecallContext(root=other, toolchain=TOOLS)).usable == ()
