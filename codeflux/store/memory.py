@@ -77,9 +77,9 @@ memory benchmark, so the product's cascade is measured against exactly this walk
 def _newest_states_of(source: str) -> str:
     """Each entry id of ``source`` (a table or table-valued function with a ``value`` column) with its newest
     state's sequence and state."""
-    return (f"SELECT c.value, s.sequence, s.state FROM {source} c JOIN memory_entry_states s"  # noqa: S608
-            " ON s.entry_id = c.value AND s.sequence = (SELECT max(sequence) FROM memory_entry_states"
-            " WHERE entry_id = c.value)")
+    # SQLite's max() picks the row whose other (bare) columns are returned: the newest state, one range scan.
+    return (f"SELECT c.value, max(s.sequence), s.state FROM {source} c JOIN memory_entry_states s"  # noqa: S608
+            " ON s.entry_id = c.value GROUP BY c.value")
 
 
 _NEXT_STATE_ROW: Final = (
