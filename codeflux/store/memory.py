@@ -302,7 +302,12 @@ def search_memory_candidates(view: ReadView, text: str, *, root_commit: str | No
     if kind is not None:
         where.append("e.kind = ?")
         params.append(kind.value)
+    # Rank and cut inside the text index first (joining only the entry row the filters need); the states are read
+    # for the survivors alone.
     rows = view.query_all(
-        f"{_SELECT} JOIN memory_entry_text t ON t.rowid = e.rowid WHERE {' AND '.join(where)}"
-        " ORDER BY bm25(memory_entry_text), e.id LIMIT ?", (*params, max(1, min(limit, 200))))
+        "WITH hits(entry_rowid, score) AS (SELECT t.rowid, bm25(memory_entry_text) FROM memory_entry_text t"  # noqa: S608
+        f" JOIN memory_entries e ON e.rowid = t.rowid WHERE {' AND '.join(where)}"
+        " ORDER BY 2, e.id LIMIT ?)"
+        f" {_SELECT} JOIN hits h ON h.entry_rowid = e.rowid ORDER BY h.score, e.id",
+        (*params, max(1, min(limit, 200))))
     return _decorate(view, rows)
