@@ -84,6 +84,13 @@ def test_a_quarantined_entry_can_never_be_made_active_again_only_replaced(db: Da
         _record(db, "derived from a quarantined entry", derived_from=(entry,))
     assert _state(db, entry) is MemoryState.QUARANTINED
 
+    replacement = MemoryEntryId.from_entropy(os.urandom(16))  # only a new entry takes its place
+    new = NewMemoryEntry(kind=MemoryKind.REPOSITORY_FACT, text="fact, learned again", body={}, root_commit="a" * 40,
+                         toolchain=TOOLS, dependency_hash="d" * 64, learned_at_commit="c" * 40, replaces=entry)
+    stored = db.write(lambda tx: record_memory_entry(tx, entry_id=replacement, entry=new, at_us=5))
+    assert (stored.state, stored.replaces) == (MemoryState.ACTIVE, entry)
+    assert _state(db, entry) is MemoryState.QUARANTINED
+
 
 @pytest.mark.parametrize("hostile", ['"', 'pytest" OR "x', "NEAR(pytest command, 2)", "py*", "-pytest", "text:x",
                                      "(", "AND", "^pytest", "'; DROP TABLE memory_entries; --", "{text}: pytest"])
