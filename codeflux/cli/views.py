@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Final
 
-from codeflux.api.v1 import common_pb2, product_pb2
+from codeflux.api.v1 import common_pb2, memory_pb2, product_pb2
 from codeflux.cli.context import CliContext
 from codeflux.domain.display import escape_for_display
 
@@ -26,6 +26,9 @@ __all__ = [
     "print_budget",
     "print_evidence",
     "print_landing_resolutions",
+    "print_memory_detail",
+    "print_memory_invalidation",
+    "print_memory_list",
     "print_plan",
     "print_prices",
     "print_providers",
@@ -346,3 +349,57 @@ def print_evidence(ctx: CliContext, view: product_pb2.EvidenceView, *, max_fact_
         outcome = stage.outcome or "not recorded"
         detail = f"  {escape_for_display(stage.detail)}" if stage.detail else ""
         ctx.say(f"  {stage.number:>2} {stage.name:<26} {outcome}{detail}")
+
+
+# ─── memory ──────────────────────────────────────────────────────────────────────────────────────────
+
+def _verdict_line(entry: memory_pb2.MemoryEntryView) -> str:
+    verdict = entry.verdict
+    word = "usable" if verdict.applicable else "not usable"
+    return f"{word} ({verdict.reason}): {verdict.detail}"
+
+
+def print_memory_list(ctx: CliContext, listing: memory_pb2.MemoryList) -> None:
+    """Each entry: id, kind, state, text, and its verdict now with the reason."""
+    if not listing.entries:
+        ctx.say("no memory entries")
+        return
+    for entry in listing.entries:
+        ctx.say(f"{entry.entry_id}  {entry.kind}  {entry.state}  {entry.text}")
+        ctx.say(f"    {_verdict_line(entry)}")
+
+
+def print_memory_detail(ctx: CliContext, detail: memory_pb2.MemoryEntryDetail) -> None:
+    """One entry with what it was true of, its evidence, provenance and state history."""
+    entry = detail.entry
+    ctx.say(f"{entry.entry_id}  {entry.kind}")
+    ctx.say(f"text: {entry.text}")
+    ctx.say(f"state: {entry.state} since {entry.state_since} ({entry.state_cause}: {entry.state_reason})")
+    ctx.say(f"verdict: {_verdict_line(entry)}")
+    ctx.say(f"repository root commit: {entry.root_commit}; learned at {entry.learned_at_commit}")
+    tools = ", ".join(f"{name} {version}" for name, version in sorted(entry.toolchain.items())) or "none recorded"
+    ctx.say(f"toolchain: {tools}; dependency set {entry.dependency_hash[:16]}")
+    ctx.say(f"body: {entry.body_json}")
+    if entry.replaces_id:
+        ctx.say(f"replaces: {entry.replaces_id}")
+    for source in entry.sources:
+        ctx.say(f"source: {source.path} @ {source.blob_sha[:12]}")
+    for evidence in entry.evidence:
+        ctx.say(f"evidence: {evidence.kind} {evidence.ref}")
+    for edge in detail.edges:
+        if edge.dependent_id == entry.entry_id:
+            ctx.say(f"{edge.kind} {edge.source_id} ({edge.other_state}): {edge.other_text}")
+        else:
+            ctx.say(f"{edge.dependent_id} ({edge.other_state}) is {edge.kind} this: {edge.other_text}")
+    for state in detail.history:
+        cause = f" by {state.cause_entry_id}" if state.cause_entry_id else ""
+        ctx.say(f"  {state.sequence}. {state.recorded_at} {state.state} ({state.cause}{cause}): {state.reason}")
+
+
+def print_memory_invalidation(ctx: CliContext, done: memory_pb2.MemoryInvalidationView) -> None:
+    """What one invalidation quarantined and flagged."""
+    ctx.say(f"quarantined {done.entry_id}")
+    for entry_id in done.quarantined_ids:
+        ctx.say(f"quarantined {entry_id} (derived from it)")
+    for entry_id in done.flagged_ids:
+        ctx.say(f"needs review {entry_id} (influenced by it)")

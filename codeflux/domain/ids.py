@@ -22,6 +22,7 @@ __all__ = [
     "ApprovalId",
     "CheckpointId",
     "DecisionId",
+    "MemoryEntryId",
     "MessageId",
     "PlanId",
     "RepositoryId",
@@ -156,3 +157,11 @@ class CheckpointId(_PrefixedId):
     __slots__ = ()
     prefix = "chk"
     kind = "checkpoint id"
+
+
+class MemoryEntryId(_PrefixedId):
+    """An entry of memory: one thing learned about a repository (see :mod:`codeflux.domain.memory`)."""
+
+    __slots__ = ()
+    prefix = "mem"
+    kind = "memory entry id"

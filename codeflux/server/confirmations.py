@@ -8,16 +8,18 @@ stamps it with a fresh random value, kept only in this process and bound to what
 * ``decide``: the tool request (allow-once, allow-for-task and deny alike);
 * ``accept``: the task and the diff identity (``ReviewView.accept_confirmation``);
 * ``reject``: the task and the diff identity (``ReviewView.reject_confirmation``), for a plain reject and a
-  reject with retry alike.
+  reject with retry alike;
+* ``invalidate-memory``: the memory entry and the time it entered the state the card showed
+  (``MemoryEntryDetail.invalidate_confirmation``; none is issued for a quarantined entry).
 
-``ApprovePlan``, ``Decide``, ``AcceptChange`` and ``RejectChange`` over the browser connection must send that
-value back; the first decision carrying it uses it up. A decision without a value, or with one not issued for
-that card (another card, an older plan revision or diff, a value already used, one from before a restart) is refused
-(PERMISSION_DENIED, nothing decided) and journaled on the task as ``browser-decision-refused`` — never
-with the value sent. The one exception is an identical retry of a decision already let through (same
-idempotency key, same value: the reconnect case); it reaches the mutation ledger, which answers with the
-original result. The value is removed from the request before the service sees it, so the ledger's request
-identity is the decision itself.
+``ApprovePlan``, ``Decide``, ``AcceptChange``, ``RejectChange`` and ``MemoryService/Invalidate`` over the browser
+connection must send that value back; the first decision carrying it uses it up. A decision without a value, or with
+one not issued for that card (another card, an older plan revision or diff, a value already used, one from before a
+restart) is refused (PERMISSION_DENIED, nothing decided) and journaled on the task as ``browser-decision-refused``
+(a memory entry has no task: nothing is journaled) — never with the value sent. The one exception is an identical
+retry of a decision already let through (same idempotency key, same value: the reconnect case); it reaches the
+mutation ledger, which answers with the original result. The value is removed from the request before the service
+sees it, so the ledger's request identity is the decision itself.
 
 Over the Unix socket (CLI, headless) none of this applies: the socket's 0600 permission is its authority.
 """
@@ -36,6 +38,7 @@ from typing import Final
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from codeflux.api.v1 import memory_pb2
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.domain.errors import InvalidValueError, NotFoundError, UnconfirmedDecisionError
 from codeflux.services.registry import CallContext, Method, MethodTable, StreamMethod, UnaryMethod
@@ -58,8 +61,10 @@ _DECISIONS: Final = {
     "/codeflux.v1.ApprovalService/Decide": "decide",
     "/codeflux.v1.ReviewService/AcceptChange": "accept",
     "/codeflux.v1.ReviewService/RejectChange": "reject",
+    "/codeflux.v1.MemoryService/Invalidate": "invalidate-memory",
 }
-_CARD_TYPES: Final = frozenset({pb.TaskView.DESCRIPTOR, pb.PendingApproval.DESCRIPTOR, pb.ReviewView.DESCRIPTOR})
+_CARD_TYPES: Final = frozenset({pb.TaskView.DESCRIPTOR, pb.PendingApproval.DESCRIPTOR, pb.ReviewView.DESCRIPTOR,
+                                memory_pb2.MemoryEntryDetail.DESCRIPTOR})
 
 
 @dataclass(slots=True)
@@ -81,6 +86,10 @@ def _accept_card(task_id: str, diff_identity: str) -> tuple[str, str]:
 
 def _reject_card(task_id: str, diff_identity: str) -> tuple[str, str]:
     return "reject", f"{task_id}:{diff_identity}"
+
+
+def _invalidate_memory_card(entry_id: str, state_since_us: int) -> tuple[str, str]:
+    return "invalidate-memory", f"{entry_id}:{state_since_us}"
 
 
 class CardConfirmations:
@@ -122,6 +131,10 @@ class CardConfirmations:
         elif isinstance(message, pb.ReviewView) and message.diff_identity:
             message.accept_confirmation = self._issue(_accept_card(message.task_id, message.diff_identity))
             message.reject_confirmation = self._issue(_reject_card(message.task_id, message.diff_identity))
+        elif isinstance(message, memory_pb2.MemoryEntryDetail) and message.entry.state != "quarantined":
+            message.invalidate_confirmation = self._issue(
+                _invalidate_memory_card(message.entry.entry_id, message.entry.state_since_us))
+            return
         for descriptor, value in message.ListFields():
             if descriptor.type != FieldDescriptor.TYPE_MESSAGE or not self._may_hold(descriptor.message_type):
                 continue
@@ -152,7 +165,7 @@ class CardConfirmations:
         reason = MISSING if not value else None if self._use(card, value, key) else UNKNOWN
         if reason is None:
             return
-        if self._record is not None:
+        if self._record is not None and task_id:
             with contextlib.suppress(NotFoundError, InvalidValueError):  # no such task: nothing to journal it on
                 self._record(task_id, decision, subject, reason)
         raise UnconfirmedDecisionError(decision=decision, subject=subject, reason=reason)
@@ -220,4 +233,6 @@ def _card_of(request: Message) -> tuple[tuple[str, str], str, str]:
         return _accept_card(request.task_id, request.diff_identity), request.task_id, request.diff_identity
     if isinstance(request, pb.RejectChangeRequest):
         return _reject_card(request.task_id, request.diff_identity), request.task_id, request.diff_identity
+    if isinstance(request, memory_pb2.InvalidateMemoryRequest):  # no task to journal a refusal on
+        return _invalidate_memory_card(request.entry_id, request.state_since_us), "", request.entry_id
     raise TypeError(type(request).__name__)

@@ -17,6 +17,7 @@ from codeflux.services import (
     approvals,
     budget,
     diagnostics,
+    memory,
     prices,
     recovery,
     review,
@@ -44,12 +45,13 @@ SERVICE_MODULES: Final[tuple[MethodsOf, ...]] = (
     budget.methods,
     prices.methods,
     diagnostics.methods,
+    memory.methods,
     session.methods,
 )
 
 
 def build_method_table(app: CoordinatorApp) -> MethodTable:
-    """Every RPC of ``api/codeflux/v1/product.proto`` by its full name, bound to ``app``."""
+    """Every RPC of ``api/codeflux/v1/product.proto`` and ``memory.proto`` by its full name, bound to ``app``."""
     return MethodTable.of(method for methods_of in SERVICE_MODULES for method in methods_of(app))
 
 

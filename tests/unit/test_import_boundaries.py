@@ -84,16 +84,16 @@ IMPORT_TABLE: dict[str, Leans] = {
     "memory": leans("domain", "store"),
     # The coordinator's floors, lowest first; each leans only on the ones below it.
     # Its top-level modules (hooks and their tool-call values, journal, maintenance, doctor, instance, demo).
-    "coordinator": leans("domain", "store", "authority", "credentials", "worker", TOP_LEVEL,
+    "coordinator": leans("domain", "store", "authority", "credentials", "worker", "memory", TOP_LEVEL,
                          third_party=frozenset({"apsw"})),
     # Money: the model gateway, budgets and their ledger, prices, model approvals.
     "coordinator.spending": leans("domain", "store", "providers", "redact"),
     # One task's life; startup recovery reconciles interrupted model requests through the gateway's function.
-    "coordinator.tasks": leans("domain", "store", "authority", "gitwork", "pipeline", "coordinator",
+    "coordinator.tasks": leans("domain", "store", "authority", "gitwork", "pipeline", "memory", "coordinator",
                                "coordinator.spending", third_party=frozenset({"pydantic"})),
     # One run of a task: drives the task service, spends through the gateway, talks to the worker.
-    "coordinator.runs": leans("domain", "store", "authority", "gitwork", "pipeline", "providers", "redact", "worker",
-                              TOP_LEVEL, "coordinator", "coordinator.tasks", "coordinator.spending"),
+    "coordinator.runs": leans("domain", "store", "authority", "gitwork", "pipeline", "memory", "providers", "redact",
+                              "worker", TOP_LEVEL, "coordinator", "coordinator.tasks", "coordinator.spending"),
     # The RPC handlers: validate, call the coordinator, convert its records into protobuf views.
     "services": leans("domain", "api", "authority", "credentials", "gitwork", "worker", *COORDINATOR_ROWS,
                       third_party=frozenset({"google.protobuf"}), modules=STORE_FOR_ADAPTERS),

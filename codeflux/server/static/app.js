@@ -11,6 +11,7 @@ import { chooserView, firstRunView, providerLabel } from "./screens.js";
 import { ledgerView, retryForm, reviewDrawer } from "./review.js";
 import { recoveryView } from "./recovery.js";
 import { diagnosticsView, settingsView } from "./settings.js";
+import { memoryView } from "./memory.js";
 
 
 class App {
@@ -39,7 +40,7 @@ class App {
 
   buildShell() {
     const nav = [["workspace", "Workspace"], ["chooser", "Repositories"], ["recovery", "Recovery"],
-      ["settings", "Settings"], ["diagnostics", "Diagnostics"]];
+      ["memory", "Memory"], ["settings", "Settings"], ["diagnostics", "Diagnostics"]];
     this.connection = el("span", { class: "connection", testid: "connection", text: "coordinator: connecting" });
     this.provider = el("span", { class: "provider" });
     this.errors = el("div", { class: "errors", testid: "error", role: "alert" });
@@ -148,6 +149,7 @@ class App {
     else if (name === "recovery") this.load("RecoveryService/ListRecovery", (r) => recoveryView(this, r));
     else if (name === "settings") this.load("SettingsService/GetSettings", (s) => settingsView(this, s));
     else if (name === "diagnostics") this.main.append(diagnosticsView(this, null, null));
+    else if (name === "memory") this.main.append(memoryView(this));
     this.gate();
   }
 

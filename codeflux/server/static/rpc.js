@@ -48,6 +48,9 @@ const REQUEST_TYPES = {
   "SettingsService/SetClarificationPolicy": "SetClarificationPolicyRequest",
   "DiagnosticsService/RunDoctor": "RunDoctorRequest",
   "DiagnosticsService/CreateBackup": "CreateBackupRequest",
+  "MemoryService/List": "ListMemoryRequest",
+  "MemoryService/Show": "ShowMemoryRequest",
+  "MemoryService/Invalidate": "InvalidateMemoryRequest",
   "SessionService/Subscribe": "SubscribeRequest",
   "SessionService/GetHead": "GetHeadRequest",
 };
