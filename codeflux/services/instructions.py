@@ -22,6 +22,7 @@ from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.tasks.instruction_files import (
+    InstructionApprovalRow,
     ListedInstructionFile,
     approve_instruction_file,
     list_instruction_files,
@@ -33,7 +34,6 @@ from codeflux.services.mutations import MutationLedger, mutation_of
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
 from codeflux.services.views import task_service
 from codeflux.services.workspace import inspect_path
-from codeflux.store.instruction_approvals import InstructionApprovalRow
 
 __all__ = ["instruction_files_view", "methods"]
 

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -38,6 +38,7 @@ from codeflux.domain.instructions import (
     parse_sha256,
     unapproved_instruction_label,
 )
+from codeflux.domain.tools import ToolName
 from codeflux.gitwork.instruction_files import read_instruction_file, read_instruction_files
 from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.store.database import Database, ReadView, Transaction, now_us
@@ -54,6 +55,7 @@ from codeflux.store.settings import put_setting, read_setting
 
 __all__ = [
     "INSTRUCTION_PATHS_SETTING",
+    "InstructionApprovalRow",
     "InstructionApprovals",
     "ListedInstructionFile",
     "RepositoryInstructions",
@@ -66,6 +68,7 @@ __all__ = [
 
 INSTRUCTION_PATHS_SETTING: Final = "instruction-files"
 _PERSON: Final = "user"
+_GREP_PATH_END: Final = ":"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -244,6 +247,19 @@ class InstructionApprovals:
         if self.is_approved(path, sha256):
             return approved_instruction_label(path, sha256 or "")
         return unapproved_instruction_label([path])
+
+    def label_result(self, tool: str, arguments: Mapping[str, object], *, content: str,
+                     content_sha256: str | None) -> str:
+        """The label a successful reading tool's result carries: ``read_file`` of an instruction file (by the
+        whole file's sha256, as the tool reported it), ``grep`` lines quoting instruction files; else empty."""
+        if tool == ToolName.READ_FILE.value:
+            path = arguments.get("path")
+            return self.label_read(path, content_sha256) if isinstance(path, str) else ""
+        if tool == ToolName.GREP.value:
+            quoted = {line.split(_GREP_PATH_END, 1)[0] for line in content.splitlines()
+                      if _GREP_PATH_END in line and not line.startswith("[codeflux")}
+            return self.label_paths(quoted)
+        return ""
 
     def label_paths(self, paths: Iterable[str]) -> str:
         """The label for a result quoting several files (``grep``): each instruction file among ``paths``, approved
