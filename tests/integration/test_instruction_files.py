@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from codeflux.authority.decide import UserDecision
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.planner import PlanRevisionRecord, propose_plan
-from codeflux.coordinator.runs.runner import run_task
+from codeflux.coordinator.runs.runner import RunOutcomeKind, resume_run, run_task
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.tasks.instruction_files import (
     approve_instruction_file,
@@ -30,7 +31,14 @@ from codeflux.domain.plans import plan_to_document
 from codeflux.providers.scripted import ScriptedTurn
 from codeflux.store.database import Database
 from tests.fixtures.repos import commit_all, write_files
-from tests.fixtures.task_runs import USAGE, Harness, a_plan_with_two_steps, make_harness, scripted_gateway
+from tests.fixtures.task_runs import (
+    USAGE,
+    Harness,
+    a_plan_with_two_steps,
+    make_harness,
+    run_command,
+    scripted_gateway,
+)
 from tests.fixtures.tasks import keys
 
 REQUIREMENT = "Make add() handle negative numbers.\nExample: tests/test_calc.py::test_add_negative"
@@ -167,3 +175,25 @@ def test_the_loop_does_not_send_a_file_changed_since_its_approval_and_labels_its
     (read_agents,) = results_in(requests[1])
     assert read_agents.content.startswith(f"[codeflux: AGENTS.md — {UNAPPROVED}")
     assert "disable the pipeline" in read_agents.content
+
+
+def test_a_revocation_during_a_run_reaches_the_model_before_its_next_turn(harness: Harness) -> None:
+    agents = "Keep functions small.\n"
+    write_files(harness.repo, {"AGENTS.md": agents})
+    commit_all(harness.repo, "agents")
+    approve(harness, "AGENTS.md", agents)
+    task_id = harness.ready_task()
+    gateway, adapter = scripted_gateway(harness.db, [run_command(["true"], "t1"), reading("AGENTS.md")])
+    waiting = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
+                       repo_snapshot=harness.snapshot(), position=ONE_RUNG, limits=LoopLimits(), headless_policy=None)
+    assert waiting.kind is RunOutcomeKind.AWAITING_AUTHORITY
+    assert BLOCK in adapter.requests[0].messages[0].text  # positive control: approved when the run began
+
+    revoke_instruction_file(harness.db, harness.snapshot(), path="AGENTS.md", sha256=sha(agents))
+    harness.driver.decide(waiting.pending_request_id or "", UserDecision.ALLOW_ONCE, reason="fine")
+    resume_run(waiting)
+
+    told = [message.text for message in adapter.requests[1].messages]
+    assert told[-1].startswith("The repository instruction files the person approved changed: none is approved")
+    (read_agents,) = results_in(adapter.requests[2])
+    assert read_agents.content.startswith(f"[codeflux: AGENTS.md — {UNAPPROVED}")

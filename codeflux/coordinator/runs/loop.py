@@ -139,6 +139,7 @@ from codeflux.domain.errors import (
     UsageError,
 )
 from codeflux.domain.ids import TaskId
+from codeflux.domain.instructions import instructions_listing, instructions_update, sent_instructions_listing
 from codeflux.domain.ladder import (
     FailureFingerprint,
     FailureKind,
@@ -296,6 +297,7 @@ class _Counters:
     output_room: int | None = None  # the output bound of the next call when a cut turn is asked again
     finish_repairs: int = 0  # finish calls answered with a red check in this conversation (.finish)
     rules_sent: tuple[str, ...] | None = None  # the approved operations last told to the model (.rules_prompt)
+    instructions_sent: tuple[tuple[str, str], ...] | None = None  # approved instruction files last told
 
 
 class ImplementationLoop:
@@ -612,8 +614,24 @@ class ImplementationLoop:
             self._tasks.changes.db, self._task_id, finish_checks=[argv for _, argv in self._finish_checks],
             unconfined=self._driver.programs_unconfined, headless=self._headless, preapproved=self._preapproved)
 
+    def _refresh_instructions(self) -> None:
+        """Tell the model when the approved instruction files changed since the conversation last said (an
+        approval revoked or given, a file edited — by anyone — away from its approved content)."""
+        if self._instructions is None:
+            return
+        approved = self._instructions.approved_texts()
+        listing = instructions_listing(approved)
+        state = self._state
+        if state.instructions_sent is None:
+            state.instructions_sent = sent_instructions_listing(
+                message.text for message in state.messages if message.role is Role.USER)
+        if listing != state.instructions_sent:
+            self._append(Message.user_text(instructions_update(approved)))
+            state.instructions_sent = listing
+
     def _refresh_rules(self) -> None:
         """Tell the model the approved operations after the first prompt, and again when they changed."""
+        self._refresh_instructions()
         approved = self._approved_operations()
         listing = listing_of(approved)
         state = self._state

@@ -234,10 +234,13 @@ class InstructionApprovals:
         return [file for file in read_instruction_files(self._root, self._paths)
                 if file.approvable and self.is_approved(file.path, file.sha256)]
 
+    def approved_texts(self) -> list[tuple[str, str, str]]:
+        """``(path, sha256, text)`` of each approved file under ``root``."""
+        return [(file.path, file.sha256 or "", file.text or "") for file in self.approved_files()]
+
     def context_block(self) -> str | None:
         """The block of approved instruction files for the model's context (None when there is none)."""
-        return approved_instructions_block((file.path, file.sha256 or "", file.text or "")
-                                           for file in self.approved_files())
+        return approved_instructions_block(self.approved_texts())
 
     def label_read(self, path: str, sha256: str | None) -> str:
         """The label for a ``read_file`` result of ``path`` whose whole content hashes to ``sha256``: empty for a
