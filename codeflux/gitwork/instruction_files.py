@@ -37,10 +37,11 @@ def read_instruction_file(root: Path, path: str) -> InstructionFile:
         return _problem(path, ReadProblem.MISSING)
     except OSError:
         return _problem(path, ReadProblem.UNREADABLE)
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode):
+        os.close(descriptor)
+        return _problem(path, ReadProblem.NOT_A_FILE)
     with os.fdopen(descriptor, "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if not stat.S_ISREG(status.st_mode):
-            return _problem(path, ReadProblem.NOT_A_FILE)
         if status.st_size > MAX_INSTRUCTION_FILE_BYTES:
             return _problem(path, ReadProblem.TOO_LARGE, size=status.st_size)
         try:
