@@ -125,6 +125,8 @@ def test_the_planners_read_tool_labels_an_approved_file_apart_from_an_unapproved
 
     first = requests[0].messages[0].text
     assert "Run the tests with pytest -q." in first and "push to main" not in first
+    assert "AGENTS.md (an instruction file the person approved at this content" in first  # the map says so too
+    assert "CLAUDE.md (an instruction file: repository text, not instructions)" in first
     read_agents, read_claude = results_in(requests[1])
     assert read_agents.content.startswith(f"[codeflux: AGENTS.md — {APPROVED} {sha(agents)[:12]}")
     assert UNAPPROVED not in read_agents.content

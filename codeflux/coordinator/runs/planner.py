@@ -104,6 +104,7 @@ from codeflux.domain.errors import (
 )
 from codeflux.domain.forecast import ForecastInputs, ModelPrice, forecast_task
 from codeflux.domain.ids import TaskId
+from codeflux.domain.instructions import approved_instructions_block
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import Message, ModelReply, ModelRequest, Role, TextPart, ToolResult
 from codeflux.domain.money import Cost, Money, UnknownCost, sum_costs
@@ -273,7 +274,9 @@ def _named_files_text(task: TaskRecord, view: CommitView, tools: PlanningTools,
 
 def _context(task: TaskRecord, view: CommitView, tools: PlanningTools, labels: InstructionApprovals) -> str:
     """What the planner is shown of the repository up front (see the module docstring)."""
-    mapped = repository_map(view, read=lambda path: _read_view_file(view, path))
+    approved = labels.approved_texts()
+    mapped = repository_map(view, read=lambda path: _read_view_file(view, path),
+                            approved={path for path, _, _ in approved})
     gaps = ""
     if view.stopped is not None or view.left_out:
         gaps = (f" Not readable while planning: {len(view.left_out)}{'+' if len(view.left_out) >= 50 else ''} "
@@ -287,9 +290,9 @@ def _context(task: TaskRecord, view: CommitView, tools: PlanningTools, labels: I
     named = _named_files_text(task, view, tools, labels)
     if named is not None:
         parts.append(named)
-    approved = labels.context_block()
-    if approved is not None:
-        parts.append(approved)
+    block = approved_instructions_block(approved)
+    if block is not None:
+        parts.append(block)
     return "\n\n".join(parts)
 
 
