@@ -8,6 +8,8 @@ import hashlib
 import os
 from pathlib import Path
 
+import pytest
+
 from codeflux.domain.instructions import MAX_INSTRUCTION_FILE_BYTES, ReadProblem
 from codeflux.gitwork.instruction_files import read_instruction_file, read_instruction_files
 
@@ -19,6 +21,7 @@ def test_a_utf8_file_is_read_with_its_sha256_and_size(tmp_path: Path) -> None:
     assert found.sha256 == hashlib.sha256(b"Run pytest -q.\n").hexdigest() and found.approvable
 
 
+@pytest.mark.security
 def test_a_link_inside_the_repository_is_followed_and_one_out_of_it_is_refused(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)
