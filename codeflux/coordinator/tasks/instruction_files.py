@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-import hashlib
+import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -245,6 +245,7 @@ class InstructionApprovals:
     def label_read(self, path: str, sha256: str | None) -> str:
         """The label for a ``read_file`` result of ``path`` whose whole content hashes to ``sha256``: empty for a
         file that is not an instruction file."""
+        path = posixpath.normpath(path)  # "./AGENTS.md" is AGENTS.md; the sha256 is of the file the tool read
         if not self.is_instruction_file(path):
             return ""
         if self.is_approved(path, sha256):
@@ -272,17 +273,11 @@ class InstructionApprovals:
         for path in sorted(set(paths)):
             if not self.is_instruction_file(path):
                 continue
-            data = _read_bytes(self._root, path)
-            digest = None if data is None else hashlib.sha256(data).hexdigest()
+            file = read_instruction_file(self._root, path)
+            digest = file.sha256 if file.approvable else None
             (approved if self.is_approved(path, digest) else unapproved).append((path, digest or ""))
         labels = [approved_instruction_label(path, digest) for path, digest in approved]
         if unapproved:
             labels.append(unapproved_instruction_label([path for path, _ in unapproved]))
         return "".join(labels)
 
-
-def _read_bytes(root: Path, path: str) -> bytes | None:
-    file = read_instruction_file(root, path)
-    if file.text is None:
-        return None
-    return file.text.encode("utf-8")
