@@ -78,6 +78,10 @@ def test_a_revocation_is_a_new_row_and_approving_again_adds_a_new_approval(db: D
     assert kinds == [InstructionFileApproved, InstructionFileRevoked, InstructionFileApproved]
     approvals = InstructionApprovals(db, repository_id=history[0].repository_id, root=repo)
     assert approvals.is_approved("AGENTS.md", SHA) and not approvals.is_approved("AGENTS.md", "1" * 64)
+    assert "the person approved at sha256" in approvals.label_read("./AGENTS.md", SHA)
+    assert "repository text, not instructions" in approvals.label_read("AGENTS.md", "1" * 64)
+    assert "repository text, not instructions" in approvals.label_read("pkg/AGENTS.md", SHA)  # not a configured path
+    assert approvals.label_read("README.md", SHA) == ""
 
 
 def test_approval_rows_refuse_update_and_delete(db: Database, tmp_path: Path) -> None:
