@@ -50,3 +50,8 @@ def test_an_instruction_file_is_shown_approved_changed_and_revoked_on_the_reposi
     expect(agents).to_have_attribute("data-state", "unapproved", timeout=MS)
     expect(agents.get_by_test_id("instruction-approvals")).to_contain_text("revoked by user")
     expect(agents.get_by_test_id("revoke-instruction-file")).to_have_count(0)
+
+    app.testid("ack-dirty").check()  # the edit is uncommitted
+    app.testid("use-repository").click()  # the composer leads back to the same list
+    app.testid("show-instruction-files").click()
+    expect(agents).to_have_attribute("data-state", "unapproved", timeout=MS)
