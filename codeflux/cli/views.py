@@ -25,6 +25,7 @@ __all__ = [
     "planning_line",
     "print_budget",
     "print_evidence",
+    "print_instruction_files",
     "print_landing_resolutions",
     "print_memory_detail",
     "print_memory_invalidation",
@@ -403,3 +404,35 @@ def print_memory_invalidation(ctx: CliContext, done: memory_pb2.MemoryInvalidati
         ctx.say(f"quarantined {entry_id} (derived from it)")
     for entry_id in done.flagged_ids:
         ctx.say(f"needs review {entry_id} (influenced by it)")
+_INSTRUCTION_STATES: Final = {
+    "approved": "approved at this content: sent to the model as instructions (they grant no authority)",
+    "changed-since-approval": "changed since it was approved: NOT sent to the model until approved again",
+    "unapproved": "not approved: NOT sent to the model as instructions",
+}
+
+
+def print_instruction_files(ctx: CliContext, view: product_pb2.InstructionFilesView, *, show_content: bool) -> None:
+    """Each instruction file: path, state in words, sha256 and size, its approvals; with ``show_content`` its
+    text, each line escaped (a control character cannot hide what follows)."""
+    if view.outcome:
+        ctx.say(escape_for_display(view.outcome))
+    if not view.root:
+        return
+    ctx.say(f"instruction files of {escape_for_display(view.root)} (looked for: {', '.join(view.paths)})")
+    if not view.files:
+        ctx.say("  none found")
+    for file in view.files:
+        ctx.say(f"{escape_for_display(file.path)}: {_INSTRUCTION_STATES.get(file.state, file.state)}")
+        if file.problem:
+            ctx.say(f"  cannot be approved or sent: {file.problem}")
+        if file.sha256:
+            ctx.say(f"  sha256 {file.sha256}  ({file.size} bytes)")
+        for approval in file.approvals:
+            revoked = f", revoked by {approval.revoked_by} at {approval.revoked_at}" if approval.revoked_at else ""
+            ctx.say(f"  approved by {approval.approved_by} at {approval.approved_at} for sha256 "
+                    f"{approval.sha256[:12]}…{revoked}")
+        if show_content and file.text:
+            ctx.say(f"  ----- {escape_for_display(file.path)} -----")
+            for line in file.text.splitlines():
+                ctx.say(f"  | {escape_for_display(line)}")
+            ctx.say("  ----- end -----")

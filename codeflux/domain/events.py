@@ -65,6 +65,8 @@ __all__ = [
     "EndpointApproved",
     "EventKind",
     "EventPayload",
+    "InstructionFileApproved",
+    "InstructionFileRevoked",
     "JsonValue",
     "LadderRungApproved",
     "LogsPurged",
@@ -160,6 +162,9 @@ class EventKind(StrEnum):
     PROVIDER_CREDENTIAL_DELETED = "provider-credential-deleted"
     LOGS_PURGED = "logs-purged"
     STORE_DAMAGE_DETECTED = "store-damage-detected"
+    # repository instruction files
+    INSTRUCTION_FILE_APPROVED = "instruction-file-approved"
+    INSTRUCTION_FILE_REVOKED = "instruction-file-revoked"
 
 
 class EventPayload:
@@ -707,6 +712,28 @@ class StoreDamageDetected(EventPayload):
     detail: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class InstructionFileApproved(EventPayload):
+    """A person approved the instruction file ``path`` of a repository at exactly ``sha256`` (system session)."""
+
+    KIND = EventKind.INSTRUCTION_FILE_APPROVED
+    repository_id: RepositoryId
+    path: str
+    sha256: str
+    by: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class InstructionFileRevoked(EventPayload):
+    """A person revoked the approval of ``path`` at ``sha256``: from now on it is not sent as instructions."""
+
+    KIND = EventKind.INSTRUCTION_FILE_REVOKED
+    repository_id: RepositoryId
+    path: str
+    sha256: str
+    by: str
+
+
 # ─── the registry ───────────────────────────────────────────────────────────────────────────────────
 
 _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
@@ -722,6 +749,7 @@ _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
     PriceSet, EndpointApproved,
     LadderRungApproved, BrowserDecisionRefused,
     ProviderCredentialStored, ProviderCredentialDeleted, LogsPurged, StoreDamageDetected,
+    InstructionFileApproved, InstructionFileRevoked,
 )  # fmt: skip
 
 EVENT_TYPES: Final[Mapping[EventKind, type[EventPayload]]] = types.MappingProxyType(

@@ -6,7 +6,8 @@ changes and the hash an acknowledgement binds to); task worktrees at ``<root>/<r
 the diff of a worktree against its base (untracked files included) and its identity; landing an
 accepted diff on the user's current branch (fast-forward or merge commit, nothing half-applied on a
 conflict) and handing back a rejected patch for the caller to store; and a commit's tracked files written into a
-fresh directory for reading before any worktree exists (the planner's view).
+fresh directory for reading before any worktree exists (the planner's view); and a repository's instruction
+files read without leaving it (:mod:`codeflux.gitwork.instruction_files`).
 
 May import: ``codeflux.domain`` and ``pygit2`` (plus the standard library). No SQL, no store, no
 coordinator: the task service records outcomes. Everything runs through libgit2, which never runs

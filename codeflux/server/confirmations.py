@@ -10,16 +10,21 @@ stamps it with a fresh random value, kept only in this process and bound to what
 * ``reject``: the task and the diff identity (``ReviewView.reject_confirmation``), for a plain reject and a
   reject with retry alike;
 * ``invalidate-memory``: the memory entry and the time it entered the state the card showed
-  (``MemoryEntryDetail.invalidate_confirmation``; none is issued for a quarantined entry).
+  (``MemoryEntryDetail.invalidate_confirmation``; none is issued for a quarantined entry);
+* ``approve-instructions``: a repository's instruction file at one content — root, path and sha256
+  (``InstructionFileView.approve_confirmation``);
+* ``revoke-instructions``: one approval in force of such a file — root, path and the approved sha256
+  (``InstructionApprovalView.revoke_confirmation``).
 
-``ApprovePlan``, ``Decide``, ``AcceptChange``, ``RejectChange`` and ``MemoryService/Invalidate`` over the browser
-connection must send that value back; the first decision carrying it uses it up. A decision without a value, or with
-one not issued for that card (another card, an older plan revision or diff, a value already used, one from before a
-restart) is refused (PERMISSION_DENIED, nothing decided) and journaled on the task as ``browser-decision-refused``
-(a memory entry has no task: nothing is journaled) — never with the value sent. The one exception is an identical
-retry of a decision already let through (same idempotency key, same value: the reconnect case); it reaches the
-mutation ledger, which answers with the original result. The value is removed from the request before the service
-sees it, so the ledger's request identity is the decision itself.
+``ApprovePlan``, ``Decide``, ``AcceptChange``, ``RejectChange``, ``MemoryService/Invalidate``,
+``ApproveInstructionFile`` and ``RevokeInstructionFile`` over the browser connection must send that value back; the
+first decision carrying it uses it up. A decision without a value, or with one not issued for that card (another
+card, an older plan revision or diff, a value already used, one from before a restart) is refused (PERMISSION_DENIED,
+nothing decided) and journaled on the task as ``browser-decision-refused`` — never with the value sent (a memory
+entry or an instruction-file decision belongs to no task: it is refused without a journal entry). The one exception
+is an identical retry of a decision already let through (same idempotency key, same value: the reconnect case); it
+reaches the mutation ledger, which answers with the original result. The value is removed from the request before
+the service sees it, so the ledger's request identity is the decision itself.
 
 Over the Unix socket (CLI, headless) none of this applies: the socket's 0600 permission is its authority.
 """
@@ -62,9 +67,11 @@ _DECISIONS: Final = {
     "/codeflux.v1.ReviewService/AcceptChange": "accept",
     "/codeflux.v1.ReviewService/RejectChange": "reject",
     "/codeflux.v1.MemoryService/Invalidate": "invalidate-memory",
+    "/codeflux.v1.InstructionService/ApproveInstructionFile": "approve-instructions",
+    "/codeflux.v1.InstructionService/RevokeInstructionFile": "revoke-instructions",
 }
 _CARD_TYPES: Final = frozenset({pb.TaskView.DESCRIPTOR, pb.PendingApproval.DESCRIPTOR, pb.ReviewView.DESCRIPTOR,
-                                memory_pb2.MemoryEntryDetail.DESCRIPTOR})
+                                memory_pb2.MemoryEntryDetail.DESCRIPTOR, pb.InstructionFilesView.DESCRIPTOR})
 
 
 @dataclass(slots=True)
@@ -90,6 +97,10 @@ def _reject_card(task_id: str, diff_identity: str) -> tuple[str, str]:
 
 def _invalidate_memory_card(entry_id: str, state_since_us: int) -> tuple[str, str]:
     return "invalidate-memory", f"{entry_id}:{state_since_us}"
+
+
+def _instructions_card(decision: str, root: str, path: str, sha256: str) -> tuple[str, str]:
+    return decision, f"{root}\x00{path}\x00{sha256}"
 
 
 class CardConfirmations:
@@ -128,6 +139,9 @@ class CardConfirmations:
         elif isinstance(message, pb.PendingApproval):
             message.confirmation = self._issue(_decide_card(message.request_id))
             return
+        elif isinstance(message, pb.InstructionFilesView):
+            self._stamp_instructions(message)
+            return
         elif isinstance(message, pb.ReviewView) and message.diff_identity:
             message.accept_confirmation = self._issue(_accept_card(message.task_id, message.diff_identity))
             message.reject_confirmation = self._issue(_reject_card(message.task_id, message.diff_identity))
@@ -140,6 +154,16 @@ class CardConfirmations:
                 continue
             for item in (value if descriptor.is_repeated else [value]):
                 self.stamp(item)
+
+    def _stamp_instructions(self, view: pb.InstructionFilesView) -> None:
+        for file in view.files:
+            if file.state != "approved" and not file.problem and file.sha256:
+                file.approve_confirmation = self._issue(
+                    _instructions_card("approve-instructions", view.root, file.path, file.sha256))
+            for approval in file.approvals:
+                if not approval.revoked_at:
+                    approval.revoke_confirmation = self._issue(
+                        _instructions_card("revoke-instructions", view.root, file.path, approval.sha256))
 
     def _may_hold(self, descriptor: Descriptor) -> bool:
         """Whether a message of this type can contain a card (so replies without any are not walked)."""
@@ -158,7 +182,7 @@ class CardConfirmations:
     def admit(self, method: str, request: Message) -> None:
         """Let a browser decision through (its value removed from ``request``) or refuse and journal it."""
         decision = _DECISIONS[method]
-        card, task_id, subject = _card_of(request)
+        card, task_id, subject = _card_of(request, decision)
         value = str(getattr(request, "confirmation", ""))
         request.ClearField("confirmation")
         key = str(request.control.idempotency_key)
@@ -223,8 +247,11 @@ class CardConfirmations:
                            handler=unary, mutating=method.mutating)
 
 
-def _card_of(request: Message) -> tuple[tuple[str, str], str, str]:
-    """The card a decision request answers, its task and the subject journaled on a refusal."""
+def _card_of(request: Message, decision: str) -> tuple[tuple[str, str], str, str]:
+    """The card a decision request answers, its task (empty for none) and the subject journaled on a refusal."""
+    if isinstance(request, pb.InstructionFileDecisionRequest):
+        card = _instructions_card(decision, request.repository_path, request.path, request.sha256)
+        return card, "", request.path
     if isinstance(request, pb.ApprovePlanRequest):
         return _plan_card(request.task_id, request.revision, request.sha256), request.task_id, f"r{request.revision}"
     if isinstance(request, pb.DecideRequest):

@@ -58,6 +58,8 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_STORE_DAMAGE_DETECTED: _ClassVar[EventKind]
     EVENT_KIND_ACCEPT_STARTED: _ClassVar[EventKind]
     EVENT_KIND_ACCEPT_RESOLVED: _ClassVar[EventKind]
+    EVENT_KIND_INSTRUCTION_FILE_APPROVED: _ClassVar[EventKind]
+    EVENT_KIND_INSTRUCTION_FILE_REVOKED: _ClassVar[EventKind]
 EVENT_KIND_UNSPECIFIED: EventKind
 EVENT_KIND_REPOSITORY_REGISTERED: EventKind
 EVENT_KIND_TASK_CREATED: EventKind
@@ -106,6 +108,8 @@ EVENT_KIND_ATTEMPT_SENT_BACK: EventKind
 EVENT_KIND_STORE_DAMAGE_DETECTED: EventKind
 EVENT_KIND_ACCEPT_STARTED: EventKind
 EVENT_KIND_ACCEPT_RESOLVED: EventKind
+EVENT_KIND_INSTRUCTION_FILE_APPROVED: EventKind
+EVENT_KIND_INSTRUCTION_FILE_REVOKED: EventKind
 
 class GetOverviewRequest(_message.Message):
     __slots__ = ()
@@ -1216,6 +1220,86 @@ class RecoveryActionRequest(_message.Message):
     task_id: str
     action: str
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., task_id: _Optional[str] = ..., action: _Optional[str] = ...) -> None: ...
+
+class ListInstructionFilesRequest(_message.Message):
+    __slots__ = ("repository_path",)
+    REPOSITORY_PATH_FIELD_NUMBER: _ClassVar[int]
+    repository_path: str
+    def __init__(self, repository_path: _Optional[str] = ...) -> None: ...
+
+class InstructionApprovalView(_message.Message):
+    __slots__ = ("sha256", "approved_by", "approved_at", "revoked_by", "revoked_at", "revoke_confirmation")
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    APPROVED_BY_FIELD_NUMBER: _ClassVar[int]
+    APPROVED_AT_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_BY_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_AT_FIELD_NUMBER: _ClassVar[int]
+    REVOKE_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    sha256: str
+    approved_by: str
+    approved_at: str
+    revoked_by: str
+    revoked_at: str
+    revoke_confirmation: str
+    def __init__(self, sha256: _Optional[str] = ..., approved_by: _Optional[str] = ..., approved_at: _Optional[str] = ..., revoked_by: _Optional[str] = ..., revoked_at: _Optional[str] = ..., revoke_confirmation: _Optional[str] = ...) -> None: ...
+
+class InstructionFileView(_message.Message):
+    __slots__ = ("path", "sha256", "size", "text", "problem", "state", "approvals", "approve_confirmation")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    APPROVALS_FIELD_NUMBER: _ClassVar[int]
+    APPROVE_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    sha256: str
+    size: int
+    text: str
+    problem: str
+    state: str
+    approvals: _containers.RepeatedCompositeFieldContainer[InstructionApprovalView]
+    approve_confirmation: str
+    def __init__(self, path: _Optional[str] = ..., sha256: _Optional[str] = ..., size: _Optional[int] = ..., text: _Optional[str] = ..., problem: _Optional[str] = ..., state: _Optional[str] = ..., approvals: _Optional[_Iterable[_Union[InstructionApprovalView, _Mapping]]] = ..., approve_confirmation: _Optional[str] = ...) -> None: ...
+
+class InstructionFilesView(_message.Message):
+    __slots__ = ("root", "repository_id", "paths", "files", "outcome")
+    ROOT_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_ID_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    root: str
+    repository_id: str
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    files: _containers.RepeatedCompositeFieldContainer[InstructionFileView]
+    outcome: str
+    def __init__(self, root: _Optional[str] = ..., repository_id: _Optional[str] = ..., paths: _Optional[_Iterable[str]] = ..., files: _Optional[_Iterable[_Union[InstructionFileView, _Mapping]]] = ..., outcome: _Optional[str] = ...) -> None: ...
+
+class InstructionFileDecisionRequest(_message.Message):
+    __slots__ = ("control", "repository_path", "path", "sha256", "confirmation")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_PATH_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    repository_path: str
+    path: str
+    sha256: str
+    confirmation: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., repository_path: _Optional[str] = ..., path: _Optional[str] = ..., sha256: _Optional[str] = ..., confirmation: _Optional[str] = ...) -> None: ...
+
+class SetInstructionPathsRequest(_message.Message):
+    __slots__ = ("control", "paths", "repository_path")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_PATH_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    repository_path: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., paths: _Optional[_Iterable[str]] = ..., repository_path: _Optional[str] = ...) -> None: ...
 
 class GetSettingsRequest(_message.Message):
     __slots__ = ()

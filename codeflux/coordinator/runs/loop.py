@@ -47,8 +47,12 @@ count. The plan's expected files are no completion rule (the step tracker still 
 write touched, for the transcript); a turn without tool calls is answered by asking for ``finish``.
 
 **What the model is told** (:mod:`.rules_prompt`): a system prompt with no task in it (a cacheable prefix),
-the first prompt, then a user message listing the operations approved for this task, repeated as a short
-update when that list changes; a refused request comes back as a short error naming the capability blocked.
+the first prompt (ending with the repository's instruction files a person approved at exactly the content
+the worktree holds, labelled as repository text that grants no authority — an unapproved or changed one is
+not sent; a ``read_file`` or ``grep`` result showing an instruction file is labelled by the same approvals:
+:mod:`~codeflux.coordinator.tasks.instruction_files`), then a user message listing the operations approved
+for this task, repeated as a short update when that list changes; a refused request comes back as a short
+error naming the capability blocked.
 
 Read before write (:mod:`.shown_files`): a ``write_file`` without ``expected_sha256`` gets the sha256 this
 conversation last showed for that file, so replacing a file the model read needs no hash, and one it never
@@ -114,6 +118,7 @@ from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.runs.tool_failures import tool_failure_fingerprint
 from codeflux.coordinator.spending.gateway import GatewayReply, ModelGateway
 from codeflux.coordinator.tasks.checkpoints import MATERIAL_EDIT_TOOLS, CheckpointService, CheckpointTrigger
+from codeflux.coordinator.tasks.instruction_files import InstructionApprovals
 from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.coordinator.tool_calls import ExecutionRecord
 from codeflux.domain.errors import (
@@ -134,6 +139,7 @@ from codeflux.domain.errors import (
     UsageError,
 )
 from codeflux.domain.ids import TaskId
+from codeflux.domain.instructions import instructions_listing, instructions_update, sent_instructions_listing
 from codeflux.domain.ladder import (
     FailureFingerprint,
     FailureKind,
@@ -291,6 +297,7 @@ class _Counters:
     output_room: int | None = None  # the output bound of the next call when a cut turn is asked again
     finish_repairs: int = 0  # finish calls answered with a red check in this conversation (.finish)
     rules_sent: tuple[str, ...] | None = None  # the approved operations last told to the model (.rules_prompt)
+    instructions_sent: tuple[tuple[str, str], ...] | None = None  # approved instruction files last told
 
 
 class ImplementationLoop:
@@ -306,16 +313,18 @@ class ImplementationLoop:
         driver: ToolDriver, tasks: TaskService, position: LadderPosition, limits: LoopLimits,
         provider: str | None = None, clock: Callable[[], float] = time.monotonic, continue_conversation: bool = True,
         finish_checks: tuple[tuple[str, tuple[str, ...]], ...] = (), headless: bool = False,
-        preapproved: tuple[str, ...] = (),
+        preapproved: tuple[str, ...] = (), instructions: InstructionApprovals | None = None,
     ) -> None:  # fmt: skip
         self._task_id, self._attempt = task_id, attempt
+        self._instructions = instructions
         self._key = f"loop:{task_id.value}:{attempt}"
         self._gateway, self._driver, self._tasks = gateway, driver, tasks
         self._position, self._limits, self._provider, self._clock = position, limits, provider, clock
         self._steps = StepTracker(plan=plan)
         self._checkpoints = CheckpointService(tasks.changes)
         self._transcript = LoopTranscript(tasks.changes, task_id)
-        self._first_prompt = _first_prompt(requirement, plan)
+        approved = None if instructions is None else instructions.context_block()
+        self._first_prompt = _first_prompt(requirement, plan) + ("" if approved is None else f"\n\n{approved}")
         self._continue = continue_conversation
         self._state = _Counters()
         self._shown = ShownFiles()
@@ -524,6 +533,9 @@ class ImplementationLoop:
         text = describe_execution(record)
         if execution_failed(record):
             return self._failed(call, text, record)
+        if self._instructions is not None:  # the approval decides whether it is presented as instructions
+            text = self._instructions.label_result(call.name, arguments, content=record.content or "",
+                                                   content_sha256=record.content_sha256) + text
         if call.name in WRITING_TOOLS:
             self._steps.record_write(paths_written(call.name, arguments))
         if call.name in MATERIAL_EDIT_TOOLS and recorded is None:
@@ -602,8 +614,24 @@ class ImplementationLoop:
             self._tasks.changes.db, self._task_id, finish_checks=[argv for _, argv in self._finish_checks],
             unconfined=self._driver.programs_unconfined, headless=self._headless, preapproved=self._preapproved)
 
+    def _refresh_instructions(self) -> None:
+        """Tell the model when the approved instruction files changed since the conversation last said (an
+        approval revoked or given, a file edited — by anyone — away from its approved content)."""
+        if self._instructions is None:
+            return
+        approved = self._instructions.approved_texts()
+        listing = instructions_listing(approved)
+        state = self._state
+        if state.instructions_sent is None:
+            state.instructions_sent = sent_instructions_listing(
+                message.text for message in state.messages if message.role is Role.USER)
+        if listing != state.instructions_sent:
+            self._append(Message.user_text(instructions_update(approved)))
+            state.instructions_sent = listing
+
     def _refresh_rules(self) -> None:
         """Tell the model the approved operations after the first prompt, and again when they changed."""
+        self._refresh_instructions()
         approved = self._approved_operations()
         listing = listing_of(approved)
         state = self._state

@@ -82,6 +82,7 @@ from codeflux.coordinator.runs.program_pins import resolve_executable_pin
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.tasks.checkpoints import CheckpointService, CheckpointTrigger
+from codeflux.coordinator.tasks.instruction_files import InstructionApprovals
 from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.domain.acceptance import AcceptanceExample
@@ -300,7 +301,15 @@ def _new_loop(run: _Run, *, carried: str | None) -> ImplementationLoop:
     return ImplementationLoop(run.task_id, attempt=run.attempt, requirement=requirement, plan=facts.plan,
                               gateway=run.gateway, driver=run.driver, tasks=run.tasks, position=run.position,
                               limits=run.limits, provider=run.provider, clock=run.clock,
-                              continue_conversation=carried is None, **_finish_rules(run))
+                              continue_conversation=carried is None, instructions=_instruction_approvals(run),
+                              **_finish_rules(run))
+
+
+def _instruction_approvals(run: _Run) -> InstructionApprovals:
+    """The task repository's instruction-file approvals, judged against the task worktree's files."""
+    task = run.tasks.show(run.task_id).task
+    return InstructionApprovals(run.tasks.changes.db, repository_id=task.repository_id,
+                                root=run.ports.facts.worktree.path)
 
 
 def _finish_rules(run: _Run) -> dict[str, Any]:

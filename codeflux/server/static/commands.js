@@ -42,13 +42,45 @@ export const commands = {
 
   async inspectRepository(path) {
     this.chooser.path = path;
+    this.chooser.instructions = null;
     try {
       this.chooser.view = await this.rpc.unary("WorkspaceService/InspectRepository", { path });
+      this.chooser.instructions = await this.rpc.unary("InstructionService/ListInstructionFiles",
+        { repositoryPath: this.chooser.view.root });
     } catch (error) {
-      this.chooser.view = null;
+      if (!this.chooser.view || !this.chooser.view.root) this.chooser.view = null;
       this.showError(error);
     }
     this.showView("chooser");
+  },
+
+  async loadInstructions(root) {
+    try {
+      this.chooser.instructions = await this.rpc.unary("InstructionService/ListInstructionFiles",
+        { repositoryPath: root });
+    } catch (error) {
+      this.showError(error);
+    }
+    this.showView("chooser");
+  },
+
+  // A person's decision on one instruction file at one content: it sends back the card's value.
+  approveInstructionFile(root, file) {
+    return this.mutate(async () => {
+      this.chooser.instructions = await this.rpc.unary("InstructionService/ApproveInstructionFile", {
+        control: control("instructions"), repositoryPath: root, path: file.path, sha256: file.sha256,
+        confirmation: file.approveConfirmation });
+      this.showView("chooser");
+    }, () => this.loadInstructions(root));
+  },
+
+  revokeInstructionFile(root, file, approval) {
+    return this.mutate(async () => {
+      this.chooser.instructions = await this.rpc.unary("InstructionService/RevokeInstructionFile", {
+        control: control("instructions"), repositoryPath: root, path: file.path, sha256: approval.sha256,
+        confirmation: approval.revokeConfirmation });
+      this.showView("chooser");
+    }, () => this.loadInstructions(root));
   },
 
   useRepository(repo, acknowledgedHash) {

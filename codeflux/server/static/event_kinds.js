@@ -50,6 +50,8 @@ export const EventKind = Object.freeze({
   PROVIDER_CREDENTIAL_DELETED: "provider-credential-deleted",
   LOGS_PURGED: "logs-purged",
   STORE_DAMAGE_DETECTED: "store-damage-detected",
+  INSTRUCTION_FILE_APPROVED: "instruction-file-approved",
+  INSTRUCTION_FILE_REVOKED: "instruction-file-revoked",
 });
 
 // Every key a kind's payload may carry (some only in some events, or only in newer ones).
@@ -101,4 +103,6 @@ export const EVENT_KEYS = Object.freeze({
   "provider-credential-deleted": Object.freeze(["provider"]),
   "logs-purged": Object.freeze(["deleted", "before_us"]),
   "store-damage-detected": Object.freeze(["frame", "lost_commits", "copy", "wal_sha256", "detail"]),
+  "instruction-file-approved": Object.freeze(["repository_id", "path", "sha256", "by"]),
+  "instruction-file-revoked": Object.freeze(["repository_id", "path", "sha256", "by"]),
 });

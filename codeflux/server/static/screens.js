@@ -1,8 +1,10 @@
 // The first-run screen (provider status, the scripted demo) and the repository chooser (path →
-// InspectRepository; a dirty tree is listed with its hash and must be acknowledged to start from it).
+// InspectRepository; a dirty tree is listed with its hash and must be acknowledged to start from it; the
+// repository's instruction files are shown with their content and an approve / revoke control).
 
 import { badge, el, facts, mutatingButton, section } from "./dom.js";
 import { providerList } from "./settings.js";
+import { instructionFilesView } from "./instructions.js";
 
 export function providerLabel(overview, testid = "provider-label") {
   return el("p", { class: overview.scripted ? "label-scripted" : "label-provider", testid,
@@ -42,6 +44,9 @@ export function chooserView(app, state) {
       el("ul", { class: "plain" }, known.map((r) => el("li", {}, el("button", { type: "button", class: "link",
         onclick: () => app.inspectRepository(r.root), text: r.root }))))) : null);
   if (state.view) body.append(repositoryDetail(app, state.view));
+  if (state.view && state.instructions && state.instructions.root === state.view.root) {
+    body.append(instructionFilesView(app, state.instructions));
+  }
   return body;
 }
 

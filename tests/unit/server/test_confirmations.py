@@ -166,3 +166,38 @@ def test_the_guarded_table_checks_decisions_and_stamps_replies_and_leaves_other_
     # Over the Unix socket the table is not guarded at all: the plain handler takes the request as it is.
     plain.methods["/codeflux.v1.TaskService/ApprovePlan"].handler(CONTEXT, approve())
     assert len(seen) == 2
+
+
+def instruction_files() -> pb.InstructionFilesView:
+    return pb.InstructionFilesView(root="/repo", files=[
+        pb.InstructionFileView(path="AGENTS.md", sha256="b" * 64, state="changed-since-approval",
+                               approvals=[pb.InstructionApprovalView(sha256="a" * 64, approved_by="user")]),
+        pb.InstructionFileView(path="CLAUDE.md", sha256="c" * 64, state="unapproved", problem="not-utf-8")])
+
+
+def instruction_decision(confirmation: str, *, sha: str = "b" * 64,
+                         key: str = "i1") -> pb.InstructionFileDecisionRequest:
+    return pb.InstructionFileDecisionRequest(control=common_pb2.MutationControl(idempotency_key=key),
+                                             repository_path="/repo", path="AGENTS.md", sha256=sha,
+                                             confirmation=confirmation)
+
+
+def test_an_instruction_file_decision_needs_the_value_issued_for_that_content_and_that_decision() -> None:
+    journal = Journal()
+    cards = CardConfirmations(record=journal)
+    view = instruction_files()
+    cards.stamp(view)
+    agents, claude = view.files
+    approve_value, revoke_value = agents.approve_confirmation, agents.approvals[0].revoke_confirmation
+    assert approve_value and revoke_value and not claude.approve_confirmation  # not-utf-8: nothing to approve
+    approving = "/codeflux.v1.InstructionService/ApproveInstructionFile"
+    revoking = "/codeflux.v1.InstructionService/RevokeInstructionFile"
+
+    for method, request in ((approving, instruction_decision("")), (approving, instruction_decision(revoke_value)),
+                            (approving, instruction_decision(approve_value, sha="a" * 64)),
+                            (revoking, instruction_decision(approve_value, sha="a" * 64))):
+        with pytest.raises(UnconfirmedDecisionError):
+            cards.admit(method, request)
+    cards.admit(approving, instruction_decision(approve_value))
+    cards.admit(revoking, instruction_decision(revoke_value, sha="a" * 64, key="i2"))
+    assert journal.refusals == []  # an instruction-file decision belongs to no task
