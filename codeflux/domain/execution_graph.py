@@ -424,7 +424,8 @@ def _model_planned(b: _Builder, seq: int, event: DecodedEvent) -> None:
     if b.attempt is not None:
         b.edge(b.attempt, call, EdgeKind.CAUSED)
         b.last_model_call = call
-    else:
+    else:  # planning: the task asked for it; the next plan revision is what it produced
+        b.edge(b.task_node, call, EdgeKind.CAUSED)
         b.planning_calls.append(call)
 
 

@@ -77,6 +77,7 @@ def test_the_demo_graph_shows_what_the_run_did(demo: DemoTask) -> None:
                      "check", "stage-verdicts", "evidence", "delivery"}, kinds
     ids = {node["id"] for node in document["nodes"]}
     assert all(edge["from"] in ids and edge["to"] in ids for edge in document["edges"])
+    assert ids == {edge["from"] for edge in document["edges"]} | {edge["to"] for edge in document["edges"]}
     edges = {(edge["from"], edge["to"], edge["kind"]) for edge in document["edges"]}
     assert ("plan:r1", "attempt:1", "used") in edges
     landed = [node for node in document["nodes"] if node["kind"] == "delivery" and node["label"].startswith("landed")]

@@ -12,6 +12,9 @@ const MAX_LABEL = 34;
 const CHAR_WIDTH = 7;
 const NODE_HEIGHT = 40;
 const PADDING = 16;
+// Above this many nodes dagre ranks with "tight-tree" instead of its default "network-simplex": a little less
+// compact, several times faster on long tasks (network-simplex grows much faster than linearly).
+const COMPACT_RANKING_LIMIT = 300;
 
 function svg(tag, attributes = {}, ...children) {
   const node = document.createElementNS(SVG, tag);
@@ -36,7 +39,8 @@ function kindClass(kind) {
 // dagre's layout of the reply: node boxes and edge polylines, in graph coordinates.
 export function layoutGraph(reply) {
   const g = new dagre.graphlib.Graph({ multigraph: true });
-  g.setGraph({ rankdir: "TB", nodesep: 24, ranksep: 36, edgesep: 12, marginx: PADDING, marginy: PADDING });
+  const ranker = (reply.nodes || []).length > COMPACT_RANKING_LIMIT ? "tight-tree" : "network-simplex";
+  g.setGraph({ rankdir: "TB", nodesep: 24, ranksep: 36, edgesep: 12, marginx: PADDING, marginy: PADDING, ranker });
   g.setDefaultEdgeLabel(() => ({}));
   for (const node of reply.nodes || []) {
     const label = shortLabel(node.label);

@@ -177,6 +177,9 @@ def test_a_run_becomes_the_nodes_and_edges_it_implies() -> None:
                for e in graph.edges)
     # every edge joins two nodes, from the earlier to the later (a request and its first decision share an event)
     first = {n.id: n.sequence for n in graph.nodes}
+    # no node stands alone
+    assert {n.id for n in graph.nodes} == {e.source for e in graph.edges} | {e.target for e in graph.edges}
+    assert ("task:" + TASK.value, "model:" + _id("mreq", 1), EdgeKind.CAUSED) in edges
     assert all(first[e.source] <= first[e.target] for e in graph.edges)
     shown = {item.kind: item.count for item in graph.not_shown}
     assert shown == {"checkpoint-created": 1, "tool-output": 3, "from-the-future": 1}
