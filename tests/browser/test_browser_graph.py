@@ -4,15 +4,17 @@ a node selected shows its kind, sequence and summary, nothing is fetched from el
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
+from codeflux.domain.execution_graph import graph_document
+from codeflux.domain.ids import TaskId
+from codeflux.services.graph import task_graph
 from tests.fixtures.browser import WAIT_S, serving, watched_page
-from tests.fixtures.demo_task import accepted_demo_task, cli
+from tests.fixtures.demo_task import accepted_demo_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 MS = WAIT_S * 1000
@@ -22,8 +24,9 @@ def test_the_demo_tasks_graph_renders_with_the_disclaimer(chromium: Any, tmp_pat
                                                          monkeypatch: pytest.MonkeyPatch,
                                                          request: pytest.FixtureRequest) -> None:
     demo = accepted_demo_task(tmp_path)
-    document = json.loads(cli(demo.data, "task", "graph", demo.task_id).out)
-    with serving(demo.data, monkeypatch) as (server, _), watched_page(chromium, server.launch_url(), request) as app:
+    with (serving(demo.data, monkeypatch) as (server, served),
+          watched_page(chromium, server.launch_url(), request) as app):
+        document = graph_document(task_graph(served, TaskId.parse(demo.task_id)))
         csp: list[str] = []
 
         def policy(response: Any) -> None:
@@ -67,4 +70,4 @@ def test_the_demo_tasks_graph_renders_with_the_disclaimer(chromium: Any, tmp_pat
         print(f"graph drawer: {len(document['nodes'])} nodes laid out and drawn in {render_ms} ms")
         assert app.foreign_requests == []
         assert app.console_errors == []
-        assert csp and all("script-src 'self';" in policy and "unsafe" not in policy for policy in csp)
+        assert csp and all("script-src 'self';" in header and "unsafe" not in header for header in csp)

@@ -11,6 +11,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,22 @@ GET_GRAPH = "/codeflux.v1.TaskService/GetTaskGraph"
 CODEFLUX = Path(__file__).resolve().parents[2] / "codeflux"
 
 
+@dataclass(frozen=True, slots=True)
+class Printed:
+    """The demo task and what `codeflux task graph` printed for it (each a CLI process of its own)."""
+
+    task: DemoTask
+    json_text: str
+    dot_text: str
+
+
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoTask:
-    return accepted_demo_task(tmp_path_factory.mktemp("graph-demo"))
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Printed:
+    task = accepted_demo_task(tmp_path_factory.mktemp("graph-demo"))
+    as_json = cli(task.data, "task", "graph", task.task_id, "--format", "json")
+    as_dot = cli(task.data, "task", "graph", task.task_id, "--format", "dot")
+    assert as_json.code == 0 and as_dot.code == 0, as_json.err + as_dot.err
+    return Printed(task=task, json_text=as_json.out, dot_text=as_dot.out)
 
 
 def _reread(data: Path, task_id: str) -> str:
@@ -49,28 +63,28 @@ def _reread(data: Path, task_id: str) -> str:
     return graph_json(project_graph(task_id, [(seq, decode_event(kind, json.loads(body))) for seq, kind, body in rows]))
 
 
-def test_the_demo_tasks_graph_is_identical_when_rebuilt(demo: DemoTask) -> None:
-    first = cli(demo.data, "task", "graph", demo.task_id, "--format", "json")
-    second = cli(demo.data, "task", "graph", demo.task_id)
-    assert first.code == 0 and second.code == 0, first.err + second.err
-    assert first.out == second.out  # byte for byte
-    assert first.out == _reread(demo.data, demo.task_id)
-    db = open_store(DataLocation(directory=demo.data), create=False, migrate=False)
+def test_the_demo_tasks_graph_is_identical_when_rebuilt(demo: Printed) -> None:
+    task = demo.task
+    second = cli(task.data, "task", "graph", task.task_id)  # the default format is json
+    assert second.code == 0, second.err
+    assert second.out == demo.json_text  # byte for byte, from another process
+    assert demo.json_text == _reread(task.data, task.task_id)
+    db = open_store(DataLocation(directory=task.data), create=False, migrate=False)
     try:
-        app = service_app(db, DataLocation(directory=demo.data), graph_methods, models=ScriptedDemoAccess(db))
-        twice = [graph_json(task_graph(app, TaskId.parse(demo.task_id))) for _ in range(2)]
-        assert twice == [first.out, first.out]
-        reply = call(app, GET_GRAPH, pb.GetTaskGraphRequest(task_id=demo.task_id))
+        app = service_app(db, DataLocation(directory=task.data), graph_methods, models=ScriptedDemoAccess(db))
+        twice = [graph_json(task_graph(app, TaskId.parse(task.task_id))) for _ in range(2)]
+        assert twice == [demo.json_text, demo.json_text]
+        reply = call(app, GET_GRAPH, pb.GetTaskGraphRequest(task_id=task.task_id))
         assert isinstance(reply, pb.TaskGraph) and reply.disclaimer == DISCLAIMER
-        assert len(reply.nodes) == len(json.loads(first.out)["nodes"])
+        assert len(reply.nodes) == len(json.loads(demo.json_text)["nodes"])
         code, _ = refused(app, GET_GRAPH, pb.GetTaskGraphRequest(task_id="tsk_" + "0" * 32))
         assert code == 5  # NOT_FOUND, as for every task read
     finally:
         db.close()
 
 
-def test_the_demo_graph_shows_what_the_run_did(demo: DemoTask) -> None:
-    document = json.loads(cli(demo.data, "task", "graph", demo.task_id).out)
+def test_the_demo_graph_shows_what_the_run_did(demo: Printed) -> None:
+    document = json.loads(demo.json_text)
     assert document["disclaimer"] == DISCLAIMER == "an explanation of what happened, not evidence that it is right"
     kinds = {node["kind"] for node in document["nodes"]}
     assert kinds >= {"task", "plan-revision", "decision", "attempt", "model-call", "tool-request", "execution",
@@ -85,27 +99,23 @@ def test_the_demo_graph_shows_what_the_run_did(demo: DemoTask) -> None:
     assert {item["kind"] for item in document["not_shown"]} >= {"tool-output", "checkpoint-created"}
 
 
-def test_the_dot_format_is_graphviz_text_with_the_disclaimer(demo: DemoTask) -> None:
-    dot = cli(demo.data, "task", "graph", demo.task_id, "--format", "dot")
-    assert dot.code == 0, dot.err
-    lines = dot.out.splitlines()
-    assert lines[0] == f'digraph "task {demo.task_id}" {{' and lines[-1] == "}"
+def test_the_dot_format_is_graphviz_text_with_the_disclaimer(demo: Printed) -> None:
+    lines = demo.dot_text.splitlines()
+    assert lines[0] == f'digraph "task {demo.task.task_id}" {{' and lines[-1] == "}"
     assert DISCLAIMER in lines[1]
-    assert len([line for line in lines if " -> " in line]) == len(json.loads(
-        cli(demo.data, "task", "graph", demo.task_id).out)["edges"])
+    assert len([line for line in lines if " -> " in line]) == len(json.loads(demo.json_text)["edges"])
 
 
-def test_graphviz_reads_the_dot_text_when_it_is_installed(demo: DemoTask, tmp_path: Path) -> None:
+def test_graphviz_reads_the_dot_text_when_it_is_installed(demo: Printed, tmp_path: Path) -> None:
     dot = shutil.which("dot")
     if dot is None:
         pytest.skip("Graphviz (`dot`) is not installed; the DOT text's shape is checked above")
-    text = cli(demo.data, "task", "graph", demo.task_id, "--format", "dot").out
-    (tmp_path / "graph.dot").write_text(text, encoding="utf-8")
+    (tmp_path / "graph.dot").write_text(demo.dot_text, encoding="utf-8")
     done = subprocess.run([dot, "-Tplain", str(tmp_path / "graph.dot")], capture_output=True, text=True, timeout=60,
                           check=False)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert len([line for line in done.stdout.splitlines() if line.startswith("node ")]) == len(json.loads(
-        cli(demo.data, "task", "graph", demo.task_id).out)["nodes"])
+        demo.json_text)["nodes"])
 
 
 def test_no_gate_reads_the_graph() -> None:
