@@ -15,7 +15,9 @@ loop's conversation is kept in SQLite (redacted), so the resumed run continues i
 already done, from the worktree as it is (a task paused before its plan was approved drafts the plan
 again instead); ``decide`` answers a pending tool request; ``evidence`` prints an attempt's evidence per atom (0 / no
 ``--attempt``: the newest) — for each atom of its diff, what each atom stage measured of it or why not — and
-its stages with their outcomes; ``--json`` prints the same as one stable JSON document. ``diff`` prints the
+its stages with their outcomes; ``--json`` prints the same as one stable JSON document. ``graph`` prints the task's
+execution graph (``--format json`` or ``dot``, Graphviz text), projected from its committed events: an explanation
+of what happened, not evidence that it is right (docs/graph.md). ``diff`` prints the
 unified diff and its identity, then the changed files that change what later commands execute ("changes what runs":
 ``conftest.py``, ``pytest.ini``, a Makefile, …, with why). SIGINT / SIGTERM during ``plan``, ``start`` or
 ``resume`` stop at the next boundary with nothing half-written (see :mod:`codeflux.cli.run`). Arguments,
@@ -65,6 +67,7 @@ from codeflux.cli.run import (
 from codeflux.cli.start import CliModelAccess
 from codeflux.cli.views import (
     evidence_document,
+    execution_graph_of,
     print_evidence,
     print_landing_resolutions,
     print_plan,
@@ -82,6 +85,7 @@ from codeflux.domain.errors import (
     TaskActionUnavailableError,
     UsageError,
 )
+from codeflux.domain.execution_graph import graph_dot, graph_json
 from codeflux.domain.ids import TaskId
 from codeflux.domain.recovery import EffectOutcome, RecoveryAction
 from codeflux.domain.review_flags import WhatRunsChange, what_runs_lines
@@ -122,6 +126,8 @@ _ACTIONS = {
     "diff": "print the task worktree's unified diff and its identity",
     "evidence": ("print an attempt's evidence per atom (what each atom stage measured of it, or why not) and its "
                  "stages with their outcomes; --json prints a stable JSON document"),
+    "graph": ("print the task's execution graph (JSON or Graphviz DOT), projected from its committed events: an "
+              "explanation of what happened, not evidence that it is right"),
 }
 
 
@@ -170,6 +176,9 @@ def _configure_action(action: str, sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--action", dest="recovery", required=True, choices=[a.value for a in RecoveryAction])
     elif action == "answer":
         _configure_answer(sub)
+    elif action == "graph":
+        sub.add_argument("--format", choices=("json", "dot"), default="json",
+                         help="json (one stable document) or dot (Graphviz text); default json")
     elif action == "evidence":
         sub.add_argument("--attempt", type=_parse_count, default=0, metavar="N",
                          help="the attempt (default: the newest)")
@@ -410,6 +419,14 @@ def _evidence(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_
     return 0
 
 
+def _graph(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
+    view = channel.call("TaskService/GetTaskGraph", pb.GetTaskGraphRequest(task_id=task_id), pb.TaskGraph)
+    graph = execution_graph_of(view)
+    ctx.stdout.write(graph_dot(graph) if args.format == "dot" else graph_json(graph))
+    ctx.stdout.flush()
+    return 0
+
+
 def _record_outcome(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
     request = pb.RecordOutcomeRequest(control=control(), task_id=task_id, item_id=args.item,
                                       outcome=str(args.outcome), note=args.note or "")
@@ -524,6 +541,7 @@ _TASK_HANDLERS: dict[str, Handler] = {
     "patch": _patch, "record-outcome": _record_outcome, "recover": _recover, "plan": _plan, "start": _start,
     "pause": _action("PauseTask", "paused"), "cancel": _action("CancelTask", "cancelled"), "resume": _resume,
     "decide": _decide, "diff": _diff, "retry": _retry, "answer": _answer, "evidence": _evidence,
+    "graph": _graph,
 }
 
 

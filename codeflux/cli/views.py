@@ -17,10 +17,12 @@ from typing import Final
 from codeflux.api.v1 import common_pb2, memory_pb2, product_pb2
 from codeflux.cli.context import CliContext
 from codeflux.domain.display import escape_for_display
+from codeflux.domain.execution_graph import EdgeKind, ExecutionGraph, GraphEdge, GraphNode, NodeKind, NotShown
 
 __all__ = [
     "EVIDENCE_FORMAT",
     "evidence_document",
+    "execution_graph_of",
     "landing_resolution_text",
     "planning_line",
     "print_budget",
@@ -264,6 +266,16 @@ def print_providers(ctx: CliContext, statuses: Sequence[product_pb2.ProviderStat
         ctx.say(f"{status.name:<18} stored: {stored:<7} reference recorded: {recorded}")
     if unknown_because:
         ctx.say(f"provider: {unknown_because}")
+
+
+def execution_graph_of(view: product_pb2.TaskGraph) -> ExecutionGraph:
+    """The graph the coordinator sent, back as the domain's value (its renderings are the domain's)."""
+    return ExecutionGraph(
+        task_id=view.task_id, through_sequence=view.through_sequence, disclaimer=view.disclaimer,
+        nodes=tuple(GraphNode(id=n.id, kind=NodeKind(n.kind), sequence=n.sequence, label=n.label, summary=n.summary,
+                              sequences=tuple(n.sequences)) for n in view.nodes),
+        edges=tuple(GraphEdge(source=e.source, target=e.target, kind=EdgeKind(e.kind)) for e in view.edges),
+        not_shown=tuple(NotShown(kind=item.kind, count=item.count, reason=item.reason) for item in view.not_shown))
 
 
 def write_bytes(ctx: CliContext, data: bytes) -> None:

@@ -10,6 +10,7 @@ field marked :data:`OMITTED_WHEN_NONE` is left out while it is ``None``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Mapping
@@ -76,23 +77,44 @@ def _encode_value(value: object) -> JsonValue:
     raise TypeError(f"cannot encode {type(value).__name__} in an event payload")
 
 
+_FieldPlan: TypeAlias = tuple[tuple[str, str, bool, object], ...]
+_PLANS: Final[dict[type[object], _FieldPlan]] = {}
+
+
+def _field_plan(cls: type[object]) -> _FieldPlan:
+    """(name, stored key, has a default, type hint) per field of the dataclass ``cls``: resolving the hints is
+    most of a decode's cost, and a class's fields never change, so it is done once per class (an idempotent
+    fill: two threads meeting here compute the same plan)."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        hints = typing.get_type_hints(cls)
+        plan = tuple((item.name, payload_key_of(item), item.default is not dataclasses.MISSING, hints[item.name])
+                     for item in dataclasses.fields(cls))  # type: ignore[arg-type]
+        _PLANS[cls] = plan
+    return plan
+
+
 def decode_fields(cls: type[object], raw: Mapping[str, object]) -> object:
     """An instance of the dataclass ``cls`` from the mapping ``raw`` (see the module docstring), or
     :class:`PayloadShapeError` / :class:`~codeflux.domain.errors.InvalidValueError` naming the key."""
-    hints = typing.get_type_hints(cls)
     values: dict[str, object] = {}
-    for item in dataclasses.fields(cls):  # type: ignore[arg-type]
-        key = payload_key_of(item)
+    for name, key, has_default, hint in _field_plan(cls):
         if key not in raw:
-            if item.default is dataclasses.MISSING:
+            if not has_default:
                 raise PayloadShapeError(f"{key!r} is missing")
             continue
-        values[item.name] = _decode_value(hints[item.name], raw[key], where=key)
+        values[name] = _decode_value(hint, raw[key], where=key)
     return cls(**values)
 
 
+@functools.cache
+def _shape(hint: object) -> tuple[object, tuple[object, ...]]:
+    """The hint's origin and arguments (``typing.get_origin`` / ``get_args``), once per hint."""
+    return typing.get_origin(hint), typing.get_args(hint)
+
+
 def _decode_value(hint: object, raw: object, *, where: str) -> object:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin, args = _shape(hint)
     if origin is types.UnionType or origin is typing.Union:
         if raw is None and type(None) in args:
             return None

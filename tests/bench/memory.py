@@ -13,6 +13,9 @@ from a real git repository (:func:`current_facts`), as a recall does once per ba
   into a plain table and committing (a raw apsw connection, same pragmas). Target: cascade <= 2x the bare walk;
   both ratios are printed (a read-only walk cannot be matched by durable writes; see docs/benchmarks.md).
 
+* **graph**: the execution graph of a 10k-event task against a bare SELECT of the same events, in a module of its
+  own (``_graph_projection.py``; target <= 3x), run after the memory parts.
+
 Nothing is asserted on time: the figures go to docs/benchmarks.md. ``CODEFLUX_BENCH_MEMORY_ENTRIES`` and
 ``CODEFLUX_BENCH_MEMORY_DERIVED`` change the sizes.
 """
@@ -27,6 +30,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _graph_projection import run_graph_projection_benchmark
 
 from codeflux.domain.ids import MemoryEntryId
 from codeflux.domain.memory import (
@@ -235,4 +240,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    run_graph_projection_benchmark()
+    sys.exit(status)

@@ -193,6 +193,64 @@ class CreateDemoRepositoryRequest(_message.Message):
     control: _common_pb2.MutationControl
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ...) -> None: ...
 
+class GetTaskGraphRequest(_message.Message):
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
+
+class GraphNode(_message.Message):
+    __slots__ = ("id", "kind", "sequence", "label", "summary", "sequences")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCES_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    kind: str
+    sequence: int
+    label: str
+    summary: str
+    sequences: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[str] = ..., sequence: _Optional[int] = ..., label: _Optional[str] = ..., summary: _Optional[str] = ..., sequences: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class GraphEdge(_message.Message):
+    __slots__ = ("source", "target", "kind")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    target: str
+    kind: str
+    def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ..., kind: _Optional[str] = ...) -> None: ...
+
+class GraphNotShown(_message.Message):
+    __slots__ = ("kind", "count", "reason")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    count: int
+    reason: str
+    def __init__(self, kind: _Optional[str] = ..., count: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class TaskGraph(_message.Message):
+    __slots__ = ("task_id", "through_sequence", "disclaimer", "nodes", "edges", "not_shown")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    THROUGH_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    DISCLAIMER_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    NOT_SHOWN_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    through_sequence: int
+    disclaimer: str
+    nodes: _containers.RepeatedCompositeFieldContainer[GraphNode]
+    edges: _containers.RepeatedCompositeFieldContainer[GraphEdge]
+    not_shown: _containers.RepeatedCompositeFieldContainer[GraphNotShown]
+    def __init__(self, task_id: _Optional[str] = ..., through_sequence: _Optional[int] = ..., disclaimer: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[GraphNode, _Mapping]]] = ..., edges: _Optional[_Iterable[_Union[GraphEdge, _Mapping]]] = ..., not_shown: _Optional[_Iterable[_Union[GraphNotShown, _Mapping]]] = ...) -> None: ...
+
 class GetToolActivityRequest(_message.Message):
     __slots__ = ("task_id", "request_id")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]

@@ -10,6 +10,7 @@ import { TaskPanel, composer, streamBanner, taskList } from "./workspace.js";
 import { chooserView, firstRunView, providerLabel } from "./screens.js";
 import { ledgerView, retryForm, reviewDrawer } from "./review.js";
 import { recoveryView } from "./recovery.js";
+import { graphView } from "./graph.js";
 import { diagnosticsView, settingsView } from "./settings.js";
 import { memoryView } from "./memory.js";
 
@@ -284,6 +285,17 @@ class App {
       retryForm(this)));
     this.drawer = "retry";
     this.gate();
+  }
+
+  async openGraph() {
+    if (!this.taskId) return;
+    try {
+      const reply = await this.rpc.unary("TaskService/GetTaskGraph", { taskId: this.taskId });
+      clear(this.drawerSlot).append(graphView(this, reply));
+      this.drawer = "graph";
+    } catch (error) {
+      this.showError(error);
+    }
   }
 
   async openLedger() {

@@ -34,6 +34,7 @@ const REQUEST_TYPES = {
   "TaskService/SetBudget": "SetBudgetRequest",
   "TaskService/GetTimeline": "GetTimelineRequest",
   "TaskService/GetToolActivity": "GetToolActivityRequest",
+  "TaskService/GetTaskGraph": "GetTaskGraphRequest",
   "ApprovalService/ListPending": "ListPendingRequest",
   "ApprovalService/Decide": "DecideRequest",
   "ReviewService/GetReview": "GetReviewRequest",

@@ -96,7 +96,8 @@ export class TaskPanel {
         task.baseRevision ? ` at ${task.baseRevision.slice(0, 12)}` : ""),
       el("div", { class: "actions" },
         el("button", { type: "button", testid: "open-review", onclick: () => this.app.openReview(), text: "Open review" }),
-        el("button", { type: "button", testid: "open-ledger", onclick: () => this.app.openLedger(), text: "Pipeline ledger" })));
+        el("button", { type: "button", testid: "open-ledger", onclick: () => this.app.openLedger(), text: "Pipeline ledger" }),
+        el("button", { type: "button", testid: "open-graph", onclick: () => this.app.openGraph(), text: "Execution graph" })));
     const actionsKey = JSON.stringify(task.actions || []);
     if (actionsKey !== this.keys.actions) {
       this.keys.actions = actionsKey;
