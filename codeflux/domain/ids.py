@@ -24,6 +24,7 @@ __all__ = [
     "DecisionId",
     "MessageId",
     "PlanId",
+    "RepositoryApprovalId",
     "RepositoryId",
     "RunId",
     "TaskId",
@@ -156,3 +157,11 @@ class CheckpointId(_PrefixedId):
     __slots__ = ()
     prefix = "chk"
     kind = "checkpoint id"
+
+
+class RepositoryApprovalId(_PrefixedId):
+    """A person's standing approval of one operation on one repository (every task of it)."""
+
+    __slots__ = ()
+    prefix = "rap"
+    kind = "repository approval id"
