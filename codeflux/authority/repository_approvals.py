@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
@@ -32,6 +33,7 @@ from codeflux.domain.operations import Operation
 from codeflux.domain.repository_approvals import (
     EarlierAllowance,
     RepositoryApproval,
+    RepositoryOperationIdentity,
     RepositoryRoots,
     derive_repository_operation_identity,
 )
@@ -42,10 +44,12 @@ from codeflux.store.database import Database, ReadView, Transaction
 __all__ = [
     "UNCONFINED_REFUSAL",
     "RepositoryApprovals",
+    "RepositoryCardFacts",
     "allowed_before",
     "describe_repository_cover",
     "repository_approval_cover",
     "repository_approval_refusal",
+    "repository_card_facts",
 ]
 
 UNCONFINED_REFUSAL: Final = ("commands run unconfined on this machine (confinement none, see `codeflux doctor`), "
@@ -95,6 +99,26 @@ def allowed_before(view: ReadView, request: ToolRequestRow) -> list[EarlierAllow
     return rows.earlier_allowances_of_repository_identity(view, request=request, roots=roots)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RepositoryCardFacts:
+    """What a pending request's approval card says about its repository: who allowed it before (task, date),
+    whether allow-for-repository is offered (``refusal`` empty) and the identity it would bind."""
+
+    allowed_before: tuple[EarlierAllowance, ...]
+    refusal: str
+    identity: RepositoryOperationIdentity | None
+
+
+def repository_card_facts(view: ReadView, request_id: str, *, unconfined: bool) -> RepositoryCardFacts:
+    """:class:`RepositoryCardFacts` of the recorded request ``request_id``."""
+    request = authority_rows.read_tool_request(view, request_id)
+    refusal = repository_approval_refusal(view, task_id=request.task_id, unconfined=unconfined)
+    roots = rows.task_repository_roots(view, request.task_id)
+    identity = None if refusal or roots is None else derive_repository_operation_identity(request.operation, roots)
+    return RepositoryCardFacts(allowed_before=tuple(allowed_before(view, request)), refusal=refusal,
+                               identity=identity)
+
+
 class RepositoryApprovals:
     """Listing and revoking repository approvals (one transaction per revocation)."""
 
@@ -129,6 +153,10 @@ class RepositoryApprovals:
     def decision_rested_on(self, decision_id: str) -> RepositoryApprovalId | None:
         """The repository approval that made ``decision_id`` automatically, if one did (the evidence's "why")."""
         return self._db.read(lambda view: rows.repository_approval_of_decision(view, decision_id))
+
+    def card_facts(self, request_id: str, *, unconfined: bool) -> RepositoryCardFacts:
+        """:func:`repository_card_facts` of ``request_id``, read now."""
+        return self._db.read(lambda view: repository_card_facts(view, request_id, unconfined=unconfined))
 
     def allowed_before(self, request_id: str) -> list[EarlierAllowance]:
         """:func:`allowed_before` of the recorded request ``request_id``."""
