@@ -36,6 +36,8 @@ const REQUEST_TYPES = {
   "TaskService/GetToolActivity": "GetToolActivityRequest",
   "ApprovalService/ListPending": "ListPendingRequest",
   "ApprovalService/Decide": "DecideRequest",
+  "ApprovalService/ListRepositoryApprovals": "ListRepositoryApprovalsRequest",
+  "ApprovalService/RevokeRepositoryApproval": "RevokeRepositoryApprovalRequest",
   "ReviewService/GetReview": "GetReviewRequest",
   "ReviewService/ListStages": "ListStagesRequest",
   "ReviewService/AcceptChange": "AcceptChangeRequest",
