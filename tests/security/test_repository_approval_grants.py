@@ -14,7 +14,7 @@ from codeflux.authority.decide import DecisionOutcome, UserDecision
 from codeflux.authority.repository_approvals import RepositoryApprovals
 from codeflux.coordinator.runs.tool_driver import SubmittedRequest, ToolDriver
 from codeflux.coordinator.tasks.service import TaskService
-from codeflux.domain.errors import CapabilityDeniedError, RepositoryApprovalRefusedError
+from codeflux.domain.errors import CapabilityDeniedError, RepositoryApprovalRefusedError, StoreError
 from codeflux.domain.execution import ToolExecutionState
 from codeflux.domain.ids import TaskId
 from codeflux.domain.repository_approvals import RepositoryRoots
@@ -167,3 +167,39 @@ def test_unconfined_commands_can_neither_give_nor_use_a_repository_approval(
         assert unconfined.read_request(other.request_id).decision.outcome is DecisionOutcome.PENDING
     roots = RepositoryRoots.of(snapshot.root_commits)
     assert len(RepositoryApprovals(db).list_approvals(roots=roots)) == 1
+
+
+def test_repository_approvals_their_revocations_and_uses_are_facts_the_schema_guards(
+    driver: ToolDriver, tasks: TaskService, db: Database, tmp_path: Path
+) -> None:
+    snapshot = a_repository(tmp_path / "git")
+    first = allowed_for_repository(driver, tasks, snapshot, "echo", "fact")
+    approvals = RepositoryApprovals(db)
+    [approval] = approvals.list_approvals()
+    second = start(tasks, snapshot)
+    used = run(driver, second, "echo", "fact")
+    assert used.decision.outcome is DecisionOutcome.ALLOWED_ONCE
+    once = [run(driver, second, "echo", "allowed", str(n)) for n in (1, 2)]
+    decisions = [driver.decide(r.request_id, UserDecision.ALLOW_ONCE, reason="once").decision.decision_id for r in once]
+    use = ("INSERT INTO repository_approval_uses (decision_id, repository_approval_id, used_at_us) VALUES (?, ?, 0)")
+    db.write(lambda tx: tx.execute(use, (decisions[0], approval.approval_id.value)))  # control: live, allowed-once
+    approvals.revoke(approval.approval_id, reason="facts only")
+    with pytest.raises(StoreError):  # a revoked approval decides nothing, even written directly
+        db.write(lambda tx: tx.execute(use, (decisions[1], approval.approval_id.value)))
+
+    for statement in ("UPDATE repository_approvals SET reason = 'other'", "DELETE FROM repository_approvals",
+                      "UPDATE repository_approval_revocations SET reason = 'other'",
+                      "DELETE FROM repository_approval_revocations",
+                      "UPDATE repository_approval_uses SET used_at_us = 0", "DELETE FROM repository_approval_uses"):
+        with pytest.raises(StoreError):
+            db.write(lambda tx, statement=statement: tx.execute(statement))
+    # an approval cannot come from a decision that is not a person's allowed-for-task decision on its request
+    pending = run(driver, second, "echo", "fact")
+    with pytest.raises(StoreError):
+        db.write(lambda tx: tx.execute(
+            "INSERT INTO repository_approvals (id, repository_roots_json, repository_identity, operation_json, task_id,"
+            " request_id, decision_id, reason, created_at_us) SELECT 'rap_' || lower(hex(randomblob(16))),"
+            " repository_roots_json, repository_identity, operation_json, ?, ?, ?, 'forged', 0"
+            " FROM repository_approvals",
+            (second.value, pending.request_id, pending.decision.decision_id)))
+    assert [a.task_id for a in approvals.list_approvals(include_revoked=True)] == [first]
