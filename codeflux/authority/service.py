@@ -218,12 +218,14 @@ class AuthorityService:
                 decided_by=Decider.SYSTEM, reason=ruling.reason, approval_id=ruling.approval_id,
                 denial_id=ruling.denial_id,
             )
+            standing: RepositoryApprovalId | None = None
             if ruling.outcome is DecisionOutcome.PENDING:
-                decision = self._decide_by_derived_allowance(tx, request, decision, classification, derived)
+                decision, standing = self._decide_by_derived_allowance(tx, request, decision, classification, derived)
             append_event(tx, session_id=task.session_id, event=ToolRequested(
                 request_id=ToolRequestId.parse(request.request_id), tool=operation.tool, operation=str(identity),
                 needs=tuple(str(item.need) for item in classification.needs),
                 decision_id=DecisionId.parse(decision.decision_id), outcome=decision.outcome.value,
+                repository_approval_id=standing,
             ))
             view = RequestView(request_id=request.request_id, task_id=task_id, tool=operation.tool,
                                operation=operation, identity=identity, classification=classification,
@@ -247,27 +249,28 @@ class AuthorityService:
         return self._db.write(work)
 
     def _decide_by_derived_allowance(self, tx: Transaction, request: ToolRequestRow, pending: DecisionRow,
-                                     classification: Classification, derived: DerivedAllowance | None) -> DecisionRow:
+                                     classification: Classification, derived: DerivedAllowance | None,
+                                     ) -> tuple[DecisionRow, RepositoryApprovalId | None]:
         """``pending`` resolved by a decision already made, if one covers the request: the caller's ``derived``,
         else a plan approval of the exact check argv, else a live repository approval of the exact repository
-        identity (named in ``repository_approval_uses``); ``pending`` itself when none does."""
+        identity (named in ``repository_approval_uses``, and returned); ``pending`` itself when none does."""
         if derived is not None:
-            return self._allow_once_as_derived(tx, request, pending, classification, derived)
+            return self._allow_once_as_derived(tx, request, pending, classification, derived), None
         operation = request.operation
         cover = plan_check_cover(tx, operation=operation, classification=classification, source=request.source,
                                  programs_unconfined=self._programs_unconfined)
         if cover is not None:
             return self._allow_once_as_derived(tx, request, pending, classification,
-                                               DerivedAllowance(decided_by=cover.decided_by, reason=cover.reason))
+                                               DerivedAllowance(decided_by=cover.decided_by, reason=cover.reason)), None
         standing = repository_approval_cover(tx, operation=operation, unconfined=self._unconfined)
         if standing is None:
-            return pending
+            return pending, None
         decided = self._allow_once_as_derived(
             tx, request, pending, classification,
             DerivedAllowance(decided_by=Decider.USER, reason=describe_repository_cover(standing)))
         repository_rows.insert_repository_approval_use(tx, decision_id=decided.decision_id,
                                                        approval_id=standing.approval_id)
-        return decided
+        return decided, standing.approval_id
 
     def _allow_once_as_derived(self, tx: Transaction, request: ToolRequestRow, pending: DecisionRow,
                                classification: Classification, derived: DerivedAllowance) -> DecisionRow:
@@ -356,10 +359,11 @@ class AuthorityService:
                                                 request=request, decision_id=recorded.decision_id,
                                                 scope=ruling.scope)
                 approval_id = ApprovalId.parse(approval.approval_id)
+            repository_approval_id = None
             if roots is not None:
-                repository_rows.insert_repository_approval(
+                repository_approval_id = repository_rows.insert_repository_approval(
                     tx, approval_id=RepositoryApprovalId.from_entropy(self._entropy(16)), request=request, roots=roots,
-                    decision_id=recorded.decision_id, reason=reason)
+                    decision_id=recorded.decision_id, reason=reason).approval_id
             denial_ids = [
                 rows.insert_denial(tx, denial_id=f"dny_{self._new_body()}", task_id=request.task_id, need=need,
                                    decision_id=recorded.decision_id, reason=reason).denial_id
@@ -374,8 +378,7 @@ class AuthorityService:
             append_event(tx, session_id=task.session_id, event=AuthorityDecided(
                 request_id=ToolRequestId.parse(request_id), decision_id=DecisionId.parse(recorded.decision_id),
                 outcome=recorded.outcome.value, decided_by=recorded.decided_by.value, approval_id=approval_id,
-                denied=denied,
-                refused_requests=refused))
+                denied=denied, refused_requests=refused, repository_approval_id=repository_approval_id))
 
         self._db.write(work)
         return self.read_request(request_id)

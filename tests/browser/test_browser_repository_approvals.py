@@ -35,6 +35,8 @@ def test_a_command_allowed_for_the_repository_is_listed_in_settings_and_revoked_
     expect(allow).to_be_enabled(timeout=MS)
     allow.click()
     expect(card.get_by_test_id("approval-outcome")).to_contain_text("allowed-for-task", timeout=MS)
+    expect(app.testid("allowed-for-repository").first).to_contain_text("Also allowed for this repository (rap_",
+                                                                       timeout=MS)
 
     app.testid("nav-settings").click()
     listed = app.page.locator('[data-testid="repository-approval"]')

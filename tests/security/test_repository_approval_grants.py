@@ -12,16 +12,20 @@ import pytest
 
 from codeflux.authority.decide import DecisionOutcome, UserDecision
 from codeflux.authority.repository_approvals import RepositoryApprovals
+from codeflux.coordinator.journal import read_session_events
 from codeflux.coordinator.runs.tool_driver import SubmittedRequest, ToolDriver
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.errors import CapabilityDeniedError, RepositoryApprovalRefusedError, StoreError
+from codeflux.domain.events import AuthorityDecided, ToolRequested
 from codeflux.domain.execution import ToolExecutionState
 from codeflux.domain.ids import TaskId
 from codeflux.domain.repository_approvals import RepositoryRoots
 from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.store.database import Database
+from codeflux.store.events import JournalEvent
 from codeflux.store.location import DataLocation
+from codeflux.store.tasks import task_session_id
 from codeflux.worker.client.confinement import choose_confinement
 from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.repos import commit_all, git, write_files
@@ -54,6 +58,10 @@ def start(tasks: TaskService, snapshot: RepositorySnapshot) -> TaskId:
 def run(driver: ToolDriver, task_id: TaskId, *argv: str) -> SubmittedRequest:
     return driver.submit_tool_request(task_id, "run_command", {"argv": list(argv)},
                                       idempotency_key=f"k{next(_keys)}", source="test")
+
+
+def journal(db: Database, task_id: TaskId) -> list[JournalEvent]:
+    return read_session_events(db, session_id=task_session_id(task_id), after_sequence=0, limit=1000)
 
 
 def another_repository(root: Path) -> RepositorySnapshot:
@@ -102,6 +110,12 @@ def test_allow_for_repository_decides_the_exact_operation_in_the_next_task_and_o
     ran = driver.execute(same.request_id)
     assert ran.state is ToolExecutionState.SUCCEEDED
     assert ran.stdout == "hello repository\n"
+    # the journals say why: the person's decision recorded the approval, the later request names it
+    decided = [e.event for e in journal(db, first) if isinstance(e.event, AuthorityDecided)]
+    recorded = {a.approval_id for a in RepositoryApprovals(db).list_approvals()}
+    assert {d.repository_approval_id for d in decided} == recorded
+    [requested] = [e.event for e in journal(db, second) if isinstance(e.event, ToolRequested)]
+    assert requested.repository_approval_id == approvals[0].approval_id and requested.outcome == "allowed-once"
 
     for argv in (("echo", "hello", "other"), ("echo", "repository", "hello"), ("printf", "hello repository"),
                  ("echo", "hello", "repository", "extra")):

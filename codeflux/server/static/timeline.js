@@ -136,7 +136,9 @@ function allowedBefore(earlier) {
 function toolRequested(payload) {
   if (payload.outcome !== "pending") {
     const content = el("div", {}, facts([["Operation", payload.operation], ["Needs", (payload.needs || []).join(", ")]]),
-      el("p", {}, "Decision: ", badge(payload.outcome || "unknown")));
+      el("p", {}, "Decision: ", badge(payload.outcome || "unknown")),
+      payload.repository_approval_id ? el("p", { testid: "decided-by-repository-approval" },
+        `Allowed for this repository earlier (${payload.repository_approval_id}); no card was needed.`) : null);
     this.tools.attach(payload.request_id, content);
     return { title: `Tool requested: ${payload.tool || "unknown tool"}`, testid: "tool-card", content };
   }
@@ -168,11 +170,15 @@ function authorityDecided(payload) {
   queueMicrotask(() => this.resolve(payload.request_id));
   const denied = payload.denied && payload.denied.length
     ? el("p", { testid: "denied-capabilities" }, `Blocked for this task: ${payload.denied.join(", ")}`) : null;
+  const repository = payload.repository_approval_id
+    ? el("p", { testid: "allowed-for-repository" },
+      `Also allowed for this repository (${payload.repository_approval_id}): this exact operation runs without asking ` +
+      "in every later task of it until revoked in Settings.") : null;
   return {
     title: "Decision recorded",
     testid: "decision-card",
     content: el("div", {}, el("p", {}, "Outcome: ", badge(payload.outcome), ` (by ${payload.decided_by || "unknown"})`),
-      denied),
+      denied, repository),
   };
 }
 
