@@ -149,7 +149,8 @@ class RepositoryApproval:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EarlierAllowance:
-    """A recorded decision by a person that allowed the same repository identity before: which task, when."""
+    """A recorded decision by a person that allowed the same repository identity before: which task, when, and how
+    (``allowed-once``, ``allowed-for-task``, ``allowed-for-repository``, ``allowed-by-repository-approval``)."""
 
     task_id: TaskId
     request_id: str

@@ -168,6 +168,8 @@ def earlier_allowances_of_repository_identity(
 ) -> list[EarlierAllowance]:
     """The decisions by a person that allowed ``request``'s repository identity before, on the repository
     ``roots`` (any task of it, its own included), newest first, at most ``limit``; ``request`` itself excluded.
+    Each says how: ``allowed-once``, ``allowed-for-task``, ``allowed-for-repository`` (the decision recorded a
+    repository approval) or ``allowed-by-repository-approval`` (no card: a repository approval decided it).
 
     Reads the newest allowing decisions of the same tool on tasks of the same repository and keeps those whose
     operation, scoped to the repository, is exactly the request's. This is the one lookup behind the approval
@@ -175,9 +177,14 @@ def earlier_allowances_of_repository_identity(
     """
     wanted = derive_repository_operation_identity(request.operation, roots)
     rows = view.query_all(
-        "SELECT d.id, d.request_id, d.task_id, d.outcome, d.decided_at_us, r.operation_json"
+        "SELECT d.id, d.request_id, d.task_id,"
+        " CASE WHEN u.decision_id IS NOT NULL THEN 'allowed-by-repository-approval'"
+        " WHEN a.id IS NOT NULL THEN 'allowed-for-repository' ELSE d.outcome END,"
+        " d.decided_at_us, r.operation_json"
         " FROM authority_decisions d JOIN tool_requests r ON r.id = d.request_id"
         " JOIN tasks t ON t.id = d.task_id JOIN repositories p ON p.id = t.repository_id"
+        " LEFT JOIN repository_approval_uses u ON u.decision_id = d.id"
+        " LEFT JOIN repository_approvals a ON a.decision_id = d.id"
         " WHERE p.root_commits_json = ? AND r.tool = ? AND d.request_id <> ? AND d.decided_by = 'user'"
         " AND d.outcome IN ('allowed-once', 'allowed-for-task')"
         " ORDER BY d.decided_at_us DESC, d.rowid DESC LIMIT ?",

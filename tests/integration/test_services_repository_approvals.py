@@ -117,7 +117,11 @@ def test_the_card_says_allowed_before_and_allow_for_repository_runs_it_unasked_i
     assert "revoked" in revoked.out and "not any more" in revoked.out
     empty = call(app, "/codeflux.v1.ApprovalService/ListRepositoryApprovals", pb.ListRepositoryApprovalsRequest())
     assert isinstance(empty, pb.ListRepositoryApprovalsReply) and list(empty.approvals) == []
-    assert run(driver, start(tasks, snapshot), *ECHO).decision.outcome is DecisionOutcome.PENDING
+    fourth = start(tasks, snapshot)
+    assert run(driver, fourth, *ECHO).decision.outcome is DecisionOutcome.PENDING
+    assert [(e.task_id, e.outcome) for e in card(app, fourth).allowed_before] == [
+        (third.value, "allowed-by-repository-approval"), (second.value, "allowed-for-repository"),
+        (first.value, "allowed-once")]
 
 
 def test_unconfined_the_card_says_why_and_decide_refuses_allow_for_repository(
