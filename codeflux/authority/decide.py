@@ -14,7 +14,10 @@ hands them in. The rules, in the order they apply to a new request:
 5. A standing allow-for-task approval of the *exact* operation identity in the same task covers it:
    **allowed-for-task** (decided by the system, naming the approval).
 6. Anything else is **pending** until a person (or the headless policy) decides allow-once,
-   allow-for-task or deny.
+   allow-for-task or deny — unless a derived allowance decides it at once: a plan approval covering a check's
+   exact argv (:mod:`codeflux.authority.plan_checks`) or a live repository approval of the exact repository
+   identity (:mod:`codeflux.authority.repository_approvals`). Either is recorded as an allow-once decision that
+   names what it rests on; rules 2 and 3 have already refused what they refuse, so a denial always wins.
 
 An approval covers exactly one identity; since the identity hashes the task, tool, every argument in
 order, cwd, effects and the pinned executable, any other tool, argument, order, argument count, task or
@@ -67,6 +70,9 @@ class UserDecision(StrEnum):
 
     ALLOW_ONCE = "allow-once"
     ALLOW_FOR_TASK = "allow-for-task"
+    ALLOW_FOR_REPOSITORY = "allow-for-repository"
+    """Allowed for this task *and* recorded as a standing approval of the same operation in every later task of
+    the same repository (the repository operation identity, :mod:`codeflux.domain.repository_approvals`)."""
     DENY = "deny"
 
 
@@ -247,7 +253,7 @@ def rule_on_user_decision(
         case UserDecision.ALLOW_ONCE:
             return UserRuling(outcome=DecisionOutcome.ALLOWED_ONCE, covered=_all_needs(classification),
                               scope=ApprovalScope.ALLOW_ONCE, denied=())
-        case UserDecision.ALLOW_FOR_TASK:
+        case UserDecision.ALLOW_FOR_TASK | UserDecision.ALLOW_FOR_REPOSITORY:
             return UserRuling(outcome=DecisionOutcome.ALLOWED_FOR_TASK, covered=_all_needs(classification),
                               scope=ApprovalScope.ALLOW_FOR_TASK, denied=())
         case UserDecision.DENY:

@@ -6,7 +6,8 @@
   intent + ``tool-execution-intended``, in the same transaction: one commit fewer per such tool call.
   A pending request keeps the separate intent transaction below.
 * :meth:`AuthorityService.record_user_decision` — the resolving decision + approval or denials (+ the
-  refusal of other pending requests the new denials cover) + ``authority-decided`` event.
+  refusal of other pending requests the new denials cover; + the repository approval of an
+  ``allow-for-repository``) + ``authority-decided`` event.
 * :meth:`AuthorityService.record_execution_intent` — re-check, execution intent + allow-once consumption
   + ``tool-execution-intended`` event. If this commit fails, nothing may run.
 * :meth:`AuthorityService.record_execution_result` — the end state + ``tool-execution-finished`` event.
@@ -45,6 +46,11 @@ from codeflux.authority.records import (
     standing_approval,
     standing_denials,
 )
+from codeflux.authority.repository_approvals import (
+    describe_repository_cover,
+    repository_approval_cover,
+    repository_approval_refusal,
+)
 from codeflux.domain.authority import ApprovalScope, DecisionRow, ToolRequestRow
 from codeflux.domain.authority import RequestSource as RecordedSource
 from codeflux.domain.capabilities import CapabilityNeed
@@ -52,14 +58,17 @@ from codeflux.domain.errors import (
     DecisionAlreadyRecordedError,
     IdempotencyConflictError,
     InvalidValueError,
+    RepositoryApprovalRefusedError,
     UnconfinedStandingApprovalError,
     UsageError,
 )
 from codeflux.domain.events import AuthorityDecided, ToolExecutionFinished, ToolRequested
 from codeflux.domain.execution import FailureKind, ToolExecutionState
-from codeflux.domain.ids import ApprovalId, DecisionId, TaskId, ToolRequestId
+from codeflux.domain.ids import ApprovalId, DecisionId, RepositoryApprovalId, TaskId, ToolRequestId
 from codeflux.domain.operations import Operation, derive_operation_identity
+from codeflux.domain.repository_approvals import RepositoryRoots
 from codeflux.store import authority as rows
+from codeflux.store import repository_approvals as repository_rows
 from codeflux.store.database import Database, ReadView, Transaction
 from codeflux.store.events import append_event
 from codeflux.store.tasks import TaskRow, require_task
@@ -90,12 +99,16 @@ class AuthorityService:
     """Records requests, decisions and executions; see the module docstring for the transactions."""
 
     def __init__(self, db: Database, *, entropy: Callable[[int], bytes] = os.urandom,
-                 programs_unconfined: bool = False) -> None:
+                 programs_unconfined: bool = False, unconfined: bool = False) -> None:
         """``programs_unconfined``: programs run with no OS box and the person did not opt in, so a request
-        that runs one is never covered by a standing approval and cannot be allowed for the task."""
+        that runs one is never covered by a standing approval and cannot be allowed for the task.
+        ``unconfined``: commands run with no OS box at all (confinement ``none``, opt-in or not), so nothing is
+        allowed for a repository and repository approvals decide nothing
+        (:mod:`codeflux.authority.repository_approvals`)."""
         self._db = db
         self._entropy = entropy
         self._programs_unconfined = programs_unconfined
+        self._unconfined = unconfined or programs_unconfined
 
     @property
     def programs_unconfined(self) -> bool:
@@ -205,18 +218,14 @@ class AuthorityService:
                 decided_by=Decider.SYSTEM, reason=ruling.reason, approval_id=ruling.approval_id,
                 denial_id=ruling.denial_id,
             )
-            allowance = derived
-            if allowance is None and ruling.outcome is DecisionOutcome.PENDING:
-                cover = plan_check_cover(tx, operation=operation, classification=classification,
-                                         source=recorded_source, programs_unconfined=self._programs_unconfined)
-                if cover is not None:
-                    allowance = DerivedAllowance(decided_by=cover.decided_by, reason=cover.reason)
-            if allowance is not None and ruling.outcome is DecisionOutcome.PENDING:
-                decision = self._allow_once_as_derived(tx, request, decision, classification, allowance)
+            standing: RepositoryApprovalId | None = None
+            if ruling.outcome is DecisionOutcome.PENDING:
+                decision, standing = self._decide_by_derived_allowance(tx, request, decision, classification, derived)
             append_event(tx, session_id=task.session_id, event=ToolRequested(
                 request_id=ToolRequestId.parse(request.request_id), tool=operation.tool, operation=str(identity),
                 needs=tuple(str(item.need) for item in classification.needs),
                 decision_id=DecisionId.parse(decision.decision_id), outcome=decision.outcome.value,
+                repository_approval_id=standing,
             ))
             view = RequestView(request_id=request.request_id, task_id=task_id, tool=operation.tool,
                                operation=operation, identity=identity, classification=classification,
@@ -238,6 +247,30 @@ class AuthorityService:
             return view, intent
 
         return self._db.write(work)
+
+    def _decide_by_derived_allowance(self, tx: Transaction, request: ToolRequestRow, pending: DecisionRow,
+                                     classification: Classification, derived: DerivedAllowance | None,
+                                     ) -> tuple[DecisionRow, RepositoryApprovalId | None]:
+        """``pending`` resolved by a decision already made, if one covers the request: the caller's ``derived``,
+        else a plan approval of the exact check argv, else a live repository approval of the exact repository
+        identity (named in ``repository_approval_uses``, and returned); ``pending`` itself when none does."""
+        if derived is not None:
+            return self._allow_once_as_derived(tx, request, pending, classification, derived), None
+        operation = request.operation
+        cover = plan_check_cover(tx, operation=operation, classification=classification, source=request.source,
+                                 programs_unconfined=self._programs_unconfined)
+        if cover is not None:
+            return self._allow_once_as_derived(tx, request, pending, classification,
+                                               DerivedAllowance(decided_by=cover.decided_by, reason=cover.reason)), None
+        standing = repository_approval_cover(tx, operation=operation, unconfined=self._unconfined)
+        if standing is None:
+            return pending, None
+        decided = self._allow_once_as_derived(
+            tx, request, pending, classification,
+            DerivedAllowance(decided_by=Decider.USER, reason=describe_repository_cover(standing)))
+        repository_rows.insert_repository_approval_use(tx, decision_id=decided.decision_id,
+                                                       approval_id=standing.approval_id)
+        return decided, standing.approval_id
 
     def _allow_once_as_derived(self, tx: Transaction, request: ToolRequestRow, pending: DecisionRow,
                                classification: Classification, derived: DerivedAllowance) -> DecisionRow:
@@ -301,6 +334,7 @@ class AuthorityService:
             classification = classification_of(request)
             if decision is UserDecision.ALLOW_FOR_TASK and self._programs_unconfined and runs_a_program(classification):
                 raise UnconfinedStandingApprovalError(request_id=request_id)
+            roots = self._repository_roots_to_allow(tx, request, decision, decided_by)
             ruling = rule_on_user_decision(decision=decision, classification=classification, deny=deny)
             if decided_by is Decider.HEADLESS_POLICY:
                 # The headless policy refuses *this request* because nobody pre-approved it; that is not a
@@ -308,7 +342,9 @@ class AuthorityService:
                 # later `resume --allow <this exact operation>` could never run it.
                 ruling = replace(ruling, denied=())
             if current.outcome is not DecisionOutcome.PENDING:
-                if current.outcome is ruling.outcome and current.decided_by is decided_by:
+                same_scope = (roots is None) == (
+                    repository_rows.repository_approval_from_decision(tx, current.decision_id) is None)
+                if current.outcome is ruling.outcome and current.decided_by is decided_by and same_scope:
                     return
                 raise DecisionAlreadyRecordedError(request_id=request_id, outcome=current.outcome.value)
             task = require_task(tx, request.task_id)
@@ -323,6 +359,11 @@ class AuthorityService:
                                                 request=request, decision_id=recorded.decision_id,
                                                 scope=ruling.scope)
                 approval_id = ApprovalId.parse(approval.approval_id)
+            repository_approval_id = None
+            if roots is not None:
+                repository_approval_id = repository_rows.insert_repository_approval(
+                    tx, approval_id=RepositoryApprovalId.from_entropy(self._entropy(16)), request=request, roots=roots,
+                    decision_id=recorded.decision_id, reason=reason).approval_id
             denial_ids = [
                 rows.insert_denial(tx, denial_id=f"dny_{self._new_body()}", task_id=request.task_id, need=need,
                                    decision_id=recorded.decision_id, reason=reason).denial_id
@@ -337,11 +378,24 @@ class AuthorityService:
             append_event(tx, session_id=task.session_id, event=AuthorityDecided(
                 request_id=ToolRequestId.parse(request_id), decision_id=DecisionId.parse(recorded.decision_id),
                 outcome=recorded.outcome.value, decided_by=recorded.decided_by.value, approval_id=approval_id,
-                denied=denied,
-                refused_requests=refused))
+                denied=denied, refused_requests=refused, repository_approval_id=repository_approval_id))
 
         self._db.write(work)
         return self.read_request(request_id)
+
+    def _repository_roots_to_allow(self, view: ReadView, request: ToolRequestRow, decision: UserDecision,
+                                   decided_by: Decider) -> RepositoryRoots | None:
+        """The repository an ``allow-for-repository`` allows the request for (None for other decisions), or
+        :class:`RepositoryApprovalRefusedError` saying why it cannot."""
+        if decision is not UserDecision.ALLOW_FOR_REPOSITORY:
+            return None
+        if decided_by is not Decider.USER:
+            raise InvalidValueError(kind="authority decision", reason="only a person allows for a repository")
+        refusal = repository_approval_refusal(view, task_id=request.task_id, unconfined=self._unconfined)
+        roots = repository_rows.task_repository_roots(view, request.task_id)
+        if refusal or roots is None:
+            raise RepositoryApprovalRefusedError(request_id=request.request_id, why=refusal)
+        return roots
 
     def _refuse_pending_covered_by_denials(self, tx: Transaction, task: TaskRow) -> list[str]:
         """Refuse, in this transaction, every other pending request of the task a denial now covers."""

@@ -69,6 +69,7 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.TaskInactiveError: ExitCode.PREREQUISITE,
     e.UnconfirmedDecisionError: ExitCode.PREREQUISITE,
     e.UnconfinedStandingApprovalError: ExitCode.PREREQUISITE,
+    e.RepositoryApprovalRefusedError: ExitCode.PREREQUISITE,
     e.ConfinementUnavailableError: ExitCode.PREREQUISITE,
     e.UnconfinedPreapprovalError: ExitCode.PREREQUISITE,
     e.TaskActionUnavailableError: ExitCode.PREREQUISITE,

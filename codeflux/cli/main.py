@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "prices",
     "budget",
     "task",
+    "approvals",
     "repo",
     "run",
     "demo",

@@ -122,7 +122,7 @@ _ACTIONS = {
     "pause": "pause a task (a running one stops between turns)",
     "resume": ("continue a paused task in this process: the next attempt continues the run's conversation (kept "
                "in SQLite, redacted) with the plan steps already done"),
-    "decide": "answer a pending tool request: --allow-once, --allow-for-task or --deny",
+    "decide": "answer a pending tool request: --allow-once, --allow-for-task, --allow-for-repository or --deny",
     "diff": "print the task worktree's unified diff and its identity",
     "evidence": ("print an attempt's evidence per atom (what each atom stage measured of it, or why not) and its "
                  "stages with their outcomes; --json prints a stable JSON document"),
@@ -208,7 +208,9 @@ def _configure_run_action(action: str, sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--request", required=True, metavar="REQ", help="the pending tool request (treq_…)")
         choice = sub.add_mutually_exclusive_group(required=True)
         for flag, value in (("--allow-once", UserDecision.ALLOW_ONCE),
-                            ("--allow-for-task", UserDecision.ALLOW_FOR_TASK), ("--deny", UserDecision.DENY)):
+                            ("--allow-for-task", UserDecision.ALLOW_FOR_TASK),
+                            ("--allow-for-repository", UserDecision.ALLOW_FOR_REPOSITORY),
+                            ("--deny", UserDecision.DENY)):
             choice.add_argument(flag, dest="decision", action="store_const", const=value)
         sub.add_argument("--reason", default="decided on the command line", metavar="TEXT", help="why")
 

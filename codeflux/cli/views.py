@@ -36,6 +36,7 @@ __all__ = [
     "print_prices",
     "print_providers",
     "print_recovery",
+    "print_repository_approvals",
     "print_task",
     "worktree_disposal_text",
     "write_bytes",
@@ -448,3 +449,23 @@ def print_instruction_files(ctx: CliContext, view: product_pb2.InstructionFilesV
             for line in file.text.splitlines():
                 ctx.say(f"  | {escape_for_display(line)}")
             ctx.say("  ----- end -----")
+
+
+def print_repository_approvals(ctx: CliContext, approvals: list[product_pb2.RepositoryApprovalView]) -> None:
+    """Repository approvals, one block each: id and state, the exact operation, the repository, its origin."""
+    if not approvals:
+        ctx.say("no repository approvals")
+        return
+    for approval in approvals:
+        state = (f"revoked {approval.revoked_at}: {escape_for_display(approval.revocation_reason)}"
+                 if approval.revoked else "live")
+        ctx.say(f"{approval.approval_id}  {state}")
+        arguments = ", ".join(f"{escape_for_display(a.name)}={escape_for_display(a.value)}"
+                              for a in approval.arguments)
+        ctx.say(f"  operation  {approval.tool}({arguments}) in {escape_for_display(approval.cwd)}")
+        if approval.program:
+            ctx.say(f"  program    {escape_for_display(approval.program)}")
+        ctx.say(f"  repository {escape_for_display(approval.repository_root)} "
+                f"(root {', '.join(commit[:12] for commit in approval.root_commits)})")
+        ctx.say(f"  allowed    {approval.created_at} in task {approval.task_id} (decision {approval.decision_id})")
+        ctx.say(f"  identity   {approval.repository_identity}")

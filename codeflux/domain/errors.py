@@ -45,7 +45,8 @@ to these classes by the adapter that met them and chained with ``from``.
     │       ├── CapabilityDeniedError    a recorded denial covers a capability the request needs
     │       ├── TaskInactiveError        the task is not running or validating; only reads may run
     │       ├── UnconfirmedDecisionError a browser decision without its card's confirmation value
-    │       └── UnconfinedStandingApprovalError  programs run unconfined: allow once, or opt in
+    │       ├── UnconfinedStandingApprovalError  programs run unconfined: allow once, or opt in
+    │       └── RepositoryApprovalRefusedError  allow-for-repository is not possible here (says why)
     ├── DecisionNeededError              a person must decide and prompting is off         (exit 4)
     │   ├── AcceptanceExampleNeededError  the plan has no executable example; ask for one first
     │   ├── ClarificationNeededError     the plan has open questions; answer them first (policy ask)
@@ -158,6 +159,7 @@ __all__ = [
     "ProviderReplyInvalidError",
     "ProviderRequestInvalidError",
     "ProviderUnavailableError",
+    "RepositoryApprovalRefusedError",
     "RepositoryChangedError",
     "RepositoryNotUsableError",
     "RungApprovalRequiredError",
@@ -540,6 +542,16 @@ class UnconfinedStandingApprovalError(AuthorityRefusedError):
             "(see `codeflux doctor`): allow it once instead (each run asks again)",
             request_id=request_id,
         )
+
+
+class RepositoryApprovalRefusedError(AuthorityRefusedError):
+    """"Allow for this repository" is not possible for this request; ``why`` says why (no OS box, no
+    recorded repository)."""
+
+    def __init__(self, *, request_id: str, why: str) -> None:
+        super().__init__(f"tool request {request_id} cannot be allowed for the repository: {why}",
+                         request_id=request_id)
+        self.why = why
 
 
 class UnconfinedPreapprovalError(PrerequisiteError):

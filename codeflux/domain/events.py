@@ -38,7 +38,7 @@ from codeflux.domain.event_codec import (
     encode_fields,
     payload_key_of,
 )
-from codeflux.domain.ids import ApprovalId, DecisionId, RepositoryId, RunId, TaskId, ToolRequestId
+from codeflux.domain.ids import ApprovalId, DecisionId, RepositoryApprovalId, RepositoryId, RunId, TaskId, ToolRequestId
 from codeflux.domain.pipeline.outcomes import StageOutcome
 from codeflux.domain.tasks import TaskState
 
@@ -338,6 +338,8 @@ class ToolRequested(EventPayload):
     needs: tuple[str, ...]
     decision_id: DecisionId
     outcome: str
+    repository_approval_id: RepositoryApprovalId | None = dataclasses.field(default=None, metadata=OMITTED_WHEN_NONE)
+    """The repository approval that decided the request at once (allow for this repository), if one did."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -350,6 +352,8 @@ class AuthorityDecided(EventPayload):
     approval_id: ApprovalId | None = dataclasses.field(default=None, metadata=OMITTED_WHEN_NONE)
     denied: tuple[str, ...] | None = dataclasses.field(default=None, metadata=OMITTED_WHEN_NONE)
     refused_requests: tuple[ToolRequestId, ...] | None = dataclasses.field(default=None, metadata=OMITTED_WHEN_NONE)
+    repository_approval_id: RepositoryApprovalId | None = dataclasses.field(default=None, metadata=OMITTED_WHEN_NONE)
+    """The repository approval a person's allow-for-repository recorded with this decision."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

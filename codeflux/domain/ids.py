@@ -25,6 +25,7 @@ __all__ = [
     "MemoryEntryId",
     "MessageId",
     "PlanId",
+    "RepositoryApprovalId",
     "RepositoryId",
     "RunId",
     "TaskId",
@@ -165,3 +166,11 @@ class MemoryEntryId(_PrefixedId):
     __slots__ = ()
     prefix = "mem"
     kind = "memory entry id"
+
+
+class RepositoryApprovalId(_PrefixedId):
+    """A person's standing approval of one operation on one repository (every task of it)."""
+
+    __slots__ = ()
+    prefix = "rap"
+    kind = "repository approval id"

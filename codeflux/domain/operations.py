@@ -42,6 +42,7 @@ __all__ = [
     "ExecutablePin",
     "Operation",
     "OperationIdentity",
+    "canonical_json_text",
     "canonical_operation_json",
     "canonical_operation_json_and_identity",
     "derive_operation_identity",
@@ -49,6 +50,7 @@ __all__ = [
     "in_task_temp_directory",
     "normalize_working_directory",
     "normalize_worktree_directory",
+    "operation_document",
     "parse_canonical_operation_json",
     "task_temp_relative",
 ]
@@ -268,8 +270,18 @@ def _json_value(value: ArgumentValue) -> object:
 
 def canonical_operation_json(operation: Operation) -> str:
     """The canonical JSON text of ``operation`` (ASCII only; see the module docstring)."""
+    return canonical_json_text(operation_document(operation))
+
+
+def canonical_json_text(document: Mapping[str, object]) -> str:
+    """``document`` in the canonical spelling: sorted keys, ASCII-only escapes, no spaces, no NaN."""
+    return json.dumps(document, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+def operation_document(operation: Operation) -> dict[str, object]:
+    """The canonical document of ``operation`` before serialization (a fresh dict each call)."""
     executable = operation.executable
-    document = {
+    return {
         "schema": OPERATION_IDENTITY_SCHEMA,
         "task_id": str(operation.task_id),
         "tool": operation.tool,
@@ -280,7 +292,6 @@ def canonical_operation_json(operation: Operation) -> str:
         "env": [[name, value] for name, value in operation.env],
         "stdin_sha256": operation.stdin_sha256,
     }
-    return json.dumps(document, sort_keys=True, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
 def derive_operation_identity(operation: Operation) -> OperationIdentity:

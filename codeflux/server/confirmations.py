@@ -5,7 +5,8 @@ When a reply on the browser connection carries a decision card — a task's plan
 stamps it with a fresh random value, kept only in this process and bound to what the card decides:
 
 * ``approve-plan``: the task, the plan revision and its sha256;
-* ``decide``: the tool request (allow-once, allow-for-task and deny alike);
+* ``decide``: the tool request (allow-once, allow-for-task, allow-for-repository and deny alike: allowing an
+  operation for every later task of the repository is a person's decision on this card like the others);
 * ``accept``: the task and the diff identity (``ReviewView.accept_confirmation``);
 * ``reject``: the task and the diff identity (``ReviewView.reject_confirmation``), for a plain reject and a
   reject with retry alike;

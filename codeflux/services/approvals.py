@@ -10,6 +10,11 @@
   that need them (the authority engine does both). Then the background run that waited goes on
   (:meth:`BackgroundRuns.continue_after_decision`); the reply carries the task as it is now.
 
+* ``ListRepositoryApprovals`` — the repository approvals (``allow-for-repository``), newest first, of the repository
+  a path names (its root commits) or of every repository; revoked ones only when asked.
+* ``RevokeRepositoryApproval`` — revoke one (an immutable revocation row; from its commit on the approval decides
+  nothing and every such request asks again). Revoking a revoked approval returns it unchanged.
+
 The authority engine takes no idempotency key for a decision; deciding a request again the same way
 returns it unchanged and a different answer is refused (:class:`DecisionAlreadyRecordedError`), and a
 retry with the same key returns the first reply (:class:`~codeflux.services.mutations.MutationLedger`).
@@ -17,19 +22,30 @@ retry with the same key returns the first reply (:class:`~codeflux.services.muta
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Final
 
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.authority.decide import UserDecision
+from codeflux.authority.repository_approvals import RepositoryApprovals
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.domain.errors import InvalidValueError, NotFoundError, UsageError
+from codeflux.domain.ids import RepositoryApprovalId
+from codeflux.domain.repository_approvals import RepositoryRoots
+from codeflux.gitwork.repository import open_repository
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import MutationLedger, check_expected_revision, mutation_of, parse_task_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
 from codeflux.services.tasks import runs_of
-from codeflux.services.views import denial_views, pending_approvals, task_service, task_view
+from codeflux.services.views import (
+    denial_views,
+    pending_approvals,
+    repository_approval_view,
+    task_service,
+    task_view,
+)
 
 __all__ = ["methods"]
 
@@ -50,7 +66,8 @@ def _decide(app: CoordinatorApp, ctx: CallContext, request: pb.DecideRequest) ->
     try:
         decision = UserDecision(request.decision)
     except ValueError:
-        raise InvalidValueError(kind="decision", reason="choose allow-once, allow-for-task or deny") from None
+        raise InvalidValueError(kind="decision",
+                                reason="choose allow-once, allow-for-task, allow-for-repository or deny") from None
     if not request.request_id.startswith("treq_") or len(request.request_id) > 80:
         raise InvalidValueError(kind="request id", reason="expected a tool request id like treq_…")
     reason = request.reason.strip()[:_MAX_REASON] or f"{decision.value} in the codeflux UI"
@@ -73,6 +90,26 @@ def _decide(app: CoordinatorApp, ctx: CallContext, request: pb.DecideRequest) ->
     return pb.DecideReply(request_id=decided.request_id, outcome=decided.outcome.value, task=task_view(app, task_id))
 
 
+def _list_repository_approvals(app: CoordinatorApp, ctx: CallContext,
+                               request: pb.ListRepositoryApprovalsRequest) -> pb.ListRepositoryApprovalsReply:
+    roots = None
+    if request.repository_path:
+        path = Path(request.repository_path)
+        if not path.is_absolute():
+            raise InvalidValueError(kind="repository path", reason="must be absolute")
+        roots = RepositoryRoots.of(open_repository(path).root_commits)
+    listed = RepositoryApprovals(app.db).list_approvals(roots=roots, include_revoked=request.include_revoked)
+    return pb.ListRepositoryApprovalsReply(approvals=[repository_approval_view(approval) for approval in listed])
+
+
+def _revoke_repository_approval(app: CoordinatorApp, request: pb.RevokeRepositoryApprovalRequest,
+                                ) -> pb.RevokeRepositoryApprovalReply:
+    approval_id = RepositoryApprovalId.parse(request.approval_id.strip())
+    reason = request.reason.strip()[:_MAX_REASON] or "revoked"
+    revoked = RepositoryApprovals(app.db).revoke(approval_id, reason=reason)
+    return pb.RevokeRepositoryApprovalReply(approval=repository_approval_view(revoked))
+
+
 def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamMethod[Message, Message]]:
     ledger = MutationLedger()
 
@@ -83,7 +120,23 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         mutation = mutation_of(ctx, "Decide", request.control)
         return ledger.run(mutation, request, pb.DecideReply, lambda: _decide(app, ctx, request))
 
+    def list_repository_approvals(ctx: CallContext,
+                                  request: pb.ListRepositoryApprovalsRequest) -> pb.ListRepositoryApprovalsReply:
+        return _list_repository_approvals(app, ctx, request)
+
+    def revoke_repository_approval(ctx: CallContext,
+                                   request: pb.RevokeRepositoryApprovalRequest) -> pb.RevokeRepositoryApprovalReply:
+        mutation = mutation_of(ctx, "RevokeRepositoryApproval", request.control)
+        return ledger.run(mutation, request, pb.RevokeRepositoryApprovalReply,
+                          lambda: _revoke_repository_approval(app, request))
+
     return [
+        UnaryMethod(name=method_name(_SERVICE, "ListRepositoryApprovals"),
+                    request_type=pb.ListRepositoryApprovalsRequest, response_type=pb.ListRepositoryApprovalsReply,
+                    handler=list_repository_approvals),
+        UnaryMethod(name=method_name(_SERVICE, "RevokeRepositoryApproval"),
+                    request_type=pb.RevokeRepositoryApprovalRequest, response_type=pb.RevokeRepositoryApprovalReply,
+                    handler=revoke_repository_approval, mutating=True),
         UnaryMethod(name=method_name(_SERVICE, "ListPending"), request_type=pb.ListPendingRequest,
                     response_type=pb.ListPendingReply, handler=list_pending),
         UnaryMethod(name=method_name(_SERVICE, "Decide"), request_type=pb.DecideRequest,

@@ -10,10 +10,12 @@ the task's session at the time of the read, so a client can subscribe right afte
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Final
 
 from codeflux.api.v1 import common_pb2, product_pb2
 from codeflux.authority.decide import runs_a_program
+from codeflux.authority.repository_approvals import RepositoryApprovals, RepositoryCardFacts
 from codeflux.authority.service import AuthorityService, RequestView
 from codeflux.coordinator.journal import latest_session_event, read_session_head
 from codeflux.coordinator.runs.tool_records import read_denials_of_task
@@ -23,12 +25,13 @@ from codeflux.coordinator.tasks.service import TaskService, TaskView
 from codeflux.domain.acceptance import acceptance_of
 from codeflux.domain.capabilities import Capability
 from codeflux.domain.clarification import requirement_sentences, trace_coverage
-from codeflux.domain.confinement import allow_for_task_refusal, describe_approval
+from codeflux.domain.confinement import ConfinementMode, allow_for_task_refusal, describe_approval
 from codeflux.domain.display import argument_display_text
 from codeflux.domain.events import EventKind, WorktreeDisposed, WorktreeRemoved
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Cost, Money
 from codeflux.domain.plans import Plan, PlanAuthor, PlanDecisionRow, PlanForecast
+from codeflux.domain.repository_approvals import RepositoryApproval
 from codeflux.domain.tasks import TaskRecord, TaskState, is_terminal
 from codeflux.domain.tools import ArgumentValue
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
@@ -44,6 +47,8 @@ __all__ = [
     "money",
     "pending_approvals",
     "plan_view",
+    "repository_approval_view",
+    "rfc3339_of_us",
     "session_head",
     "task_service",
     "task_summary",
@@ -215,8 +220,9 @@ def argument_text(value: ArgumentValue) -> str:
     return text
 
 
-def approval_view(request: RequestView) -> product_pb2.PendingApproval:
-    """One pending tool request as the approval card shows it: the exact operation and what it needs."""
+def approval_view(request: RequestView, repository: RepositoryCardFacts | None = None) -> product_pb2.PendingApproval:
+    """One pending tool request as the approval card shows it: the exact operation and what it needs, and — with
+    ``repository`` — who allowed it before on this repository and whether allow-for-repository is offered."""
     operation = request.operation
     needs = request.classification.needs
     why = "; ".join(f"{item.need}: {item.reason}" for item in needs)
@@ -233,11 +239,42 @@ def approval_view(request: RequestView) -> product_pb2.PendingApproval:
                f"requests of this task only){program}"),
         operation_identity=str(request.identity), reason=reason[:2048], cwd=operation.cwd,
         meaning=describe_approval(runs_program=runs_program, network=network, mode=mode),
-        allow_for_task_refusal=allow_for_task_refusal(runs_program=runs_program, mode=mode))
+        allow_for_task_refusal=allow_for_task_refusal(runs_program=runs_program, mode=mode),
+        allowed_before=[] if repository is None else [
+            product_pb2.EarlierAllowanceView(task_id=str(earlier.task_id), request_id=earlier.request_id,
+                                             decision_id=earlier.decision_id, outcome=earlier.outcome,
+                                             decided_at=rfc3339_of_us(earlier.decided_at_us))
+            for earlier in repository.allowed_before],
+        allow_for_repository_refusal="" if repository is None else repository.refusal,
+        repository_identity="" if repository is None or repository.identity is None else str(repository.identity))
 
 
 def pending_approvals(app: CoordinatorApp, task_id: TaskId) -> list[product_pb2.PendingApproval]:
-    return [approval_view(request) for request in AuthorityService(app.db).pending_requests(task_id)]
+    unconfined = choose_confinement().mode is ConfinementMode.NONE
+    approvals = RepositoryApprovals(app.db)
+    return [approval_view(request, approvals.card_facts(request.request_id, unconfined=unconfined))
+            for request in AuthorityService(app.db).pending_requests(task_id)]
+
+
+def rfc3339_of_us(at_us: int) -> str:
+    """Microseconds since the epoch as RFC 3339 text in UTC (seconds precision)."""
+    return datetime.fromtimestamp(at_us / 1_000_000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def repository_approval_view(approval: RepositoryApproval) -> product_pb2.RepositoryApprovalView:
+    """One repository approval as lists show it: the exact operation, the repository, the decision it came from."""
+    operation = approval.operation
+    revocation = approval.revocation
+    return product_pb2.RepositoryApprovalView(
+        approval_id=str(approval.approval_id), repository_root=approval.repository_root,
+        root_commits=list(approval.roots.commits), repository_identity=str(approval.identity), tool=operation.tool,
+        arguments=[product_pb2.Argument(name=name, value=argument_text(value)) for name, value in operation.arguments],
+        cwd=operation.cwd, task_id=str(approval.task_id), decision_id=approval.decision_id,
+        reason=approval.reason[:2048], created_at=rfc3339_of_us(approval.created_at_us),
+        revoked=revocation is not None,
+        revoked_at="" if revocation is None else rfc3339_of_us(revocation.revoked_at_us),
+        revocation_reason="" if revocation is None else revocation.reason[:2048],
+        program="" if operation.executable is None else operation.executable.path)
 
 
 def denial_views(app: CoordinatorApp, task_id: TaskId) -> list[product_pb2.DenialView]:

@@ -3,6 +3,7 @@ Chromium against a real coordinator forced to ``CODEFLUX_CONFINEMENT=none`` (scr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,3 +45,10 @@ def test_an_unconfined_command_card_says_unconfined_and_offers_allow_once_only(u
     expect(allow_for_task).to_be_disabled()
     expect(allow_for_task).to_have_attribute("title", "this machine cannot confine programs, so each run of one is "
                                                       "allowed once (see `codeflux doctor`)")
+    # Nothing is allowed for a whole repository either: the card says why instead of what it would mean.
+    expect(card.get_by_test_id("approval-allow-for-repository-refusal")).to_contain_text(
+        "commands run unconfined on this machine (confinement none")
+    expect(card.get_by_test_id("approval-allow-for-repository-meaning")).to_have_count(0)
+    allow_for_repository = card.get_by_test_id("approval-allow-for-repository")
+    expect(allow_for_repository).to_be_disabled()
+    expect(allow_for_repository).to_have_attribute("title", re.compile("nothing is allowed for a whole repository"))

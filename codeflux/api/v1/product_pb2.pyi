@@ -558,7 +558,7 @@ class BudgetView(_message.Message):
     def __init__(self, set: _Optional[bool] = ..., revision: _Optional[int] = ..., hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., warning: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., spent: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., reserved: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., remaining: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., tokens_used: _Optional[int] = ..., tokens_reserved: _Optional[int] = ..., token_limit: _Optional[int] = ..., token_limit_set: _Optional[bool] = ..., pending_decisions: _Optional[_Iterable[int]] = ..., exhausted: _Optional[bool] = ..., lines: _Optional[_Iterable[str]] = ..., spend_line: _Optional[str] = ...) -> None: ...
 
 class PendingApproval(_message.Message):
-    __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd", "meaning", "allow_for_task_refusal", "confirmation")
+    __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd", "meaning", "allow_for_task_refusal", "confirmation", "allowed_before", "allow_for_repository_refusal", "repository_identity")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -570,6 +570,9 @@ class PendingApproval(_message.Message):
     MEANING_FIELD_NUMBER: _ClassVar[int]
     ALLOW_FOR_TASK_REFUSAL_FIELD_NUMBER: _ClassVar[int]
     CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_FOR_REPOSITORY_REFUSAL_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     tool: str
     arguments: _containers.RepeatedCompositeFieldContainer[Argument]
@@ -581,7 +584,24 @@ class PendingApproval(_message.Message):
     meaning: str
     allow_for_task_refusal: str
     confirmation: str
-    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., operation_identity: _Optional[str] = ..., reason: _Optional[str] = ..., cwd: _Optional[str] = ..., meaning: _Optional[str] = ..., allow_for_task_refusal: _Optional[str] = ..., confirmation: _Optional[str] = ...) -> None: ...
+    allowed_before: _containers.RepeatedCompositeFieldContainer[EarlierAllowanceView]
+    allow_for_repository_refusal: str
+    repository_identity: str
+    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., operation_identity: _Optional[str] = ..., reason: _Optional[str] = ..., cwd: _Optional[str] = ..., meaning: _Optional[str] = ..., allow_for_task_refusal: _Optional[str] = ..., confirmation: _Optional[str] = ..., allowed_before: _Optional[_Iterable[_Union[EarlierAllowanceView, _Mapping]]] = ..., allow_for_repository_refusal: _Optional[str] = ..., repository_identity: _Optional[str] = ...) -> None: ...
+
+class EarlierAllowanceView(_message.Message):
+    __slots__ = ("task_id", "request_id", "decision_id", "outcome", "decided_at")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    DECISION_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_AT_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    request_id: str
+    decision_id: str
+    outcome: str
+    decided_at: str
+    def __init__(self, task_id: _Optional[str] = ..., request_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., outcome: _Optional[str] = ..., decided_at: _Optional[str] = ...) -> None: ...
 
 class Argument(_message.Message):
     __slots__ = ("name", "value")
@@ -834,6 +854,70 @@ class Timeline(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[SessionEvent]
     has_more: bool
     def __init__(self, events: _Optional[_Iterable[_Union[SessionEvent, _Mapping]]] = ..., has_more: _Optional[bool] = ...) -> None: ...
+
+class ListRepositoryApprovalsRequest(_message.Message):
+    __slots__ = ("repository_path", "include_revoked")
+    REPOSITORY_PATH_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_REVOKED_FIELD_NUMBER: _ClassVar[int]
+    repository_path: str
+    include_revoked: bool
+    def __init__(self, repository_path: _Optional[str] = ..., include_revoked: _Optional[bool] = ...) -> None: ...
+
+class ListRepositoryApprovalsReply(_message.Message):
+    __slots__ = ("approvals",)
+    APPROVALS_FIELD_NUMBER: _ClassVar[int]
+    approvals: _containers.RepeatedCompositeFieldContainer[RepositoryApprovalView]
+    def __init__(self, approvals: _Optional[_Iterable[_Union[RepositoryApprovalView, _Mapping]]] = ...) -> None: ...
+
+class RevokeRepositoryApprovalRequest(_message.Message):
+    __slots__ = ("control", "approval_id", "reason")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    approval_id: str
+    reason: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., approval_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RevokeRepositoryApprovalReply(_message.Message):
+    __slots__ = ("approval",)
+    APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    approval: RepositoryApprovalView
+    def __init__(self, approval: _Optional[_Union[RepositoryApprovalView, _Mapping]] = ...) -> None: ...
+
+class RepositoryApprovalView(_message.Message):
+    __slots__ = ("approval_id", "repository_root", "root_commits", "repository_identity", "tool", "arguments", "cwd", "task_id", "decision_id", "reason", "created_at", "revoked", "revoked_at", "revocation_reason", "program")
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_ROOT_FIELD_NUMBER: _ClassVar[int]
+    ROOT_COMMITS_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    DECISION_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_AT_FIELD_NUMBER: _ClassVar[int]
+    REVOCATION_REASON_FIELD_NUMBER: _ClassVar[int]
+    PROGRAM_FIELD_NUMBER: _ClassVar[int]
+    approval_id: str
+    repository_root: str
+    root_commits: _containers.RepeatedScalarFieldContainer[str]
+    repository_identity: str
+    tool: str
+    arguments: _containers.RepeatedCompositeFieldContainer[Argument]
+    cwd: str
+    task_id: str
+    decision_id: str
+    reason: str
+    created_at: str
+    revoked: bool
+    revoked_at: str
+    revocation_reason: str
+    program: str
+    def __init__(self, approval_id: _Optional[str] = ..., repository_root: _Optional[str] = ..., root_commits: _Optional[_Iterable[str]] = ..., repository_identity: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., cwd: _Optional[str] = ..., task_id: _Optional[str] = ..., decision_id: _Optional[str] = ..., reason: _Optional[str] = ..., created_at: _Optional[str] = ..., revoked: _Optional[bool] = ..., revoked_at: _Optional[str] = ..., revocation_reason: _Optional[str] = ..., program: _Optional[str] = ...) -> None: ...
 
 class ListPendingRequest(_message.Message):
     __slots__ = ("task_id",)

@@ -202,7 +202,8 @@ class ToolDriver:
         # With no box, a program may only be allowed once at a time unless the person opted in (logged by
         # the caller): standing approvals neither cover nor may be given to requests that run one.
         self._authority = AuthorityService(db, programs_unconfined=standing_approval_needs_opt_in(
-            self._confinement.mode) and not allow_unconfined)
+            self._confinement.mode) and not allow_unconfined,
+            unconfined=self._confinement.mode is ConfinementMode.NONE)
         self._state_dir = state_dir
         self._base_environment = dict(os.environ if base_environment is None else base_environment)
         self._tool_source = tool_source or ToolSource.from_environment(self._base_environment)

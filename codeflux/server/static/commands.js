@@ -2,7 +2,7 @@
 // the App class of app.js. `this` is the App.
 
 import { clear, el, idempotencyKey } from "./dom.js";
-import { settingsView, diagnosticsView } from "./settings.js";
+import { settingsView, diagnosticsView, repositoryApprovalList } from "./settings.js";
 import { providerLabel } from "./screens.js";
 import { exampleEntries } from "./examples.js";
 
@@ -255,6 +255,26 @@ export const commands = {
       const settings = await this.rpc.unary("SettingsService/SetBudgetDefaults",
         { control: control("defaults"), hardLimit: amount.trim(), currency: "USD" });
       clear(this.main).append(settingsView(this, settings));
+    });
+  },
+
+  // Settings' repository approvals: every one (revoked ones say so), each live one with a Revoke button.
+  async loadRepositoryApprovals(slot) {
+    try {
+      const reply = await this.rpc.unary("ApprovalService/ListRepositoryApprovals", { includeRevoked: true });
+      clear(slot).append(repositoryApprovalList(this, reply.approvals || []));
+    } catch (error) {
+      clear(slot).append(el("p", { class: "error", testid: "repository-approvals-error",
+        text: `Could not list repository approvals: ${error.safeMessage || error.message}` }));
+    }
+    this.gate();
+  },
+
+  revokeRepositoryApproval(approvalId, slot) {
+    return this.mutate(async () => {
+      await this.rpc.unary("ApprovalService/RevokeRepositoryApproval",
+        { control: control("revoke"), approvalId, reason: "revoked in the codeflux UI settings" });
+      await this.loadRepositoryApprovals(slot);
     });
   },
 

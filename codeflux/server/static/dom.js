@@ -53,7 +53,7 @@ export function textList(items, emptyText, testid) {
 const ICONS = {
   passed: "✓", ok: "✓", satisfied: "✓", succeeded: "✓", completed: "✓", "allowed-once": "✓",
   "allowed-for-task": "✓", automatic: "✓", "refused-denied-capability": "⛔", cancelled: "■", "outcome-unknown": "?", failed: "✗", skipped: "↷", blocked: "⛔", "not-implemented": "∅",
-  warning: "!", unknown: "?", pending: "…", running: "▶", live: "●", denied: "⛔",
+  warning: "!", unknown: "?", pending: "…", running: "▶", live: "●", denied: "⛔", revoked: "■",
 };
 
 export function badge(status, testid) {

@@ -37,6 +37,8 @@ const REQUEST_TYPES = {
   "TaskService/GetTaskGraph": "GetTaskGraphRequest",
   "ApprovalService/ListPending": "ListPendingRequest",
   "ApprovalService/Decide": "DecideRequest",
+  "ApprovalService/ListRepositoryApprovals": "ListRepositoryApprovalsRequest",
+  "ApprovalService/RevokeRepositoryApproval": "RevokeRepositoryApprovalRequest",
   "ReviewService/GetReview": "GetReviewRequest",
   "ReviewService/ListStages": "ListStagesRequest",
   "ReviewService/AcceptChange": "AcceptChangeRequest",

@@ -1,7 +1,7 @@
-// Settings (providers, endpoint approvals, budget defaults) and diagnostics (doctor, backup).
+// Settings (providers, endpoint approvals, budget defaults, repository approvals) and diagnostics (doctor, backup).
 
 import { badge, el, facts, mutatingButton, section, textList } from "./dom.js";
-import { money } from "./format.js";
+import { escapeForDisplay, money } from "./format.js";
 
 // The coordinator's own words for each provider (``detail``): "a key is stored", "no key stored", or
 // "unknown: <why>" when the OS credential store cannot say — never turned into "no key" here.
@@ -24,7 +24,38 @@ export function settingsView(app, settings) {
     facts([["Default hard limit", settings.defaultHardLimit ? money(settings.defaultHardLimit) : "none (tasks ask before their first paid call)"]]),
     el("div", { class: "actions" }, el("label", { for: "default-limit", text: "New default (USD)" }), amount,
       mutatingButton("Save default", () => app.setBudgetDefaults(amount.value), "settings-save-default")),
-    clarificationPolicy(app, settings));
+    clarificationPolicy(app, settings),
+    repositoryApprovals(app));
+}
+
+// What a person allowed for a whole repository (allow-for-repository on an approval card): listed with the exact
+// operation and where it came from, each live one revocable (the operation then asks again).
+function repositoryApprovals(app) {
+  const slot = el("div", { testid: "repository-approvals-slot" }, el("p", { class: "loading", text: "Loading…" }));
+  queueMicrotask(() => app.loadRepositoryApprovals(slot));
+  return el("div", {},
+    el("h3", { text: "Repository approvals" }),
+    el("p", { class: "note", text: "Operations allowed for a whole repository run without asking in every task of " +
+      "that repository. Revoke one and it asks again." }),
+    slot);
+}
+
+export function repositoryApprovalList(app, approvals) {
+  if (!approvals.length) {
+    return el("p", { class: "empty", testid: "repository-approvals-empty", text: "Nothing is allowed for a whole repository." });
+  }
+  return el("ul", { class: "plain", testid: "repository-approvals" }, approvals.map((a) => {
+    const args = (a.arguments || []).map((arg) => `${escapeForDisplay(arg.name)} = ${escapeForDisplay(arg.value)}`).join("; ");
+    const state = a.revoked ? `revoked ${a.revokedAt}: ${escapeForDisplay(a.revocationReason)}` : "live";
+    return el("li", { testid: "repository-approval", dataset: { approvalId: a.approvalId, state: a.revoked ? "revoked" : "live" } },
+      el("p", {}, el("strong", { text: `${escapeForDisplay(a.tool)}: ${args}` }), " ", badge(a.revoked ? "revoked" : "live")),
+      facts([["Repository", `${escapeForDisplay(a.repositoryRoot)} (root ${(a.rootCommits || []).map((c) => c.slice(0, 12)).join(", ")})`],
+        ["Program", a.program ? escapeForDisplay(a.program) : "none"], ["Working directory", escapeForDisplay(a.cwd)],
+        ["Allowed", `${a.createdAt} in task ${a.taskId} (decision ${a.decisionId})`], ["State", state],
+        ["Identity", a.repositoryIdentity]], "repository-approval-facts"),
+      a.revoked ? null : mutatingButton("Revoke", () => app.revokeRepositoryApproval(a.approvalId, app.main.querySelector(
+        '[data-testid="repository-approvals-slot"]')), "repository-approval-revoke"));
+  }));
 }
 
 // Open questions of a plan: "ask" (approval waits for the person's answers) or "assume" (each question's

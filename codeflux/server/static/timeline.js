@@ -68,8 +68,11 @@ export class Timeline {
       if (!entry.resolved && !detail && this.decisions.has(requestId)) this.resolve(requestId);
       const asking = Boolean(detail) && task.state === "awaiting-authority";
       for (const button of entry.buttons.querySelectorAll("button")) {
-        // Allow-for-task is not offered where programs run with no OS box (the card says why).
-        const refused = detail && button.dataset.testid === "approval-allow-for-task" ? detail.allowForTaskRefusal : "";
+        // Allow-for-task is not offered where programs run with no OS box, allow-for-repository not while commands
+        // run unconfined at all (the card says why).
+        const refusals = detail ? { "approval-allow-for-task": detail.allowForTaskRefusal,
+          "approval-allow-for-repository": detail.allowForRepositoryRefusal } : {};
+        const refused = refusals[button.dataset.testid] || "";
         button.dataset.unavailable = asking && !refused ? "" : "1";
         button.dataset.reason = refused || (asking ? "" : `${WAITING} (the task is ${task.state || "unknown"})`);
       }
@@ -102,7 +105,16 @@ function approvalDetail(a) {
   const refusal = a.allowForTaskRefusal
     ? el("p", { testid: "approval-allow-for-task-refusal" }, `Allow for this task is not offered: ${a.allowForTaskRefusal}`)
     : null;
-  return el("div", {}, meaning, refusal,
+  const repository = a.allowForRepositoryRefusal
+    ? el("p", { testid: "approval-allow-for-repository-refusal" },
+      `Allow for this repository is not offered: ${a.allowForRepositoryRefusal}`)
+    : el("p", { class: "notice", testid: "approval-allow-for-repository-meaning" },
+      el("strong", { text: "Allow for this repository means: " }),
+      "this exact operation (every argument, the program and the working directory; repository identity " +
+      `${a.repositoryIdentity || "unknown"}) then runs without asking in this task and in every later task of ` +
+      "this repository, until you revoke it in Settings or with `codeflux approvals revoke`. Any other argument, " +
+      "program or repository still asks, and a capability you deny in a task still wins.");
+  return el("div", {}, meaning, refusal, allowedBefore(a.allowedBefore), repository,
     facts([["Tool", escapeForDisplay(a.tool)], ["Operation identity", a.operationIdentity],
       ["Scope", escapeForDisplay(a.scope)], ["Working directory", escapeForDisplay(a.cwd)],
       ["Reason", escapeForDisplay(a.reason)]], "approval-facts"),
@@ -110,10 +122,23 @@ function approvalDetail(a) {
     el("h4", { text: "Capabilities" }), textList(a.capabilities, "none", "approval-capabilities"));
 }
 
+// Earlier decisions by a person that allowed exactly this operation on this repository (task, date).
+function allowedBefore(earlier) {
+  if (!(earlier || []).length) {
+    return el("p", { testid: "approval-allowed-before", dataset: { count: "0" },
+      text: "Not allowed before on this repository." });
+  }
+  return el("p", { class: "notice", testid: "approval-allowed-before", dataset: { count: String(earlier.length) } },
+    el("strong", { text: "Allowed before on this repository: " }),
+    earlier.map((e) => `in task ${e.taskId} on ${e.decidedAt} (${e.outcome})`).join("; "));
+}
+
 function toolRequested(payload) {
   if (payload.outcome !== "pending") {
     const content = el("div", {}, facts([["Operation", payload.operation], ["Needs", (payload.needs || []).join(", ")]]),
-      el("p", {}, "Decision: ", badge(payload.outcome || "unknown")));
+      el("p", {}, "Decision: ", badge(payload.outcome || "unknown")),
+      payload.repository_approval_id ? el("p", { testid: "decided-by-repository-approval" },
+        `Allowed for this repository earlier (${payload.repository_approval_id}); no card was needed.`) : null);
     this.tools.attach(payload.request_id, content);
     return { title: `Tool requested: ${payload.tool || "unknown tool"}`, testid: "tool-card", content };
   }
@@ -121,8 +146,9 @@ function toolRequested(payload) {
   const detail = el("div", { class: "approval-detail" },
     facts([["Tool", payload.tool], ["Operation", payload.operation], ["Needs", (payload.needs || []).join(", ")]]));
   const buttons = el("div", { class: "actions", testid: "approval-buttons" },
-    ["allow-once", "allow-for-task", "deny"].map((decision) => mutatingButton(
-      { "allow-once": "Allow once", "allow-for-task": "Allow for this task", deny: "Deny" }[decision],
+    ["allow-once", "allow-for-task", "allow-for-repository", "deny"].map((decision) => mutatingButton(
+      { "allow-once": "Allow once", "allow-for-task": "Allow for this task",
+        "allow-for-repository": "Allow for this repository", deny: "Deny" }[decision],
       () => this.app.decide(requestId, decision), `approval-${decision}`,
       { dataset: { mutating: "1", scope: "task", unavailable: "1", reason: WAITING } })));
   const content = el("div", { class: "approval", dataset: { requestId } },
@@ -144,11 +170,15 @@ function authorityDecided(payload) {
   queueMicrotask(() => this.resolve(payload.request_id));
   const denied = payload.denied && payload.denied.length
     ? el("p", { testid: "denied-capabilities" }, `Blocked for this task: ${payload.denied.join(", ")}`) : null;
+  const repository = payload.repository_approval_id
+    ? el("p", { testid: "allowed-for-repository" },
+      `Also allowed for this repository (${payload.repository_approval_id}): this exact operation runs without asking ` +
+      "in every later task of it until revoked in Settings.") : null;
   return {
     title: "Decision recorded",
     testid: "decision-card",
     content: el("div", {}, el("p", {}, "Outcome: ", badge(payload.outcome), ` (by ${payload.decided_by || "unknown"})`),
-      denied),
+      denied, repository),
   };
 }
 

@@ -147,4 +147,5 @@ def test_keys_a_newer_codeflux_added_are_ignored_on_read() -> None:
 
 def test_payload_keys_list_every_key_including_renamed_and_conditional_ones() -> None:
     assert event_payload_keys(EventKind.TASK_STATE_CHANGED) == ("task_id", "from", "to", "revision", "reason", "actor")
-    assert event_payload_keys(EventKind.AUTHORITY_DECIDED)[-3:] == ("approval_id", "denied", "refused_requests")
+    assert event_payload_keys(EventKind.AUTHORITY_DECIDED)[-4:] == ("approval_id", "denied", "refused_requests",
+                                                                    "repository_approval_id")
