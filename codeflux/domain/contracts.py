@@ -35,6 +35,8 @@ its case: ``CACHE = {}`` is mutable, ``LIMIT = 10`` and ``limit = 10`` are const
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -56,6 +58,7 @@ __all__ = [
     "EffectUse",
     "ModuleFacts",
     "PurityFinding",
+    "contract_hash",
     "documented_raises",
     "dotted_name",
     "effect_order",
@@ -89,6 +92,13 @@ class AtomEffect(StrEnum):
     """Runs code made at run time (stage 30): ``eval``, ``exec``, ``compile``, ``importlib.import_module``."""
     DESERIALISATION = "deserialisation"
     """Loads data that can construct arbitrary objects: ``pickle``, ``marshal``, an unsafe ``yaml.load`` (stage 30)."""
+
+
+def contract_hash(signature: str, effects: Iterable[AtomEffect | str]) -> str:
+    """sha256 (hex) of a contract: ``signature`` with runs of whitespace made one space, and ``effects`` sorted."""
+    document = {"signature": " ".join(signature.split()),
+                "effects": sorted(str(getattr(effect, "value", effect)) for effect in effects)}
+    return hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def effect_order(effects: Iterable[AtomEffect]) -> tuple[AtomEffect, ...]:
@@ -126,6 +136,13 @@ class DeclaredAtom:
     @property
     def pure(self) -> bool:
         return not self.effects
+
+    @property
+    def contract_hash(self) -> str:
+        """The contract's identity (stage 6 recall): sha256 of its signature, whitespace collapsed, and its effects
+        — the name as written is left out (``calc.ops.add`` and ``add`` inside calc/ops.py declare the same
+        contract when their signatures and effects agree)."""
+        return contract_hash(self.signature, self.effects)
 
     def to_document(self) -> dict[str, object]:
         return {"name": self.name, "signature": self.signature, "effects": [e.value for e in self.effects]}

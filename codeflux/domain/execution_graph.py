@@ -174,6 +174,10 @@ NOT_SHOWN_KINDS: Final[Mapping[EventKind, str]] = MappingProxyType({
     EventKind.ENDPOINT_APPROVED: "a setting, not part of a task",
     EventKind.LADDER_RUNG_APPROVED: "money, shown with the budget",
     EventKind.BROWSER_DECISION_REFUSED: "a refused browser request: nothing was decided",
+    EventKind.INSTRUCTION_FILE_APPROVED: "a repository's instruction file approved: it belongs to the repository, "
+                                         "not to one task's run",
+    EventKind.INSTRUCTION_FILE_REVOKED: "an instruction file's approval revoked: it belongs to the repository, not to "
+                                        "one task's run",
     EventKind.PROVIDER_CREDENTIAL_STORED: "a credential event, not part of a task",
     EventKind.PROVIDER_CREDENTIAL_DELETED: "a credential event, not part of a task",
     EventKind.LOGS_PURGED: "housekeeping, not part of a task",

@@ -1,4 +1,4 @@
-"""Phase B — the atoms — and stage 5 contracts: the checks that look at each function the diff adds or changes.
+"""Phase B — the atoms — with stages 5 contracts and 6 recall: the checks of each function the diff adds or changes.
 
 They are recorded in stage order before 26 assembly, but evaluated after assembly's own check (the diff must
 exist and compile before anything looks at its atoms, and assembly "runs before anything else"): the runner
@@ -37,6 +37,7 @@ from codeflux.pipeline.mutation import evaluate_atom_mutation
 from codeflux.pipeline.optimization import evaluate_atom_optimization
 from codeflux.pipeline.ports import PipelinePorts
 from codeflux.pipeline.purity import evaluate_purity
+from codeflux.pipeline.recall import evaluate_recall
 from codeflux.pipeline.specification import StageResult, stage_result
 
 __all__ = ["ATOM_STAGES", "AtomFacts", "AtomStage", "atom_facts_of", "record_atom_stages"]
@@ -56,6 +57,7 @@ class AtomStage:
 
 ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.CONTRACTS, evaluate=evaluate_contracts),
+    AtomStage(stage=StageName.RECALL, evaluate=evaluate_recall),  # asks memory; writes nothing under TMPDIR
     AtomStage(stage=StageName.ATOM_CASE_SYNTHESIS, evaluate=evaluate_atom_case_synthesis, scratch=True),
     AtomStage(stage=StageName.ATOM_EXAMPLE_TESTS, evaluate=evaluate_atom_example_tests, scratch=True),
     AtomStage(stage=StageName.ATOM_PROPERTY_TESTS, evaluate=evaluate_atom_property_tests),

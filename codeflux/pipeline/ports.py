@@ -26,8 +26,10 @@ __all__ = [
     "CheckCommandPort",
     "CheckCommandRun",
     "LedgerPort",
+    "MemoryPort",
     "ObligationPort",
     "PipelinePorts",
+    "RecalledAtom",
     "SettingsPort",
     "TaskFacts",
     "ToolSource",
@@ -187,6 +189,27 @@ class CheckCommandPort(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecalledAtom:
+    """A verified atom memory holds for this repository (stage 6): its entry, name, file, contract hash and commit,
+    and whether it may be used now — ``reason`` says why not (the applicability check's verdict)."""
+
+    entry_id: str
+    qualified_name: str
+    path: str
+    contract_hash: str
+    learned_at_commit: str
+    usable: bool
+    reason: str
+
+
+class MemoryPort(Protocol):
+    """Asks memory for verified atoms of the person's checkout (the coordinator's recall: search proposes, the
+    applicability check disposes, an entry whose evidence stopped holding is quarantined on the way)."""
+
+    def recall_atoms(self, name: str) -> tuple[RecalledAtom, ...]: ...
+
+
 class AcceptancePort(Protocol):
     """Reads the person's decision on the task's diff, if any."""
 
@@ -207,7 +230,8 @@ class PipelinePorts:
     worker's ``PATH``, where the interpreter is looked up when the repository has no environment.
     ``settings`` reads the stages' thresholds (:mod:`~codeflux.pipeline.thresholds`); without it every threshold
     is its default, and the evidence says so. ``obligations`` records what phases C and D find the change owes
-    (:class:`ObligationPort`); without it stages 18 and 22 are ``blocked`` saying so.
+    (:class:`ObligationPort`); without it stages 18 and 22 are ``blocked`` saying so. ``memory`` is what stage 6
+    recall asks (:class:`MemoryPort`); without it stage 6 is ``blocked`` saying so.
     """
 
     facts: TaskFacts
@@ -218,3 +242,4 @@ class PipelinePorts:
     search_path: str
     settings: SettingsPort | None = None
     obligations: ObligationPort | None = None
+    memory: MemoryPort | None = None

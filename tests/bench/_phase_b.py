@@ -46,6 +46,7 @@ from typing import Final
 
 from codeflux.authority.decide import DecisionOutcome, UserDecision
 from codeflux.coordinator.demo import demo_file_text, sample_files
+from codeflux.coordinator.runs.pipeline_memory import CheckoutMemory
 from codeflux.coordinator.runs.pipeline_ports import DriverCheckCommands, NoAcceptanceYet, submit_check_command
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.budget import BudgetService
@@ -484,7 +485,8 @@ def started_ports(bench: Bench) -> tuple[PipelinePorts, TimedCommands]:
     commands = TimedCommands(inner=DriverCheckCommands(bench.driver), scripts=_script_names(), db=tasks.changes.db)
     ports = PipelinePorts(facts=facts, ledger=tasks, commands=commands, acceptance=NoAcceptanceYet(),
                           repository_root=view.task.repository_root, search_path=search_path,
-                          settings=bench.settings, obligations=tasks)
+                          settings=bench.settings, obligations=tasks,
+                          memory=CheckoutMemory(tasks.changes.db, view.task.repository_root))
     return ports, commands
 
 

@@ -112,8 +112,7 @@ def test_a_stage_recorded_twice_or_out_of_order_is_refused_and_nothing_changes(
     with pytest.raises(StageAlreadyRecordedError, match="decomposition-coverage"):  # went past it: filled in
         service.record_stage_verdicts(task, 1, [satisfied(N.DECOMPOSITION_COVERAGE)])
     with pytest.raises(StageAlreadyRecordedError, match="recall"):  # the run went past it to assembly
-        service.record_stage_verdicts(task, 1, [StageVerdict(stage=N.RECALL, outcome=OUT.NOT_IMPLEMENTED,
-                                                             reason="late")])
+        service.record_stage_verdicts(task, 1, [StageVerdict(stage=N.RECALL, outcome=OUT.SKIPPED, reason="late")])
     assert ledger(db, task)[:3] == before and len(ledger(db, task)) == 26
 
 
@@ -126,8 +125,7 @@ def test_finishing_fills_every_stage_once_and_ends_the_attempt(db: Database, ser
 
     assert [r.verdict.stage for r in rows] == [stage.name for stage in STAGES]
     outcomes = {r.verdict.stage: r.verdict.outcome for r in rows}
-    assert outcomes[N.RECALL] is OUT.NOT_IMPLEMENTED
-    assert outcomes[N.ATOMS] is outcomes[N.ASSEMBLY] is OUT.BLOCKED  # performable, but the run never decided it
+    assert outcomes[N.RECALL] is outcomes[N.ATOMS] is outcomes[N.ASSEMBLY] is OUT.BLOCKED  # never decided
     assert ledger(db, task) == list(rows)
     attempt = db.read(lambda view: ledger_rows.require_run_attempt(view, task, 1))
     assert not attempt.is_open and attempt.stopped_at is None

@@ -77,6 +77,7 @@ from codeflux.coordinator.runs.attempt_summary import previous_attempt_summary
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, decide_headless, tool_source_for
 from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
 from codeflux.coordinator.runs.loop_steps import close_conversation
+from codeflux.coordinator.runs.pipeline_memory import CheckoutMemory
 from codeflux.coordinator.runs.pipeline_ports import DriverCheckCommands, NoAcceptanceYet, submit_check_command
 from codeflux.coordinator.runs.program_pins import resolve_executable_pin
 from codeflux.coordinator.runs.tool_driver import ToolDriver
@@ -246,7 +247,8 @@ def _run_task(
     commands = DriverCheckCommands(driver, tool_source=tool_source_for(headless_policy, driver.tool_source))
     ports = PipelinePorts(facts=facts, ledger=tasks, commands=commands,
                           acceptance=acceptance or NoAcceptanceYet(), repository_root=view.task.repository_root,
-                          search_path=search_path, settings=StoredSettings(tasks.changes.db), obligations=tasks)
+                          search_path=search_path, settings=StoredSettings(tasks.changes.db), obligations=tasks,
+                          memory=CheckoutMemory(tasks.changes.db, view.task.repository_root))
     repairs = 0
     if not retrying and rejection is None:  # a run that goes on (resume, restart) keeps its repair count
         position, repairs = position.continued([(sent.rung, sent.fingerprint, sent.decision)

@@ -16,7 +16,9 @@
   rejection for a retry instead (:mod:`.rejection`): the task then goes back to ``running`` on the same plan,
   never through ``cancelled``.
 
-After either, the worktree is removed unless that would lose something (:mod:`.worktree_lifecycle`).
+After either, the worktree is removed unless that would lose something (:mod:`.worktree_lifecycle`). After an
+accept, memory records what the accepted attempt showed (:mod:`.learning`: the test command, the verified atoms and
+the tests covering their files), bound to the person's checkout; it decides nothing about the task.
 The idempotency key of each decision is derived from the reviewed identity, so repeating the same
 decision replays the first result instead of deciding twice.
 """
@@ -32,6 +34,7 @@ from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
 from codeflux.coordinator.tasks.checkpoints import record_delivery_decision
 from codeflux.coordinator.tasks.landings import outcome_of, record_end, record_intent, resolve_landing
+from codeflux.coordinator.tasks.learning import learn_from_accepted
 from codeflux.coordinator.tasks.ledger import evidence_diff_identity
 from codeflux.coordinator.tasks.rejection import (
     MAX_REJECTION_REASON,
@@ -223,6 +226,7 @@ class ReviewService:
         disposal = dispose_task_worktree(self._db, task_id, saved_patch_identity=None, delete_branch=True,
                                          publish=self._publish, fault=self._cleanup_fault,
                                          intent=intents[0] if intents else None)
+        learn_from_accepted(self._db, task_id)  # memory of what the accepted attempt showed; it decides nothing
         return AcceptResult(outcome=outcome, change=change, worktree=disposal)
 
     def reject_task(self, task_id: TaskId, *, reviewed_identity: str, reason: str) -> RejectResult:

@@ -185,9 +185,12 @@ STAGES: Final[tuple[Stage, ...]] = (
            "declared ones; private helpers are listed, not failed, and pre- and postconditions are not checked.",
            _N.ATOMIC_INSTRUCTIONS, performable=True),
     _stage(6, _N.RECALL, _P.SPECIFICATION,
-           "Where a verified unit with the same contract is known, it is reused and re-verified against "
-           "this run's cases.",
-           _N.CONTRACTS),
+           "For each atom the approved plan declares, memory is asked for a verified atom of this repository with "
+           "the same contract (signature and effects) that is applicable now (same repository, toolchain and "
+           "dependencies, its file unchanged in the person's checkout); each is recorded as reuse, naming the entry "
+           "(this run verifies it again: phase B where the diff touches it, the suite either way), or write, with "
+           "why nothing was reusable. Similarity never counts: a name alone is not a contract.",
+           _N.CONTRACTS, performable=True),
     # B Atoms
     _stage(7, _N.ATOM_CASE_SYNTHESIS, _P.ATOMS,
            "For each parameter of each atom, a ladder of input rungs (typical, degenerate/empty, boundary, large, "

@@ -69,13 +69,15 @@ def test_not_implemented_is_refused_for_a_stage_codeflux_performs() -> None:
         StageVerdict(stage=N.ASSEMBLY, outcome=SO.NOT_IMPLEMENTED, reason=NOT_IMPLEMENTED_REASON)
 
 
-@pytest.mark.parametrize("outcome", [SO.SATISFIED, SO.FAILED, SO.SKIPPED])
-def test_a_stage_codeflux_cannot_perform_is_never_claimed_as_evaluated(outcome: StageOutcome) -> None:
-    with pytest.raises(InvalidValueError, match="cannot perform this stage"):
-        StageVerdict(stage=N.RECALL, outcome=outcome, gate_evaluation="e", reason="r")
+@pytest.mark.parametrize("stage", list(StageName))
+def test_every_stage_is_performed_now_so_none_can_be_recorded_as_not_implemented(stage: StageName) -> None:
+    """Stage 6 recall was the last one codeflux could not perform (issue 19); the rule stays for any stage the
+    catalog ever marks as not performable."""
+    with pytest.raises(InvalidValueError, match="cannot be recorded as not implemented"):
+        StageVerdict(stage=stage, outcome=SO.NOT_IMPLEMENTED, reason=NOT_IMPLEMENTED_REASON)
 
 
-def test_a_stage_codeflux_cannot_perform_can_still_be_blocked() -> None:
+def test_a_performable_stage_can_be_blocked() -> None:
     assert StageVerdict(stage=N.RECALL, outcome=SO.BLOCKED, reason="r").outcome is SO.BLOCKED
 
 
@@ -153,14 +155,12 @@ def test_a_stage_is_blocked_whenever_a_transitive_prerequisite_failed(outcomes: 
 # Finalizing a run.
 
 
-def test_a_complete_run_records_not_implemented_for_every_stage_codeflux_cannot_perform() -> None:
+def test_a_complete_run_records_every_stage_as_decided_and_none_as_not_implemented() -> None:
     recorded = [satisfied(s.name) for s in STAGES if s.performable]
     final = finalize_run(recorded, stopped_at=None)
     assert [v.stage for v in final] == list(StageName)
-    for verdict in final:
-        expected = SO.SATISFIED if stage_named(verdict.stage).performable else SO.NOT_IMPLEMENTED
-        assert verdict.outcome is expected
-    assert final[5].reason == NOT_IMPLEMENTED_REASON  # 6 recall
+    assert all(verdict.outcome is SO.SATISFIED for verdict in final)
+    assert final[5].stage is N.RECALL and final[5].gate_evaluation  # 6 recall: decided, not "cannot perform"
 
 
 def test_a_run_stopped_by_a_question_marks_the_rest_blocked_not_not_implemented() -> None:
