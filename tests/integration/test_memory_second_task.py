@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.cli.demo import DEMO_TEST_COMMAND
+from codeflux.coordinator.memory_context import MEMORY_LABEL
 from codeflux.domain.contracts import contract_hash
 from tests.integration.test_headless_run import cli, demo, run_args
 
@@ -60,6 +61,14 @@ def recall_evidence(data: Path, task_id: str) -> dict[str, object]:
     return {"outcome": outcome, **json.loads(text)}
 
 
+def first_loop_message(data: Path, task_id: str) -> str:
+    """The first message of the task's implementation loop, as stored (redacted) in its conversation."""
+    with contextlib.closing(sqlite3.connect(data / "codeflux.sqlite3")) as connection:
+        (parts,), = connection.execute("SELECT parts_json FROM loop_messages WHERE task_id = ? AND sequence = 1",
+                                       (task_id,)).fetchall()
+    return json.dumps(json.loads(parts))
+
+
 def run_task(data: Path, repo: Path, *extra: str) -> str:
     ran = cli(data, *run_args(repo, "--allow", f"run_command:{DEMO_TEST_COMMAND}", "--allow-check-tools", "--yes",
                               *extra))
@@ -98,6 +107,9 @@ def test_the_second_task_reuses_the_atom_the_first_one_verified_and_a_quarantine
     stages = {stage["stage"]: stage for stage in json.loads(shown.out)["stages"]}
     assert stages["recall"]["outcome"] == "satisfied" and "reuse add" in stages["recall"]["detail"]
     assert stages["atom-verification"]["outcome"] == "satisfied"  # phase B verified the reused atom again
+    told = first_loop_message(data, second)  # the loop was told what applies, labelled; task 1's loop was not
+    assert MEMORY_LABEL.split(" — ")[0] in told and "atom calc.ops.add contract" in told and "test-command" in told
+    assert MEMORY_LABEL.split(" — ")[0] not in first_loop_message(data, first)
 
     # a person invalidates the atom's entry: it is quarantined and never used again — the next task writes add
     invalidated = cli(data, "memory", "invalidate", entry.group(1), "--reason", "the contract was wrong")

@@ -314,6 +314,7 @@ class ImplementationLoop:
         provider: str | None = None, clock: Callable[[], float] = time.monotonic, continue_conversation: bool = True,
         finish_checks: tuple[tuple[str, tuple[str, ...]], ...] = (), headless: bool = False,
         preapproved: tuple[str, ...] = (), instructions: InstructionApprovals | None = None,
+        memory: str | None = None,
     ) -> None:  # fmt: skip
         self._task_id, self._attempt = task_id, attempt
         self._instructions = instructions
@@ -324,7 +325,8 @@ class ImplementationLoop:
         self._checkpoints = CheckpointService(tasks.changes)
         self._transcript = LoopTranscript(tasks.changes, task_id)
         approved = None if instructions is None else instructions.context_block()
-        self._first_prompt = _first_prompt(requirement, plan) + ("" if approved is None else f"\n\n{approved}")
+        self._first_prompt = (_first_prompt(requirement, plan) + ("" if approved is None else f"\n\n{approved}")
+                              + ("" if memory is None else f"\n\n{memory}"))
         self._continue = continue_conversation
         self._state = _Counters()
         self._shown = ShownFiles()

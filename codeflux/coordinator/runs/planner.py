@@ -14,7 +14,9 @@ token budget, cut visibly) and the first lines of the files the requirement name
 instructions. Then the repository's instruction files a person approved at exactly the content this commit
 holds (:mod:`~codeflux.coordinator.tasks.instruction_files`), labelled as repository text that grants no
 authority; an unapproved or changed one is not sent, and read through a tool it is labelled "repository text,
-not instructions".
+not instructions". Last, what memory holds that applies now (:mod:`~codeflux.coordinator.memory_context`: facts,
+conventions, verified atoms and test maps of earlier accepted tasks, each checked just now, labelled as context
+that grants no authority).
 
 **What the planner can call.** ``read_file``, ``grep``, ``glob`` and ``list_directory`` — the loop's own
 descriptors and worker tool functions — over the commit the task worktree will be created from (the task's
@@ -75,6 +77,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
+from codeflux.coordinator.memory_context import memory_block
 from codeflux.coordinator.runs.planning_tools import PlanningTools
 from codeflux.coordinator.runs.repository_map import CHARS_PER_TOKEN, REPOSITORY_MAP_TOKENS, repository_map
 from codeflux.coordinator.spending.gateway import GatewayReply, ModelGateway
@@ -122,6 +125,7 @@ from codeflux.gitwork.commit_view import CommitView, write_commit_view
 from codeflux.gitwork.names import repository_names_at_head
 from codeflux.pipeline.program import detect_test_command
 from codeflux.providers.scripted import SCRIPTED_DISPLAY_NAME
+from codeflux.store.database import Database
 from codeflux.worker.environment import build_worker_environment
 
 __all__ = [
@@ -273,7 +277,8 @@ def _named_files_text(task: TaskRecord, view: CommitView, tools: PlanningTools,
             + "\n".join(blocks) + "\nUNTRUSTED>>>")
 
 
-def _context(task: TaskRecord, view: CommitView, tools: PlanningTools, labels: InstructionApprovals) -> str:
+def _context(task: TaskRecord, view: CommitView, tools: PlanningTools, labels: InstructionApprovals,
+             db: Database) -> str:
     """What the planner is shown of the repository up front (see the module docstring)."""
     approved = labels.approved_texts()
     mapped = repository_map(view, read=lambda path: _read_view_file(view, path),
@@ -294,6 +299,9 @@ def _context(task: TaskRecord, view: CommitView, tools: PlanningTools, labels: I
     block = approved_instructions_block(approved)
     if block is not None:
         parts.append(block)
+    remembered = memory_block(db, root=task.repository_root, query=task.requirement or "")
+    if remembered is not None:
+        parts.append(remembered)
     return "\n\n".join(parts)
 
 
@@ -432,7 +440,7 @@ def propose_plan(
         commit = _commit_view(tasks, task, Path(scratch))
         labels = InstructionApprovals(tasks.changes.db, repository_id=task.repository_id, root=commit.root)
         with PlanningTools(commit.root, task_id=task_id, labels=labels) as tools:
-            context = _context(task, commit, tools, labels)
+            context = _context(task, commit, tools, labels, tasks.changes.db)
             planning = _Planning(gateway=gateway, task_id=task_id, position=position, key=idempotency_key,
                                  tools=tools, costs=[], request_ids=[],
                                  messages=[Message.user_text(_prompt(task, feedback, context))])

@@ -73,6 +73,7 @@ from typing import Any, Final
 
 from codeflux.authority.decide import Decider, DecisionOutcome
 from codeflux.authority.service import DerivedAllowance
+from codeflux.coordinator.memory_context import memory_block
 from codeflux.coordinator.runs.attempt_summary import previous_attempt_summary
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, decide_headless, tool_source_for
 from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
@@ -101,7 +102,7 @@ from codeflux.domain.events import AttemptSentBack
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import FailureKind, LadderDecision, LadderPosition, LadderStep, fingerprint_failure
 from codeflux.domain.pipeline import GATING_STAGES, STAGES, StageName, StageOutcome, StageVerdict
-from codeflux.domain.plans import PlanDecider
+from codeflux.domain.plans import Plan, PlanDecider
 from codeflux.domain.tasks import TaskState
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import RepositorySnapshot
@@ -304,7 +305,15 @@ def _new_loop(run: _Run, *, carried: str | None) -> ImplementationLoop:
                               gateway=run.gateway, driver=run.driver, tasks=run.tasks, position=run.position,
                               limits=run.limits, provider=run.provider, clock=run.clock,
                               continue_conversation=carried is None, instructions=_instruction_approvals(run),
+                              memory=memory_block(run.tasks.changes.db, root=run.ports.repository_root,
+                                                  query=_memory_query(facts.requirement, facts.plan)),
                               **_finish_rules(run))
+
+
+def _memory_query(requirement: str, plan: Plan) -> str:
+    """The words memory is searched by for the loop: the requirement, the plan's scope and its declared atoms."""
+    atoms = " ".join(atom.name for step in plan.steps for atom in step.atoms)
+    return f"{requirement} {plan.scope.summary} {atoms}"
 
 
 def _instruction_approvals(run: _Run) -> InstructionApprovals:
