@@ -139,13 +139,14 @@ def test_a_person_s_allowance_is_remembered_and_the_next_card_reads_it_from_memo
 
 
 def test_the_decision_stands_when_memory_cannot_be_written(
-    driver: ToolDriver, db: Database, data_location: DataLocation, tmp_path: Path,
+    app: CoordinatorApp, driver: ToolDriver, db: Database, data_location: DataLocation, tmp_path: Path,
 ) -> None:
     tasks = TaskService(db, worktrees_root=data_location.worktrees)
     snapshot = a_repository(tmp_path / "git")
     task = start(tasks, snapshot)
     asked = run(driver, task, *PYTEST)
     (snapshot.root / ".git").rename(snapshot.root / "moved-git")  # the checkout memory binds to is unreadable
+    assert list(card(app, task, asked).allowed_before) == []  # the card is still shown, claiming nothing
     decided = driver.decide(asked.request_id, UserDecision.ALLOW_ONCE, reason="run the tests")
     assert decided.outcome is DecisionOutcome.ALLOWED_ONCE
     assert driver.read_request(asked.request_id).outcome is DecisionOutcome.ALLOWED_ONCE

@@ -29,6 +29,7 @@ from codeflux.authority.records import RequestView
 from codeflux.authority.repository_approvals import RepositoryApprovals, RepositoryCardFacts
 from codeflux.domain.authority import Decider, DecisionOutcome
 from codeflux.domain.display import argument_display_text
+from codeflux.domain.errors import GitOperationFailedError, RepositoryNotUsableError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.memory import MAX_ENTRY_TEXT_CHARS, ApplicabilityReason, MemoryKind
 from codeflux.domain.operations import Operation
@@ -160,8 +161,14 @@ def allowed_before(db: Database, request_id: str) -> AllowedBefore:
     wanted = str(subject.identity)
     # The digest first: a query keeps only its first words, and it is the word that names exactly this operation.
     query = f"{subject.identity.digest} {reviewed_operation_text(subject.operation, subject.identity)}"
-    found = recall(db, query, RecallContext(root=subject.repository_root, kind=MemoryKind.REVIEWED_COMMAND,
-                                            limit=_CANDIDATES))
+    try:
+        found = recall(db, query, RecallContext(root=subject.repository_root, kind=MemoryKind.REVIEWED_COMMAND,
+                                                limit=_CANDIDATES))
+    except (RepositoryNotUsableError, GitOperationFailedError) as error:
+        # The checkout cannot be read now (moved, not a repository any more): nothing can be shown as applicable,
+        # and the card still shows the request.
+        _log.warning("reviewed_command.not_recalled", request_id=request_id, error=type(error).__name__)
+        return AllowedBefore(shown=(), refused=())
     earlier: dict[str, EarlierAllowance] = {}
     for usable in found.usable:
         if usable.entry.body.get("repository_identity") != wanted:
