@@ -317,10 +317,11 @@ class ToolDriver:
         committed, a person's new allowance is remembered as a reviewed command
         (:func:`~codeflux.coordinator.runs.reviewed_commands.remember_reviewed_operation`, its own transaction; a
         failure there is logged and the decision stands)."""
-        before = self._authority.read_request(request_id).decision.decision_id
+        reviewing = decided_by is Decider.USER and decision is not UserDecision.DENY
+        before = self._authority.read_request(request_id).decision.decision_id if reviewing else None
         view = self._authority.record_user_decision(request_id, decision, reason=reason, decided_by=decided_by,
                                                     deny=deny)
-        if view.decision.decision_id != before:  # deciding again the same way records nothing new
+        if reviewing and view.decision.decision_id != before:  # deciding again the same way records nothing new
             remember_reviewed_operation(self._db, view, decision)
         decided = _submitted(view)
         self._observers.notify(ToolCallDecided(request=decided))
