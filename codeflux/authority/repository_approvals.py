@@ -21,12 +21,11 @@ Revoking writes an immutable revocation row; a revoked approval never covers aga
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-from codeflux.domain.authority import ToolRequestRow
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ids import RepositoryApprovalId, TaskId
 from codeflux.domain.operations import Operation
@@ -45,7 +44,6 @@ __all__ = [
     "UNCONFINED_REFUSAL",
     "RepositoryApprovals",
     "RepositoryCardFacts",
-    "allowed_before",
     "describe_repository_cover",
     "repository_approval_cover",
     "repository_approval_refusal",
@@ -90,15 +88,6 @@ def describe_repository_cover(approval: RepositoryApproval) -> str:
             f"with root commits {approval.roots}")[:_MAX_REASON]
 
 
-def allowed_before(view: ReadView, request: ToolRequestRow) -> list[EarlierAllowance]:
-    """Earlier decisions by a person allowing ``request``'s repository identity on its repository (the approval
-    card's "allowed before" line). The single lookup to swap for a memory search."""
-    roots = rows.task_repository_roots(view, request.task_id)
-    if roots is None:
-        return []
-    return rows.earlier_allowances_of_repository_identity(view, request=request, roots=roots)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RepositoryCardFacts:
     """What a pending request's approval card says about its repository: who allowed it before (task, date),
@@ -109,13 +98,15 @@ class RepositoryCardFacts:
     identity: RepositoryOperationIdentity | None
 
 
-def repository_card_facts(view: ReadView, request_id: str, *, unconfined: bool) -> RepositoryCardFacts:
-    """:class:`RepositoryCardFacts` of the recorded request ``request_id``."""
+def repository_card_facts(view: ReadView, request_id: str, *, unconfined: bool,
+                          allowed_before: Sequence[EarlierAllowance] = ()) -> RepositoryCardFacts:
+    """:class:`RepositoryCardFacts` of the recorded request ``request_id``; ``allowed_before`` is what the caller's
+    memory lookup found (:func:`codeflux.coordinator.runs.reviewed_commands.allowed_before`)."""
     request = authority_rows.read_tool_request(view, request_id)
     refusal = repository_approval_refusal(view, task_id=request.task_id, unconfined=unconfined)
     roots = rows.task_repository_roots(view, request.task_id)
     identity = None if refusal or roots is None else derive_repository_operation_identity(request.operation, roots)
-    return RepositoryCardFacts(allowed_before=tuple(allowed_before(view, request)), refusal=refusal,
+    return RepositoryCardFacts(allowed_before=tuple(allowed_before), refusal=refusal,
                                identity=identity)
 
 
@@ -154,10 +145,8 @@ class RepositoryApprovals:
         """The repository approval that made ``decision_id`` automatically, if one did (the evidence's "why")."""
         return self._db.read(lambda view: rows.repository_approval_of_decision(view, decision_id))
 
-    def card_facts(self, request_id: str, *, unconfined: bool) -> RepositoryCardFacts:
+    def card_facts(self, request_id: str, *, unconfined: bool,
+                   allowed_before: Sequence[EarlierAllowance] = ()) -> RepositoryCardFacts:
         """:func:`repository_card_facts` of ``request_id``, read now."""
-        return self._db.read(lambda view: repository_card_facts(view, request_id, unconfined=unconfined))
-
-    def allowed_before(self, request_id: str) -> list[EarlierAllowance]:
-        """:func:`allowed_before` of the recorded request ``request_id``."""
-        return self._db.read(lambda view: allowed_before(view, authority_rows.read_tool_request(view, request_id)))
+        return self._db.read(lambda view: repository_card_facts(view, request_id, unconfined=unconfined,
+                                                                allowed_before=allowed_before))

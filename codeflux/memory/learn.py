@@ -107,11 +107,22 @@ def learn_atom(db: Database, *, root: Path, qualified_name: str, path: str, cont
                  evidence=evidence, toolchain=toolchain)
 
 
-def learn_reviewed_command(db: Database, *, root: Path, argv: Sequence[str], operation_identity: str,
-                           decision_id: str, task_id: str, toolchain: Toolchain | None = None) -> MemoryEntry:
-    """An exact operation a person allowed (``argv``, never a shell string), with the decision it came from."""
-    return learn(db, root=root, kind=MemoryKind.REVIEWED_COMMAND, text=f"command {' '.join(argv)}",
-                 body={"argv": list(argv), "operation_identity": operation_identity},
+def learn_reviewed_command(db: Database, *, root: Path, text: str, tool: str, arguments: Mapping[str, object],
+                           operation_identity: str, repository_identity: str, allowed: str, decision_id: str,
+                           task_id: str, request_id: str, decided_at_us: int,
+                           toolchain: Toolchain | None = None) -> MemoryEntry:
+    """An exact operation a person allowed: ``tool`` with its ``arguments`` (a command's ``argv`` as a list, never a
+    shell string), its task identity (``op_…``) and repository identity (``rop_…``), how it was ``allowed``
+    (``allowed-once``, ``allowed-for-task``, ``allowed-for-repository``) and the decision it came from. ``text`` is
+    what candidate search matches (the program and its arguments, and the repository identity)."""
+    argv = arguments.get("argv") if tool == "run_command" else None
+    body: dict[str, object] = {"tool": tool, "arguments": dict(arguments), "operation_identity": operation_identity,
+                               "repository_identity": repository_identity, "allowed": allowed,
+                               "decision_id": decision_id, "task_id": task_id, "request_id": request_id,
+                               "decided_at_us": decided_at_us}
+    if isinstance(argv, list):
+        body["argv"] = list(argv)
+    return learn(db, root=root, kind=MemoryKind.REVIEWED_COMMAND, text=text, body=body,
                  evidence=[EvidenceRef(kind=EvidenceKind.DECISION, ref=decision_id),
                            EvidenceRef(kind=EvidenceKind.TASK, ref=task_id)], toolchain=toolchain)
 

@@ -15,9 +15,10 @@ from typing import Final
 
 from codeflux.api.v1 import common_pb2, product_pb2
 from codeflux.authority.decide import runs_a_program
-from codeflux.authority.repository_approvals import RepositoryApprovals, RepositoryCardFacts
+from codeflux.authority.repository_approvals import RepositoryCardFacts
 from codeflux.authority.service import AuthorityService, RequestView
 from codeflux.coordinator.journal import latest_session_event, read_session_head
+from codeflux.coordinator.runs.reviewed_commands import approval_card_facts
 from codeflux.coordinator.runs.tool_records import read_denials_of_task
 from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
 from codeflux.coordinator.tasks.plans import examples_not_editable
@@ -251,8 +252,7 @@ def approval_view(request: RequestView, repository: RepositoryCardFacts | None =
 
 def pending_approvals(app: CoordinatorApp, task_id: TaskId) -> list[product_pb2.PendingApproval]:
     unconfined = choose_confinement().mode is ConfinementMode.NONE
-    approvals = RepositoryApprovals(app.db)
-    return [approval_view(request, approvals.card_facts(request.request_id, unconfined=unconfined))
+    return [approval_view(request, approval_card_facts(app.db, request.request_id, unconfined=unconfined))
             for request in AuthorityService(app.db).pending_requests(task_id)]
 
 

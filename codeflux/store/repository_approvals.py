@@ -1,5 +1,4 @@
-"""SQL of repository approvals: the approvals, their revocations, the decisions they made, and the
-"allowed before" lookup.
+"""SQL of repository approvals: the approvals, their revocations and the decisions they made.
 
 Rows leave as :class:`~codeflux.domain.repository_approvals.RepositoryApproval`: the operation is the request's
 own (parsed from its canonical JSON), and the stored repository identity must still be the sha256 of that
@@ -17,7 +16,6 @@ from codeflux.domain.errors import InvalidValueError, NotFoundError, StoredValue
 from codeflux.domain.ids import RepositoryApprovalId, TaskId
 from codeflux.domain.operations import parse_canonical_operation_json
 from codeflux.domain.repository_approvals import (
-    EarlierAllowance,
     RepositoryApproval,
     RepositoryApprovalRevocation,
     RepositoryOperationIdentity,
@@ -28,7 +26,6 @@ from codeflux.domain.repository_approvals import (
 from codeflux.store.database import ReadView, Row, Transaction, now_us
 
 __all__ = [
-    "earlier_allowances_of_repository_identity",
     "insert_repository_approval",
     "insert_repository_approval_revocation",
     "insert_repository_approval_use",
@@ -45,8 +42,6 @@ _APPROVAL: Final = ("a.id, a.repository_roots_json, a.repository_identity, r.ope
 _FROM: Final = (" FROM repository_approvals a JOIN tool_requests r ON r.id = a.request_id"
                 " JOIN tasks t ON t.id = a.task_id"
                 " LEFT JOIN repository_approval_revocations v ON v.repository_approval_id = a.id")
-_EARLIER_SCAN: Final = 500
-"""Newest allowing decisions of the same tool on the same repository looked at by the "allowed before" lookup."""
 
 
 def _roots_json(roots: RepositoryRoots) -> str:
@@ -161,45 +156,3 @@ def repository_approval_of_decision(view: ReadView, decision_id: str) -> Reposit
     row = view.query_one("SELECT repository_approval_id FROM repository_approval_uses WHERE decision_id = ?",
                          (decision_id,))
     return None if row is None else RepositoryApprovalId.parse(str(row[0]))
-
-
-def earlier_allowances_of_repository_identity(
-    view: ReadView, *, request: ToolRequestRow, roots: RepositoryRoots, limit: int = 5,
-) -> list[EarlierAllowance]:
-    """The decisions by a person that allowed ``request``'s repository identity before, on the repository
-    ``roots`` (any task of it, its own included), newest first, at most ``limit``; ``request`` itself excluded.
-    Each says how: ``allowed-once``, ``allowed-for-task``, ``allowed-for-repository`` (the decision recorded a
-    repository approval) or ``allowed-by-repository-approval`` (no card: a repository approval decided it).
-
-    Reads the newest allowing decisions of the same tool on tasks of the same repository and keeps those whose
-    operation, scoped to the repository, is exactly the request's. This is the one lookup behind the approval
-    card's "allowed before" line.
-    """
-    wanted = derive_repository_operation_identity(request.operation, roots)
-    rows = view.query_all(
-        "SELECT d.id, d.request_id, d.task_id,"
-        " CASE WHEN u.decision_id IS NOT NULL THEN 'allowed-by-repository-approval'"
-        " WHEN a.id IS NOT NULL THEN 'allowed-for-repository' ELSE d.outcome END,"
-        " d.decided_at_us, r.operation_json"
-        " FROM authority_decisions d JOIN tool_requests r ON r.id = d.request_id"
-        " JOIN tasks t ON t.id = d.task_id JOIN repositories p ON p.id = t.repository_id"
-        " LEFT JOIN repository_approval_uses u ON u.decision_id = d.id"
-        " LEFT JOIN repository_approvals a ON a.decision_id = d.id"
-        " WHERE p.root_commits_json = ? AND r.tool = ? AND d.request_id <> ? AND d.decided_by = 'user'"
-        " AND d.outcome IN ('allowed-once', 'allowed-for-task')"
-        " ORDER BY d.decided_at_us DESC, d.rowid DESC LIMIT ?",
-        (_roots_json(roots), request.operation.tool, request.request_id, _EARLIER_SCAN),
-    )
-    found = []
-    for row in rows:
-        try:
-            operation = parse_canonical_operation_json(str(row[5]))
-        except InvalidValueError:
-            continue  # a request this codeflux cannot read is no evidence of an earlier allowance
-        if derive_repository_operation_identity(operation, roots) != wanted:
-            continue
-        found.append(EarlierAllowance(task_id=TaskId.parse(str(row[2])), request_id=str(row[1]),
-                                      decision_id=str(row[0]), outcome=str(row[3]), decided_at_us=int(str(row[4]))))
-        if len(found) >= limit:
-            break
-    return found

@@ -119,9 +119,10 @@ def test_the_card_says_allowed_before_and_allow_for_repository_runs_it_unasked_i
     assert isinstance(empty, pb.ListRepositoryApprovalsReply) and list(empty.approvals) == []
     fourth = start(tasks, snapshot)
     assert run(driver, fourth, *ECHO).decision.outcome is DecisionOutcome.PENDING
+    # The card reads memory: the third task's run was allowed by the approval, not reviewed by a person, so it is
+    # not a reviewed command (docs/memory.md, "Reviewed commands and 'allowed before'").
     assert [(e.task_id, e.outcome) for e in card(app, fourth).allowed_before] == [
-        (third.value, "allowed-by-repository-approval"), (second.value, "allowed-for-repository"),
-        (first.value, "allowed-once")]
+        (second.value, "allowed-for-repository"), (first.value, "allowed-once")]
 
 
 def test_unconfined_the_card_says_why_and_decide_refuses_allow_for_repository(

@@ -56,6 +56,7 @@ from codeflux.authority.service import AuthorityService, DerivedAllowance, Execu
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.runs.live_output import LiveOutput
 from codeflux.coordinator.runs.program_pins import resolve_executable_pin
+from codeflux.coordinator.runs.reviewed_commands import remember_reviewed_operation
 from codeflux.coordinator.tool_calls import ExecutionRecord, SubmittedRequest
 from codeflux.domain.authority import ExecutionResultValues, ExecutionRow, RequestSource
 from codeflux.domain.capabilities import CapabilityNeed
@@ -312,9 +313,17 @@ class ToolDriver:
         self, request_id: str, decision: UserDecision, *, reason: str,
         deny: tuple[CapabilityNeed, ...] | None = None, decided_by: Decider = Decider.USER,
     ) -> SubmittedRequest:
-        """Record a person's (or the headless policy's) answer to a pending request (one transaction)."""
-        decided = _submitted(self._authority.record_user_decision(request_id, decision, reason=reason,
-                                                                  decided_by=decided_by, deny=deny))
+        """Record a person's (or the headless policy's) answer to a pending request (one transaction). Once it
+        committed, a person's new allowance is remembered as a reviewed command
+        (:func:`~codeflux.coordinator.runs.reviewed_commands.remember_reviewed_operation`, its own transaction; a
+        failure there is logged and the decision stands)."""
+        reviewing = decided_by is Decider.USER and decision is not UserDecision.DENY
+        before = self._authority.read_request(request_id).decision.decision_id if reviewing else None
+        view = self._authority.record_user_decision(request_id, decision, reason=reason, decided_by=decided_by,
+                                                    deny=deny)
+        if reviewing and view.decision.decision_id != before:  # deciding again the same way records nothing new
+            remember_reviewed_operation(self._db, view, decision)
+        decided = _submitted(view)
         self._observers.notify(ToolCallDecided(request=decided))
         return decided
 
