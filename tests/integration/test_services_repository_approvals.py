@@ -6,7 +6,6 @@ list|revoke` list and end it; unconfined, the card says why the option is unavai
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ from codeflux.services.registry import Code
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from tests.fixtures.cli import run_codeflux
-from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.reviews import a_running_task_with_worktree, move
 from tests.fixtures.services import call, control, refusal, service_app
 from tests.fixtures.tasks import a_repository
@@ -34,12 +32,8 @@ ECHO = ("echo", "from", "the", "card")
 
 
 @pytest.fixture
-def driver(db: Database, tmp_path: Path) -> Iterator[ToolDriver]:
-    with ToolDriver(db, state_dir=tmp_path / "state") as tool_driver:
-        if tool_driver.programs_unconfined:
-            pytest.skip("this machine cannot confine programs")
-        yield tool_driver
-    assert wait_until_no_process_works_under(tmp_path) == []
+def driver(confined_driver: ToolDriver) -> ToolDriver:
+    return confined_driver
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ and committed) the entry is refused as inapplicable and the card no longer claim
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,6 @@ from codeflux.services.app import CoordinatorApp
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from codeflux.store.memory import list_memory_entries
-from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.repos import commit_all, write_files
 from tests.fixtures.reviews import a_running_task_with_worktree, move
 from tests.fixtures.services import call, service_app
@@ -40,12 +38,8 @@ PYPROJECT = '[project]\nname = "calc"\nversion = "0.1.0"\ndependencies = [{pins}
 
 
 @pytest.fixture
-def driver(db: Database, tmp_path: Path) -> Iterator[ToolDriver]:
-    with ToolDriver(db, state_dir=tmp_path / "state") as tool_driver:
-        if tool_driver.programs_unconfined:
-            pytest.skip("this machine cannot confine programs")
-        yield tool_driver
-    assert wait_until_no_process_works_under(tmp_path) == []
+def driver(confined_driver: ToolDriver) -> ToolDriver:
+    return confined_driver
 
 
 @pytest.fixture

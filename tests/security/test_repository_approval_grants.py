@@ -5,7 +5,6 @@ decides nothing; unconfined, it can neither be given nor used; a denial in the n
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,6 @@ from codeflux.store.events import JournalEvent
 from codeflux.store.location import DataLocation
 from codeflux.store.tasks import task_session_id
 from codeflux.worker.client.confinement import choose_confinement
-from tests.fixtures.processes import wait_until_no_process_works_under
 from tests.fixtures.repos import commit_all, git, write_files
 from tests.fixtures.reviews import a_running_task_with_worktree, move
 from tests.fixtures.tasks import a_repository
@@ -43,12 +41,8 @@ def tasks(db: Database, data_location: DataLocation) -> TaskService:
 
 
 @pytest.fixture
-def driver(db: Database, tmp_path: Path) -> Iterator[ToolDriver]:
-    with ToolDriver(db, state_dir=tmp_path / "state") as tool_driver:
-        if tool_driver.programs_unconfined:
-            pytest.skip("this machine cannot confine programs")
-        yield tool_driver
-    assert wait_until_no_process_works_under(tmp_path) == []
+def driver(confined_driver: ToolDriver) -> ToolDriver:
+    return confined_driver
 
 
 def start(tasks: TaskService, snapshot: RepositorySnapshot) -> TaskId:
