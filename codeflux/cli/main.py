@@ -27,6 +27,7 @@ __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 # One module per command, in the order --help lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "start",
+    "open",
     "version",
     "doctor",
     "migrate",

@@ -1,11 +1,14 @@
 """`codeflux start`: the coordinator with its loopback browser UI (ARCHITECTURE §11).
 
-In order: refuse a non-loopback ``--address`` (exit 2); take the data directory's instance lock (a second
-``start`` on the same database exits 3 naming the holder); migrate the database (with a backup) and run
-startup recovery — interrupted work is marked and shown, never resumed; then serve HTTP + the WebSocket
-envelope on the address and gRPC on a 0600 Unix socket for the CLI; print the URL and open the browser
-(``--no-browser`` skips that). The printed URL carries a one-time launch token, redeemed once for the
-session cookie — the session secret itself is never printed, logged or stored.
+In order: refuse a non-loopback ``--address`` (exit 2); take the data directory's instance lock — when a
+coordinator already serves the data directory, ``start`` does what ``codeflux open`` does instead (asks it
+over its 0600 socket for a fresh one-time link, prints and opens it, exit 0; this run's flags are not
+applied to it), and exits 3 naming the holder only when that coordinator cannot be reached; migrate the
+database (with a backup) and run startup recovery — interrupted work is marked and shown, never resumed;
+then serve HTTP + the WebSocket envelope on the address and gRPC on a 0600 Unix socket for the CLI; print
+the URL and open the browser (``--no-browser`` skips that). The printed URL carries a one-time launch
+token, redeemed once for the session cookie — the session secret itself is never printed, logged or
+stored. ``codeflux open`` gets a fresh link later, over the socket.
 
 The URL names the UI's own host, ``cf-<label>.localhost`` (one random label per data directory,
 :mod:`codeflux.coordinator.browser_host`), which browsers resolve to loopback by themselves, so the session
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ipaddress
 import signal
 import sys
@@ -31,20 +35,22 @@ from typing import Final
 from urllib.parse import urlsplit
 
 import codeflux
+from codeflux.api.v1 import product_pb2
 from codeflux.cli.context import CliContext
 from codeflux.cli.run import SCRIPTED, add_provider_arguments, build_gateway
 from codeflux.coordinator.browser_host import browser_host_name, is_browser_host_name, renew_browser_host_name
 from codeflux.coordinator.instance import coordinator_socket_path, hold_instance_lock
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_running_lock
-from codeflux.domain.errors import UsageError
+from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, UsageError
+from codeflux.server.client import call_unary, unix_channel
 from codeflux.server.launch import LaunchTokens
 from codeflux.server.serve import ServingInfo, serve_coordinator, url_host
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
 from codeflux.services.methods import build_method_table, shutdown_runs
 from codeflux.services.workspace import create_demo_repository
 from codeflux.store.database import Database
-from codeflux.store.location import ensure_data_directory
+from codeflux.store.location import DataLocation, ensure_data_directory
 from codeflux.store.opening import open_store
 
 NAME = "start"
@@ -147,7 +153,11 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     host, port = parse_loopback_address(args.address)
     location = ctx.location()
     ensure_data_directory(location)
-    with hold_instance_lock(location) as instance:
+    with contextlib.ExitStack() as stack:
+        try:
+            instance = stack.enter_context(hold_instance_lock(location))
+        except CoordinatorRunningError as running:
+            return _link_from_running(ctx, location, running, open_browser=not args.no_browser)
         db = open_store(location, create=True, migrate=True)
         try:
             found = recover_interrupted(db, location)
@@ -176,6 +186,32 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             db.close()
     ctx.say("codeflux stopped: active runs paused with a shutdown checkpoint; the database is checkpointed")
     return 0
+
+
+def _link_from_running(ctx: CliContext, location: DataLocation, running: CoordinatorRunningError, *,
+                       open_browser: bool) -> int:
+    """A coordinator already serves this data directory: print (and open) a fresh link it issues, as
+    ``codeflux open`` does. If it cannot be asked (still starting, or not answering), the refusal stands."""
+    try:
+        with unix_channel(coordinator_socket_path(location)) as channel:
+            link = call_unary(channel, "/codeflux.v1.SessionService/IssueLaunchLink",
+                              product_pb2.IssueLaunchLinkRequest(), product_pb2.LaunchLink, timeout=10.0)
+    except CodefluxError:
+        raise running from None
+    ctx.say(f"codeflux is already running for this data directory ({running.holder}); it keeps its address and "
+            "provider, and this run's flags are not applied. A new link into it:")
+    say_launch_link(ctx, link, open_browser=open_browser)
+    return 0
+
+
+def say_launch_link(ctx: CliContext, link: product_pb2.LaunchLink, *, open_browser: bool) -> None:
+    """Print a link the running coordinator issued and hand it to the browser (``codeflux open``, and a
+    ``start`` while a coordinator already runs)."""
+    window = "two minutes" if link.valid_seconds == 120 else f"{link.valid_seconds} seconds"
+    ctx.say(f"open: {link.url}")
+    ctx.say(f"  (that link works once, within {window}; the session secret is never printed)")
+    if open_browser and not open_url(link.url, ctx.environ):
+        ctx.say("  (no browser could be opened here; open the link yourself)")
 
 
 def _ui_name(ctx: CliContext, db: Database, host: str, *, ip_host: bool, renew: bool) -> str:

@@ -34,7 +34,7 @@ from codeflux.api.v1 import envelope_pb2
 from codeflux.domain.errors import CoordinatorRunningError, DataDirectoryError
 from codeflux.server.envelope import CALL_LOGGER
 from codeflux.server.limits import TransportLimits
-from codeflux.services.registry import CallContext, MethodTable, StreamMethod, UnaryMethod, status_of
+from codeflux.services.registry import UNIX_SOCKET, CallContext, MethodTable, StreamMethod, UnaryMethod, status_of
 
 __all__ = [
     "ERROR_DETAIL_METADATA",
@@ -156,7 +156,7 @@ async def start_unix_server(
     """Bind ``socket_path`` (see :func:`prepare_socket_directory`), start serving, return the server."""
     bounds = limits or TransportLimits()
     prepare_socket_directory(socket_path)
-    scope = CallContext(transport="unix-socket", connection_id=f"unix-{secrets.token_hex(8)}")
+    scope = CallContext(transport=UNIX_SOCKET, connection_id=f"unix-{secrets.token_hex(8)}")
     handlers = []
     for service, service_methods in table.services().items():
         by_name: dict[str, grpc.RpcMethodHandler] = {}

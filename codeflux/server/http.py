@@ -84,9 +84,10 @@ def _session_cookie_values(headers: list[tuple[str, str]]) -> list[str]:
 
 
 _HOW_TO_OPEN = (
-    "<p>To open codeflux, run <code>codeflux start</code> in a terminal and open the URL it prints "
-    "(it opens in your browser by itself unless you pass <code>--no-browser</code>). That URL works once; "
-    "run <code>codeflux start</code> again if it has already been used or is more than two minutes old.</p>"
+    "<p>To open codeflux, run <code>codeflux open</code> in a terminal while codeflux runs (also after it was "
+    "restarted: a restart ends every page's session), or <code>codeflux start</code> if it does not run: "
+    "either prints a one-time link and opens it in your browser (unless you pass <code>--no-browser</code>). "
+    "A link works once, within two minutes; run <code>codeflux open</code> again for a new one.</p>"
 )
 
 

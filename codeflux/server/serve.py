@@ -24,10 +24,10 @@ from codeflux.domain.ids import TaskId
 from codeflux.server.assets import StaticFiles
 from codeflux.server.confirmations import CardConfirmations
 from codeflux.server.grpc_socket import start_unix_server
-from codeflux.server.launch import LaunchTokens
+from codeflux.server.launch import LAUNCH_WINDOW_SECONDS, LaunchTokens
 from codeflux.server.limits import TransportLimits
 from codeflux.server.websocket import WebSocketTransport, bound_port
-from codeflux.services.app import CoordinatorApp
+from codeflux.services.app import CoordinatorApp, LaunchLink
 from codeflux.services.registry import MethodTable
 from codeflux.services.views import task_service
 
@@ -95,11 +95,17 @@ async def serve_coordinator(
     try:
         async with transport.serve(host, port) as ws_server:
             actual = bound_port(ws_server)
+            origin = f"http://{ui_name}:{actual}"
+            if app is not None:  # `codeflux open` asks for links over the socket (SessionService/IssueLaunchLink)
+                app.launch_link = lambda: LaunchLink(url=f"{origin}/launch?token={tokens.issue()}", origin=origin,
+                                                     valid_seconds=int(LAUNCH_WINDOW_SECONDS))
             ready(ServingInfo(host=host, port=actual, ui_name=ui_name, url=f"http://{ui_name}:{actual}",
                               socket_path=socket_path, transport=transport))
             await stop.wait()
             await transport.drop_connections(code=_CLOSE_GOING_AWAY)
     finally:
+        if app is not None:
+            app.launch_link = None
         await grpc_server.stop(grace=2.0)
         with contextlib.suppress(FileNotFoundError):
             socket_path.unlink()

@@ -20,10 +20,19 @@ from codeflux.coordinator.spending.model_access import ModelAccess
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 
-__all__ = ["SCRIPTED_DEMO_LABEL", "CoordinatorApp", "ModelAccess"]
+__all__ = ["SCRIPTED_DEMO_LABEL", "CoordinatorApp", "LaunchLink", "ModelAccess"]
 
 # How the scripted provider is labelled wherever a person can see it in the UI.
 SCRIPTED_DEMO_LABEL: Final = "scripted demo — not an AI model"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchLink:
+    """A fresh one-time launch link: ``url`` carries the token; ``origin`` is the UI's origin without one."""
+
+    url: str = field(repr=False)
+    origin: str
+    valid_seconds: int
 
 
 @dataclass(slots=True, kw_only=True)
@@ -43,6 +52,9 @@ class CoordinatorApp:
     # Asked before each model call of a plan draft: a signal's name stops the draft at that boundary (the
     # terminal's in-process channel sets it; the coordinator stops through BackgroundRuns.shutdown).
     stop_requested: Callable[[], str | None] = lambda: None
+    # Issues a fresh one-time launch link (URL, UI origin, seconds it stays valid) for the browser UI this
+    # coordinator serves: set by the server once it listens (``codeflux open`` asks for one over the socket).
+    launch_link: Callable[[], LaunchLink] | None = None
 
     def __post_init__(self) -> None:
         self.runs = BackgroundRuns(self.db, self.location, lambda: self.models)

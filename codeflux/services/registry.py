@@ -23,6 +23,7 @@ from codeflux.api.v1 import common_pb2, envelope_pb2
 from codeflux.domain import errors as e
 
 __all__ = [
+    "UNIX_SOCKET",
     "CallContext",
     "Code",
     "MethodTable",
@@ -55,6 +56,10 @@ class Code:
     INTERNAL: Final = 13
     UNAVAILABLE: Final = 14
     UNAUTHENTICATED: Final = 16
+
+
+# ``CallContext.transport`` of a call over the coordinator's 0600 Unix socket (the CLI's way in).
+UNIX_SOCKET: Final = "unix-socket"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

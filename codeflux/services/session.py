@@ -11,6 +11,10 @@ a slow client may hold up is the transport's job: it ends the stream RESOURCE_EX
 resumes with ``after_sequence`` = its last sequence.
 
 ``GetHead(session_id)``: the committed head, for a client deciding whether it is behind.
+
+``IssueLaunchLink``: a fresh one-time launch link for the browser UI the coordinator serves (``codeflux open``,
+and ``codeflux start`` when a coordinator already serves the data directory). Only a call over the
+coordinator's own 0600 Unix socket gets one; a browser connection or an in-process channel is refused.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ from typing import Final
 
 from codeflux.api.v1 import product_pb2
 from codeflux.coordinator.journal import JournalEvent, read_session_events, read_session_head
-from codeflux.domain.errors import NotFoundError, StoreCorruptError, UsageError
+from codeflux.domain.errors import NotFoundError, PrerequisiteError, StoreCorruptError, UsageError
 from codeflux.domain.events import EventPayload
 from codeflux.services.app import CoordinatorApp
-from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.services.registry import UNIX_SOCKET, CallContext, StreamMethod, UnaryMethod, method_name
 
 __all__ = ["PAGE_SIZE", "RECHECK_SECONDS", "methods", "session_event"]
 
@@ -134,7 +138,25 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod | StreamMethod]:  # type: i
         session_id = _checked_session_id(request.session_id)
         return product_pb2.SessionHead(session_id=session_id, through_sequence=_head(app, session_id))
 
+    def issue_launch_link(ctx: CallContext, request: product_pb2.IssueLaunchLinkRequest) -> product_pb2.LaunchLink:
+        # A launch link signs a browser in: only the coordinator's own 0600 socket may ask for one (never a
+        # browser connection, never a command that opened the database itself).
+        if ctx.transport != UNIX_SOCKET:
+            raise PrerequisiteError("a launch link is issued only to `codeflux open` over the running coordinator's "
+                                    "socket")
+        if app.launch_link is None:
+            raise PrerequisiteError("no codeflux coordinator serves the browser UI for this data directory: run "
+                                    "`codeflux start`")
+        link = app.launch_link()
+        return product_pb2.LaunchLink(url=link.url, origin=link.origin, valid_seconds=link.valid_seconds)
+
     return [
+        UnaryMethod(
+            name=method_name("SessionService", "IssueLaunchLink"),
+            request_type=product_pb2.IssueLaunchLinkRequest,
+            response_type=product_pb2.LaunchLink,
+            handler=issue_launch_link,
+        ),
         StreamMethod(
             name=method_name("SessionService", "Subscribe"),
             request_type=product_pb2.SubscribeRequest,

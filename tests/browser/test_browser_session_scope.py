@@ -128,6 +128,7 @@ def test_a_tab_without_the_launch_link_cannot_connect_and_a_reload_keeps_working
     with failure_screenshot(request, lambda: [first, second]):
         second.goto(f"{server.origin}/")
         expect(second.get_by_test_id("needs-launch-link")).to_be_visible(timeout=MS)
+        expect(second.get_by_test_id("needs-launch-link")).to_contain_text("codeflux open")
         expect(second.get_by_test_id("needs-launch-link")).to_contain_text("codeflux start")
         assert sockets == []
 

@@ -20,7 +20,9 @@ from google.protobuf.message import Message
 
 from codeflux.api.v1 import common_pb2
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.instance import hold_instance_lock
 from codeflux.server.client import call_unary, connect_address, unix_channel
+from codeflux.store.location import resolve_data_location
 from tests.fixtures.cli import run_codeflux
 from tests.fixtures.processes import wait_until_no_process_works_under
 
@@ -143,10 +145,60 @@ def test_ip_host_is_the_explicit_fallback_and_warns_every_time(tmp_path: Path) -
     assert "--ip-host" in err and "every other server" in err and "docs/security.md" in err
 
 
-def test_a_second_start_on_the_same_data_directory_names_the_running_one(started: Started, tmp_path: Path) -> None:
+def _printed_link(out: str) -> str:
+    links = [line.removeprefix("open: ").strip() for line in out.splitlines() if line.startswith("open: ")]
+    assert len(links) == 1, out
+    return links[0]
+
+
+def _redeem(origin: str, launch_url: str) -> int:
+    launch = urlsplit(launch_url)
+    assert f"{launch.scheme}://{launch.netloc}" == origin
+    return _get(origin, f"{launch.path}?{launch.query}").status
+
+
+def test_codeflux_open_prints_a_fresh_link_that_redeems_once(started: Started, tmp_path: Path) -> None:
+    assert _redeem(started.origin, started.launch_url) == 200  # start's own link is spent …
+    opened = run_codeflux("open", "--no-browser", data_dir=tmp_path / "data")
+    assert opened.code == 0, opened
+    link = _printed_link(opened.out)
+    assert link != started.launch_url and "works once" in opened.out
+    assert _redeem(started.origin, link) == 200  # … and `open` gets the person back in
+    assert _redeem(started.origin, link) == 403  # once
+    again = _printed_link(run_codeflux("open", "--no-browser", data_dir=tmp_path / "data").out)
+    assert again != link and _redeem(started.origin, again) == 200  # every call a fresh one
+    assert started.process.poll() is None  # the coordinator (and its tasks) kept running
+
+
+def test_a_second_start_prints_a_fresh_link_into_the_running_one(started: Started, tmp_path: Path) -> None:
     second = run_codeflux("start", "--no-browser", "--address", "127.0.0.1:0", data_dir=tmp_path / "data")
+    assert second.code == 0, second
+    assert f"pid {started.process.pid}" in second.out and "already running" in second.out
+    link = _printed_link(second.out)
+    assert _redeem(started.origin, link) == 200 and _redeem(started.origin, link) == 403
+    assert started.process.poll() is None
+
+
+def test_open_without_a_coordinator_names_start_and_exits_3(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    opened = run_codeflux("open", "--no-browser", data_dir=data)
+    assert opened.code == 3, opened
+    assert "no codeflux coordinator serves this data directory" in opened.err and "`codeflux start`" in opened.err
+    assert "open: " not in opened.out and not (data / "codeflux.sqlite3").exists()
+
+
+def test_a_start_that_cannot_reach_the_lock_holder_still_names_it_with_exit_3(tmp_path: Path) -> None:
+    """A lock holder without a socket (a coordinator still starting): nothing to ask for a link, so the
+    refusal names it (the positive control of the two tests above)."""
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    location = resolve_data_location(str(data), {})
+    with hold_instance_lock(location) as held:
+        held.announce("http://cf-test.localhost:1")
+        second = run_codeflux("start", "--no-browser", "--address", "127.0.0.1:0", data_dir=data)
     assert second.code == 3, second
-    assert f"pid {started.process.pid}" in second.err and started.origin in second.err
+    assert f"pid {os.getpid()}" in second.err and "already serves this data directory" in second.err
+    assert "open: " not in second.out
 
 
 def test_the_cli_talks_to_the_running_coordinator_over_its_unix_socket(started: Started, tmp_path: Path) -> None:

@@ -1679,6 +1679,20 @@ class BackupView(_message.Message):
     pages: int
     def __init__(self, file_name: _Optional[str] = ..., bytes: _Optional[int] = ..., pages: _Optional[int] = ...) -> None: ...
 
+class IssueLaunchLinkRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class LaunchLink(_message.Message):
+    __slots__ = ("url", "origin", "valid_seconds")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    VALID_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    origin: str
+    valid_seconds: int
+    def __init__(self, url: _Optional[str] = ..., origin: _Optional[str] = ..., valid_seconds: _Optional[int] = ...) -> None: ...
+
 class SubscribeRequest(_message.Message):
     __slots__ = ("session_id", "after_sequence")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]

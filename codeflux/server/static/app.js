@@ -1,7 +1,7 @@
 // The codeflux web client: one RpcClient (one WebSocket), views per screen, and the selected task's
 // session stream. Mutating controls are enabled only while that stream is live.
 
-import { Code, RpcClient, pageKey } from "./rpc.js";
+import { Code, RpcClient, pageKey, rememberReturnTo } from "./rpc.js";
 import { SessionStream, State } from "./session.js";
 import { clear, el } from "./dom.js";
 import { Timeline } from "./timeline.js";
@@ -36,7 +36,39 @@ class App {
     this.rpc.onConnection((connected) => {
       this.connection.textContent = connected ? "coordinator: connected" : "coordinator: disconnected";
       this.connection.dataset.connected = connected ? "1" : "0";
+      if (connected) clear(this.sessionNotice);
     });
+    this.rpc.onOpenFailed(() => this.showSessionEnded());
+    window.addEventListener("popstate", () => this.route());
+  }
+
+  // The socket could not be opened: codeflux stopped, or it restarted and this tab's session (cookie and page
+  // key, kept only in the old process's memory) is gone. Either way only a new launch link gets back in.
+  showSessionEnded() {
+    if (this.sessionNotice.firstChild) return;
+    if (taskIdFromPath(location.pathname)) rememberReturnTo(location.pathname);
+    this.connection.textContent = "coordinator: not connected";
+    this.sessionNotice.append(el("section", { class: "notice", testid: "session-ended", role: "alert" },
+      el("h2", { text: "This tab's codeflux session has ended" }),
+      el("p", { text: "codeflux stopped, or it was restarted, so this tab cannot reconnect. Your tasks are kept. "
+        + "To get a new link, run `codeflux open` in a terminal while codeflux runs, or `codeflux start` if it "
+        + "does not run any more; either prints a one-time link and opens it in your browser." }),
+      el("p", { text: "Each task has its own address (/tasks/…): a new link opened in this tab comes back to "
+        + "this task." })));
+  }
+
+  // Follow the address: /tasks/<id> selects that task; anything else shows the screen it was left on.
+  route() {
+    const taskId = taskIdFromPath(location.pathname);
+    if (taskId) {
+      if (taskId === this.taskId && this.panel) this.showView("workspace", { push: false });
+      else this.selectTask(taskId, { push: false });
+      return;
+    }
+    const view = history.state && history.state.view;
+    if (view && view !== "workspace") { this.showView(view, { push: false }); return; }
+    if (this.taskId) this.selectTask(null, { push: false });
+    else this.showView("workspace", { push: false });
   }
 
   buildShell() {
@@ -45,23 +77,26 @@ class App {
     this.connection = el("span", { class: "connection", testid: "connection", text: "coordinator: connecting" });
     this.provider = el("span", { class: "provider" });
     this.errors = el("div", { class: "errors", testid: "error", role: "alert" });
+    this.sessionNotice = el("div", { class: "session-notice" });
     this.main = el("main", { id: "main", tabindex: "-1" });
     this.drawerSlot = el("div", { class: "drawer-slot" });
     clear(this.root).append(
       el("header", { class: "appbar" }, el("h1", { text: "codeflux" }), this.provider, this.connection,
         el("nav", { "aria-label": "Screens" }, nav.map(([name, label]) =>
           el("button", { type: "button", testid: `nav-${name}`, onclick: () => this.showView(name), text: label })))),
-      this.errors, el("div", { class: "layout" }, this.main, this.drawerSlot));
+      this.sessionNotice, this.errors, el("div", { class: "layout" }, this.main, this.drawerSlot));
   }
 
   async boot() {
     if (!pageKey()) {
-      // The page key comes only with a launch link, and stays in the tab that opened it.
+      // The page key comes only with a launch link, and stays in the tab that opened it. A new link opened
+      // in this tab comes back to the task address it is on.
+      if (taskIdFromPath(location.pathname)) rememberReturnTo(location.pathname);
       this.connection.textContent = "coordinator: not connected";
       clear(this.main).append(el("section", { class: "notice", testid: "needs-launch-link" },
         el("h2", { text: "Open codeflux from its launch link" }),
         el("p", { text: "This tab was not opened through a codeflux launch link, so it cannot connect. "
-          + "Run `codeflux start` (or use the link it printed, if it is unused and less than two minutes old): "
+          + "Run `codeflux open` in a terminal for a new link (or `codeflux start` if codeflux does not run): "
           + "each link opens codeflux in one tab, and that tab keeps working after a reload." })));
       return;
     }
@@ -81,6 +116,8 @@ class App {
     if (repos.length) this.repository = repos[repos.length - 1];
     await this.loadTasks();
     if (this.view !== "loading") return; // the person already navigated somewhere
+    const routed = taskIdFromPath(location.pathname);
+    if (routed) { await this.selectTask(routed, { push: false }); return; }
     this.showView(this.overview.firstRun && !repos.length && !this.tasks.length ? "first-run" : "workspace");
   }
 
@@ -140,7 +177,9 @@ class App {
     }
   }
 
-  showView(name) {
+  showView(name, { push = true } = {}) {
+    // A screen other than the workspace has no address of its own: leave a task's address for "/".
+    if (push && name !== "workspace" && location.pathname !== "/") history.pushState({ view: name }, "", "/");
     this.view = name;
     this.closeDrawer();
     clear(this.main);
@@ -198,7 +237,13 @@ class App {
     }
   }
 
-  async selectTask(taskId) {
+  // Select a task (null: the composer). `push`: give it its address (/tasks/<id>) in the history, so reload,
+  // back and forward land on it; false when following the address (boot, back/forward).
+  async selectTask(taskId, { push = true } = {}) {
+    if (push) {
+      const path = taskId ? taskPath(taskId) : "/";
+      if (location.pathname !== path) history.pushState({ taskId }, "", path);
+    }
     if (this.session) this.session.stop();
     this.session = null;
     this.task = null;
@@ -210,6 +255,14 @@ class App {
     try {
       task = await this.rpc.unary("TaskService/GetTask", { taskId });
     } catch (error) {
+      if (this.taskId === taskId && (error.code === Code.NOT_FOUND || error.code === Code.INVALID_ARGUMENT)) {
+        // An address of a task this codeflux does not have: show the workspace at "/" and say so.
+        this.taskId = null;
+        history.replaceState(null, "", "/");
+        this.showView("workspace", { push: false });
+      } else if (this.view === "loading") {
+        this.showView("workspace", { push: false });
+      }
       this.showError(error);
       return;
     }
@@ -309,6 +362,17 @@ class App {
     }
   }
 
+}
+
+const TASK_PATH = /^\/tasks\/([A-Za-z0-9_-]{1,128})\/?$/;
+
+function taskIdFromPath(path) {
+  const match = TASK_PATH.exec(path);
+  return match ? match[1] : null;
+}
+
+function taskPath(taskId) {
+  return `/tasks/${encodeURIComponent(taskId)}`;
 }
 
 function isStaleRevision(error) {

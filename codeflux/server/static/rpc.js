@@ -80,6 +80,16 @@ function describeStatus(status) {
 // Where a tab keeps its page key (launch.js puts it there); the upgrade offers it as a subprotocol next to
 // the envelope's, so the session cookie alone opens nothing.
 export const PAGE_KEY_STORAGE = "codeflux.pageKey";
+// The task address a tab was on when it needed a new launch link: launch.js returns there after redeeming one.
+export const RETURN_TO_STORAGE = "codeflux.returnTo";
+
+export function rememberReturnTo(path) {
+  try {
+    sessionStorage.setItem(RETURN_TO_STORAGE, path);
+  } catch {
+    // no sessionStorage: the new link lands on "/"
+  }
+}
 const PAGE_KEY_PROTOCOL = "codeflux.page.";
 
 export function pageKey() {
@@ -98,7 +108,14 @@ export class RpcClient {
     this.nextId = 1;
     this.streams = new Map();
     this.listeners = new Set();
+    this.failedOpenListeners = new Set();
     this.connected = false;
+  }
+
+  // cb() whenever opening the socket fails (the coordinator stopped, or refused this tab's session).
+  onOpenFailed(cb) {
+    this.failedOpenListeners.add(cb);
+    return () => this.failedOpenListeners.delete(cb);
   }
 
   // cb(connected: boolean) whenever the socket opens or closes.
@@ -138,6 +155,7 @@ export class RpcClient {
         if (!opened) {
           this.opening = null;
           reject(new RpcError(Code.UNAVAILABLE, "could not connect to the coordinator"));
+          for (const cb of this.failedOpenListeners) cb();
           return;
         }
         if (this.socket === socket) this.socket = null;
