@@ -14,9 +14,12 @@ to the connection object; nothing downstream trusts a header.
 Routes: ``/launch?token=…`` (redeem once → a page that sets the cookie, hands the tab its page key and
 moves on to ``/``), ``/`` and the app routes (:data:`APP_ROUTE`; the web client's ``index.html`` with the
 cookie, a page explaining how to open codeflux without it), ``/static/<file>`` (the web client's files;
-cookie required), everything else 404. Requests carry no body: one that announces a body is answered 405
-(400 for GET) — websockets' own parser would close the connection without a reply, so the server's
-connection class (`RequestHeadConnection`) hands such a request on and drops its body, bounded.
+cookie required), ``/favicon.ico`` (the icon, ``static/favicon.svg``; no cookie needed: the browser asks for
+it on every page, the sign-in explanations included), everything else 404.
+
+Requests carry no body: one that announces a body is answered 405 (400 for GET) — websockets' own parser
+would close the connection without a reply, so the server's connection class (`RequestHeadConnection`)
+hands such a request on and drops its body, bounded.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ from codeflux.server.assets import StaticFiles
 from codeflux.server.launch import COOKIE_NAME, PAGE_KEY_PROTOCOL_PREFIX, LaunchTokens
 
 WEBSOCKET_PATH: Final = "/ws"
+# What a browser asks every page's origin for; the answer is the web client's icon (no cookie needed).
+FAVICON_PATH: Final = "/favicon.ico"
+FAVICON_ASSET: Final = "favicon.svg"
 # A request that announces a body (Content-Length other than 0, or Transfer-Encoding) reaches the policy with
 # this header in place of the announcement (see `RequestHeadConnection`); its body is never parsed.
 BODY_MARKER: Final = "X-Codeflux-Request-Body"
@@ -214,6 +220,10 @@ def respond_to_http(
         return _result(HTTPStatus.OK, host, _launch_page(redeemed.page_key),
                        [("Set-Cookie", redeemed.cookie.set_cookie_header())])
     files = static if static is not None else StaticFiles()
+    if target.path == FAVICON_PATH:
+        icon = files.get(FAVICON_ASSET)
+        if icon is not None:
+            return _result(HTTPStatus.OK, host, icon.body, content_type=icon.content_type)
     if APP_ROUTE.fullmatch(target.path):
         if _has_session(header_list, tokens):
             index = files.index()
