@@ -45,7 +45,7 @@ from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_runn
 from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, UsageError
 from codeflux.server.client import call_unary, unix_channel
 from codeflux.server.launch import LaunchTokens
-from codeflux.server.serve import ServingInfo, serve_coordinator, url_host
+from codeflux.server.serve import LOOPBACK_HOSTS, ServingInfo, serve_coordinator, url_host
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
 from codeflux.services.methods import build_method_table, shutdown_runs
 from codeflux.services.workspace import create_demo_repository
@@ -91,7 +91,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_loopback_address(text: str) -> tuple[str, int]:
-    """``127.0.0.1:47311``, ``[::1]:8080`` or ``localhost:0`` → (host, port); anything else is refused."""
+    """``127.0.0.1:47311``, ``[::1]:8080`` or ``localhost:0`` → (host, port); anything else is refused — other
+    loopback addresses (``127.0.0.2``) too, as the server would refuse them: before anything is written."""
     host, sep, port_text = text.rpartition(":")
     if not sep or not port_text.isascii() or not port_text.isdigit() or len(port_text) > 5:
         raise UsageError("--address must be HOST:PORT with a loopback host, e.g. 127.0.0.1:47311")
@@ -106,7 +107,7 @@ def parse_loopback_address(text: str) -> tuple[str, int]:
         address = ipaddress.ip_address(host)
     except ValueError:
         raise UsageError("--address: the host must be a loopback address (127.0.0.1, ::1 or localhost)") from None
-    if not address.is_loopback or (address.version == 6 and address.ipv4_mapped is not None):
+    if str(address) not in LOOPBACK_HOSTS:
         raise UsageError("--address: codeflux serves only on loopback (127.0.0.1, ::1 or localhost)")
     return str(address), port
 

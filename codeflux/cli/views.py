@@ -164,6 +164,8 @@ def _print_pending(ctx: CliContext, pending: product_pb2.PendingApproval) -> Non
         ctx.say(f"    approving means: {pending.meaning}")
     if pending.allow_for_task_refusal:
         ctx.say(f"    allow-for-task is not offered: {pending.allow_for_task_refusal}")
+    if pending.deny_meaning:
+        ctx.say(f"    denying {pending.deny_meaning}")
 
 
 def worktree_disposal_text(disposal: product_pb2.WorktreeDisposalView) -> str:

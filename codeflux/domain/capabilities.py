@@ -29,6 +29,7 @@ __all__ = [
     "Capability",
     "CapabilityNeed",
     "capability_severity",
+    "describe_denial",
     "is_automatic_capability",
 ]
 
@@ -143,3 +144,37 @@ class CapabilityNeed:
         if self.resource is None:
             return self.capability.value
         return f"{self.capability.value}:{self.resource}"
+
+
+# What a denial of each capability blocks, in words: (unnarrowed, narrowed to {resource}).
+_BLOCKED: Final[Mapping[Capability, tuple[str, str]]] = MappingProxyType({
+    Capability.READ: ("reading files", "reading {resource}"),
+    Capability.TASK_WRITE: ("writing in the task's worktree", "writing {resource}"),
+    Capability.PROCESS: ("every program (any command the agent asks to run)", "running {resource}"),
+    Capability.NETWORK: ("all network access", "network access to {resource}"),
+    Capability.INSTALL: ("installing packages", "installing {resource}"),
+    Capability.OUTSIDE_WRITE: ("writing outside the task's worktree", "writing to {resource}"),
+    Capability.EXTERNAL_COMMUNICATION: ("sending anything to outside services", "sending anything to {resource}"),
+    Capability.CREDENTIAL: ("using credentials", "using the credential {resource}"),
+    Capability.DESTRUCTIVE: ("destructive operations (deleting or overwriting what cannot be recalled)",
+                             "destructive operations on {resource}"),
+    Capability.PRIVILEGED: ("privileged operations (sudo and the like)", "privileged operations on {resource}"),
+})
+
+
+def describe_denial(needs: tuple[CapabilityNeed, ...]) -> str:
+    """What denying records, for a card shown before the click: ``blocks every program … for the rest of
+    this task`` naming the recorded capabilities. A denial binds to the task and the capability (not the
+    tool or the working directory), so every later request needing one of them is refused without asking.
+    Empty when there is nothing to deny."""
+    if not needs:
+        return ""
+    words = [
+        _BLOCKED[need.capability][0] if need.resource is None
+        else _BLOCKED[need.capability][1].format(resource=need.resource)
+        for need in needs
+    ]
+    blocked = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    recorded = ", ".join(str(need) for need in needs)
+    return (f"blocks {blocked} for the rest of this task: it records a denial of {recorded}, and every later "
+            "request that needs it is refused without asking, whatever the tool or working directory")

@@ -14,7 +14,12 @@ to the connection object; nothing downstream trusts a header.
 Routes: ``/launch?token=…`` (redeem once → a page that sets the cookie, hands the tab its page key and
 moves on to ``/``), ``/`` and the app routes (:data:`APP_ROUTE`; the web client's ``index.html`` with the
 cookie, a page explaining how to open codeflux without it), ``/static/<file>`` (the web client's files;
-cookie required), everything else 404.
+cookie required), ``/favicon.ico`` (the icon, ``static/favicon.svg``; no cookie needed: the browser asks for
+it on every page, the sign-in explanations included), everything else 404.
+
+Requests carry no body: one that announces a body is answered 405 (400 for GET) — websockets' own parser
+would close the connection without a reply, so the server's connection class (`RequestHeadConnection`)
+hands such a request on and drops its body, bounded.
 """
 
 from __future__ import annotations
@@ -22,19 +27,29 @@ from __future__ import annotations
 import html
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from http import HTTPStatus
-from typing import Final
+from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
+from websockets.server import ServerProtocol
 
 from codeflux.server.assets import StaticFiles
 from codeflux.server.launch import COOKIE_NAME, PAGE_KEY_PROTOCOL_PREFIX, LaunchTokens
 
 WEBSOCKET_PATH: Final = "/ws"
+# What a browser asks every page's origin for; the answer is the web client's icon (no cookie needed).
+FAVICON_PATH: Final = "/favicon.ico"
+FAVICON_ASSET: Final = "favicon.svg"
+# A request that announces a body (Content-Length other than 0, or Transfer-Encoding) reaches the policy with
+# this header in place of the announcement (see `RequestHeadConnection`); its body is never parsed.
+BODY_MARKER: Final = "X-Codeflux-Request-Body"
+# How many bytes of a refused request's body are read (and dropped) after the refusal before the connection
+# is cut: enough for a small form to be drained so the client reads the reply rather than a reset.
+MAX_DISCARDED_BODY_BYTES: Final = 64 * 1024
 # The client-side routes of the web client: each serves index.html (with the cookie).
 APP_ROUTE: Final = re.compile(
     r"/(?:(?:app|first-run|repositories|workspace|tasks|settings|diagnostics|review|ledger|recovery)"
@@ -134,13 +149,24 @@ def _not_allowed(host: str) -> HttpResult:
     )
 
 
+def _bad_request(host: str) -> HttpResult:
+    return _result(
+        HTTPStatus.BAD_REQUEST,
+        host,
+        _page("Bad request", "<p>codeflux's requests carry no body.</p>"),
+    )
+
+
 def _admitted_host(method: str, path: str, headers: list[tuple[str, str]], ui_host: str) -> str | HttpResult:
-    """The request's Host when it may be answered at all; else the refusal (421, then 405)."""
+    """The request's Host when it may be answered at all; else the refusal (421, then 405, then 400 for a
+    GET that announces a body)."""
     host = _exact_host(headers, ui_host)
     if host is None or not path.startswith("/") or path.startswith("//"):
         return _misdirected()
     if method != "GET":
         return _not_allowed(host)
+    if any(name.lower() == BODY_MARKER.lower() for name, _ in headers):
+        return _bad_request(host)
     return host
 
 
@@ -195,6 +221,10 @@ def respond_to_http(
         return _result(HTTPStatus.OK, host, _launch_page(redeemed.page_key),
                        [("Set-Cookie", redeemed.cookie.set_cookie_header())])
     files = static if static is not None else StaticFiles()
+    if target.path == FAVICON_PATH:
+        icon = files.get(FAVICON_ASSET)
+        if icon is not None:
+            return _result(HTTPStatus.OK, host, icon.body, content_type=icon.content_type)
     if APP_ROUTE.fullmatch(target.path):
         if _has_session(header_list, tokens):
             index = files.index()
@@ -318,3 +348,67 @@ def make_process_request(
         )
 
     return process_request
+
+
+class _HeadReader:
+    """The protocol's stream reader, except that while the request head is read a header announcing a body
+    (``Content-Length`` other than 0, ``Transfer-Encoding``) is handed on as :data:`BODY_MARKER` instead.
+    websockets refuses such a request inside its parser and closes the connection without any reply; with
+    the announcement renamed the request reaches `respond_to_http`, which refuses it (405, or 400 for GET).
+    The body itself is never parsed: once a head announced one, everything after it is dropped as it arrives
+    (``at_eof`` only returns at the end of the stream, so no byte is ever read as a WebSocket frame)."""
+
+    _ANNOUNCING: Final = (b"content-length", b"transfer-encoding")
+
+    def __init__(self, reader: Any) -> None:
+        self._reader = reader
+        self._in_head = True
+        self.body_announced = False
+
+    def read_line(self, m: int, exc_type: Any = None) -> Generator[None, None, bytes]:
+        line: bytes = yield from self._reader.read_line(m, exc_type)
+        if not self._in_head:
+            return line
+        if line == b"\r\n":
+            self._in_head = False
+            return line
+        name, sep, value = line.partition(b":")
+        name = name.strip().lower()
+        if sep and name in self._ANNOUNCING and not (name == b"content-length" and value.strip() == b"0"):
+            self.body_announced = True
+            return f"{BODY_MARKER}: {name.decode('ascii', 'replace')}\r\n".encode("ascii")
+        return line
+
+    def at_eof(self) -> Generator[None, None, bool]:
+        if not self.body_announced:
+            at_eof: bool = yield from self._reader.at_eof()
+            return at_eof
+        while not (yield from self._reader.at_eof()):
+            self._reader.discard()
+        return True
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self._reader, attribute)
+
+
+class RequestHeadConnection(ServerConnection):
+    """The server's connection class (websockets ``create_connection``): a request that announces a body gets
+    a reply instead of a silently closed connection (see `_HeadReader`). At most
+    :data:`MAX_DISCARDED_BODY_BYTES` of such a request are received (and dropped) before the connection is
+    cut, so that a small body is drained and its sender reads the refusal rather than a reset."""
+
+    def __init__(self, protocol: ServerProtocol, *args: Any, **kwargs: Any) -> None:
+        # The protocol's parser started on the plain reader; nothing has been received yet, so it is restarted.
+        self._head_reader = _HeadReader(protocol.reader)
+        protocol.reader = self._head_reader  # type: ignore[assignment]
+        protocol.parser = protocol.parse()
+        next(protocol.parser)
+        super().__init__(protocol, *args, **kwargs)
+        self._received_with_body = 0
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._head_reader.body_announced:
+            self._received_with_body += len(data)
+            if self._received_with_body > MAX_DISCARDED_BODY_BYTES:
+                self.transport.abort()

@@ -23,7 +23,14 @@ from websockets.http11 import Request, Response
 from codeflux.server.assets import StaticFiles
 from codeflux.server.confirmations import CardConfirmations
 from codeflux.server.envelope import SUBPROTOCOLS, EnvelopeConnection
-from codeflux.server.http import make_process_request, to_response, too_many, transport_logger, upgrade_refusal
+from codeflux.server.http import (
+    RequestHeadConnection,
+    make_process_request,
+    to_response,
+    too_many,
+    transport_logger,
+    upgrade_refusal,
+)
 from codeflux.server.launch import LaunchTokens
 from codeflux.server.limits import TransportLimits, UpgradeRate
 from codeflux.services.registry import CallContext, MethodTable
@@ -136,6 +143,7 @@ class WebSocketTransport:
             compression=None,
             server_header=None,
             logger=transport_logger(),
+            create_connection=RequestHeadConnection,
         )
 
 

@@ -55,6 +55,7 @@ from codeflux.domain.pipeline import PERFORMABLE_STAGES, STAGES, StageName
 from codeflux.domain.pipeline.atom_evidence import atom_evidence
 from codeflux.domain.pipeline.ledger import LedgerRow
 from codeflux.domain.pipeline.line_notes import line_notes
+from codeflux.domain.pipeline.outcomes import StageOutcome
 from codeflux.domain.review_flags import changes_what_runs
 from codeflux.gitwork.diff import TaskDiff, diff_against_base
 from codeflux.services.app import CoordinatorApp
@@ -247,6 +248,34 @@ def evidence_view(app: CoordinatorApp, task_id: TaskId, attempt: int) -> pb.Evid
         if isinstance(unexamined, Mapping) else [])
 
 
+# The stages that are this very decision and what follows it: blocked until a person accepts, never a warning.
+_DECIDED_BY_ACCEPT: Final = frozenset({StageName.HUMAN_ACCEPTANCE, StageName.DELIVER})
+
+
+def accept_warnings(checks: Sequence[LedgerRow]) -> list[str]:
+    """What Accept must warn about: every check before the person's acceptance that failed, was blocked or did
+    not run (``not-implemented``); or, with no check recorded at all, that nothing was checked. A ``skipped``
+    check is not one: its stage was unnecessary for this run's facts, and says why."""
+    considered = [row for row in checks if row.verdict.stage not in _DECIDED_BY_ACCEPT]
+    if not considered:
+        return ["no check was recorded for this diff: nothing was checked"]
+    warnings = []
+    for row in considered:
+        verdict = row.verdict
+        said = verdict.reason or verdict.gate_evaluation or ""
+        match verdict.outcome:
+            case StageOutcome.FAILED:
+                what = "failed"
+            case StageOutcome.BLOCKED:
+                what = "was blocked (it did not run)"
+            case StageOutcome.NOT_IMPLEMENTED:
+                what = "did not run"
+            case StageOutcome.SATISFIED | StageOutcome.SKIPPED:
+                continue
+        warnings.append(f"{verdict.stage.value} {what}" + (f": {said}" if said else ""))
+    return warnings
+
+
 def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
     """The review of the task's current diff (see the module docstring)."""
     tasks = _tasks(app)
@@ -263,12 +292,13 @@ def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
     not_examined += [f"{path}: its atoms were not listed ({reason})" for path, reason in unexamined.items()] \
         if isinstance(unexamined, Mapping) else []
     text, truncated = _capped(diff.unified_diff)
+    checks = [row for row in rows if row.verdict.stage in PERFORMABLE_STAGES
+              and row.verdict.stage is not StageName.EVIDENCE_BUNDLE]
     return pb.ReviewView(
         task_id=task_id.value, diff_identity=diff.identity, base=diff.base, head=diff.head,
         files=[pb.DiffFileView(path=f.path, status=f.kind.value) for f in diff.files],
         unified_diff=text, diff_truncated=truncated,
-        checks=[_check(row) for row in rows if row.verdict.stage in PERFORMABLE_STAGES
-                and row.verdict.stage is not StageName.EVIDENCE_BUNDLE],
+        checks=[_check(row) for row in checks], accept_warnings=accept_warnings(checks),
         evidence=evidence, not_examined=not_examined,
         evidence_matches_diff=bool(bundle) and bundle.get("diff_identity") == diff.identity,
         changes_what_runs=[pb.WhatRunsChangeView(path=flag.path, reason=flag.reason)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from codeflux.api.v1 import common_pb2, product_pb2
-from codeflux.authority.decide import runs_a_program
+from codeflux.authority.decide import default_needs_to_deny, runs_a_program
 from codeflux.authority.repository_approvals import RepositoryCardFacts
 from codeflux.authority.service import AuthorityService, RequestView
 from codeflux.coordinator.journal import latest_session_event, read_session_head
@@ -24,7 +24,7 @@ from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
 from codeflux.coordinator.tasks.plans import examples_not_editable
 from codeflux.coordinator.tasks.service import TaskService, TaskView
 from codeflux.domain.acceptance import acceptance_of
-from codeflux.domain.capabilities import Capability
+from codeflux.domain.capabilities import Capability, describe_denial
 from codeflux.domain.clarification import requirement_sentences, trace_coverage
 from codeflux.domain.confinement import ConfinementMode, allow_for_task_refusal, describe_approval
 from codeflux.domain.display import argument_display_text
@@ -232,6 +232,7 @@ def approval_view(request: RequestView, repository: RepositoryCardFacts | None =
     runs_program = runs_a_program(request.classification)
     network = any(item.need.capability is Capability.NETWORK for item in needs)
     mode = choose_confinement().mode
+    denied = default_needs_to_deny(request.classification)
     return product_pb2.PendingApproval(
         request_id=request.request_id, tool=request.tool,
         arguments=[product_pb2.Argument(name=name, value=argument_text(value)) for name, value in operation.arguments],
@@ -247,7 +248,8 @@ def approval_view(request: RequestView, repository: RepositoryCardFacts | None =
                                              decided_at=rfc3339_of_us(earlier.decided_at_us))
             for earlier in repository.allowed_before],
         allow_for_repository_refusal="" if repository is None else repository.refusal,
-        repository_identity="" if repository is None or repository.identity is None else str(repository.identity))
+        repository_identity="" if repository is None or repository.identity is None else str(repository.identity),
+        deny_blocks=[str(need) for need in denied], deny_meaning=describe_denial(denied))
 
 
 def pending_approvals(app: CoordinatorApp, task_id: TaskId) -> list[product_pb2.PendingApproval]:

@@ -1,7 +1,8 @@
 """The whole journey in headless Chromium against a real coordinator (scripted provider, real git):
 first run → demo repository → requirement (prefilled from the sample's TASK.md, budget suggested: nothing is
-typed) → plan → approve → approval card → allow once → the committed result → review → accept → the change
-is on the branch (checked with the git CLI). And a deny, seen in the UI."""
+typed) → plan → approve → approval card → allow once → the committed result → review → accept (anyway: an
+advisory check failed) → the change is on the branch (checked with the git CLI). And a deny, said before the
+click and seen in the UI, then a review whose blocked checks make Accept ask twice."""
 
 from __future__ import annotations
 
@@ -101,7 +102,14 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     # issue 18: phases C and D say per atom what they found too (no composition, no branch on the changed line)
     expect(atom.locator('[data-stage="control-obligations"]')).to_be_visible()
     expect(atom.locator('[data-testid="atom-stage"]')).to_have_count(20)
+    # issue 20: an advisory check failed (the tests exercise few of add's input rungs), so Accept first says so and
+    # needs "Accept anyway"; the acceptance itself and delivery (blocked until this decision) are not warnings
     drawer.get_by_test_id("review-accept").click()
+    warnings = drawer.get_by_test_id("accept-warnings")
+    expect(warnings).to_contain_text("atom-case-synthesis failed", timeout=MS)
+    expect(warnings).not_to_contain_text("human-acceptance")
+    expect(warnings).not_to_contain_text("deliver")
+    drawer.get_by_test_id("accept-confirm-yes").click()
     expect(app.testid("accept-result")).to_be_visible(timeout=MS)
     task_state(app, "completed")
 
@@ -118,6 +126,11 @@ def test_a_deny_blocks_the_capability_and_the_ui_says_so(app: AppPage) -> None:
     demo_task_to_plan(app)
     card = approve_until_approval_card(app)
     request_id = card.get_attribute("data-request-id")
+    # issue 20: before the click, the card says what Deny records and blocks for the rest of the task
+    deny = card.get_by_test_id("approval-deny-meaning")
+    expect(deny).to_contain_text("Deny blocks every program (any command the agent asks to run) for the rest of "
+                                 "this task: it records a denial of process", timeout=MS)
+    expect(deny).to_have_attribute("data-blocks", "process")
     card.get_by_test_id("approval-deny").click()
     expect(card.get_by_test_id("approval-outcome")).to_contain_text("denied", timeout=MS)
     expect(card.get_by_test_id("approval-deny")).to_have_count(0)
@@ -128,6 +141,27 @@ def test_a_deny_blocks_the_capability_and_the_ui_says_so(app: AppPage) -> None:
     expect(app.testid("task-state")).not_to_have_attribute("data-state", "awaiting-authority", timeout=MS)
     assert request_id
     assert all(request_id not in (intended.nth(i).inner_text()) for i in range(intended.count()))
+
+    # issue 20: the task reaches review with checks that could not run; Accept warns and needs "Accept anyway"
+    task_state(app, "awaiting-review")
+    app.testid("open-review").click()
+    drawer = app.testid("review-drawer")
+    expect(drawer).to_be_visible(timeout=MS)
+    accept = drawer.get_by_test_id("review-accept")
+    expect(accept).to_have_text("Accept the change…")
+    accept.click()
+    confirm = drawer.get_by_test_id("accept-confirm")
+    expect(confirm).to_be_visible(timeout=MS)
+    expect(confirm.get_by_test_id("accept-warnings")).to_contain_text("integration-tests was blocked")
+    app.page.wait_for_timeout(300)
+    expect(app.testid("accept-result")).to_have_count(0)  # the first click decided nothing
+    task_state(app, "awaiting-review")
+    confirm.get_by_test_id("accept-confirm-no").click()
+    expect(confirm).to_have_count(0)
+    accept.click()
+    drawer.get_by_test_id("accept-confirm-yes").click()
+    expect(app.testid("accept-result")).to_be_visible(timeout=MS)
+    task_state(app, "completed")
     assert app.foreign_requests == []
 
 

@@ -145,3 +145,33 @@ def test_the_page_requests_nothing_outside_its_origin_and_runs_no_inline_script(
             assert app.foreign_requests == []
     finally:
         app.context.close()
+
+
+def test_the_favicon_loads_under_the_csp_with_no_console_error(
+    chromium: Any, server: Any, request: pytest.FixtureRequest
+) -> None:
+    load = """(src) => new Promise((resolve) => {
+      const image = new Image();
+      image.onload = () => resolve(image.naturalWidth > 0 ? "loaded" : "empty");
+      image.onerror = () => resolve("error");
+      image.src = src;
+    })"""
+    app: AppPage = open_app(chromium, server.launch_url())
+    try:
+        with failure_screenshot(request, lambda: [app.page]):
+            expect(app.testid("first-run")).to_be_visible(timeout=MS)
+            icon = app.page.locator('link[rel="icon"]').get_attribute("href")
+            assert icon == "/static/favicon.svg"
+            assert app.page.evaluate(load, icon) == "loaded"
+            # positive control: a missing image does fail to load here
+            assert app.page.evaluate(load, "/static/no-such-icon.svg") == "error"
+            app.console_errors.clear()
+            app.page.reload()
+            expect(app.testid("first-run")).to_be_visible(timeout=MS)
+            assert app.page.evaluate(load, icon) == "loaded"
+            assert app.console_errors == []
+    finally:
+        app.context.close()
+    # what a browser asks any page of the origin for, the sign-in explanations included: no session needed
+    plain = _request(_origin(server) + "/favicon.ico")
+    assert plain.status == 200 and plain.getheader("Content-Type") == "image/svg+xml"

@@ -33,6 +33,9 @@ def test_a_deny_blocks_the_capability_and_the_task_sees_it(coordinator: Coordina
     denied = {(d.capability, d.resource) for d in listed.denials}
     assert denied and all(d.reason == "no commands in this task" for d in listed.denials)
     assert {cap.split(":", 1)[0] for cap in pending.capabilities} <= {cap for cap, _ in denied}
+    # what the card said Deny would block, before the click, is exactly what was recorded (issue 20 item 3)
+    assert set(pending.deny_blocks) == {f"{cap}:{resource}" if resource else cap for cap, resource in denied}
+    assert pending.deny_meaning.startswith("blocks every program (any command the agent asks to run) for the rest")
     timeline = call(c, "TaskService/GetTimeline", pb.GetTimelineRequest(task_id=waiting.task_id, limit=1000))
     assert isinstance(timeline, pb.Timeline)
     decided = [json.loads(e.payload_json) for e in timeline.events if e.kind == "authority-decided"]

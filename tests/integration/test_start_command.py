@@ -85,12 +85,12 @@ def _stop(started: Started) -> str:
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0:0", "192.168.1.10:47311", "example.com:80", "[::ffff:127.0.0.1]:0",
-                                     "127.0.0.1", "127.0.0.1:99999", ":47311"])
+                                     "127.0.0.2:0", "127.0.0.2", "127.0.0.1", "127.0.0.1:99999", ":47311"])
 def test_a_non_loopback_or_malformed_address_is_refused_with_exit_2(tmp_path: Path, address: str) -> None:
     result = run_codeflux("start", "--no-browser", "--address", address, data_dir=tmp_path / "data")
     assert result.code == 2, result
     assert "loopback" in result.err or "HOST:PORT" in result.err or "port" in result.err
-    assert not (tmp_path / "data" / "codeflux.sqlite3").exists()
+    assert not (tmp_path / "data").exists()  # refused before anything is written (no database, no lock files)
 
 
 def test_start_migrates_prints_a_one_time_launch_url_and_serves_the_page(started: Started, tmp_path: Path) -> None:

@@ -164,6 +164,51 @@ def test_the_upgrade_rate_is_bounded(tmp_path: Path) -> None:
     assert codes == [101, 101, 101, 429]
 
 
+def raw_exchange(server: RunningServer, head: str, body: bytes = b"") -> bytes:
+    """Send ``head`` (CRLF lines, Host added) and ``body`` over a raw socket; return all bytes received until
+    the server closes (a reset after a reply counts as the close)."""
+    request = f"{head}\r\nHost: {ui_host(server)}\r\n\r\n".encode() + body
+    received = b""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
+        try:
+            raw.sendall(request)
+            while chunk := raw.recv(4096):
+                received += chunk
+        except ConnectionResetError:
+            pass
+    return received
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+def test_a_request_with_a_body_is_answered_405(harness: TransportHarness, method: str) -> None:
+    body = b'{"x": 1}'
+    received = raw_exchange(harness.server, f"{method} / HTTP/1.1\r\nContent-Length: {len(body)}", body)
+    assert received.startswith(b"HTTP/1.1 405 "), received[:80]
+    assert b"\r\nAllow: GET\r\n" in received
+    chunked = raw_exchange(harness.server, f"{method} /launch HTTP/1.1\r\nTransfer-Encoding: chunked",
+                           b"5\r\nhello\r\n0\r\n\r\n")
+    assert chunked.startswith(b"HTTP/1.1 405 "), chunked[:80]
+    # a GET that announces a body is refused too (400), before any upgrade
+    assert raw_exchange(harness.server, "GET / HTTP/1.1\r\nContent-Length: 3", b"abc").startswith(b"HTTP/1.1 400 ")
+    # positive control: the same raw exchange without a body gets the page
+    assert raw_exchange(harness.server, "GET / HTTP/1.1").startswith(b"HTTP/1.1 200 ")
+
+
+def test_a_large_body_is_not_read_past_the_cap(harness: TransportHarness) -> None:
+    """The reply comes before the body is read; a body past the cap gets the connection cut, not read."""
+    server = harness.server
+    head = f"POST / HTTP/1.1\r\nHost: {ui_host(server)}\r\nContent-Length: {64 * 1024 * 1024}\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
+        raw.sendall(head.encode())
+        reply = raw.recv(4096)
+        assert reply.startswith(b"HTTP/1.1 405 "), reply[:80]
+        sent = 0
+        with pytest.raises(OSError):  # reset (or broken pipe) long before 64 MiB
+            for _ in range(1024):
+                sent += raw.send(b"x" * 65536)
+        assert sent < 32 * 1024 * 1024
+
+
 def test_plain_http_policy(harness: TransportHarness) -> None:
     server = harness.server
     for host in ("evil.example", f"127.0.0.1:{server.port}", f"localhost:{server.port}", server.ui_name):

@@ -558,7 +558,7 @@ class BudgetView(_message.Message):
     def __init__(self, set: _Optional[bool] = ..., revision: _Optional[int] = ..., hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., warning: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., spent: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., reserved: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., remaining: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., tokens_used: _Optional[int] = ..., tokens_reserved: _Optional[int] = ..., token_limit: _Optional[int] = ..., token_limit_set: _Optional[bool] = ..., pending_decisions: _Optional[_Iterable[int]] = ..., exhausted: _Optional[bool] = ..., lines: _Optional[_Iterable[str]] = ..., spend_line: _Optional[str] = ...) -> None: ...
 
 class PendingApproval(_message.Message):
-    __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd", "meaning", "allow_for_task_refusal", "confirmation", "allowed_before", "allow_for_repository_refusal", "repository_identity")
+    __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd", "meaning", "allow_for_task_refusal", "confirmation", "allowed_before", "allow_for_repository_refusal", "repository_identity", "deny_blocks", "deny_meaning")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -573,6 +573,8 @@ class PendingApproval(_message.Message):
     ALLOWED_BEFORE_FIELD_NUMBER: _ClassVar[int]
     ALLOW_FOR_REPOSITORY_REFUSAL_FIELD_NUMBER: _ClassVar[int]
     REPOSITORY_IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    DENY_BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    DENY_MEANING_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     tool: str
     arguments: _containers.RepeatedCompositeFieldContainer[Argument]
@@ -587,7 +589,9 @@ class PendingApproval(_message.Message):
     allowed_before: _containers.RepeatedCompositeFieldContainer[EarlierAllowanceView]
     allow_for_repository_refusal: str
     repository_identity: str
-    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., operation_identity: _Optional[str] = ..., reason: _Optional[str] = ..., cwd: _Optional[str] = ..., meaning: _Optional[str] = ..., allow_for_task_refusal: _Optional[str] = ..., confirmation: _Optional[str] = ..., allowed_before: _Optional[_Iterable[_Union[EarlierAllowanceView, _Mapping]]] = ..., allow_for_repository_refusal: _Optional[str] = ..., repository_identity: _Optional[str] = ...) -> None: ...
+    deny_blocks: _containers.RepeatedScalarFieldContainer[str]
+    deny_meaning: str
+    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., operation_identity: _Optional[str] = ..., reason: _Optional[str] = ..., cwd: _Optional[str] = ..., meaning: _Optional[str] = ..., allow_for_task_refusal: _Optional[str] = ..., confirmation: _Optional[str] = ..., allowed_before: _Optional[_Iterable[_Union[EarlierAllowanceView, _Mapping]]] = ..., allow_for_repository_refusal: _Optional[str] = ..., repository_identity: _Optional[str] = ..., deny_blocks: _Optional[_Iterable[str]] = ..., deny_meaning: _Optional[str] = ...) -> None: ...
 
 class EarlierAllowanceView(_message.Message):
     __slots__ = ("task_id", "request_id", "decision_id", "outcome", "decided_at")
@@ -1124,7 +1128,7 @@ class WhatRunsChangeView(_message.Message):
     def __init__(self, path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ReviewView(_message.Message):
-    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs", "accept_confirmation", "budget", "reject_confirmation", "atoms", "line_notes")
+    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs", "accept_confirmation", "budget", "reject_confirmation", "atoms", "line_notes", "accept_warnings")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
@@ -1142,6 +1146,7 @@ class ReviewView(_message.Message):
     REJECT_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     ATOMS_FIELD_NUMBER: _ClassVar[int]
     LINE_NOTES_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_WARNINGS_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     diff_identity: str
     base: str
@@ -1159,7 +1164,8 @@ class ReviewView(_message.Message):
     reject_confirmation: str
     atoms: _containers.RepeatedCompositeFieldContainer[AtomEvidenceView]
     line_notes: _containers.RepeatedCompositeFieldContainer[LineNoteView]
-    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., accept_confirmation: _Optional[str] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., reject_confirmation: _Optional[str] = ..., atoms: _Optional[_Iterable[_Union[AtomEvidenceView, _Mapping]]] = ..., line_notes: _Optional[_Iterable[_Union[LineNoteView, _Mapping]]] = ...) -> None: ...
+    accept_warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., accept_confirmation: _Optional[str] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., reject_confirmation: _Optional[str] = ..., atoms: _Optional[_Iterable[_Union[AtomEvidenceView, _Mapping]]] = ..., line_notes: _Optional[_Iterable[_Union[LineNoteView, _Mapping]]] = ..., accept_warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class LineNoteView(_message.Message):
     __slots__ = ("path", "line", "kind", "subject", "state", "text")

@@ -150,9 +150,19 @@ export function reviewDrawer(app, task, review) {
     clear(confirmSlot).append(rejectConfirmation(app, review, reason.value, retry, () => clear(confirmSlot)));
     app.gate();
   };
+  // A check that failed, was blocked or did not run: Accept first says so and needs "Accept anyway".
+  const warnings = review.acceptWarnings || [];
+  const acceptSlot = el("div", { testid: "accept-confirm-slot" });
+  const accept = () => app.accept(review.diffIdentity, review.acceptConfirmation);
+  const askAccept = () => {
+    if (!warnings.length) { accept(); return; }
+    clear(acceptSlot).append(acceptConfirmation(review, warnings, accept, () => clear(acceptSlot)));
+    app.gate();
+  };
   const canDecide = task.state === "awaiting-review";
   const decide = canDecide ? el("div", { class: "actions" },
-    mutatingButton("Accept the change", () => app.accept(review.diffIdentity, review.acceptConfirmation), "review-accept", { dataset: { mutating: "1", scope: "task" } }),
+    mutatingButton(warnings.length ? "Accept the change…" : "Accept the change", askAccept, "review-accept", { dataset: { mutating: "1", scope: "task" } }),
+    acceptSlot,
     el("label", { for: "reject-reason", text: "Reason (required to reject)" }), reason,
     mutatingButton("Reject…", () => askReject(false), "review-reject", { dataset: { mutating: "1", scope: "task" } }),
     mutatingButton("Reject and try again…", () => askReject(true), "review-reject-retry", { dataset: { mutating: "1", scope: "task" } }),
@@ -181,6 +191,20 @@ export function reviewDrawer(app, task, review) {
     el("h3", { text: `Evidence per atom (${(review.atoms || []).length})` }), atomEvidence(review.atoms || []),
     el("h3", { text: "Not examined" }), textList(review.notExamined, "Nothing listed as not examined.", "review-not-examined"),
     decide);
+}
+
+// The second step of an Accept while checks failed, were blocked or did not run: lists them; accepts only on
+// "Accept anyway".
+function acceptConfirmation(review, warnings, accept, cancel) {
+  const diff = (review.diffIdentity || "").slice(0, 12);
+  const count = warnings.length === 1 ? "1 check" : `${warnings.length} checks`;
+  return el("div", { class: "confirm notice", role: "alertdialog", "aria-label": "Confirm accepting despite the checks",
+    testid: "accept-confirm" },
+  el("p", { testid: "accept-confirm-text",
+    text: `Accept diff ${diff} although ${count} failed, were blocked or did not run? Accepting delivers it as it is.` }),
+  el("ul", { class: "plain", testid: "accept-warnings" }, warnings.map((w) => el("li", { text: w }))),
+  mutatingButton("Accept anyway", accept, "accept-confirm-yes", { dataset: { mutating: "1", scope: "task" } }),
+  el("button", { type: "button", testid: "accept-confirm-no", onclick: cancel, text: "No, keep reviewing" }));
 }
 
 // The confirmation step of a reject: says what will happen (the patch is kept; the task ends, or another

@@ -102,6 +102,11 @@ function approvalDetail(a) {
   const meaning = a.meaning
     ? el("p", { class: "notice", testid: "approval-meaning" }, el("strong", { text: "Approving means: " }), a.meaning)
     : null;
+  // What Deny records is said before the click: a denial binds to the task and the capability, not the tool.
+  const deny = a.denyMeaning
+    ? el("p", { class: "notice", testid: "approval-deny-meaning", dataset: { blocks: (a.denyBlocks || []).join(" ") } },
+      el("strong", { text: "Deny " }), a.denyMeaning, ".")
+    : null;
   const refusal = a.allowForTaskRefusal
     ? el("p", { testid: "approval-allow-for-task-refusal" }, `Allow for this task is not offered: ${a.allowForTaskRefusal}`)
     : null;
@@ -114,7 +119,7 @@ function approvalDetail(a) {
       `${a.repositoryIdentity || "unknown"}) then runs without asking in this task and in every later task of ` +
       "this repository, until you revoke it in Settings or with `codeflux approvals revoke`. Any other argument, " +
       "program or repository still asks, and a capability you deny in a task still wins.");
-  return el("div", {}, meaning, refusal, allowedBefore(a.allowedBefore), repository,
+  return el("div", {}, meaning, deny, refusal, allowedBefore(a.allowedBefore), repository,
     facts([["Tool", escapeForDisplay(a.tool)], ["Operation identity", a.operationIdentity],
       ["Scope", escapeForDisplay(a.scope)], ["Working directory", escapeForDisplay(a.cwd)],
       ["Reason", escapeForDisplay(a.reason)]], "approval-facts"),

@@ -21,7 +21,7 @@ from codeflux.authority.decide import (
     rule_on_request,
     rule_on_user_decision,
 )
-from codeflux.domain.capabilities import Capability, CapabilityNeed
+from codeflux.domain.capabilities import Capability, CapabilityNeed, describe_denial
 from codeflux.domain.errors import InvalidValueError, ToolRequestInvalidError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.operations import ExecutablePin, Operation, OperationIdentity, derive_operation_identity
@@ -230,6 +230,19 @@ def test_a_plain_deny_records_the_most_severe_needs_of_the_request() -> None:
     )
     assert default_needs_to_deny(run("pytest")) == (CapabilityNeed(capability=C.PROCESS),)
     assert default_needs_to_deny(classify("read_file", path="a")) == ()
+
+
+def test_what_a_deny_blocks_is_said_in_words_before_the_click() -> None:
+    """The card's text comes from the same needs a plain deny records (issue 20 item 3)."""
+    process = describe_denial(default_needs_to_deny(run("pytest")))
+    assert process.startswith("blocks every program (any command the agent asks to run) for the rest of this task")
+    assert "records a denial of process" in process
+    host = describe_denial(default_needs_to_deny(run("curl", "https://example.com")))
+    assert host.startswith("blocks network access to example.com for the rest of this task")
+    assert "records a denial of network:example.com" in host
+    both = describe_denial((NETWORK, CapabilityNeed(capability=C.INSTALL)))
+    assert both.startswith("blocks all network access and installing packages for the rest of this task")
+    assert describe_denial(()) == ""
 
 
 def test_a_deny_may_widen_to_the_whole_capability() -> None:

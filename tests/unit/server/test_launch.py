@@ -234,6 +234,19 @@ def test_unknown_paths_are_not_found(path: str) -> None:
     assert request(LaunchTokens(), path)[0] == 404
 
 
+def test_the_favicon_is_served_without_a_session_but_only_on_the_ui_host() -> None:
+    status, headers, body = request(LaunchTokens(), "/favicon.ico", static=StaticFiles())
+    assert status == 200
+    assert headers["Content-Type"] == "image/svg+xml"
+    assert body.startswith("<svg ") and "<script" not in body
+    assert "Set-Cookie" not in headers
+    assert request(LaunchTokens(), "/favicon.ico", headers=[("Host", "evil.example")], static=StaticFiles())[0] == 421
+    assert request(LaunchTokens(), "/favicon.ico", method="POST", static=StaticFiles())[0] == 405
+    # the web client links it (the page's CSP, img-src 'self', allows it)
+    index = StaticFiles().index()
+    assert index is not None and b'<link rel="icon" href="/static/favicon.svg"' in index.body
+
+
 @pytest.mark.parametrize("host", [ORIGIN, ORIGIN.upper(), f" {ORIGIN} "])
 def test_the_ui_host_is_served_and_the_csp_names_that_origin(host: str) -> None:
     status, headers, _ = request(LaunchTokens(), headers=[("Host", host)])
