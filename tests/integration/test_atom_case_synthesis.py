@@ -261,7 +261,8 @@ def test_the_catalog_says_stage_7_is_performed_in_phase_b_and_what_it_does_not_c
     assert stage.performable and not stage.sends_back
     assert "recorded and classified in the task's box" in stage.gate and "Not checked" in stage.gate
     assert "drawn in the task's box by Hypothesis with a recorded seed" in stage.gate and "from_type" in stage.gate
-    assert [item.stage for item in ATOM_STAGES][:2] == [StageName.CONTRACTS, StageName.ATOM_CASE_SYNTHESIS]
+    assert [item.stage for item in ATOM_STAGES][:3] == [StageName.CONTRACTS, StageName.RECALL,
+                                                        StageName.ATOM_CASE_SYNTHESIS]
 
 
 def examples(result: StageResult) -> dict[tuple[str, str, str], list[str]]:

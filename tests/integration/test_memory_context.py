@@ -36,9 +36,11 @@ def test_an_applicable_fact_reaches_the_planner_labelled_and_a_changed_source_ta
     assert MEMORY_LABEL not in first_message(harness)  # nothing learned yet: no block at all
     fact = learn_repository_fact(harness.db, root=harness.repo, topic="package-layout",
                                  fact="calc code lives in pkg/calc.py; tests in tests/", sources=["pkg/calc.py"])
-    learn_reviewed_command(harness.db, root=harness.repo, argv=["curl", "https://example.invalid"],
-                           operation_identity="op_" + "0" * 64, decision_id="dec_" + "0" * 32,
-                           task_id="tsk_" + "0" * 32)
+    learn_reviewed_command(harness.db, root=harness.repo, text="command curl https://example.invalid",
+                           tool="run_command", arguments={"argv": ["curl", "https://example.invalid"]},
+                           operation_identity="op_" + "0" * 64, repository_identity="rop_" + "0" * 64,
+                           allowed="allow-once", decision_id="dec_" + "0" * 32, task_id="tsk_" + "0" * 32,
+                           request_id="treq_" + "0" * 32, decided_at_us=1)
 
     shown = first_message(harness)
 
