@@ -29,6 +29,7 @@ __all__ = [
     "RepositorySnapshot",
     "WorkingTreeChange",
     "acknowledge_dirty_tree",
+    "checkout_commits",
     "dirty_tree_hash",
     "open_repository",
     "repository_identity",
@@ -106,6 +107,14 @@ def open_repository(path: Path) -> RepositorySnapshot:
             operations=in_progress_operations(repository),
             changes=changes,
         )
+
+
+def checkout_commits(path: Path) -> tuple[str, tuple[str, ...]]:
+    """HEAD's commit of the checkout holding ``path`` and the root commits reachable from it (sorted): the two facts
+    memory binds an entry to, without the status walk :func:`open_repository` does. Raises as it does."""
+    with opened_checkout(path) as (repository, _), map_git_errors("read the repository"):
+        head = repository.head.peel(pygit2.Commit)
+        return str(head.id), _root_commits(repository, head.id)
 
 
 def repository_identity(*, root: Path, root_commits: Iterable[str]) -> str:

@@ -1,7 +1,7 @@
 """The facts of a checkout memory is checked against, read without running any repository code.
 
-* the repository: its root commit (``git rev-list --max-parents=0 HEAD``; with several roots, the smallest id),
-  and the commit checked out;
+* the repository: its root commit (the parentless commits reachable from HEAD; with several roots, the smallest id)
+  and the commit checked out, read through pygit2 (:func:`codeflux.gitwork.repository.checkout_commits`);
 * each file's git blob hash **as the file is on disk now** (hashed here the way git hashes a blob, so a file
   unchanged since HEAD has HEAD's blob, and an uncommitted edit in a task worktree already counts as a change);
 * the dependency set: a sha256 over the dependency declarations of ``pyproject.toml`` (project dependencies,
@@ -13,7 +13,7 @@
   versions of the check tools installed in it (from their ``*.dist-info`` folder names); without an environment,
   the interpreter ``python3`` on PATH resolves to. Nothing is executed to learn them.
 
-git runs with :data:`~codeflux.domain.git_options.SAFE_GIT_OPTIONS` and no ``GIT_*`` variable of the caller.
+No program is started: git's objects are read in process, files are hashed here.
 """
 
 from __future__ import annotations
@@ -24,15 +24,13 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
-from codeflux.domain.errors import GitOperationFailedError, RepositoryNotUsableError
-from codeflux.domain.git_options import SAFE_GIT_OPTIONS
 from codeflux.domain.memory import CurrentFacts, Toolchain
+from codeflux.gitwork.repository import checkout_commits
 
 __all__ = [
     "CHECK_TOOLS",
@@ -45,7 +43,6 @@ __all__ = [
     "root_commit_of",
 ]
 
-_GIT_TIMEOUT_S: Final = 30
 LOCK_FILES: Final = ("uv.lock", "poetry.lock", "Pipfile.lock", "pdm.lock", "Pipfile")
 CHECK_TOOLS: Final = frozenset({"pytest", "coverage", "hypothesis", "ruff", "mypy", "mutmut", "radon", "bandit",
                                 "pytest-cov", "libcst"})
@@ -54,35 +51,14 @@ _VERSION_LINE = re.compile(r"^\s*version(?:_info)?\s*=\s*([0-9][0-9A-Za-z.+-]*)\
 _DIST_INFO = re.compile(r"^([A-Za-z0-9_.-]+?)-([0-9][0-9A-Za-z.+!-]*)\.dist-info$")
 
 
-def _git(root: Path, *args: str) -> str:
-    executable = shutil.which("git")
-    if executable is None:
-        raise GitOperationFailedError(operation=f"run git {args[0]}", problem="git-missing", detail="no git on PATH")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    try:
-        done = subprocess.run([executable, *SAFE_GIT_OPTIONS, "-C", str(root), *args], env=env, capture_output=True,
-                              text=True, timeout=_GIT_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise GitOperationFailedError(operation=f"run git {args[0]}", problem="failed", detail=str(error)) from error
-    if done.returncode != 0:
-        raise RepositoryNotUsableError(path=str(root), problem="no-commits",
-                                       detail="memory needs a git repository with a commit checked out")
-    return done.stdout
-
-
 def root_commit_of(root: Path) -> str:
     """The repository's root commit (the smallest id when history has several roots)."""
-    roots = sorted(line.strip() for line in _git(root, "rev-list", "--max-parents=0", "HEAD").splitlines()
-                   if line.strip())
-    if not roots:
-        raise RepositoryNotUsableError(path=str(root), problem="no-commits", detail="HEAD has no root commit")
-    return roots[0]
+    return checkout_commits(root)[1][0]
 
 
 def head_commit_of(root: Path) -> str:
     """The commit checked out (``HEAD``)."""
-    return _git(root, "rev-parse", "--verify", "HEAD^{commit}").strip()
+    return checkout_commits(root)[0]
 
 
 def blob_hash_of_file(root: Path, path: str, *, object_format: str = "sha1") -> str | None:

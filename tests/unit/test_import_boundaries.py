@@ -81,7 +81,7 @@ IMPORT_TABLE: dict[str, Leans] = {
     "worker": leans("domain", "api", "redact", third_party=frozenset({"grpc", "google.protobuf"})),
     "providers": leans("domain", "credentials", "redact", third_party=frozenset({"httpx", "pydantic"})),
     "pipeline": leans("domain", "store", "gitwork", third_party=frozenset({"ruff", "radon", "libcst"})),
-    "memory": leans("domain", "store"),
+    "memory": leans("domain", "store", "gitwork"),
     # The coordinator's floors, lowest first; each leans only on the ones below it.
     # Its top-level modules (hooks and their tool-call values, journal, maintenance, doctor, instance, demo).
     "coordinator": leans("domain", "store", "authority", "credentials", "worker", "memory", TOP_LEVEL,
