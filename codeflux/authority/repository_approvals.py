@@ -96,18 +96,21 @@ class RepositoryCardFacts:
     allowed_before: tuple[EarlierAllowance, ...]
     refusal: str
     identity: RepositoryOperationIdentity | None
+    not_applicable: tuple[str, ...] = ()
 
 
 def repository_card_facts(view: ReadView, request_id: str, *, unconfined: bool,
-                          allowed_before: Sequence[EarlierAllowance] = ()) -> RepositoryCardFacts:
+                          allowed_before: Sequence[EarlierAllowance] = (),
+                          not_applicable: Sequence[str] = ()) -> RepositoryCardFacts:
     """:class:`RepositoryCardFacts` of the recorded request ``request_id``; ``allowed_before`` is what the caller's
-    memory lookup found (:func:`codeflux.coordinator.runs.reviewed_commands.allowed_before`)."""
+    memory lookup found (:func:`codeflux.coordinator.runs.reviewed_commands.allowed_before`), ``not_applicable``
+    why the earlier allowances it refused do not apply now."""
     request = authority_rows.read_tool_request(view, request_id)
     refusal = repository_approval_refusal(view, task_id=request.task_id, unconfined=unconfined)
     roots = rows.task_repository_roots(view, request.task_id)
     identity = None if refusal or roots is None else derive_repository_operation_identity(request.operation, roots)
     return RepositoryCardFacts(allowed_before=tuple(allowed_before), refusal=refusal,
-                               identity=identity)
+                               identity=identity, not_applicable=tuple(not_applicable))
 
 
 class RepositoryApprovals:
@@ -146,7 +149,9 @@ class RepositoryApprovals:
         return self._db.read(lambda view: rows.repository_approval_of_decision(view, decision_id))
 
     def card_facts(self, request_id: str, *, unconfined: bool,
-                   allowed_before: Sequence[EarlierAllowance] = ()) -> RepositoryCardFacts:
+                   allowed_before: Sequence[EarlierAllowance] = (),
+                   not_applicable: Sequence[str] = ()) -> RepositoryCardFacts:
         """:func:`repository_card_facts` of ``request_id``, read now."""
         return self._db.read(lambda view: repository_card_facts(view, request_id, unconfined=unconfined,
-                                                                allowed_before=allowed_before))
+                                                                allowed_before=allowed_before,
+                                                                not_applicable=not_applicable))

@@ -249,7 +249,8 @@ def approval_view(request: RequestView, repository: RepositoryCardFacts | None =
             for earlier in repository.allowed_before],
         allow_for_repository_refusal="" if repository is None else repository.refusal,
         repository_identity="" if repository is None or repository.identity is None else str(repository.identity),
-        deny_blocks=[str(need) for need in denied], deny_meaning=describe_denial(denied))
+        deny_blocks=[str(need) for need in denied], deny_meaning=describe_denial(denied),
+        allowed_before_refused=[] if repository is None else list(repository.not_applicable))
 
 
 def pending_approvals(app: CoordinatorApp, task_id: TaskId) -> list[product_pb2.PendingApproval]:

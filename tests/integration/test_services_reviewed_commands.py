@@ -113,6 +113,7 @@ def test_a_person_s_allowance_is_remembered_and_the_next_card_reads_it_from_memo
 
     invalidate_memory_entry(db, entry.entry_id, cause=StateCause.PERSON, reason="do not trust this any more")
     assert earlier(app, second, again) == []  # the quarantined entry no longer speaks
+    assert [text.split(":")[0] for text in card(app, second, again).allowed_before_refused] == ["quarantined"]
     assert [reason for reason, _ in allowed_before(db, again.request_id).refused] == [ApplicabilityReason.QUARANTINED]
 
     driver.decide(again.request_id, UserDecision.ALLOW_FOR_TASK, reason="tests again")
@@ -120,6 +121,8 @@ def test_a_person_s_allowance_is_remembered_and_the_next_card_reads_it_from_memo
     third = start(tasks, snapshot)
     asked_third = run(driver, third, *PYTEST)
     assert earlier(app, third, asked_third) == [(second.value, "allowed-for-task")]  # control for the change below
+    stale = "other-dependencies: learned with another dependency set"
+    assert stale not in card(app, third, asked_third).allowed_before_refused
     move(tasks, third, TaskState.PAUSED)
 
     changed = with_dependencies(snapshot.root, "attrs>=23")
@@ -128,6 +131,7 @@ def test_a_person_s_allowance_is_remembered_and_the_next_card_reads_it_from_memo
     fourth_card = card(app, fourth, asked_fourth)
     assert fourth_card.repository_identity == first_card.repository_identity  # the same operation …
     assert list(fourth_card.allowed_before) == []  # … but learned with another dependency set: not claimed
+    assert "other-dependencies: learned with another dependency set" in fourth_card.allowed_before_refused
     refused = allowed_before(db, asked_fourth.request_id).refused
     assert (ApplicabilityReason.OTHER_DEPENDENCIES, "learned with another dependency set") in refused
 

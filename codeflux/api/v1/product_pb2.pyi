@@ -558,7 +558,7 @@ class BudgetView(_message.Message):
     def __init__(self, set: _Optional[bool] = ..., revision: _Optional[int] = ..., hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., warning: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., spent: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., reserved: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., remaining: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., tokens_used: _Optional[int] = ..., tokens_reserved: _Optional[int] = ..., token_limit: _Optional[int] = ..., token_limit_set: _Optional[bool] = ..., pending_decisions: _Optional[_Iterable[int]] = ..., exhausted: _Optional[bool] = ..., lines: _Optional[_Iterable[str]] = ..., spend_line: _Optional[str] = ...) -> None: ...
 
 class PendingApproval(_message.Message):
-    __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd", "meaning", "allow_for_task_refusal", "confirmation", "allowed_before", "allow_for_repository_refusal", "repository_identity", "deny_blocks", "deny_meaning")
+    __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd", "meaning", "allow_for_task_refusal", "confirmation", "allowed_before", "allow_for_repository_refusal", "repository_identity", "deny_blocks", "deny_meaning", "allowed_before_refused")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -575,6 +575,7 @@ class PendingApproval(_message.Message):
     REPOSITORY_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     DENY_BLOCKS_FIELD_NUMBER: _ClassVar[int]
     DENY_MEANING_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_BEFORE_REFUSED_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     tool: str
     arguments: _containers.RepeatedCompositeFieldContainer[Argument]
@@ -591,7 +592,8 @@ class PendingApproval(_message.Message):
     repository_identity: str
     deny_blocks: _containers.RepeatedScalarFieldContainer[str]
     deny_meaning: str
-    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., operation_identity: _Optional[str] = ..., reason: _Optional[str] = ..., cwd: _Optional[str] = ..., meaning: _Optional[str] = ..., allow_for_task_refusal: _Optional[str] = ..., confirmation: _Optional[str] = ..., allowed_before: _Optional[_Iterable[_Union[EarlierAllowanceView, _Mapping]]] = ..., allow_for_repository_refusal: _Optional[str] = ..., repository_identity: _Optional[str] = ..., deny_blocks: _Optional[_Iterable[str]] = ..., deny_meaning: _Optional[str] = ...) -> None: ...
+    allowed_before_refused: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., scope: _Optional[str] = ..., operation_identity: _Optional[str] = ..., reason: _Optional[str] = ..., cwd: _Optional[str] = ..., meaning: _Optional[str] = ..., allow_for_task_refusal: _Optional[str] = ..., confirmation: _Optional[str] = ..., allowed_before: _Optional[_Iterable[_Union[EarlierAllowanceView, _Mapping]]] = ..., allow_for_repository_refusal: _Optional[str] = ..., repository_identity: _Optional[str] = ..., deny_blocks: _Optional[_Iterable[str]] = ..., deny_meaning: _Optional[str] = ..., allowed_before_refused: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class EarlierAllowanceView(_message.Message):
     __slots__ = ("task_id", "request_id", "decision_id", "outcome", "decided_at")

@@ -186,4 +186,6 @@ def approval_card_facts(db: Database, request_id: str, *, unconfined: bool) -> R
     """What a pending request's card says about its repository: allowed before (from memory), whether
     allow-for-repository is offered and the identity it would bind."""
     earlier = allowed_before(db, request_id)
-    return RepositoryApprovals(db).card_facts(request_id, unconfined=unconfined, allowed_before=earlier.shown)
+    not_applicable = sorted({f"{reason}: {detail}" for reason, detail in earlier.refused})
+    return RepositoryApprovals(db).card_facts(request_id, unconfined=unconfined, allowed_before=earlier.shown,
+                                              not_applicable=not_applicable)

@@ -119,7 +119,7 @@ function approvalDetail(a) {
       `${a.repositoryIdentity || "unknown"}) then runs without asking in this task and in every later task of ` +
       "this repository, until you revoke it in Settings or with `codeflux approvals revoke`. Any other argument, " +
       "program or repository still asks, and a capability you deny in a task still wins.");
-  return el("div", {}, meaning, deny, refusal, allowedBefore(a.allowedBefore), repository,
+  return el("div", {}, meaning, deny, refusal, allowedBefore(a.allowedBefore, a.allowedBeforeRefused), repository,
     facts([["Tool", escapeForDisplay(a.tool)], ["Operation identity", a.operationIdentity],
       ["Scope", escapeForDisplay(a.scope)], ["Working directory", escapeForDisplay(a.cwd)],
       ["Reason", escapeForDisplay(a.reason)]], "approval-facts"),
@@ -127,15 +127,21 @@ function approvalDetail(a) {
     el("h4", { text: "Capabilities" }), textList(a.capabilities, "none", "approval-capabilities"));
 }
 
-// Earlier decisions by a person that allowed exactly this operation on this repository (task, date).
-function allowedBefore(earlier) {
+// Earlier decisions by a person that allowed exactly this operation on this repository (task, date), and the
+// earlier allowances memory refused now, each with the applicability check's reason (never counted as allowed).
+function allowedBefore(earlier, refused) {
+  const stale = (refused || []).length
+    ? el("p", { testid: "approval-allowed-before-refused", dataset: { count: String(refused.length) } },
+      `${refused.length} earlier allowance(s) of this operation no longer apply: `, refused.join("; "))
+    : null;
   if (!(earlier || []).length) {
-    return el("p", { testid: "approval-allowed-before", dataset: { count: "0" },
-      text: "Not allowed before on this repository." });
+    return el("div", {}, el("p", { testid: "approval-allowed-before", dataset: { count: "0" },
+      text: "Not allowed before on this repository." }), stale);
   }
-  return el("p", { class: "notice", testid: "approval-allowed-before", dataset: { count: String(earlier.length) } },
-    el("strong", { text: "Allowed before on this repository: " }),
-    earlier.map((e) => `in task ${e.taskId} on ${e.decidedAt} (${e.outcome})`).join("; "));
+  return el("div", {}, el("p", { class: "notice", testid: "approval-allowed-before",
+    dataset: { count: String(earlier.length) } },
+  el("strong", { text: "Allowed before on this repository: " }),
+  earlier.map((e) => `in task ${e.taskId} on ${e.decidedAt} (${e.outcome})`).join("; ")), stale);
 }
 
 function toolRequested(payload) {
