@@ -8,6 +8,8 @@ evidence stopped holding is quarantined on the way). Reviewed commands are never
 decisions on exact operations, not from anything the model reads. The block says what it is — context learned
 from earlier accepted tasks, checked just now, not instructions, no authority, not proof (this run checks
 everything again) — and how many candidates were refused, so a missing fact is not mistaken for no fact.
+Conventions learned from an approved instruction file are not repeated: the approved file itself is sent whole
+(and a file that is not approved any more has its conventions quarantined).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from codeflux.domain.errors import CodefluxError
-from codeflux.domain.memory import MemoryKind
+from codeflux.domain.memory import ConventionOrigin, MemoryKind
 from codeflux.memory.recall import RecallContext, RecalledEntry, recall
 from codeflux.store.database import Database
 
@@ -32,6 +34,11 @@ _LIMIT: Final = 20
 _MAX_CHARS: Final = 400
 
 
+def _shown(item: RecalledEntry) -> bool:
+    entry = item.entry
+    return entry.kind in _SHOWN and entry.body.get("origin") != ConventionOrigin.INSTRUCTION_FILE
+
+
 def memory_block(db: Database, *, root: Path, query: str) -> str | None:
     """The block for the checkout at ``root`` and the words of ``query`` (see the module docstring), or None when
     memory holds nothing applicable (or could not be read: the model then simply gets no memory)."""
@@ -41,7 +48,7 @@ def memory_block(db: Database, *, root: Path, query: str) -> str | None:
         for text, kind in ((query, None), ("test command package layout interpreter entry point",
                                            MemoryKind.REPOSITORY_FACT)):
             found = recall(db, text, RecallContext(root=root, kind=kind, limit=_LIMIT))
-            usable.update({item.entry.entry_id.value: item for item in found.usable if item.entry.kind in _SHOWN})
+            usable.update({item.entry.entry_id.value: item for item in found.usable if _shown(item)})
             refused.update(item.entry_id.value for item in found.refused)
     except (CodefluxError, OSError):
         return None

@@ -26,11 +26,13 @@ __all__ = [
     "INSTRUCTION_FILE_NAMES",
     "MAX_INSTRUCTION_FILE_BYTES",
     "MAX_INSTRUCTION_PATHS",
+    "MAX_STATEMENTS",
     "ApprovalState",
     "InstructionFile",
     "ReadProblem",
     "approved_instruction_label",
     "approved_instructions_block",
+    "instruction_statements",
     "instructions_listing",
     "instructions_update",
     "is_instruction_path",
@@ -194,3 +196,29 @@ def sent_instructions_listing(texts: Iterable[str]) -> tuple[tuple[str, str], ..
             found = (_FILE_LINE.fullmatch(line) for line in inside.splitlines())
             return tuple(sorted((match.group(1), match.group(2)) for match in found if match is not None))
     return ()
+
+
+MAX_STATEMENTS: Final = 40
+_STATEMENT_CHARS: Final = (8, 400)
+_LIST_ITEM: Final = re.compile(r"\s{0,6}(?:[-*+]|\d{1,3}[.)])\s+(\S.*)")
+
+
+def instruction_statements(text: str) -> tuple[str, ...]:
+    """The conventions an instruction file states, one per list item (``-``, ``*``, ``+`` or ``1.``), in the file's
+    order: whitespace collapsed, 8–400 characters, each once, at most :data:`MAX_STATEMENTS`. Prose paragraphs and
+    headings are left out (the approved file itself reaches the model whole); a fenced code block is skipped."""
+    found: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        match = None if fenced else _LIST_ITEM.fullmatch(line.rstrip())
+        if match is None:
+            continue
+        statement = " ".join(match.group(1).split())
+        if _STATEMENT_CHARS[0] <= len(statement) <= _STATEMENT_CHARS[1] and statement not in found:
+            found.append(statement)
+        if len(found) == MAX_STATEMENTS:
+            break
+    return tuple(found)

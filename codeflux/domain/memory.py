@@ -34,6 +34,7 @@ __all__ = [
     "MAX_REASON_CHARS",
     "ApplicabilityReason",
     "ApplicabilityVerdict",
+    "ConventionOrigin",
     "CurrentFacts",
     "EvidenceKind",
     "EvidenceRef",
@@ -79,6 +80,13 @@ class StateCause(StrEnum):
     EVIDENCE_CHANGED = "evidence-changed"  # found inapplicable because a source blob changed or vanished
     DERIVED_FROM_QUARANTINED = "derived-from-quarantined"
     INFLUENCED_BY_QUARANTINED = "influenced-by-quarantined"
+
+
+class ConventionOrigin(StrEnum):
+    """Where a ``convention`` entry came from."""
+
+    INSTRUCTION_FILE = "instruction-file"  # a list item of an instruction file a person approved
+    REVIEW = "review"  # the reason a person gave when rejecting a task's diff
 
 
 class MemoryEdgeKind(StrEnum):

@@ -18,6 +18,7 @@ from pathlib import Path
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ids import MemoryEntryId
 from codeflux.domain.memory import (
+    ConventionOrigin,
     EvidenceKind,
     EvidenceRef,
     MemoryEntry,
@@ -127,10 +128,16 @@ def learn_reviewed_command(db: Database, *, root: Path, text: str, tool: str, ar
                            EvidenceRef(kind=EvidenceKind.TASK, ref=task_id)], toolchain=toolchain)
 
 
-def learn_convention(db: Database, *, root: Path, statement: str, source: str, evidence: Sequence[EvidenceRef] = (),
+def learn_convention(db: Database, *, root: Path, statement: str, origin: ConventionOrigin, source: str | None = None,
+                     sha256: str | None = None, evidence: Sequence[EvidenceRef] = (),
                      toolchain: Toolchain | None = None) -> MemoryEntry:
-    """A convention, from an approved instruction file (``source``) or a review outcome."""
-    return learn(db, root=root, kind=MemoryKind.CONVENTION, text=f"convention: {statement}",
-                 body={"statement": statement, "source": source}, sources=[source],
-                 evidence=[*evidence, EvidenceRef(kind=EvidenceKind.INSTRUCTION_FILE, ref=source)],
-                 toolchain=toolchain)
+    """A convention: ``origin`` ``instruction-file`` (``source`` is the approved file, ``sha256`` its approved
+    content; a change to the file makes the entry inapplicable) or ``review`` (a person's review outcome; no file)."""
+    if (origin is ConventionOrigin.INSTRUCTION_FILE) != (source is not None):
+        raise InvalidValueError(kind="convention source", reason="an instruction file's convention names its file")
+    body: dict[str, object] = {"statement": statement, "origin": origin.value}
+    if source is not None:
+        body.update(source=source, sha256=sha256 or "")
+    refs = [*evidence, *([EvidenceRef(kind=EvidenceKind.INSTRUCTION_FILE, ref=source)] if source else [])]
+    return learn(db, root=root, kind=MemoryKind.CONVENTION, text=f"convention: {statement}", body=body,
+                 sources=[] if source is None else [source], evidence=refs, toolchain=toolchain)

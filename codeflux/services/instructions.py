@@ -80,10 +80,14 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
 
         def work() -> pb.InstructionFilesView:
             snapshot = inspect_path(request.repository_path)
-            row = approve_instruction_file(app.db, snapshot, path=request.path, sha256=request.sha256,
-                                           register=task_service(app).register_repository)
+            approved = approve_instruction_file(app.db, snapshot, path=request.path, sha256=request.sha256,
+                                                register=task_service(app).register_repository)
+            row, learned = approved.row, approved.learned
+            memory = (f"; memory holds {len(learned.entries)} of its statements as conventions"
+                      if learned.entries else "")
+            skipped = "".join(f"; not learned: {line}" for line in learned.skipped)
             return instruction_files_view(app, str(snapshot.root),
-                                          outcome=f"approved {row.path} at sha256 {row.sha256}")
+                                          outcome=f"approved {row.path} at sha256 {row.sha256}{memory}{skipped}")
 
         return ledger.run(mutation, request, pb.InstructionFilesView, work)
 

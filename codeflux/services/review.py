@@ -44,6 +44,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.tasks.conventions import learn_review_convention
 from codeflux.coordinator.tasks.ledger import evidence_diff_identity
 from codeflux.coordinator.tasks.records import require_run_attempt
 from codeflux.coordinator.tasks.review import ReviewService as CoordinatorReview
@@ -370,6 +371,7 @@ def _reject(app: CoordinatorApp, ledger: MutationLedger, ctx: CallContext,
             app.runs.start(task_id, rejection=review.rejection(task_id, reviewed_identity=identity, reason=reason))
         else:
             review.reject_task(task_id, reviewed_identity=identity, reason=reason)
+        learn_review_convention(app.db, task_id, reason=reason)  # after the decision committed; never changes it
         return task_view(app, task_id)
 
     return ledger.run(mutation, request, pb.TaskView, work)

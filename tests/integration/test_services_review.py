@@ -10,14 +10,17 @@ from pathlib import Path
 import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.memory_context import memory_block
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.tasks.service import TaskService
+from codeflux.domain.memory import MemoryKind
 from codeflux.domain.pipeline import StageName, StageOutcome, StageVerdict
 from codeflux.services import review
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import Code
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
+from codeflux.store.memory import list_memory_entries
 from tests.fixtures.repos import commit_all, git, write_files
 from tests.fixtures.reviews import Reviewable, a_task_awaiting_review
 from tests.fixtures.services import call, control, refusal, service_app
@@ -162,6 +165,12 @@ def test_reject_keeps_the_patch_and_ends_the_task(app: CoordinatorApp, reviewabl
     assert git(tmp_path / "git" / "repo", "rev-parse", "HEAD") == head
     code, _ = refusal(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
     assert code == Code.FAILED_PRECONDITION  # the worktree is gone; the patch is what is kept
+    # The reason becomes a review convention of the repository, for later tasks' models (issue 19 item 1).
+    [convention] = db.read(lambda view: list_memory_entries(view, kind=MemoryKind.CONVENTION))
+    assert convention.body["origin"] == "review" and convention.body["statement"].endswith("because: not this way")
+    assert reviewable.task_id.value in convention.text and not convention.sources
+    block = memory_block(db, root=tmp_path / "git" / "repo", query="a later task")
+    assert block is not None and "because: not this way" in block
 
 
 def test_bad_input_is_refused_with_typed_statuses(app: CoordinatorApp, reviewable: Reviewable) -> None:

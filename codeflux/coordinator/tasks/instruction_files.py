@@ -12,6 +12,8 @@
 * **What the model sees** — :class:`InstructionApprovals` answers, for content read from a commit view or a
   task worktree, whether it is approved at exactly that sha256, builds the context block of approved files
   and the label a read tool's result carries. A file whose content changed since its approval is not sent.
+* **Memory** — an approval's statements become ``convention`` entries after it commits; a revocation quarantines
+  them in its own transaction (:mod:`~codeflux.coordinator.tasks.conventions`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from pathlib import Path
 from typing import Final
 
 from codeflux.coordinator.journal import SYSTEM_SESSION_ID
+from codeflux.coordinator.tasks.conventions import learn_instruction_conventions, quarantine_instruction_conventions
+from codeflux.coordinator.tasks.learning import Learned
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.events import InstructionFileApproved, InstructionFileRevoked
 from codeflux.domain.ids import RepositoryId
@@ -55,6 +59,7 @@ from codeflux.store.settings import put_setting, read_setting
 
 __all__ = [
     "INSTRUCTION_PATHS_SETTING",
+    "ApprovedInstructionFile",
     "InstructionApprovalRow",
     "InstructionApprovals",
     "ListedInstructionFile",
@@ -147,11 +152,20 @@ def list_instruction_files(db: Database, snapshot: RepositorySnapshot) -> Reposi
                                   paths=paths, files=tuple(listed))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovedInstructionFile:
+    """The approval in force, and what memory learned from it (nothing when it was approved already)."""
+
+    row: InstructionApprovalRow
+    learned: Learned
+
+
 def approve_instruction_file(
     db: Database, snapshot: RepositorySnapshot, *, path: str, sha256: str,
     register: Callable[[RepositorySnapshot], RepositoryRow], clock: Callable[[], int] = now_us,
-) -> InstructionApprovalRow:  # fmt: skip
-    """Record the person's approval of ``path`` at ``sha256`` in the repository ``snapshot`` shows.
+) -> ApprovedInstructionFile:  # fmt: skip
+    """Record the person's approval of ``path`` at ``sha256`` in the repository ``snapshot`` shows, then let
+    memory learn the file's statements as conventions (after the commit; what it could not learn is in ``learned``).
 
     The path must be configured and the checkout's file must hold exactly ``sha256`` now, as UTF-8 text within
     the size bound; else :class:`InvalidValueError`. ``register`` records the repository the first time.
@@ -168,17 +182,21 @@ def approve_instruction_file(
                                 reason="the file's content is not the sha256 given; list it again and read it")
     repository = register(snapshot)
 
-    def work(tx: Transaction) -> InstructionApprovalRow:
+    def work(tx: Transaction) -> tuple[InstructionApprovalRow, bool]:
         existing = approval_in_force(tx, repository.repository_id, chosen_path, digest)
         if existing is not None:
-            return existing
+            return existing, False
         row = insert_instruction_approval(tx, repository_id=repository.repository_id, path=chosen_path,
                                           sha256=digest, approved_by=_PERSON, at_us=clock())
         append_event(tx, session_id=SYSTEM_SESSION_ID, event=InstructionFileApproved(
             repository_id=repository.repository_id, path=chosen_path, sha256=digest, by=_PERSON))
-        return row
+        return row, True
 
-    return db.write(work)
+    row, recorded = db.write(work)
+    if not recorded:
+        return ApprovedInstructionFile(row=row, learned=Learned())
+    return ApprovedInstructionFile(row=row, learned=learn_instruction_conventions(
+        db, snapshot.root, path=chosen_path, sha256=digest, approval_id=f"instruction-approval-{row.approval_id}"))
 
 
 def revoke_instruction_file(db: Database, snapshot: RepositorySnapshot, *, path: str, sha256: str,
@@ -195,7 +213,10 @@ def revoke_instruction_file(db: Database, snapshot: RepositorySnapshot, *, path:
         existing = approval_in_force(tx, repository_id, chosen_path, digest)
         if existing is None:
             return None
-        insert_instruction_revocation(tx, approval_id=existing.approval_id, revoked_by=_PERSON, at_us=clock())
+        at_us = clock()
+        insert_instruction_revocation(tx, approval_id=existing.approval_id, revoked_by=_PERSON, at_us=at_us)
+        quarantine_instruction_conventions(tx, root_commits=snapshot.root_commits, path=chosen_path, sha256=digest,
+                                           at_us=at_us)
         append_event(tx, session_id=SYSTEM_SESSION_ID, event=InstructionFileRevoked(
             repository_id=repository_id, path=chosen_path, sha256=digest, by=_PERSON))
         return existing

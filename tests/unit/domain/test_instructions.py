@@ -4,11 +4,15 @@ the approved set is measured on)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.instructions import (
     DEFAULT_INSTRUCTION_PATHS,
+    MAX_STATEMENTS,
     approved_instructions_block,
+    instruction_statements,
     instructions_update,
     is_instruction_path,
     parse_instruction_path,
@@ -47,3 +51,19 @@ def test_the_listing_told_is_read_back_from_the_newest_block_or_update() -> None
     assert sent_instructions_listing([first, changed]) == (("AGENTS.md", A), ("CLAUDE.md", B))
     assert sent_instructions_listing([first, changed, instructions_update([])]) == ()
     assert sent_instructions_listing(["no block here"]) == () and approved_instructions_block([]) is None
+
+
+def test_statements_are_the_list_items_outside_code_blocks_each_once_in_order() -> None:
+    text = ("# Title\nProse is not a rule.\n- Use ruff.\n  * Nested   item  here\n2) Numbered rule.\n- Use ruff.\n"
+            "- short\n```sh\n- a command, not a rule\n```\n+ After the fence.\n")
+    assert instruction_statements(text) == ("Use ruff.", "Nested item here", "Numbered rule.", "After the fence.")
+
+
+@given(st.text(max_size=3000))
+def test_statements_are_bounded_and_each_comes_from_one_line_of_the_file(text: str) -> None:
+    found = instruction_statements(text)
+    assert len(found) <= MAX_STATEMENTS and len(set(found)) == len(found)
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    for statement in found:
+        assert 8 <= len(statement) <= 400 and "\n" not in statement
+        assert any(line.endswith(statement) for line in lines)
