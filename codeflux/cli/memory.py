@@ -1,11 +1,12 @@
-"""`codeflux memory list|show|invalidate|export`: what codeflux learned about your repositories.
+"""`codeflux memory list|show|invalidate|confirm|export`: what codeflux learned about your repositories.
 
 ``list`` prints entries newest first (``--kind``, ``--state``, or ``--query WORDS`` — words only, never search
 syntax) with each one's applicability verdict in its repository's checkout as it is now, and why (an entry whose
 repository codeflux knows no checkout of is "not-checked", never applicable). ``show ID`` adds its sources,
 evidence, provenance edges and every state it entered. ``invalidate ID --reason TEXT`` quarantines the entry and
 everything derived from it and flags what it influenced for review, in one transaction; quarantine is final (only
-a new entry replaces one). ``export --output FILE`` writes every entry, edge and state as JSON to a new file
+a new entry replaces one). ``confirm ID --reason TEXT`` keeps an entry flagged ``needs-review`` (a person reviewed it;
+it is active again). ``export --output FILE`` writes every entry, edge and state as JSON to a new file
 (O_CREAT|O_EXCL, 0600: an existing path is never overwritten). Every action is a call of the method table
 (``MemoryService``): through a running coordinator when one serves the data directory, else in this process.
 """
@@ -25,7 +26,7 @@ from codeflux.domain.errors import OperationFailedError, OutputExistsError, Usag
 from codeflux.domain.memory import MemoryKind, MemoryState
 
 NAME = "memory"
-SUMMARY = "list, show, invalidate or export what codeflux learned (with each entry's applicability verdict)"
+SUMMARY = "list, show, invalidate, confirm or export what codeflux learned (with each entry's applicability verdict)"
 RECORDS_APP_LOG = True
 
 
@@ -49,6 +50,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     invalidating.add_argument("entry_id", metavar="ID", help="the entry's id (mem_…)")
     invalidating.add_argument("--reason", required=True, metavar="TEXT", help="why (recorded with every change)")
     invalidating.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
+    confirming = actions.add_parser(
+        "confirm", help="keep an entry flagged needs-review (it becomes active again)", allow_abbrev=False,
+        description="You reviewed an entry flagged needs-review (something it was influenced by was quarantined) "
+                    "and it is still right: it becomes active again. A quarantined entry cannot be confirmed.")
+    confirming.add_argument("entry_id", metavar="ID", help="the entry's id (mem_…)")
+    confirming.add_argument("--reason", required=True, metavar="TEXT", help="why it is still right (recorded)")
+    confirming.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
     exporting = actions.add_parser("export", help="every entry, edge and state as JSON to a new file (0600)",
                                    allow_abbrev=False)
     exporting.add_argument("--output", required=True, metavar="FILE", help="a path that does not exist yet")
@@ -73,6 +81,9 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
     elif args.action == "invalidate":
         request = pb.InvalidateMemoryRequest(control=control(), entry_id=args.entry_id, reason=args.reason)
         print_memory_invalidation(ctx, channel.call("MemoryService/Invalidate", request, pb.MemoryInvalidationView))
+    elif args.action == "confirm":
+        request = pb.ConfirmMemoryRequest(control=control(), entry_id=args.entry_id, reason=args.reason)
+        print_memory_detail(ctx, channel.call("MemoryService/Confirm", request, pb.MemoryEntryDetail))
     else:
         output = _parse_output(args.output)
         exported = channel.call("MemoryService/Export", pb.ExportMemoryRequest(), pb.MemoryExport)

@@ -10,6 +10,7 @@ of the repository exists, the verdict is "not checked", never "applicable".
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from codeflux.store.database import Database, ReadView
 from codeflux.store.memory import (
     MemoryInvalidation,
     MemoryStateRow,
+    confirm_memory_entry,
     list_memory_entries,
     memory_edges_of,
     memory_entries_by_id,
@@ -118,6 +120,13 @@ def invalidate_memory_by_person(db: Database, entry_id: MemoryEntryId, *, reason
     """A person's invalidation: the entry and everything derived from it quarantined, what they influenced
     flagged, one transaction, ``reason`` recorded on each state row."""
     return invalidate_memory_entry(db, entry_id, cause=StateCause.PERSON, reason=reason)
+
+
+def confirm_memory_by_person(db: Database, entry_id: MemoryEntryId, *, reason: str) -> None:
+    """A person reviewed an entry flagged ``needs-review`` and keeps it (active again; ``reason`` recorded). Only a
+    flagged entry can be confirmed; a quarantined one is final."""
+    at_us = time.time_ns() // 1000
+    db.write(lambda tx: confirm_memory_entry(tx, entry_id=entry_id, reason=reason, at_us=at_us))
 
 
 def _entry_document(entry: MemoryEntry, history: Sequence[MemoryStateRow]) -> dict[str, object]:

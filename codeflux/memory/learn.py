@@ -77,11 +77,12 @@ def learn(db: Database, *, root: Path, kind: MemoryKind, text: str, body: Mappin
 
 def learn_repository_fact(db: Database, *, root: Path, topic: str, fact: str, sources: Sequence[str] = (),
                           evidence: Sequence[EvidenceRef] = (), derived_from: Sequence[MemoryEntryId] = (),
+                          influenced_by: Sequence[MemoryEntryId] = (),
                           toolchain: Toolchain | None = None) -> MemoryEntry:
     """A repository fact (``topic``: ``test-command``, ``package-layout``, ``interpreter``, ``entry-point`` …)."""
     return learn(db, root=root, kind=MemoryKind.REPOSITORY_FACT, text=f"{topic}: {fact}",
                  body={"topic": topic, "fact": fact}, sources=sources, evidence=evidence, derived_from=derived_from,
-                 toolchain=toolchain)
+                 influenced_by=influenced_by, toolchain=toolchain)
 
 
 def learn_file_test_map(db: Database, *, root: Path, file: str, tests: Sequence[str],

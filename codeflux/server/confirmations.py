@@ -12,20 +12,22 @@ stamps it with a fresh random value, kept only in this process and bound to what
   reject with retry alike;
 * ``invalidate-memory``: the memory entry and the time it entered the state the card showed
   (``MemoryEntryDetail.invalidate_confirmation``; none is issued for a quarantined entry);
+* ``confirm-memory``: the same, for keeping an entry flagged ``needs-review``
+  (``MemoryEntryDetail.confirm_confirmation``; issued only while it needs review);
 * ``approve-instructions``: a repository's instruction file at one content — root, path and sha256
   (``InstructionFileView.approve_confirmation``);
 * ``revoke-instructions``: one approval in force of such a file — root, path and the approved sha256
   (``InstructionApprovalView.revoke_confirmation``).
 
 ``ApprovePlan``, ``Decide``, ``AcceptChange``, ``RejectChange``, ``MemoryService/Invalidate``,
-``ApproveInstructionFile`` and ``RevokeInstructionFile`` over the browser connection must send that value back; the
-first decision carrying it uses it up. A decision without a value, or with one not issued for that card (another
-card, an older plan revision or diff, a value already used, one from before a restart) is refused (PERMISSION_DENIED,
-nothing decided) and journaled on the task as ``browser-decision-refused`` — never with the value sent (a memory
-entry or an instruction-file decision belongs to no task: it is refused without a journal entry). The one exception
-is an identical retry of a decision already let through (same idempotency key, same value: the reconnect case); it
-reaches the mutation ledger, which answers with the original result. The value is removed from the request before
-the service sees it, so the ledger's request identity is the decision itself.
+``MemoryService/Confirm``, ``ApproveInstructionFile`` and ``RevokeInstructionFile`` over the browser connection must
+send that value back; the first decision carrying it uses it up. A decision without a value, or with one not issued for
+that card (another card, an older plan revision or diff, a value already used, one from before a restart) is refused
+(PERMISSION_DENIED, nothing decided) and journaled on the task as ``browser-decision-refused`` — never with the value
+sent (a memory entry or an instruction-file decision belongs to no task: it is refused without a journal entry). The one
+exception is an identical retry of a decision already let through (same idempotency key, same value: the reconnect
+case); it reaches the mutation ledger, which answers with the original result. The value is removed from the request
+before the service sees it, so the ledger's request identity is the decision itself.
 
 Over the Unix socket (CLI, headless) none of this applies: the socket's 0600 permission is its authority.
 """
@@ -68,6 +70,7 @@ _DECISIONS: Final = {
     "/codeflux.v1.ReviewService/AcceptChange": "accept",
     "/codeflux.v1.ReviewService/RejectChange": "reject",
     "/codeflux.v1.MemoryService/Invalidate": "invalidate-memory",
+    "/codeflux.v1.MemoryService/Confirm": "confirm-memory",
     "/codeflux.v1.InstructionService/ApproveInstructionFile": "approve-instructions",
     "/codeflux.v1.InstructionService/RevokeInstructionFile": "revoke-instructions",
 }
@@ -98,6 +101,10 @@ def _reject_card(task_id: str, diff_identity: str) -> tuple[str, str]:
 
 def _invalidate_memory_card(entry_id: str, state_since_us: int) -> tuple[str, str]:
     return "invalidate-memory", f"{entry_id}:{state_since_us}"
+
+
+def _confirm_memory_card(entry_id: str, state_since_us: int) -> tuple[str, str]:
+    return "confirm-memory", f"{entry_id}:{state_since_us}"
 
 
 def _instructions_card(decision: str, root: str, path: str, sha256: str) -> tuple[str, str]:
@@ -149,6 +156,9 @@ class CardConfirmations:
         elif isinstance(message, memory_pb2.MemoryEntryDetail) and message.entry.state != "quarantined":
             message.invalidate_confirmation = self._issue(
                 _invalidate_memory_card(message.entry.entry_id, message.entry.state_since_us))
+            if message.entry.state == "needs-review":
+                message.confirm_confirmation = self._issue(
+                    _confirm_memory_card(message.entry.entry_id, message.entry.state_since_us))
             return
         for descriptor, value in message.ListFields():
             if descriptor.type != FieldDescriptor.TYPE_MESSAGE or not self._may_hold(descriptor.message_type):
@@ -263,4 +273,6 @@ def _card_of(request: Message, decision: str) -> tuple[tuple[str, str], str, str
         return _reject_card(request.task_id, request.diff_identity), request.task_id, request.diff_identity
     if isinstance(request, memory_pb2.InvalidateMemoryRequest):  # no task to journal a refusal on
         return _invalidate_memory_card(request.entry_id, request.state_since_us), "", request.entry_id
+    if isinstance(request, memory_pb2.ConfirmMemoryRequest):
+        return _confirm_memory_card(request.entry_id, request.state_since_us), "", request.entry_id
     raise TypeError(type(request).__name__)

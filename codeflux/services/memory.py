@@ -8,6 +8,8 @@
 * ``Invalidate`` (mutating) — a person quarantines the entry with a reason; everything derived from it is
   quarantined and what it influenced flagged ``needs-review``, in one transaction. An entry already quarantined
   refuses (FAILED_PRECONDITION / INVALID_TRANSITION): quarantine is final; only a new entry replaces one.
+* ``Confirm`` (mutating) — a person reviewed an entry flagged ``needs-review`` and keeps it: active again, the
+  reason recorded. Any other state refuses (FAILED_PRECONDITION / INVALID_TRANSITION).
 * ``Export`` — every entry, edge and state as one JSON document.
 """
 
@@ -23,6 +25,7 @@ from codeflux.api.v1 import memory_pb2 as pb
 from codeflux.coordinator.memory import (
     MemoryDetail,
     ShownEntry,
+    confirm_memory_by_person,
     export_memory,
     invalidate_memory_by_person,
     list_memory,
@@ -100,6 +103,15 @@ def detail_view(detail: MemoryDetail) -> pb.MemoryEntryDetail:
     return pb.MemoryEntryDetail(entry=entry_view(detail.shown), edges=edges, history=history)
 
 
+def _still_as_shown(app: CoordinatorApp, entry_id: MemoryEntryId, state_since_us: int) -> None:
+    """The browser's card: the entry must still be in the state it showed (the CLI sends no time)."""
+    if state_since_us:
+        since = show_memory(app.db, entry_id).shown.entry.state_since_us
+        if since != state_since_us:
+            raise StaleRevisionError(kind="memory entry", entity_id=entry_id.value, expected=state_since_us,
+                                     actual=since)
+
+
 def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamMethod[Message, Message]]:
     ledger = MutationLedger()
 
@@ -118,11 +130,7 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         reason = parse_reason(request.reason)
 
         def work() -> pb.MemoryInvalidationView:
-            if request.state_since_us:  # the browser's card: the entry must still be in the state it showed
-                since = show_memory(app.db, entry_id).shown.entry.state_since_us
-                if since != request.state_since_us:
-                    raise StaleRevisionError(kind="memory entry", entity_id=entry_id.value,
-                                             expected=request.state_since_us, actual=since)
+            _still_as_shown(app, entry_id, request.state_since_us)
             done = invalidate_memory_by_person(app.db, entry_id, reason=reason)
             return pb.MemoryInvalidationView(entry_id=entry_id.value,
                                              quarantined_ids=[e.value for e in done.quarantined],
@@ -130,6 +138,18 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
                                              detail=detail_view(show_memory(app.db, entry_id)))
 
         return ledger.run(mutation, request, pb.MemoryInvalidationView, work)
+
+    def confirm(ctx: CallContext, request: pb.ConfirmMemoryRequest) -> pb.MemoryEntryDetail:
+        mutation = mutation_of(ctx, "Confirm", request.control)
+        entry_id = parse_memory_entry_id(request.entry_id)
+        reason = parse_reason(request.reason)
+
+        def work() -> pb.MemoryEntryDetail:
+            _still_as_shown(app, entry_id, request.state_since_us)
+            confirm_memory_by_person(app.db, entry_id, reason=reason)
+            return detail_view(show_memory(app.db, entry_id))
+
+        return ledger.run(mutation, request, pb.MemoryEntryDetail, work)
 
     def export(ctx: CallContext, request: pb.ExportMemoryRequest) -> pb.MemoryExport:
         document, count = export_memory(app.db)
@@ -142,6 +162,8 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
                     response_type=pb.MemoryEntryDetail, handler=show),
         UnaryMethod(name=method_name(_SERVICE, "Invalidate"), request_type=pb.InvalidateMemoryRequest,
                     response_type=pb.MemoryInvalidationView, handler=invalidate, mutating=True),
+        UnaryMethod(name=method_name(_SERVICE, "Confirm"), request_type=pb.ConfirmMemoryRequest,
+                    response_type=pb.MemoryEntryDetail, handler=confirm, mutating=True),
         UnaryMethod(name=method_name(_SERVICE, "Export"), request_type=pb.ExportMemoryRequest,
                     response_type=pb.MemoryExport, handler=export),
     ]

@@ -42,6 +42,7 @@ __all__ = [
     "MAX_SEARCH_TERMS",
     "MemoryInvalidation",
     "MemoryStateRow",
+    "confirm_memory_entry",
     "fts_query_of",
     "list_memory_entries",
     "memory_edges_of",
@@ -311,3 +312,15 @@ def search_memory_candidates(view: ReadView, text: str, *, root_commit: str | No
         f" {_SELECT} JOIN hits h ON h.entry_rowid = e.rowid ORDER BY h.score, e.id",
         (*params, max(1, min(limit, 200))))
     return _decorate(view, rows)
+
+
+def confirm_memory_entry(tx: Transaction, *, entry_id: MemoryEntryId, reason: str, at_us: int) -> MemoryEntry:
+    """A person reviewed an entry flagged ``needs-review`` and keeps it: it is active again (one state row, cause
+    ``person``, the reason recorded). Any other state refuses (:class:`TransitionNotAllowedError`): an active entry
+    needs no review, and a quarantined one never regains authority. Using it still passes the applicability check."""
+    why = parse_reason(reason)
+    next_memory_state(memory_entry(tx, entry_id).state, MemoryState.ACTIVE)
+    tx.execute("INSERT INTO memory_entry_states (entry_id, sequence, state, cause, cause_entry_id, reason,"
+               " recorded_at_us) VALUES (?1, ?2, 'active', ?3, NULL, ?4, ?5)",
+               (entry_id.value, _next_sequence(tx, entry_id), StateCause.PERSON.value, why, at_us))
+    return memory_entry(tx, entry_id)

@@ -1,6 +1,7 @@
 """The Memory screen in headless Chromium against a real coordinator, database and git repository: entries with
 their verdicts in words, a changed source file turning a verdict to "not usable (source-changed)", provenance, and
-a person's invalidation with a reason quarantining a derived entry and flagging an influenced one."""
+a person's invalidation with a reason quarantining a derived entry and flagging an influenced one, which a person
+then keeps with a reason."""
 
 from __future__ import annotations
 
@@ -61,3 +62,15 @@ def test_the_memory_screen_shows_verdicts_and_provenance_and_a_person_invalidate
     expect(app.testid("memory-detail").get_by_test_id("memory-history")).to_contain_text("calc.py was rewritten")
     expect(app.page.locator(f"[data-entry-id='{derived.entry_id.value}'][data-state='quarantined']")).to_have_count(1)
     expect(app.page.locator(f"[data-entry-id='{influenced.entry_id.value}'][data-state='needs-review']")).to_have_count(1)
+
+    # The flagged entry has a way out: a person keeps it with a reason (it is still checked at every use).
+    flagged = app.page.locator(f"li[data-entry-id='{influenced.entry_id.value}']")
+    flagged.get_by_test_id("memory-show").click()
+    expect(app.testid("memory-detail")).to_have_attribute("data-state", "needs-review", timeout=MS)
+    app.testid("memory-detail").get_by_test_id("memory-reason").fill("still how this repository is laid out")
+    app.testid("memory-detail").get_by_test_id("memory-confirm").click()
+    expect(app.testid("memory-confirm-result")).to_contain_text(f"Kept {influenced.entry_id.value}", timeout=MS)
+    expect(app.testid("memory-detail")).to_have_attribute("data-state", "active", timeout=MS)
+    expect(app.testid("memory-detail").get_by_test_id("memory-history")).to_contain_text(
+        "active (person): still how this repository is laid out")
+    expect(app.testid("memory-review")).to_have_count(0)

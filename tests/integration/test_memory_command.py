@@ -1,4 +1,4 @@
-"""``codeflux memory list|show|invalidate|export`` as separate processes on a real data directory and a real git
+"""``codeflux memory list|show|invalidate|confirm|export`` as separate processes on a real data directory and a real git
 repository: verdicts with reasons, a person's invalidation cascading to a derived entry, quarantine refusing a
 second invalidation, and an export that is a new 0600 file and never overwrites one."""
 
@@ -56,3 +56,23 @@ def test_memory_commands_show_verdicts_invalidate_a_chain_and_export_to_a_new_fi
     before = output.read_bytes()
     refused = run_codeflux("memory", "export", "--output", str(output), data_dir=data)
     assert refused.code == 2 and output.read_bytes() == before
+
+
+def test_memory_confirm_keeps_an_entry_flagged_for_review(db: Database, data_location: DataLocation,
+                                                         tmp_path: Path) -> None:
+    repo = make_repository(tmp_path).path
+    TaskService(db, worktrees_root=data_location.worktrees).register_repository(open_repository(repo))
+    root = learn_repository_fact(db, root=repo, topic="test-command", fact="pytest -q")
+    influenced = learn_repository_fact(db, root=repo, topic="package-layout", fact="flat",
+                                       influenced_by=[root.entry_id])
+    data = data_location.directory
+    early = run_codeflux("memory", "confirm", influenced.entry_id.value, "--reason", "fine", data_dir=data)
+    assert early.code == 1 and "cannot go from active to active" in early.err  # nothing to review yet
+    flagged = run_codeflux("memory", "invalidate", root.entry_id.value, "--reason", "stale", data_dir=data)
+    assert f"needs review {influenced.entry_id.value} (influenced by it)" in flagged.out
+
+    kept = run_codeflux("memory", "confirm", influenced.entry_id.value, "--reason", "layout unchanged", data_dir=data)
+    assert kept.code == 0, kept.err
+    assert "usable (applicable)" in kept.out and "active (person): layout unchanged" in kept.out
+    missing = run_codeflux("memory", "confirm", influenced.entry_id.value, data_dir=data)
+    assert missing.code == 2 and "--reason" in missing.err

@@ -13,10 +13,11 @@ from codeflux.api.v1 import common_pb2
 from codeflux.api.v1 import memory_pb2 as pb
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.errors import UnconfirmedDecisionError
-from codeflux.domain.memory import Toolchain
+from codeflux.domain.memory import MemoryKind, Toolchain
 from codeflux.gitwork.repository import open_repository
 from codeflux.memory.checkout import probe_toolchain
 from codeflux.memory.learn import learn_file_test_map, learn_repository_fact
+from codeflux.memory.recall import RecallContext, recall
 from codeflux.server.confirmations import CardConfirmations
 from codeflux.services import memory
 from codeflux.services.app import CoordinatorApp
@@ -28,6 +29,7 @@ from tests.fixtures.services import CTX, call, refusal, service_app
 
 LIST, SHOW = "/codeflux.v1.MemoryService/List", "/codeflux.v1.MemoryService/Show"
 INVALIDATE, EXPORT = "/codeflux.v1.MemoryService/Invalidate", "/codeflux.v1.MemoryService/Export"
+CONFIRM = "/codeflux.v1.MemoryService/Confirm"
 
 
 @pytest.fixture
@@ -116,3 +118,42 @@ def test_the_browser_invalidates_only_with_the_card_of_the_entry_as_it_was_shown
     request.confirmation, request.state_since_us = detail.invalidate_confirmation, detail.entry.state_since_us
     done = invalidate.handler(CTX, request)  # type: ignore[union-attr]
     assert done.detail.entry.state == "quarantined" and not done.detail.invalidate_confirmation
+
+
+def test_a_person_keeps_an_entry_flagged_for_review_and_only_such_an_entry(app: CoordinatorApp, repo: Path) -> None:
+    tools = probe_toolchain(repo)
+    root = learn_repository_fact(app.db, root=repo, topic="test-command", fact="pytest -q", toolchain=tools)
+    influenced = learn_repository_fact(app.db, root=repo, topic="package-layout", fact="src layout",
+                                       influenced_by=[root.entry_id], toolchain=tools)
+    usable = recall(app.db, "layout", RecallContext(root=repo, kind=MemoryKind.REPOSITORY_FACT)).usable
+    assert [item.entry.entry_id for item in usable] == [influenced.entry_id]  # positive control: used before
+
+    done = call(app, INVALIDATE, _invalidate(root.entry_id.value, "the command changed"))
+    assert isinstance(done, pb.MemoryInvalidationView) and list(done.flagged_ids) == [influenced.entry_id.value]
+    assert recall(app.db, "layout", RecallContext(root=repo, kind=MemoryKind.REPOSITORY_FACT)).usable == ()
+    cards = CardConfirmations()
+    table = cards.guard(MethodTable.of(memory.methods(app)))
+    shown = table.get(SHOW).handler(CTX, pb.ShowMemoryRequest(entry_id=influenced.entry_id.value))  # type: ignore[union-attr]
+    assert shown.entry.state == "needs-review" and shown.confirm_confirmation
+    with pytest.raises(UnconfirmedDecisionError):  # the browser keeps it only by answering that card
+        table.get(CONFIRM).handler(CTX, _confirm(influenced.entry_id.value, "still true"))  # type: ignore[union-attr]
+
+    kept = call(app, CONFIRM, _confirm(influenced.entry_id.value, "the layout did not change"))
+    assert isinstance(kept, pb.MemoryEntryDetail)
+    assert (kept.entry.state, kept.entry.state_cause, kept.entry.state_reason) == (
+        "active", "person", "the layout did not change")
+    assert [h.state for h in kept.history] == ["active", "needs-review", "active"]
+    usable = recall(app.db, "layout", RecallContext(root=repo, kind=MemoryKind.REPOSITORY_FACT)).usable
+    assert [item.entry.entry_id for item in usable] == [influenced.entry_id]  # used again
+
+    for entry_id, key in ((influenced.entry_id, "k-2"), (root.entry_id, "k-3")):  # active, quarantined: refused
+        code, message = refusal(app, CONFIRM, _confirm(entry_id.value, "keep", key=key))
+        assert code == Code.FAILED_PRECONDITION and "memory entry" in message
+    assert refusal(app, CONFIRM, _confirm(influenced.entry_id.value, " ", key="k-4"))[0] == Code.INVALID_ARGUMENT
+    quarantined = call(app, SHOW, pb.ShowMemoryRequest(entry_id=root.entry_id.value))
+    assert quarantined.entry.state == "quarantined"  # type: ignore[attr-defined]
+
+
+def _confirm(entry_id: str, reason: str, key: str = "keep-1") -> pb.ConfirmMemoryRequest:
+    return pb.ConfirmMemoryRequest(control=common_pb2.MutationControl(idempotency_key=key), entry_id=entry_id,
+                                   reason=reason)

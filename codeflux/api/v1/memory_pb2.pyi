@@ -137,16 +137,32 @@ class MemoryStateView(_message.Message):
     def __init__(self, sequence: _Optional[int] = ..., state: _Optional[str] = ..., cause: _Optional[str] = ..., cause_entry_id: _Optional[str] = ..., reason: _Optional[str] = ..., recorded_at: _Optional[str] = ...) -> None: ...
 
 class MemoryEntryDetail(_message.Message):
-    __slots__ = ("entry", "edges", "history", "invalidate_confirmation")
+    __slots__ = ("entry", "edges", "history", "invalidate_confirmation", "confirm_confirmation")
     ENTRY_FIELD_NUMBER: _ClassVar[int]
     EDGES_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     INVALIDATE_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    CONFIRM_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     entry: MemoryEntryView
     edges: _containers.RepeatedCompositeFieldContainer[MemoryEdgeView]
     history: _containers.RepeatedCompositeFieldContainer[MemoryStateView]
     invalidate_confirmation: str
-    def __init__(self, entry: _Optional[_Union[MemoryEntryView, _Mapping]] = ..., edges: _Optional[_Iterable[_Union[MemoryEdgeView, _Mapping]]] = ..., history: _Optional[_Iterable[_Union[MemoryStateView, _Mapping]]] = ..., invalidate_confirmation: _Optional[str] = ...) -> None: ...
+    confirm_confirmation: str
+    def __init__(self, entry: _Optional[_Union[MemoryEntryView, _Mapping]] = ..., edges: _Optional[_Iterable[_Union[MemoryEdgeView, _Mapping]]] = ..., history: _Optional[_Iterable[_Union[MemoryStateView, _Mapping]]] = ..., invalidate_confirmation: _Optional[str] = ..., confirm_confirmation: _Optional[str] = ...) -> None: ...
+
+class ConfirmMemoryRequest(_message.Message):
+    __slots__ = ("control", "entry_id", "reason", "confirmation", "state_since_us")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    STATE_SINCE_US_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    entry_id: str
+    reason: str
+    confirmation: str
+    state_since_us: int
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., entry_id: _Optional[str] = ..., reason: _Optional[str] = ..., confirmation: _Optional[str] = ..., state_since_us: _Optional[int] = ...) -> None: ...
 
 class InvalidateMemoryRequest(_message.Message):
     __slots__ = ("control", "entry_id", "reason", "confirmation", "state_since_us")

@@ -1,6 +1,7 @@
 // The Memory screen: what codeflux learned, each entry with its applicability verdict now and why, its
 // provenance (derived-from / influenced-by), its quarantine state and history; a person invalidates an entry
-// with a reason (a decision: it answers the entry's card, MemoryEntryDetail.invalidateConfirmation).
+// with a reason (a decision: it answers the entry's card, MemoryEntryDetail.invalidateConfirmation); an entry
+// flagged needs-review can be kept by a person with a reason (MemoryEntryDetail.confirmConfirmation).
 
 import { badge, clear, el, facts, idempotencyKey, mutatingButton, section, textList } from "./dom.js";
 
@@ -30,11 +31,19 @@ function edgeLine(entryId, edge) {
 function detailPanel(screen, detail) {
   const entry = detail.entry || {};
   const tools = Object.entries(entry.toolchain || {}).sort().map(([name, version]) => `${name} ${version}`).join(", ");
-  const reason = el("input", { id: "memory-reason", testid: "memory-reason", placeholder: "why it no longer holds" });
+  const reason = el("input", { id: "memory-reason", testid: "memory-reason",
+    placeholder: detail.confirmConfirmation ? "why it no longer holds, or why it is still right" : "why it no longer holds" });
   const decision = detail.invalidateConfirmation
     ? el("div", { class: "actions" }, el("label", { for: "memory-reason", text: "Reason" }), reason,
       mutatingButton("Invalidate…", () => screen.invalidate(detail, reason.value), "memory-invalidate"))
     : el("p", { testid: "memory-final", text: "Quarantined: final. It is never used again; only a new entry can replace it." });
+  // Needs review: something it was influenced by was quarantined. Not used until a person keeps it (or invalidates it).
+  const keep = detail.confirmConfirmation
+    ? el("div", { class: "actions", testid: "memory-review" },
+      el("p", { class: "notice", text: "Flagged for review: an entry it was influenced by was quarantined. It is not "
+        + "used until you keep it (it is still right) or invalidate it. Keeping it does not skip the applicability check." }),
+      mutatingButton("Keep (still right)…", () => screen.confirm(detail, reason.value), "memory-confirm"))
+    : null;
   return el("section", { class: "card", testid: "memory-detail", dataset: { entryId: entry.entryId, state: entry.state } },
     el("h3", {}, `${entry.kind} `, badge(entry.state)),
     el("p", { testid: "memory-detail-text", text: entry.text }),
@@ -56,7 +65,7 @@ function detailPanel(screen, detail) {
     el("h4", { text: "History" }),
     textList((detail.history || []).map((h) => `${h.sequence}. ${h.recordedAt} ${h.state} (${h.cause}`
       + `${h.causeEntryId ? ` by ${h.causeEntryId}` : ""}): ${h.reason}`), "No history.", "memory-history"),
-    decision);
+    decision, keep);
 }
 
 class MemoryScreen {
@@ -113,6 +122,20 @@ class MemoryScreen {
       clear(this.result).append(el("p", { testid: "memory-invalidation-result",
         text: `Quarantined ${entry.entryId} and ${quarantined.length} entr${quarantined.length === 1 ? "y" : "ies"} `
           + `derived from it; ${flagged.length} flagged for review.` }));
+      await this.load();
+      await this.show(entry.entryId);
+    }, () => this.show(entry.entryId));
+  }
+
+  confirm(detail, reason) {
+    const entry = detail.entry || {};
+    return this.app.mutate(async () => {
+      await this.app.rpc.unary("MemoryService/Confirm", {
+        control: { idempotencyKey: idempotencyKey("memory-confirm") }, entryId: entry.entryId, reason,
+        confirmation: detail.confirmConfirmation, stateSinceUs: entry.stateSinceUs,
+      });
+      clear(this.result).append(el("p", { testid: "memory-confirm-result",
+        text: `Kept ${entry.entryId}: active again (still checked for applicability at every use).` }));
       await this.load();
       await this.show(entry.entryId);
     }, () => this.show(entry.entryId));

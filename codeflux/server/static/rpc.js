@@ -57,6 +57,7 @@ const REQUEST_TYPES = {
   "MemoryService/List": "ListMemoryRequest",
   "MemoryService/Show": "ShowMemoryRequest",
   "MemoryService/Invalidate": "InvalidateMemoryRequest",
+  "MemoryService/Confirm": "ConfirmMemoryRequest",
   "SessionService/Subscribe": "SubscribeRequest",
   "SessionService/GetHead": "GetHeadRequest",
 };
