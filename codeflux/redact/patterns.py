@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+import regex as partial_regex
+
 __all__ = ["KEY_PATTERNS", "PATTERN_LOOKBACK", "KeyPattern", "SecretKind"]
 
 _NO_FLAGS = re.RegexFlag(0)
@@ -58,10 +60,14 @@ class KeyPattern:
     flags: re.RegexFlag = _NO_FLAGS
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
     unguarded: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    partial: partial_regex.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "regex", re.compile(self.guard + self.body, self.flags))
         object.__setattr__(self, "unguarded", re.compile(self.body, self.flags))
+        # The same body in the ``regex`` module, which can say where a match could still begin once more text
+        # arrives (``partial=True``): what a stream must hold back, and nothing more.
+        object.__setattr__(self, "partial", partial_regex.compile(self.body, int(self.flags) | partial_regex.VERSION0))
         if "secret" not in self.regex.groupindex:
             raise ValueError(f"pattern for {self.kind} has no 'secret' group")
 

@@ -15,6 +15,8 @@ import re
 import threading
 from dataclasses import dataclass
 
+import regex
+
 from codeflux.redact.patterns import KEY_PATTERNS, PATTERN_LOOKBACK, SecretKind
 
 __all__ = [
@@ -54,7 +56,7 @@ class _Span:
 class _SecretSet:
     """An immutable snapshot of the loaded secrets, compiled once per change."""
 
-    __slots__ = ("longest", "regex")
+    __slots__ = ("longest", "partial", "regex")
 
     def __init__(self, values: frozenset[str]) -> None:
         ordered = sorted(values, key=lambda value: (-len(value), value))
@@ -62,6 +64,8 @@ class _SecretSet:
         # A zero-width look-ahead finds every occurrence, overlapping ones included; with the
         # alternatives longest first, each position reports the longest secret that starts there.
         self.regex = re.compile("(?=(" + "|".join(re.escape(value) for value in ordered) + "))") if ordered else None
+        # Where one of them could begin in text that is still arriving (see StreamRedactor).
+        self.partial = regex.compile("|".join(regex.escape(value) for value in ordered)) if ordered else None
 
     def spans(self, text: str) -> list[_Span]:
         if self.regex is None:
@@ -124,14 +128,36 @@ class Redactor:
     def _hold_spans(self, text: str) -> list[_Span]:
         return _find_spans(text, self._secrets, guarded=False)
 
+    def _undecided_from(self, text: str) -> int:
+        """Where the part of ``text`` begins that could still become a secret once more text arrives (a loaded
+        secret's or a pattern's match begun but not complete); ``len(text)`` when no part could."""
+        secrets = self._secrets
+        base = max(0, len(text) - max(secrets.longest - 1, PATTERN_LOOKBACK))
+        tail = text[base:]
+        earliest = len(tail)
+        partials = [pattern.partial for pattern in KEY_PATTERNS]
+        if secrets.partial is not None:
+            partials.append(secrets.partial)
+        for pattern in partials:
+            for match in pattern.finditer(tail, partial=True, overlapped=True):
+                if match.start() >= earliest:
+                    break
+                if match.partial:
+                    earliest = match.start()
+                    break
+        return base + earliest
+
 
 class StreamRedactor:
     """Redacts text that arrives in chunks, so a secret split across chunks is still caught.
 
-    :meth:`feed` returns the part of the stream that is safe to release. It holds back the last
-    ``max(longest loaded secret - 1, PATTERN_LOOKBACK)`` characters, since they could be the start of a
-    secret, and also any match still open at the end (a key still arriving, a private key block whose
-    END line has not come yet), so output can lag the input until the next chunk or :meth:`flush`.
+    :meth:`feed` returns the part of the stream that is safe to release. It holds back only what could still
+    become a secret: from where a loaded secret or a key pattern could begin a match that more text would
+    complete (``regex``'s partial matching over the unguarded bodies, within the last
+    ``max(longest loaded secret - 1, PATTERN_LOOKBACK)`` characters — an undecided match is never longer), and
+    any match still open at the end (a key still arriving, a private key block whose END line has not come
+    yet). Ordinary output is released as it arrives, so a running command's tail is visible at once; text
+    that could begin a secret waits for the next chunk or :meth:`flush`.
     Call :meth:`flush` once at the end of the stream; text fed after it starts a new stream.
     """
 
@@ -155,8 +181,7 @@ class StreamRedactor:
 
     def _safe_cut(self) -> int:
         text = self._pending
-        hold = max(self._redactor.longest_secret_length - 1, PATTERN_LOOKBACK)
-        cut = len(text) - hold
+        cut = self._redactor._undecided_from(text)
         if cut <= 0:
             return 0
         whole = self._redactor._hold_spans(text)

@@ -152,6 +152,33 @@ def test_a_command_streams_redacted_chunks_and_reports_its_exit(worker: WorkerHa
     assert outcome.process_group_id > 1 and outcome.duration_ms >= 0
 
 
+_SPLIT_KEY_SCRIPT = (
+    "import sys, time\n"
+    "sys.stdout.write('started\\n'); sys.stdout.flush(); time.sleep(1)\n"
+    "sys.stdout.write('key sk-ant-ABCDEFGH'); sys.stdout.flush(); time.sleep(1)\n"
+    "sys.stdout.write('IJKLMNOPQRSTUV and the tail\\n'); sys.stdout.flush()\n"
+)
+
+
+def test_a_running_command_s_output_is_released_at_once_and_a_key_split_1_s_apart_is_never_shown(
+        worker: WorkerHandle) -> None:
+    """Issue 20 item 7: the tail of a running command is not held back 256 characters; only what could still
+    become a secret waits, and a key printed in two chunks a second apart never shows, not even in part."""
+    chunks: list[tuple[float, str]] = []
+    started = time.monotonic()
+    outcome = worker.execute(execution_of("run_command", {"argv": [sys.executable, "-c", _SPLIT_KEY_SCRIPT]}),
+                             on_output=lambda stream, text: chunks.append((time.monotonic(), text)))
+    ended = time.monotonic()
+    assert outcome.state is ExecutionState.SUCCEEDED, outcome.message
+    assert ended - started >= 2.0
+    first_at = next(at for at, text in chunks if "started" in text)
+    assert ended - first_at >= 1.5  # shown while the command ran, not when it ended
+    shown = "".join(text for _, text in chunks)
+    assert shown == "started\nkey [REDACTED] and the tail\n" == outcome.stdout
+    for part in ("sk-ant", "ABCDEFGH", "IJKLMN", "sk-", "GH", "IJ"):
+        assert all(part not in text for _, text in chunks), part
+
+
 def test_a_file_tool_reports_no_exit_code_and_the_file_sha256(worker: WorkerHandle) -> None:
     outcome = worker.execute(execution_of("write_file", {"path": "a.txt", "content": "abc"}))
     assert outcome.exit_code is None and outcome.process_group_id == 0

@@ -76,7 +76,7 @@ IMPORT_TABLE: dict[str, Leans] = {
     "store": leans("domain", third_party=frozenset({"apsw", "platformdirs"})),
     "authority": leans("domain", "store"),
     "credentials": leans("domain", "redact", third_party=frozenset({"keyring", "secretstorage", "jeepney"})),
-    "redact": leans("domain"),
+    "redact": leans("domain", third_party=frozenset({"regex"})),  # partial matching for streamed output
     "gitwork": leans("domain", third_party=frozenset({"pygit2"})),
     "worker": leans("domain", "api", "redact", third_party=frozenset({"grpc", "google.protobuf"})),
     "providers": leans("domain", "credentials", "redact", third_party=frozenset({"httpx", "pydantic"})),

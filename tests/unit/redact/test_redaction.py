@@ -204,6 +204,18 @@ def test_a_stream_releases_text_as_it_goes_and_the_rest_at_flush() -> None:
     assert released + stream.flush() == "a" * 10_000
 
 
+def test_ordinary_output_is_released_at_once_and_only_a_possible_secret_s_start_waits() -> None:
+    stream = StreamRedactor(redactor_with(LOADED_KEY))
+    assert stream.feed("collecting ...\n") == "collecting ...\n"  # nothing held back: the tail is visible now
+    assert stream.feed("3 passed, 1 warning\n") == "3 passed, 1 warning\n"
+    assert stream.feed(f"loaded {LOADED_KEY[:6]}") == "loaded "  # could be the loaded secret: held
+    assert stream.feed(f"{LOADED_KEY[6:]} done\n") == "[REDACTED] done\n"
+    assert stream.feed("key sk-ant-") == "key "  # could be an Anthropic key: held
+    assert stream.feed("not-a-key") == ""  # still could (a key is 16+ such characters)
+    assert stream.feed("\n") == "sk-ant-not-a-key\n"  # the line ended short of a key: released as it is
+    assert stream.flush() == ""
+
+
 def test_text_fed_after_a_flush_is_a_new_stream() -> None:
     stream = StreamRedactor(Redactor())
     assert stream.feed("first") + stream.flush() == "first"
