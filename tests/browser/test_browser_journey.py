@@ -48,7 +48,14 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     base = git(repository, "rev-parse", "HEAD")
     branch = git(repository, "symbolic-ref", "--short", "HEAD")
 
+    # What waits for the person is first (issue 20 item 2): the plan, then each pending request's own card.
+    expect(app.page.locator('[data-testid="needs-you"] [data-need="plan"]')).to_contain_text("waits for your approval")
+    expect(app.testid("task-actions-unavailable")).to_contain_text("do not apply now")  # the rest behind a toggle
     card = approve_until_approval_card(app)
+    this_card = f'[data-testid="approval-card"][data-request-id="{card.get_attribute("data-request-id")}"]'
+    expect(app.testid("needs-you-approvals").locator(this_card)).to_have_count(1)
+    expect(app.testid("timeline").get_by_test_id("approval-pinned-placeholder")).to_have_count(1)
+    expect(app.page.locator('[data-testid="needs-you"] [data-need="plan"]')).to_have_count(0)
     expect(card.get_by_test_id("approval-arguments")).not_to_be_empty()
     expect(card.get_by_test_id("approval-capabilities")).to_be_visible()
     # what approving means: the test command runs code the agent can change, in the box in force
@@ -59,6 +66,7 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     # the card keeps the decision and loses its buttons
     expect(card.get_by_test_id("approval-outcome")).to_contain_text("allowed-once", timeout=MS)
     expect(card.get_by_test_id("approval-allow-once")).to_have_count(0)
+    expect(app.testid("timeline").locator(this_card)).to_have_count(1)  # back in its place
 
     # the event, the resulting state and the render are three separate facts
     finished = app.page.locator('[data-kind="tool-execution-finished"]').first
@@ -67,6 +75,7 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     expect(finished.get_by_test_id("tool-state")).to_contain_text("Final result (committed)", timeout=MS)
     allow_once_until_review(app)
     task_state(app, "awaiting-review")
+    expect(app.testid("needs-you-review")).to_be_visible(timeout=MS)
     # issue 17: the demo's python3 has no coverage.py, so the check tools' install into codeflux's overlay (its own
     # coverage.py and Hypothesis, no network) was a card of its own that the person allowed
     install = app.page.locator('[data-testid="approval-card"]', has_text="pip install")

@@ -165,7 +165,9 @@ const ACTION_LABELS = {
 export function actionBar(app, task) {
   const bar = el("div", { class: "action-bar", testid: "task-actions", role: "group", "aria-label": "Task actions" });
   const actions = task.actions || [];
-  if (actions.length === 0) bar.append(el("p", { class: "empty", text: "No actions in this state." }));
+  // Only what applies now is in reach; the rest (each with why it is not available) behind one toggle.
+  const later = el("div", { class: "action-bar" });
+  let unavailable = 0;
   for (const action of actions) {
     const handler = app.actionHandler(action.action);
     let reason = action.available ? "" : action.reason || "not available now";
@@ -176,8 +178,14 @@ export function actionBar(app, task) {
       onclick: handler || undefined,
     }, ACTION_LABELS[action.action] || action.action);
     if (reason) button.dataset.reason = reason;
-    bar.append(el("span", { class: "action" }, button,
-      reason ? el("span", { class: "reason", testid: `reason-${action.action}`, text: reason }) : null));
+    const item = el("span", { class: "action" }, button,
+      reason ? el("span", { class: "reason", testid: `reason-${action.action}`, text: reason }) : null);
+    if (reason) { later.append(item); unavailable += 1; } else bar.append(item);
+  }
+  if (unavailable === actions.length) bar.append(el("p", { class: "empty", text: "No action applies now." }));
+  if (unavailable) {
+    bar.append(el("details", { class: "unavailable-actions", testid: "task-actions-unavailable" },
+      el("summary", { text: `${unavailable} other action(s) do not apply now` }), later));
   }
   return bar;
 }

@@ -4,7 +4,8 @@
 // authority with the request pending, and lose their buttons once an `authority-decided` event resolves
 // them. Tool results and live output: tools.js. Kinds are named only through event_kinds.js, which is
 // generated from the event registry (codeflux/domain/events.py); a test fails on a kind or payload key
-// the registry lacks.
+// the registry lacks. While a request waits for the person, its card is pinned at the top of the task ("Needs you",
+// workspace.js) and a placeholder holds its place in the timeline; once decided it goes back.
 
 import { badge, clear, el, facts, mutatingButton, textList } from "./dom.js";
 import { EventKind } from "./event_kinds.js";
@@ -24,6 +25,25 @@ export class Timeline {
     this.root = el("ol", { class: "timeline", testid: "timeline", "aria-live": "polite" });
     this.empty = el("li", { class: "empty", testid: "timeline-empty", text: "No events yet." });
     this.root.append(this.empty);
+  }
+
+  // Where pending approval cards are shown while they wait (the task panel's "Needs you").
+  pinInto(container) {
+    this.pinned = container;
+  }
+
+  pin(entry, waiting) {
+    if (!this.pinned || !entry.card) return;
+    if (waiting && !entry.placeholder) {
+      entry.placeholder = el("li", { class: "card placeholder", testid: "approval-pinned-placeholder",
+        text: "A tool request waits for your decision: its card is pinned at the top of the task, under Needs you.",
+        dataset: { pinnedSeq: entry.card.dataset.seq || "" } });
+      entry.card.replaceWith(entry.placeholder);
+      this.pinned.append(entry.card);
+    } else if (!waiting && entry.placeholder) {
+      entry.placeholder.replaceWith(entry.card);
+      entry.placeholder = null;
+    }
   }
 
   has(sequence) {
@@ -66,6 +86,7 @@ export class Timeline {
         entry.detailShown = true;
       }
       if (!entry.resolved && !detail && this.decisions.has(requestId)) this.resolve(requestId);
+      this.pin(entry, Boolean(detail) && !entry.resolved);
       const asking = Boolean(detail) && task.state === "awaiting-authority";
       for (const button of entry.buttons.querySelectorAll("button")) {
         // Allow-for-task is not offered where programs run with no OS box, allow-for-repository not while commands
@@ -86,6 +107,7 @@ export class Timeline {
     if (!entry || !decision || entry.resolved) return;
     entry.resolved = true;
     entry.card.dataset.resolved = decision.outcome;
+    this.pin(entry, false);
     clear(entry.buttons).append(
       el("p", { class: "outcome", testid: "approval-outcome" }, "Resolved: ", badge(decision.outcome),
         decision.decided_by ? ` by ${decision.decided_by}` : ""));

@@ -79,9 +79,56 @@ export class TaskPanel {
     this.actions = el("div", {});
     this.plan = el("div", {});
     this.budget = el("div", {});
-    this.keys = { plan: "", budget: "", actions: "" };
-    this.root = el("section", { class: "task", testid: "task-panel" }, this.header, this.actions, this.plan, this.budget,
-      el("h3", { text: "Timeline" }), timeline.root);
+    this.keys = { plan: "", budget: "", actions: "", needs: "" };
+    // What waits for the person, first: pending tool requests (the timeline moves their cards here while they wait)
+    // and a line for each other decision (the plan, a question, the review, a recovery) with the way to it.
+    this.needsLines = el("ul", { class: "plain", testid: "needs-you-items" });
+    this.pinned = el("ol", { class: "timeline pinned", testid: "needs-you-approvals" });
+    this.needsYou = el("section", { class: "card needs-you", testid: "needs-you", "aria-label": "Needs you",
+      dataset: { count: "0" } }, el("h3", { text: "Needs you" }), this.needsLines, this.pinned);
+    timeline.pinInto(this.pinned);
+    this.root = el("section", { class: "task", testid: "task-panel" }, this.header, this.needsYou, this.actions,
+      this.plan, this.budget, el("h3", { text: "Timeline" }), timeline.root);
+  }
+
+  // The lines of "Needs you" other than pending tool requests (those are their own cards, pinned by the timeline).
+  needs(task) {
+    const plan = task.plan || {};
+    const lines = [];
+    const deciding = task.state === "awaiting-plan-approval" && (plan.decision || "undecided") === "undecided";
+    const open = (plan.questions || []).filter((q) => q.status === "open").length;
+    if (deciding && open) {
+      lines.push(["question", `The planner asks ${open} question(s); approval waits for your answer.`,
+        "Go to the questions", () => this.plan.querySelector("[data-testid='plan-questions']")]);
+    }
+    if (deciding && plan.revision) {
+      lines.push(["plan", `Plan revision ${plan.revision} waits for your approval (scope, steps, examples, cost range).`,
+        "Go to the plan", () => this.plan.firstElementChild]);
+    }
+    if (task.state === "awaiting-review") {
+      lines.push(["review", "The change is ready for your review: accept it, reject it, or send it back.",
+        "Open review", null, () => this.app.openReview()]);
+    }
+    if (task.state === "recovery-required") {
+      lines.push(["recovery", "The task was interrupted and needs your recovery decision.", "Open recovery", null,
+        () => this.app.showView("recovery")]);
+    }
+    return lines;
+  }
+
+  updateNeeds(task) {
+    const lines = this.needs(task);
+    const key = JSON.stringify(lines.map(([kind, text]) => [kind, text]));
+    if (key !== this.keys.needs) {
+      this.keys.needs = key;
+      clear(this.needsLines).append(...lines.map(([kind, text, label, target, action]) =>
+        el("li", { testid: "needs-you-item", dataset: { need: kind } }, `${text} `,
+          el("button", { type: "button", testid: `needs-you-${kind}`, text: label,
+            onclick: action || (() => { const node = target(); if (node) node.scrollIntoView({ block: "start" }); }) }))));
+    }
+    const count = lines.length + this.pinned.childElementCount;
+    this.needsYou.dataset.count = String(count);
+    this.needsYou.hidden = count === 0;
   }
 
   update(task) {
@@ -114,6 +161,7 @@ export class TaskPanel {
       clear(this.budget).append(budgetCard(this.app, task));
     }
     this.timeline.updateApprovals(task);
+    this.updateNeeds(task);
   }
 }
 
