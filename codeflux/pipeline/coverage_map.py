@@ -13,6 +13,12 @@ exit, taken or not) and, per branch arc taken, the tests that took it (each test
 to ``$TMPDIR/codeflux-checks/coverage-map.json``, which the coordinator reads and removes. Nothing is written in the
 worktree. The run follows the test command's decision (``covered_by``: the same interpreter in the same box) — no
 second card.
+
+With a selection (tests memory proposes: :mod:`codeflux.domain.covering_tests`) the argv names it after the files:
+``<file>… --select <node id or test file>… -- -p no:cacheprovider``. pytest still collects as the whole run would
+(same configuration, conftest files and options), and the script keeps only the selected items (last among the
+collection hooks, reporting the others deselected): the report counts the collected and the selected tests and lists
+any selected name the collection no longer has — a stale node id is reported, never a usage error.
 """
 
 from __future__ import annotations
