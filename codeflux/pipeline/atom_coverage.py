@@ -142,8 +142,10 @@ def judge_on_coverage(facts: AtomFacts, evaluate: Callable[[AtomFacts], StageRes
 
 
 def _with_selection(result: StageResult, selection: Mapping[str, object]) -> StageResult:
-    if result.verdict.outcome is StageOutcome.BLOCKED or not selection:
-        return result  # a blocked stage carries no evidence
+    # only a judged gate says which run it was judged on: a blocked stage carries no evidence, and a skipped one may
+    # have stopped before reading the map (whether it was measured by then depends on the stages beside it)
+    if result.verdict.outcome not in (StageOutcome.SATISFIED, StageOutcome.FAILED) or not selection:
+        return result
     return replace(result, evidence={**result.evidence, "test_selection": dict(selection)})
 
 
