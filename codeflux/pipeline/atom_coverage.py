@@ -133,11 +133,13 @@ def judge_on_coverage(facts: AtomFacts, evaluate: Callable[[AtomFacts], StageRes
     stage = result.verdict.stage.value
     failed = (result.verdict.gate_evaluation or "")[:500]
     whole = whole_suite_facts(facts, f"{stage} failed under the tests selected from memory")
+    remeasured = atom_coverage(whole)
+    why = f"{stage} failed under the tests selected from memory ({failed}); measured again on the whole test command"
+    if remeasured.problem is not None:  # the failure on the selection stands, saying the whole run was not had
+        return _with_selection(result, {**measured.selection_evidence(),
+                                        "remeasured": f"{why}, which could not be measured: {remeasured.detail}"})
     again = evaluate(whole)
-    remeasured = whole.shared.get(_KEY)
-    evidence = remeasured.selection_evidence() if isinstance(remeasured, AtomCoverage) else {}
-    return _with_selection(again, {**evidence, "remeasured": f"{stage} failed under the tests selected from memory "
-                                   f"({failed}); measured again on the whole test command and judged on that",
+    return _with_selection(again, {**remeasured.selection_evidence(), "remeasured": f"{why} and judged on that",
                                    "selected_run": measured.selection_evidence()})
 
 

@@ -55,9 +55,9 @@ def harness(db: Database, tmp_path: Path) -> Iterator[Harness]:
         yield built
 
 
-def learn_calc_map(harness: Harness) -> str:
+def learn_calc_map(harness: Harness, *extra: str) -> str:
     """What an accepted first task would have learned: the tests covering pkg/calc.py's add."""
-    return learn_file_test_map(harness.db, root=harness.repo, file="pkg/calc.py", tests=[ADD]).entry_id.value
+    return learn_file_test_map(harness.db, root=harness.repo, file="pkg/calc.py", tests=[ADD, *extra]).entry_id.value
 
 
 def started(harness: Harness, overlay_cache: Path) -> PipelinePorts:
@@ -125,7 +125,7 @@ def test_a_map_whose_test_file_changed_at_the_base_is_refused_and_the_whole_comm
 
 
 def test_a_test_file_the_task_changes_runs_whole_beside_the_mapped_tests(harness: Harness, overlay_cache: Path) -> None:
-    learn_calc_map(harness)
+    learn_calc_map(harness, "tests/test_calc.py::test_renamed_since")  # a name the collection no longer has
     ports = started(harness, overlay_cache)
     worktree = ports.facts.worktree.path
     (worktree / "pkg" / "calc.py").write_text(NEW_ADD)
@@ -136,6 +136,7 @@ def test_a_test_file_the_task_changes_runs_whole_beside_the_mapped_tests(harness
 
     assert only == {ADD, *SUB_TESTS, "tests/test_sub.py::test_sub_zero"}  # never tests/test_other.py
     assert said["test_files"] == ["tests/test_sub.py"] and said["selected"] == 4 and said["collected"] == 5
+    assert said["missing"] == ["tests/test_calc.py::test_renamed_since"]  # reported, never a pytest usage error
 
 
 def test_a_gate_failing_under_the_selection_is_measured_again_on_the_whole_suite_and_holds(
