@@ -255,12 +255,24 @@ class MemoryEdge:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CurrentFacts:
     """The facts of the checkout an entry would be used in. ``blobs`` maps each path asked about to its git blob
-    hash now, None when the file is not there."""
+    hash now, None when the file is not there.
+
+    ``revision`` is None for a checkout as it is on disk now (a task worktree, the person's checkout); a commit id
+    when the facts are those of that commit instead — a task's **base revision**, the person's checkout when the
+    task started. An entry about a file the task changes is inapplicable in the task's worktree by design (a
+    file-test map of ``F`` rests on ``F``); judged at the base it says what it said of the code the task started
+    from. Such a verdict proposes; it proves nothing about the worktree."""
 
     root_commit: str
     toolchain_hash: str
     dependency_hash: str
     blobs: Mapping[str, str | None] = field(default_factory=dict)
+    revision: str | None = None
+
+    @property
+    def where(self) -> str:
+        """How a verdict names where it judged: ``now`` or ``at revision <id>``."""
+        return "now" if self.revision is None else f"at revision {self.revision[:12]}"
 
 
 class ApplicabilityReason(StrEnum):
@@ -309,12 +321,14 @@ def judge_applicability(entry: MemoryEntry, facts: CurrentFacts) -> Applicabilit
         return _no(ApplicabilityReason.OTHER_DEPENDENCIES, "learned with another dependency set")
     for source in sorted(entry.sources, key=lambda s: s.path):
         if source.path not in facts.blobs:
-            return _no(ApplicabilityReason.SOURCE_UNKNOWN, f"{source.path}: its current content was not checked")
+            return _no(ApplicabilityReason.SOURCE_UNKNOWN, f"{source.path}: its content {facts.where} was not checked")
         now = facts.blobs[source.path]
+        at = "" if facts.revision is None else f" (judged {facts.where})"
         if now is None:
-            return _no(ApplicabilityReason.SOURCE_MISSING, f"{source.path} is gone since it was learned")
+            return _no(ApplicabilityReason.SOURCE_MISSING, f"{source.path} is gone since it was learned{at}")
         if now != source.blob_sha:
             return _no(ApplicabilityReason.SOURCE_CHANGED,
-                       f"{source.path} changed since it was learned ({source.blob_sha[:12]} → {now[:12]})")
+                       f"{source.path} changed since it was learned ({source.blob_sha[:12]} → {now[:12]}){at}")
+    unchanged = "every source file unchanged" + ("" if facts.revision is None else f" {facts.where}")
     return ApplicabilityVerdict(applicable=True, reason=ApplicabilityReason.APPLICABLE,
-                                detail="same repository, toolchain and dependencies; every source file unchanged")
+                                detail=f"same repository, toolchain and dependencies; {unchanged}")

@@ -25,20 +25,25 @@ import re
 import shutil
 import stat
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Final
 
 from codeflux.domain.memory import CurrentFacts, Toolchain
 from codeflux.gitwork.repository import checkout_commits
+from codeflux.gitwork.revision_files import blob_ids_at, small_files_at
 
 __all__ = [
     "CHECK_TOOLS",
     "LOCK_FILES",
     "blob_hash_of_file",
     "current_facts",
+    "dependency_hash_at",
     "dependency_hash_of",
+    "dependency_hash_of_texts",
+    "facts_at_revision",
     "head_commit_of",
+    "is_dependency_file",
     "probe_toolchain",
     "root_commit_of",
 ]
@@ -115,24 +120,51 @@ def _read_small(path: Path) -> str | None:
         return None
 
 
+def is_dependency_file(path: str) -> bool:
+    """Whether the repository-relative ``path`` is one of the dependency declarations the hash covers (see the
+    module docstring)."""
+    folder, _, name = path.rpartition("/")
+    if not folder:
+        return name == "pyproject.toml" or name in LOCK_FILES or (name.startswith("requirements")
+                                                                   and name.endswith(".txt"))
+    return folder == "requirements" and name.endswith(".txt")
+
+
+def dependency_hash_of_texts(texts: Mapping[str, str]) -> str:
+    """sha256 over the dependency declarations given as repository-relative path → text (files that are not
+    declarations are ignored): the same hash :func:`dependency_hash_of` reads from disk, from any source."""
+    declared: dict[str, object] = {}
+    for path, text in texts.items():
+        if not is_dependency_file(path):
+            continue
+        if path == "pyproject.toml":
+            declared[path] = _pyproject_dependencies(text)
+        elif path in LOCK_FILES:
+            declared[path] = hashlib.sha256(text.encode()).hexdigest()
+        else:
+            declared[path] = _requirement_lines(text)
+    canonical = json.dumps(declared, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 def dependency_hash_of(root: Path) -> str:
     """sha256 over the checkout's dependency declarations (see the module docstring); the same for a checkout
     that declares none."""
-    declared: dict[str, object] = {}
-    pyproject = _read_small(root / "pyproject.toml")
-    if pyproject is not None:
-        declared["pyproject.toml"] = _pyproject_dependencies(pyproject)
-    candidates = sorted([*root.glob("requirements*.txt"), *root.glob("requirements/*.txt")])
+    candidates = [root / "pyproject.toml", *root.glob("requirements*.txt"), *root.glob("requirements/*.txt"),
+                  *(root / name for name in LOCK_FILES)]
+    texts: dict[str, str] = {}
     for path in candidates:
         text = _read_small(path)
         if text is not None:
-            declared[path.relative_to(root).as_posix()] = _requirement_lines(text)
-    for name in LOCK_FILES:
-        text = _read_small(root / name)
-        if text is not None:
-            declared[name] = hashlib.sha256(text.encode()).hexdigest()
-    canonical = json.dumps(declared, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+            texts[path.relative_to(root).as_posix()] = text
+    return dependency_hash_of_texts(texts)
+
+
+def dependency_hash_at(root: Path, commit: str) -> str:
+    """:func:`dependency_hash_of` as the declarations are in ``commit`` of the checkout's repository."""
+    return dependency_hash_of_texts(small_files_at(root, commit, folders=("", "requirements"),
+                                                   accept=is_dependency_file,
+                                                   max_bytes=_MAX_DEPENDENCY_FILE_BYTES))
 
 
 def _environment_of(root: Path) -> Path | None:
@@ -169,3 +201,15 @@ def current_facts(root: Path, paths: Iterable[str], *, toolchain: Toolchain | No
     return CurrentFacts(root_commit=root_commit, toolchain_hash=chain.digest, dependency_hash=dependency_hash_of(root),
                         blobs={path: blob_hash_of_file(root, path, object_format=object_format)
                                for path in sorted(set(paths))})
+
+
+def facts_at_revision(root: Path, commit: str, paths: Iterable[str], *, toolchain: Toolchain | None = None
+                      ) -> CurrentFacts:
+    """What the checkout's repository was in ``commit`` (a task's base revision): its root commit, the dependency
+    set and each of ``paths``' blob **in that commit** — not on disk — and the toolchain of the checkout's
+    environment (which git does not hold: ``toolchain`` overrides the probe). The facts name the revision."""
+    root_commit = root_commit_of(root)
+    chain = probe_toolchain(root) if toolchain is None else toolchain
+    return CurrentFacts(root_commit=root_commit, toolchain_hash=chain.digest,
+                        dependency_hash=dependency_hash_at(root, commit), blobs=blob_ids_at(root, commit, paths),
+                        revision=commit)

@@ -6,6 +6,9 @@ the file is gone — is quarantined on the spot with that reason, together with 
 what it influenced is flagged), in one transaction per entry. Another toolchain or dependency set makes an entry
 unusable here without invalidating it: it may hold again in the checkout it was learned for.
 
+:func:`covering_tests_at_base` selects a task's tests from ``file-test-map`` entries judged at the task's base
+revision, not in its worktree (:mod:`codeflux.domain.covering_tests` has the rule).
+
 :func:`recall` is "search proposes, applicability disposes": FTS5 proposes candidates of this repository, each is
 checked, and only applicable entries come back as :class:`RecalledEntry`; every other candidate comes back as a
 :class:`RefusedCandidate` carrying its reason, never its body, so it cannot be used by mistake.
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeflux.domain.covering_tests import ChangedFile, CoveringTests, FileTestMap, select_covering_tests
 from codeflux.domain.errors import TransitionNotAllowedError
 from codeflux.domain.ids import MemoryEntryId
 from codeflux.domain.memory import (
@@ -29,7 +33,7 @@ from codeflux.domain.memory import (
     Toolchain,
     judge_applicability,
 )
-from codeflux.memory.checkout import current_facts, root_commit_of
+from codeflux.memory.checkout import current_facts, facts_at_revision, root_commit_of
 from codeflux.store.database import Database, Transaction
 from codeflux.store.memory import (
     MemoryInvalidation,
@@ -46,6 +50,7 @@ __all__ = [
     "RecalledEntry",
     "RefusedCandidate",
     "check_memory_entries",
+    "covering_tests_at_base",
     "entries_by_id",
     "invalidate_memory_entry",
     "recall",
@@ -126,15 +131,18 @@ def _reread(db: Database, entry_id: MemoryEntryId) -> MemoryEntry:
 
 
 def check_memory_entries(db: Database, root: Path, entries: Sequence[MemoryEntry], *,
-                         toolchain: Toolchain | None = None, invalidate: bool = True) -> list[CheckedEntry]:
-    """Each entry's verdict in the checkout at ``root`` now, in the order given; entries whose evidence stopped
-    holding are invalidated (see the module docstring) — unless ``invalidate`` is False (a view that only shows
-    verdicts). Later entries of the batch are read again after an invalidation, so one quarantined by the cascade
-    is judged quarantined."""
+                         toolchain: Toolchain | None = None, invalidate: bool = True,
+                         revision: str | None = None) -> list[CheckedEntry]:
+    """Each entry's verdict in the checkout at ``root`` now — or, with ``revision``, in that commit of its
+    repository (:func:`~codeflux.memory.checkout.facts_at_revision`: a task's base revision) — in the order given;
+    entries whose evidence stopped holding are invalidated (see the module docstring) — unless ``invalidate`` is
+    False (a view that only shows verdicts). Later entries of the batch are read again after an invalidation, so one
+    quarantined by the cascade is judged quarantined."""
     if not entries:
         return []
-    facts = current_facts(root, {source.path for entry in entries for source in entry.sources},
-                          toolchain=toolchain)
+    paths = {source.path for entry in entries for source in entry.sources}
+    facts = current_facts(root, paths, toolchain=toolchain) if revision is None else \
+        facts_at_revision(root, revision, paths, toolchain=toolchain)
     checked: list[CheckedEntry] = []
     invalidated = False
     for entry in entries:
@@ -165,3 +173,34 @@ def entries_by_id(db: Database, entry_ids: Sequence[MemoryEntryId]) -> list[Memo
     """The entries among ``entry_ids`` that exist, in the order given."""
     found = db.read(lambda view: memory_entries_by_id(view, entry_ids))
     return [found[entry_id] for entry_id in entry_ids if entry_id in found]
+
+
+_MAP_CANDIDATES = 50
+
+
+def _maps_proposed_for(db: Database, path: str, *, root_commit: str) -> list[MemoryEntry]:
+    """The file-test maps of ``path`` FTS5 proposes (matching words, then the exact file), in any state."""
+    found = db.read(lambda view: search_memory_candidates(view, path, root_commit=root_commit,
+                                                          kind=MemoryKind.FILE_TEST_MAP, limit=_MAP_CANDIDATES))
+    return [entry for entry in found if entry.body.get("file") == path]
+
+
+def covering_tests_at_base(db: Database, root: Path, changed: Sequence[ChangedFile], *, base_commit: str,
+                           toolchain: Toolchain | None = None) -> CoveringTests:
+    """The tests to measure a task's diff with, from the file-test maps of the checkout at ``root`` (the person's):
+    for each changed non-test Python file FTS5 proposes maps naming it (the body's ``file`` must be that path), each
+    judged at ``base_commit`` — the task's base revision — where an entry whose sources changed is quarantined as in
+    :func:`check_memory_entries`; the applicable ones select (:func:`~codeflux.domain.covering_tests.
+    select_covering_tests`). Refused candidates are named with their reason."""
+    wanted = sorted({c.path for c in changed if c.path.endswith(".py") and not c.deleted})
+    root_commit = root_commit_of(root)
+    candidates: dict[MemoryEntryId, MemoryEntry] = {}
+    for path in wanted:
+        candidates.update({entry.entry_id: entry for entry in _maps_proposed_for(db, path, root_commit=root_commit)})
+    checked = check_memory_entries(db, root, list(candidates.values()), toolchain=toolchain, revision=base_commit)
+    maps = [FileTestMap(entry_id=c.entry.entry_id.value, file=str(c.entry.body.get("file", "")),
+                        tests=tuple(str(test) for test in tests))
+            for c in checked if c.verdict.applicable and isinstance(tests := c.entry.body.get("tests"), list)]
+    refused = [f"{c.entry.entry_id.value} ({c.entry.body.get('file', '')}): {c.verdict.reason.value}: "
+               f"{c.verdict.detail}" for c in checked if not c.verdict.applicable]
+    return select_covering_tests(changed, maps, refused=refused)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -44,6 +44,9 @@ class AtomFacts:
     :func:`~codeflux.pipeline.atom_coverage.atom_coverage`, so the tests run under coverage once; the interpreter's
     tool probe: :func:`~codeflux.pipeline.tool_overlay.resolve_tools`) — written through :meth:`once`."""
     guards: _Guards = field(default_factory=_Guards, compare=False, repr=False)
+    whole_suite: str | None = None
+    """Why this attempt's coverage run may not select tests from memory (set on the facts a gate is judged again
+    with after it failed under a selected run: :func:`~codeflux.pipeline.atom_coverage.whole_suite_facts`)."""
 
     def once(self, key: str, kind: type[T], measure: Callable[[], T]) -> T:
         """``shared[key]`` when it holds a ``kind``, else what ``measure`` returns, kept there: measured by one
@@ -55,6 +58,10 @@ class AtomFacts:
             found = measure()
             self.shared[key] = found
             return found
+
+    def for_whole_suite(self, why: str) -> AtomFacts:
+        """These facts with nothing measured yet and a coverage run that may not select tests (``why``)."""
+        return replace(self, shared={}, guards=_Guards(), whole_suite=why)
 
     @property
     def changed_paths(self) -> tuple[str, ...]:

@@ -13,6 +13,12 @@ exit, taken or not) and, per branch arc taken, the tests that took it (each test
 to ``$TMPDIR/codeflux-checks/coverage-map.json``, which the coordinator reads and removes. Nothing is written in the
 worktree. The run follows the test command's decision (``covered_by``: the same interpreter in the same box) — no
 second card.
+
+With a selection (tests memory proposes: :mod:`codeflux.domain.covering_tests`) the argv names it after the files:
+``<file>… --select <node id or test file>… -- -p no:cacheprovider``. pytest still collects as the whole run would
+(same configuration, conftest files and options), and the script keeps only the selected items (last among the
+collection hooks, reporting the others deselected): the report counts the collected and the selected tests and lists
+any selected name the collection no longer has — a stale node id is reported, never a usage error.
 """
 
 from __future__ import annotations
@@ -32,7 +38,9 @@ from codeflux.pipeline.tool_overlay import OVERLAY_SITE_SCRIPT, ToolResolution
 __all__ = [
     "COVERAGE_MAP_IN_TEMP",
     "COVERAGE_SCRIPT",
+    "SELECT_MARK",
     "CoverageMap",
+    "SelectedRun",
     "atom_body_lines",
     "coverage_argv",
     "measure_coverage",
@@ -40,6 +48,7 @@ __all__ = [
 ]
 
 CHECKS_FOLDER: Final = "codeflux-checks"
+SELECT_MARK: Final = "--select"
 COVERAGE_MAP_IN_TEMP: Final = f"{CHECKS_FOLDER}/coverage-map.json"
 _MAX_MAP_BYTES: Final = 32 * 1024 * 1024
 _TAIL_LINES: Final = 8
@@ -49,7 +58,12 @@ COVERAGE_SCRIPT: Final = (
     + OVERLAY_SITE_SCRIPT +
     "split = sys.argv.index('--')\n"
     "wanted = sys.argv[2:split]\n"
+    "chosen = None\n"
+    "if '" + SELECT_MARK + "' in wanted:\n"
+    "    at = wanted.index('" + SELECT_MARK + "')\n"
+    "    wanted, chosen = wanted[:at], set(wanted[at + 1:])\n"
     "arguments = sys.argv[split + 1:]\n"
+    "selection = {}\n"
     "checks = os.path.join(os.environ['TMPDIR'], '" + CHECKS_FOLDER + "')\n"
     "os.makedirs(checks, exist_ok=True)\n"
     "root = os.getcwd()\n"
@@ -65,6 +79,19 @@ COVERAGE_SCRIPT: Final = (
     "        cov.switch_context(item.nodeid)\n"
     "        yield\n"
     "        cov.switch_context('')\n"
+    "    @pytest.hookimpl(trylast=True)\n"
+    "    def pytest_collection_modifyitems(self, session, config, items):\n"
+    "        if chosen is None:\n"
+    "            return\n"
+    "        kept = lambda item: item.nodeid in chosen or item.nodeid.split('::')[0] in chosen\n"
+    "        keep = [item for item in items if kept(item)]\n"
+    "        drop = [item for item in items if not kept(item)]\n"
+    "        seen = {item.nodeid for item in items} | {item.nodeid.split('::')[0] for item in items}\n"
+    "        selection.update(collected=len(items), selected=len(keep),\n"
+    "                         missing=sorted(name for name in chosen if name not in seen))\n"
+    "        if drop:\n"
+    "            config.hook.pytest_deselected(items=drop)\n"
+    "        items[:] = keep\n"
     "    def pytest_runtest_logreport(self, report):\n"
     "        if report.failed:\n"
     "            outcomes[report.nodeid] = 'failed'\n"
@@ -104,17 +131,41 @@ COVERAGE_SCRIPT: Final = (
     "          'tools': {'coverage': coverage.__version__, 'pytest': pytest.__version__},\n"
     "          'locations': {'coverage': os.path.dirname(coverage.__file__),\n"
     "                        'pytest': os.path.dirname(pytest.__file__)},\n"
-    "          'files': files, 'outcomes': outcomes}\n"
+    "          'files': files, 'outcomes': outcomes, 'selection': selection}\n"
     "with open(os.path.join(checks, 'coverage-map.json'), 'w') as handle:\n"
     "    json.dump(report, handle)\n"
     "sys.exit(int(status))\n"
 )
 
 
-def coverage_argv(interpreter: str, overlay_site: Path | None, files: Sequence[str]) -> tuple[str, ...]:
-    """The exact coverage run (see the module docstring)."""
-    return (interpreter, "-c", COVERAGE_SCRIPT, "-" if overlay_site is None else str(overlay_site), *files, "--",
-            "-p", "no:cacheprovider")
+def coverage_argv(interpreter: str, overlay_site: Path | None, files: Sequence[str],
+                  selection: Sequence[str] = ()) -> tuple[str, ...]:
+    """The exact coverage run (see the module docstring); with ``selection`` (node ids and test files) only those
+    tests run."""
+    chosen = (SELECT_MARK, *selection) if selection else ()
+    return (interpreter, "-c", COVERAGE_SCRIPT, "-" if overlay_site is None else str(overlay_site), *files, *chosen,
+            "--", "-p", "no:cacheprovider")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SelectedRun:
+    """A selected coverage run: ``selected`` of the ``collected`` tests ran; ``missing`` are selected names the
+    collection did not have (a test renamed or removed since a map was learned)."""
+
+    collected: int
+    selected: int
+    missing: tuple[str, ...] = ()
+
+
+def _selection_counts(found: object) -> SelectedRun | None:
+    if not isinstance(found, dict):
+        return None
+    collected, selected = found.get("collected"), found.get("selected")
+    if not isinstance(collected, int) or not isinstance(selected, int):
+        return None
+    missing = found.get("missing")
+    return SelectedRun(collected=collected, selected=selected,
+                       missing=tuple(str(name) for name in missing)[:50] if isinstance(missing, list) else ())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,6 +189,9 @@ class CoverageMap:
     """Per file, each branch arc some test took: the tests (node ids, sorted) whose context recorded it."""
     branch_problems: Mapping[str, str] = field(default_factory=dict)
     """Per file, why its branch arcs could not be read (the file then has no ``branches`` entry)."""
+
+    selection: SelectedRun | None = None
+    """Set when only selected tests ran: how many the test command collected and how many were kept."""
 
     def tests_of_lines(self, path: str, lines: Sequence[int]) -> tuple[str, ...]:
         """Every test that executed any of ``lines`` of ``path``, sorted."""
@@ -244,13 +298,14 @@ def _decoded(files: object) -> tuple[dict[str, dict[int, tuple[str, ...]]], dict
 
 
 def measure_coverage(ports: PipelinePorts, *, attempt: int, tools: ToolResolution, test_argv: tuple[str, ...],
-                     files: Sequence[str], diff_identity: str | None) -> CoverageMap:
-    """Run the tests under coverage.py (see the module docstring) and read the map of ``files``."""
+                     files: Sequence[str], diff_identity: str | None, selection: Sequence[str] = ()) -> CoverageMap:
+    """Run the tests under coverage.py (see the module docstring) and read the map of ``files``; with
+    ``selection`` only the tests it names run (:attr:`CoverageMap.selection` counts them)."""
     task_id = ports.facts.task_id
     temp = ports.commands.temp_directory(task_id)
     report = temp / PurePosixPath(COVERAGE_MAP_IN_TEMP)
     shutil.rmtree(report.parent, ignore_errors=True)
-    argv = coverage_argv(tools.interpreter, tools.overlay_site, files)
+    argv = coverage_argv(tools.interpreter, tools.overlay_site, files, selection)
     evidence: dict[str, object] = {"argv": list(argv), "tools": [tool.to_evidence() for tool in tools.tools],
                                    "diff_identity": diff_identity, "files": list(files)}
     try:
@@ -273,9 +328,10 @@ def measure_coverage(ports: PipelinePorts, *, attempt: int, tools: ToolResolutio
         found = document.get("outcomes")
         outcomes = {str(test): str(outcome) for test, outcome in found.items()} if isinstance(found, dict) else {}
         evidence["tests_run"] = len(outcomes)
+        counted = _selection_counts(document.get("selection")) if selection else None
         return CoverageMap(measured=True, detail=f"measured {len(lines)} of {len(files)} file(s) of the diff",
                            lines=lines, arcs=arcs, exit_status=status if isinstance(status, int) else None,
                            outcomes=outcomes, evidence=evidence, branches=branches, arc_tests=arc_tests,
-                           branch_problems=branch_problems)
+                           branch_problems=branch_problems, selection=counted)
     finally:
         shutil.rmtree(temp / CHECKS_FOLDER, ignore_errors=True)  # never through a link: rmtree refuses one

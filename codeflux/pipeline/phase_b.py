@@ -20,7 +20,7 @@ from typing import Final
 
 from codeflux.domain.pipeline import StageName, StageOutcome
 from codeflux.pipeline.anti_patterns import evaluate_anti_patterns
-from codeflux.pipeline.atom_coverage import atom_coverage
+from codeflux.pipeline.atom_coverage import atom_coverage, judge_on_coverage
 from codeflux.pipeline.atom_examples import evaluate_atom_example_tests
 from codeflux.pipeline.atom_facts import AtomFacts
 from codeflux.pipeline.atom_properties import evaluate_atom_property_tests
@@ -53,20 +53,31 @@ class AtomStage:
     scratch: bool = False
     """It writes under the task's TMPDIR: scratch copies (stubs, mutants, a copy to fuzz or time in) or its check
     reports in the check folder, which it clears when it ends."""
+    reads_coverage: bool = False
+    """Its gate reads the coverage map: when it fails on tests selected from memory it is judged again on the whole
+    test command (:func:`~codeflux.pipeline.atom_coverage.judge_on_coverage`). Only stages whose evaluation may run
+    twice (a stage recording obligations may not)."""
+
+    def judge(self, facts: AtomFacts) -> StageResult:
+        return judge_on_coverage(facts, self.evaluate) if self.reads_coverage else self.evaluate(facts)
 
 
 ATOM_STAGES: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.CONTRACTS, evaluate=evaluate_contracts),
     AtomStage(stage=StageName.RECALL, evaluate=evaluate_recall),  # asks memory; writes nothing under TMPDIR
-    AtomStage(stage=StageName.ATOM_CASE_SYNTHESIS, evaluate=evaluate_atom_case_synthesis, scratch=True),
-    AtomStage(stage=StageName.ATOM_EXAMPLE_TESTS, evaluate=evaluate_atom_example_tests, scratch=True),
-    AtomStage(stage=StageName.ATOM_PROPERTY_TESTS, evaluate=evaluate_atom_property_tests),
+    AtomStage(stage=StageName.ATOM_CASE_SYNTHESIS, evaluate=evaluate_atom_case_synthesis, scratch=True,
+              reads_coverage=True),
+    AtomStage(stage=StageName.ATOM_EXAMPLE_TESTS, evaluate=evaluate_atom_example_tests, scratch=True,
+              reads_coverage=True),
+    AtomStage(stage=StageName.ATOM_PROPERTY_TESTS, evaluate=evaluate_atom_property_tests, reads_coverage=True),
     AtomStage(stage=StageName.ATOMS, evaluate=evaluate_purity),
-    AtomStage(stage=StageName.ATOM_VERIFICATION, evaluate=evaluate_atom_verification, scratch=True),
+    AtomStage(stage=StageName.ATOM_VERIFICATION, evaluate=evaluate_atom_verification, scratch=True,
+              reads_coverage=True),
     AtomStage(stage=StageName.ATOM_FUZZ, evaluate=evaluate_atom_fuzz, scratch=True),
     # stage 8 judged the stubs and this stage's mutants in one run (mutation.SWITCHES_KEY)
     AtomStage(stage=StageName.ATOM_MUTATION, evaluate=evaluate_atom_mutation,
-              after=frozenset({StageName.ATOM_EXAMPLE_TESTS}), scratch=True),
+              after=frozenset({StageName.ATOM_EXAMPLE_TESTS}), scratch=True,
+              reads_coverage=True),
     AtomStage(stage=StageName.ANTI_PATTERNS, evaluate=lambda facts: evaluate_anti_patterns(facts.diff)),
     AtomStage(stage=StageName.ATOM_OPTIMIZATION, evaluate=lambda facts: evaluate_atom_optimization(facts.diff)),
     AtomStage(stage=StageName.ATOM_COMPLEXITY,
@@ -110,11 +121,15 @@ def record_atom_stages(ports: PipelinePorts, attempt: int, assembly: StageResult
         results = tuple(stage_result(stage.stage, StageOutcome.BLOCKED, reason, {}) for stage in stages)
     else:
         concurrency = concurrency_of(ports.settings)
+        selected = False
         if concurrency > 1 and given.diff.atoms:
-            atom_coverage(given)  # the one coverage run, before the stages that read it may run side by side
-        results = evaluate_stages([Scheduled(stage=stage.stage, evaluate=partial(stage.evaluate, given),
-                                             after=stage.after, scratch=stage.scratch) for stage in stages],
-                                  concurrency=concurrency)
+            # the one coverage run, before the stages that read it may run side by side; on tests selected from
+            # memory a stage reading it may measure again (the whole suite, in the check folder): one at a time then
+            selected = atom_coverage(given).selected
+        results = evaluate_stages([Scheduled(stage=stage.stage, evaluate=partial(stage.judge, given),
+                                             after=stage.after, scratch=stage.scratch or (selected and
+                                                                                          stage.reads_coverage))
+                                   for stage in stages], concurrency=concurrency)
     ports.ledger.record_stage_verdicts(ports.facts.task_id, attempt, [result.verdict for result in results],
                                        evidence={result.verdict.stage: result.evidence for result in results})
     return results

@@ -27,17 +27,19 @@ _AFTER_18: Final = frozenset({StageName.COMPOSITION_OBLIGATIONS})
 PHASE_CD: Final[tuple[AtomStage, ...]] = (
     AtomStage(stage=StageName.COMPOSITION_OBLIGATIONS, evaluate=evaluate_composition_obligations),
     # 19–21 read 18's obligations and share one stub run of the callers (a scratch copy); 21 discharges
-    AtomStage(stage=StageName.MOLECULE_TESTS, evaluate=evaluate_molecule_tests, after=_AFTER_18, scratch=True),
-    AtomStage(stage=StageName.MOLECULES, evaluate=evaluate_molecules, after=_AFTER_18, scratch=True),
+    AtomStage(stage=StageName.MOLECULE_TESTS, evaluate=evaluate_molecule_tests, after=_AFTER_18, scratch=True,
+              reads_coverage=True),
+    AtomStage(stage=StageName.MOLECULES, evaluate=evaluate_molecules, after=_AFTER_18, scratch=True,
+              reads_coverage=True),
     AtomStage(stage=StageName.MOLECULE_VERIFICATION, evaluate=evaluate_molecule_verification,
-              after=frozenset({StageName.MOLECULE_TESTS, StageName.MOLECULES}), scratch=True),
+              after=frozenset({StageName.MOLECULE_TESTS, StageName.MOLECULES}), scratch=True, reads_coverage=True),
     # 23–25 read 22's obligations, 24 discharges them: one after another, on the one coverage run
     AtomStage(stage=StageName.CONTROL_OBLIGATIONS, evaluate=evaluate_control_obligations),
     AtomStage(stage=StageName.CONTROL_TESTS, evaluate=evaluate_control_tests,
-              after=frozenset({StageName.CONTROL_OBLIGATIONS})),
+              after=frozenset({StageName.CONTROL_OBLIGATIONS}), reads_coverage=True),
     AtomStage(stage=StageName.CONTROL_FLOW, evaluate=evaluate_control_flow,
-              after=frozenset({StageName.CONTROL_TESTS})),
+              after=frozenset({StageName.CONTROL_TESTS}), reads_coverage=True),
     AtomStage(stage=StageName.PATH_COVERAGE, evaluate=evaluate_path_coverage,
-              after=frozenset({StageName.CONTROL_FLOW})),
+              after=frozenset({StageName.CONTROL_FLOW}), reads_coverage=True),
 )
 """The stages of phases C and D evaluated here, in stage order."""

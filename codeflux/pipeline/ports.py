@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
 
+from codeflux.domain.covering_tests import ChangedFile, CoveringTests
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import StageName, StageVerdict
 from codeflux.domain.pipeline.obligations import NewObligation, ObligationChange, ObligationKind, ObligationRecord
@@ -204,10 +205,16 @@ class RecalledAtom:
 
 
 class MemoryPort(Protocol):
-    """Asks memory for verified atoms of the person's checkout (the coordinator's recall: search proposes, the
-    applicability check disposes, an entry whose evidence stopped holding is quarantined on the way)."""
+    """Asks memory about the person's checkout (the coordinator's recall: search proposes, the applicability check
+    disposes, an entry whose evidence stopped holding is quarantined on the way): verified atoms (stage 6), and the
+    tests that cover the files a task changes (phase B's coverage run)."""
 
     def recall_atoms(self, name: str) -> tuple[RecalledAtom, ...]: ...
+
+    def covering_tests(self, changed: Sequence[ChangedFile], base_commit: str) -> CoveringTests:
+        """The tests to measure ``changed`` with, from file-test maps judged at ``base_commit`` (the task's base
+        revision) — or the whole test command and why (:mod:`codeflux.domain.covering_tests`)."""
+        ...
 
 
 class AcceptancePort(Protocol):

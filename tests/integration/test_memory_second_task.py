@@ -53,12 +53,19 @@ def second_script(path: Path) -> Path:
     return path
 
 
-def recall_evidence(data: Path, task_id: str) -> dict[str, object]:
+def recall_evidence(data: Path, task_id: str, stage: str = "recall") -> dict[str, object]:
     with contextlib.closing(sqlite3.connect(data / "codeflux.sqlite3")) as connection:
-        rows = connection.execute("SELECT outcome, evidence_json FROM stage_ledger WHERE stage = 'recall' AND "
-                                  "task_id = ? ORDER BY attempt DESC", (task_id,)).fetchall()
+        rows = connection.execute("SELECT outcome, evidence_json FROM stage_ledger WHERE stage = ? AND "
+                                  "task_id = ? ORDER BY attempt DESC", (stage, task_id)).fetchall()
     outcome, text = rows[0]
     return {"outcome": outcome, **json.loads(text)}
+
+
+def selection_said(data: Path, task_id: str) -> str:
+    """What stage 8's evidence says about the tests its coverage run selected."""
+    said = recall_evidence(data, task_id, "atom-example-tests")["test_selection"]
+    assert isinstance(said, dict)
+    return str(said["said"])
 
 
 def first_loop_message(data: Path, task_id: str) -> str:
@@ -84,6 +91,7 @@ def test_the_second_task_reuses_the_atom_the_first_one_verified_and_a_quarantine
     first, identity = run_task(data, repo).split()
     before = recall_evidence(data, first)  # positive control: nothing learned yet, so task 1 writes add
     assert before["outcome"] == "satisfied" and before["reused"] == [] and before["written"] == ["add"]
+    assert selection_said(data, first) == "whole suite: no applicable file-test map for calc/ops.py"
     assert cli(data, "memory", "list").out.strip() == "no memory entries"
 
     assert cli(data, "task", "accept", first, "--identity", identity).code == 0
@@ -94,6 +102,8 @@ def test_the_second_task_reuses_the_atom_the_first_one_verified_and_a_quarantine
     assert "test-command: " in listed and "usable (applicable)" in listed
     entry = re.search(r"(mem_[0-9a-f]+)\s+atom\s", listed)
     assert entry, listed
+    test_map = re.search(r"(mem_[0-9a-f]+)\s+file-test-map\s", listed)
+    assert test_map, listed
 
     second, second_identity = run_task(data, repo, "--script", str(second_script(tmp_path / "second.json"))).split()
 
@@ -107,6 +117,10 @@ def test_the_second_task_reuses_the_atom_the_first_one_verified_and_a_quarantine
     stages = {stage["stage"]: stage for stage in json.loads(shown.out)["stages"]}
     assert stages["recall"]["outcome"] == "satisfied" and "reuse add" in stages["recall"]["detail"]
     assert stages["atom-verification"]["outcome"] == "satisfied"  # phase B verified the reused atom again
+    # the coverage run selected its tests from task 1's file-test map (judged at task 2's base revision, since task 2
+    # changes calc/ops.py), plus every test of the test file task 2 changed
+    assert re.fullmatch(rf"selected from memory entries \[{test_map.group(1)}\] \(\d+ of \d+ tests\)",
+                        selection_said(data, second)), selection_said(data, second)
     told = first_loop_message(data, second)  # the loop was told what applies, labelled; task 1's loop was not
     assert MEMORY_LABEL.split(" — ")[0] in told and "atom calc.ops.add contract" in told and "test-command" in told
     assert MEMORY_LABEL.split(" — ")[0] not in first_loop_message(data, first)
