@@ -8,6 +8,8 @@ Writing stays with the coordinator code that changes an aggregate (one transacti
 - :func:`read_session_head` — the session's last committed sequence (``None`` when there is no such session);
 - :func:`latest_session_event` — the newest event of one of the given kinds;
 - :func:`read_whole_session` — every committed event of one session, in one read transaction (a snapshot);
+- :func:`read_session_graph_facts` — every committed event of one session narrowed to what the execution graph
+  shows, in one query (no payload decoded into its typed event);
 - :func:`read_every_system_event` — the whole system session (coordinator-wide facts, such as endpoint
   approvals), page by page;
 - :data:`SYSTEM_SESSION_ID` — the id of that session.
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Final
 
+from codeflux.domain.graph_facts import GraphFact
 from codeflux.store.database import Database, ReadView
 from codeflux.store.events import (
     MAX_PAGE,
@@ -27,6 +30,7 @@ from codeflux.store.events import (
     read_stored_events_after,
     session_head,
 )
+from codeflux.store.graph_facts import read_graph_facts
 
 __all__ = [
     "MAX_EVENT_PAGE",
@@ -35,6 +39,7 @@ __all__ = [
     "latest_session_event",
     "read_every_system_event",
     "read_session_events",
+    "read_session_graph_facts",
     "read_session_head",
     "read_whole_session",
 ]
@@ -76,6 +81,11 @@ def read_whole_session(db: Database, session_id: str) -> list[JournalEvent]:
                 return events
 
     return db.read(read)
+
+
+def read_session_graph_facts(db: Database, session_id: str) -> list[GraphFact]:
+    """Every committed event of ``session_id``, oldest first, as the execution graph reads it (one snapshot)."""
+    return db.read(lambda view: read_graph_facts(view, session_id))
 
 
 def read_every_system_event(db: Database) -> Iterator[JournalEvent]:
