@@ -37,13 +37,14 @@ counted in :attr:`ExecutionGraph.not_shown`, like the kinds not shown.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Final, NamedTuple, TypeAlias
+from typing import Final, NamedTuple
 
 from codeflux.domain.events import EventKind
 from codeflux.domain.graph_facts import FactValue, GraphFact
@@ -159,7 +160,6 @@ NOT_SHOWN_KINDS: Final[Mapping[EventKind, str]] = MappingProxyType({
 
 _UNKNOWN_REASON: Final = "an event kind this codeflux does not know (written by a newer one)"
 _VALIDATING: Final = TaskState.VALIDATING.value
-_Values: TypeAlias = tuple[FactValue, ...]
 
 
 def _cut(text: FactValue) -> str:
@@ -181,16 +181,20 @@ def _parsed(value: FactValue, opening: str) -> object:
         return None
 
 
-def _json_items(value: FactValue) -> list[object]:
+# A run repeats the same few arrays and objects (``["process"]`` as a command's needs, the same verdicts each
+# attempt): each distinct text is parsed once.
+@functools.lru_cache(maxsize=1024)
+def _json_items(value: FactValue) -> tuple[object, ...]:
     """The items of the array a fact carries (empty when it carries no array)."""
     parsed = _parsed(value, "[")
-    return parsed if isinstance(parsed, list) else []
+    return tuple(parsed) if isinstance(parsed, list) else ()
 
 
-def _json_pairs(value: FactValue) -> list[tuple[str, object]]:
+@functools.lru_cache(maxsize=1024)
+def _json_pairs(value: FactValue) -> tuple[tuple[str, object], ...]:
     """The (key, value) pairs, sorted by key, of the object a fact carries (empty when it carries no object)."""
     parsed = _parsed(value, "{")
-    return sorted(parsed.items()) if isinstance(parsed, dict) else []
+    return tuple(sorted(parsed.items())) if isinstance(parsed, dict) else ()
 
 
 @dataclass(slots=True)
@@ -252,25 +256,25 @@ class _Builder:
         return self.attempt or self.task_node
 
 
-_Handler = Callable[[_Builder, int, _Values], None]
+_Handler = Callable[[_Builder, GraphFact], None]
 
 
-def _task_created(b: _Builder, seq: int, values: _Values) -> None:
-    task_id, state, title = values[:3]
+def _task_created(b: _Builder, fact: GraphFact) -> None:
+    seq, _, task_id, state, title = fact[:5]
     title = " ".join(title.split()) if isinstance(title, str) else ""
     label = "task" if not title else f"task: {title if len(title) <= 40 else title[:39] + '…'}"
     b.task_node = b.node(f"task:{task_id}", NodeKind.TASK, seq, label, _cut(title), f"created {state}")
 
 
-def _state_changed(b: _Builder, seq: int, values: _Values) -> None:
-    to_state = values[0]
+def _state_changed(b: _Builder, fact: GraphFact) -> None:
+    seq, _, to_state = fact[:3]
     b.validating = to_state == _VALIDATING
     if b.task_node is not None:
         b.fold(b.task_node, seq, f"→ {to_state}")
 
 
-def _plan_revision(b: _Builder, seq: int, values: _Values) -> None:
-    revision, created_by, sha256 = values[:3]
+def _plan_revision(b: _Builder, fact: GraphFact) -> None:
+    seq, _, revision, created_by, sha256 = fact[:5]
     plan = b.node(f"plan:r{revision}", NodeKind.PLAN_REVISION, seq, f"plan revision {revision}",
                   f"by {created_by}", f"sha256 {_head(sha256, 16)}")
     for call in b.planning_calls:
@@ -286,8 +290,8 @@ def _plan_revision(b: _Builder, seq: int, values: _Values) -> None:
 def _plan_decided(approved: bool) -> _Handler:
     verb = "approved" if approved else "sent back"
 
-    def decided(b: _Builder, seq: int, values: _Values) -> None:
-        revision, by, sha256 = values[:3]
+    def decided(b: _Builder, fact: GraphFact) -> None:
+        seq, _, revision, by, sha256 = fact[:5]
         decision = b.node(f"plan-decision:s{seq}", NodeKind.DECISION, seq, f"plan revision {revision} {verb}",
                           f"by {by}", f"sha256 {_head(sha256, 16)}")
         plan = f"plan:r{revision}"
@@ -301,8 +305,8 @@ def _plan_decided(approved: bool) -> _Handler:
     return decided
 
 
-def _attempt_opened(b: _Builder, seq: int, values: _Values) -> None:
-    number, run_id, plan_revision = values[:3]
+def _attempt_opened(b: _Builder, fact: GraphFact) -> None:
+    seq, _, number, run_id, plan_revision = fact[:5]
     attempt = b.node(f"attempt:{number}", NodeKind.ATTEMPT, seq, f"attempt {number}",
                      f"run {run_id} on plan revision {plan_revision}")
     b.edge(f"plan:r{plan_revision}", attempt, EdgeKind.USED)
@@ -316,8 +320,8 @@ def _attempt_opened(b: _Builder, seq: int, values: _Values) -> None:
     b.check_executions.clear()
 
 
-def _attempt_ended(b: _Builder, seq: int, values: _Values) -> None:
-    number, stopped_at, outcomes = values[:3]
+def _attempt_ended(b: _Builder, fact: GraphFact) -> None:
+    seq, _, number, stopped_at, outcomes = fact[:5]
     attempt = f"attempt:{number}"
     counts = ", ".join(f"{outcome} {count}" for outcome, count in _json_pairs(outcomes))
     evidence = b.node(f"evidence:a{number}:s{seq}", NodeKind.EVIDENCE, seq, f"evidence of attempt {number}",
@@ -334,8 +338,8 @@ def _attempt_ended(b: _Builder, seq: int, values: _Values) -> None:
     b.validating = False
 
 
-def _verdicts(b: _Builder, seq: int, values: _Values) -> None:
-    number, stages = values[:2]
+def _verdicts(b: _Builder, fact: GraphFact) -> None:
+    seq, _, number, stages = fact[:4]
     pairs = [item for item in _json_items(stages) if isinstance(item, list) and len(item) == 2]
     if not pairs:
         return
@@ -350,21 +354,21 @@ def _verdicts(b: _Builder, seq: int, values: _Values) -> None:
     b.verdicts.setdefault(attempt, []).append(verdict)
 
 
-def _attempt_sent_back(b: _Builder, seq: int, values: _Values) -> None:
-    number, gate, rung, decision_text, fingerprint = values[:5]
+def _attempt_sent_back(b: _Builder, fact: GraphFact) -> None:
+    seq, _, number, gate, rung, decision_text, fingerprint = fact[:7]
     decision = b.node(f"sent-back:a{number}:s{seq}", NodeKind.DECISION, seq, f"{gate} sent attempt {number} back",
                       f"rung {rung}", f"ladder: {decision_text}", f"failure {_head(fingerprint, 16)}")
     b.edge(f"attempt:{number}", decision, EdgeKind.SENT_BACK)
     b.attempt_sent_back = decision
 
 
-def _agent_message(b: _Builder, seq: int, values: _Values) -> None:
+def _agent_message(b: _Builder, fact: GraphFact) -> None:
     if b.last_any_model_call is not None:
-        b.fold(b.last_any_model_call, seq, f"said: {_cut(values[0])}")
+        b.fold(b.last_any_model_call, fact.sequence, f"said: {_cut(fact.first)}")
 
 
-def _tool_requested(b: _Builder, seq: int, values: _Values) -> None:
-    request_id, tool, operation, needs_list, decision_id, outcome = values
+def _tool_requested(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, tool, operation, needs_list, decision_id, outcome = fact
     needs = ", ".join(str(need) for need in _json_items(needs_list)) or "nothing"
     request = f"request:{request_id}"
     if b.validating:
@@ -382,8 +386,8 @@ def _tool_requested(b: _Builder, seq: int, values: _Values) -> None:
     b.request_decision[request] = decision
 
 
-def _authority_decided(b: _Builder, seq: int, values: _Values) -> None:
-    request_id, decision_id, outcome, decided_by, denied_list = values[:5]
+def _authority_decided(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, decision_id, outcome, decided_by, denied_list = fact[:7]
     denied = ", ".join(str(item) for item in _json_items(denied_list))
     decision = b.node(f"decision:{decision_id}", NodeKind.DECISION, seq, f"decision: {outcome}",
                       f"by {decided_by}", f"denied: {denied}" if denied else "")
@@ -393,8 +397,8 @@ def _authority_decided(b: _Builder, seq: int, values: _Values) -> None:
         b.request_decision[request] = decision
 
 
-def _execution_intended(b: _Builder, seq: int, values: _Values) -> None:
-    request_id, execution_id, approval_id = values[:3]
+def _execution_intended(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, execution_id, approval_id = fact[:5]
     request = f"request:{request_id}"
     found = b.nodes.get(request)
     execution = b.node(f"execution:{execution_id}", NodeKind.EXECUTION, seq,
@@ -403,8 +407,8 @@ def _execution_intended(b: _Builder, seq: int, values: _Values) -> None:
     b.edge(b.request_decision.get(request, request), execution, EdgeKind.CAUSED)
 
 
-def _execution_finished(b: _Builder, seq: int, values: _Values) -> None:
-    request_id, execution_id, state, exit_code, failure_kind = values[:5]
+def _execution_finished(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, execution_id, state, exit_code, failure_kind = fact[:7]
     execution = f"execution:{execution_id}"
     b.node(execution, NodeKind.EXECUTION, seq, "ran a tool", str(state),
            "exit code unknown" if exit_code is None else f"exit code {exit_code}",
@@ -414,8 +418,8 @@ def _execution_finished(b: _Builder, seq: int, values: _Values) -> None:
         b.check_executions.append(execution)
 
 
-def _model_planned(b: _Builder, seq: int, values: _Values) -> None:
-    request_id, provider, model, rung, reserved = values[:5]
+def _model_planned(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, provider, model, rung, reserved = fact[:7]
     call = b.node(f"model:{request_id}", NodeKind.MODEL_CALL, seq, f"model call {provider}/{model}",
                   f"rung {rung}", f"reserved {reserved}")
     b.last_any_model_call = call
@@ -427,21 +431,21 @@ def _model_planned(b: _Builder, seq: int, values: _Values) -> None:
         b.planning_calls.append(call)
 
 
-def _model_started(b: _Builder, seq: int, values: _Values) -> None:
-    b.node(f"model:{values[0]}", NodeKind.MODEL_CALL, seq, "model call", "started")
+def _model_started(b: _Builder, fact: GraphFact) -> None:
+    b.node(f"model:{fact.first}", NodeKind.MODEL_CALL, fact.sequence, "model call", "started")
 
 
-def _model_finished(b: _Builder, seq: int, values: _Values) -> None:
-    request_id, state, cost = values[:3]
+def _model_finished(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, state, cost = fact[:5]
     b.node(f"model:{request_id}", NodeKind.MODEL_CALL, seq, "model call", str(state), f"cost {cost}")
 
 
-def _model_reconciled(b: _Builder, seq: int, values: _Values) -> None:
-    b.node(f"model:{values[0]}", NodeKind.MODEL_CALL, seq, "model call", f"reconciled: {values[1]}")
+def _model_reconciled(b: _Builder, fact: GraphFact) -> None:
+    b.node(f"model:{fact.first}", NodeKind.MODEL_CALL, fact.sequence, "model call", f"reconciled: {fact.second}")
 
 
-def _model_refused(b: _Builder, seq: int, values: _Values) -> None:
-    refusal, reason = values[:2]
+def _model_refused(b: _Builder, fact: GraphFact) -> None:
+    seq, _, refusal, reason = fact[:4]
     call = b.node(f"model-refused:s{seq}", NodeKind.MODEL_CALL, seq, "model call refused", str(refusal),
                   _cut(reason))
     b.edge(b.origin(), call, EdgeKind.CAUSED)
@@ -458,38 +462,38 @@ def _delivery(b: _Builder, seq: int, label: str, *parts: str) -> None:
     b.last_delivery = delivery
 
 
-def _patch_stored(b: _Builder, seq: int, values: _Values) -> None:
-    kind, size, diff_identity = values[:3]
+def _patch_stored(b: _Builder, fact: GraphFact) -> None:
+    seq, _, kind, size, diff_identity = fact[:5]
     _delivery(b, seq, f"patch kept ({kind})", f"{size} bytes", f"diff {_head(diff_identity, 16)}")
 
 
-def _accept_conflicted(b: _Builder, seq: int, values: _Values) -> None:
-    branch, paths = values[:2]
+def _accept_conflicted(b: _Builder, fact: GraphFact) -> None:
+    seq, _, branch, paths = fact[:4]
     _delivery(b, seq, "accept conflicted", f"branch {branch}", f"{len(_json_items(paths))} conflicting path(s)")
 
 
-def _accept_started(b: _Builder, seq: int, values: _Values) -> None:
-    mode, branch, paths = values[:3]
+def _accept_started(b: _Builder, fact: GraphFact) -> None:
+    seq, _, mode, branch, paths = fact[:5]
     _delivery(b, seq, f"landing started ({mode})", f"branch {branch}", f"{paths} path(s)")
 
 
-def _accept_resolved(b: _Builder, seq: int, values: _Values) -> None:
-    resolution, by, reason = values[:3]
+def _accept_resolved(b: _Builder, fact: GraphFact) -> None:
+    seq, _, resolution, by, reason = fact[:5]
     _delivery(b, seq, f"landing {resolution}", f"by {by}", _cut(reason))
 
 
-def _task_accepted(b: _Builder, seq: int, values: _Values) -> None:
-    branch, kind, landed_head = values[:3]
+def _task_accepted(b: _Builder, fact: GraphFact) -> None:
+    seq, _, branch, kind, landed_head = fact[:5]
     _delivery(b, seq, f"landed on {branch}", str(kind), f"head {_head(landed_head, 12)}")
 
 
-def _delivery_recorded(b: _Builder, seq: int, values: _Values) -> None:
-    attempt, human_acceptance, deliver = values[:3]
+def _delivery_recorded(b: _Builder, fact: GraphFact) -> None:
+    seq, _, attempt, human_acceptance, deliver = fact[:5]
     _delivery(b, seq, f"delivery of attempt {attempt}", f"human acceptance {human_acceptance}", f"deliver {deliver}")
 
 
-def _effect_outcome(b: _Builder, seq: int, values: _Values) -> None:
-    outcome, kind, item, by = values[:4]
+def _effect_outcome(b: _Builder, fact: GraphFact) -> None:
+    seq, _, outcome, kind, item, by = fact[:6]
     decision = b.node(f"effect:s{seq}", NodeKind.DECISION, seq, f"effect {outcome}", f"{kind} {item}", f"by {by}")
     for source in (f"execution:{item}", f"model:{item}"):
         b.edge(source, decision, EdgeKind.CAUSED)
@@ -538,14 +542,14 @@ def project_graph(task_id: str, facts: Iterable[GraphFact]) -> ExecutionGraph:
     builder = _Builder(task_id=task_id)
     handlers = _HANDLERS
     left_out: dict[str, int] = {}  # kinds not shown (or not known), counted
-    through = 0
-    for sequence, kind, values in facts:
-        through = max(through, sequence)
-        handler = handlers.get(kind)
+    fact = None
+    for fact in facts:
+        handler = handlers.get(fact.kind)
         if handler is None:
-            left_out[kind] = left_out.get(kind, 0) + 1
+            left_out[fact.kind] = left_out.get(fact.kind, 0) + 1
         else:
-            handler(builder, sequence, values)
+            handler(builder, fact)
+    through = 0 if fact is None else fact.sequence  # the last event: facts come in journal order
     nodes = sorted(builder.nodes.values(), key=attrgetter("sequence"))  # stable: a node's parts stay in order
     return ExecutionGraph(
         task_id=task_id, through_sequence=through,

@@ -39,4 +39,4 @@ def _graph_facts_sql() -> str:
 def read_graph_facts(view: ReadView, session_id: str) -> list[GraphFact]:
     """Every committed event of ``session_id`` as a :class:`~codeflux.domain.graph_facts.GraphFact`, oldest
     first (empty for a session with no events or no such session)."""
-    return [GraphFact(row[0], row[1], row[2:]) for row in view.query_all(_graph_facts_sql(), (session_id,))]
+    return list(map(GraphFact._make, view.query_all(_graph_facts_sql(), (session_id,))))
