@@ -199,12 +199,23 @@ def _json_pairs(value: FactValue) -> tuple[tuple[str, object], ...]:
 
 @dataclass(slots=True)
 class _Node:
+    """A node while the graph is built: its summary grows as text and its sequences as a tuple (no list per node:
+    a long task has thousands, and fewer containers keep the garbage collector's passes short)."""
+
     id: str
     kind: NodeKind
     sequence: int
     label: str
-    parts: list[str]
-    sequences: list[int]
+    summary: str
+    sequences: tuple[int, ...]
+
+    def fold(self, sequence: int, parts: tuple[str, ...]) -> None:
+        """Add ``parts`` (empty ones left out) to the summary and ``sequence`` to the node's events."""
+        for part in parts:
+            if part:
+                self.summary = f"{self.summary}; {part}" if self.summary else part
+        if sequence not in self.sequences:
+            self.sequences += (sequence,)
 
 
 @dataclass(slots=True)
@@ -233,18 +244,13 @@ class _Builder:
         """Make the node, or fold ``parts`` into it if it exists (empty parts are left out of the summary)."""
         found = self.nodes.get(node_id)
         if found is None:
-            self.nodes[node_id] = _Node(node_id, kind, sequence, label, list(parts), [sequence])
+            self.nodes[node_id] = _Node(node_id, kind, sequence, label, "; ".join(filter(None, parts)), (sequence,))
         else:
-            found.parts += parts
-            if sequence not in found.sequences:
-                found.sequences.append(sequence)
+            found.fold(sequence, parts)
         return node_id
 
     def fold(self, node_id: str, sequence: int, *parts: str) -> None:
-        found = self.nodes[node_id]
-        found.parts += parts
-        if sequence not in found.sequences:
-            found.sequences.append(sequence)
+        self.nodes[node_id].fold(sequence, parts)
 
     def edge(self, source: str | None, target: str, kind: EdgeKind) -> None:
         if source is not None and source != target and source in self.nodes:
@@ -530,7 +536,9 @@ PROJECTED_KINDS: Final[Mapping[EventKind, _Handler]] = MappingProxyType({
 """Every event kind the graph shows, with the function that projects it (from the fields
 :data:`~codeflux.domain.graph_facts.GRAPH_FIELDS` names for it)."""
 
-_HANDLERS: Final[Mapping[str, _Handler]] = MappingProxyType({kind.value: h for kind, h in PROJECTED_KINDS.items()})
+# A plain dict keyed by the stored kind text: looked up once per event (a mapping proxy's lookup is slower), never
+# handed out.
+_HANDLERS: Final[dict[str, _Handler]] = {kind.value: handler for kind, handler in PROJECTED_KINDS.items()}
 _NOT_SHOWN_REASONS: Final[Mapping[str, str]] = MappingProxyType({kind.value: reason
                                                                 for kind, reason in NOT_SHOWN_KINDS.items()})
 
@@ -550,11 +558,10 @@ def project_graph(task_id: str, facts: Iterable[GraphFact]) -> ExecutionGraph:
         else:
             handler(builder, fact)
     through = 0 if fact is None else fact.sequence  # the last event: facts come in journal order
-    nodes = sorted(builder.nodes.values(), key=attrgetter("sequence"))  # stable: a node's parts stay in order
+    nodes = sorted(builder.nodes.values(), key=attrgetter("sequence"))  # stable: nodes of one event stay in order
     return ExecutionGraph(
         task_id=task_id, through_sequence=through,
-        nodes=tuple([GraphNode(n.id, n.kind, n.sequence, n.label, "; ".join(filter(None, n.parts)),
-                               tuple(n.sequences)) for n in nodes]),
+        nodes=tuple([GraphNode(n.id, n.kind, n.sequence, n.label, n.summary, n.sequences) for n in nodes]),
         edges=tuple(map(GraphEdge._make, sorted(builder.edges))),
         not_shown=tuple(NotShown(kind=kind, count=count, reason=_NOT_SHOWN_REASONS.get(kind, _UNKNOWN_REASON))
                         for kind, count in sorted(left_out.items())))
