@@ -31,8 +31,14 @@ explanation and not proof.
 
 Every event kind is either projected (:data:`PROJECTED_KINDS`) or not shown, with why
 (:data:`NOT_SHOWN_KINDS`); a test checks the two cover :class:`~codeflux.domain.events.EventKind` exactly, so a
-new kind forces a decision. Events a newer codeflux wrote (:class:`~codeflux.domain.events.UnknownEvent`) are
-counted in :attr:`ExecutionGraph.not_shown`, like the kinds not shown.
+new kind forces a decision. Events of a kind a newer codeflux wrote are counted in :attr:`ExecutionGraph.not_shown`,
+like the kinds not shown.
+
+The projection reads one narrow record per event (:class:`~codeflux.domain.graph_facts.GraphFact`: the sequence,
+the kind and the payload fields :data:`~codeflux.domain.graph_facts.GRAPH_FIELDS` names), never typed events:
+the store extracts those fields in SQLite for the service, and typed events become the same records
+(:func:`~codeflux.domain.graph_facts.graph_facts_of_events`), so there is one projection. A value is taken as it
+is stored: one of an unexpected type (a payload the typed decoding would reject) shows as its text, never raises.
 """
 
 from __future__ import annotations
