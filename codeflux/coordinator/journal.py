@@ -7,7 +7,6 @@ Writing stays with the coordinator code that changes an aggregate (one transacti
 - :func:`read_session_events` — a page of a session's events after a sequence (up to a bound);
 - :func:`read_session_head` — the session's last committed sequence (``None`` when there is no such session);
 - :func:`latest_session_event` — the newest event of one of the given kinds;
-- :func:`read_whole_session` — every committed event of one session, in one read transaction (a snapshot);
 - :func:`read_session_graph_facts` — every committed event of one session narrowed to what the execution graph
   shows, in one query (no payload decoded into its typed event);
 - :func:`read_every_system_event` — the whole system session (coordinator-wide facts, such as endpoint
@@ -21,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Final
 
 from codeflux.domain.graph_facts import GraphFact
-from codeflux.store.database import Database, ReadView
+from codeflux.store.database import Database
 from codeflux.store.events import (
     MAX_PAGE,
     SYSTEM_SESSION_ID,
@@ -41,7 +40,6 @@ __all__ = [
     "read_session_events",
     "read_session_graph_facts",
     "read_session_head",
-    "read_whole_session",
 ]
 
 MAX_EVENT_PAGE: Final = MAX_PAGE
@@ -65,22 +63,6 @@ def read_session_head(db: Database, session_id: str) -> int | None:
 def latest_session_event(db: Database, *, session_id: str, kinds: Sequence[str]) -> JournalEvent | None:
     """The newest committed event of ``session_id`` whose kind is one of ``kinds``; None when there is none."""
     return db.read(lambda view: latest_event(view, session_id=session_id, kinds=kinds))
-
-
-def read_whole_session(db: Database, session_id: str) -> list[JournalEvent]:
-    """Every committed event of ``session_id``, oldest first, read page by page inside one read transaction,
-    so the list is one snapshot of the journal (an event committed meanwhile is either wholly in it or not)."""
-
-    def read(view: ReadView) -> list[JournalEvent]:
-        events: list[JournalEvent] = []
-        while True:
-            page = read_stored_events_after(view, session_id=session_id,
-                                            after_sequence=events[-1].sequence if events else 0, limit=MAX_PAGE)
-            events += page
-            if len(page) < MAX_PAGE:
-                return events
-
-    return db.read(read)
 
 
 def read_session_graph_facts(db: Database, session_id: str) -> list[GraphFact]:

@@ -10,7 +10,8 @@ payload fields the graph shows) then :func:`~codeflux.domain.execution_graph.pro
 timed apart. The baseline is one ``SELECT sequence, kind, payload_json`` of the same rows on a read connection of
 its own, fetched whole. Printed beside them, not in the ratio: the same SELECT with ``json.loads`` of every payload
 (the floor of any reader that parses the payloads in Python), the narrow read alone, and the typed journal read
-(``read_whole_session``: every payload decoded into its event, what the graph cost before it read narrow records).
+(``read_typed_journal``, pages of 1000 rows in one read transaction, every payload decoded into its event: what the
+graph cost before it read narrow records).
 Nothing is asserted on time: the figures go to docs/benchmarks.md.
 
 ``tests/bench/memory.py`` calls :func:`run_graph_projection_benchmark`; ``python tests/bench/_graph_projection.py``
@@ -29,12 +30,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.fixtures, when run as a script
 
-from codeflux.coordinator.journal import read_session_graph_facts, read_whole_session
+from codeflux.coordinator.journal import read_session_graph_facts
 from codeflux.domain.execution_graph import graph_json, project_graph
 from codeflux.store.connection import open_connection
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
-from tests.fixtures.graph_runs import LONG_TASK_ID, write_long_task
+from tests.fixtures.graph_runs import LONG_TASK_ID, read_typed_journal, write_long_task
 
 __all__ = ["run_graph_projection_benchmark"]
 
@@ -74,7 +75,7 @@ def run_graph_projection_benchmark(folder: Path | None = None) -> dict[str, floa
                     graph = project_graph(task_id, read_session_graph_facts(db, session))
                     samples["graph"].append(time.perf_counter() - started)
                     started = time.perf_counter()
-                    read_whole_session(db, session)
+                    read_typed_journal(db, session)
                     samples["typed"].append(time.perf_counter() - started)
                     started = time.perf_counter()
                     graph_json(graph)

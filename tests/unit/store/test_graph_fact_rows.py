@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from codeflux.coordinator.journal import read_whole_session
 from codeflux.domain.events import EventPayload
 from codeflux.domain.execution_graph import graph_dot, graph_json, project_graph
 from codeflux.domain.graph_facts import FACT_SLOTS, GraphFact, graph_facts_of_events
@@ -16,7 +15,7 @@ from codeflux.store.database import Database, Transaction
 from codeflux.store.events import append_event
 from codeflux.store.graph_facts import read_graph_facts
 from codeflux.store.tasks import insert_task
-from tests.fixtures.graph_runs import TASK, demo_like_run, graph_id, write_long_task
+from tests.fixtures.graph_runs import TASK, demo_like_run, graph_id, read_typed_journal, write_long_task
 
 
 def _raw_event(tx: Transaction, session_id: str, kind: str, payload: dict[str, object]) -> None:
@@ -30,7 +29,7 @@ def _raw_event(tx: Transaction, session_id: str, kind: str, payload: dict[str, o
 
 def _both_ways(db: Database, session_id: str) -> tuple[list[GraphFact], list[GraphFact]]:
     narrow = db.read(lambda view: read_graph_facts(view, session_id))
-    typed = list(graph_facts_of_events((event.sequence, event.event) for event in read_whole_session(db, session_id)))
+    typed = list(graph_facts_of_events((event.sequence, event.event) for event in read_typed_journal(db, session_id)))
     return narrow, typed
 
 
