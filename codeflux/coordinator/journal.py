@@ -7,7 +7,8 @@ Writing stays with the coordinator code that changes an aggregate (one transacti
 - :func:`read_session_events` — a page of a session's events after a sequence (up to a bound);
 - :func:`read_session_head` — the session's last committed sequence (``None`` when there is no such session);
 - :func:`latest_session_event` — the newest event of one of the given kinds;
-- :func:`read_whole_session` — every committed event of one session, in one read transaction (a snapshot);
+- :func:`read_session_graph_facts` — every committed event of one session narrowed to what the execution graph
+  shows, in one query (no payload decoded into its typed event);
 - :func:`read_every_system_event` — the whole system session (coordinator-wide facts, such as endpoint
   approvals), page by page;
 - :data:`SYSTEM_SESSION_ID` — the id of that session.
@@ -18,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from codeflux.store.database import Database, ReadView
+from codeflux.domain.graph_facts import GraphFact
+from codeflux.store.database import Database
 from codeflux.store.events import (
     MAX_PAGE,
     SYSTEM_SESSION_ID,
@@ -27,6 +29,7 @@ from codeflux.store.events import (
     read_stored_events_after,
     session_head,
 )
+from codeflux.store.graph_facts import read_graph_facts
 
 __all__ = [
     "MAX_EVENT_PAGE",
@@ -35,8 +38,8 @@ __all__ = [
     "latest_session_event",
     "read_every_system_event",
     "read_session_events",
+    "read_session_graph_facts",
     "read_session_head",
-    "read_whole_session",
 ]
 
 MAX_EVENT_PAGE: Final = MAX_PAGE
@@ -62,20 +65,9 @@ def latest_session_event(db: Database, *, session_id: str, kinds: Sequence[str])
     return db.read(lambda view: latest_event(view, session_id=session_id, kinds=kinds))
 
 
-def read_whole_session(db: Database, session_id: str) -> list[JournalEvent]:
-    """Every committed event of ``session_id``, oldest first, read page by page inside one read transaction,
-    so the list is one snapshot of the journal (an event committed meanwhile is either wholly in it or not)."""
-
-    def read(view: ReadView) -> list[JournalEvent]:
-        events: list[JournalEvent] = []
-        while True:
-            page = read_stored_events_after(view, session_id=session_id,
-                                            after_sequence=events[-1].sequence if events else 0, limit=MAX_PAGE)
-            events += page
-            if len(page) < MAX_PAGE:
-                return events
-
-    return db.read(read)
+def read_session_graph_facts(db: Database, session_id: str) -> list[GraphFact]:
+    """Every committed event of ``session_id``, oldest first, as the execution graph reads it (one snapshot)."""
+    return db.read(lambda view: read_graph_facts(view, session_id))
 
 
 def read_every_system_event(db: Database) -> Iterator[JournalEvent]:

@@ -31,50 +31,29 @@ explanation and not proof.
 
 Every event kind is either projected (:data:`PROJECTED_KINDS`) or not shown, with why
 (:data:`NOT_SHOWN_KINDS`); a test checks the two cover :class:`~codeflux.domain.events.EventKind` exactly, so a
-new kind forces a decision. Events a newer codeflux wrote (:class:`~codeflux.domain.events.UnknownEvent`) are
-counted in :attr:`ExecutionGraph.not_shown`, like the kinds not shown.
+new kind forces a decision. Events of a kind a newer codeflux wrote are counted in :attr:`ExecutionGraph.not_shown`,
+like the kinds not shown.
+
+The projection reads one narrow record per event (:class:`~codeflux.domain.graph_facts.GraphFact`: the sequence,
+the kind and the payload fields :data:`~codeflux.domain.graph_facts.GRAPH_FIELDS` names), never typed events:
+the store extracts those fields in SQLite for the service, and typed events become the same records
+(:func:`~codeflux.domain.graph_facts.graph_facts_of_events`), so there is one projection. A value is taken as it
+is stored: one of an unexpected type (a payload the typed decoding would reject) shows as its text, never raises.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import attrgetter
 from types import MappingProxyType
-from typing import Final
+from typing import Final, NamedTuple
 
-from codeflux.domain.events import (
-    AcceptConflicted,
-    AcceptResolved,
-    AcceptStarted,
-    AgentMessage,
-    AttemptSentBack,
-    AuthorityDecided,
-    DecodedEvent,
-    DeliveryRecorded,
-    EffectOutcomeRecorded,
-    EventKind,
-    ModelCallFinished,
-    ModelCallPlanned,
-    ModelCallReconciled,
-    ModelCallRefused,
-    ModelCallStarted,
-    PatchStored,
-    PlanApproved,
-    PlanRevisionRecorded,
-    PlanSentBack,
-    RunAttemptEnded,
-    RunAttemptOpened,
-    StageVerdictsRecorded,
-    TaskAccepted,
-    TaskCreated,
-    TaskStateChanged,
-    ToolExecutionFinished,
-    ToolExecutionIntended,
-    ToolRequested,
-    UnknownEvent,
-)
+from codeflux.domain.events import EventKind
+from codeflux.domain.graph_facts import FactValue, GraphFact
 from codeflux.domain.tasks import TaskState
 
 __all__ = [
@@ -118,8 +97,9 @@ class EdgeKind(StrEnum):
     SENT_BACK = "sent-back"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GraphNode:
+# Nodes and edges are named tuples, not dataclasses: a long task's graph has thousands of each, built on every
+# request, and a tuple is made several times faster (docs/benchmarks.md, "graph projection").
+class GraphNode(NamedTuple):
     """One node: ``sequence`` is the event that made it, ``sequences`` every event folded into it."""
 
     id: str
@@ -130,8 +110,7 @@ class GraphNode:
     sequences: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GraphEdge:
+class GraphEdge(NamedTuple):
     source: str
     target: str
     kind: EdgeKind
@@ -186,21 +165,63 @@ NOT_SHOWN_KINDS: Final[Mapping[EventKind, str]] = MappingProxyType({
 """Every event kind the graph leaves out, with why."""
 
 _UNKNOWN_REASON: Final = "an event kind this codeflux does not know (written by a newer one)"
+_VALIDATING: Final = TaskState.VALIDATING.value
 
 
-def _cut(text: str) -> str:
-    flat = " ".join(text.split())
+def _cut(text: FactValue) -> str:
+    flat = " ".join(str(text).split()) if text is not None else ""
     return flat if len(flat) <= _MAX_TEXT else flat[: _MAX_TEXT - 1] + "…"
+
+
+def _head(value: FactValue, length: int) -> str:
+    return str(value)[:length]
+
+
+def _parsed(value: FactValue, opening: str) -> object:
+    """The array (``opening`` "[") or object ("{") a fact carries as JSON text, else None."""
+    if not isinstance(value, str) or not value.startswith(opening):
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:  # a text that only looks like one
+        return None
+
+
+# A run repeats the same few arrays and objects (``["process"]`` as a command's needs, the same verdicts each
+# attempt): each distinct text is parsed once.
+@functools.lru_cache(maxsize=1024)
+def _json_items(value: FactValue) -> tuple[object, ...]:
+    """The items of the array a fact carries (empty when it carries no array)."""
+    parsed = _parsed(value, "[")
+    return tuple(parsed) if isinstance(parsed, list) else ()
+
+
+@functools.lru_cache(maxsize=1024)
+def _json_pairs(value: FactValue) -> tuple[tuple[str, object], ...]:
+    """The (key, value) pairs, sorted by key, of the object a fact carries (empty when it carries no object)."""
+    parsed = _parsed(value, "{")
+    return tuple(sorted(parsed.items())) if isinstance(parsed, dict) else ()
 
 
 @dataclass(slots=True)
 class _Node:
+    """A node while the graph is built: its summary grows as text and its sequences as a tuple (no list per node:
+    a long task has thousands, and fewer containers keep the garbage collector's passes short)."""
+
     id: str
     kind: NodeKind
     sequence: int
     label: str
-    parts: list[str]
-    sequences: list[int]
+    summary: str
+    sequences: tuple[int, ...]
+
+    def fold(self, sequence: int, parts: tuple[str, ...]) -> None:
+        """Add ``parts`` (empty ones left out) to the summary and ``sequence`` to the node's events."""
+        for part in parts:
+            if part:
+                self.summary = f"{self.summary}; {part}" if self.summary else part
+        if sequence not in self.sequences:
+            self.sequences += (sequence,)
 
 
 @dataclass(slots=True)
@@ -208,7 +229,7 @@ class _Builder:
     task_id: str
     nodes: dict[str, _Node] = field(default_factory=dict)
     edges: set[tuple[str, str, EdgeKind]] = field(default_factory=set)
-    not_shown: dict[str, int] = field(default_factory=dict)
+    targets: set[str] = field(default_factory=set)  # every node some edge points at
     task_node: str | None = None
     validating: bool = False
     attempt: str | None = None  # the open attempt's node
@@ -218,7 +239,7 @@ class _Builder:
     planning_calls: list[str] = field(default_factory=list)  # model calls outside an attempt, before a plan
     plan_sent_back: str | None = None  # a plan decision that sent a revision back, not yet followed
     attempt_sent_back: str | None = None
-    approvals: dict[int, str] = field(default_factory=dict)  # plan revision → its latest approval decision
+    approvals: dict[FactValue, str] = field(default_factory=dict)  # plan revision → its latest approval decision
     request_decision: dict[str, str] = field(default_factory=dict)  # request node → its latest decision node
     check_executions: list[str] = field(default_factory=list)  # finished check executions since the last verdicts
     verdicts: dict[str, list[str]] = field(default_factory=dict)  # attempt node → its verdict nodes
@@ -226,101 +247,97 @@ class _Builder:
     last_delivery: str | None = None
 
     def node(self, node_id: str, kind: NodeKind, sequence: int, label: str, *parts: str) -> str:
+        """Make the node, or fold ``parts`` into it if it exists (empty parts are left out of the summary)."""
         found = self.nodes.get(node_id)
         if found is None:
-            self.nodes[node_id] = _Node(node_id, kind, sequence, label, [p for p in parts if p], [sequence])
+            self.nodes[node_id] = _Node(node_id, kind, sequence, label, "; ".join(filter(None, parts)), (sequence,))
         else:
-            self.fold(node_id, sequence, *parts)
+            found.fold(sequence, parts)
         return node_id
 
     def fold(self, node_id: str, sequence: int, *parts: str) -> None:
-        found = self.nodes[node_id]
-        found.parts.extend(p for p in parts if p)
-        if sequence not in found.sequences:
-            found.sequences.append(sequence)
+        self.nodes[node_id].fold(sequence, parts)
 
     def edge(self, source: str | None, target: str, kind: EdgeKind) -> None:
-        if source is not None and source in self.nodes and source != target:
+        if source is not None and source != target and source in self.nodes:
             self.edges.add((source, target, kind))
+            self.targets.add(target)
 
     def origin(self) -> str | None:
         """What a step with no named cause hangs from: the open attempt, else the task."""
         return self.attempt or self.task_node
 
 
-_Handler = Callable[[_Builder, int, DecodedEvent], None]
+_Handler = Callable[[_Builder, GraphFact], None]
 
 
-def _task_created(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if isinstance(event, TaskCreated):
-        title = " ".join((event.title or "").split())
-        label = "task" if not title else f"task: {title if len(title) <= 40 else title[:39] + '…'}"
-        b.task_node = b.node(f"task:{event.task_id}", NodeKind.TASK, seq, label, _cut(title),
-                             f"created {event.state.value}")
+def _task_created(b: _Builder, fact: GraphFact) -> None:
+    seq, _, task_id, state, title = fact[:5]
+    title = " ".join(title.split()) if isinstance(title, str) else ""
+    label = "task" if not title else f"task: {title if len(title) <= 40 else title[:39] + '…'}"
+    b.task_node = b.node(f"task:{task_id}", NodeKind.TASK, seq, label, _cut(title), f"created {state}")
 
 
-def _state_changed(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if isinstance(event, TaskStateChanged):
-        b.validating = event.to_state is TaskState.VALIDATING
-        if b.task_node is not None:
-            b.fold(b.task_node, seq, f"→ {event.to_state.value}")
+def _state_changed(b: _Builder, fact: GraphFact) -> None:
+    seq, _, to_state = fact[:3]
+    b.validating = to_state == _VALIDATING
+    if b.task_node is not None:
+        b.fold(b.task_node, seq, f"→ {to_state}")
 
 
-def _plan_revision(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, PlanRevisionRecorded):
-        return
-    plan = b.node(f"plan:r{event.revision}", NodeKind.PLAN_REVISION, seq, f"plan revision {event.revision}",
-                  f"by {event.created_by}", f"sha256 {event.sha256[:16]}")
+def _plan_revision(b: _Builder, fact: GraphFact) -> None:
+    seq, _, revision, created_by, sha256 = fact[:5]
+    plan = b.node(f"plan:r{revision}", NodeKind.PLAN_REVISION, seq, f"plan revision {revision}",
+                  f"by {created_by}", f"sha256 {_head(sha256, 16)}")
     for call in b.planning_calls:
         b.edge(call, plan, EdgeKind.PRODUCED)
     b.planning_calls.clear()
     if b.plan_sent_back is not None:
         b.edge(b.plan_sent_back, plan, EdgeKind.CAUSED)
         b.plan_sent_back = None
-    elif not any(target == plan for _, target, _ in b.edges):
+    elif plan not in b.targets:
         b.edge(b.task_node, plan, EdgeKind.CAUSED)
 
 
-def _plan_decided(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, (PlanApproved, PlanSentBack)):
-        return
-    approved = isinstance(event, PlanApproved)
+def _plan_decided(approved: bool) -> _Handler:
     verb = "approved" if approved else "sent back"
-    decision = b.node(f"plan-decision:s{seq}", NodeKind.DECISION, seq, f"plan revision {event.revision} {verb}",
-                      f"by {event.by}", f"sha256 {event.sha256[:16]}")
-    plan = f"plan:r{event.revision}"
-    if approved:
-        b.edge(plan, decision, EdgeKind.CAUSED)
-        b.approvals[event.revision] = decision
-    else:
-        b.edge(plan, decision, EdgeKind.SENT_BACK)
-        b.plan_sent_back = decision
+
+    def decided(b: _Builder, fact: GraphFact) -> None:
+        seq, _, revision, by, sha256 = fact[:5]
+        decision = b.node(f"plan-decision:s{seq}", NodeKind.DECISION, seq, f"plan revision {revision} {verb}",
+                          f"by {by}", f"sha256 {_head(sha256, 16)}")
+        plan = f"plan:r{revision}"
+        if approved:
+            b.edge(plan, decision, EdgeKind.CAUSED)
+            b.approvals[revision] = decision
+        else:
+            b.edge(plan, decision, EdgeKind.SENT_BACK)
+            b.plan_sent_back = decision
+
+    return decided
 
 
-def _attempt_opened(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, RunAttemptOpened):
-        return
-    attempt = b.node(f"attempt:{event.attempt}", NodeKind.ATTEMPT, seq, f"attempt {event.attempt}",
-                     f"run {event.run_id} on plan revision {event.plan_revision}")
-    b.edge(f"plan:r{event.plan_revision}", attempt, EdgeKind.USED)
+def _attempt_opened(b: _Builder, fact: GraphFact) -> None:
+    seq, _, number, run_id, plan_revision = fact[:5]
+    attempt = b.node(f"attempt:{number}", NodeKind.ATTEMPT, seq, f"attempt {number}",
+                     f"run {run_id} on plan revision {plan_revision}")
+    b.edge(f"plan:r{plan_revision}", attempt, EdgeKind.USED)
     if b.attempt_sent_back is not None:
         b.edge(b.attempt_sent_back, attempt, EdgeKind.CAUSED)
         b.attempt_sent_back = None
     else:
-        b.edge(b.approvals.get(event.plan_revision), attempt, EdgeKind.CAUSED)
+        b.edge(b.approvals.get(plan_revision), attempt, EdgeKind.CAUSED)
     b.attempt = b.last_attempt = attempt
     b.last_model_call = None
     b.check_executions.clear()
 
 
-def _attempt_ended(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, RunAttemptEnded):
-        return
-    attempt = f"attempt:{event.attempt}"
-    counts = ", ".join(f"{outcome.value} {count}" for outcome, count in sorted(event.outcomes.items()))
-    evidence = b.node(f"evidence:a{event.attempt}:s{seq}", NodeKind.EVIDENCE, seq,
-                      f"evidence of attempt {event.attempt}",
-                      f"stopped at {event.stopped_at}" if event.stopped_at else "ran every stage",
+def _attempt_ended(b: _Builder, fact: GraphFact) -> None:
+    seq, _, number, stopped_at, outcomes = fact[:5]
+    attempt = f"attempt:{number}"
+    counts = ", ".join(f"{outcome} {count}" for outcome, count in _json_pairs(outcomes))
+    evidence = b.node(f"evidence:a{number}:s{seq}", NodeKind.EVIDENCE, seq, f"evidence of attempt {number}",
+                      f"stopped at {stopped_at}" if stopped_at else "ran every stage",
                       f"ledger outcomes: {counts}" if counts else "no ledger rows")
     verdicts = b.verdicts.get(attempt, [])
     for verdict in verdicts:
@@ -333,14 +350,15 @@ def _attempt_ended(b: _Builder, seq: int, event: DecodedEvent) -> None:
     b.validating = False
 
 
-def _verdicts(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, StageVerdictsRecorded) or not event.stages:
+def _verdicts(b: _Builder, fact: GraphFact) -> None:
+    seq, _, number, stages = fact[:4]
+    pairs = [item for item in _json_items(stages) if isinstance(item, list) and len(item) == 2]
+    if not pairs:
         return
-    first = event.stages[0][0]
-    more = f" +{len(event.stages) - 1}" if len(event.stages) > 1 else ""
-    verdict = b.node(f"verdicts:a{event.attempt}:s{seq}", NodeKind.STAGE_VERDICTS, seq, f"verdicts: {first}{more}",
-                     "; ".join(f"{stage} {outcome.value}" for stage, outcome in event.stages))
-    attempt = f"attempt:{event.attempt}"
+    more = f" +{len(pairs) - 1}" if len(pairs) > 1 else ""
+    verdict = b.node(f"verdicts:a{number}:s{seq}", NodeKind.STAGE_VERDICTS, seq, f"verdicts: {pairs[0][0]}{more}",
+                     "; ".join(f"{stage} {outcome}" for stage, outcome in pairs))
+    attempt = f"attempt:{number}"
     b.edge(attempt, verdict, EdgeKind.PRODUCED)
     for execution in b.check_executions:
         b.edge(execution, verdict, EdgeKind.USED)
@@ -348,82 +366,74 @@ def _verdicts(b: _Builder, seq: int, event: DecodedEvent) -> None:
     b.verdicts.setdefault(attempt, []).append(verdict)
 
 
-def _attempt_sent_back(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, AttemptSentBack):
-        return
-    decision = b.node(f"sent-back:a{event.attempt}:s{seq}", NodeKind.DECISION, seq,
-                      f"{event.gate} sent attempt {event.attempt} back",
-                      f"rung {event.rung}", f"ladder: {event.decision}", f"failure {event.fingerprint[:16]}")
-    b.edge(f"attempt:{event.attempt}", decision, EdgeKind.SENT_BACK)
+def _attempt_sent_back(b: _Builder, fact: GraphFact) -> None:
+    seq, _, number, gate, rung, decision_text, fingerprint = fact[:7]
+    decision = b.node(f"sent-back:a{number}:s{seq}", NodeKind.DECISION, seq, f"{gate} sent attempt {number} back",
+                      f"rung {rung}", f"ladder: {decision_text}", f"failure {_head(fingerprint, 16)}")
+    b.edge(f"attempt:{number}", decision, EdgeKind.SENT_BACK)
     b.attempt_sent_back = decision
 
 
-def _agent_message(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if isinstance(event, AgentMessage) and b.last_any_model_call is not None:
-        b.fold(b.last_any_model_call, seq, f"said: {_cut(event.text)}")
+def _agent_message(b: _Builder, fact: GraphFact) -> None:
+    if b.last_any_model_call is not None:
+        b.fold(b.last_any_model_call, fact.sequence, f"said: {_cut(fact.first)}")
 
 
-def _tool_requested(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, ToolRequested):
-        return
-    needs = ", ".join(event.needs) or "nothing"
+def _tool_requested(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, tool, operation, needs_list, decision_id, outcome = fact
+    needs = ", ".join(str(need) for need in _json_items(needs_list)) or "nothing"
+    request = f"request:{request_id}"
     if b.validating:
-        request = b.node(f"request:{event.request_id}", NodeKind.CHECK, seq, f"check: {event.tool}",
-                         f"requested by the pipeline; needs {needs}", f"operation {event.operation[:19]}")
+        b.node(request, NodeKind.CHECK, seq, f"check: {tool}", f"requested by the pipeline; needs {needs}",
+               f"operation {_head(operation, 19)}")
         b.edge(b.origin(), request, EdgeKind.CAUSED)
     else:
-        request = b.node(f"request:{event.request_id}", NodeKind.TOOL_REQUEST, seq, event.tool,
-                         f"needs {needs}", f"operation {event.operation[:19]}")
+        b.node(request, NodeKind.TOOL_REQUEST, seq, str(tool), f"needs {needs}", f"operation {_head(operation, 19)}")
         if b.attempt is not None and b.last_model_call is not None:
             b.edge(b.last_model_call, request, EdgeKind.PRODUCED)
         else:
             b.edge(b.origin(), request, EdgeKind.CAUSED)
-    decision = b.node(f"decision:{event.decision_id}", NodeKind.DECISION, seq, f"decision: {event.outcome}",
-                      "when requested")
+    decision = b.node(f"decision:{decision_id}", NodeKind.DECISION, seq, f"decision: {outcome}", "when requested")
     b.edge(request, decision, EdgeKind.CAUSED)
     b.request_decision[request] = decision
 
 
-def _authority_decided(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, AuthorityDecided):
-        return
-    denied = f"denied: {', '.join(event.denied)}" if event.denied else ""
-    decision = b.node(f"decision:{event.decision_id}", NodeKind.DECISION, seq, f"decision: {event.outcome}",
-                      f"by {event.decided_by}", denied)
-    request = f"request:{event.request_id}"
+def _authority_decided(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, decision_id, outcome, decided_by, denied_list = fact[:7]
+    denied = ", ".join(str(item) for item in _json_items(denied_list))
+    decision = b.node(f"decision:{decision_id}", NodeKind.DECISION, seq, f"decision: {outcome}",
+                      f"by {decided_by}", f"denied: {denied}" if denied else "")
+    request = f"request:{request_id}"
     b.edge(request, decision, EdgeKind.CAUSED)
     if request in b.nodes:
         b.request_decision[request] = decision
 
 
-def _execution_intended(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, ToolExecutionIntended):
-        return
-    request = f"request:{event.request_id}"
-    tool = b.nodes[request].label if request in b.nodes else "a tool"
-    approval = f"used approval {event.consumed_approval_id}" if event.consumed_approval_id else ""
-    execution = b.node(f"execution:{event.execution_id}", NodeKind.EXECUTION, seq, f"ran {tool}",
-                       "intended", approval)
+def _execution_intended(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, execution_id, approval_id = fact[:5]
+    request = f"request:{request_id}"
+    found = b.nodes.get(request)
+    execution = b.node(f"execution:{execution_id}", NodeKind.EXECUTION, seq,
+                       f"ran {found.label if found is not None else 'a tool'}", "intended",
+                       f"used approval {approval_id}" if approval_id else "")
     b.edge(b.request_decision.get(request, request), execution, EdgeKind.CAUSED)
 
 
-def _execution_finished(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, ToolExecutionFinished):
-        return
-    execution = f"execution:{event.execution_id}"
-    exit_code = "exit code unknown" if event.exit_code is None else f"exit code {event.exit_code}"
-    failure = f"failure: {event.failure_kind}" if event.failure_kind else ""
-    b.node(execution, NodeKind.EXECUTION, seq, "ran a tool", event.state, exit_code, failure)
-    request = f"request:{event.request_id}"
-    if request in b.nodes and b.nodes[request].kind is NodeKind.CHECK:
+def _execution_finished(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, execution_id, state, exit_code, failure_kind = fact[:7]
+    execution = f"execution:{execution_id}"
+    b.node(execution, NodeKind.EXECUTION, seq, "ran a tool", str(state),
+           "exit code unknown" if exit_code is None else f"exit code {exit_code}",
+           f"failure: {failure_kind}" if failure_kind else "")
+    found = b.nodes.get(f"request:{request_id}")
+    if found is not None and found.kind is NodeKind.CHECK:
         b.check_executions.append(execution)
 
 
-def _model_planned(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, ModelCallPlanned):
-        return
-    call = b.node(f"model:{event.request_id}", NodeKind.MODEL_CALL, seq, f"model call {event.provider}/{event.model}",
-                  f"rung {event.rung}", f"reserved {event.reserved}")
+def _model_planned(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, provider, model, rung, reserved = fact[:7]
+    call = b.node(f"model:{request_id}", NodeKind.MODEL_CALL, seq, f"model call {provider}/{model}",
+                  f"rung {rung}", f"reserved {reserved}")
     b.last_any_model_call = call
     if b.attempt is not None:
         b.edge(b.attempt, call, EdgeKind.CAUSED)
@@ -433,43 +443,27 @@ def _model_planned(b: _Builder, seq: int, event: DecodedEvent) -> None:
         b.planning_calls.append(call)
 
 
-def _model_progress(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    parts: tuple[str, ...]
-    if isinstance(event, ModelCallStarted):
-        request_id, parts = event.request_id, ("started",)
-    elif isinstance(event, ModelCallFinished):
-        request_id, parts = event.request_id, (event.state, f"cost {event.cost}")
-    elif isinstance(event, ModelCallReconciled):
-        request_id, parts = event.request_id, (f"reconciled: {event.state}",)
-    else:
-        return
-    b.node(f"model:{request_id}", NodeKind.MODEL_CALL, seq, "model call", *parts)
+def _model_started(b: _Builder, fact: GraphFact) -> None:
+    b.node(f"model:{fact.first}", NodeKind.MODEL_CALL, fact.sequence, "model call", "started")
 
 
-def _model_refused(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if isinstance(event, ModelCallRefused):
-        call = b.node(f"model-refused:s{seq}", NodeKind.MODEL_CALL, seq, "model call refused",
-                      event.refusal, _cut(event.reason))
-        b.edge(b.origin(), call, EdgeKind.CAUSED)
+def _model_finished(b: _Builder, fact: GraphFact) -> None:
+    seq, _, request_id, state, cost = fact[:5]
+    b.node(f"model:{request_id}", NodeKind.MODEL_CALL, seq, "model call", str(state), f"cost {cost}")
 
 
-def _delivery(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if isinstance(event, PatchStored):
-        label, parts = f"patch kept ({event.kind})", (f"{event.bytes} bytes", f"diff {event.diff_identity[:16]}")
-    elif isinstance(event, AcceptConflicted):
-        label, parts = "accept conflicted", (f"branch {event.branch}",
-                                             f"{len(event.conflicting_paths)} conflicting path(s)")
-    elif isinstance(event, AcceptStarted):
-        label, parts = f"landing started ({event.mode})", (f"branch {event.branch}", f"{event.paths} path(s)")
-    elif isinstance(event, AcceptResolved):
-        label, parts = f"landing {event.resolution}", (f"by {event.by}", _cut(event.reason))
-    elif isinstance(event, TaskAccepted):
-        label, parts = f"landed on {event.branch}", (event.kind, f"head {event.landed_head[:12]}")
-    elif isinstance(event, DeliveryRecorded):
-        label, parts = f"delivery of attempt {event.attempt}", (
-            f"human acceptance {event.human_acceptance.value}", f"deliver {event.deliver.value}")
-    else:
-        return
+def _model_reconciled(b: _Builder, fact: GraphFact) -> None:
+    b.node(f"model:{fact.first}", NodeKind.MODEL_CALL, fact.sequence, "model call", f"reconciled: {fact.second}")
+
+
+def _model_refused(b: _Builder, fact: GraphFact) -> None:
+    seq, _, refusal, reason = fact[:4]
+    call = b.node(f"model-refused:s{seq}", NodeKind.MODEL_CALL, seq, "model call refused", str(refusal),
+                  _cut(reason))
+    b.edge(b.origin(), call, EdgeKind.CAUSED)
+
+
+def _delivery(b: _Builder, seq: int, label: str, *parts: str) -> None:
     delivery = b.node(f"delivery:s{seq}", NodeKind.DELIVERY, seq, label, *parts)
     if b.last_delivery is not None:
         b.edge(b.last_delivery, delivery, EdgeKind.CAUSED)
@@ -480,12 +474,40 @@ def _delivery(b: _Builder, seq: int, event: DecodedEvent) -> None:
     b.last_delivery = delivery
 
 
-def _effect_outcome(b: _Builder, seq: int, event: DecodedEvent) -> None:
-    if not isinstance(event, EffectOutcomeRecorded):
-        return
-    decision = b.node(f"effect:s{seq}", NodeKind.DECISION, seq, f"effect {event.outcome}",
-                      f"{event.kind} {event.item}", f"by {event.by}")
-    for source in (f"execution:{event.item}", f"model:{event.item}"):
+def _patch_stored(b: _Builder, fact: GraphFact) -> None:
+    seq, _, kind, size, diff_identity = fact[:5]
+    _delivery(b, seq, f"patch kept ({kind})", f"{size} bytes", f"diff {_head(diff_identity, 16)}")
+
+
+def _accept_conflicted(b: _Builder, fact: GraphFact) -> None:
+    seq, _, branch, paths = fact[:4]
+    _delivery(b, seq, "accept conflicted", f"branch {branch}", f"{len(_json_items(paths))} conflicting path(s)")
+
+
+def _accept_started(b: _Builder, fact: GraphFact) -> None:
+    seq, _, mode, branch, paths = fact[:5]
+    _delivery(b, seq, f"landing started ({mode})", f"branch {branch}", f"{paths} path(s)")
+
+
+def _accept_resolved(b: _Builder, fact: GraphFact) -> None:
+    seq, _, resolution, by, reason = fact[:5]
+    _delivery(b, seq, f"landing {resolution}", f"by {by}", _cut(reason))
+
+
+def _task_accepted(b: _Builder, fact: GraphFact) -> None:
+    seq, _, branch, kind, landed_head = fact[:5]
+    _delivery(b, seq, f"landed on {branch}", str(kind), f"head {_head(landed_head, 12)}")
+
+
+def _delivery_recorded(b: _Builder, fact: GraphFact) -> None:
+    seq, _, attempt, human_acceptance, deliver = fact[:5]
+    _delivery(b, seq, f"delivery of attempt {attempt}", f"human acceptance {human_acceptance}", f"deliver {deliver}")
+
+
+def _effect_outcome(b: _Builder, fact: GraphFact) -> None:
+    seq, _, outcome, kind, item, by = fact[:6]
+    decision = b.node(f"effect:s{seq}", NodeKind.DECISION, seq, f"effect {outcome}", f"{kind} {item}", f"by {by}")
+    for source in (f"execution:{item}", f"model:{item}"):
         b.edge(source, decision, EdgeKind.CAUSED)
 
 
@@ -493,8 +515,8 @@ PROJECTED_KINDS: Final[Mapping[EventKind, _Handler]] = MappingProxyType({
     EventKind.TASK_CREATED: _task_created,
     EventKind.TASK_STATE_CHANGED: _state_changed,
     EventKind.PLAN_REVISION_RECORDED: _plan_revision,
-    EventKind.PLAN_APPROVED: _plan_decided,
-    EventKind.PLAN_SENT_BACK: _plan_decided,
+    EventKind.PLAN_APPROVED: _plan_decided(approved=True),
+    EventKind.PLAN_SENT_BACK: _plan_decided(approved=False),
     EventKind.RUN_ATTEMPT_OPENED: _attempt_opened,
     EventKind.STAGE_VERDICTS_RECORDED: _verdicts,
     EventKind.RUN_ATTEMPT_ENDED: _attempt_ended,
@@ -504,48 +526,51 @@ PROJECTED_KINDS: Final[Mapping[EventKind, _Handler]] = MappingProxyType({
     EventKind.AUTHORITY_DECIDED: _authority_decided,
     EventKind.TOOL_EXECUTION_INTENDED: _execution_intended,
     EventKind.TOOL_EXECUTION_FINISHED: _execution_finished,
-    EventKind.PATCH_STORED: _delivery,
-    EventKind.ACCEPT_CONFLICTED: _delivery,
-    EventKind.ACCEPT_STARTED: _delivery,
-    EventKind.ACCEPT_RESOLVED: _delivery,
-    EventKind.TASK_ACCEPTED: _delivery,
-    EventKind.DELIVERY_RECORDED: _delivery,
+    EventKind.PATCH_STORED: _patch_stored,
+    EventKind.ACCEPT_CONFLICTED: _accept_conflicted,
+    EventKind.ACCEPT_STARTED: _accept_started,
+    EventKind.ACCEPT_RESOLVED: _accept_resolved,
+    EventKind.TASK_ACCEPTED: _task_accepted,
+    EventKind.DELIVERY_RECORDED: _delivery_recorded,
     EventKind.EFFECT_OUTCOME_RECORDED: _effect_outcome,
     EventKind.MODEL_CALL_PLANNED: _model_planned,
-    EventKind.MODEL_CALL_STARTED: _model_progress,
-    EventKind.MODEL_CALL_FINISHED: _model_progress,
-    EventKind.MODEL_CALL_RECONCILED: _model_progress,
+    EventKind.MODEL_CALL_STARTED: _model_started,
+    EventKind.MODEL_CALL_FINISHED: _model_finished,
+    EventKind.MODEL_CALL_RECONCILED: _model_reconciled,
     EventKind.MODEL_CALL_REFUSED: _model_refused,
 })
-"""Every event kind the graph shows, with the function that projects it."""
+"""Every event kind the graph shows, with the function that projects it (from the fields
+:data:`~codeflux.domain.graph_facts.GRAPH_FIELDS` names for it)."""
+
+# A plain dict keyed by the stored kind text: looked up once per event (a mapping proxy's lookup is slower), never
+# handed out.
+_HANDLERS: Final[dict[str, _Handler]] = {kind.value: handler for kind, handler in PROJECTED_KINDS.items()}
+_NOT_SHOWN_REASONS: Final[Mapping[str, str]] = MappingProxyType({kind.value: reason
+                                                                for kind, reason in NOT_SHOWN_KINDS.items()})
 
 
-def project_graph(task_id: str, events: Iterable[tuple[int, DecodedEvent]]) -> ExecutionGraph:
-    """The graph of ``task_id`` from its committed events, given as ``(sequence, decoded event)`` in journal
-    order (see the module docstring)."""
+def project_graph(task_id: str, facts: Iterable[GraphFact]) -> ExecutionGraph:
+    """The graph of ``task_id`` from the records of its committed events, in journal order (see the module
+    docstring): read from the store (``read_graph_facts``) or made from typed events
+    (:func:`~codeflux.domain.graph_facts.graph_facts_of_events`)."""
     builder = _Builder(task_id=task_id)
-    through = 0
-    unknown: dict[str, int] = {}
-    for sequence, event in events:
-        through = max(through, sequence)
-        if isinstance(event, UnknownEvent):
-            unknown[event.kind] = unknown.get(event.kind, 0) + 1
-            continue
-        kind = event.KIND
-        handler = PROJECTED_KINDS.get(kind)
+    handlers = _HANDLERS
+    left_out: dict[str, int] = {}  # kinds not shown (or not known), counted
+    fact = None
+    for fact in facts:
+        handler = handlers.get(fact.kind)
         if handler is None:
-            builder.not_shown[kind.value] = builder.not_shown.get(kind.value, 0) + 1
+            left_out[fact.kind] = left_out.get(fact.kind, 0) + 1
         else:
-            handler(builder, sequence, event)
-    nodes = tuple(sorted((GraphNode(id=n.id, kind=n.kind, sequence=n.sequence, label=n.label,
-                                    summary="; ".join(n.parts), sequences=tuple(n.sequences))
-                          for n in builder.nodes.values()), key=lambda n: n.sequence))
-    edges = tuple(GraphEdge(source=s, target=t, kind=k) for s, t, k in sorted(builder.edges))
-    not_shown = [NotShown(kind=k, count=c, reason=NOT_SHOWN_KINDS[EventKind(k)])
-                 for k, c in builder.not_shown.items()]
-    not_shown += [NotShown(kind=k, count=c, reason=_UNKNOWN_REASON) for k, c in unknown.items()]
-    return ExecutionGraph(task_id=task_id, through_sequence=through, nodes=nodes, edges=edges,
-                          not_shown=tuple(sorted(not_shown, key=lambda item: item.kind)))
+            handler(builder, fact)
+    through = 0 if fact is None else fact.sequence  # the last event: facts come in journal order
+    nodes = sorted(builder.nodes.values(), key=attrgetter("sequence"))  # stable: nodes of one event stay in order
+    return ExecutionGraph(
+        task_id=task_id, through_sequence=through,
+        nodes=tuple([GraphNode(n.id, n.kind, n.sequence, n.label, n.summary, n.sequences) for n in nodes]),
+        edges=tuple(map(GraphEdge._make, sorted(builder.edges))),
+        not_shown=tuple(NotShown(kind=kind, count=count, reason=_NOT_SHOWN_REASONS.get(kind, _UNKNOWN_REASON))
+                        for kind, count in sorted(left_out.items())))
 
 
 # ─── renderings ─────────────────────────────────────────────────────────────────────────────────────

@@ -1,9 +1,10 @@
 """``TaskService.GetTaskGraph``: the task's execution graph, projected from its committed events.
 
-The events are read in one read transaction (a snapshot of the journal) and projected by
-:func:`codeflux.domain.execution_graph.project_graph`: same events, same graph. The reply carries the disclaimer
-"an explanation of what happened, not evidence that it is right"; no gate reads the graph. An unknown task is
-NOT_FOUND (as for every task read).
+The events are read in one query (a snapshot of the journal), each narrowed to the fields the graph shows
+(:func:`~codeflux.coordinator.journal.read_session_graph_facts`: no payload is decoded into its typed event), and
+projected by :func:`codeflux.domain.execution_graph.project_graph`: same events, same graph. The reply carries the
+disclaimer "an explanation of what happened, not evidence that it is right"; no gate reads the graph. An unknown task
+is NOT_FOUND (as for every task read).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Final
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.coordinator.journal import read_whole_session
+from codeflux.coordinator.journal import read_session_graph_facts
 from codeflux.domain.execution_graph import ExecutionGraph, project_graph
 from codeflux.domain.ids import TaskId
 from codeflux.services.app import CoordinatorApp
@@ -29,8 +30,7 @@ _SERVICE: Final = "TaskService"
 def task_graph(app: CoordinatorApp, task_id: TaskId) -> ExecutionGraph:
     """The graph of ``task_id`` through its last committed event."""
     session = task_service(app).show(task_id).task.session_id  # NOT_FOUND for an unknown task
-    events = read_whole_session(app.db, session)
-    return project_graph(task_id.value, ((event.sequence, event.event) for event in events))
+    return project_graph(task_id.value, read_session_graph_facts(app.db, session))
 
 
 def graph_view(graph: ExecutionGraph) -> pb.TaskGraph:

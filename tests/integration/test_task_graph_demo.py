@@ -1,7 +1,8 @@
 """The execution graph of a real demo task (issue 19 item 8): the real CLI ran it headless and accepted it; the
 graph `codeflux task graph` prints is the same when rebuilt — the projection run twice through the service, and
-again over the events read back from the SQLite file by another reader — it shows every node kind the run had, and
-every rendering carries the disclaimer. No gate reads it."""
+again over the typed events read back from the SQLite file by another reader, in JSON and DOT alike (the service
+reads narrow records in SQLite; the typed events become the same records) — it shows every node kind the run had,
+and every rendering carries the disclaimer. No gate reads it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.domain.events import decode_event
-from codeflux.domain.execution_graph import DISCLAIMER, graph_json, project_graph
+from codeflux.domain.execution_graph import DISCLAIMER, ExecutionGraph, graph_dot, graph_json, project_graph
+from codeflux.domain.graph_facts import graph_facts_of_events
 from codeflux.domain.ids import TaskId
 from codeflux.services.graph import methods as graph_methods
 from codeflux.services.graph import task_graph
@@ -52,15 +54,17 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Printed:
     return Printed(task=task, json_text=as_json.out, dot_text=as_dot.out)
 
 
-def _reread(data: Path, task_id: str) -> str:
-    """The graph projected from the journal as another reader (Python's sqlite3, read-only) gets it."""
+def _reread(data: Path, task_id: str) -> ExecutionGraph:
+    """The graph projected from the typed events of the journal as another reader (Python's sqlite3, read-only)
+    gets it."""
     uri = f"file:{data / 'codeflux.sqlite3'}?mode=ro"
     with contextlib.closing(sqlite3.connect(uri, uri=True)) as connection:
         rows = connection.execute(
             "SELECT e.sequence, e.kind, e.payload_json FROM events e JOIN tasks t ON t.session_id = e.session_id"
             " WHERE t.id = ? ORDER BY e.sequence", (task_id,)).fetchall()
     assert rows
-    return graph_json(project_graph(task_id, [(seq, decode_event(kind, json.loads(body))) for seq, kind, body in rows]))
+    return project_graph(task_id, graph_facts_of_events((seq, decode_event(kind, json.loads(body)))
+                                                        for seq, kind, body in rows))
 
 
 def test_the_demo_tasks_graph_is_identical_when_rebuilt(demo: Printed) -> None:
@@ -68,7 +72,8 @@ def test_the_demo_tasks_graph_is_identical_when_rebuilt(demo: Printed) -> None:
     second = cli(task.data, "task", "graph", task.task_id)  # the default format is json
     assert second.code == 0, second.err
     assert second.out == demo.json_text  # byte for byte, from another process
-    assert demo.json_text == _reread(task.data, task.task_id)
+    reread = _reread(task.data, task.task_id)
+    assert demo.json_text == graph_json(reread) and demo.dot_text == graph_dot(reread)
     db = open_store(DataLocation(directory=task.data), create=False, migrate=False)
     try:
         app = service_app(db, DataLocation(directory=task.data), graph_methods, models=ScriptedDemoAccess(db))
@@ -118,9 +123,18 @@ def test_graphviz_reads_the_dot_text_when_it_is_installed(demo: Printed, tmp_pat
         demo.json_text)["nodes"])
 
 
+def _importers(module: str) -> set[str]:
+    return {path.relative_to(CODEFLUX).as_posix() for path in CODEFLUX.rglob("*.py")
+            if re.search(rf"\b{module} import\b", path.read_text(encoding="utf-8"))}
+
+
 def test_no_gate_reads_the_graph() -> None:
     """Only the graph's RPC handler and the CLI that prints it import the projection; the pipeline, the coordinator
-    and the authority engine never do (so nothing decides on it)."""
-    importers = {path.relative_to(CODEFLUX).as_posix() for path in CODEFLUX.rglob("*.py")
-                 if re.search(r"\bexecution_graph import\b", path.read_text(encoding="utf-8"))}
-    assert importers == {"services/graph.py", "cli/task.py", "cli/views.py"}
+    and the authority engine never do (so nothing decides on it). Its records are read only on the way to it."""
+    assert _importers("execution_graph") == {"services/graph.py", "cli/task.py", "cli/views.py"}
+    assert _importers("domain.graph_facts") == {"domain/execution_graph.py", "store/graph_facts.py",
+                                                "coordinator/journal.py"}
+    assert _importers("store.graph_facts") == {"coordinator/journal.py"}
+    readers = {path.relative_to(CODEFLUX).as_posix() for path in CODEFLUX.rglob("*.py")
+               if "read_session_graph_facts" in path.read_text(encoding="utf-8")}
+    assert readers == {"coordinator/journal.py", "services/graph.py"}
