@@ -23,8 +23,8 @@ unified diff and its identity, then the changed files that change what later com
 ``resume`` stop at the next boundary with nothing half-written (see :mod:`codeflux.cli.run`). Arguments,
 paths and check argv are shown escaped (:func:`codeflux.domain.display.escape_for_display`).
 
-``list`` prints one page of tasks, newest first (``--limit``, at most 500), and when older ones follow, a last
-line ``more: codeflux task list --before ID …`` that prints the next page; ``--all`` prints every page;
+``list`` prints one page of tasks, newest first (``--limit``, at most 500), and when older ones follow, a line
+``more: codeflux task list --before ID …`` on stderr that prints the next page; ``--all`` prints every page;
 ``--search TEXT`` lists only the tasks whose id, title or requirement contains every word (the whole store).
 
 ``answer`` answers an open question of the newest plan revision: a new revision records the answer, and
@@ -265,8 +265,8 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> i
 
 
 def _list(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
-    """Pages of tasks, newest first: the first (or the one ``--before`` names), or with ``--all`` every one; a
-    last line says how to get the next page when there is one."""
+    """Pages of tasks, newest first: the first (or the one ``--before`` names), or with ``--all`` every one. Only
+    task lines go to stdout (one per task); how to get the next page, or that nothing is listed, goes to stderr."""
     before = TaskId.parse(args.before).value if args.before else ""
     listed = 0
     while True:
@@ -278,13 +278,13 @@ def _list(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
         if not reply.has_more:
             break
         if not args.all:
-            ctx.say(f"more: codeflux task list --before {reply.next_before}"
+            ctx.warn(f"more: codeflux task list --before {reply.next_before}"
                     + (f" --limit {args.limit}" if args.limit != 100 else "")
                     + (f" --search {shlex.quote(escape_for_display(args.search))}" if args.search else ""))
             return 0
         before = reply.next_before
     if not listed:
-        ctx.say("no task matches" if args.search else ("no older task" if args.before else "no tasks yet"))
+        ctx.warn("no task matches" if args.search else ("no older task" if args.before else "no tasks yet"))
     return 0
 
 

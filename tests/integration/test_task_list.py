@@ -170,27 +170,32 @@ def test_the_store_pages_one_repository_newest_first(few: Store) -> None:
     assert [r.task_id for r in of_other] == [other.task_id]
 
 
-def task_list(capsys: pytest.CaptureFixture[str], store: Store, *argv: str) -> tuple[int, list[str]]:
+def task_list(capsys: pytest.CaptureFixture[str], store: Store, *argv: str) -> tuple[int, list[str], list[str]]:
+    """The exit code, the lines on stdout and the lines on stderr naming the next page or an empty list."""
     code = main(["task", "list", "--data-dir", str(store.app.location.directory), *argv])
-    out, _ = capsys.readouterr()
+    out, err = capsys.readouterr()
     assert code == 0 or not out, out
-    return code, out.splitlines()
+    notes = [line for line in err.splitlines() if line.startswith(("more: ", "no "))]
+    return code, out.splitlines(), notes
 
 
 def test_the_cli_pages_newest_first_says_how_to_see_more_and_lists_everything_with_all(
     capsys: pytest.CaptureFixture[str], few: Store
 ) -> None:
     newest_first = list(reversed(few.created))
-    code, first = task_list(capsys, few, "--limit", "10")
-    assert code == 0 and [line.split()[0] for line in first[:10]] == newest_first[:10]
-    assert first[10:] == [f"more: codeflux task list --before {newest_first[9]} --limit 10"]
-    _, second = task_list(capsys, few, "--limit", "10", "--before", newest_first[9])
-    assert [line.split()[0] for line in second[:10]] == newest_first[10:20] and second[10].startswith("more: ")
-    _, last = task_list(capsys, few, "--limit", "10", "--before", newest_first[19])
-    assert [line.split()[0] for line in last] == newest_first[20:]  # no "more:" line at the end
-    _, everything = task_list(capsys, few, "--limit", "4", "--all")
-    assert [line.split()[0] for line in everything] == newest_first
-    _, found = task_list(capsys, few, "--search", "ITEM-17")
+    code, first, notes = task_list(capsys, few, "--limit", "10")
+    assert code == 0 and [line.split()[0] for line in first] == newest_first[:10]
+    assert notes == [f"more: codeflux task list --before {newest_first[9]} --limit 10"]  # on stderr
+    _, second, notes = task_list(capsys, few, "--limit", "10", "--before", newest_first[9])
+    assert [line.split()[0] for line in second] == newest_first[10:20] and notes[0].startswith("more: ")
+    _, last, notes = task_list(capsys, few, "--limit", "10", "--before", newest_first[19])
+    assert [line.split()[0] for line in last] == newest_first[20:] and notes == []  # the end: no "more:"
+    _, everything, notes = task_list(capsys, few, "--limit", "4", "--all")
+    assert [line.split()[0] for line in everything] == newest_first and notes == []
+    _, found, _ = task_list(capsys, few, "--search", "ITEM-17", "--limit", "1")
     assert [line.split(maxsplit=2)[2] for line in found] == ["Task 17"]
-    assert task_list(capsys, few, "--search", "no such words") == (0, ["no task matches"])
+    _, two, notes = task_list(capsys, few, "--search", "item-1", "--limit", "2")
+    assert [line.split(maxsplit=2)[2] for line in two] == ["Task 19", "Task 18"]
+    assert notes == [f"more: codeflux task list --before {newest_first[5]} --limit 2 --search item-1"]
+    assert task_list(capsys, few, "--search", "no such words") == (0, [], ["no task matches"])
     assert task_list(capsys, few, "--before", "tsk_nonsense!")[0] == 2
