@@ -232,7 +232,7 @@ class App {
     } catch (error) {
       this.showError(error);
     }
-    this.tasks = this.taskList.tasks;
+    if (!this.taskList.query) this.tasks = this.taskList.tasks; // a search with no match is not "no tasks yet"
   }
 
   // Select a task (null: the composer). `push`: give it its address (/tasks/<id>) in the history, so reload,

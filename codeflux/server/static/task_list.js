@@ -18,7 +18,7 @@ export class TaskList {
     this.searchTimer = null;
     this.drawn = null;
     this.searchBox = el("input", { type: "search", id: "task-search", testid: "task-search", autocomplete: "off",
-      placeholder: "id or words", oninput: () => this.searchSoon() });
+      maxlength: 500, placeholder: "id or words", oninput: () => this.searchSoon() });
     this.status = el("p", { class: "list-status", testid: "task-list-status", role: "status" });
     this.items = el("ul", { class: "plain", testid: "task-items" });
     this.more = el("div", {});
