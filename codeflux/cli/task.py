@@ -23,6 +23,10 @@ unified diff and its identity, then the changed files that change what later com
 ``resume`` stop at the next boundary with nothing half-written (see :mod:`codeflux.cli.run`). Arguments,
 paths and check argv are shown escaped (:func:`codeflux.domain.display.escape_for_display`).
 
+``list`` prints one page of tasks, newest first (``--limit``, at most 500), and when older ones follow, a line
+``more: codeflux task list --before ID …`` on stderr that prints the next page; ``--all`` prints every page;
+``--search TEXT`` lists only the tasks whose id, title or requirement contains every word (the whole store).
+
 ``answer`` answers an open question of the newest plan revision: a new revision records the answer, and
 that revision is the one approved.
 
@@ -49,6 +53,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -79,6 +84,7 @@ from codeflux.cli.views import (
 from codeflux.coordinator.runs.loop_steps import conversation_summary
 from codeflux.coordinator.tasks.review import ReviewService
 from codeflux.coordinator.tasks.service import Actor, TaskService
+from codeflux.domain.display import escape_for_display
 from codeflux.domain.errors import (
     CheckoutNotCleanError,
     DirtyTreeNotAcknowledgedError,
@@ -149,7 +155,13 @@ def _configure_action(action: str, sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--acknowledge-dirty", default=None, metavar="HASH",
                          help="the hash of the uncommitted changes you reviewed (printed when they exist)")
     elif action == "list":
-        sub.add_argument("--limit", type=_parse_count, default=100, metavar="N", help="at most N tasks")
+        sub.add_argument("--limit", type=_parse_count, default=100, metavar="N",
+                         help="at most N tasks per page (newest first; at most 500)")
+        sub.add_argument("--before", default="", metavar="ID",
+                         help="the next page: tasks created before task ID (the line `more: …` prints)")
+        sub.add_argument("--search", default="", metavar="TEXT",
+                         help="only tasks whose id, title or requirement contains every word of TEXT")
+        sub.add_argument("--all", action="store_true", help="every page, not just the first")
     elif action in ("approve-plan", "send-back"):
         sub.add_argument("--revision", required=True, type=_parse_count, metavar="N", help="the plan revision")
         sub.add_argument("--sha256", required=True, metavar="H", help="the plan revision's sha256")
@@ -240,10 +252,7 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> i
     if args.action == "create":
         return _create(args, ctx, channel)
     if args.action == "list":
-        reply = channel.call("TaskService/ListTasks", pb.ListTasksRequest(limit=args.limit), pb.ListTasksReply)
-        for task in reply.tasks:
-            ctx.say(f"{task.task_id}  {task.state:<22} {task.title}")
-        return 0
+        return _list(args, ctx, channel)
     if args.action == "recovery":
         reply = channel.call("RecoveryService/ListRecovery", pb.ListRecoveryRequest(), pb.ListRecoveryReply)
         if not reply.tasks:
@@ -253,6 +262,30 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> i
         print_landing_resolutions(ctx, reply.landings, reply.landings_more)
         return 0
     return _TASK_HANDLERS[args.action](args, ctx, channel, TaskId.parse(args.task).value)
+
+
+def _list(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
+    """Pages of tasks, newest first: the first (or the one ``--before`` names), or with ``--all`` every one. Only
+    task lines go to stdout (one per task); how to get the next page, or that nothing is listed, goes to stderr."""
+    before = TaskId.parse(args.before).value if args.before else ""
+    listed = 0
+    while True:
+        reply = channel.call("TaskService/ListTasks", pb.ListTasksRequest(
+            limit=args.limit, before=before, query=args.search), pb.ListTasksReply)
+        for task in reply.tasks:
+            ctx.say(f"{task.task_id}  {task.state:<22} {escape_for_display(task.title)}")
+        listed += len(reply.tasks)
+        if not reply.has_more:
+            break
+        if not args.all:
+            ctx.warn(f"more: codeflux task list --before {reply.next_before}"
+                    + (f" --limit {args.limit}" if args.limit != 100 else "")
+                    + (f" --search {shlex.quote(escape_for_display(args.search))}" if args.search else ""))
+            return 0
+        before = reply.next_before
+    if not listed:
+        ctx.warn("no task matches" if args.search else ("no older task" if args.before else "no tasks yet"))
+    return 0
 
 
 Handler = Callable[[argparse.Namespace, CliContext, Channel, str], int]

@@ -32,6 +32,9 @@ returns the first reply, and a non-zero ``expected_revision`` must be the task's
   that was running is stopped by the run that runs it (the cancel waits briefly for its recorded result),
   and the worktree is removed, kept (why), or left to that run, which removes it when the command has
   stopped (:mod:`codeflux.coordinator.tasks.cancelled_runs`).
+* ``ListTasks`` pages through the tasks newest first (keyset on creation time and id, so a task created between
+  two pages shifts nothing), optionally only those whose id, title or requirement holds every word of
+  ``query`` — the whole store is searched, not a loaded page.
 * ``GetTimeline`` pages through the committed events of the task's session.
 """
 
@@ -72,6 +75,8 @@ __all__ = ["draft_plan", "methods", "runs_of"]
 _SERVICE: Final = "TaskService"
 _DEFAULT_LIST: Final = 100
 _MAX_LIST: Final = 500
+_MAX_SEARCH: Final = 500
+_MAX_SEARCH_WORDS: Final = 12
 _DEFAULT_PAGE: Final = 200
 _MAX_PAGE: Final = 1000
 _MAX_TEXT: Final = 64 * 1024
@@ -262,7 +267,23 @@ def _set_budget(app: CoordinatorApp, ctx: CallContext, request: pb.SetBudgetRequ
 
 def _list(app: CoordinatorApp, ctx: CallContext, request: pb.ListTasksRequest) -> pb.ListTasksReply:
     limit = min(request.limit or _DEFAULT_LIST, _MAX_LIST)
-    return pb.ListTasksReply(tasks=[task_summary(record) for record in task_service(app).list_tasks(limit=limit)])
+    before = parse_task_id(request.before) if request.before else None
+    found = task_service(app).list_tasks(limit=limit + 1, before=before, words=_search_words(request.query))
+    page = found[:limit]
+    has_more = len(found) > limit
+    return pb.ListTasksReply(tasks=[task_summary(record) for record in page], has_more=has_more,
+                             next_before=page[-1].task_id.value if has_more else "")
+
+
+def _search_words(query: str) -> tuple[str, ...]:
+    """The distinct lower-case words of a task-list search (``ListTasksRequest.query``), at most
+    :data:`_MAX_SEARCH_WORDS` of them; :class:`InvalidValueError` for a longer text or more words."""
+    if len(query) > _MAX_SEARCH:
+        raise InvalidValueError(kind="task search", reason=f"at most {_MAX_SEARCH} characters")
+    words = tuple(dict.fromkeys(query.lower().split()))
+    if len(words) > _MAX_SEARCH_WORDS:
+        raise InvalidValueError(kind="task search", reason=f"at most {_MAX_SEARCH_WORDS} words")
+    return words
 
 
 def _timeline(app: CoordinatorApp, ctx: CallContext, request: pb.GetTimelineRequest) -> pb.Timeline:

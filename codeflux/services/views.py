@@ -344,4 +344,4 @@ def task_summary(record: TaskRecord) -> product_pb2.TaskSummary:
     return product_pb2.TaskSummary(
         task_id=record.task_id.value, title=record.title or "", state=record.state.value, revision=record.revision,
         repository_root=str(record.repository_root), session_id=record.session_id,
-        needs_attention=record.state in NEEDS_ATTENTION)
+        needs_attention=record.state in NEEDS_ATTENTION, created_at_us=record.created_at_us)

@@ -12,7 +12,7 @@ transaction; the schema refuses a fifth active task or a second one in a reposit
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from codeflux.domain.errors import ConflictError, NotFoundError, StaleRevisionEr
 from codeflux.domain.events import TaskCreated, TaskStateChanged
 from codeflux.domain.ids import RepositoryId, TaskId
 from codeflux.domain.tasks import Actor, PatchKind, TaskRecord, TaskState
-from codeflux.store.database import ReadView, Row, Transaction, now_us
+from codeflux.store.database import ReadView, Row, SqlValue, Transaction, now_us
 from codeflux.store.decoding import decode_choice
 from codeflux.store.events import JournalEvent, append_event
 from codeflux.store.tasks import TaskRow, require_task, task_session_id
@@ -93,13 +93,37 @@ def require_task_record(view: ReadView, task_id: TaskId) -> TaskRecord:
     return record
 
 
-def list_task_records(view: ReadView, *, limit: int, repository_id: RepositoryId | None = None) -> list[TaskRecord]:
-    """Tasks, oldest first (of one repository when given), at most ``limit``."""
-    if repository_id is None:
-        rows = view.query_all(f"SELECT {_TASK} FROM tasks ORDER BY created_at_us, id LIMIT ?", (limit,))  # noqa: S608
-    else:
-        rows = view.query_all(f"SELECT {_TASK} FROM tasks WHERE repository_id = ?"  # noqa: S608
-                              " ORDER BY created_at_us, id LIMIT ?", (repository_id.value, limit))
+def list_task_records(
+    view: ReadView, *, limit: int, repository_id: RepositoryId | None = None, before: TaskId | None = None,
+    words: Sequence[str] = (),
+) -> list[TaskRecord]:
+    """Tasks, newest first (of one repository when given), at most ``limit``: one page of a keyset walk.
+
+    ``before`` continues the walk after that task (the last one of the previous page): only tasks created before
+    it are listed, ordered by ``(created_at_us, id)`` descending, so a task created between two pages never
+    shifts a later page (no task is listed twice or skipped). ``words`` (already lower-cased) keeps the tasks
+    whose id, title or requirement contains every one of them (ASCII letters compared case-insensitively).
+    :class:`NotFoundError` when ``before`` names no task.
+    """
+    if limit < 1:
+        return []
+    clauses: list[str] = []
+    params: list[SqlValue] = []
+    if before is not None:
+        cursor = view.query_one("SELECT created_at_us, id FROM tasks WHERE id = ?", (before.value,))
+        if cursor is None:
+            raise NotFoundError(kind="task", entity_id=before.value)
+        clauses.append("(created_at_us, id) < (?, ?)")
+        params.extend((int(cursor[0]), str(cursor[1])))
+    if repository_id is not None:
+        clauses.append("repository_id = ?")
+        params.append(repository_id.value)
+    for word in words:
+        clauses.append("instr(lower(id || ' ' || coalesce(title, '') || ' ' || coalesce(requirement, '')), ?) > 0")
+        params.append(word)
+    where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
+    rows = view.query_all(f"SELECT {_TASK} FROM tasks {where}"  # noqa: S608 - fixed clauses, values bound
+                          "ORDER BY created_at_us DESC, id DESC LIMIT ?", (*params, limit))
     return [_task(row) for row in rows]
 
 

@@ -308,13 +308,17 @@ class ToolActivityView(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., tool: _Optional[str] = ..., arguments: _Optional[_Iterable[_Union[Argument, _Mapping]]] = ..., capabilities: _Optional[_Iterable[str]] = ..., operation_identity: _Optional[str] = ..., decision: _Optional[str] = ..., decision_reason: _Optional[str] = ..., state: _Optional[str] = ..., exit_code_known: _Optional[bool] = ..., exit_code: _Optional[int] = ..., stdout: _Optional[str] = ..., stdout_truncated: _Optional[bool] = ..., stderr: _Optional[str] = ..., stderr_truncated: _Optional[bool] = ..., content: _Optional[str] = ..., content_truncated: _Optional[bool] = ..., message: _Optional[str] = ..., failure_kind: _Optional[str] = ..., duration_known: _Optional[bool] = ..., duration_ms: _Optional[int] = ..., confinement: _Optional[str] = ..., confinement_meaning: _Optional[str] = ...) -> None: ...
 
 class ListTasksRequest(_message.Message):
-    __slots__ = ("limit",)
+    __slots__ = ("limit", "before", "query")
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
     limit: int
-    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+    before: str
+    query: str
+    def __init__(self, limit: _Optional[int] = ..., before: _Optional[str] = ..., query: _Optional[str] = ...) -> None: ...
 
 class TaskSummary(_message.Message):
-    __slots__ = ("task_id", "title", "state", "revision", "repository_root", "session_id", "needs_attention")
+    __slots__ = ("task_id", "title", "state", "revision", "repository_root", "session_id", "needs_attention", "created_at_us")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -322,6 +326,7 @@ class TaskSummary(_message.Message):
     REPOSITORY_ROOT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     NEEDS_ATTENTION_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_US_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     title: str
     state: str
@@ -329,13 +334,18 @@ class TaskSummary(_message.Message):
     repository_root: str
     session_id: str
     needs_attention: bool
-    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., session_id: _Optional[str] = ..., needs_attention: _Optional[bool] = ...) -> None: ...
+    created_at_us: int
+    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., session_id: _Optional[str] = ..., needs_attention: _Optional[bool] = ..., created_at_us: _Optional[int] = ...) -> None: ...
 
 class ListTasksReply(_message.Message):
-    __slots__ = ("tasks",)
+    __slots__ = ("tasks", "has_more", "next_before")
     TASKS_FIELD_NUMBER: _ClassVar[int]
+    HAS_MORE_FIELD_NUMBER: _ClassVar[int]
+    NEXT_BEFORE_FIELD_NUMBER: _ClassVar[int]
     tasks: _containers.RepeatedCompositeFieldContainer[TaskSummary]
-    def __init__(self, tasks: _Optional[_Iterable[_Union[TaskSummary, _Mapping]]] = ...) -> None: ...
+    has_more: bool
+    next_before: str
+    def __init__(self, tasks: _Optional[_Iterable[_Union[TaskSummary, _Mapping]]] = ..., has_more: _Optional[bool] = ..., next_before: _Optional[str] = ...) -> None: ...
 
 class GetTaskRequest(_message.Message):
     __slots__ = ("task_id",)

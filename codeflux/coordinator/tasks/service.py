@@ -489,8 +489,12 @@ class TaskService:
         """Every action with its availability in the task's state (the domain matrix), disabled ones with why."""
         return self.show(task_id).actions
 
-    def list_tasks(self, *, limit: int, repository_id: RepositoryId | None = None) -> list[records.TaskRecord]:
-        return self._db.read(lambda view: records.list_task_records(view, limit=limit, repository_id=repository_id))
+    def list_tasks(self, *, limit: int, repository_id: RepositoryId | None = None, before: TaskId | None = None,
+                   words: Sequence[str] = ()) -> list[records.TaskRecord]:
+        """One page of tasks, newest first: after ``before`` (the previous page's last task) when given, only
+        those whose id, title or requirement holds every one of ``words`` (lower-case)."""
+        return self._db.read(lambda view: records.list_task_records(
+            view, limit=limit, repository_id=repository_id, before=before, words=words))
 
     def ledger(self, task_id: TaskId, attempt: int) -> list[ledger_rows.LedgerRow]:
         """The attempt's stage ledger, 36 and 37 as the person's decision on it decided them (when it did)."""

@@ -6,7 +6,8 @@ import { SessionStream, State } from "./session.js";
 import { clear, el } from "./dom.js";
 import { Timeline } from "./timeline.js";
 import { commands } from "./commands.js";
-import { TaskPanel, composer, streamBanner, taskList } from "./workspace.js";
+import { TaskPanel, composer, streamBanner } from "./workspace.js";
+import { TaskList } from "./task_list.js";
 import { chooserView, firstRunView, providerLabel } from "./screens.js";
 import { ledgerView, retryForm, reviewDrawer } from "./review.js";
 import { recoveryView } from "./recovery.js";
@@ -25,6 +26,7 @@ class App {
     this.acknowledgedHash = "";
     this.chooser = { path: "", view: null };
     this.tasks = [];
+    this.taskList = new TaskList(this);
     this.taskId = null;
     this.task = null;
     this.session = null;
@@ -210,7 +212,7 @@ class App {
 
   renderWorkspace() {
     if (!this.repository && !this.tasks.length) { this.showView("first-run"); return; }
-    this.listSlot = taskList(this);
+    this.listSlot = this.taskList.element();
     this.bannerSlot = el("div", {});
     this.center = el("div", { class: "center" });
     this.main.append(el("div", { class: "workspace", testid: "workspace" }, this.listSlot,
@@ -223,18 +225,14 @@ class App {
     }
   }
 
+  // Refresh the task list's newest page (task_list.js keeps older pages and the search).
   async loadTasks() {
     try {
-      const reply = await this.rpc.unary("TaskService/ListTasks", { limit: 100 });
-      this.tasks = reply.tasks || [];
+      await this.taskList.refresh();
     } catch (error) {
       this.showError(error);
     }
-    if (this.view === "workspace" && this.listSlot) {
-      const fresh = taskList(this);
-      this.listSlot.replaceWith(fresh);
-      this.listSlot = fresh;
-    }
+    if (!this.taskList.query) this.tasks = this.taskList.tasks; // a search with no match is not "no tasks yet"
   }
 
   // Select a task (null: the composer). `push`: give it its address (/tasks/<id>) in the history, so reload,

@@ -1,21 +1,8 @@
-// The workspace: the task list (threads) on the left, the selected task (header, actions, plan,
+// The workspace: the task list (threads, task_list.js) on the left, the selected task (header, actions, plan,
 // budget, timeline of cards) in the middle, the composer below, and a drawer for review / ledger.
 
 import { badge, clear, el, mutatingButton } from "./dom.js";
 import { actionBar, budgetCard, planCard } from "./cards.js";
-
-export function taskList(app) {
-  const items = (app.tasks || []).map((t) => el("li", {},
-    el("button", { type: "button", class: `task-item${t.taskId === app.taskId ? " selected" : ""}`,
-      testid: "task-item", dataset: { taskId: t.taskId, state: t.state }, "aria-current": t.taskId === app.taskId ? "true" : undefined,
-      onclick: () => app.selectTask(t.taskId) },
-    el("span", { class: "task-title", text: t.title || t.taskId }), " ", badge(t.state),
-    t.needsAttention ? el("span", { class: "attention", text: " needs you" }) : null)));
-  return el("nav", { class: "threads", "aria-label": "Tasks", testid: "task-list" },
-    el("h2", { text: "Tasks" }),
-    el("button", { type: "button", testid: "new-task", onclick: () => app.selectTask(null), text: "New task" }),
-    items.length ? el("ul", { class: "plain" }, items) : el("p", { class: "empty", text: "No tasks yet." }));
-}
 
 // The composer. A codeflux sample repository suggests its TASK.md as the requirement (prefilled, editable);
 // the budget is prefilled with the default hard limit, else with a visible, editable suggestion of 1.00.
