@@ -6,6 +6,7 @@ CSP, the vendored jsdiff and highlight.js):
   a binary file and a deleted file are sections of their own;
 * highlight.js token classes on Python lines, a docstring opened in a hunk coloured on its next line;
 * unified and side-by-side layouts, the choice remembered for the tab; line notes under their line in both;
+* a long file starts collapsed, saying so, its notes listed until "Expand all" draws them under their lines;
 * repository text that looks like markup (``<img src=x onerror=…>``, ``</span><script>``) is drawn as text: no
   element is created, nothing is logged as an error and the CSP reports no violation — with a positive control
   that the same markup put in the page as HTML does create the element and is reported by the CSP.
@@ -152,6 +153,21 @@ def test_files_line_numbers_colours_highlighting_and_both_layouts(served_page: A
     expect(view.locator("tr.diff-split").first).to_be_visible()
     view.get_by_test_id("diff-mode-unified").click()
     expect(view.locator("tr.diff-split")).to_have_count(0)
+
+    # a long file starts collapsed (a long diff stays quick to draw), says so, and its notes are listed meanwhile
+    long_file = "".join(f"+line_{i} = {i}\n" for i in range(1600))
+    page.evaluate(MOUNT, [DIFF + "diff --git a/big.py b/big.py\nnew file mode 100644\n--- /dev/null\n"
+                          f"+++ b/big.py\n@@ -0,0 +1,1600 @@\n{long_file}",
+                          [{"path": "big.py", "line": 7, "kind": "uncovered-arc", "state": "", "text": "arc"}]])
+    big = view.locator("[data-testid=diff-file][data-path='big.py']")
+    expect(big).to_have_attribute("data-open", "no")
+    expect(big.get_by_test_id("diff-file-collapsed")).to_have_text(" collapsed (a large file): expand to show")
+    expect(view.get_by_test_id("diff-summary")).to_contain_text("(1 long or late file start collapsed)")
+    expect(view.get_by_test_id("diff-notes-elsewhere")).to_contain_text("big.py:7: arc")
+    view.get_by_test_id("diff-expand-all").click()
+    expect(big.locator("tr.diff-add")).to_have_count(1600)
+    expect(big.locator('tr.diff-line[data-line="7"] + [data-testid="diff-note"]')).to_contain_text("line 7: arc")
+    expect(view.get_by_test_id("diff-notes-elsewhere")).to_have_count(0)
     assert served_page.console_errors == []
     assert served_page.foreign_requests == []
 

@@ -38,6 +38,7 @@ for (const [name, grammar] of Object.entries({ bash, css, ini, javascript, json,
 const MODE_KEY = "codeflux.diff.mode";
 const MODES = { unified: "Unified", split: "Side by side" };
 const LARGE_FILE_LINES = 1500; // a file's diff longer than this starts collapsed
+const OPEN_LINES_BUDGET = 3000; // files start open in order while their changed lines fit in this; later ones collapsed
 const MAX_HIGHLIGHT_CHARS = 200000; // a hunk side longer than this is shown without highlighting
 
 const LANGUAGE_BY_EXTENSION = {
@@ -375,7 +376,7 @@ export function diffView(text, truncated, notes) {
   if (!text) return el("div", {}, el("p", { class: "empty", testid: "diff-empty", text: "The diff is empty." }));
   const byLine = notesByLine(allNotes);
   const files = parseDiff(text);
-  const state = { mode: storedMode(), open: files.map((f) => f.additions + f.deletions <= LARGE_FILE_LINES) };
+  const state = { mode: storedMode(), open: initiallyOpen(files) };
   const viewer = el("div", { class: "diff", testid: "diff-viewer", "aria-label": "Diff by file" });
   const elsewhereSlot = el("div", {});
   const modeButtons = Object.entries(MODES).map(([mode, label]) => el("button", { type: "button",
@@ -408,8 +409,9 @@ export function diffView(text, truncated, notes) {
       el("header", { class: "diff-file-head" }, toggle,
         el("span", { class: "diff-file-status", testid: "diff-file-status", text: file.status }),
         el("span", { class: "diff-file-counts", testid: "diff-file-counts", text: countsText(file) }),
-        open ? null : el("span", { class: "detail", text: file.additions + file.deletions > LARGE_FILE_LINES
-          ? " collapsed (large): expand to show" : " collapsed" })),
+        open ? null : el("span", { class: "detail", testid: "diff-file-collapsed",
+          text: file.additions + file.deletions > LARGE_FILE_LINES ? " collapsed (a large file): expand to show"
+            : " collapsed" })),
       open ? fileBody(file, state.mode, byLine, shown) : null);
     }));
     const elsewhere = allNotes.filter((note) => !shown.has(`${note.path}\u0000${note.line}`));
@@ -426,8 +428,22 @@ export function diffView(text, truncated, notes) {
     elsewhereSlot);
 }
 
+// Which files start open: in order, while their changed lines fit in OPEN_LINES_BUDGET, none longer than
+// LARGE_FILE_LINES (a long diff stays quick to draw; each file opens on a click, and "Expand all" opens every one).
+function initiallyOpen(files) {
+  let left = OPEN_LINES_BUDGET;
+  return files.map((file) => {
+    const size = file.additions + file.deletions;
+    const open = size <= LARGE_FILE_LINES && size <= left;
+    if (open) left -= size;
+    return open;
+  });
+}
+
 function summaryText(files) {
   const added = files.reduce((sum, f) => sum + f.additions, 0);
   const removed = files.reduce((sum, f) => sum + f.deletions, 0);
-  return `${files.length} file${files.length === 1 ? "" : "s"} changed, +${added} −${removed}`;
+  const closed = initiallyOpen(files).filter((open) => !open).length;
+  return `${files.length} file${files.length === 1 ? "" : "s"} changed, +${added} −${removed}`
+    + (closed ? ` (${closed} long or late file${closed === 1 ? "" : "s"} start collapsed)` : "");
 }
