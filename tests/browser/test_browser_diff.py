@@ -9,7 +9,8 @@ CSP, the vendored jsdiff and highlight.js):
 * a long file starts collapsed, saying so, its notes listed until "Expand all" draws them under their lines;
 * repository text that looks like markup (``<img src=x onerror=…>``, ``</span><script>``) is drawn as text: no
   element is created, nothing is logged as an error and the CSP reports no violation — with a positive control
-  that the same markup put in the page as HTML does create the element and is reported by the CSP.
+  that the same markup put in the page as HTML does create the element and is reported by the CSP; a bidi
+  override or isolate in a line is drawn as a marked escape (U+202E as ``\\u202e``), never applied.
 
 The diff of a delivered task staying viewable is proved on the real journey (test_browser_journey.py: after Accept,
 "Open review" shows the landed commit's diff).
@@ -183,9 +184,10 @@ HOSTILE = "\n".join([
     "diff --git a/x.py b/x.py",
     "--- a/x.py",
     "+++ b/x.py",
-    "@@ -1 +1 @@",
+    "@@ -1 +1,2 @@",
     "-a = 1",
     "+s = '</span><img src=y onerror=\"window.__diffPwned=3\">'",
+    "+access = 'user\u202e \u2066# admin\u2069\u2066'\tnext",
     "",
 ])
 
@@ -208,6 +210,13 @@ def test_repository_text_that_looks_like_markup_is_drawn_as_text(served_page: Ap
     python = view.locator("[data-path='x.py']")
     expect(python.locator("tr[data-line='1'] .diff-code")).to_have_text(
         "s = '</span><img src=y onerror=\"window.__diffPwned=3\">'")
+    # a bidi override or isolate cannot reorder the line: each is drawn as a marked \\uXXXX; the tab stays a tab
+    hidden = python.locator("tr[data-line='2']").get_by_test_id("diff-hidden-char")
+    assert hidden.evaluate_all("ns => ns.map((n) => [n.textContent, n.title])") == [
+        ["\\u202e", "hidden character U+202E"], ["\\u2066", "hidden character U+2066"],
+        ["\\u2069", "hidden character U+2069"], ["\\u2066", "hidden character U+2066"]]
+    assert python.locator("tr[data-line='2'] .diff-code").evaluate("n => n.textContent") \
+        == "access = 'user\\u202e \\u2066# admin\\u2069\\u2066'\tnext"
     assert view.locator("img, script, p:not(.notice):not(.empty)").count() == 0
     page.wait_for_timeout(300)  # an image error or a blocked inline handler would be reported by now
     assert page.evaluate("() => [window.__diffPwned, window.__cspViolations]") == [None, []]

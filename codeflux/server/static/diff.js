@@ -199,12 +199,32 @@ function highlightSide(texts, language) {
   }
 }
 
+// Characters that would hide or reorder what a line says (controls but the tab, bidi overrides and other format
+// characters, private use, unassigned, separators but the ASCII space): drawn as a marked \uXXXX, never raw.
+const HIDDEN_IN_CODE = /[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Zl}\p{Zp}\p{Zs}]/u;
+
+function codeText(text) {
+  if (!HIDDEN_IN_CODE.test(text.replace(/[\t ]/g, ""))) return [document.createTextNode(text)];
+  const nodes = [];
+  let plain = "";
+  for (const character of text) {
+    if (character === "\t" || character === " " || !HIDDEN_IN_CODE.test(character)) { plain += character; continue; }
+    if (plain) nodes.push(document.createTextNode(plain));
+    plain = "";
+    const code = character.codePointAt(0).toString(16).padStart(4, "0");
+    nodes.push(el("span", { class: "diff-hidden-char", testid: "diff-hidden-char",
+      title: `hidden character U+${code.toUpperCase()}`, text: `\\u${code}` }));
+  }
+  if (plain) nodes.push(document.createTextNode(plain));
+  return nodes;
+}
+
 function codeCell(tokens, testid) {
   const code = el("code", { class: "diff-code-text" });
   for (const [text, classes] of tokens || []) {
-    let node = document.createTextNode(text);
-    for (const name of [...classes].reverse()) node = el("span", { class: name }, node);
-    code.append(node);
+    let node = codeText(text);
+    for (const name of [...classes].reverse()) node = [el("span", { class: name }, node)];
+    code.append(...node);
   }
   return el("td", { class: "diff-code", testid }, code);
 }
