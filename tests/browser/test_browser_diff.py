@@ -117,6 +117,7 @@ def test_files_line_numbers_colours_highlighting_and_both_layouts(served_page: A
     assert module.locator("tr[data-line='14'] .hljs-keyword").evaluate("n => getComputedStyle(n).color") \
         != module.locator("tr[data-line='14'] td.diff-code").evaluate("n => getComputedStyle(n).color")
     expect(view.get_by_test_id("diff-notes-elsewhere")).to_contain_text("pkg/m.py:99: far away")
+    assert "null" not in view.inner_text() and "undefined" not in view.inner_text()
 
     # collapse one file, then expand it again
     toggle = module.get_by_test_id("diff-file-toggle")

@@ -435,11 +435,12 @@ export function diffView(text, truncated, notes) {
       open ? fileBody(file, state.mode, byLine, shown) : null);
     }));
     const elsewhere = allNotes.filter((note) => !shown.has(`${note.path}\u0000${note.line}`));
-    clear(elsewhereSlot).append(elsewhere.length ? el("div", { testid: "diff-notes-elsewhere" },
+    clear(elsewhereSlot);
+    if (elsewhere.length) elsewhereSlot.append(el("div", { testid: "diff-notes-elsewhere" },
       el("p", { class: "notice", text: `${elsewhere.length} note(s) on lines the diff does not show here`
         + " (a collapsed file, or an unchanged line):" }),
       textList(elsewhere.map((note) => `${escapeForDisplay(note.path)}:${note.line}: ${escapeForDisplay(note.text)}`),
-        "", "diff-notes-elsewhere-list")) : null);
+        "", "diff-notes-elsewhere-list")));
   }
 
   draw();
