@@ -14,8 +14,9 @@
   (:mod:`codeflux.domain.pipeline.line_notes`; at most :data:`MAX_LINE_NOTES`), which the diff viewer shows there.
   Once the worktree is gone the review stays readable (``diff_source`` says which diff it shows): an accepted
   (completed) task's diff is its base to the task commit it landed (the ``task-accepted`` event's, read from the
-  repository by :func:`codeflux.gitwork.diff.committed_diff`), with the reviewed identity; a rejected task's is the
-  patch kept at rejection (``task_patches``, as ``GetPatch``). Otherwise ``diff_source`` is ``worktree``.
+  repository by :func:`codeflux.gitwork.diff.committed_diff`), with the reviewed identity; otherwise the patch kept
+  for the task (``task_patches``, as ``GetPatch``: the rejected one, else the newest preserved one). While the
+  worktree exists ``diff_source`` is ``worktree``.
 * ``ListStages`` — all 37 stages of an attempt (0 = the newest) with their gate text and the recorded
   outcome, empty where nothing is recorded yet.
 * ``AcceptChange`` / ``RejectChange`` — :class:`codeflux.coordinator.tasks.review.ReviewService`, bound to the

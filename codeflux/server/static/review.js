@@ -30,7 +30,8 @@ export { diffView } from "./diff.js";
 const DIFF_SOURCES = {
   "landed-commit": "The task's worktree is gone: this is the diff it landed (its base to the task commit, read from "
     + "the repository).",
-  "kept-patch": "The task's worktree is gone: this is the patch kept when the diff was rejected (codeflux task patch).",
+  "kept-patch": "The task's worktree is gone: this is the patch kept for it (codeflux task patch) — the rejected diff, "
+    + "or the change preserved when the task ended.",
 };
 
 // What the work under review cost so far (measured) and what is left of the hard limit; unknown is never 0.
