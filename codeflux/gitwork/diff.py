@@ -19,12 +19,13 @@ import hashlib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 import pygit2
 from pygit2.enums import DeltaStatus, DiffOption
 
-from codeflux.domain.errors import InvalidValueError
-from codeflux.gitwork.checkout import map_git_errors
+from codeflux.domain.errors import InvalidValueError, NotFoundError
+from codeflux.gitwork.checkout import map_git_errors, opened_checkout
 from codeflux.gitwork.task_worktree import TaskWorktree, opened_task_worktree, parse_commit_id
 from codeflux.gitwork.working_tree import WorkingTreeCapture, capture_working_tree
 
@@ -35,8 +36,10 @@ __all__ = [
     "FileDiff",
     "TaskDiff",
     "commit_worktree_changes",
+    "committed_diff",
     "diff_against_base",
     "diff_identity",
+    "patch_files",
     "render_task_diff",
     "reset_index_to_tree",
 ]
@@ -147,9 +150,7 @@ def render_task_diff(repository: pygit2.Repository, *, base: str, capture: Worki
     with map_git_errors("diff the worktree against its base"):
         base_tree = repository[pygit2.Oid(hex=base)].peel(pygit2.Tree)
         tree = repository[pygit2.Oid(hex=capture.tree)].peel(pygit2.Tree)
-        patches = [patch for patch in base_tree.diff_to_tree(tree, DiffOption.SHOW_BINARY) if patch is not None]
-        unified = b"".join(patch.data for patch in patches)
-        files = tuple(_file_diff(patch) for patch in patches)
+        unified, files = _tree_diff(base_tree, tree)
     return TaskDiff(
         base=base,
         head=capture.head,
@@ -158,6 +159,36 @@ def render_task_diff(repository: pygit2.Repository, *, base: str, capture: Worki
         skipped_paths=capture.skipped_paths,
         identity=diff_identity(base, capture.head, unified),
     )
+
+
+def committed_diff(repository_root: Path, *, base: str, commit: str) -> TaskDiff:
+    """The diff from ``base``'s tree to ``commit``'s tree in the checkout at ``repository_root``, rendered as
+    :func:`render_task_diff` renders a worktree's (an accepted task's change once its worktree is gone: its base
+    to the task commit it landed). A commit the repository no longer has is :class:`NotFoundError`."""
+    parse_commit_id(base, kind="base commit id")
+    parse_commit_id(commit, kind="commit id")
+    with opened_checkout(repository_root) as (repository, _top), map_git_errors("diff a landed task commit"):
+        for wanted in (base, commit):
+            if pygit2.Oid(hex=wanted) not in repository:
+                raise NotFoundError(kind="commit in the task's repository", entity_id=wanted)
+        base_tree = repository[pygit2.Oid(hex=base)].peel(pygit2.Tree)
+        tree = repository[pygit2.Oid(hex=commit)].peel(pygit2.Tree)
+        unified, files = _tree_diff(base_tree, tree)
+    return TaskDiff(base=base, head=commit, unified_diff=unified, files=files, skipped_paths=(),
+                    identity=diff_identity(base, commit, unified))
+
+
+def _tree_diff(base_tree: pygit2.Tree, tree: pygit2.Tree) -> tuple[bytes, tuple[FileDiff, ...]]:
+    patches = [patch for patch in base_tree.diff_to_tree(tree, DiffOption.SHOW_BINARY) if patch is not None]
+    return b"".join(patch.data for patch in patches), tuple(_file_diff(patch) for patch in patches)
+
+
+def patch_files(patch: bytes) -> tuple[FileDiff, ...]:
+    """The files of a stored patch (bytes this module rendered), as :class:`FileDiff` values."""
+    if not patch:
+        return ()
+    with map_git_errors("read a stored patch"):
+        return tuple(_file_diff(item) for item in pygit2.Diff.parse_diff(patch) if item is not None)
 
 
 _KIND_BY_STATUS = {

@@ -12,6 +12,11 @@
   ``.pth`` file, …) with why (:func:`codeflux.domain.review_flags.changes_what_runs`). ``line_notes`` are the
   newest attempt's obligations and uncovered branch arcs at the lines they belong to
   (:mod:`codeflux.domain.pipeline.line_notes`; at most :data:`MAX_LINE_NOTES`), which the diff viewer shows there.
+  Once the worktree is gone the review stays readable (``diff_source`` says which diff it shows): an accepted
+  (completed) task's diff is its base to the task commit it landed (the ``task-accepted`` event's, read from the
+  repository by :func:`codeflux.gitwork.diff.committed_diff`), with the reviewed identity; otherwise the patch kept
+  for the task (``task_patches``, as ``GetPatch``: the rejected one, else the newest preserved one). While the
+  worktree exists ``diff_source`` is ``worktree``.
 * ``ListStages`` — all 37 stages of an attempt (0 = the newest) with their gate text and the recorded
   outcome, empty where nothing is recorded yet.
 * ``AcceptChange`` / ``RejectChange`` — :class:`codeflux.coordinator.tasks.review.ReviewService`, bound to the
@@ -39,18 +44,21 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Final
 
 from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.journal import latest_session_event
 from codeflux.coordinator.tasks.conventions import learn_review_convention
 from codeflux.coordinator.tasks.ledger import evidence_diff_identity
 from codeflux.coordinator.tasks.records import require_run_attempt
 from codeflux.coordinator.tasks.review import ReviewService as CoordinatorReview
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
-from codeflux.domain.errors import InvalidValueError, TaskActionUnavailableError
+from codeflux.domain.errors import InvalidValueError, NotFoundError, TaskActionUnavailableError
+from codeflux.domain.events import EventKind, TaskAccepted
 from codeflux.domain.ids import TaskId
 from codeflux.domain.pipeline import PERFORMABLE_STAGES, STAGES, StageName
 from codeflux.domain.pipeline.atom_evidence import atom_evidence
@@ -58,7 +66,8 @@ from codeflux.domain.pipeline.ledger import LedgerRow
 from codeflux.domain.pipeline.line_notes import line_notes
 from codeflux.domain.pipeline.outcomes import StageOutcome
 from codeflux.domain.review_flags import changes_what_runs
-from codeflux.gitwork.diff import TaskDiff, diff_against_base
+from codeflux.domain.tasks import TaskState
+from codeflux.gitwork.diff import TaskDiff, committed_diff, diff_against_base, patch_files
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import MutationLedger, mutation_of, parse_task_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
@@ -72,6 +81,9 @@ MAX_FACT_CHARS: Final = 4000
 MAX_ATOM_FINDINGS: Final = 50
 """Per atom and stage, what a reply carries (the review shares the transport's 4 MiB message with the diff)."""
 MAX_LINE_NOTES: Final = 2000
+DIFF_FROM_WORKTREE: Final = "worktree"
+DIFF_FROM_LANDED_COMMIT: Final = "landed-commit"
+DIFF_FROM_KEPT_PATCH: Final = "kept-patch"
 _IDENTITY: Final = re.compile(r"[0-9a-f]{64}")
 _SERVICE: Final = "ReviewService"
 _DETAIL_KEYS: Final = ("argv", "exit_code", "tests", "passed", "failures", "errors", "skipped", "failing",
@@ -183,6 +195,34 @@ def _task_diff(app: CoordinatorApp, task_id: TaskId) -> TaskDiff:
     return diff_against_base(binding)
 
 
+def _reviewed_diff(app: CoordinatorApp, task_id: TaskId) -> tuple[TaskDiff, str]:
+    """The diff the review shows and where it comes from (see the module docstring): the worktree's while it
+    exists, else an accepted task's landed commit or a rejected task's kept patch."""
+    task = _tasks(app).show(task_id).task
+    binding = task_worktree_binding(task)
+    if binding is not None and binding.path.exists():
+        return diff_against_base(binding), DIFF_FROM_WORKTREE
+    if binding is not None and task.state is TaskState.COMPLETED:
+        accepted = latest_session_event(app.db, session_id=task.session_id, kinds=[EventKind.TASK_ACCEPTED.value])
+        if accepted is not None and isinstance(accepted.event, TaskAccepted) and accepted.event.task_id == task_id:
+            landed = committed_diff(task.repository_root, base=binding.base, commit=accepted.event.task_commit)
+            return replace(landed, identity=accepted.event.diff_identity), DIFF_FROM_LANDED_COMMIT
+    kept = _kept_patch(app, task_id) if binding is not None else None
+    if kept is not None:
+        return kept, DIFF_FROM_KEPT_PATCH
+    return _task_diff(app, task_id), DIFF_FROM_WORKTREE
+
+
+def _kept_patch(app: CoordinatorApp, task_id: TaskId) -> TaskDiff | None:
+    """The patch kept for the task as a diff (the rejected one, else the newest preserved one); None without one."""
+    try:
+        kept = CoordinatorReview(app.db).task_patch(task_id)
+    except NotFoundError:
+        return None
+    return TaskDiff(base=kept.base_commit, head=kept.head_commit, unified_diff=kept.patch,
+                    files=patch_files(kept.patch), skipped_paths=(), identity=kept.diff_identity)
+
+
 def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -280,7 +320,7 @@ def accept_warnings(checks: Sequence[LedgerRow]) -> list[str]:
 def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
     """The review of the task's current diff (see the module docstring)."""
     tasks = _tasks(app)
-    diff = _task_diff(app, task_id)
+    diff, source = _reviewed_diff(app, task_id)
     attempt = tasks.show(task_id).attempt
     rows = [] if attempt is None else tasks.ledger(task_id, attempt.attempt)
     bundle_row = next((row for row in rows if row.verdict.stage is StageName.EVIDENCE_BUNDLE), None)
@@ -296,7 +336,7 @@ def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
     checks = [row for row in rows if row.verdict.stage in PERFORMABLE_STAGES
               and row.verdict.stage is not StageName.EVIDENCE_BUNDLE]
     return pb.ReviewView(
-        task_id=task_id.value, diff_identity=diff.identity, base=diff.base, head=diff.head,
+        task_id=task_id.value, diff_identity=diff.identity, base=diff.base, head=diff.head, diff_source=source,
         files=[pb.DiffFileView(path=f.path, status=f.kind.value) for f in diff.files],
         unified_diff=text, diff_truncated=truncated,
         checks=[_check(row) for row in checks], accept_warnings=accept_warnings(checks),

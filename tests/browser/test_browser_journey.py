@@ -121,6 +121,13 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     drawer.get_by_test_id("accept-confirm-yes").click()
     expect(app.testid("accept-result")).to_be_visible(timeout=MS)
     task_state(app, "completed")
+    # issue 20: once delivered (the worktree is gone) the review still shows the diff: the landed commit's
+    app.testid("open-review").click()
+    delivered = app.testid("review-drawer")
+    expect(delivered.get_by_test_id("diff-source")).to_have_attribute("data-source", "landed-commit", timeout=MS)
+    expect(delivered.locator('[data-testid="diff-file"][data-path="calc/ops.py"]')).to_be_visible()
+    expect(delivered.locator("tr.diff-add").first).to_be_visible()
+    expect(delivered.get_by_test_id("review-accept")).to_have_count(0)
 
     landed = git(repository, "rev-parse", branch)
     assert landed != base

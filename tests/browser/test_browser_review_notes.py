@@ -7,7 +7,7 @@ real git, real workers, the real pipeline):
   composition obligation (open) — in words, with the line number;
 * the web client's diff viewer reads a hunk by its counts: a removed line starting ``--`` is a removal (not a file
   header), line numbers of the final tree are counted through the hunk, and a note on a line the diff does not show
-  is listed after it.
+  is listed after it (the viewer's files, layouts and highlighting: test_browser_diff.py).
 """
 
 from __future__ import annotations
@@ -106,8 +106,7 @@ def test_the_diff_viewer_reads_hunks_by_their_counts_and_places_notes(served_pag
         [DIFF, notes])
 
     assert drawn["lines"] == [
-        ["diff-line diff-file", ""], ["diff-line diff-file", ""], ["diff-line diff-file", ""],
         ["diff-line diff-hunk", ""], ["diff-line diff-context", "10"], ["diff-line diff-del", ""],
-        ["diff-line diff-add", "11"], ["diff-line diff-context", "12"], ["diff-line diff-context", ""]]
+        ["diff-line diff-add", "11"], ["diff-line diff-context", "12"], ["diff-line diff-meta", ""]]
     assert drawn["notes"] == ["11"]  # under the added line 11, not the removal that looks like a header
     assert "pkg/m.py:99: far away" in drawn["elsewhere"]

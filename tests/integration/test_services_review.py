@@ -101,6 +101,24 @@ def test_a_run_to_review_shows_its_diff_checks_evidence_and_all_stages_then_acce
     assert decided["deliver"].outcome == "satisfied" and accepted.landed_head[:12] in decided["deliver"].detail
 
 
+def test_an_accepted_task_keeps_showing_the_diff_it_landed_once_its_worktree_is_gone(
+    app: CoordinatorApp, reviewable: Reviewable, tmp_path: Path
+) -> None:
+    before = call(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
+    assert isinstance(before, pb.ReviewView) and before.diff_source == "worktree"
+    accepted = call(app, ACCEPT, pb.AcceptChangeRequest(control=control("a-1"), task_id=reviewable.task_id.value,
+                                                        diff_identity=reviewable.identity))
+    assert isinstance(accepted, pb.AcceptChangeReply) and accepted.task.state == "completed"
+    assert not reviewable.worktree.path.exists()
+
+    after = call(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
+
+    assert isinstance(after, pb.ReviewView) and after.diff_source == "landed-commit"
+    assert after.unified_diff == before.unified_diff and after.diff_identity == reviewable.identity
+    assert [(f.path, f.status) for f in after.files] == [(f.path, f.status) for f in before.files]
+    assert accepted.kind == "fast-forward" and after.base == before.base and after.head == accepted.landed_head
+
+
 def test_before_any_stage_is_recorded_the_review_says_so_and_every_stage_is_empty(
     app: CoordinatorApp, reviewable: Reviewable
 ) -> None:
@@ -163,8 +181,12 @@ def test_reject_keeps_the_patch_and_ends_the_task(app: CoordinatorApp, reviewabl
     [patch] = TaskService(db, worktrees_root=tmp_path / "worktrees").patches(reviewable.task_id)
     assert patch.kind == "rejected" and patch.diff_identity == reviewable.identity and b"pkg/extra.py" in patch.patch
     assert git(tmp_path / "git" / "repo", "rev-parse", "HEAD") == head
-    code, _ = refusal(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
-    assert code == Code.FAILED_PRECONDITION  # the worktree is gone; the patch is what is kept
+    # the worktree is gone; the review shows the kept patch, saying so (issue 20 item 4)
+    assert not reviewable.worktree.path.exists()
+    kept = call(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
+    assert isinstance(kept, pb.ReviewView) and kept.diff_source == "kept-patch"
+    assert kept.unified_diff.encode() == patch.patch and kept.diff_identity == reviewable.identity
+    assert {(f.path, f.status) for f in kept.files} == {("pkg/calc.py", "modified"), ("pkg/extra.py", "added")}
     # The reason becomes a review convention of the repository, for later tasks' models (issue 19 item 1).
     [convention] = db.read(lambda view: list_memory_entries(view, kind=MemoryKind.CONVENTION))
     assert convention.body["origin"] == "review" and convention.body["statement"].endswith("because: not this way")

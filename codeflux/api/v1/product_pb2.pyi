@@ -1140,7 +1140,7 @@ class WhatRunsChangeView(_message.Message):
     def __init__(self, path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ReviewView(_message.Message):
-    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs", "accept_confirmation", "budget", "reject_confirmation", "atoms", "line_notes", "accept_warnings")
+    __slots__ = ("task_id", "diff_identity", "base", "head", "files", "unified_diff", "diff_truncated", "checks", "evidence", "not_examined", "evidence_matches_diff", "changes_what_runs", "accept_confirmation", "budget", "reject_confirmation", "atoms", "line_notes", "accept_warnings", "diff_source")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     DIFF_IDENTITY_FIELD_NUMBER: _ClassVar[int]
     BASE_FIELD_NUMBER: _ClassVar[int]
@@ -1159,6 +1159,7 @@ class ReviewView(_message.Message):
     ATOMS_FIELD_NUMBER: _ClassVar[int]
     LINE_NOTES_FIELD_NUMBER: _ClassVar[int]
     ACCEPT_WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    DIFF_SOURCE_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     diff_identity: str
     base: str
@@ -1177,7 +1178,8 @@ class ReviewView(_message.Message):
     atoms: _containers.RepeatedCompositeFieldContainer[AtomEvidenceView]
     line_notes: _containers.RepeatedCompositeFieldContainer[LineNoteView]
     accept_warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., accept_confirmation: _Optional[str] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., reject_confirmation: _Optional[str] = ..., atoms: _Optional[_Iterable[_Union[AtomEvidenceView, _Mapping]]] = ..., line_notes: _Optional[_Iterable[_Union[LineNoteView, _Mapping]]] = ..., accept_warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    diff_source: str
+    def __init__(self, task_id: _Optional[str] = ..., diff_identity: _Optional[str] = ..., base: _Optional[str] = ..., head: _Optional[str] = ..., files: _Optional[_Iterable[_Union[DiffFileView, _Mapping]]] = ..., unified_diff: _Optional[str] = ..., diff_truncated: _Optional[bool] = ..., checks: _Optional[_Iterable[_Union[CheckView, _Mapping]]] = ..., evidence: _Optional[_Iterable[str]] = ..., not_examined: _Optional[_Iterable[str]] = ..., evidence_matches_diff: _Optional[bool] = ..., changes_what_runs: _Optional[_Iterable[_Union[WhatRunsChangeView, _Mapping]]] = ..., accept_confirmation: _Optional[str] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., reject_confirmation: _Optional[str] = ..., atoms: _Optional[_Iterable[_Union[AtomEvidenceView, _Mapping]]] = ..., line_notes: _Optional[_Iterable[_Union[LineNoteView, _Mapping]]] = ..., accept_warnings: _Optional[_Iterable[str]] = ..., diff_source: _Optional[str] = ...) -> None: ...
 
 class LineNoteView(_message.Message):
     __slots__ = ("path", "line", "kind", "subject", "state", "text")

@@ -3,10 +3,13 @@
 // ledger (all 37 stages with their outcome as text and icon). Changed files that change what later
 // commands execute (conftest.py, pytest.ini, a Makefile, a .pth file, …) are listed in words as
 // "changes what runs" with why, and marked in the file list. Paths are shown escaped (escapeForDisplay).
-// The diff viewer draws the attempt's obligations and uncovered branch arcs under the lines they belong to.
+// The diff viewer (diff.js) draws each file with line numbers and highlighting, unified or side by side, and the
+// attempt's obligations and uncovered branch arcs under the lines they belong to; once the worktree is gone it
+// shows the landed commit's diff (accepted) or the kept patch (rejected), saying which.
 // "Evidence per atom" has a section per atom of the diff: for each atom stage (5, 7–17) what it measured of
 // the atom (outcome in words, a sentence, findings, recorded facts) or, in words, why it measured nothing.
 
+import { diffView } from "./diff.js";
 import { badge, clear, el, facts, mutatingButton, textList } from "./dom.js";
 import { escapeForDisplay, maybeMoney, money } from "./format.js";
 
@@ -21,77 +24,15 @@ function whatRunsList(flags) {
   return list;
 }
 
-// The review's line notes (obligations, uncovered branch arcs) by "path NUL line" of the final tree.
-function notesByLine(notes) {
-  const byLine = new Map();
-  for (const note of notes) {
-    const key = `${note.path}\u0000${note.line}`;
-    byLine.set(key, [...(byLine.get(key) || []), note]);
-  }
-  return byLine;
-}
+// The diff viewer (per-file sections, line numbers, highlighting, unified/side by side, line notes) is diff.js.
+export { diffView } from "./diff.js";
 
-function noteLine(note) {
-  return el("span", { class: `diff-note diff-note-${note.kind || "other"}`, testid: "diff-note",
-    dataset: { kind: note.kind || "", state: note.state || "", path: note.path || "", line: String(note.line || 0) },
-    text: `    ^ line ${note.line}: ${escapeForDisplay(note.text || "")}\n` });
-}
-
-// "+++ b/pkg/x.py" → "pkg/x.py"; null for a removed file (/dev/null).
-function newPath(header) {
-  let name = header.slice(4).trim();
-  if (name.startsWith('"') && name.endsWith('"')) name = name.slice(1, -1);
-  if (name === "/dev/null") return null;
-  return name.startsWith("b/") ? name.slice(2) : name;
-}
-
-// The unified diff. Inside a hunk a line is an addition, a removal or context by its first character whatever
-// follows (a removed "--x" line is a removal, never a file header); the final tree's line numbers are counted
-// through each hunk, and each line note is drawn under the line it belongs to. Notes on lines the diff does not
-// show are listed after it, so none is lost.
-export function diffView(text, truncated, notes) {
-  const byLine = notesByLine(notes || []);
-  const shown = new Set();
-  const pre = el("pre", { class: "diff", testid: "diff-viewer", tabindex: "0", "aria-label": "Unified diff" });
-  let path = null;
-  let line = 0;
-  let oldLeft = 0;
-  let newLeft = 0;
-  for (const row of (text || "").split("\n")) {
-    let kind = "file";
-    let at = null;
-    if (row.startsWith("\\")) kind = "context"; // "\ No newline at end of file": about the line before it
-    else if (oldLeft > 0 || newLeft > 0) {
-      if (row.startsWith("+")) { kind = "add"; at = line; line += 1; newLeft -= 1; }
-      else if (row.startsWith("-")) { kind = "del"; oldLeft -= 1; }
-      else { kind = "context"; at = line; line += 1; oldLeft -= 1; newLeft -= 1; }
-    } else if (row.startsWith("@@")) {
-      const found = /^@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(row);
-      kind = "hunk";
-      if (found) {
-        oldLeft = found[1] === undefined ? 1 : Number(found[1]);
-        line = Number(found[2]);
-        newLeft = found[3] === undefined ? 1 : Number(found[3]);
-      }
-    } else if (row.startsWith("+++ ")) path = newPath(row);
-    else if (row.startsWith("diff ")) path = null;
-    else if (!row) continue;
-    pre.append(el("span", { class: `diff-line diff-${kind}`, dataset: at === null ? {} : { line: String(at) },
-      text: `${row}\n` }));
-    const key = `${path}\u0000${at}`;
-    if (at !== null && path !== null && byLine.has(key) && !shown.has(key)) {
-      shown.add(key);
-      for (const note of byLine.get(key)) pre.append(noteLine(note));
-    }
-  }
-  const elsewhere = (notes || []).filter((note) => !shown.has(`${note.path}\u0000${note.line}`));
-  return el("div", {}, text ? pre : el("p", { class: "empty", text: "The diff is empty." }),
-    truncated ? el("p", { class: "notice", text: "The diff was cut at 1 MiB; the full change is larger." }) : null,
-    elsewhere.length ? el("div", { testid: "diff-notes-elsewhere" },
-      el("p", { class: "notice", text: `${elsewhere.length} note(s) on lines the diff does not show:` }),
-      textList(elsewhere.map((note) => `${escapeForDisplay(note.path)}:${note.line}: ${escapeForDisplay(note.text)}`),
-        "", "diff-notes-elsewhere-list")) : null);
-}
+const DIFF_SOURCES = {
+  "landed-commit": "The task's worktree is gone: this is the diff it landed (its base to the task commit, read from "
+    + "the repository).",
+  "kept-patch": "The task's worktree is gone: this is the patch kept for it (codeflux task patch) — the rejected diff, "
+    + "or the change preserved when the task ended.",
+};
 
 // What the work under review cost so far (measured) and what is left of the hard limit; unknown is never 0.
 function spendFacts(budget) {
@@ -182,7 +123,10 @@ export function reviewDrawer(app, task, review) {
     flags.length ? el("p", { class: "notice", text: "These files decide what later commands execute (tests, builds, "
       + "git, hooks): an approval of a command covers its argv, not this code. Read them before accepting." }) : null,
     whatRunsList(flags),
-    el("h3", { text: "Diff" }), diffView(review.unifiedDiff, review.diffTruncated, review.lineNotes),
+    el("h3", { text: "Diff" }),
+    DIFF_SOURCES[review.diffSource] ? el("p", { class: "notice", testid: "diff-source",
+      dataset: { source: review.diffSource }, text: DIFF_SOURCES[review.diffSource] }) : null,
+    diffView(review.unifiedDiff, review.diffTruncated, review.lineNotes),
     (review.lineNotes || []).length ? el("p", { class: "detail", testid: "diff-notes-legend",
       text: "Lines marked ^ carry the attempt's obligations (a call between changed functions, a branch of a changed "
         + "line) with their state, and the branch arcs no test takes." }) : null,

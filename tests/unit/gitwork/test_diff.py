@@ -9,15 +9,17 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from codeflux.domain.errors import InvalidValueError, WorktreeNotUsableError
+from codeflux.domain.errors import InvalidValueError, NotFoundError, WorktreeNotUsableError
 from codeflux.domain.ids import TaskId
 from codeflux.gitwork.diff import (
     CommitAuthor,
     FileChangeKind,
     FileDiff,
     commit_worktree_changes,
+    committed_diff,
     diff_against_base,
     diff_identity,
+    patch_files,
 )
 from codeflux.gitwork.worktrees import TaskWorktree, create_task_worktree
 from tests.fixtures.repos import BuiltRepository, RepoState, executed_traps, git, make_repository, run_git, write_files
@@ -214,6 +216,24 @@ def test_a_checkpoint_commits_everything_on_the_task_branch_and_leaves_the_workt
     assert after.unified_diff == before.unified_diff
     assert after.head == commit
     assert after.identity != before.identity  # the head is part of the identity
+
+
+def test_a_committed_task_diff_renders_as_the_worktree_did_and_a_stored_patch_lists_its_files(
+    worktree: TaskWorktree, built: BuiltRepository
+) -> None:
+    edit_worktree(worktree)
+    before = diff_against_base(worktree)
+    commit = commit_worktree_changes(worktree, "checkpoint: after edits", author=AUTHOR)
+    assert commit is not None
+
+    landed = committed_diff(built.path, base=worktree.base, commit=commit)  # read from the user's checkout
+
+    assert landed.unified_diff == before.unified_diff and landed.files == before.files
+    assert landed.head == commit and landed.identity == diff_identity(worktree.base, commit, landed.unified_diff)
+    assert patch_files(before.unified_diff) == before.files  # the binary file too
+    assert patch_files(b"") == ()
+    with pytest.raises(NotFoundError):
+        committed_diff(built.path, base=worktree.base, commit="0" * 40)
 
 
 def test_a_checkpoint_with_nothing_uncommitted_changes_nothing(worktree: TaskWorktree) -> None:
