@@ -54,6 +54,10 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     card = approve_until_approval_card(app)
     this_card = f'[data-testid="approval-card"][data-request-id="{card.get_attribute("data-request-id")}"]'
     expect(app.testid("needs-you-approvals").locator(this_card)).to_have_count(1)
+    app.page.set_viewport_size({"width": 390, "height": 844})  # a phone: the request is on the first screen
+    app.page.evaluate("window.scrollTo(0, 0)")
+    expect(card.get_by_role("heading").first).to_be_in_viewport()
+    app.page.set_viewport_size({"width": 1400, "height": 1000})
     expect(app.testid("timeline").get_by_test_id("approval-pinned-placeholder")).to_have_count(1)
     expect(app.page.locator('[data-testid="needs-you"] [data-need="plan"]')).to_have_count(0)
     expect(card.get_by_test_id("approval-arguments")).not_to_be_empty()
@@ -76,6 +80,13 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     allow_once_until_review(app)
     task_state(app, "awaiting-review")
     expect(app.testid("needs-you-review")).to_be_visible(timeout=MS)
+    app.page.set_viewport_size({"width": 800, "height": 800})  # narrow: the review opens where it can be read
+    app.page.evaluate("window.scrollTo(0, 0)")
+    expect(app.testid("needs-you-review")).to_be_in_viewport()
+    app.testid("needs-you-review").click()
+    expect(app.testid("review-drawer")).to_be_in_viewport(timeout=MS)
+    app.testid("review-close").click()
+    app.page.set_viewport_size({"width": 1400, "height": 1000})
     # issue 17: the demo's python3 has no coverage.py, so the check tools' install into codeflux's overlay (its own
     # coverage.py and Hypothesis, no network) was a card of its own that the person allowed
     install = app.page.locator('[data-testid="approval-card"]', has_text="pip install")

@@ -311,6 +311,14 @@ class App {
     this.loadTasks();
   }
 
+  // Show a drawer (review, retry, graph, ledger). On a narrow window it sits above the task (app.css), and it is
+  // scrolled into view either way, so opening it never leaves it thousands of pixels down.
+  showDrawer(name, node) {
+    clear(this.drawerSlot).append(node);
+    this.drawer = name;
+    node.scrollIntoView({ block: "start" });
+  }
+
   closeDrawer() {
     this.drawer = null;
     if (this.drawerSlot) clear(this.drawerSlot);
@@ -320,8 +328,7 @@ class App {
     if (!this.taskId) return;
     try {
       const review = await this.rpc.unary("ReviewService/GetReview", { taskId: this.taskId });
-      clear(this.drawerSlot).append(reviewDrawer(this, this.task, review));
-      this.drawer = "review";
+      this.showDrawer("review", reviewDrawer(this, this.task, review));
       this.gate();
     } catch (error) {
       this.showError(error);
@@ -330,11 +337,10 @@ class App {
 
   openRetry() {
     if (!this.taskId) return;
-    clear(this.drawerSlot).append(el("aside", { class: "drawer", testid: "retry-drawer", "aria-label": "Try again" },
+    this.showDrawer("retry", el("aside", { class: "drawer", testid: "retry-drawer", "aria-label": "Try again" },
       el("div", { class: "drawer-head" }, el("h2", { text: "Try again" }),
         el("button", { type: "button", onclick: () => this.closeDrawer(), text: "Close" })),
       retryForm(this)));
-    this.drawer = "retry";
     this.gate();
   }
 
@@ -342,8 +348,7 @@ class App {
     if (!this.taskId) return;
     try {
       const reply = await this.rpc.unary("TaskService/GetTaskGraph", { taskId: this.taskId });
-      clear(this.drawerSlot).append(graphView(this, reply));
-      this.drawer = "graph";
+      this.showDrawer("graph", graphView(this, reply));
     } catch (error) {
       this.showError(error);
     }
@@ -353,8 +358,7 @@ class App {
     if (!this.taskId) return;
     try {
       const reply = await this.rpc.unary("ReviewService/ListStages", { taskId: this.taskId });
-      clear(this.drawerSlot).append(ledgerView(this, reply));
-      this.drawer = "ledger";
+      this.showDrawer("ledger", ledgerView(this, reply));
     } catch (error) {
       this.showError(error);
     }
