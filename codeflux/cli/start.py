@@ -17,8 +17,10 @@ that cannot open such a name: the UI is then served on the loopback address itse
 server on that address receives the session — printed as a warning on every start.
 
 SIGINT / SIGTERM: every active run pauses between turns and gets a ``shutdown`` checkpoint, workers stop,
-the WAL is checkpointed, and the command exits 0. ``--demo`` creates the sample repository and uses the
-scripted provider, labelled "scripted demo — not an AI model" wherever it appears.
+the WAL is checkpointed, and the command exits 0. The first signal says how many runs it waits for; a second one
+cancels the commands they are running (each recorded ``cancelled``) instead of waiting for them. ``--demo``
+creates the sample repository and uses the scripted provider, labelled "scripted demo — not an AI model" wherever
+it appears.
 """
 
 from __future__ import annotations
@@ -279,8 +281,21 @@ def _serve(
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def on_signal(name: str) -> None:
+            if not stop.is_set():  # the first: say what stopping waits for, and how not to wait
+                stop.set()
+                runs = app.runs.running_commands()
+                ctx.say(f"{name}: stopping — {runs} active run(s) pause between turns; a command that is running "
+                        "finishes first. Press Ctrl-C again to cancel running commands (recorded as cancelled)."
+                        if runs else f"{name}: stopping — no run is active.")
+                return
+            ctx.say(f"{name} again: cancelling running commands (each is recorded as cancelled; what it did "
+                    "before it was killed is not known) …")
+            app.runs.cancel_running_commands()
+
         for number in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(number, stop.set)
+            loop.add_signal_handler(number, on_signal, signal.Signals(number).name)
         try:
             await serve_coordinator(
                 app,

@@ -190,3 +190,37 @@ def test_ctrl_z_of_codeflux_run_records_the_killed_command_cancelled_or_unknown_
     assert not (executed == "failed" and exit_code == -9), recorded
     assert not set(commands) & set(sleeping_processes(SECONDS_121))  # the stopped run's command did not live on
     assert "failed exit -9" not in out, out
+
+
+def test_a_second_ctrl_c_of_a_stopping_coordinator_cancels_the_running_command_instead_of_waiting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20 item 8: ``codeflux start``'s first signal pauses runs between turns and waits for a running command;
+    a second one (:meth:`BackgroundRuns.cancel_running_commands`) cancels it: the worker kills its process group,
+    the execution is recorded ``cancelled`` and the shutdown ends long before the command would have."""
+    marker = f"124{_OURS}"
+    scripted = script(tmp_path / "second.json", turn("wait", ("run_command", {"argv": ["sleep", marker]})),
+                      turn("Every step is done.", DONE))
+    coordinating = running_coordinator(tmp_path, monkeypatch, script=scripted)
+    c = next(coordinating)
+    try:
+        waiting = start_ready(c)
+        call(c, "ApprovalService/Decide", pb.DecideRequest(
+            control=control(), task_id=waiting.task_id, request_id=waiting.pending_approvals[0].request_id,
+            decision="allow-once"))
+        deadline = time.monotonic() + 60
+        while not sleeping_processes(marker):
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.1)
+        assert c.app.runs.running_commands() == 1  # what the first Ctrl-C says it waits for
+        started = time.monotonic()
+        c.app.runs.cancel_running_commands()  # the second Ctrl-C
+        stopped = c.app.runs.shutdown(timeout=60)
+        assert time.monotonic() - started < 30 and not sleeping_processes(marker)
+        assert [task.value for task in stopped] == [waiting.task_id]
+        shown = call(c, "TaskService/GetTask", pb.GetTaskRequest(task_id=waiting.task_id))
+        assert isinstance(shown, pb.TaskView) and shown.state == "paused", shown.state
+        executions = rows(c.data.directory, "SELECT e.state FROM tool_executions e JOIN tool_requests r ON "
+                          "r.id = e.request_id WHERE e.task_id = ? AND r.tool = 'run_command'", waiting.task_id)
+        assert executions == [("cancelled",)]
+    finally:
+        coordinating.close()

@@ -408,6 +408,19 @@ class BackgroundRuns:
 
     # ─── shutdown ────────────────────────────────────────────────────────────────────────────────
 
+    def running_commands(self) -> int:
+        """How many active runs there are (what a stopping ``codeflux start`` waits for)."""
+        with self._lock:
+            return sum(1 for run in self._runs.values() if run.thread is not None and run.thread.is_alive())
+
+    def cancel_running_commands(self) -> None:
+        """Cancel the command each active run is executing, and any it starts
+        (:meth:`ToolDriver.cancel_running_commands`)."""
+        with self._lock:
+            runs = list(self._runs.values())
+        for run in runs:
+            run.driver.cancel_running_commands()
+
     def shutdown(self, *, timeout: float = 60.0) -> list[TaskId]:
         """Pause every active run between turns, wait (at most ``timeout`` seconds), capture a ``shutdown``
         checkpoint per active task, stop the workers and release the running lock. Returns those tasks."""

@@ -213,6 +213,7 @@ class ToolDriver:
         self._fault = fault
         self._redactor = default_redactor()
         self._executables = ExecutableDigests()
+        self._stop_commands = threading.Event()  # codeflux is stopping and the person asked not to wait
         self._workers: dict[TaskId, WorkerHandle] = {}
         # committed at submission, not yet run (by request id), with the request bound at submission
         self._intended: dict[str, tuple[ExecutionIntent, BoundToolRequest]] = {}
@@ -364,6 +365,12 @@ class ToolDriver:
         row = self._authority.read_execution(request_id)
         return None if row is None else _record(row)
 
+    def cancel_running_commands(self) -> None:
+        """Cancel every command this driver runs now or starts later (a second Ctrl-C of ``codeflux start``): the
+        worker kills each one's process group and it is recorded ``cancelled`` — the same path a cancelled task's
+        command takes; what it did before it was killed is not known, and the result says so."""
+        self._stop_commands.set()
+
     def close(self) -> None:
         """Stop every worker this driver started (idempotent)."""
         with self._lock:
@@ -509,10 +516,14 @@ class ToolDriver:
     def _cancel_when_the_task_ends(self, intent: ExecutionIntent, worker: WorkerHandle,
                                    ended: threading.Event) -> None:
         """While the command runs, read the task's state every :data:`CANCEL_POLL_S`; once the task has ended
-        (``task cancel``, possibly from another process) ask the worker to cancel the request: it kills the
-        command's process group and reports it cancelled (see :mod:`~codeflux.coordinator.tasks.cancelled_runs`)."""
+        (``task cancel``, possibly from another process) — or :meth:`cancel_running_commands` was called — ask the
+        worker to cancel the request: it kills the command's process group and reports it cancelled (see
+        :mod:`~codeflux.coordinator.tasks.cancelled_runs`)."""
         task_id = intent.task.task_id
         while not ended.wait(CANCEL_POLL_S):
+            if self._stop_commands.is_set():
+                worker.cancel(ToolRequestId.parse(intent.request_id))
+                return
             try:
                 state = self._db.read(lambda view: require_task(view, task_id)).state
             except Exception:  # noqa: S112 - a failed read (a busy or closing store) is tried again next poll
