@@ -25,6 +25,8 @@ def test_a_task_keeps_its_address_and_an_ended_session_names_the_command(
     demo_task_to_plan(app)  # opening a task gives it its address
     expect(page).to_have_url(TASK_URL, timeout=MS)
     task_url = page.url
+    # the list's status word follows the task (never stale): wait for it before taking the line as the reference
+    expect(app.testid("task-item").first).to_have_attribute("data-state", "awaiting-plan-approval", timeout=MS)
     title = app.testid("task-item").first.inner_text()
 
     page.reload()  # reload lands on the task, not on the new-task form
