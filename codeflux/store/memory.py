@@ -266,8 +266,10 @@ def quarantine_memory_entry(tx: Transaction, *, entry_id: MemoryEntryId, cause: 
     written = tx.execute(_CASCADE_SQL, (
         entry_id.value, f"derived from {entry_id.value}, which was quarantined: {why}"[:1024],
         f"influenced by {entry_id.value} or an entry derived from it, quarantined: {why}"[:1024], at_us))
-    quarantined = sorted(str(r[0]) for r in written if r[1] == MemoryState.QUARANTINED.value)
-    flagged = sorted(str(r[0]) for r in written if r[1] == MemoryState.NEEDS_REVIEW.value)
+    by_state: dict[str, list[str]] = {MemoryState.QUARANTINED.value: [], MemoryState.NEEDS_REVIEW.value: []}
+    for written_id, state in written:
+        by_state[str(state)].append(str(written_id))
+    quarantined, flagged = (sorted(by_state[s.value]) for s in (MemoryState.QUARANTINED, MemoryState.NEEDS_REVIEW))
     return MemoryInvalidation(entry_id=entry_id, quarantined=tuple(map(MemoryEntryId.parse, quarantined)),
                               flagged=tuple(map(MemoryEntryId.parse, flagged)))
 
