@@ -10,8 +10,10 @@ from a real git repository (:func:`current_facts`), as a recall does once per ba
 * **cascade**: :func:`quarantine_memory_entry` of a root with 10k entries derived from it (a random tree), in one
   transaction, against a bare ``WITH RECURSIVE`` walk of the same edges (the store's own
   ``DERIVED_CLOSURE_SQL``, counting the closure), and against the same walk inserting the same number of state rows
-  into a plain table and committing (a raw apsw connection, same pragmas). Target: cascade <= 2x the bare walk;
-  both ratios are printed (a read-only walk cannot be matched by durable writes; see docs/benchmarks.md).
+  into a plain table and committing (a raw apsw connection, same pragmas) — once with no index, once in index order
+  into a table with the state table's ``UNIQUE (entry_id, sequence)`` index over as many rows, so the index's share
+  is measured in the same run. Target: cascade <= 2x the bare walk; both ratios are printed (a read-only walk cannot
+  be matched by durable writes; see docs/benchmarks.md).
 
 * **graph**: the execution graph of a 10k-event task against a bare SELECT of the same events, in a module of its
   own (``_graph_projection.py``; target <= 3x), run after the memory parts.
