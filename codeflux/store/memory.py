@@ -3,8 +3,9 @@
 
 Every table is a fact table: an entry, its sources, evidence and edges are written once, with its first state and
 its FTS row, in the caller's transaction (:func:`record_memory_entry`). :func:`quarantine_memory_entry` quarantines
-an entry and, in the same transaction, everything derived from it transitively (one recursive CTE) and flags what
-any of them only influenced ``needs-review`` — one immutable state row each, all naming the entry that started it.
+an entry and, in the same transaction, everything derived from it transitively and flags what any of them only
+influenced ``needs-review`` — one immutable state row each, all naming the entry that started it, written by one
+statement (a recursive walk feeding one ``INSERT … SELECT``, no row passing through Python on the way in).
 :func:`search_memory_candidates` builds its FTS5 query from words only, each quoted, so text a person typed is never
 FTS syntax. Rows leave through one decoder as domain types.
 """
@@ -70,22 +71,32 @@ DERIVED_CLOSURE_SQL: Final = (
     " UNION SELECT m.dependent_id FROM memory_edges m JOIN closure c ON m.source_id = c.id"
     " WHERE m.kind = 'derived-from')"
 )
-"""Every entry derived, transitively, from the entry bound to ``?1`` (itself excluded). Also the baseline of the
-memory benchmark, so the product's cascade is measured against exactly this walk."""
+"""Every entry derived, transitively, from the entry bound to ``?1`` (itself excluded). The baseline of the memory
+benchmark: the cascade (:data:`_CASCADE_SQL`) walks exactly these edges, plus the ``influenced-by`` edges leaving
+each entry it reaches (read from the same index range)."""
 
-
-
-def _newest_states_of(source: str) -> str:
-    """Each entry id of ``source`` (a table or table-valued function with a ``value`` column) with its newest
-    state's sequence and state."""
-    # SQLite's max() picks the row whose other (bare) columns are returned: the newest state, one range scan.
-    return (f"SELECT c.value, max(s.sequence), s.state FROM {source} c JOIN memory_entry_states s"  # noqa: S608
-            " ON s.entry_id = c.value GROUP BY c.value")
-
-
-_NEXT_STATE_ROW: Final = (
-    "INSERT INTO memory_entry_states (entry_id, sequence, state, cause, cause_entry_id, reason, recorded_at_us)"
-    " SELECT x.id, x.sequence + 1, ?2, ?3, ?1, ?4, ?5"
+# The whole cascade below the invalidated entry (bound to ?1) as one statement: one walk, one INSERT … SELECT.
+# `reached` walks every edge leaving the entry and, recursively, every edge leaving an entry reached through
+# `derived-from` edges only; `influenced` is 0 for those (the derived closure) and 1 for an entry reached only
+# through a final `influenced-by` edge. `closure` keeps one row per entry (min: derived wins over influenced) and
+# drops the invalidated entry itself; `newest` joins each to its newest state, in entry-id order, so the state rows
+# and their (entry_id, sequence) index entries are written in index order. Closure entries not yet quarantined get a
+# `quarantined` row; the others, when still `active`, a `needs-review` row; the ordering trigger checks each row as
+# before. SQLite materializes a SELECT that reads the table it inserts into, so every state read is the one before
+# this statement. ?2 / ?3 are the reasons of the two kinds of row, ?4 the time.
+_CASCADE_SQL: Final = (
+    "WITH RECURSIVE reached(id, influenced) AS ("
+    " SELECT dependent_id, kind = 'influenced-by' FROM memory_edges WHERE source_id = ?1"
+    " UNION SELECT m.dependent_id, m.kind = 'influenced-by' FROM reached r JOIN memory_edges m ON m.source_id = r.id"
+    " WHERE NOT r.influenced),"
+    " closure(id, influenced) AS (SELECT id, min(influenced) FROM reached WHERE id <> ?1 GROUP BY id),"
+    " newest(id, influenced, sequence, state) AS (SELECT c.id, c.influenced, max(s.sequence), s.state"
+    " FROM closure c JOIN memory_entry_states s ON s.entry_id = c.id GROUP BY c.id)"
+    " INSERT INTO memory_entry_states (entry_id, sequence, state, cause, cause_entry_id, reason, recorded_at_us)"
+    " SELECT id, sequence + 1, iif(influenced, 'needs-review', 'quarantined'),"
+    " iif(influenced, 'influenced-by-quarantined', 'derived-from-quarantined'), ?1, iif(influenced, ?3, ?2), ?4"
+    " FROM newest WHERE iif(influenced, state = 'active', state <> 'quarantined')"
+    " RETURNING entry_id, state"
 )
 
 
@@ -252,26 +263,15 @@ def quarantine_memory_entry(tx: Transaction, *, entry_id: MemoryEntryId, cause: 
     tx.execute("INSERT INTO memory_entry_states (entry_id, sequence, state, cause, cause_entry_id, reason,"
                " recorded_at_us) VALUES (?1, ?2, 'quarantined', ?3, NULL, ?4, ?5)",
                (entry_id.value, _next_sequence(tx, entry_id), cause.value, why, at_us))
-    # One walk of the derived closure; both statements below read it back as a JSON array of ids.
-    closure = json.dumps([str(r[0]) for r in tx.execute(f"{DERIVED_CLOSURE_SQL} SELECT id FROM closure",  # noqa: S608
-                                                        (entry_id.value,))])
-    quarantined = tx.execute(
-        f"WITH x(id, sequence, state) AS ({_newest_states_of('json_each(?6)')}) {_NEXT_STATE_ROW}"
-        " FROM x WHERE x.state <> 'quarantined' RETURNING entry_id",
-        (entry_id.value, MemoryState.QUARANTINED.value, StateCause.DERIVED_FROM_QUARANTINED.value,
-         f"derived from {entry_id.value}, which was quarantined: {why}"[:1024], at_us, closure))
-    flagged = tx.execute(
-        "WITH affected(id) AS (SELECT ?1 UNION SELECT value FROM json_each(?6)),"  # noqa: S608 (constants only)
-        " dependents(value) AS (SELECT DISTINCT m.dependent_id FROM memory_edges m"
-        " JOIN affected a ON m.source_id = a.id"
-        " WHERE m.kind = 'influenced-by' AND m.dependent_id NOT IN (SELECT id FROM affected)),"
-        f" x(id, sequence, state) AS ({_newest_states_of('dependents')})"
-        f" {_NEXT_STATE_ROW} FROM x WHERE x.state = 'active' RETURNING entry_id",
-        (entry_id.value, MemoryState.NEEDS_REVIEW.value, StateCause.INFLUENCED_BY_QUARANTINED.value,
-         f"influenced by {entry_id.value} or an entry derived from it, quarantined: {why}"[:1024], at_us, closure))
-    return MemoryInvalidation(entry_id=entry_id,
-                              quarantined=tuple(MemoryEntryId.parse(v) for v in sorted(str(r[0]) for r in quarantined)),
-                              flagged=tuple(MemoryEntryId.parse(v) for v in sorted(str(r[0]) for r in flagged)))
+    written = tx.execute(_CASCADE_SQL, (
+        entry_id.value, f"derived from {entry_id.value}, which was quarantined: {why}"[:1024],
+        f"influenced by {entry_id.value} or an entry derived from it, quarantined: {why}"[:1024], at_us))
+    by_state: dict[str, list[str]] = {MemoryState.QUARANTINED.value: [], MemoryState.NEEDS_REVIEW.value: []}
+    for written_id, state in written:
+        by_state[str(state)].append(str(written_id))
+    quarantined, flagged = (sorted(by_state[s.value]) for s in (MemoryState.QUARANTINED, MemoryState.NEEDS_REVIEW))
+    return MemoryInvalidation(entry_id=entry_id, quarantined=tuple(map(MemoryEntryId.parse, quarantined)),
+                              flagged=tuple(map(MemoryEntryId.parse, flagged)))
 
 
 def _next_sequence(view: ReadView, entry_id: MemoryEntryId) -> int:
