@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
-from tests.fixtures.service_runs import call, control, running_coordinator, settle, start_ready
+from tests.fixtures.service_runs import Coordinator, call, control, running_coordinator, settle, start_ready
 from tests.integration.test_headless_run import ENV, cli, demo
 from tests.integration.test_task_cli_verbs import DONE, planned_task, rows, script, state, turn
 
@@ -45,6 +45,20 @@ def sleeping_processes(marker: str) -> list[int]:
             if argv[:2] == [b"sleep", marker.encode()] or argv[:2] == [b"/usr/bin/sleep", marker.encode()]:
                 found.append(int(entry.name))
     return found
+
+
+def allow_and_wait_for_the_command(c: Coordinator, marker: str) -> pb.TaskView:
+    """Start the ready task, allow its one ``sleep <marker>`` once and wait until that command runs."""
+    waiting = start_ready(c)
+    assert waiting.state == "awaiting-authority", waiting
+    call(c, "ApprovalService/Decide", pb.DecideRequest(
+        control=control(), task_id=waiting.task_id, request_id=waiting.pending_approvals[0].request_id,
+        decision="allow-once"))
+    deadline = time.monotonic() + 60
+    while not sleeping_processes(marker):
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.1)
+    return waiting
 
 
 def test_cancel_from_a_second_terminal_stops_the_running_command_before_its_worktree_goes(tmp_path: Path) -> None:
@@ -105,15 +119,7 @@ def test_cancel_through_a_running_coordinator_stops_its_own_runs_command_and_say
     coordinating = running_coordinator(tmp_path, monkeypatch, script=scripted)
     c = next(coordinating)
     try:
-        waiting = start_ready(c)
-        assert waiting.state == "awaiting-authority", waiting
-        call(c, "ApprovalService/Decide", pb.DecideRequest(
-            control=control(), task_id=waiting.task_id, request_id=waiting.pending_approvals[0].request_id,
-            decision="allow-once"))
-        deadline = time.monotonic() + 60
-        while not sleeping_processes(SECONDS_123):
-            assert time.monotonic() < deadline, "the command never started"
-            time.sleep(0.1)
+        waiting = allow_and_wait_for_the_command(c, SECONDS_123)
         commands = sleeping_processes(SECONDS_123)
 
         cancelled = call(c, "TaskService/CancelTask", pb.TaskActionRequest(control=control(), task_id=waiting.task_id))
@@ -203,14 +209,7 @@ def test_a_second_ctrl_c_of_a_stopping_coordinator_cancels_the_running_command_i
     coordinating = running_coordinator(tmp_path, monkeypatch, script=scripted)
     c = next(coordinating)
     try:
-        waiting = start_ready(c)
-        call(c, "ApprovalService/Decide", pb.DecideRequest(
-            control=control(), task_id=waiting.task_id, request_id=waiting.pending_approvals[0].request_id,
-            decision="allow-once"))
-        deadline = time.monotonic() + 60
-        while not sleeping_processes(marker):
-            assert time.monotonic() < deadline, "the command never started"
-            time.sleep(0.1)
+        waiting = allow_and_wait_for_the_command(c, marker)
         assert c.app.runs.running_commands() == 1  # what the first Ctrl-C says it waits for
         started = time.monotonic()
         c.app.runs.cancel_running_commands()  # the second Ctrl-C
