@@ -20,6 +20,9 @@ from codeflux.services.registry import Code
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from tests.fixtures.provider_servers import a_test_key
+from tests.fixtures.service_runs import Coordinator, drive_to_ready
+from tests.fixtures.service_runs import call as service_call
+from tests.fixtures.service_runs import control as service_control
 from tests.fixtures.services import call, control, refusal, service_app
 
 _GET = "/codeflux.v1.SettingsService/GetSettings"
@@ -144,3 +147,23 @@ def test_a_key_stored_from_the_browser_rpc_is_in_the_credential_store_only(
     code, message = refusal(app, _STORE, pb.StoreProviderKeyRequest(control=control("k-3"), provider="anthropic",
                                                                     key=key + " x"))
     assert code == Code.INVALID_ARGUMENT and key not in message
+
+
+@pytest.mark.slow
+def test_a_task_shows_the_provider_its_model_calls_went_to_not_one_chosen_since(coordinator: Coordinator) -> None:
+    """The demo task's plan was drafted by the scripted provider; choosing anthropic afterwards changes what a new
+    task will use (positive control) but not what the drafted task shows."""
+    c = coordinator
+    ready = drive_to_ready(c)
+    assert ready.provider_label == SCRIPTED_DEMO_LABEL
+    c.app.models = start.CliModelAccess(c.app.db, _start_args())
+    chosen = service_call(c, "SettingsService/SetProviderChoice", pb.SetProviderChoiceRequest(
+        control=service_control(), provider="anthropic", cheap_model="claude-sonnet-4-5"))
+    assert isinstance(chosen, pb.SettingsView) and chosen.provider_label == "anthropic (claude-sonnet-4-5)"
+
+    drafted = service_call(c, "TaskService/GetTask", pb.GetTaskRequest(task_id=ready.task_id))
+    fresh = service_call(c, "TaskService/CreateTask", pb.CreateTaskRequest(
+        control=service_control(), repository_path=str(c.repo), requirement="Another outcome."))
+
+    assert isinstance(drafted, pb.TaskView) and drafted.provider_label == SCRIPTED_DEMO_LABEL
+    assert isinstance(fresh, pb.TaskView) and fresh.provider_label == "anthropic (claude-sonnet-4-5)"

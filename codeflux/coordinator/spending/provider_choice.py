@@ -15,12 +15,14 @@ from enum import StrEnum
 from typing import Final
 
 from codeflux.domain.errors import InvalidValueError
+from codeflux.domain.ids import TaskId
 from codeflux.domain.providers import ProviderName
 from codeflux.store.database import Database, Transaction
+from codeflux.store.model_requests import latest_provider_of_task
 from codeflux.store.settings import put_setting, read_setting
 
-__all__ = ["SCRIPTED_PROVIDER", "ChoiceSource", "ProviderChoice", "StoredProviderChoice", "read_provider_choice",
-           "set_provider_choice"]
+__all__ = ["SCRIPTED_PROVIDER", "ChoiceSource", "ProviderChoice", "StoredProviderChoice", "provider_used_by_task",
+           "read_provider_choice", "set_provider_choice"]
 
 _KEY: Final = "provider.choice"
 SCRIPTED_PROVIDER: Final = "scripted"
@@ -88,3 +90,9 @@ def set_provider_choice(db: Database, choice: ProviderChoice, *, expected_revisi
                                       "capable_model": choice.capable_model}, expected_revision=expected_revision)
 
     return StoredProviderChoice(choice=choice, revision=db.write(work))
+
+
+def provider_used_by_task(db: Database, task_id: TaskId) -> tuple[str, str] | None:
+    """The provider and model the task's newest model call went to (recorded by the gateway), or None before its
+    first call: a task shows the provider it used, not one chosen since."""
+    return db.read(lambda view: latest_provider_of_task(view, task_id))
