@@ -36,9 +36,11 @@ export function composer(app) {
   const budgetNote = preset ? el("span", { class: "suggested", testid: "budget-origin", text: "your default hard limit" })
     : el("span", { class: "suggested", testid: "budget-origin", text: "suggested — no default budget is set; edit it as you like" });
   // Which provider this task will use, before it starts (Settings → Providers chooses it unless a start flag does).
+  // The overview is re-read whenever the provider changes here (the demo, Settings → Providers), so it is current.
   const settings = app.settings || {};
-  const providerText = settings.providerLabel || (app.overview && app.overview.providerLabel) || "unknown";
-  const scripted = providerText === "scripted demo — not an AI model" || (!settings.providerLabel && app.overview && app.overview.scripted);
+  const overview = app.overview || {};
+  const providerText = overview.providerLabel || settings.providerLabel || "unknown";
+  const scripted = Boolean(overview.scripted) || providerText === "scripted demo — not an AI model";
   const providerLine = el("p", { class: scripted ? "label-scripted" : "provider-line", testid: "composer-provider",
     dataset: { source: settings.providerSource || "" } },
   "Provider for this task: ", el("strong", { testid: "composer-provider-label", text: providerText }),
