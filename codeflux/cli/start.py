@@ -43,6 +43,7 @@ from codeflux.cli.run import SCRIPTED, add_provider_arguments, build_gateway
 from codeflux.coordinator.browser_host import browser_host_name, is_browser_host_name, renew_browser_host_name
 from codeflux.coordinator.instance import coordinator_socket_path, hold_instance_lock
 from codeflux.coordinator.spending.gateway import ModelGateway
+from codeflux.coordinator.spending.provider_choice import ChoiceSource, read_provider_choice
 from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_running_lock
 from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, UsageError
 from codeflux.server.client import call_unary, unix_channel
@@ -90,6 +91,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="create the sample repository and use the scripted provider (not an AI model)",
     )
     add_provider_arguments(parser)
+    parser.set_defaults(provider=None)  # no flag: the choice in Settings → Providers, else scripted
 
 
 def parse_loopback_address(text: str) -> tuple[str, int]:
@@ -115,25 +117,55 @@ def parse_loopback_address(text: str) -> tuple[str, int]:
 
 
 class CliModelAccess:
-    """The provider chosen by ``start``'s flags (see :class:`codeflux.services.app.ModelAccess`)."""
+    """The provider ``start`` uses (see :class:`codeflux.services.app.ModelAccess`), by one precedence table:
+    a ``--provider`` flag, else the demo's scripted provider once the demo was created, else the choice stored in
+    Settings → Providers (read at every gateway build, so it applies to plans and runs started afterwards), else
+    the built-in default, the scripted provider (not an AI model)."""
 
     def __init__(self, db: Database, args: argparse.Namespace) -> None:
         self._db, self._args = db, args
-        build_gateway(db, args, phases=("plan",))  # refuse bad provider flags before serving
+        # The demo switched to the scripted provider while the stored choice had this revision (a choice made
+        # in Settings afterwards wins again); False: no demo in this run.
+        self._demo: int | bool | None = False
+        if args.provider is not None:
+            build_gateway(db, args, phases=("plan",))  # refuse bad provider flags before serving
+
+    def _chosen(self) -> tuple[argparse.Namespace, ChoiceSource]:
+        if self._args.provider is not None:
+            return self._args, ChoiceSource.FLAG
+        read = read_provider_choice(self._db)
+        if self._demo is not False and self._demo == read.revision:
+            return argparse.Namespace(**{**vars(self._args), "provider": SCRIPTED, "script": None}), ChoiceSource.DEMO
+        stored = read.choice
+        if stored is None or stored.scripted:
+            source = ChoiceSource.DEFAULT if stored is None else ChoiceSource.SETTINGS
+            return argparse.Namespace(**{**vars(self._args), "provider": SCRIPTED}), source
+        return argparse.Namespace(**{**vars(self._args), "provider": stored.provider, "script": None,
+                                     "cheap_model": stored.cheap_model, "capable_model": stored.capable}), \
+            ChoiceSource.SETTINGS
+
+    @property
+    def source(self) -> str:
+        return self._chosen()[1].value
 
     @property
     def scripted(self) -> bool:
-        return bool(self._args.provider == SCRIPTED)
+        return bool(self._chosen()[0].provider == SCRIPTED)
 
     @property
     def label(self) -> str:
-        return SCRIPTED_DEMO_LABEL if self.scripted else str(self._args.provider)
+        args = self._chosen()[0]
+        if args.provider == SCRIPTED:
+            return SCRIPTED_DEMO_LABEL
+        return f"{args.provider} ({args.cheap_model})" if args.cheap_model else str(args.provider)
 
     def gateway(self, phases: Sequence[str]) -> ModelGateway:
-        return build_gateway(self._db, self._args, phases=phases)[0]
+        return build_gateway(self._db, self._chosen()[0], phases=phases)[0]
 
     def use_scripted_demo(self) -> None:
-        self._args.provider, self._args.script = SCRIPTED, None
+        if self._args.provider is not None:  # a flag: the demo replaces it for this run (as before)
+            self._args.provider, self._args.script = SCRIPTED, None
+        self._demo = read_provider_choice(self._db).revision
 
 
 def open_url(url: str, environ: Mapping[str, str]) -> bool:

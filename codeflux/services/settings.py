@@ -11,6 +11,14 @@
 * ``SetBudgetDefaults`` — sets that default from an exact decimal (``"2.50"``, never a float) in a currency
   codeflux knows, or clears it with an empty amount. It is a suggestion the composer pre-fills; a task's
   budget is still set on the task (see :mod:`codeflux.coordinator.spending.budget_defaults`).
+* ``SetProviderChoice`` — the provider (and, for a real one, the ladder's models) new work uses when ``codeflux
+  start`` was given no ``--provider`` flag; stored as a setting (:mod:`codeflux.coordinator.spending.
+  provider_choice`). Precedence: flag > the choice stored here > the built-in default (scripted, not an AI model).
+  ``GetSettings`` says which provider is used and why, every provider's models and rates and its key status.
+* ``StoreProviderKey`` — a provider's key, sent once, written to the OS credential store through
+  :func:`codeflux.credentials.store_provider_key` (registered with the redactor first); SQLite keeps only the
+  reference, as ``codeflux provider set`` does. The key is cleared from the request once wrapped as a
+  :class:`~codeflux.credentials.Secret`; the reply says only "stored" or "updated".
 """
 
 from __future__ import annotations
@@ -22,14 +30,27 @@ from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.journal import read_every_system_event
+from codeflux.coordinator.maintenance import record_provider_key_reference
 from codeflux.coordinator.spending.budget_defaults import read_budget_default, set_budget_default
+from codeflux.coordinator.spending.model_access import ExplainedModelAccess
+from codeflux.coordinator.spending.prices import PriceCatalog
+from codeflux.coordinator.spending.provider_choice import (
+    SCRIPTED_PROVIDER,
+    ChoiceSource,
+    ProviderChoice,
+    read_provider_choice,
+    set_provider_choice,
+)
 from codeflux.coordinator.tasks.clarification_policy import read_clarification_policy, set_clarification_policy
+from codeflux.credentials import Secret, store_provider_key
 from codeflux.domain.clarification import ClarificationPolicy
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.events import EndpointApproved
 from codeflux.domain.money import Currency, Money
+from codeflux.domain.providers import ProviderName
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import mutation_of
+from codeflux.services.prices import price_list
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
 from codeflux.services.views import money
 from codeflux.services.workspace import provider_statuses
@@ -55,12 +76,36 @@ def endpoint_approvals(db: Database) -> list[pb.EndpointApprovalView]:
     return list(approvals.values())
 
 
+_REASONS: Final = {
+    ChoiceSource.FLAG: "the --provider flag `codeflux start` was given (a flag wins over the choice stored here)",
+    ChoiceSource.DEMO: "the demo (scripted provider); saving a choice here applies it to work started afterwards",
+    ChoiceSource.SETTINGS: "the choice stored here (Settings → Providers)",
+    ChoiceSource.DEFAULT: "the built-in default: nothing is chosen here and `codeflux start` got no --provider flag",
+}
+
+
+def provider_source(app: CoordinatorApp) -> ChoiceSource:
+    """Why the coordinator uses its provider; a model access that cannot say was fixed when it started."""
+    models = app.models
+    return ChoiceSource(models.source) if isinstance(models, ExplainedModelAccess) else ChoiceSource.FLAG
+
+
 def settings_view(app: CoordinatorApp) -> pb.SettingsView:
     """What the settings screen shows (see the module docstring)."""
     default = read_budget_default(app.db).hard_limit
+    source = provider_source(app)
+    stored = read_provider_choice(app.db)
     view = pb.SettingsView(providers=provider_statuses(app.db), endpoint_approvals=endpoint_approvals(app.db),
                            provider_label=app.models.label,
-                           clarification_policy=read_clarification_policy(app.db).policy.value)
+                           clarification_policy=read_clarification_policy(app.db).policy.value,
+                           provider_source=source.value, provider_reason=_REASONS[source],
+                           provider_choice_revision=stored.revision or 0,
+                           prices=price_list(PriceCatalog(app.db).list_prices()).prices,
+                           choosable_providers=[SCRIPTED_PROVIDER, *(p.value for p in ProviderName)])
+    if stored.choice is not None:
+        view.chosen_provider = stored.choice.provider
+        view.chosen_cheap_model = stored.choice.cheap_model
+        view.chosen_capable_model = stored.choice.capable_model
     if default is not None:
         view.default_hard_limit.CopyFrom(money(default))
     return view
@@ -90,7 +135,29 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         set_clarification_policy(app.db, ClarificationPolicy(request.policy), expected_revision=expected)
         return settings_view(app)
 
+    def set_choice(ctx: CallContext, request: pb.SetProviderChoiceRequest) -> pb.SettingsView:
+        mutation_of(ctx, "SetProviderChoice", request.control)
+        choice = ProviderChoice(provider=request.provider.strip(), cheap_model=request.cheap_model.strip(),
+                                capable_model=request.capable_model.strip())
+        current = read_provider_choice(app.db)
+        expected = request.control.expected_revision if request.control.expected_revision else current.revision
+        set_provider_choice(app.db, choice, expected_revision=expected)
+        return settings_view(app)
+
+    def store_key(ctx: CallContext, request: pb.StoreProviderKeyRequest) -> pb.StoreProviderKeyReply:
+        mutation_of(ctx, "StoreProviderKey", request.control)
+        provider = ProviderName.parse(request.provider)
+        key = Secret(request.key)
+        request.ClearField("key")
+        reference = store_provider_key(provider, key)
+        rotated = record_provider_key_reference(app.location, provider=provider.value, credential_ref=str(reference))
+        return pb.StoreProviderKeyReply(provider=provider.value, outcome="updated" if rotated else "stored")
+
     return [
+        UnaryMethod(name=method_name(_SERVICE, "SetProviderChoice"), request_type=pb.SetProviderChoiceRequest,
+                    response_type=pb.SettingsView, handler=set_choice, mutating=True),
+        UnaryMethod(name=method_name(_SERVICE, "StoreProviderKey"), request_type=pb.StoreProviderKeyRequest,
+                    response_type=pb.StoreProviderKeyReply, handler=store_key, mutating=True),
         UnaryMethod(name=method_name(_SERVICE, "SetClarificationPolicy"),
                     request_type=pb.SetClarificationPolicyRequest, response_type=pb.SettingsView,
                     handler=set_clarification, mutating=True),

@@ -21,6 +21,7 @@ from codeflux.coordinator.journal import latest_session_event, read_session_head
 from codeflux.coordinator.runs.reviewed_commands import approval_card_facts
 from codeflux.coordinator.runs.tool_records import read_denials_of_task
 from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
+from codeflux.coordinator.spending.provider_choice import SCRIPTED_PROVIDER, provider_used_by_task
 from codeflux.coordinator.tasks.plans import examples_not_editable
 from codeflux.coordinator.tasks.service import TaskService, TaskView
 from codeflux.domain.acceptance import acceptance_of
@@ -331,7 +332,10 @@ def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
         shown.plan.CopyFrom(plan)
         if plan.author_label == SCRIPTED_DEMO_LABEL:
             shown.provider_label = SCRIPTED_DEMO_LABEL
-    if app.models.scripted:
+    used = provider_used_by_task(app.db, task.task_id)
+    if used is not None:  # the provider its model calls went to, whatever is chosen now
+        shown.provider_label = SCRIPTED_DEMO_LABEL if used[0] == SCRIPTED_PROVIDER else f"{used[0]} ({used[1]})"
+    elif app.models.scripted:
         shown.provider_label = SCRIPTED_DEMO_LABEL
     if view.attempt is not None:
         shown.attempt.CopyFrom(product_pb2.AttemptView(

@@ -153,6 +153,13 @@ def model_request_by_key(view: ReadView, *, task_id: TaskId, idempotency_key: st
     return None if row is None else _request_row(row)
 
 
+def latest_provider_of_task(view: ReadView, task_id: TaskId) -> tuple[str, str] | None:
+    """The (provider, model) of the task's newest model request, or None when it made none."""
+    row = view.query_one("SELECT provider, model FROM model_requests WHERE task_id = ? "
+                         "ORDER BY planned_at_us DESC, id DESC LIMIT 1", (task_id.value,))
+    return None if row is None else (str(row[0]), str(row[1]))
+
+
 def rungs_used_by_task(view: ReadView, task_id: TaskId) -> list[str]:
     """Every ladder rung a model request of ``task_id`` was made on (each once)."""
     rows = view.query_all("SELECT DISTINCT rung FROM model_requests WHERE task_id = ? ORDER BY rung", (task_id.value,))

@@ -1478,18 +1478,64 @@ class EndpointApprovalView(_message.Message):
     def __init__(self, provider: _Optional[str] = ..., base_url: _Optional[str] = ..., approved_at: _Optional[str] = ...) -> None: ...
 
 class SettingsView(_message.Message):
-    __slots__ = ("providers", "endpoint_approvals", "default_hard_limit", "provider_label", "clarification_policy")
+    __slots__ = ("providers", "endpoint_approvals", "default_hard_limit", "provider_label", "clarification_policy", "provider_source", "provider_reason", "chosen_provider", "chosen_cheap_model", "chosen_capable_model", "provider_choice_revision", "prices", "choosable_providers")
     PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_APPROVALS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_HARD_LIMIT_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_LABEL_FIELD_NUMBER: _ClassVar[int]
     CLARIFICATION_POLICY_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_REASON_FIELD_NUMBER: _ClassVar[int]
+    CHOSEN_PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    CHOSEN_CHEAP_MODEL_FIELD_NUMBER: _ClassVar[int]
+    CHOSEN_CAPABLE_MODEL_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_CHOICE_REVISION_FIELD_NUMBER: _ClassVar[int]
+    PRICES_FIELD_NUMBER: _ClassVar[int]
+    CHOOSABLE_PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     providers: _containers.RepeatedCompositeFieldContainer[ProviderStatus]
     endpoint_approvals: _containers.RepeatedCompositeFieldContainer[EndpointApprovalView]
     default_hard_limit: _common_pb2.Money
     provider_label: str
     clarification_policy: str
-    def __init__(self, providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ..., endpoint_approvals: _Optional[_Iterable[_Union[EndpointApprovalView, _Mapping]]] = ..., default_hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., provider_label: _Optional[str] = ..., clarification_policy: _Optional[str] = ...) -> None: ...
+    provider_source: str
+    provider_reason: str
+    chosen_provider: str
+    chosen_cheap_model: str
+    chosen_capable_model: str
+    provider_choice_revision: int
+    prices: _containers.RepeatedCompositeFieldContainer[PriceRow]
+    choosable_providers: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ..., endpoint_approvals: _Optional[_Iterable[_Union[EndpointApprovalView, _Mapping]]] = ..., default_hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., provider_label: _Optional[str] = ..., clarification_policy: _Optional[str] = ..., provider_source: _Optional[str] = ..., provider_reason: _Optional[str] = ..., chosen_provider: _Optional[str] = ..., chosen_cheap_model: _Optional[str] = ..., chosen_capable_model: _Optional[str] = ..., provider_choice_revision: _Optional[int] = ..., prices: _Optional[_Iterable[_Union[PriceRow, _Mapping]]] = ..., choosable_providers: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SetProviderChoiceRequest(_message.Message):
+    __slots__ = ("control", "provider", "cheap_model", "capable_model")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    CHEAP_MODEL_FIELD_NUMBER: _ClassVar[int]
+    CAPABLE_MODEL_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    provider: str
+    cheap_model: str
+    capable_model: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., provider: _Optional[str] = ..., cheap_model: _Optional[str] = ..., capable_model: _Optional[str] = ...) -> None: ...
+
+class StoreProviderKeyRequest(_message.Message):
+    __slots__ = ("control", "provider", "key")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    provider: str
+    key: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., provider: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
+
+class StoreProviderKeyReply(_message.Message):
+    __slots__ = ("provider", "outcome")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    outcome: str
+    def __init__(self, provider: _Optional[str] = ..., outcome: _Optional[str] = ...) -> None: ...
 
 class SetClarificationPolicyRequest(_message.Message):
     __slots__ = ("control", "policy")

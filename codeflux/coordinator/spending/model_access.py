@@ -5,11 +5,11 @@ a provider adapter and the gateway stays the only code path that talks to a mode
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from codeflux.coordinator.spending.gateway import ModelGateway
 
-__all__ = ["ModelAccess"]
+__all__ = ["ExplainedModelAccess", "ModelAccess"]
 
 
 class ModelAccess(Protocol):
@@ -30,3 +30,13 @@ class ModelAccess(Protocol):
     def use_scripted_demo(self) -> None:
         """Switch to the scripted provider with the demo's shipped script (the first-run demo button)."""
         ...
+
+
+@runtime_checkable
+class ExplainedModelAccess(ModelAccess, Protocol):
+    """A model access that can say why it uses its provider (``codeflux start``'s: a flag, the demo, the choice
+    stored in Settings → Providers, or the built-in default — :class:`~codeflux.coordinator.spending.
+    provider_choice.ChoiceSource`); read at each gateway build, so a choice applies to work started afterwards."""
+
+    @property
+    def source(self) -> str: ...

@@ -278,6 +278,31 @@ export const commands = {
     });
   },
 
+  // Settings → Providers: the stored choice (applies to work started afterwards); the app bar and the composer
+  // follow it.
+  setProviderChoice(provider, cheapModel, capableModel) {
+    return this.mutate(async () => {
+      const settings = await this.rpc.unary("SettingsService/SetProviderChoice",
+        { control: control("provider"), provider, cheapModel: cheapModel.trim(), capableModel: capableModel.trim() });
+      this.settings = settings;
+      this.overview = await this.rpc.unary("WorkspaceService/GetOverview", {});
+      clear(this.provider).append(providerLabel(this.overview, "appbar-provider"));
+      clear(this.main).append(settingsView(this, settings));
+    });
+  },
+
+  // A key, sent once; the reply says only "stored"/"updated". The key statuses are re-read into the screen.
+  storeProviderKey(provider, key) {
+    return this.mutate(async () => {
+      const reply = await this.rpc.unary("SettingsService/StoreProviderKey", { control: control("key"), provider, key });
+      this.settings = await this.rpc.unary("SettingsService/GetSettings", {});
+      clear(this.main).append(settingsView(this, this.settings));
+      const result = this.main.querySelector('[data-testid="provider-key-result"]');
+      if (result) result.textContent = `${reply.provider}: key ${reply.outcome} in the OS credential store`;
+      return reply;
+    });
+  },
+
   setClarificationPolicy(policy) {
     return this.mutate(async () => {
       const settings = await this.rpc.unary("SettingsService/SetClarificationPolicy",

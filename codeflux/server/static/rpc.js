@@ -49,6 +49,8 @@ const REQUEST_TYPES = {
   "SettingsService/GetSettings": "GetSettingsRequest",
   "SettingsService/SetBudgetDefaults": "SetBudgetDefaultsRequest",
   "SettingsService/SetClarificationPolicy": "SetClarificationPolicyRequest",
+  "SettingsService/SetProviderChoice": "SetProviderChoiceRequest",
+  "SettingsService/StoreProviderKey": "StoreProviderKeyRequest",
   "InstructionService/ListInstructionFiles": "ListInstructionFilesRequest",
   "InstructionService/ApproveInstructionFile": "InstructionFileDecisionRequest",
   "InstructionService/RevokeInstructionFile": "InstructionFileDecisionRequest",

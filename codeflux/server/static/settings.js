@@ -1,6 +1,6 @@
 // Settings (providers, endpoint approvals, budget defaults, repository approvals) and diagnostics (doctor, backup).
 
-import { badge, el, facts, mutatingButton, section, textList } from "./dom.js";
+import { badge, clear, el, facts, mutatingButton, section, textList } from "./dom.js";
 import { escapeForDisplay, money } from "./format.js";
 
 // The coordinator's own words for each provider (``detail``): "a key is stored", "no key stored", or
@@ -16,7 +16,7 @@ export function settingsView(app, settings) {
   const amount = el("input", { id: "default-limit", testid: "default-limit", placeholder: "e.g. 5.00" });
   return section("Settings", "settings-view",
     el("p", { class: "label-scripted", testid: "settings-provider-label", text: `Provider: ${settings.providerLabel || "unknown"}` }),
-    el("h3", { text: "Providers" }), providerList(settings.providers, "settings-providers"),
+    providersSection(app, settings),
     el("h3", { text: "Endpoint approvals" }),
     textList((settings.endpointApprovals || []).map((e) => `${e.provider}: ${e.baseUrl} (approved ${e.approvedAt})`),
       "No endpoints approved.", "settings-endpoints"),
@@ -26,6 +26,89 @@ export function settingsView(app, settings) {
       mutatingButton("Save default", () => app.setBudgetDefaults(amount.value), "settings-save-default")),
     clarificationPolicy(app, settings),
     repositoryApprovals(app));
+}
+
+// Settings → Providers: which provider new tasks use and why (a start flag, the choice stored here, the demo or the
+// built-in default), every provider with its key status (never a key) and its models' rates in force, a chooser
+// (provider + models, stored in SQLite) and a form that sends a key once to the OS credential store.
+const SCRIPTED_NOTE = "not an AI model: replays a fixed script offline, costs nothing, needs no key";
+
+function rateLine(r) {
+  const aliases = (r.aliases || []).length ? ` (${r.aliases.join(", ")})` : "";
+  return `${r.model}${aliases}: input ${r.input || "unknown"}, output ${r.output || "unknown"} ${r.currency} per million ` +
+    `tokens (${r.source === "user" ? "your rate" : "shipped rate"}, ${r.effectiveDate})`;
+}
+
+export function providersSection(app, settings) {
+  const statuses = new Map((settings.providers || []).map((p) => [p.name, p]));
+  const prices = settings.prices || [];
+  const names = settings.choosableProviders || ["scripted"];
+  const real = names.filter((n) => n !== "scripted");
+  const options = el("ul", { class: "plain", testid: "provider-options" }, names.map((name) => {
+    if (name === "scripted") {
+      return el("li", { testid: "provider-option", dataset: { provider: name } }, el("strong", { text: "scripted" }),
+        ` — ${SCRIPTED_NOTE}`);
+    }
+    const status = statuses.get(name);
+    const key = status ? (status.detail || (status.credentialStored ? "a key is stored" : "no key stored")) : "unknown";
+    const models = prices.filter((r) => r.provider === name);
+    return el("li", { testid: "provider-option", dataset: { provider: name } },
+      el("strong", { text: name }), " — key: ", el("span", { testid: "provider-key-status", text: key }),
+      models.length ? el("ul", { class: "plain", testid: "provider-models" }, models.map((r) => el("li", { text: rateLine(r) })))
+        : el("p", { class: "note", text: "No rates recorded: any model name is accepted and its cost is unknown " +
+          "(record one with `codeflux prices set`)." }));
+  }));
+  const why = settings.providerSource === "flag"
+    ? el("p", { class: "note", testid: "provider-flag-wins", text: "A choice saved here is stored, but the --provider flag " +
+      "`codeflux start` was given wins until codeflux is started without it." }) : null;
+  const chosen = settings.chosenProvider || "";
+  const provider = el("select", { id: "provider-choice", testid: "provider-choice" },
+    names.map((n) => el("option", { value: n, text: n === "scripted" ? "scripted (not an AI model)" : n, selected: n === (chosen || "scripted") })));
+  const modelList = el("datalist", { id: "provider-model-names" });
+  const cheap = el("input", { id: "provider-cheap-model", testid: "provider-cheap-model", list: "provider-model-names",
+    placeholder: "model, e.g. claude-haiku-4-5", value: settings.chosenCheapModel || "", autocomplete: "off" });
+  const capable = el("input", { id: "provider-capable-model", testid: "provider-capable-model", list: "provider-model-names",
+    placeholder: "optional: defaults to the first", value: settings.chosenCapableModel || "", autocomplete: "off" });
+  const models = el("span", { class: "provider-models" },
+    el("label", { for: "provider-cheap-model", text: "Model" }), cheap,
+    el("label", { for: "provider-capable-model", text: "Capable model" }), capable);
+  const refresh = () => {
+    const scripted = provider.value === "scripted";
+    models.hidden = scripted;
+    clear(modelList).append(prices.filter((r) => r.provider === provider.value).map((r) => el("option", { value: r.model })));
+  };
+  provider.addEventListener("change", refresh);
+  refresh();
+  const keyProvider = el("select", { id: "key-provider", testid: "key-provider" },
+    real.map((n) => el("option", { value: n, text: n })));
+  const key = el("input", { id: "provider-key", testid: "provider-key", type: "password", autocomplete: "off",
+    spellcheck: "false", placeholder: "paste the key" });
+  const keyResult = el("p", { testid: "provider-key-result", role: "status" });
+  const sendKey = async () => {
+    const value = key.value;
+    key.value = ""; // sent once; never kept in the page
+    keyResult.textContent = "";
+    await app.storeProviderKey(keyProvider.value, value); // re-renders this screen with the reply's words
+  };
+  return el("div", { testid: "settings-providers-section" },
+    el("h3", { text: "Providers" }),
+    el("p", { testid: "provider-current" }, "New tasks use: ", el("strong", { testid: "provider-current-label",
+      text: settings.providerLabel || "unknown" }), ` — because of ${settings.providerReason || "how codeflux was started"}.`),
+    why,
+    options,
+    el("h4", { text: "Choose the provider for new tasks" }),
+    el("p", { class: "note", text: "Stored in codeflux's database; applies to plans and runs started afterwards. " +
+      "Precedence: a `codeflux start --provider` flag, then this choice, then the scripted default." }),
+    el("div", { class: "actions" }, el("label", { for: "provider-choice", text: "Provider" }), provider, models, modelList,
+      mutatingButton("Save provider", () => app.setProviderChoice(provider.value,
+        provider.value === "scripted" ? "" : cheap.value, provider.value === "scripted" ? "" : capable.value), "provider-save")),
+    el("h4", { text: "Store a key" }),
+    el("p", { class: "note", text: "Sent once over this session's connection and written to the OS credential store " +
+      "(as `codeflux provider set` does); codeflux keeps only a reference, never shows the key again and does not " +
+      "contact the provider." }),
+    el("div", { class: "actions" }, el("label", { for: "key-provider", text: "Provider" }), keyProvider,
+      el("label", { for: "provider-key", text: "Key" }), key, mutatingButton("Store key", sendKey, "provider-store-key")),
+    keyResult);
 }
 
 // What a person allowed for a whole repository (allow-for-repository on an approval card): listed with the exact

@@ -35,8 +35,21 @@ export function composer(app) {
     placeholder: "e.g. 2.00" });
   const budgetNote = preset ? el("span", { class: "suggested", testid: "budget-origin", text: "your default hard limit" })
     : el("span", { class: "suggested", testid: "budget-origin", text: "suggested — no default budget is set; edit it as you like" });
+  // Which provider this task will use, before it starts (Settings → Providers chooses it unless a start flag does).
+  // The overview is re-read whenever the provider changes here (the demo, Settings → Providers), so it is current.
+  const settings = app.settings || {};
+  const overview = app.overview || {};
+  const providerText = overview.providerLabel || settings.providerLabel || "unknown";
+  const scripted = Boolean(overview.scripted) || providerText === "scripted demo — not an AI model";
+  const providerLine = el("p", { class: scripted ? "label-scripted" : "provider-line", testid: "composer-provider",
+    dataset: { source: settings.providerSource || "" } },
+  "Provider for this task: ", el("strong", { testid: "composer-provider-label", text: providerText }),
+  settings.providerSource === "flag" ? " (set by the --provider flag of codeflux start)" : "", " ",
+  el("button", { type: "button", class: "link", testid: "composer-change-provider", onclick: () => app.showView("settings"),
+    text: settings.providerSource === "flag" ? "Settings → Providers" : "Change in Settings → Providers" }));
   return el("section", { class: "composer", testid: "composer" },
     el("h2", { text: "Describe the outcome" }),
+    providerLine,
     el("p", { class: "repo-line" }, "Repository: ", el("code", { testid: "repo-root", text: repo.root }),
       app.acknowledgedHash ? " (starting from acknowledged uncommitted changes)" : "", " ",
       el("button", { type: "button", class: "link", testid: "show-instruction-files",

@@ -1,0 +1,75 @@
+"""Settings → Providers in headless Chromium against a real coordinator with ``codeflux start``'s model access (no
+--provider flag) and the real Secret Service: the scripted default says why; a key is stored from the browser (sent
+once, never shown, only in the credential store); choosing anthropic and a model makes the composer and a new task
+say so. No provider is contacted: the task gets no budget, so no plan is drafted."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import keyring.backend
+import pytest
+from playwright.sync_api import expect
+
+from codeflux.cli import start
+from codeflux.credentials import load_provider_key
+from codeflux.domain.providers import ProviderName
+from tests.fixtures.browser import WAIT_S, watched_page
+from tests.fixtures.provider_servers import a_test_key
+
+pytestmark = [pytest.mark.browser, pytest.mark.keyring, pytest.mark.security]
+MS = WAIT_S * 1000
+MODEL = "claude-sonnet-4-5"
+
+
+def test_a_provider_and_key_set_in_settings_reach_the_composer_and_a_new_task(
+        chromium: Any, served_coordinator: tuple[Any, Any], request: pytest.FixtureRequest,
+        secret_service: keyring.backend.KeyringBackend, tmp_path: Path) -> None:
+    server, coordinator = served_coordinator
+    parser = argparse.ArgumentParser()
+    start.configure(parser)
+    coordinator.models = start.CliModelAccess(coordinator.db, parser.parse_args([]))
+    key = a_test_key()
+    with watched_page(chromium, server.launch_url(), request) as app:
+        expect(app.testid("first-run")).to_be_visible(timeout=MS)
+        app.testid("try-demo").click()
+        expect(app.testid("composer-provider-label")).to_have_text("scripted demo — not an AI model", timeout=MS)
+
+        app.testid("nav-settings").click()
+        expect(app.testid("provider-current")).to_contain_text("because of the demo", timeout=MS)
+        anthropic = app.page.locator('[data-testid="provider-option"][data-provider="anthropic"]')
+        expect(anthropic.get_by_test_id("provider-key-status")).to_have_text("no key stored")
+        expect(anthropic.get_by_test_id("provider-models")).to_contain_text(
+            f"{MODEL} (claude-sonnet-4-5-20250929): input 3.00, output 15.00 USD")
+        expect(app.page.locator('[data-testid="provider-option"][data-provider="scripted"]')).to_contain_text(
+            "not an AI model")
+
+        app.testid("key-provider").select_option("anthropic")
+        app.testid("provider-key").fill(key)
+        app.testid("provider-store-key").click()
+        expect(app.testid("provider-key-result")).to_have_text(
+            "anthropic: key stored in the OS credential store", timeout=MS)
+        expect(app.page.locator('[data-testid="provider-option"][data-provider="anthropic"]').get_by_test_id(
+            "provider-key-status")).to_have_text("a key is stored (not contacted)")
+        expect(app.testid("provider-key")).to_have_value("")
+        assert load_provider_key(ProviderName.ANTHROPIC).reveal() == key  # positive control: it reached the store
+
+        app.testid("provider-choice").select_option("anthropic")
+        app.testid("provider-cheap-model").fill(MODEL)
+        app.testid("provider-save").click()
+        expect(app.testid("provider-current-label")).to_have_text(f"anthropic ({MODEL})", timeout=MS)
+        expect(app.testid("provider-current")).to_contain_text("the choice stored here")
+        expect(app.testid("appbar-provider")).to_contain_text(f"anthropic ({MODEL})")
+
+        app.testid("nav-workspace").click()
+        expect(app.testid("composer-provider-label")).to_have_text(f"anthropic ({MODEL})", timeout=MS)
+        app.testid("task-budget").fill("")
+        app.testid("create-task").click()  # no budget: no plan is drafted, so nothing is sent to anthropic
+        expect(app.testid("task-provider-label")).to_have_text(f"Provider: anthropic ({MODEL})", timeout=MS)
+        page_text = app.page.content()
+
+    coordinator.db.checkpoint_wal()
+    data = b"".join(p.read_bytes() for p in sorted(Path(coordinator.location.directory).rglob("*")) if p.is_file())
+    assert key not in page_text and key.encode() not in data

@@ -1,0 +1,169 @@
+"""Provider setup through SettingsService with ``codeflux start``'s real model access: the precedence (flag >
+the choice stored in Settings > the built-in scripted default), the demo, refusals, and a key stored from the
+browser's RPC that lands in the real Secret Service and nowhere else (no provider is contacted)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import keyring.backend
+import pytest
+
+from codeflux.api.v1 import product_pb2 as pb
+from codeflux.cli import start
+from codeflux.credentials import load_provider_key
+from codeflux.domain.providers import ProviderName
+from codeflux.services import settings
+from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
+from codeflux.services.registry import Code
+from codeflux.store.database import Database
+from codeflux.store.location import DataLocation
+from tests.fixtures.provider_servers import a_test_key
+from tests.fixtures.service_runs import Coordinator, drive_to_ready
+from tests.fixtures.service_runs import call as service_call
+from tests.fixtures.service_runs import control as service_control
+from tests.fixtures.services import call, control, refusal, service_app
+
+_GET = "/codeflux.v1.SettingsService/GetSettings"
+_CHOOSE = "/codeflux.v1.SettingsService/SetProviderChoice"
+_STORE = "/codeflux.v1.SettingsService/StoreProviderKey"
+
+
+def _start_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    start.configure(parser)
+    return parser.parse_args(list(argv))
+
+
+def _app(db: Database, location: DataLocation, *argv: str) -> CoordinatorApp:
+    return service_app(db, location, settings.methods, models=start.CliModelAccess(db, _start_args(*argv)))
+
+
+def _settings(app: CoordinatorApp) -> pb.SettingsView:
+    view = call(app, _GET, pb.GetSettingsRequest())
+    assert isinstance(view, pb.SettingsView)
+    return view
+
+
+def test_without_a_flag_the_choice_stored_in_settings_wins_over_the_scripted_default(
+        db: Database, data_location: DataLocation) -> None:
+    app = _app(db, data_location)
+    before = _settings(app)
+    assert (before.provider_source, before.provider_label, before.chosen_provider) == (
+        "default", SCRIPTED_DEMO_LABEL, "")
+    assert "built-in default" in before.provider_reason and app.models.scripted
+    assert list(before.choosable_providers) == ["scripted", "anthropic", "openai", "openai-compatible"]
+    assert {row.provider for row in before.prices} >= {"anthropic", "openai"}
+
+    chosen = call(app, _CHOOSE, pb.SetProviderChoiceRequest(control=control("p-1"), provider="anthropic",
+                                                            cheap_model="claude-haiku-4-5"))
+
+    assert isinstance(chosen, pb.SettingsView)
+    assert (chosen.provider_source, chosen.chosen_provider, chosen.chosen_cheap_model) == (
+        "settings", "anthropic", "claude-haiku-4-5")
+    assert chosen.provider_label == "anthropic (claude-haiku-4-5)" and not app.models.scripted
+    routes = app.models.gateway(("plan",))  # built from the stored choice; nothing is contacted
+    assert routes is not None
+    back = call(app, _CHOOSE, pb.SetProviderChoiceRequest(control=control("p-2"), provider="scripted"))
+    assert isinstance(back, pb.SettingsView)
+    assert (back.provider_source, back.provider_label) == ("settings", SCRIPTED_DEMO_LABEL)
+
+
+def test_a_start_flag_wins_over_the_stored_choice_and_the_ui_says_so(db: Database,
+                                                                   data_location: DataLocation) -> None:
+    chooser = _app(db, data_location)
+    call(chooser, _CHOOSE, pb.SetProviderChoiceRequest(control=control("p-1"), provider="openai",
+                                                       cheap_model="gpt-5-mini"))
+    flagged = _app(db, data_location, "--provider", "scripted")
+
+    view = _settings(flagged)
+
+    assert (view.provider_source, view.provider_label, view.chosen_provider) == ("flag", SCRIPTED_DEMO_LABEL,
+                                                                                "openai")
+    assert "flag" in view.provider_reason and flagged.models.scripted
+    assert _settings(chooser).provider_source == "settings"  # positive control: the same store, no flag
+
+
+def test_the_demo_uses_the_scripted_provider_until_a_new_choice_is_saved(db: Database,
+                                                                          data_location: DataLocation) -> None:
+    app = _app(db, data_location)
+    call(app, _CHOOSE, pb.SetProviderChoiceRequest(control=control("p-1"), provider="openai", cheap_model="gpt-5"))
+    app.models.use_scripted_demo()
+    assert (_settings(app).provider_source, app.models.label) == ("demo", SCRIPTED_DEMO_LABEL)
+
+    call(app, _CHOOSE, pb.SetProviderChoiceRequest(control=control("p-2"), provider="openai", cheap_model="gpt-5"))
+
+    assert (_settings(app).provider_source, app.models.label) == ("settings", "openai (gpt-5)")
+
+
+@pytest.mark.parametrize(("provider", "model"), [("anthropic", ""), ("nobody", "m"), ("scripted", "m"),
+                                                 ("openai", "bad model name")])
+def test_a_choice_that_cannot_run_is_refused_and_nothing_is_stored(db: Database, data_location: DataLocation,
+                                                                   provider: str, model: str) -> None:
+    app = _app(db, data_location)
+    code, _ = refusal(app, _CHOOSE, pb.SetProviderChoiceRequest(control=control("p-1"), provider=provider,
+                                                                cheap_model=model))
+    assert code == Code.INVALID_ARGUMENT
+    assert _settings(app).chosen_provider == ""
+
+
+def test_a_stale_choice_is_refused(db: Database, data_location: DataLocation) -> None:
+    app = _app(db, data_location)
+    call(app, _CHOOSE, pb.SetProviderChoiceRequest(control=control("p-1"), provider="scripted"))
+    code, _ = refusal(app, _CHOOSE, pb.SetProviderChoiceRequest(control=control("p-2", revision=9),
+                                                                provider="scripted"))
+    assert code == Code.ABORTED
+
+
+def _every_byte_under(root: Path) -> bytes:
+    return b"".join(path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file())
+
+
+@pytest.mark.keyring
+@pytest.mark.security
+def test_a_key_stored_from_the_browser_rpc_is_in_the_credential_store_only(
+        db: Database, data_location: DataLocation, secret_service: keyring.backend.KeyringBackend) -> None:
+    app = _app(db, data_location)
+    key = a_test_key()
+    request = pb.StoreProviderKeyRequest(control=control("k-1"), provider="anthropic", key=key)
+
+    reply = call(app, _STORE, request)
+
+    assert isinstance(reply, pb.StoreProviderKeyReply)
+    assert (reply.provider, reply.outcome) == ("anthropic", "stored")
+    assert load_provider_key(ProviderName.ANTHROPIC).reveal() == key  # positive control: it was stored
+    assert request.key == ""  # cleared from the request once wrapped
+    view = _settings(app)
+    anthropic = next(p for p in view.providers if p.name == "anthropic")
+    assert anthropic.credential_stored and anthropic.reference_recorded
+    again = call(app, _STORE, pb.StoreProviderKeyRequest(control=control("k-2"), provider="anthropic", key=key))
+    assert isinstance(again, pb.StoreProviderKeyReply) and again.outcome == "updated"
+    db.checkpoint_wal()
+    for shown in (reply.SerializeToString(), view.SerializeToString(), _every_byte_under(data_location.directory)):
+        assert key.encode() not in shown
+    events = db.read(lambda v: [str(r[0]) for r in v.query_all("SELECT payload_json FROM events")])
+    assert events and not any(key in payload for payload in events)
+    code, message = refusal(app, _STORE, pb.StoreProviderKeyRequest(control=control("k-3"), provider="anthropic",
+                                                                    key=key + " x"))
+    assert code == Code.INVALID_ARGUMENT and key not in message
+
+
+@pytest.mark.slow
+def test_a_task_shows_the_provider_its_model_calls_went_to_not_one_chosen_since(coordinator: Coordinator) -> None:
+    """The demo task's plan was drafted by the scripted provider; choosing anthropic afterwards changes what a new
+    task will use (positive control) but not what the drafted task shows."""
+    c = coordinator
+    ready = drive_to_ready(c)
+    assert ready.provider_label == SCRIPTED_DEMO_LABEL
+    c.app.models = start.CliModelAccess(c.app.db, _start_args())
+    chosen = service_call(c, "SettingsService/SetProviderChoice", pb.SetProviderChoiceRequest(
+        control=service_control(), provider="anthropic", cheap_model="claude-sonnet-4-5"))
+    assert isinstance(chosen, pb.SettingsView) and chosen.provider_label == "anthropic (claude-sonnet-4-5)"
+
+    drafted = service_call(c, "TaskService/GetTask", pb.GetTaskRequest(task_id=ready.task_id))
+    fresh = service_call(c, "TaskService/CreateTask", pb.CreateTaskRequest(
+        control=service_control(), repository_path=str(c.repo), requirement="Another outcome."))
+
+    assert isinstance(drafted, pb.TaskView) and drafted.provider_label == SCRIPTED_DEMO_LABEL
+    assert isinstance(fresh, pb.TaskView) and fresh.provider_label == "anthropic (claude-sonnet-4-5)"
