@@ -6,7 +6,10 @@ beyond ``B`` is refused (INVALID_ARGUMENT, "ahead of committed history"); commit
 (immediately when ``after == B``), then live events as they commit. The journal is the source: a
 commit listener on the database (run on the committing thread) only wakes the subscriber, which
 reads ``> last`` from SQLite itself; a periodic re-read (every :data:`RECHECK_SECONDS`) covers writers
-in other processes. Sequences are strictly contiguous — nothing is coalesced or skipped. Bounding what
+in other processes. A subscriber that asks for ``batched`` gets each page read at once as
+``SessionEventBatch`` frames (at most :data:`PAGE_SIZE` events and about :data:`BATCH_PAYLOAD_BYTES` of
+payload each) — the replay of a long session then costs a few hundred messages, not one per event (issue 20
+item 5). Sequences are strictly contiguous — nothing is coalesced or skipped. Bounding what
 a slow client may hold up is the transport's job: it ends the stream RESOURCE_EXHAUSTED and the client
 resumes with ``after_sequence`` = its last sequence.
 
@@ -32,9 +35,12 @@ from codeflux.domain.events import EventPayload
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import UNIX_SOCKET, CallContext, StreamMethod, UnaryMethod, method_name
 
-__all__ = ["PAGE_SIZE", "RECHECK_SECONDS", "methods", "session_event"]
+__all__ = ["BATCH_PAYLOAD_BYTES", "PAGE_SIZE", "RECHECK_SECONDS", "methods", "session_event"]
 
 PAGE_SIZE: Final = 256
+# Payload bytes one batch frame carries at most (an event larger than this travels in a batch of its own); well
+# under the transport's 4 MiB message bound, so a batch is never refused as too large where its events fit.
+BATCH_PAYLOAD_BYTES: Final = 1024 * 1024
 RECHECK_SECONDS: Final = 1.0
 _SESSION_ID: Final = re.compile(r"ses_[A-Za-z0-9_-]{1,80}")
 
@@ -77,6 +83,28 @@ def _event_frame(event: JournalEvent) -> product_pb2.SessionFrame:
     return product_pb2.SessionFrame(event=session_event(event))
 
 
+def _batch_frames(page: list[JournalEvent]) -> list[product_pb2.SessionFrame]:
+    frames: list[product_pb2.SessionFrame] = []
+    current: list[product_pb2.SessionEvent] = []
+    size = 0
+    for event in page:
+        weight = len(event.payload_json) + 64
+        if current and size + weight > BATCH_PAYLOAD_BYTES:
+            frames.append(product_pb2.SessionFrame(batch=product_pb2.SessionEventBatch(events=current)))
+            current, size = [], 0
+        current.append(session_event(event))
+        size += weight
+    if current:
+        frames.append(product_pb2.SessionFrame(batch=product_pb2.SessionEventBatch(events=current)))
+    return frames
+
+
+def _frames(page: list[JournalEvent], batched: bool) -> list[product_pb2.SessionFrame]:
+    if batched:
+        return _batch_frames(page)
+    return [_event_frame(event) for event in page]
+
+
 def _contiguous(page: list[JournalEvent], last: int) -> None:
     for offset, event in enumerate(page, start=1):
         if event.sequence != last + offset:
@@ -111,8 +139,8 @@ async def _subscribe(
             if not page:
                 raise StoreCorruptError("the session journal has a gap; run `codeflux integrity-check`")
             _contiguous(page, last)
-            for event in page:
-                yield _event_frame(event)
+            for frame in _frames(page, request.batched):
+                yield frame
             last = page[-1].sequence
         yield product_pb2.SessionFrame(replay_boundary=product_pb2.ReplayBoundary(through_sequence=head))
         while True:
@@ -120,8 +148,8 @@ async def _subscribe(
             page = await asyncio.to_thread(_page, app, session_id, last, None)
             if page:
                 _contiguous(page, last)
-                for event in page:
-                    yield _event_frame(event)
+                for frame in _frames(page, request.batched):
+                    yield frame
                 last = page[-1].sequence
                 continue
             with contextlib.suppress(TimeoutError):

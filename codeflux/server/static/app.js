@@ -270,7 +270,7 @@ class App {
     this.showView("workspace");
     this.applyTask(task);
     this.session = new SessionStream(this.rpc, task.sessionId, {
-      onEvent: (event) => { this.timeline.add(event); this.scheduleRefresh(); this.gate(); },
+      onEvents: (events) => { this.timeline.addMany(events); this.scheduleRefresh(); this.gate(); },
       onState: (state, info) => {
         this.streamState = { state, info };
         this.renderBanner();

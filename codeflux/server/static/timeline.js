@@ -51,15 +51,25 @@ export class Timeline {
   }
 
   add(event) {
-    const sequence = String(event.sequence);
-    if (this.cards.has(sequence)) return;
-    const payload = parsePayload(event);
-    const card = this.render(event, payload);
-    card.dataset.seq = sequence;
-    card.dataset.kind = event.kind;
-    this.cards.set(sequence, card);
+    this.addMany([event]);
+  }
+
+  // A run of events (a replay batch) is rendered off the page and attached in one go.
+  addMany(events) {
+    const fragment = document.createDocumentFragment();
+    for (const event of events) {
+      const sequence = String(event.sequence);
+      if (this.cards.has(sequence)) continue;
+      const payload = parsePayload(event);
+      const card = this.render(event, payload);
+      card.dataset.seq = sequence;
+      card.dataset.kind = event.kind;
+      this.cards.set(sequence, card);
+      fragment.append(card);
+    }
+    if (!fragment.childNodes.length) return;
     if (this.empty.isConnected) this.empty.remove();
-    this.root.append(card);
+    this.root.append(fragment);
   }
 
   render(event, payload) {
