@@ -25,13 +25,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Final
 
 from codeflux.api.v1 import product_pb2
-from codeflux.coordinator.journal import JournalEvent, read_session_events, read_session_head
+from codeflux.coordinator.journal import (
+    JournalEvent,
+    StoredEventRow,
+    read_session_event_rows,
+    read_session_events,
+    read_session_head,
+)
 from codeflux.domain.errors import NotFoundError, PrerequisiteError, StoreCorruptError, UsageError
-from codeflux.domain.events import EventPayload
+from codeflux.domain.events import EventKind, EventPayload
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import UNIX_SOCKET, CallContext, StreamMethod, UnaryMethod, method_name
 
@@ -58,9 +64,17 @@ def _head(app: CoordinatorApp, session_id: str) -> int:
     return head
 
 
-def _page(app: CoordinatorApp, session_id: str, after: int, through: int | None) -> list[JournalEvent]:
+def _page(app: CoordinatorApp, session_id: str, after: int, through: int | None,
+          batched: bool) -> list[JournalEvent] | list[StoredEventRow]:
+    if batched:  # forwarded as stored: the registry encodes every stored shape back unchanged
+        return read_session_event_rows(app.db, session_id=session_id, after_sequence=after, through_sequence=through,
+                                       limit=PAGE_SIZE)
     return read_session_events(app.db, session_id=session_id, after_sequence=after, through_sequence=through,
                                limit=PAGE_SIZE)
+
+
+# The proto's closed set by kind text (a kind this codeflux does not know: EVENT_KIND_UNSPECIFIED).
+_WIRE_KINDS: Final = {kind.value: product_pb2.EventKind.Value(f"EVENT_KIND_{kind.name}") for kind in EventKind}
 
 
 def session_event(event: JournalEvent) -> product_pb2.SessionEvent:
@@ -83,29 +97,36 @@ def _event_frame(event: JournalEvent) -> product_pb2.SessionFrame:
     return product_pb2.SessionFrame(event=session_event(event))
 
 
-def _batch_frames(page: list[JournalEvent]) -> list[product_pb2.SessionFrame]:
+def _stored_event(row: StoredEventRow) -> product_pb2.SessionEvent:
+    return product_pb2.SessionEvent(session_id=row.session_id, sequence=row.sequence, kind=row.kind,
+                                    created_at_us=row.created_at_us, payload_json=row.payload_json,
+                                    event_kind=_WIRE_KINDS.get(row.kind, product_pb2.EVENT_KIND_UNSPECIFIED))
+
+
+def _batch_frames(page: list[StoredEventRow]) -> list[product_pb2.SessionFrame]:
     frames: list[product_pb2.SessionFrame] = []
     current: list[product_pb2.SessionEvent] = []
     size = 0
-    for event in page:
-        weight = len(event.payload_json) + 64
+    for row in page:
+        weight = len(row.payload_json) + 64
         if current and size + weight > BATCH_PAYLOAD_BYTES:
             frames.append(product_pb2.SessionFrame(batch=product_pb2.SessionEventBatch(events=current)))
             current, size = [], 0
-        current.append(session_event(event))
+        current.append(_stored_event(row))
         size += weight
     if current:
         frames.append(product_pb2.SessionFrame(batch=product_pb2.SessionEventBatch(events=current)))
     return frames
 
 
-def _frames(page: list[JournalEvent], batched: bool) -> list[product_pb2.SessionFrame]:
-    if batched:
-        return _batch_frames(page)
-    return [_event_frame(event) for event in page]
+def _frames(page: list[JournalEvent] | list[StoredEventRow]) -> list[product_pb2.SessionFrame]:
+    rows = [event for event in page if isinstance(event, StoredEventRow)]
+    if rows:
+        return _batch_frames(rows)
+    return [_event_frame(event) for event in page if isinstance(event, JournalEvent)]
 
 
-def _contiguous(page: list[JournalEvent], last: int) -> None:
+def _contiguous(page: Sequence[JournalEvent | StoredEventRow], last: int) -> None:
     for offset, event in enumerate(page, start=1):
         if event.sequence != last + offset:
             raise StoreCorruptError("the session journal has a gap; run `codeflux integrity-check`")
@@ -135,20 +156,20 @@ async def _subscribe(
             )
         last = request.after_sequence
         while last < head:
-            page = await asyncio.to_thread(_page, app, session_id, last, head)
+            page = await asyncio.to_thread(_page, app, session_id, last, head, request.batched)
             if not page:
                 raise StoreCorruptError("the session journal has a gap; run `codeflux integrity-check`")
             _contiguous(page, last)
-            for frame in _frames(page, request.batched):
+            for frame in _frames(page):
                 yield frame
             last = page[-1].sequence
         yield product_pb2.SessionFrame(replay_boundary=product_pb2.ReplayBoundary(through_sequence=head))
         while True:
             wake.clear()
-            page = await asyncio.to_thread(_page, app, session_id, last, None)
+            page = await asyncio.to_thread(_page, app, session_id, last, None, request.batched)
             if page:
                 _contiguous(page, last)
-                for frame in _frames(page, request.batched):
+                for frame in _frames(page):
                     yield frame
                 last = page[-1].sequence
                 continue
