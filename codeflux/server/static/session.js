@@ -44,6 +44,7 @@ export class SessionStream {
     this.generation = 0;
     this.failure = "";
     this.duplicatesSkipped = 0;
+    this.wasLive = false; // reached live at least once (a later replay is a reconnect's)
   }
 
   get live() {
@@ -100,6 +101,7 @@ export class SessionStream {
       if (this.state !== State.REPLAYING) return this.protocolFailure("a second replay boundary");
       if (through !== this.last) return this.reconnectAfterGap();
       this.attempts = 0;
+      this.wasLive = true;
       this.setState(State.LIVE);
     }
   }
