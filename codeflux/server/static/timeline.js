@@ -13,6 +13,9 @@ import { escapeForDisplay, parsePayload, timeOf } from "./format.js";
 import { ToolActivity } from "./tools.js";
 
 const WAITING = "waiting for the task to ask for this decision";
+// Cards attached to the page at once: the newest WINDOW, and WINDOW more per "Show earlier events" (a task of
+// 10,000 events keeps a few thousand DOM nodes). Older cards are built (their events still count) but detached.
+export const WINDOW = 120;
 
 export class Timeline {
   constructor(app) {
@@ -25,6 +28,53 @@ export class Timeline {
     this.root = el("ol", { class: "timeline", testid: "timeline", "aria-live": "polite" });
     this.empty = el("li", { class: "empty", testid: "timeline-empty", text: "No events yet." });
     this.root.append(this.empty);
+    this.limit = WINDOW; // how many of the newest cards are attached
+    this.detached = []; // older timeline nodes (cards or placeholders), oldest first
+    this.earlierCount = el("span", {});
+    this.earlier = el("li", { class: "card earlier", testid: "timeline-earlier" }, this.earlierCount, " ",
+      el("button", { type: "button", testid: "timeline-show-earlier", onclick: () => this.showEarlier(),
+        text: "Show earlier events" }));
+  }
+
+  // Attached timeline nodes (not the "earlier" line, not the empty line).
+  shownCount() {
+    let count = this.root.childElementCount;
+    if (this.earlier.isConnected) count -= 1;
+    if (this.empty.isConnected) count -= 1;
+    return count;
+  }
+
+  // Keep only the newest `limit` nodes attached; the rest wait under "Show earlier events".
+  trim() {
+    const excess = this.shownCount() - this.limit;
+    if (excess > 0) {
+      const first = this.earlier.isConnected ? 1 : 0;
+      const moved = [];
+      for (let i = 0; i < excess; i += 1) {
+        const node = this.root.children[first];
+        moved.push(node);
+        node.remove();
+      }
+      this.detached.push(...moved);
+    }
+    this.updateEarlier();
+  }
+
+  updateEarlier() {
+    if (this.detached.length) {
+      this.earlierCount.textContent = `${this.detached.length} earlier event(s) not shown.`;
+      if (!this.earlier.isConnected) this.root.prepend(this.earlier);
+    } else if (this.earlier.isConnected) {
+      this.earlier.remove();
+    }
+  }
+
+  showEarlier() {
+    const taken = this.detached.splice(Math.max(0, this.detached.length - WINDOW));
+    this.limit += taken.length;
+    this.earlier.after(...taken);
+    this.updateEarlier();
+    this.tools.loadShown();
   }
 
   // Where pending approval cards are shown while they wait (the task panel's "Needs you").
@@ -40,12 +90,20 @@ export class Timeline {
       entry.placeholder = el("li", { class: "card placeholder", testid: "approval-pinned-placeholder",
         text: "A tool request waits for your decision: its card is pinned at the top of the task, under Needs you.",
         dataset: { pinnedSeq: entry.card.dataset.seq || "" } });
-      entry.card.replaceWith(entry.placeholder);
+      const at = entry.card.isConnected ? -1 : this.detached.indexOf(entry.card);
+      if (at >= 0) this.detached[at] = entry.placeholder; // its place is among the earlier events not shown
+      else entry.card.replaceWith(entry.placeholder);
       this.pinned.append(entry.card);
     } else if (!waiting && entry.placeholder) {
       // A card made from the TaskView takes its event's place (and sequence) in the timeline.
       if (!entry.card.dataset.seq && entry.placeholder.dataset.seq) entry.card.dataset.seq = entry.placeholder.dataset.seq;
-      entry.placeholder.replaceWith(entry.card);
+      const at = entry.placeholder.isConnected ? -1 : this.detached.indexOf(entry.placeholder);
+      if (at >= 0) { // its place is among the earlier events not shown: it waits there
+        entry.card.remove();
+        this.detached[at] = entry.card;
+      } else {
+        entry.placeholder.replaceWith(entry.card);
+      }
       entry.placeholder = null;
     }
   }
@@ -90,6 +148,8 @@ export class Timeline {
     if (!fragment.childNodes.length) return;
     if (this.empty.isConnected) this.empty.remove();
     this.root.append(fragment);
+    this.trim();
+    this.tools.loadShown();
   }
 
   render(event, payload) {
