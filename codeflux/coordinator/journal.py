@@ -25,7 +25,9 @@ from codeflux.store.events import (
     MAX_PAGE,
     SYSTEM_SESSION_ID,
     JournalEvent,
+    StoredEventRow,
     latest_event,
+    read_stored_event_rows_after,
     read_stored_events_after,
     session_head,
 )
@@ -35,8 +37,10 @@ __all__ = [
     "MAX_EVENT_PAGE",
     "SYSTEM_SESSION_ID",
     "JournalEvent",
+    "StoredEventRow",
     "latest_session_event",
     "read_every_system_event",
+    "read_session_event_rows",
     "read_session_events",
     "read_session_graph_facts",
     "read_session_head",
@@ -52,6 +56,14 @@ def read_session_events(
     """Committed events of ``session_id`` in ``(after_sequence, through_sequence]`` (no upper bound when None),
     oldest first, at most ``limit`` (1..:data:`MAX_EVENT_PAGE`)."""
     return db.read(lambda view: read_stored_events_after(
+        view, session_id=session_id, after_sequence=after_sequence, through_sequence=through_sequence, limit=limit))
+
+
+def read_session_event_rows(
+    db: Database, *, session_id: str, after_sequence: int, through_sequence: int | None = None, limit: int
+) -> list[StoredEventRow]:
+    """:func:`read_session_events` as stored rows, payloads not decoded (the session stream forwards them)."""
+    return db.read(lambda view: read_stored_event_rows_after(
         view, session_id=session_id, after_sequence=after_sequence, through_sequence=through_sequence, limit=limit))
 
 

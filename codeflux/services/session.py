@@ -6,7 +6,10 @@ beyond ``B`` is refused (INVALID_ARGUMENT, "ahead of committed history"); commit
 (immediately when ``after == B``), then live events as they commit. The journal is the source: a
 commit listener on the database (run on the committing thread) only wakes the subscriber, which
 reads ``> last`` from SQLite itself; a periodic re-read (every :data:`RECHECK_SECONDS`) covers writers
-in other processes. Sequences are strictly contiguous — nothing is coalesced or skipped. Bounding what
+in other processes. A subscriber that asks for ``batched`` gets each page read at once as
+``SessionEventBatch`` frames (at most :data:`PAGE_SIZE` events and about :data:`BATCH_PAYLOAD_BYTES` of
+payload each) — the replay of a long session then costs a few hundred messages, not one per event (issue 20
+item 5). Sequences are strictly contiguous — nothing is coalesced or skipped. Bounding what
 a slow client may hold up is the transport's job: it ends the stream RESOURCE_EXHAUSTED and the client
 resumes with ``after_sequence`` = its last sequence.
 
@@ -22,19 +25,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Final
 
 from codeflux.api.v1 import product_pb2
-from codeflux.coordinator.journal import JournalEvent, read_session_events, read_session_head
+from codeflux.coordinator.journal import (
+    JournalEvent,
+    StoredEventRow,
+    read_session_event_rows,
+    read_session_events,
+    read_session_head,
+)
 from codeflux.domain.errors import NotFoundError, PrerequisiteError, StoreCorruptError, UsageError
-from codeflux.domain.events import EventPayload
+from codeflux.domain.events import EventKind, EventPayload
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import UNIX_SOCKET, CallContext, StreamMethod, UnaryMethod, method_name
 
-__all__ = ["PAGE_SIZE", "RECHECK_SECONDS", "methods", "session_event"]
+__all__ = ["BATCH_PAYLOAD_BYTES", "PAGE_SIZE", "RECHECK_SECONDS", "methods", "session_event"]
 
 PAGE_SIZE: Final = 256
+# Payload bytes one batch frame carries at most (an event larger than this travels in a batch of its own); well
+# under the transport's 4 MiB message bound, so a batch is never refused as too large where its events fit.
+BATCH_PAYLOAD_BYTES: Final = 1024 * 1024
 RECHECK_SECONDS: Final = 1.0
 _SESSION_ID: Final = re.compile(r"ses_[A-Za-z0-9_-]{1,80}")
 
@@ -52,9 +64,17 @@ def _head(app: CoordinatorApp, session_id: str) -> int:
     return head
 
 
-def _page(app: CoordinatorApp, session_id: str, after: int, through: int | None) -> list[JournalEvent]:
+def _page(app: CoordinatorApp, session_id: str, after: int, through: int | None,
+          batched: bool) -> list[JournalEvent] | list[StoredEventRow]:
+    if batched:  # forwarded as stored: the registry encodes every stored shape back unchanged
+        return read_session_event_rows(app.db, session_id=session_id, after_sequence=after, through_sequence=through,
+                                       limit=PAGE_SIZE)
     return read_session_events(app.db, session_id=session_id, after_sequence=after, through_sequence=through,
                                limit=PAGE_SIZE)
+
+
+# The proto's closed set by kind text (a kind this codeflux does not know: EVENT_KIND_UNSPECIFIED).
+_WIRE_KINDS: Final = {kind.value: product_pb2.EventKind.Value(f"EVENT_KIND_{kind.name}") for kind in EventKind}
 
 
 def session_event(event: JournalEvent) -> product_pb2.SessionEvent:
@@ -77,7 +97,36 @@ def _event_frame(event: JournalEvent) -> product_pb2.SessionFrame:
     return product_pb2.SessionFrame(event=session_event(event))
 
 
-def _contiguous(page: list[JournalEvent], last: int) -> None:
+def _stored_event(row: StoredEventRow) -> product_pb2.SessionEvent:
+    return product_pb2.SessionEvent(session_id=row.session_id, sequence=row.sequence, kind=row.kind,
+                                    created_at_us=row.created_at_us, payload_json=row.payload_json,
+                                    event_kind=_WIRE_KINDS.get(row.kind, product_pb2.EVENT_KIND_UNSPECIFIED))
+
+
+def _batch_frames(page: list[StoredEventRow]) -> list[product_pb2.SessionFrame]:
+    frames: list[product_pb2.SessionFrame] = []
+    current: list[product_pb2.SessionEvent] = []
+    size = 0
+    for row in page:
+        weight = len(row.payload_json) + 64
+        if current and size + weight > BATCH_PAYLOAD_BYTES:
+            frames.append(product_pb2.SessionFrame(batch=product_pb2.SessionEventBatch(events=current)))
+            current, size = [], 0
+        current.append(_stored_event(row))
+        size += weight
+    if current:
+        frames.append(product_pb2.SessionFrame(batch=product_pb2.SessionEventBatch(events=current)))
+    return frames
+
+
+def _frames(page: list[JournalEvent] | list[StoredEventRow]) -> list[product_pb2.SessionFrame]:
+    rows = [event for event in page if isinstance(event, StoredEventRow)]
+    if rows:
+        return _batch_frames(rows)
+    return [_event_frame(event) for event in page if isinstance(event, JournalEvent)]
+
+
+def _contiguous(page: Sequence[JournalEvent | StoredEventRow], last: int) -> None:
     for offset, event in enumerate(page, start=1):
         if event.sequence != last + offset:
             raise StoreCorruptError("the session journal has a gap; run `codeflux integrity-check`")
@@ -107,21 +156,21 @@ async def _subscribe(
             )
         last = request.after_sequence
         while last < head:
-            page = await asyncio.to_thread(_page, app, session_id, last, head)
+            page = await asyncio.to_thread(_page, app, session_id, last, head, request.batched)
             if not page:
                 raise StoreCorruptError("the session journal has a gap; run `codeflux integrity-check`")
             _contiguous(page, last)
-            for event in page:
-                yield _event_frame(event)
+            for frame in _frames(page):
+                yield frame
             last = page[-1].sequence
         yield product_pb2.SessionFrame(replay_boundary=product_pb2.ReplayBoundary(through_sequence=head))
         while True:
             wake.clear()
-            page = await asyncio.to_thread(_page, app, session_id, last, None)
+            page = await asyncio.to_thread(_page, app, session_id, last, None, request.batched)
             if page:
                 _contiguous(page, last)
-                for event in page:
-                    yield _event_frame(event)
+                for frame in _frames(page):
+                    yield frame
                 last = page[-1].sequence
                 continue
             with contextlib.suppress(TimeoutError):

@@ -23,11 +23,13 @@ from codeflux.store.database import ReadView, Row, Transaction, now_us
 __all__ = [
     "SYSTEM_SESSION_ID",
     "JournalEvent",
+    "StoredEventRow",
     "append_event",
     "events_of_kind",
     "find_journal_gaps",
     "latest_event",
     "read_events_after",
+    "read_stored_event_rows_after",
     "read_stored_events_after",
     "session_head",
 ]
@@ -59,6 +61,18 @@ class JournalEvent:
     def payload_json(self) -> str:
         """The payload as canonical JSON text (sorted keys), for transports that forward it."""
         return _json_text(self.payload)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEventRow:
+    """A committed event exactly as stored, its payload text not decoded (for a transport that forwards it: the
+    registry encodes every stored shape back unchanged, tests/integration/test_captured_journal.py)."""
+
+    session_id: str
+    sequence: int
+    kind: str
+    payload_json: str
+    created_at_us: int
 
 
 def append_event(tx: Transaction, *, session_id: str, event: EventPayload) -> JournalEvent:
@@ -127,6 +141,14 @@ def read_stored_events_after(
     """Committed events in ``(after_sequence, through_sequence]`` (no upper bound when None), oldest first,
     at most ``limit``."""
     return [_journal_event(r) for r in _rows_after(view, session_id, after_sequence, through_sequence, limit)]
+
+
+def read_stored_event_rows_after(
+    view: ReadView, *, session_id: str, after_sequence: int, through_sequence: int | None = None, limit: int
+) -> list[StoredEventRow]:
+    """Like :func:`read_stored_events_after`, without decoding the payloads."""
+    return [StoredEventRow(str(r[0]), int(r[1]), str(r[2]), str(r[3]), int(r[4]))
+            for r in _rows_after(view, session_id, after_sequence, through_sequence, limit)]
 
 
 def latest_event(view: ReadView, *, session_id: str, kinds: Sequence[str]) -> JournalEvent | None:

@@ -4,7 +4,9 @@ Run with `cmd/codeflux-dev bench transport`. Measures, on a real loopback server
 real SQLite journal:
 
 1. replay of N committed events (default 10,000) to the Python binary-envelope client, events/s, against
-   reading the same rows with a bare apsw SELECT (the raw baseline) — and the ratio;
+   reading the same rows with a bare apsw SELECT (the raw baseline) — and the ratio; both one frame per event
+   (a subscriber that does not ask for batches) and in batch frames (`batched`, what the web client asks for,
+   issue 20 item 5: target ≥ 0.5× the bare read);
 2. commit-to-client latency of live events (p50/p99): from the moment the COMMIT returned (a
    post-commit callback stamps it) to the moment the client has the decoded frame, one event at a time;
 3. cold start to the first served page: a fresh process serving a fresh data directory until the web
@@ -100,20 +102,23 @@ def bare_read_seconds(path: Path) -> float:
     return elapsed
 
 
-async def replay_seconds(ws_url: str, session: BrowserSession) -> float:
+async def replay_seconds(ws_url: str, session: BrowserSession, *, batched: bool = False) -> float:
     async with await EnvelopeClient.connect(ws_url, session=session) as client:
         started = time.perf_counter()
-        stream = await client.open(SUBSCRIBE, product_pb2.SubscribeRequest(session_id=SYSTEM_SESSION_ID),
-                                   product_pb2.SessionFrame)
+        stream = await client.open(
+            SUBSCRIBE, product_pb2.SubscribeRequest(session_id=SYSTEM_SESSION_ID, batched=batched),
+            product_pb2.SessionFrame)
         expected = 1
         async for frame in stream:
             if frame.HasField("replay_boundary"):
                 elapsed = time.perf_counter() - started
                 await stream.cancel()
                 break
-            if frame.event.sequence != expected:
-                raise RuntimeError(f"gap or duplicate at {frame.event.sequence}")
-            expected += 1
+            events = frame.batch.events if frame.HasField("batch") else [frame.event]
+            for event in events:
+                if event.sequence != expected:
+                    raise RuntimeError(f"gap or duplicate at {event.sequence}")
+                expected += 1
     if expected - 1 != EVENTS:
         raise RuntimeError(f"replayed {expected - 1} of {EVENTS}")
     return elapsed
@@ -243,10 +248,11 @@ def main() -> int:
             server = start_in_thread(MethodTable.of(session.methods(app)))
             try:
                 signed_in = redeem_launch(server.launch_url())
-                replay, bare = [], []
-                for _ in range(ROUNDS):  # interleaved so drift affects both sides alike
+                replay, batched, bare = [], [], []
+                for _ in range(ROUNDS):  # interleaved so drift affects every side alike
                     bare.append(bare_read_seconds(location.database))
                     replay.append(asyncio.run(replay_seconds(server.ws_url, signed_in)))
+                    batched.append(asyncio.run(replay_seconds(server.ws_url, signed_in, batched=True)))
                 latencies = asyncio.run(live_latencies(server.ws_url, signed_in, db))
             finally:
                 server.stop()
@@ -269,6 +275,10 @@ def main() -> int:
     replay_ms = statistics.median(replay) * 1000
     print(f"  WebSocket replay to the client  {replay_rate:12.0f} events/s   ({replay_ms:.0f} ms)")
     print(f"  replay ratio (WebSocket / bare)  {replay_rate / bare_rate:10.3f}x")
+    batched_rate = EVENTS / statistics.median(batched)
+    print(f"  batched replay to the client    {batched_rate:12.0f} events/s   "
+          f"({statistics.median(batched) * 1000:.0f} ms)")
+    print(f"  batched ratio (WebSocket / bare) {batched_rate / bare_rate:10.3f}x   (target >= 0.5x)")
     print(f"  live commit-to-client           p50 {_percentile(latencies, 0.50) * 1000:6.2f} ms"
           f"   p99 {_percentile(latencies, 0.99) * 1000:6.2f} ms")
     what = "codeflux start --no-browser" if use_cli else "python -c serve_coordinator (no `codeflux start` yet)"

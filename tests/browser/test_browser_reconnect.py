@@ -28,7 +28,9 @@ RECORD_STATES = """() => {
   const observer = new MutationObserver(() => {
     const banner = document.querySelector('[data-testid="stream-status"]');
     if (!banner) return;
-    const controls = [...document.querySelectorAll('[data-mutating][data-scope="task"]')];
+    // A pinned decision's buttons ("pinned") are answerable during a task's first replay only, never a reconnect's.
+    const controls = [...document.querySelectorAll(
+      '[data-mutating][data-scope="task"], [data-mutating][data-scope="pinned"]')];
     const last = window.__states[window.__states.length - 1];
     const entry = { state: banner.dataset.state, controls: controls.length,
                     enabled: controls.filter((c) => !c.disabled).length };

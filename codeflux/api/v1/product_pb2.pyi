@@ -1760,12 +1760,14 @@ class LaunchLink(_message.Message):
     def __init__(self, url: _Optional[str] = ..., origin: _Optional[str] = ..., valid_seconds: _Optional[int] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ("session_id", "after_sequence")
+    __slots__ = ("session_id", "after_sequence", "batched")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     AFTER_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    BATCHED_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     after_sequence: int
-    def __init__(self, session_id: _Optional[str] = ..., after_sequence: _Optional[int] = ...) -> None: ...
+    batched: bool
+    def __init__(self, session_id: _Optional[str] = ..., after_sequence: _Optional[int] = ..., batched: _Optional[bool] = ...) -> None: ...
 
 class SessionEvent(_message.Message):
     __slots__ = ("session_id", "sequence", "kind", "created_at_us", "payload_json", "event_kind")
@@ -1789,13 +1791,21 @@ class ReplayBoundary(_message.Message):
     through_sequence: int
     def __init__(self, through_sequence: _Optional[int] = ...) -> None: ...
 
+class SessionEventBatch(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[SessionEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[SessionEvent, _Mapping]]] = ...) -> None: ...
+
 class SessionFrame(_message.Message):
-    __slots__ = ("event", "replay_boundary")
+    __slots__ = ("event", "replay_boundary", "batch")
     EVENT_FIELD_NUMBER: _ClassVar[int]
     REPLAY_BOUNDARY_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     event: SessionEvent
     replay_boundary: ReplayBoundary
-    def __init__(self, event: _Optional[_Union[SessionEvent, _Mapping]] = ..., replay_boundary: _Optional[_Union[ReplayBoundary, _Mapping]] = ...) -> None: ...
+    batch: SessionEventBatch
+    def __init__(self, event: _Optional[_Union[SessionEvent, _Mapping]] = ..., replay_boundary: _Optional[_Union[ReplayBoundary, _Mapping]] = ..., batch: _Optional[_Union[SessionEventBatch, _Mapping]] = ...) -> None: ...
 
 class GetHeadRequest(_message.Message):
     __slots__ = ("session_id",)

@@ -166,12 +166,19 @@ class App {
   }
 
   // Enable a mutating control only when: it is available, no other command is settling and (for a task
-  // control) the task's stream is live.
+  // control) the task's stream is live (for a pinned decision: live or replaying).
   gate() {
     const live = this.session !== null && this.session.live;
+    // The first replay only: the TaskView was fetched as the task opened; after a drop it may be stale until live.
+    const connected = this.session !== null && this.streamState.state === State.REPLAYING && !this.session.wasLive;
     for (const button of this.root.querySelectorAll("[data-mutating]")) {
       let reason = button.dataset.unavailable === "1" ? button.dataset.reason || "not available" : "";
       if (!reason && button.dataset.scope === "task" && !live) reason = `waiting for the live stream (${this.streamState.state})`;
+      // A pinned decision is made on the TaskView fetched live (issue 20 item 5): answerable during the task's
+      // first replay too, but not without a connected stream.
+      if (!reason && button.dataset.scope === "pinned" && !(live || connected)) {
+        reason = `waiting for the task's stream (${this.streamState.state})`;
+      }
       if (!reason && this.busy > 0) reason = "another command is settling";
       button.disabled = reason !== "";
       if (reason) button.title = reason;
@@ -270,7 +277,7 @@ class App {
     this.showView("workspace");
     this.applyTask(task);
     this.session = new SessionStream(this.rpc, task.sessionId, {
-      onEvent: (event) => { this.timeline.add(event); this.scheduleRefresh(); this.gate(); },
+      onEvents: (events) => { this.timeline.addMany(events); this.scheduleRefresh(); this.gate(); },
       onState: (state, info) => {
         this.streamState = { state, info };
         this.renderBanner();

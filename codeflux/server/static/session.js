@@ -4,7 +4,9 @@
 // Rules: subscribe with after_sequence = the last applied sequence; exactly one replay boundary, whose
 // through_sequence must equal the last applied sequence; a sequence ≤ last is a duplicate and is skipped;
 // any other sequence than last+1 is a gap → reconnect from last. Retries: 250 ms ×2 up to 4 s, 5 attempts,
-// then `failed`. Mutating controls are allowed only while `live`.
+// then `failed`. Mutating controls are allowed only while `live`. The stream asks for batches (`batched`): a
+// `batch` frame carries a run of contiguous events (a replay of 10,000 events is some forty messages), checked
+// event by event with the same rules and handed over at once (onEvents), so the timeline renders it at once.
 
 import { Code } from "./rpc.js";
 
@@ -25,11 +27,13 @@ const TERMINAL = new Map([
 ]);
 
 export class SessionStream {
-  // handlers: onEvent(event) for each new committed event in order, onState(state, info) on changes.
-  constructor(rpc, sessionId, { onEvent, onState, retry = DEFAULT_RETRY } = {}) {
+  // handlers: onEvent(event) for each new committed event in order, or onEvents(events, info) for each run of
+  // them (a batch frame's new events; a single event as a run of one); onState(state, info) on changes.
+  constructor(rpc, sessionId, { onEvent, onEvents, onState, retry = DEFAULT_RETRY } = {}) {
     this.rpc = rpc;
     this.sessionId = sessionId;
     this.onEvent = onEvent || (() => {});
+    this.onEvents = onEvents || ((events, info) => { for (const event of events) this.onEvent(event, info); });
     this.onStateChange = onState || (() => {});
     this.retry = retry;
     this.state = State.IDLE;
@@ -40,6 +44,7 @@ export class SessionStream {
     this.generation = 0;
     this.failure = "";
     this.duplicatesSkipped = 0;
+    this.wasLive = false; // reached live at least once (a later replay is a reconnect's)
   }
 
   get live() {
@@ -73,7 +78,7 @@ export class SessionStream {
   connect(state) {
     const generation = ++this.generation;
     this.setState(state);
-    const request = { sessionId: this.sessionId, afterSequence: this.lastSequence };
+    const request = { sessionId: this.sessionId, afterSequence: this.lastSequence, batched: true };
     this.rpc.stream("SessionService/Subscribe", request,
       (frame) => { if (generation === this.generation) this.receive(frame); },
       (error) => { if (generation === this.generation) this.ended(error); },
@@ -88,17 +93,34 @@ export class SessionStream {
 
   receive(frame) {
     if (frame.event) {
-      this.receiveEvent(frame.event);
+      this.receiveEvents([frame.event]);
+    } else if (frame.batch) {
+      this.receiveEvents(frame.batch.events || []);
     } else if (frame.replayBoundary !== undefined) {
       const through = BigInt(frame.replayBoundary.throughSequence || "0");
       if (this.state !== State.REPLAYING) return this.protocolFailure("a second replay boundary");
       if (through !== this.last) return this.reconnectAfterGap();
       this.attempts = 0;
+      this.wasLive = true;
       this.setState(State.LIVE);
     }
   }
 
-  receiveEvent(event) {
+  // Check each event in order; the new ones (up to a gap or a protocol failure, which end the stream) are handed
+  // over together.
+  receiveEvents(events) {
+    const generation = this.generation;
+    const fresh = [];
+    for (const event of events) {
+      this.receiveEvent(event, fresh);
+      if (generation !== this.generation) break;
+    }
+    if (!fresh.length) return;
+    if (this.state === State.LIVE) this.attempts = 0;
+    this.onEvents(fresh, { replaying: this.state !== State.LIVE });
+  }
+
+  receiveEvent(event, fresh) {
     if (event.sessionId && event.sessionId !== this.sessionId) return this.protocolFailure("wrong session");
     const sequence = BigInt(event.sequence || "0");
     if (sequence === 0n) return this.protocolFailure("sequence 0");
@@ -108,8 +130,7 @@ export class SessionStream {
     }
     if (sequence !== this.last + 1n) return this.reconnectAfterGap();
     this.last = sequence;
-    if (this.state === State.LIVE) this.attempts = 0;
-    this.onEvent(event, { replaying: this.state !== State.LIVE });
+    fresh.push(event);
     return undefined;
   }
 

@@ -13,6 +13,9 @@ import { escapeForDisplay, parsePayload, timeOf } from "./format.js";
 import { ToolActivity } from "./tools.js";
 
 const WAITING = "waiting for the task to ask for this decision";
+// Cards attached to the page at once: the newest WINDOW, and WINDOW more per "Show earlier events" (a task of
+// 10,000 events keeps a few thousand DOM nodes). Older cards are built (their events still count) but detached.
+export const WINDOW = 120;
 
 export class Timeline {
   constructor(app) {
@@ -25,6 +28,53 @@ export class Timeline {
     this.root = el("ol", { class: "timeline", testid: "timeline", "aria-live": "polite" });
     this.empty = el("li", { class: "empty", testid: "timeline-empty", text: "No events yet." });
     this.root.append(this.empty);
+    this.limit = WINDOW; // how many of the newest cards are attached
+    this.detached = []; // older timeline nodes (cards or placeholders), oldest first
+    this.earlierCount = el("span", {});
+    this.earlier = el("li", { class: "card earlier", testid: "timeline-earlier" }, this.earlierCount, " ",
+      el("button", { type: "button", testid: "timeline-show-earlier", onclick: () => this.showEarlier(),
+        text: "Show earlier events" }));
+  }
+
+  // Attached timeline nodes (not the "earlier" line, not the empty line).
+  shownCount() {
+    let count = this.root.childElementCount;
+    if (this.earlier.isConnected) count -= 1;
+    if (this.empty.isConnected) count -= 1;
+    return count;
+  }
+
+  // Keep only the newest `limit` nodes attached; the rest wait under "Show earlier events".
+  trim() {
+    const excess = this.shownCount() - this.limit;
+    if (excess > 0) {
+      const first = this.earlier.isConnected ? 1 : 0;
+      const moved = [];
+      for (let i = 0; i < excess; i += 1) {
+        const node = this.root.children[first];
+        moved.push(node);
+        node.remove();
+      }
+      this.detached.push(...moved);
+    }
+    this.updateEarlier();
+  }
+
+  updateEarlier() {
+    if (this.detached.length) {
+      this.earlierCount.textContent = `${this.detached.length} earlier event(s) not shown.`;
+      if (!this.earlier.isConnected) this.root.prepend(this.earlier);
+    } else if (this.earlier.isConnected) {
+      this.earlier.remove();
+    }
+  }
+
+  showEarlier() {
+    const taken = this.detached.splice(Math.max(0, this.detached.length - WINDOW));
+    this.limit += taken.length;
+    this.earlier.after(...taken);
+    this.updateEarlier();
+    this.tools.loadShown();
   }
 
   // Where pending approval cards are shown while they wait (the task panel's "Needs you").
@@ -32,18 +82,46 @@ export class Timeline {
     this.pinned = container;
   }
 
+  // Move a waiting request's card under "Needs you" (a placeholder keeps its place), or back once decided. A card
+  // made from the TaskView before replay reached its event is already there; its event's card is the placeholder.
   pin(entry, waiting) {
     if (!this.pinned || !entry.card) return;
-    if (waiting && !entry.placeholder) {
+    if (waiting && !entry.placeholder && !this.pinned.contains(entry.card)) {
       entry.placeholder = el("li", { class: "card placeholder", testid: "approval-pinned-placeholder",
         text: "A tool request waits for your decision: its card is pinned at the top of the task, under Needs you.",
         dataset: { pinnedSeq: entry.card.dataset.seq || "" } });
-      entry.card.replaceWith(entry.placeholder);
+      const at = entry.card.isConnected ? -1 : this.detached.indexOf(entry.card);
+      if (at >= 0) this.detached[at] = entry.placeholder; // its place is among the earlier events not shown
+      else entry.card.replaceWith(entry.placeholder);
       this.pinned.append(entry.card);
     } else if (!waiting && entry.placeholder) {
-      entry.placeholder.replaceWith(entry.card);
+      // A card made from the TaskView takes its event's place (and sequence) in the timeline.
+      if (!entry.card.dataset.seq && entry.placeholder.dataset.seq) entry.card.dataset.seq = entry.placeholder.dataset.seq;
+      const at = entry.placeholder.isConnected ? -1 : this.detached.indexOf(entry.placeholder);
+      if (at >= 0) { // its place is among the earlier events not shown: it waits there
+        entry.card.remove();
+        this.detached[at] = entry.card;
+      } else {
+        entry.placeholder.replaceWith(entry.card);
+      }
       entry.placeholder = null;
     }
+  }
+
+  // A pending approval the TaskView shows before replay reached its `tool-requested` event (the pinned decision
+  // is fetched live, ARCHITECTURE §11 as amended by issue 20 item 5): its card is made from the TaskView and
+  // pinned at once, answerable before the replay boundary.
+  pinEarly(detail) {
+    if (!this.pinned) return;
+    const requestId = detail.requestId;
+    const parts = approvalParts.call(this, requestId, detail.tool, approvalDetail(detail));
+    const card = el("li", { class: "card card-tool-requested", testid: "approval-card", dataset: { requestId } },
+      el("div", { class: "card-meta" }, el("span", { class: "committed", text: "pending — from the task's current view" })),
+      el("h3", { text: `Approval needed: ${detail.tool || "tool"}` }), parts.content);
+    this.approvals.set(requestId, { card, detail: parts.detail, buttons: parts.buttons, resolved: false,
+      detailShown: true, placeholder: null, early: true });
+    this.tools.attach(requestId, parts.content);
+    this.pinned.append(card);
   }
 
   has(sequence) {
@@ -51,15 +129,27 @@ export class Timeline {
   }
 
   add(event) {
-    const sequence = String(event.sequence);
-    if (this.cards.has(sequence)) return;
-    const payload = parsePayload(event);
-    const card = this.render(event, payload);
-    card.dataset.seq = sequence;
-    card.dataset.kind = event.kind;
-    this.cards.set(sequence, card);
+    this.addMany([event]);
+  }
+
+  // A run of events (a replay batch) is rendered off the page and attached in one go.
+  addMany(events) {
+    const fragment = document.createDocumentFragment();
+    for (const event of events) {
+      const sequence = String(event.sequence);
+      if (this.cards.has(sequence)) continue;
+      const payload = parsePayload(event);
+      const card = this.render(event, payload);
+      card.dataset.seq = sequence;
+      card.dataset.kind = event.kind;
+      this.cards.set(sequence, card);
+      fragment.append(card);
+    }
+    if (!fragment.childNodes.length) return;
     if (this.empty.isConnected) this.empty.remove();
-    this.root.append(card);
+    this.root.append(fragment);
+    this.trim();
+    this.tools.loadShown();
   }
 
   render(event, payload) {
@@ -79,6 +169,7 @@ export class Timeline {
   // (so a decision is sent with the revision at which the task asked).
   updateApprovals(task) {
     const pending = new Map((task.pendingApprovals || []).map((a) => [a.requestId, a]));
+    for (const [requestId, detail] of pending) if (!this.approvals.has(requestId)) this.pinEarly(detail);
     for (const [requestId, entry] of this.approvals) {
       const detail = pending.get(requestId);
       if (detail && !entry.detailShown) {
@@ -176,26 +267,48 @@ function toolRequested(payload) {
     return { title: `Tool requested: ${payload.tool || "unknown tool"}`, testid: "tool-card", content };
   }
   const requestId = payload.request_id;
+  const early = this.approvals.get(requestId);
+  if (early && early.early) {
+    // Its card was made from the TaskView and pinned before replay got here: this card only holds its place.
+    const content = el("p", { text: "Waiting — pinned above, under Needs you." });
+    queueMicrotask(() => {
+      const card = content.closest("li");
+      if (!card || early.placeholder) return;
+      early.placeholder = card;
+      card.dataset.requestId = requestId;
+      if (early.resolved) this.pin(early, false);
+    });
+    return { title: `Approval requested: ${payload.tool || "tool"}`, testid: "approval-pinned-placeholder", content };
+  }
   const detail = el("div", { class: "approval-detail" },
     facts([["Tool", payload.tool], ["Operation", payload.operation], ["Needs", (payload.needs || []).join(", ")]]));
-  const buttons = el("div", { class: "actions", testid: "approval-buttons" },
-    ["allow-once", "allow-for-task", "allow-for-repository", "deny"].map((decision) => mutatingButton(
-      { "allow-once": "Allow once", "allow-for-task": "Allow for this task",
-        "allow-for-repository": "Allow for this repository", deny: "Deny" }[decision],
-      () => this.app.decide(requestId, decision), `approval-${decision}`,
-      { dataset: { mutating: "1", scope: "task", unavailable: "1", reason: WAITING } })));
-  const content = el("div", { class: "approval", dataset: { requestId } },
-    el("p", { class: "notice", text: "The agent asks to run this exact operation. Nothing runs until you decide." }),
-    detail, buttons);
+  const parts = approvalParts.call(this, requestId, payload.tool, detail);
+  const content = parts.content;
   this.tools.attach(requestId, content);
   queueMicrotask(() => {
     const card = content.closest("li");
-    this.approvals.set(requestId, { card, detail, buttons, resolved: false, detailShown: false });
+    this.approvals.set(requestId, { card, detail, buttons: parts.buttons, resolved: false, detailShown: false });
     if (card) card.dataset.requestId = requestId;
     if (this.app.task) this.updateApprovals(this.app.task);
     this.resolve(requestId);
   });
   return { title: `Approval needed: ${payload.tool || "tool"}`, testid: "approval-card", content };
+}
+
+// The body of an approval card: what it asks, its detail and its buttons. The buttons' scope is "pinned": they are
+// answerable while the task's stream is connected, before its replay boundary too (app.js gate), because the
+// decision is made on the TaskView fetched live (its revision and the card's confirmation go with it).
+function approvalParts(requestId, tool, detail) {
+  const buttons = el("div", { class: "actions", testid: "approval-buttons" },
+    ["allow-once", "allow-for-task", "allow-for-repository", "deny"].map((decision) => mutatingButton(
+      { "allow-once": "Allow once", "allow-for-task": "Allow for this task",
+        "allow-for-repository": "Allow for this repository", deny: "Deny" }[decision],
+      () => this.app.decide(requestId, decision), `approval-${decision}`,
+      { dataset: { mutating: "1", scope: "pinned", unavailable: "1", reason: WAITING } })));
+  const content = el("div", { class: "approval", dataset: { requestId } },
+    el("p", { class: "notice", text: "The agent asks to run this exact operation. Nothing runs until you decide." }),
+    detail, buttons);
+  return { content, detail, buttons };
 }
 
 function authorityDecided(payload) {

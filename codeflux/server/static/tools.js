@@ -7,7 +7,8 @@
 // * Final result: when `tool-execution-finished` is committed (live or on replay), its card reads the
 //   committed result with TaskService.GetToolActivity and shows it, labelled final: the state in words
 //   (never colour alone), the exit code or why there is none, stdout / stderr / content with "(truncated)"
-//   markers, the message. The live output of that request is then replaced by a pointer to the final
+//   markers, the message — once its card is attached to the page (the timeline attaches only its newest cards,
+//   timeline.js WINDOW), so a long task costs one call per shown result, not one per result. The live output of that request is then replaced by a pointer to the final
 //   result; output that arrives after it is not shown as live.
 
 import { badge, clear, el, facts } from "./dom.js";
@@ -68,6 +69,19 @@ export class ToolActivity {
     this.failed = new Map(); // finished sequence → retry()
     this.queue = [];
     this.loading = 0;
+    this.unread = new Map(); // result slot → load, until the slot is attached to the page
+  }
+
+  // Read the results whose cards are now attached (called after the timeline attaches cards, and when the stream
+  // turns live). Not while replaying: a replay batch's newest cards are attached only until the next batch comes.
+  loadShown() {
+    if (this.app.session && this.app.session.state === "replaying") return;
+    for (const [slot, load] of this.unread) {
+      if (!slot.isConnected) continue;
+      this.unread.delete(slot);
+      // Still attached when its turn comes? Else it waits again.
+      this.enqueue(() => (slot.isConnected ? load() : Promise.resolve(this.unread.set(slot, load))));
+    }
   }
 
   enqueue(load) {
@@ -180,12 +194,13 @@ export class ToolActivity {
           el("button", { type: "button", onclick: () => this.enqueue(load), text: "Try again" })));
       }
     };
-    this.enqueue(load);
+    this.unread.set(slot, load);
     return slot;
   }
 
   // After a reconnect: read again the results that could not be read.
   retryFailed() {
     for (const load of [...this.failed.values()]) this.enqueue(load);
+    this.loadShown();
   }
 }

@@ -1,0 +1,63 @@
+"""A subscriber that asks for ``batched`` gets the replay in batch frames (issue 20 item 5): every event once, in
+order, in far fewer messages than events, each batch within the payload bound; the same journal unbatched is one
+frame per event (the control); live events keep coming after the boundary."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from codeflux.api.v1 import product_pb2
+from codeflux.server.client import EnvelopeClient
+from codeflux.services.session import BATCH_PAYLOAD_BYTES, PAGE_SIZE
+from codeflux.store.events import SYSTEM_SESSION_ID
+from tests.fixtures.transport_servers import SUBSCRIBE, commit_events, transport_harness
+
+
+def test_replay_comes_in_bounded_batches_then_live(tmp_path: Path) -> None:
+    with transport_harness(tmp_path / "data") as harness:
+        commit_events(harness.db, 600)
+        commit_events(harness.db, 12, pad=200_000)  # 12 events of ~200 kB: the byte bound splits them
+        session = harness.session()
+
+        async def subscribe(batched: bool) -> tuple[list[list[int]], list[int], int, list[int]]:
+            frames: list[list[int]] = []
+            sizes: list[int] = []
+            live: list[int] = []
+            boundary = -1
+            async with await EnvelopeClient.connect(harness.server.ws_url, session=session) as client:
+                request = product_pb2.SubscribeRequest(session_id=SYSTEM_SESSION_ID, batched=batched)
+                stream = await client.open(SUBSCRIBE, request, product_pb2.SessionFrame)
+                async for frame in stream:
+                    body = frame.WhichOneof("body")
+                    if body == "replay_boundary":
+                        boundary = frame.replay_boundary.through_sequence
+                        if batched:
+                            await asyncio.to_thread(commit_events, harness.db, 3)
+                            continue
+                        await stream.cancel()
+                        continue
+                    events = list(frame.batch.events) if body == "batch" else [frame.event]
+                    if boundary >= 0:
+                        live.extend(e.sequence for e in events)
+                        if len(live) >= 3:
+                            await stream.cancel()
+                        continue
+                    frames.append([e.sequence for e in events])
+                    sizes.append(sum(len(e.payload_json) for e in events))
+            return frames, sizes, boundary, live
+
+        batched, sizes, boundary, live = asyncio.run(subscribe(True))
+        single, _, single_boundary, _ = asyncio.run(subscribe(False))
+    replayed = [sequence for frame in batched for sequence in frame]
+    assert replayed == list(range(1, 613))
+    assert boundary == 612
+    assert max(len(frame) for frame in batched) == PAGE_SIZE
+    assert len(batched) < 20
+    assert all(size <= BATCH_PAYLOAD_BYTES or len(frame) == 1 for size, frame in zip(sizes, batched, strict=True))
+    assert any(len(frame) < PAGE_SIZE and size > BATCH_PAYLOAD_BYTES // 2
+               for size, frame in zip(sizes, batched, strict=True))
+    assert live == [613, 614, 615]
+    # The control, after the three live events: unbatched is one event per frame.
+    assert single == [[sequence] for sequence in range(1, 616)]
+    assert single_boundary == 615
