@@ -28,6 +28,7 @@ from typing import Final
 
 from google.protobuf.message import Message
 
+from codeflux.api.v1 import common_pb2
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.journal import read_every_system_event
 from codeflux.coordinator.maintenance import record_provider_key_reference
@@ -111,6 +112,11 @@ def settings_view(app: CoordinatorApp) -> pb.SettingsView:
     return view
 
 
+def _expected_revision(control: common_pb2.MutationControl, current: int | None) -> int | None:
+    """The revision a setting change is made against: the caller's, else the one stored now (None: never set)."""
+    return control.expected_revision if control.expected_revision else current
+
+
 def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamMethod[Message, Message]]:
     def get_settings(ctx: CallContext, request: pb.GetSettingsRequest) -> pb.SettingsView:
         return settings_view(app)
@@ -122,7 +128,7 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
             currency = Currency.parse(request.currency or "USD")
             limit = Money.parse_decimal(request.hard_limit.strip(), currency=currency)
         current = read_budget_default(app.db)
-        expected = request.control.expected_revision if request.control.expected_revision else current.revision
+        expected = _expected_revision(request.control, current.revision)
         set_budget_default(app.db, limit, expected_revision=expected)
         return settings_view(app)
 
@@ -131,7 +137,7 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         if request.policy not in {member.value for member in ClarificationPolicy}:
             raise InvalidValueError(kind="clarification policy", reason="must be ask or assume")
         current = read_clarification_policy(app.db)
-        expected = request.control.expected_revision if request.control.expected_revision else current.revision
+        expected = _expected_revision(request.control, current.revision)
         set_clarification_policy(app.db, ClarificationPolicy(request.policy), expected_revision=expected)
         return settings_view(app)
 
@@ -140,7 +146,7 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         choice = ProviderChoice(provider=request.provider.strip(), cheap_model=request.cheap_model.strip(),
                                 capable_model=request.capable_model.strip())
         current = read_provider_choice(app.db)
-        expected = request.control.expected_revision if request.control.expected_revision else current.revision
+        expected = _expected_revision(request.control, current.revision)
         set_provider_choice(app.db, choice, expected_revision=expected)
         return settings_view(app)
 
