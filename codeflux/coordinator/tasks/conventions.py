@@ -71,10 +71,12 @@ def quarantine_instruction_conventions(tx: Transaction, *, root_commits: tuple[s
     """In the revocation's transaction: quarantine every convention learned from ``path`` at ``sha256`` in the
     repository of ``root_commits`` that is not quarantined yet."""
     done: list[MemoryEntryId] = []
-    for entry in list_memory_entries(tx, kind=MemoryKind.CONVENTION, limit=_MAX_LISTED):
+    entries = [entry for root in root_commits
+               for entry in list_memory_entries(tx, root_commit=root, kind=MemoryKind.CONVENTION, limit=_MAX_LISTED)]
+    for entry in entries:
         body = entry.body
-        if (entry.root_commit not in root_commits or body.get("origin") != ConventionOrigin.INSTRUCTION_FILE
-                or body.get("source") != path or body.get("sha256") != sha256):
+        if (body.get("origin") != ConventionOrigin.INSTRUCTION_FILE or body.get("source") != path
+                or body.get("sha256") != sha256):
             continue
         if memory_entry(tx, entry.entry_id).state is MemoryState.QUARANTINED:
             continue
