@@ -1,11 +1,11 @@
 """Starting a worker process and waiting for it to say it is ready; the low-level half of ``workers``.
 
-The worker runs as ``sys.executable -I -B -m codeflux.worker`` — isolated mode, so neither ``PYTHON*``
-variables nor the worktree (its cwd) can put modules on its path — with cwd = the worktree, a new
-session (so its whole process group can be killed), the allow-listed environment with a per-task
-``HOME`` and ``TMPDIR``, and stderr appended to ``<state_dir>/worker.log`` (0600). The startup JSON,
-token included, is written to its stdin, which stays open: the worker stops when it reads end-of-file,
-so a coordinator that dies takes its workers with it.
+The worker runs as ``sys.executable -I -B -m codeflux.worker`` (:mod:`codeflux.worker.interpreter`) — isolated
+mode, so neither ``PYTHON*`` variables nor the worktree (its cwd) can put modules on its path — with cwd = the
+worktree, a new session (so its whole process group can be killed), the allow-listed environment with a per-task
+``HOME`` and ``TMPDIR``, and stderr appended to ``<state_dir>/worker.log`` (0600). The startup JSON, token
+included, is written to its stdin, which stays open: the worker stops when it reads end-of-file, so a
+coordinator that dies takes its workers with it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import secrets
 import select
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from codeflux.domain.errors import WorkerStartError
 from codeflux.domain.ids import TaskId, WorkerLeaseId
 from codeflux.redact import redact
 from codeflux.worker.environment import build_worker_environment
+from codeflux.worker.interpreter import isolated_python_argv
 from codeflux.worker.processes import kill_process_group
 from codeflux.worker.startup import MAX_SOCKET_PATH_BYTES, STARTUP_PROTOCOL
 
@@ -81,9 +81,7 @@ def launch_worker(
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
     try:
         process = subprocess.Popen(
-            # -I: no PYTHON* variables, no cwd on sys.path; -B: never write __pycache__ (isolated mode
-            # ignores PYTHONDONTWRITEBYTECODE, and the install tree is not the worker's to change).
-            [sys.executable, "-I", "-B", "-m", "codeflux.worker"],
+            isolated_python_argv("codeflux.worker"),
             cwd=worktree,
             env=build_worker_environment(base=base_environment, home=home, tmpdir=tmpdir),
             stdin=subprocess.PIPE,

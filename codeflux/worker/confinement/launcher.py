@@ -21,6 +21,7 @@ from typing import Final
 
 from codeflux.worker.confinement.landlock import LandlockPolicy, restrict_self
 from codeflux.worker.confinement.paths import BoxPaths, install_prefix_to_expose, is_beneath
+from codeflux.worker.interpreter import isolated_python_argv
 
 __all__ = ["launcher_argv", "main", "readable_roots"]
 
@@ -39,7 +40,7 @@ def launcher_argv(python: str, paths: BoxPaths, program: str, argv: list[str], *
         "network": network,
         "abi": abi,
     }
-    return [python, "-I", "-B", "-m", "codeflux.worker.confinement",
+    return [*isolated_python_argv("codeflux.worker.confinement", python=python),
             json.dumps(policy, separators=(",", ":")), "--", program, *argv]
 
 
