@@ -11,11 +11,12 @@ page key offered as a ``codeflux.page.<key>`` subprotocol (else 403) — all bef
 caller (the websocket transport) then applies its rate and connection caps and binds the authentication
 to the connection object; nothing downstream trusts a header.
 
-Routes: ``/launch?token=…`` (redeem once → a page that sets the cookie, hands the tab its page key and
-moves on to ``/``), ``/`` and the app routes (:data:`APP_ROUTE`; the web client's ``index.html`` with the
-cookie, a page explaining how to open codeflux without it), ``/static/<file>`` (the web client's files;
-cookie required), ``/favicon.ico`` (the icon, ``static/favicon.svg``; no cookie needed: the browser asks for
-it on every page, the sign-in explanations included), everything else 404.
+Routes: ``/launch?token=…[&to=/tasks/<id>]`` (redeem once → a page that sets the cookie, hands the tab its
+page key and moves on to ``/``, or to the task's page the link names), ``/`` and the app routes
+(:data:`APP_ROUTE`; the web client's ``index.html`` with the cookie, a page explaining how to open codeflux
+without it), ``/static/<file>`` (the web client's files; cookie required), ``/favicon.ico`` (the icon,
+``static/favicon.svg``; no cookie needed: the browser asks for it on every page, the sign-in explanations
+included), everything else 404.
 
 Requests carry no body: one that announces a body is answered 405 (400 for GET) — websockets' own parser
 would close the connection without a reply, so the server's connection class (`RequestHeadConnection`)
@@ -55,6 +56,9 @@ APP_ROUTE: Final = re.compile(
     r"/(?:(?:app|first-run|repositories|workspace|tasks|settings|diagnostics|review|ledger|recovery)"
     r"(?:/[A-Za-z0-9_.~-]{1,128}){0,6}/?)?"
 )
+
+# A task's page: where a launch link made by `codeflux open --task` leads once redeemed.
+TASK_PAGE: Final = re.compile(r"/tasks/[A-Za-z0-9_-]{1,128}")
 
 HttpResult = tuple[int, list[tuple[str, str]], bytes]
 
@@ -176,13 +180,21 @@ def _has_session(headers: list[tuple[str, str]], tokens: LaunchTokens) -> bool:
     return any(results)
 
 
-def _launch_page(page_key: str) -> bytes:
+def _task_page(query: str) -> str:
+    """The launch link's ``to``: a task's page (``codeflux open --task``), or "" — nothing else is followed."""
+    given = parse_qs(query).get("to", [])
+    return given[0] if len(given) == 1 and TASK_PAGE.fullmatch(given[0]) else ""
+
+
+def _launch_page(page_key: str, task_page: str) -> bytes:
     """The redemption response: it hands this tab its page key (kept in sessionStorage by launch.js, which
-    then replaces the page with ``/``). The key is URL-safe base64, so it needs no escaping."""
+    then replaces the page with ``/``, or with ``task_page`` when the link named a task). The key is URL-safe
+    base64 and the task page matches :data:`TASK_PAGE`, so neither needs escaping (both are escaped anyway)."""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Opening codeflux</title>\n"
         f"<meta name=\"codeflux-page-key\" content=\"{html.escape(page_key)}\">\n"
-        "<script type=\"module\" src=\"/static/launch.js\"></script></head>\n"
+        + (f"<meta name=\"codeflux-task-page\" content=\"{html.escape(task_page)}\">\n" if task_page else "")
+        + "<script type=\"module\" src=\"/static/launch.js\"></script></head>\n"
         "<body><h1>Opening codeflux</h1><noscript><p>codeflux's page needs JavaScript.</p></noscript></body></html>\n"
     ).encode()
 
@@ -218,7 +230,7 @@ def respond_to_http(
                 _page("This launch link cannot be used", "<p>It was already used, has expired or is not valid.</p>"
                       + _HOW_TO_OPEN),
             )
-        return _result(HTTPStatus.OK, host, _launch_page(redeemed.page_key),
+        return _result(HTTPStatus.OK, host, _launch_page(redeemed.page_key, _task_page(target.query)),
                        [("Set-Cookie", redeemed.cookie.set_cookie_header())])
     files = static if static is not None else StaticFiles()
     if target.path == FAVICON_PATH:

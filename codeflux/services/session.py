@@ -27,6 +27,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Final
+from urllib.parse import urlencode
 
 from codeflux.api.v1 import product_pb2
 from codeflux.coordinator.journal import (
@@ -39,7 +40,9 @@ from codeflux.coordinator.journal import (
 from codeflux.domain.errors import NotFoundError, PrerequisiteError, StoreCorruptError, UsageError
 from codeflux.domain.events import EventKind, EventPayload
 from codeflux.services.app import CoordinatorApp
+from codeflux.services.mutations import parse_task_id
 from codeflux.services.registry import UNIX_SOCKET, CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.services.views import task_service
 
 __all__ = ["BATCH_PAYLOAD_BYTES", "PAGE_SIZE", "RECHECK_SECONDS", "methods", "session_event"]
 
@@ -179,6 +182,13 @@ async def _subscribe(
         remove()
 
 
+def _task_page(app: CoordinatorApp, text: str) -> str:
+    """``/tasks/<id>`` for a task that exists (INVALID_ARGUMENT for a malformed id, NOT_FOUND for an unknown one)."""
+    task_id = parse_task_id(text)
+    task_service(app).show(task_id)
+    return f"/tasks/{task_id.value}"
+
+
 def methods(app: CoordinatorApp) -> list[UnaryMethod | StreamMethod]:  # type: ignore[type-arg]
     def subscribe(ctx: CallContext, request: product_pb2.SubscribeRequest) -> AsyncIterator[product_pb2.SessionFrame]:
         return _subscribe(app, request)
@@ -196,8 +206,10 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod | StreamMethod]:  # type: i
         if app.launch_link is None:
             raise PrerequisiteError("no codeflux coordinator serves the browser UI for this data directory: run "
                                     "`codeflux start`")
+        task_page = _task_page(app, request.task_id) if request.task_id else ""  # checked before a token is issued
         link = app.launch_link()
-        return product_pb2.LaunchLink(url=link.url, origin=link.origin, valid_seconds=link.valid_seconds)
+        url = f"{link.url}&{urlencode({'to': task_page})}" if task_page else link.url
+        return product_pb2.LaunchLink(url=url, origin=link.origin, valid_seconds=link.valid_seconds)
 
     return [
         UnaryMethod(

@@ -1,6 +1,6 @@
 """Getting back in (issue 20, item 1): a task has its own address, so reload and back land on it and a
-second tab that redeems a new link comes back to it; a tab whose session ended says which command gets a
-new link."""
+second tab that redeems a new link comes back to it, and so does a tab of its own given the link `codeflux
+open --task` prints; a tab whose session ended says which command gets a new link."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def test_a_task_keeps_its_address_and_an_ended_session_names_the_command(
     demo_task_to_plan(app)  # opening a task gives it its address
     expect(page).to_have_url(TASK_URL, timeout=MS)
     task_url = page.url
+    task_id = task_url.rsplit("/", 1)[1]
     # the list's status word follows the task (never stale): wait for it before taking the line as the reference
     expect(app.testid("task-item").first).to_have_attribute("data-state", "awaiting-plan-approval", timeout=MS)
     title = app.testid("task-item").first.inner_text()
@@ -50,7 +51,7 @@ def test_a_task_keeps_its_address_and_an_ended_session_names_the_command(
     with failure_screenshot(request, lambda: [page, second]):
         second.goto(task_url)
         notice = second.get_by_test_id("needs-launch-link")
-        expect(notice).to_contain_text("codeflux open", timeout=MS)
+        expect(notice).to_contain_text(f"`codeflux open --task {task_id}`", timeout=MS)
         second.goto(server.launch_url())  # the new link, opened in that tab, comes back to the task
         expect(second).to_have_url(task_url, timeout=MS)
         expect(second.get_by_test_id("task-state")).to_have_attribute("data-state", "awaiting-plan-approval",
@@ -58,11 +59,20 @@ def test_a_task_keeps_its_address_and_an_ended_session_names_the_command(
         expect(second.get_by_test_id("task-item").first).to_have_text(title, timeout=MS)
         expect(app.testid("session-ended")).to_have_count(0)  # positive control: nothing ended yet
 
+        # A tab of its own (a bookmark, a browser that opens links in a new tab): the link `codeflux open --task`
+        # prints (SessionService/IssueLaunchLink with the task, tests/integration/test_launch_link_rpc.py) lands
+        # on the task although this tab never was there.
+        third = app.context.new_page()
+        third.goto(f"{server.launch_url()}&to=%2Ftasks%2F{task_id}")
+        expect(third).to_have_url(task_url, timeout=MS)
+        expect(third.get_by_test_id("task-state")).to_have_attribute("data-state", "awaiting-plan-approval",
+                                                                    timeout=MS)
+        third.close()
         second.close()
         server.stop()  # the coordinator stops: the tab says exactly which command gets a new link
         ended = app.testid("session-ended")
         expect(ended).to_be_visible(timeout=MS)
-        expect(ended).to_contain_text("`codeflux open`", timeout=MS)
+        expect(ended).to_contain_text(f"`codeflux open --task {task_id}`", timeout=MS)
         expect(ended).to_contain_text("`codeflux start` if it does not run")
         expect(app.testid("connection")).to_have_text("coordinator: not connected", timeout=MS)
     assert app.foreign_requests == []

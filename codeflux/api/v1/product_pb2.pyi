@@ -1746,8 +1746,10 @@ class BackupView(_message.Message):
     def __init__(self, file_name: _Optional[str] = ..., bytes: _Optional[int] = ..., pages: _Optional[int] = ...) -> None: ...
 
 class IssueLaunchLinkRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("task_id",)
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    task_id: str
+    def __init__(self, task_id: _Optional[str] = ...) -> None: ...
 
 class LaunchLink(_message.Message):
     __slots__ = ("url", "origin", "valid_seconds")

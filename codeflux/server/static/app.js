@@ -48,15 +48,16 @@ class App {
   // key, kept only in the old process's memory) is gone. Either way only a new launch link gets back in.
   showSessionEnded() {
     if (this.sessionNotice.firstChild) return;
-    if (taskIdFromPath(location.pathname)) rememberReturnTo(location.pathname);
+    const taskId = taskIdFromPath(location.pathname);
+    if (taskId) rememberReturnTo(location.pathname);
     this.connection.textContent = "coordinator: not connected";
     this.sessionNotice.append(el("section", { class: "notice", testid: "session-ended", role: "alert" },
       el("h2", { text: "This tab's codeflux session has ended" }),
       el("p", { text: "codeflux stopped, or it was restarted, so this tab cannot reconnect. Your tasks are kept. "
-        + "To get a new link, run `codeflux open` in a terminal while codeflux runs, or `codeflux start` if it "
-        + "does not run any more; either prints a one-time link and opens it in your browser." }),
-      el("p", { text: "Each task has its own address (/tasks/…): a new link opened in this tab comes back to "
-        + "this task." })));
+        + `To get a new link, run \`${openCommand(taskId)}\` in a terminal while codeflux runs, or \`codeflux `
+        + "start` if it does not run any more; either prints a one-time link and opens it in your browser." }),
+      taskId ? el("p", { text: `\`${openCommand(taskId)}\` opens this task's page; so does a new link opened `
+        + "in this tab." }) : null));
   }
 
   // Follow the address: /tasks/<id> selects that task; anything else shows the screen it was left on.
@@ -93,13 +94,14 @@ class App {
     if (!pageKey()) {
       // The page key comes only with a launch link, and stays in the tab that opened it. A new link opened
       // in this tab comes back to the task address it is on.
-      if (taskIdFromPath(location.pathname)) rememberReturnTo(location.pathname);
+      const taskId = taskIdFromPath(location.pathname);
+      if (taskId) rememberReturnTo(location.pathname);
       this.connection.textContent = "coordinator: not connected";
       clear(this.main).append(el("section", { class: "notice", testid: "needs-launch-link" },
         el("h2", { text: "Open codeflux from its launch link" }),
         el("p", { text: "This tab was not opened through a codeflux launch link, so it cannot connect. "
-          + "Run `codeflux open` in a terminal for a new link (or `codeflux start` if codeflux does not run): "
-          + "each link opens codeflux in one tab, and that tab keeps working after a reload." })));
+          + `Run \`${openCommand(taskId)}\` in a terminal for a new link (or \`codeflux start\` if codeflux `
+          + "does not run): each link opens codeflux in one tab, and that tab keeps working after a reload." })));
       return;
     }
     try {
@@ -378,6 +380,11 @@ const TASK_PATH = /^\/tasks\/([A-Za-z0-9_-]{1,128})\/?$/;
 function taskIdFromPath(path) {
   const match = TASK_PATH.exec(path);
   return match ? match[1] : null;
+}
+
+// The command that prints a new launch link: for a task's page, one that opens that task.
+function openCommand(taskId) {
+  return taskId ? `codeflux open --task ${taskId}` : "codeflux open";
 }
 
 function taskPath(taskId) {

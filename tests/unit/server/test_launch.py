@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given
@@ -171,6 +172,22 @@ def test_launch_sets_the_cookie_and_hands_the_page_its_key_then_refuses_the_seco
     assert status == 403
     assert "Set-Cookie" not in headers
     assert "codeflux start" in body
+
+
+def test_a_link_made_for_a_task_names_its_page_and_nothing_else_is_followed() -> None:
+    tokens = LaunchTokens()
+    status, _, body = request(tokens, f"/launch?token={tokens.issue()}&to=%2Ftasks%2Ftsk_0123456789abcdef")
+    assert status == 200
+    assert '<meta name="codeflux-task-page" content="/tasks/tsk_0123456789abcdef">' in body
+    _, _, plain = request(tokens, f"/launch?token={tokens.issue()}")  # the control: no `to`, no task page
+    assert "codeflux-task-page" not in plain
+    for elsewhere in ("//evil.example/", "https://evil.example/tasks/x", "/tasks/../settings", "/tasks/a%22b",
+                      "/settings", "/tasks/", "/tasks/x/y", "javascript:alert(1)"):
+        status, headers, body = request(tokens, f"/launch?token={tokens.issue()}&to={quote(elsewhere, safe='')}")
+        assert status == 200 and "Set-Cookie" in headers  # the link still signs in …
+        assert "codeflux-task-page" not in body  # … but leads only to "/"
+    twice = f"/launch?token={tokens.issue()}&to=%2Ftasks%2Fa&to=%2Ftasks%2Fb"
+    assert "codeflux-task-page" not in request(tokens, twice)[2]
 
 
 @pytest.mark.parametrize("path", ["/launch", "/launch?token=", "/launch?token=nope", "/launch?token=a&token=b"])
