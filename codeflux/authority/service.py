@@ -54,6 +54,7 @@ from codeflux.authority.repository_approvals import (
 from codeflux.domain.authority import ApprovalScope, DecisionRow, ToolRequestRow
 from codeflux.domain.authority import RequestSource as RecordedSource
 from codeflux.domain.capabilities import CapabilityNeed
+from codeflux.domain.display import operation_summary
 from codeflux.domain.errors import (
     DecisionAlreadyRecordedError,
     IdempotencyConflictError,
@@ -67,6 +68,7 @@ from codeflux.domain.execution import FailureKind, ToolExecutionState
 from codeflux.domain.ids import ApprovalId, DecisionId, RepositoryApprovalId, TaskId, ToolRequestId
 from codeflux.domain.operations import Operation, derive_operation_identity
 from codeflux.domain.repository_approvals import RepositoryRoots
+from codeflux.redact import redact
 from codeflux.store import authority as rows
 from codeflux.store import repository_approvals as repository_rows
 from codeflux.store.database import Database, ReadView, Transaction
@@ -225,7 +227,7 @@ class AuthorityService:
                 request_id=ToolRequestId.parse(request.request_id), tool=operation.tool, operation=str(identity),
                 needs=tuple(str(item.need) for item in classification.needs),
                 decision_id=DecisionId.parse(decision.decision_id), outcome=decision.outcome.value,
-                repository_approval_id=standing,
+                repository_approval_id=standing, summary=redact(operation_summary(operation.arguments)),
             ))
             view = RequestView(request_id=request.request_id, task_id=task_id, tool=operation.tool,
                                operation=operation, identity=identity, classification=classification,

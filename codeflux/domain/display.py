@@ -28,12 +28,18 @@ tables; a code point assigned in one version and unassigned in the other is esca
 from __future__ import annotations
 
 import json
+import shlex
 import unicodedata
+from collections.abc import Sequence
 from typing import Final
 
 from codeflux.domain.tools import ArgumentValue
 
-__all__ = ["argument_display_text", "escape_for_display", "needs_display_escape"]
+__all__ = ["SUMMARY_MAX_CHARS", "argument_display_text", "escape_for_display", "needs_display_escape",
+           "operation_summary"]
+
+SUMMARY_MAX_CHARS: Final = 160
+"""How long :func:`operation_summary` may be (an ellipsis ends a longer one)."""
 
 _ESCAPED_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
 
@@ -68,3 +74,21 @@ def argument_display_text(value: ArgumentValue) -> str:
     if isinstance(value, tuple):
         return json.dumps(list(value), ensure_ascii=False)
     return json.dumps(value)
+
+
+def operation_summary(arguments: Sequence[tuple[str, ArgumentValue]]) -> str:
+    """A tool call in one line for a timeline row: a command's argv as a POSIX shell would read it, a file
+    tool's path, else its first argument; escaped for display and cut at :data:`SUMMARY_MAX_CHARS`. The tool's
+    name is shown beside it; the exact operation stays on the card (this is never what is approved)."""
+    named = dict(arguments)
+    argv, path = named.get("argv"), named.get("path")
+    if isinstance(argv, tuple):
+        text = shlex.join(str(item) for item in argv)
+    elif isinstance(path, str):
+        text = path
+    elif arguments:
+        text = argument_display_text(arguments[0][1])
+    else:
+        text = ""
+    shown = escape_for_display(text)
+    return shown if len(shown) <= SUMMARY_MAX_CHARS else shown[: SUMMARY_MAX_CHARS - 1] + "…"

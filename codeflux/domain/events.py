@@ -340,6 +340,9 @@ class ToolRequested(EventPayload):
     outcome: str
     repository_approval_id: RepositoryApprovalId | None = dataclasses.field(default=None, metadata=OMITTED_WHEN_NONE)
     """The repository approval that decided the request at once (allow for this repository), if one did."""
+    summary: str | None = dataclasses.field(default=None, metadata=OMITTED_WHEN_NONE)
+    """The call in one line for the timeline (:func:`codeflux.domain.display.operation_summary`, redacted): a
+    command as a shell reads it, a file tool's path. Events recorded before it existed have none."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

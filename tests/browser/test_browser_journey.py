@@ -72,11 +72,18 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     expect(card.get_by_test_id("approval-allow-once")).to_have_count(0)
     expect(app.testid("timeline").locator(this_card)).to_have_count(1)  # back in its place
 
-    # the event, the resulting state and the render are three separate facts
-    finished = app.page.locator('[data-kind="tool-execution-finished"]').first
+    # the event, the resulting state and the render are three separate facts; a tool call is one row of the
+    # conversation, its result inside it (read when expanded), its execution records internal
+    finished = app.testid("timeline").locator('li:has([data-testid="tool-result"])').first
     expect(finished).to_be_visible(timeout=MS)
     expect(finished.get_by_test_id("tool-result")).to_be_visible()
+    finished.get_by_test_id("tool-result-details").locator("summary").click()
     expect(finished.get_by_test_id("tool-state")).to_contain_text("Final result (committed)", timeout=MS)
+    internal = app.page.locator('[data-kind="tool-execution-intended"]').first
+    expect(internal).to_be_hidden()
+    app.testid("timeline-details").check()  # "Show internal events" shows them
+    expect(internal).to_be_visible()
+    app.testid("timeline-details").uncheck()
     allow_once_until_review(app)
     task_state(app, "awaiting-review")
     expect(app.testid("needs-you-review")).to_be_visible(timeout=MS)

@@ -89,6 +89,6 @@ def test_a_pending_approval_is_answerable_before_a_long_replay_ends(
     assert sequences[-1] >= EVENTS
     # Earlier events page in on demand, still each once and in order.
     app.testid("timeline-show-earlier").click()
-    more = timeline_sequences(app)
-    assert len(more) > len(sequences) and more[-len(sequences):] == sequences
+    more = timeline_sequences(app)  # the run goes on after the decision: newer events may have come meanwhile
+    assert more[0] < sequences[0] and more[-1] >= sequences[-1] and len(more) > len(sequences)
     assert more == list(range(more[0], more[0] + len(more)))

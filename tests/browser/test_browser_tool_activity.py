@@ -54,8 +54,14 @@ def app(served_page: AppPage) -> AppPage:
 
 
 def finished_card(app: AppPage, request_id: str) -> Any:
-    return app.page.locator('[data-kind="tool-execution-finished"]'
-                            f':has([data-testid="tool-result"][data-request-id="{request_id}"])')
+    """The tool call's own row, which holds its result once it finished (its finished event's card is internal)."""
+    return app.testid("timeline").locator(f'li:has([data-testid="tool-result"][data-request-id="{request_id}"])')
+
+
+def opened_result(row: Any) -> Any:
+    """Expand the row's result (read from the coordinator only then) and return it."""
+    row.get_by_test_id("tool-result-details").locator("summary").click()
+    return row.get_by_test_id("tool-activity")
 
 
 def selected_task_id(app: AppPage) -> str:
@@ -89,13 +95,18 @@ def test_finished_cards_show_the_committed_result_also_after_reconnect_and_reloa
     request_id = str(card.get_attribute("data-request-id"))
     task_id = selected_task_id(app)
 
-    edit = app.page.locator('[data-kind="tool-execution-finished"]').first
-    expect(edit.get_by_test_id("tool-activity")).to_have_attribute("data-state", "succeeded", timeout=MS)
+    edit = app.testid("timeline").locator('li:has([data-testid="tool-result"])').first
+    expect(edit.get_by_test_id("tool-call-outcome")).to_contain_text("succeeded", timeout=MS)
+    expect(edit.get_by_test_id("tool-activity")).to_have_count(0)  # collapsed: not read yet
+    expect(opened_result(edit)).to_have_attribute("data-state", "succeeded", timeout=MS)
+    expect(edit.get_by_test_id("tool-call-summary")).to_contain_text("calc/ops.py")  # the file by name
     expect(edit.get_by_test_id("tool-facts")).to_contain_text("no exit code (file tool)")
     expect(edit.get_by_test_id("tool-facts")).to_contain_text("edit_file")
 
     card.get_by_test_id("approval-allow-once").click()
-    activity = finished_card(app, request_id).get_by_test_id("tool-activity")
+    expect(finished_card(app, request_id).get_by_test_id("tool-call-outcome")).to_contain_text("exit code 0",
+                                                                                           timeout=MS)
+    activity = opened_result(finished_card(app, request_id))
     expect(activity).to_have_attribute("data-state", "succeeded", timeout=MS)
     expect(activity.get_by_test_id("tool-state")).to_contain_text("Final result (committed)")
     expect(activity.get_by_test_id("tool-state")).to_contain_text("succeeded")
@@ -114,7 +125,7 @@ def test_finished_cards_show_the_committed_result_also_after_reconnect_and_reloa
     app.page.reload()
     app.page.locator(f'[data-testid="task-item"][data-task-id="{task_id}"]').click()
     expect_live(app)
-    activity = finished_card(app, request_id).get_by_test_id("tool-activity")
+    activity = opened_result(finished_card(app, request_id))
     expect(activity).to_have_attribute("data-state", "succeeded", timeout=MS)
     expect(activity.get_by_test_id("tool-stdout")).to_contain_text("passed")
     assert_one_card_per_sequence(app)
@@ -152,17 +163,16 @@ def test_live_output_shows_in_the_tool_card_until_the_final_result_replaces_it(
 
     expect(card.get_by_test_id("approval-allow-once")).to_be_enabled(timeout=MS)
     card.get_by_test_id("approval-allow-once").click()
-    expect(finished_card(app, request_id).get_by_test_id("tool-activity")).to_have_attribute(
-        "data-state", "succeeded", timeout=MS)
-    expect(app.page.get_by_test_id("tool-live-output")).to_have_count(0)
-    replaced = app.page.get_by_test_id("tool-live-replaced")
+    expect(opened_result(finished_card(app, request_id))).to_have_attribute("data-state", "succeeded", timeout=MS)
+    expect(finished_card(app, request_id).get_by_test_id("tool-live-output")).to_have_count(0)
+    replaced = finished_card(app, request_id).get_by_test_id("tool-live-replaced")  # in the call's own row
     expect(replaced).to_have_count(1)
     expect(replaced).to_contain_text("Final (committed)", timeout=MS)
     expect(replaced).to_contain_text("exit code 0")
 
     emit("stdout", "late\n", 24)
     expect(chunks.last).to_contain_text("arrived after the final result", timeout=MS)
-    expect(app.page.get_by_test_id("tool-live-output")).to_have_count(0)
+    expect(finished_card(app, request_id).get_by_test_id("tool-live-output")).to_have_count(0)
     assert_one_card_per_sequence(app)
     assert app.foreign_requests == []
 

@@ -3,6 +3,7 @@ identity-bound approvals consumed with the execution intent, capability denials,
 
 from __future__ import annotations
 
+import json
 import os
 from functools import partial
 from pathlib import Path
@@ -28,9 +29,9 @@ from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import bind_tool_request
 from codeflux.store.authority import ExecutionResultValues
 from codeflux.store.database import Database, Transaction
-from codeflux.store.events import find_journal_gaps
+from codeflux.store.events import find_journal_gaps, read_events_after
 from codeflux.store.task_records import change_task_state
-from codeflux.store.tasks import insert_task, require_task
+from codeflux.store.tasks import insert_task, require_task, task_session_id
 from tests.fixtures.journal import count, event_kinds
 
 PIN = ExecutablePin(path="/usr/bin/true", sha256="c" * 64)
@@ -65,6 +66,22 @@ def test_a_request_its_first_decision_and_its_event_commit_together(db: Database
     assert event_kinds(db, task_id) == ["task-created", "tool-requested"]
     assert [request.request_id for request in service.pending_requests(task_id)] == [view.request_id]
     assert db.read(find_journal_gaps) == []
+
+
+@pytest.mark.security
+def test_the_tool_requested_event_names_the_call_and_never_carries_a_secret_in_it(
+        db: Database, service: AuthorityService) -> None:
+    """The timeline's row for a call names its command (the event's one-line summary), redacted like any output."""
+    task_id = new_task(db)
+    key = "sk-ant-api03-" + "Q" * 80
+    submit(service, task_id, "run_command", "k1", argv=["pytest", "-q"])
+    submit(service, task_id, "run_command", "k2", argv=["curl", "-H", f"x-api-key: {key}", "https://example.com"])
+    submit(service, task_id, "read_file", "k3", path="calc/ops.py")
+    events = db.read(lambda view: read_events_after(view, session_id=task_session_id(task_id), after_sequence=0,
+                                                    limit=100))
+    summaries = [json.loads(event.payload_json).get("summary") for event in events if event.kind == "tool-requested"]
+    assert summaries[0] == "pytest -q" and summaries[2] == "calc/ops.py"  # the control: a command, a file by name
+    assert summaries[1].startswith("curl -H ") and key not in summaries[1] and "Q" * 20 not in summaries[1]
 
 
 def test_an_automatic_read_still_records_an_immutable_decision_row(db: Database, service: AuthorityService) -> None:

@@ -74,7 +74,7 @@ def leans(*first_party: str, third_party: frozenset[str] | None = frozenset(),
 IMPORT_TABLE: dict[str, Leans] = {
     "domain": leans(),
     "store": leans("domain", third_party=frozenset({"apsw", "platformdirs"})),
-    "authority": leans("domain", "store"),
+    "authority": leans("domain", "store", "redact"),  # a tool request's one-line summary is redacted
     "credentials": leans("domain", "redact", third_party=frozenset({"keyring", "secretstorage", "jeepney"})),
     "redact": leans("domain", third_party=frozenset({"regex"})),  # partial matching for streamed output
     "gitwork": leans("domain", third_party=frozenset({"pygit2"})),

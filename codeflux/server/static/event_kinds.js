@@ -69,7 +69,7 @@ export const EVENT_KEYS = Object.freeze({
   "attempt-sent-back": Object.freeze(["task_id", "attempt", "gate", "rung", "fingerprint", "decision"]),
   "checkpoint-created": Object.freeze(["task_id", "sequence", "trigger", "commit", "ref", "head", "diff_identity", "plan_revision", "attempt"]),
   "agent-message": Object.freeze(["conversation_id", "attempt", "text", "truncated", "redacted"]),
-  "tool-requested": Object.freeze(["request_id", "tool", "operation", "needs", "decision_id", "outcome", "repository_approval_id"]),
+  "tool-requested": Object.freeze(["request_id", "tool", "operation", "needs", "decision_id", "outcome", "repository_approval_id", "summary"]),
   "authority-decided": Object.freeze(["request_id", "decision_id", "outcome", "decided_by", "approval_id", "denied", "refused_requests", "repository_approval_id"]),
   "tool-execution-intended": Object.freeze(["request_id", "execution_id", "operation", "consumed_approval_id"]),
   "tool-output": Object.freeze(["request_id", "execution_id", "stream", "text", "offset", "stopped"]),

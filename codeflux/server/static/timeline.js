@@ -1,5 +1,8 @@
 // The task's timeline: ONE card per committed event, keyed by its sequence, never duplicated on replay or
-// reconnect. Approval cards (a tool request waiting for a person) get their exact operation from the
+// reconnect. It reads as a conversation: what the agent said, each tool call as one row (its command or file by
+// name; its live output and committed result expand inside that row), check results, the person's decisions and
+// the task's state. Every other event (execution records, model calls, checkpoints, system decisions — the ids
+// and internal keys) is internal: its card is built but shown only with "Show internal events". Approval cards (a tool request waiting for a person) get their exact operation from the
 // TaskView's pending approvals, can be answered only while that TaskView shows the task awaiting
 // authority with the request pending, and lose their buttons once an `authority-decided` event resolves
 // them. Tool results and live output: tools.js. Kinds are named only through event_kinds.js, which is
@@ -25,7 +28,12 @@ export class Timeline {
     this.decisions = new Map();
     this.operations = new Map();
     this.tools = new ToolActivity(app);
-    this.root = el("ol", { class: "timeline", testid: "timeline", "aria-live": "polite" });
+    this.root = el("ol", { class: "timeline", testid: "timeline", "aria-live": "polite", dataset: { details: "0" } });
+    this.calls = new Map(); // request id → { tool, summary } from its tool-requested event
+    const toggle = el("input", { type: "checkbox", testid: "timeline-details",
+      onchange: () => { this.root.dataset.details = toggle.checked ? "1" : "0"; } });
+    this.controls = el("p", { class: "timeline-controls" }, el("label", {}, toggle,
+      " Show internal events (execution records, model calls, checkpoints, ids)"));
     this.empty = el("li", { class: "empty", testid: "timeline-empty", text: "No events yet." });
     this.root.append(this.empty);
     this.limit = WINDOW; // how many of the newest cards are attached
@@ -155,7 +163,9 @@ export class Timeline {
   render(event, payload) {
     const builder = CARD_BUILDERS[event.kind] || genericCard;
     const body = builder.call(this, payload, event);
-    return el("li", { class: `card card-${event.kind}`, testid: body.testid || "timeline-card" },
+    const internal = body.internal === undefined ? !CONVERSATION.has(event.kind) : body.internal;
+    return el("li", { class: `card card-${event.kind}${internal ? " internal" : ""}`, testid: body.testid || "timeline-card",
+      dataset: internal ? { internal: "1" } : {} },
       el("div", { class: "card-meta" },
         el("span", { class: "seq", text: `#${event.sequence}` }),
         el("span", { class: "committed", text: "committed" }),
@@ -257,14 +267,29 @@ function allowedBefore(earlier, refused) {
   earlier.map((e) => `in task ${e.taskId} on ${e.decidedAt} (${e.outcome})`).join("; ")), stale);
 }
 
+// What a row calls a tool call: its tool, and its command or file by name (an event recorded before codeflux
+// kept the summary shows the tool alone).
+function callLine(call, testid) {
+  return el("p", { class: "tool-call-line" }, el("strong", { text: call.tool }), call.summary ? " " : "",
+    call.summary ? el("code", { testid, text: call.summary }) : null);
+}
+
+function identity(pairs) {
+  return el("details", { class: "ids" }, el("summary", { text: "Identity (ids)" }), facts(pairs));
+}
+
 function toolRequested(payload) {
+  const call = { tool: payload.tool || "unknown tool", summary: typeof payload.summary === "string" ? payload.summary : "" };
+  this.calls.set(payload.request_id, call);
   if (payload.outcome !== "pending") {
-    const content = el("div", {}, facts([["Operation", payload.operation], ["Needs", (payload.needs || []).join(", ")]]),
+    const content = el("div", { class: "tool-call" }, callLine(call, "tool-call-summary"),
       el("p", {}, "Decision: ", badge(payload.outcome || "unknown")),
       payload.repository_approval_id ? el("p", { testid: "decided-by-repository-approval" },
-        `Allowed for this repository earlier (${payload.repository_approval_id}); no card was needed.`) : null);
+        `Allowed for this repository earlier (${payload.repository_approval_id}); no card was needed.`) : null,
+      identity([["Operation", payload.operation], ["Request", payload.request_id],
+        ["Needs", (payload.needs || []).join(", ")]]));
     this.tools.attach(payload.request_id, content);
-    return { title: `Tool requested: ${payload.tool || "unknown tool"}`, testid: "tool-card", content };
+    return { title: "Tool call", testid: "tool-card", content };
   }
   const requestId = payload.request_id;
   const early = this.approvals.get(requestId);
@@ -280,7 +305,7 @@ function toolRequested(payload) {
     });
     return { title: `Approval requested: ${payload.tool || "tool"}`, testid: "approval-pinned-placeholder", content };
   }
-  const detail = el("div", { class: "approval-detail" },
+  const detail = el("div", { class: "approval-detail" }, callLine(call, "tool-call-summary"),
     facts([["Tool", payload.tool], ["Operation", payload.operation], ["Needs", (payload.needs || []).join(", ")]]));
   const parts = approvalParts.call(this, requestId, payload.tool, detail);
   const content = parts.content;
@@ -320,11 +345,14 @@ function authorityDecided(payload) {
     ? el("p", { testid: "allowed-for-repository" },
       `Also allowed for this repository (${payload.repository_approval_id}): this exact operation runs without asking ` +
       "in every later task of it until revoked in Settings.") : null;
+  const call = this.calls.get(payload.request_id);
   return {
     title: "Decision recorded",
     testid: "decision-card",
-    content: el("div", {}, el("p", {}, "Outcome: ", badge(payload.outcome), ` (by ${payload.decided_by || "unknown"})`),
-      denied, repository),
+    // The rules' own rulings are bookkeeping; a person's (or the headless policy's) decision is part of the story.
+    internal: payload.decided_by === "system",
+    content: el("div", {}, call ? callLine(call) : null,
+      el("p", {}, "Outcome: ", badge(payload.outcome), ` (by ${payload.decided_by || "unknown"})`), denied, repository),
   };
 }
 
@@ -332,22 +360,33 @@ function executionIntended(payload) {
   this.operations.set(payload.execution_id, payload.operation);
   const content = el("div", {}, facts([["Operation", payload.operation], ["Execution", payload.execution_id],
     ["Used approval", payload.consumed_approval_id || "none"]]));
-  this.tools.attach(payload.request_id, content);
+  if (!this.tools.hostOf(payload.request_id)) this.tools.attach(payload.request_id, content); // no row of its own
   return { title: "Tool execution started", testid: "tool-card", content };
 }
 
-// The event says how it ended; the card then reads the committed result (tools.js).
+// The event says how it ended; its result goes into the tool call's own row (one row per call), collapsed: the
+// committed result is read when it is expanded (tools.js). Without that row (never on a whole replay) it stays here.
 function executionFinished(payload, event) {
-  const exit = payload.exit_code === null || payload.exit_code === undefined ? "none reported" : String(payload.exit_code);
-  return {
-    title: "Tool execution finished",
-    testid: "tool-card",
-    content: el("div", { testid: "tool-result", dataset: { requestId: payload.request_id || "" } },
-      el("p", {}, "Ended: ", badge(payload.state || "unknown")),
-      facts([["Operation", this.operations.get(payload.execution_id) || "unknown"], ["Execution", payload.execution_id],
-        ["Request", payload.request_id], ["Exit code (event)", exit], ["Failure", payload.failure_kind || "none"]]),
-      this.tools.finished(payload, event)),
-  };
+  const known = payload.exit_code !== null && payload.exit_code !== undefined;
+  const requestId = payload.request_id || "";
+  const details = el("details", { class: "tool-result-details", testid: "tool-result-details",
+    ontoggle: () => this.tools.loadShown() }, el("summary", { text: "Output and committed result" }),
+  this.tools.finished(payload, event));
+  const result = el("div", { testid: "tool-result", dataset: { requestId } },
+    el("p", { class: "tool-call-outcome", testid: "tool-call-outcome" }, "Ended: ", badge(payload.state || "unknown"),
+      known ? `, exit code ${payload.exit_code}` : "", payload.failure_kind ? ` — ${payload.failure_kind}` : ""),
+    details);
+  const ids = identity([["Operation", this.operations.get(payload.execution_id) || "unknown"],
+    ["Execution", payload.execution_id], ["Request", requestId]]);
+  const host = this.tools.hostOf(requestId);
+  if (host) {
+    host.append(result);
+    return { title: "Tool execution finished", testid: "tool-card", internal: true,
+      content: el("div", {}, el("p", { text: "Its result is shown in the tool call's row." }), ids) };
+  }
+  const call = this.calls.get(requestId);
+  return { title: "Tool call finished", testid: "tool-card", internal: false,
+    content: el("div", {}, call ? callLine(call) : null, result, ids) };
 }
 
 function modelCall(payload, event) {
@@ -365,10 +404,19 @@ function stateChanged(payload) {
     content: el("p", {}, badge(payload.from), " → ", badge(payload.to), payload.reason ? ` — ${payload.reason}` : "") };
 }
 
+// One pipeline step's verdicts: counted by outcome in the title, what did not pass named, the rest on demand.
 function stagesRecorded(payload) {
-  const stages = (payload.stages || []).map(([name, outcome]) => `${name}: ${outcome}`);
-  return { title: `Pipeline stages recorded (attempt ${payload.attempt})`, testid: "stages-card",
-    content: el("div", {}, textList(stages, "no stages"),
+  const stages = payload.stages || [];
+  const counts = new Map();
+  for (const [, outcome] of stages) counts.set(outcome, (counts.get(outcome) || 0) + 1);
+  const summary = [...counts].map(([outcome, count]) => `${count} ${outcome}`).join(" · ") || "no stages";
+  const notable = stages.filter(([, outcome]) => outcome !== "satisfied" && outcome !== "skipped");
+  return { title: `Checks (attempt ${payload.attempt}): ${summary}`, testid: "stages-card",
+    content: el("div", {},
+      notable.length ? el("ul", { class: "plain", testid: "stages-notable" },
+        notable.map(([name, outcome]) => el("li", {}, badge(outcome), ` ${name}`))) : null,
+      el("details", {}, el("summary", { text: `Every stage of this step (${stages.length})` }),
+        textList(stages.map(([name, outcome]) => `${name}: ${outcome}`), "no stages")),
       el("button", { type: "button", onclick: () => this.app.openLedger(), text: "Open the pipeline ledger" })) };
 }
 
@@ -406,7 +454,38 @@ function genericCard(payload, event) {
   return { title: event.kind.replaceAll("-", " "), testid: "timeline-card", content: facts(summary) };
 }
 
+const minorUnits = (minor) => (minor === undefined || minor === null ? "unknown" : `${minor} minor units (e.g. cents)`);
+
+function planEvent(title) {
+  return (payload) => ({ title: `${title} (revision ${payload.revision})`, testid: "plan-event-card",
+    content: el("div", {}, payload.by || payload.created_by ? el("p", { text: `by ${payload.by || payload.created_by}` }) : null,
+      identity([["Plan digest", payload.sha256]])) });
+}
+
+// The kinds that make the conversation; every other kind's card is internal (see the top of this file).
+const CONVERSATION = new Set([
+  EventKind.AGENT_MESSAGE, EventKind.TOOL_REQUESTED, EventKind.TOOL_EXECUTION_FINISHED, EventKind.AUTHORITY_DECIDED,
+  EventKind.TASK_CREATED, EventKind.TASK_STATE_CHANGED, EventKind.STAGE_VERDICTS_RECORDED,
+  EventKind.PLAN_REVISION_RECORDED, EventKind.PLAN_APPROVED, EventKind.PLAN_SENT_BACK, EventKind.ATTEMPT_SENT_BACK,
+  EventKind.TASK_ACCEPTED, EventKind.ACCEPT_CONFLICTED, EventKind.DELIVERY_RECORDED, EventKind.RECOVERY_ASSESSED,
+  EventKind.MODEL_CALL_REFUSED, EventKind.BUDGET_WARNING, EventKind.BUDGET_EXHAUSTED,
+  EventKind.BROWSER_DECISION_REFUSED,
+]);
+
 const CARD_BUILDERS = {
+  [EventKind.PLAN_REVISION_RECORDED]: planEvent("Plan drafted"),
+  [EventKind.PLAN_APPROVED]: planEvent("Plan approved"),
+  [EventKind.PLAN_SENT_BACK]: planEvent("Plan sent back"),
+  [EventKind.ATTEMPT_SENT_BACK]: (payload) => ({ title: `Attempt ${payload.attempt} sent back`, testid: "timeline-card",
+    content: el("div", {}, el("p", { text: `at the ${payload.gate} gate; the next rung: ${payload.rung} (${payload.decision})` }),
+      identity([["Failure fingerprint", payload.fingerprint]])) }),
+  [EventKind.ACCEPT_CONFLICTED]: (payload) => ({ title: "Accept stopped: the branch moved and conflicts",
+    testid: "timeline-card", content: el("div", {}, el("p", { text: `branch ${payload.branch}` }),
+      textList(payload.conflicting_paths || [], "no paths recorded")) }),
+  [EventKind.BUDGET_WARNING]: (payload) => ({ title: "Budget warning", testid: "timeline-card",
+    content: el("p", { text: `spent ${minorUnits(payload.spent_minor)}; the warning is at ${minorUnits(payload.warning_minor)}` }) }),
+  [EventKind.BUDGET_EXHAUSTED]: (payload) => ({ title: "Budget exhausted: no more model calls", testid: "timeline-card",
+    content: facts([["Spent", String(payload.spent ?? "unknown")], ["Remaining", String(payload.remaining ?? "unknown")]]) }),
   [EventKind.TOOL_REQUESTED]: toolRequested,
   [EventKind.AUTHORITY_DECIDED]: authorityDecided,
   [EventKind.TOOL_EXECUTION_INTENDED]: executionIntended,

@@ -4,12 +4,13 @@
 //   the request's tool card (its execution card, else its request / approval card) under "Live output
 //   (streamed, not final)". Each event still has its own small entry (one entry per sequence) that says
 //   where its text went.
-// * Final result: when `tool-execution-finished` is committed (live or on replay), its card reads the
-//   committed result with TaskService.GetToolActivity and shows it, labelled final: the state in words
-//   (never colour alone), the exit code or why there is none, stdout / stderr / content with "(truncated)"
-//   markers, the message — once its card is attached to the page (the timeline attaches only its newest cards,
-//   timeline.js WINDOW), so a long task costs one call per shown result, not one per result. The live output of that request is then replaced by a pointer to the final
-//   result; output that arrives after it is not shown as live.
+// * Final result: when `tool-execution-finished` is committed (live or on replay), the tool call's row says how
+//   it ended (from the event) and, once that row is expanded, reads the committed result with
+//   TaskService.GetToolActivity and shows it, labelled final: the state in words (never colour alone), the exit
+//   code or why there is none, stdout / stderr / content with "(truncated)" markers, the message. A result is read
+//   only while its slot is on the page (the timeline attaches only its newest cards, timeline.js WINDOW) and not
+//   inside a collapsed row, so a long task costs one call per result someone opens. The live output of that
+//   request is then replaced by a pointer to the final result; output that arrives after it is not shown as live.
 
 import { badge, clear, el, facts } from "./dom.js";
 import { escapeForDisplay } from "./format.js";
@@ -62,6 +63,11 @@ export function resultView(view) {
     el("details", {}, el("summary", { text: "Operation (exact arguments, in order)" }), args));
 }
 
+// On the page and not inside a collapsed row: a result slot is read only then.
+function shown(slot) {
+  return slot.isConnected && slot.closest("details:not([open])") === null;
+}
+
 export class ToolActivity {
   constructor(app) {
     this.app = app;
@@ -77,10 +83,10 @@ export class ToolActivity {
   loadShown() {
     if (this.app.session && this.app.session.state === "replaying") return;
     for (const [slot, load] of this.unread) {
-      if (!slot.isConnected) continue;
+      if (!shown(slot)) continue;
       this.unread.delete(slot);
       // Still attached when its turn comes? Else it waits again.
-      this.enqueue(() => (slot.isConnected ? load() : Promise.resolve(this.unread.set(slot, load))));
+      this.enqueue(() => (shown(slot) ? load() : Promise.resolve(this.unread.set(slot, load))));
     }
   }
 
@@ -106,6 +112,12 @@ export class ToolActivity {
     return found;
   }
 
+  // The element of the request's own card (its tool call row or approval card) that shows its activity, if any.
+  hostOf(requestId) {
+    const found = this.requests.get(requestId);
+    return found && found.host && !found.hostIsFallback ? found.host : null;
+  }
+
   // `host` (an element in the request's card) shows the request's live output from now on.
   attach(requestId, host) {
     if (!requestId) return;
@@ -128,6 +140,7 @@ export class ToolActivity {
     } else {
       if (!entry.host) {
         entry.host = content.appendChild(el("div", {})); // no card of this request: show it here
+        entry.hostIsFallback = true;
         where = "shown below";
       }
       this.appendLive(entry, stream, text, payload.offset);
@@ -171,8 +184,10 @@ export class ToolActivity {
     const slot = el("div", { class: "tool-result-slot", testid: "tool-result-slot" },
       el("p", { class: "loading", text: "Reading the committed result…" }));
     if (entry.live) {
-      entry.pointer = el("p", { class: "live-replaced", testid: "tool-live-replaced" },
-        `Live output replaced by the final, committed result: see #${sequence}.`);
+      const exit = payload.exit_code === null || payload.exit_code === undefined ? "no exit code reported"
+        : `exit code ${payload.exit_code}`;
+      entry.pointer = el("p", { class: "live-replaced", testid: "tool-live-replaced" }, "Final (committed): ",
+        badge(payload.state || "unknown"), `, ${exit} — the live output was replaced by the committed result (#${sequence}).`);
       entry.live.replaceWith(entry.pointer);
       entry.live = null;
     }

@@ -88,7 +88,7 @@ export class TaskPanel {
       dataset: { count: "0" } }, el("h3", { text: "Needs you" }), this.needsLines, this.pinned);
     timeline.pinInto(this.pinned);
     this.root = el("section", { class: "task", testid: "task-panel" }, this.header, this.needsYou, this.actions,
-      this.plan, this.budget, el("h3", { text: "Timeline" }), timeline.root);
+      this.plan, this.budget, el("h3", { text: "Timeline" }), timeline.controls, timeline.root);
   }
 
   // The lines of "Needs you" other than pending tool requests (those are their own cards, pinned by the timeline).
