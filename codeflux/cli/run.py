@@ -44,6 +44,7 @@ from codeflux.cli.inputs import read_text_file
 from codeflux.cli.views import print_plan
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.maintenance import append_app_log_record
+from codeflux.coordinator.provider_keys import key_loader
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.planner import propose_plan
@@ -275,7 +276,8 @@ def build_gateway(db: Database, args: argparse.Namespace, *, phases: Sequence[st
         raise UsageError("--script is for --provider scripted only")
     if not args.cheap_model:
         raise UsageError(f"--provider {args.provider} needs --cheap-model (and optionally --capable-model)")
-    adapter = build_model_adapter(args.provider, base_url=args.base_url, uses_key=not args.no_key)
+    adapter = build_model_adapter(args.provider, base_url=args.base_url, uses_key=not args.no_key,
+                                  key_loader=key_loader(db))
     route = ModelRoute(provider=args.provider, adapter=adapter, cheap_model=args.cheap_model,
                        capable_model=args.capable_model or args.cheap_model)
     return ModelGateway(db, [route]), str(getattr(adapter, "display_name", args.provider))
