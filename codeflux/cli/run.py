@@ -169,7 +169,9 @@ def refuse_unconfined_preapprovals(ctx: CliContext, db: Database, driver: ToolDr
 def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--provider", choices=PROVIDERS, default=SCRIPTED,
                         help="who answers: scripted (not a model; offline, the default) or a model provider "
-                             "whose key is in the OS credential store (`codeflux provider set`)")
+                             "whose key is in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY or "
+                             "CODEFLUX_<PROVIDER>_API_KEY, which win) or the OS credential store "
+                             "(`codeflux provider set`)")
     parser.add_argument("--script", default=None, metavar="FILE",
                         help="the scripted provider's turns (JSON: {\"plan\": [turns], \"run\": [turns]}; "
                              "default: the demo's shipped script)")
