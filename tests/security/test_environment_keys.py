@@ -76,7 +76,7 @@ def test_environment_keys_reach_the_provider_and_never_sqlite_logs_workers_or_di
             assert main(["--data-dir", str(data), *args]) == 0
         # the third call waits while the worker (which ran the edit) is read, then is refused: the run ends there
         refusal = json_reply({"error": {"message": "stop here", "type": "invalid_request_error"}}, status=400)
-        server.enqueue(json_reply(plan), json_reply(first_turn), dataclasses.replace(refusal, delay_s=1.0))
+        server.enqueue(json_reply(plan), json_reply(first_turn), dataclasses.replace(refusal, delay_s=0.5))
         run = subprocess.Popen(
             [sys.executable, "-m", "codeflux", "--data-dir", str(data), "run", "--repo", str(repo),
              "--requirement-file", str(repo / "TASK.md"), "--provider", "openai-compatible", "--base-url", base_url,

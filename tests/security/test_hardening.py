@@ -193,7 +193,8 @@ def _imports_per_process(log: str) -> list[set[str]]:
 @pytest.mark.parametrize("entry", sorted(ENTRIES))
 def test_the_coordinator_starts_again_without_credential_variables(tmp_path: Path, entry: str) -> None:
     """The real ``codeflux start``: the same pid, once it serves, was started without the credential variables;
-    and the process that re-executed had not imported the CLI (it only checked the environment)."""
+    and the process that re-executed had not imported the CLI (it only checked the environment). The provider keys
+    among them were handed over anyway: ``provider list``, answered by that coordinator, names their variables."""
     canary = f"sk-ant-{secrets.token_hex(16)}"
     environment = {**os.environ, "ANTHROPIC_API_KEY": canary, "MY_SERVICE_TOKEN": canary,
                    "CODEFLUX_OPENAI_API_KEY": canary, "CODEFLUX_HOME": str(tmp_path / "data"),
@@ -212,6 +213,14 @@ def test_the_coordinator_starts_again_without_credential_variables(tmp_path: Pat
         assert canary.encode() not in seen
         assert b"ANTHROPIC_API_KEY" not in seen and b"MY_SERVICE_TOKEN" not in seen
         assert b"CODEFLUX_OPENAI_API_KEY" not in seen  # a key for codeflux is handed over by a pipe, not kept
+        if entry == "console script":  # the coordinator holds the keys it was handed and says where they come from
+            kept, _ = environment_without_secrets(os.environ)
+            listed = subprocess.run([*_entry(entry), "provider", "list"], capture_output=True, text=True, timeout=120,
+                                    env={**kept, "CODEFLUX_HOME": str(tmp_path / "data")}, check=False)
+            lines = {line.split()[0]: line for line in listed.stdout.splitlines() if line.strip()}
+            assert lines["anthropic"].endswith("key from: environment (ANTHROPIC_API_KEY)"), listed.stdout
+            assert lines["openai"].endswith("key from: environment (CODEFLUX_OPENAI_API_KEY)"), listed.stdout
+            assert canary not in listed.stdout + listed.stderr
     finally:
         process.terminate()
         process.communicate(timeout=30)
