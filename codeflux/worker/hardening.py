@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import stat
 import sys
@@ -126,9 +127,14 @@ def harden_process() -> None:
 
 def _hand_off(keys: Mapping[str, str]) -> int:
     """A pipe holding ``keys`` (``name NUL value NUL`` …) whose reading end the re-executed process inherits;
-    its writing end is closed before the ``execve``. Keys beyond the size bound are left behind."""
+    its writing end is closed before the ``execve``. Nothing here can block (no one reads until after the
+    ``execve``): the writing end is non-blocking, and keys beyond the size bound or the pipe's capacity (a user
+    over ``pipe-user-pages-soft`` gets one page) are left behind — a record cut short is never read as a key."""
     read_end, write_end = os.pipe()
     try:
+        with contextlib.suppress(OSError, AttributeError):  # F_SETPIPE_SZ: Linux only
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 2 * _MAX_HANDED_OFF_BYTES)
+        os.set_blocking(write_end, False)
         payload, size = [], 0
         for name, value in sorted(keys.items()):
             record = f"{name}\x00{value}\x00".encode("utf-8", "surrogateescape")
@@ -137,8 +143,9 @@ def _hand_off(keys: Mapping[str, str]) -> int:
             payload.append(record)
             size += len(record)
         data = b"".join(payload)
-        while data:
-            data = data[os.write(write_end, data):]
+        with contextlib.suppress(BlockingIOError):
+            while data:
+                data = data[os.write(write_end, data):]
     finally:
         os.close(write_end)
     os.set_inheritable(read_end, True)
@@ -167,9 +174,10 @@ def _receive_handed_off_keys() -> None:
     finally:
         with contextlib.suppress(OSError):
             os.close(fd)
-    fields = b"".join(chunks).split(b"\x00")
+    fields = b"".join(chunks).split(b"\x00")[:-1]  # what follows the last NUL is a record cut short
+    fields = fields[:len(fields) - len(fields) % 2]  # so is a name without its value
     received = {name.decode("utf-8", "surrogateescape"): value.decode("utf-8", "surrogateescape")
-                for name, value in zip(fields[0:-1:2], fields[1::2], strict=False)}
+                for name, value in zip(fields[0::2], fields[1::2], strict=True)}
     received = {name: value for name, value in received.items() if is_provider_key_variable(name) and value}
     if received:
         from codeflux.redact import default_redactor  # noqa: PLC0415 (only a process that was handed keys)

@@ -58,3 +58,12 @@ def test_the_names_that_carry_a_key_for_codeflux() -> None:
                               "MISTRAL_API_KEY", "anthropic_api_key")
             if hardening.is_provider_key_variable(name)] == [
         "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEFLUX_ANTHROPIC_API_KEY", "CODEFLUX_OPENAI_COMPATIBLE_API_KEY"]
+
+
+def test_a_record_cut_short_is_never_read_as_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    whole, cut = a_test_key(), a_test_key()
+    for tail in (f"OPENAI_API_KEY\x00{cut[:10]}", "OPENAI_API_KEY\x00", "OPENAI_API"):
+        fd = _pipe_holding(f"ANTHROPIC_API_KEY\x00{whole}\x00{tail}".encode())
+        monkeypatch.setenv(hardening.HANDOFF_VARIABLE, f"{fd}:{os.getpid()}")
+        hardening._receive_handed_off_keys()
+        assert hardening.take_handed_off_keys() == {"ANTHROPIC_API_KEY": whole}, tail
