@@ -18,8 +18,8 @@ process writes the names and values into a pipe, closes the writing end and re-e
 end inherited and its number (with the pid, which ``execve`` keeps) in ``CODEFLUX_KEY_HANDOFF``. The
 re-executed process reads the pipe to its end, closes it, drops that variable and registers each value with
 the redactor before anything else runs; :func:`take_handed_off_keys` gives the values to
-:mod:`codeflux.credentials.environment` once. Workers never see them: a worker's environment is built from an
-allow-list (:mod:`codeflux.worker.environment`) and no descriptor but its own pipes is inherited.
+:func:`codeflux.coordinator.provider_keys.process_keys` once. Workers never see them: a worker's environment is
+built from an allow-list (:mod:`codeflux.worker.environment`) and no descriptor but its own pipes is inherited.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ __all__ = [
 HANDOFF_VARIABLE: Final = "CODEFLUX_KEY_HANDOFF"
 """``<fd>:<pid>`` of the pipe holding the provider keys a re-executed process was handed (never the keys)."""
 _PROVIDER_KEY_NAMES: Final = frozenset({"ANTHROPIC_API_KEY", "OPENAI_API_KEY"})
-_MAX_HANDED_OFF_BYTES: Final = 32 * 1024  # well under a pipe's buffer: writing never blocks
+_MAX_HANDED_OFF_BYTES: Final = 32 * 1024  # provider keys are at most 4096 characters each
 _handed_off: dict[str, str] = {}
 
 _PR_SET_DUMPABLE: Final = 4
