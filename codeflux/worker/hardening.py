@@ -120,7 +120,8 @@ def harden_process() -> None:
                                        ("-P", not sys.flags.isolated and not _current_directory_first())) if on]
         keys = {name: value for name, value in os.environ.items() if is_provider_key_variable(name) and value}
         if keys:
-            kept[HANDOFF_VARIABLE] = f"{_hand_off(keys)}:{os.getpid()}"
+            with contextlib.suppress(OSError):  # no pipe to be had (descriptors exhausted): the keys stay behind
+                kept[HANDOFF_VARIABLE] = f"{_hand_off(keys)}:{os.getpid()}"
         os.execve(sys.executable, [sys.executable, *flags, "-m", "codeflux", *sys.argv[1:]], kept)  # noqa: S606
     make_undumpable()
 
