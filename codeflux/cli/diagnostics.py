@@ -34,6 +34,7 @@ import codeflux
 from codeflux.cli.context import CliContext
 from codeflux.coordinator.doctor import run_doctor
 from codeflux.coordinator.maintenance import collect_diagnostics_of_storage
+from codeflux.coordinator.provider_keys import process_keys
 from codeflux.credentials import Secret, load_provider_key, probe_credential_store
 from codeflux.domain.errors import (
     CodefluxError,
@@ -86,6 +87,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if os.path.lexists(output):
         raise OutputExistsError(what=f"the output {output}")
     location = ctx.location()
+    process_keys()  # keys given in the environment are loaded secrets too: the scan refuses them like stored ones
     stored = _load_stored_keys()
     text = json.dumps(_build_bundle(location, stored), indent=2, sort_keys=True, ensure_ascii=True) + "\n"
     _refuse_secrets(text, stored)

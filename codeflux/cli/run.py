@@ -44,6 +44,7 @@ from codeflux.cli.inputs import read_text_file
 from codeflux.cli.views import print_plan
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.maintenance import append_app_log_record
+from codeflux.coordinator.provider_keys import key_loader
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.planner import propose_plan
@@ -168,7 +169,9 @@ def refuse_unconfined_preapprovals(ctx: CliContext, db: Database, driver: ToolDr
 def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--provider", choices=PROVIDERS, default=SCRIPTED,
                         help="who answers: scripted (not a model; offline, the default) or a model provider "
-                             "whose key is in the OS credential store (`codeflux provider set`)")
+                             "whose key is in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY or "
+                             "CODEFLUX_<PROVIDER>_API_KEY, which win) or the OS credential store "
+                             "(`codeflux provider set`)")
     parser.add_argument("--script", default=None, metavar="FILE",
                         help="the scripted provider's turns (JSON: {\"plan\": [turns], \"run\": [turns]}; "
                              "default: the demo's shipped script)")
@@ -275,7 +278,8 @@ def build_gateway(db: Database, args: argparse.Namespace, *, phases: Sequence[st
         raise UsageError("--script is for --provider scripted only")
     if not args.cheap_model:
         raise UsageError(f"--provider {args.provider} needs --cheap-model (and optionally --capable-model)")
-    adapter = build_model_adapter(args.provider, base_url=args.base_url, uses_key=not args.no_key)
+    adapter = build_model_adapter(args.provider, base_url=args.base_url, uses_key=not args.no_key,
+                                  key_loader=key_loader(db))
     route = ModelRoute(provider=args.provider, adapter=adapter, cheap_model=args.cheap_model,
                        capable_model=args.capable_model or args.cheap_model)
     return ModelGateway(db, [route]), str(getattr(adapter, "display_name", args.provider))

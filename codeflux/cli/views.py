@@ -258,15 +258,17 @@ def _price_cells(row: product_pb2.PriceRow) -> tuple[str, ...]:
 
 
 def print_providers(ctx: CliContext, statuses: Sequence[product_pb2.ProviderStatus]) -> None:
-    """Each provider: whether a key is in the OS credential store (never the key) and whether codeflux
-    recorded a reference to it; ``unknown`` with why when the credential store could not be asked."""
+    """Each provider: whether a key is in the OS credential store (never the key), whether codeflux
+    recorded a reference to it, and where the key a call sends comes from (an environment variable wins);
+    ``unknown`` with why when the credential store could not be asked."""
     unknown_because = ""
     for status in statuses:
         unknown = status.detail.startswith(_UNKNOWN)
         unknown_because = status.detail[len(_UNKNOWN):] if unknown else unknown_because
         stored = "unknown" if unknown else ("yes" if status.credential_stored else "no")
         recorded = "yes" if status.reference_recorded else "no"
-        ctx.say(f"{status.name:<18} stored: {stored:<7} reference recorded: {recorded}")
+        source = f"  key from: {status.key_source}" if status.key_source else ""
+        ctx.say(f"{status.name:<18} stored: {stored:<7} reference recorded: {recorded:<3}{source}")
     if unknown_because:
         ctx.say(f"provider: {unknown_because}")
 

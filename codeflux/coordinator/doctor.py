@@ -27,7 +27,8 @@ from typing import TypeVar
 import apsw
 
 from codeflux.coordinator.instance import running_coordinator
-from codeflux.credentials import probe_credential_store, stored_provider_keys
+from codeflux.coordinator.provider_keys import key_origins, process_keys
+from codeflux.credentials import KeySource, probe_credential_store, stored_provider_keys
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import CodefluxError, ConfinementUnavailableError, InvalidValueError, StoreCorruptError
 from codeflux.domain.providers import ProviderName
@@ -308,20 +309,32 @@ def _check_credential_store() -> CheckResult:
 
 
 def _check_provider_credentials(location: DataLocation) -> CheckResult:
+    """Where each provider's key comes from (never the key): its environment variable (which wins), the OS
+    credential store, or none (:func:`~codeflux.coordinator.provider_keys.key_origins`)."""
     title = "provider credentials"
     keys = stored_provider_keys()
+    origins = key_origins(keys)
+    sources = "; ".join(f"{name.value}: {origins[name].text}" for name in ProviderName
+                        if origins[name].source is not None)
+    ignored = process_keys().ignored_variables
+    note = ("" if not ignored else
+            f" ({', '.join(ignored)} set but not a key: ignored)")
+    with_key = [name for name in ProviderName if origins[name].source in (KeySource.ENVIRONMENT,
+                                                                            KeySource.CREDENTIAL_STORE)]
     if not keys.known:
+        known = f"; {sources}" if sources else ""
+        return CheckResult(id="provider-credentials", title=title,
+                           status=CheckStatus.OK if with_key else CheckStatus.MISSING, required=False,
+                           summary=f"stored keys cannot be listed: the credential store is not usable{known}{note}",
+                           remediation="fix the OS credential store first (see above), or give a key in the "
+                                       "environment (ANTHROPIC_API_KEY, OPENAI_API_KEY or CODEFLUX_<PROVIDER>_API_KEY)")
+    if not with_key:
         return CheckResult(id="provider-credentials", title=title, status=CheckStatus.MISSING, required=False,
-                           summary="cannot be listed: the credential store is not usable",
-                           remediation="fix the OS credential store first (see above)")
-    stored = [name.value for name in ProviderName if name in keys.stored]
-    if not stored:
-        return CheckResult(id="provider-credentials", title=title, status=CheckStatus.MISSING, required=False,
-                           summary="no provider key stored (the scripted demo needs none)",
+                           summary=f"no provider key (the scripted demo needs none){note}",
                            remediation="store one with `codeflux provider set --name anthropic` (the key is read "
-                                       "from standard input)")
+                                       "from standard input), or set ANTHROPIC_API_KEY for codeflux's run")
     return CheckResult(id="provider-credentials", title=title, status=CheckStatus.OK,
-                       summary="stored for " + ", ".join(stored) + " (not contacted)")
+                       summary=f"key from: {sources} (not contacted){note}")
 
 
 def _check_worktree_space(location: DataLocation) -> CheckResult:

@@ -42,6 +42,7 @@ __all__ = [
     "CredentialStoreStatus",
     "delete_provider_key",
     "has_provider_key",
+    "key_generation",
     "load_provider_key",
     "probe_credential_store",
     "store_provider_key",
@@ -79,6 +80,21 @@ _OTHER_OS_FIX = (
 )
 
 T = TypeVar("T")
+
+_generations: dict[ProviderName, int] = {}
+_generations_lock = threading.Lock()
+
+
+def key_generation(name: ProviderName) -> int:
+    """How many times this process stored or deleted provider ``name``'s key: a key held from an earlier
+    generation may be stale (:class:`codeflux.credentials.held.HeldKeys` reads it again)."""
+    with _generations_lock:
+        return _generations.get(ProviderName.parse(name), 0)
+
+
+def _changed(provider: ProviderName) -> None:
+    with _generations_lock:
+        _generations[provider] = _generations.get(provider, 0) + 1
 
 
 class CredentialStoreState(StrEnum):
@@ -158,7 +174,10 @@ def store_provider_key(
     def work(backend: Any) -> None:
         backend.set_password(CREDENTIAL_SERVICE, provider.value, value)
 
-    _run_keyring_operation(work, action="store the key", timeout_s=timeout_s)
+    try:
+        _run_keyring_operation(work, action="store the key", timeout_s=timeout_s)
+    finally:
+        _changed(provider)
     return CredentialReference.for_provider(provider)
 
 
@@ -203,7 +222,10 @@ def delete_provider_key(name: ProviderName, *, timeout_s: float = _DEFAULT_OPERA
             raise
         return True
 
-    return _run_keyring_operation(work, action="delete the key", timeout_s=timeout_s)
+    try:
+        return _run_keyring_operation(work, action="delete the key", timeout_s=timeout_s)
+    finally:
+        _changed(provider)
 
 
 def _read_key(provider: ProviderName, *, timeout_s: float) -> str | None:

@@ -8,26 +8,30 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from codeflux.credentials import load_provider_key
 from codeflux.domain.errors import UsageError
 from codeflux.providers.anthropic import AnthropicAdapter
 from codeflux.providers.openai import OpenAIAdapter
 from codeflux.providers.openai_compatible import OpenAICompatibleAdapter
 from codeflux.providers.scripted import ScriptedAdapter, ScriptedTurn
-from codeflux.providers.wire import ModelAdapter
+from codeflux.providers.wire import KeyLoader, ModelAdapter
 
 __all__ = ["build_model_adapter", "build_scripted_adapter"]
 
 
-def build_model_adapter(provider: str, *, base_url: str | None = None, uses_key: bool = True) -> ModelAdapter:
-    """The adapter for ``provider`` (``anthropic``, ``openai`` or ``openai-compatible``)."""
+def build_model_adapter(provider: str, *, base_url: str | None = None, uses_key: bool = True,
+                        key_loader: KeyLoader = load_provider_key) -> ModelAdapter:
+    """The adapter for ``provider`` (``anthropic``, ``openai`` or ``openai-compatible``); it fetches its key
+    through ``key_loader`` (the coordinator passes the keys it holds for the run:
+    :func:`codeflux.coordinator.provider_keys.key_loader`)."""
     if provider == "anthropic":
-        return AnthropicAdapter()
+        return AnthropicAdapter(key_loader=key_loader)
     if provider == "openai":
-        return OpenAIAdapter()
+        return OpenAIAdapter(key_loader=key_loader)
     if provider == "openai-compatible":
         if not base_url:
             raise UsageError("the openai-compatible provider needs a base URL (--base-url)")
-        return OpenAICompatibleAdapter(base_url=base_url, uses_key=uses_key)
+        return OpenAICompatibleAdapter(base_url=base_url, uses_key=uses_key, key_loader=key_loader)
     raise UsageError(f"unknown provider {provider!r}; choose anthropic, openai or openai-compatible")
 
 

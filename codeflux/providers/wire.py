@@ -49,7 +49,8 @@ class ModelAdapter(Protocol):
 
 
 def load_key_for_call(provider: ProviderName, *, loader: KeyLoader, redactor: Redactor) -> Secret:
-    """The provider's key, fetched now (never cached between calls) and registered with ``redactor``."""
+    """The provider's key from ``loader`` (which may hold it for the run: :mod:`codeflux.credentials.held`),
+    registered with ``redactor``."""
     key = loader(provider)
     redactor.add_secret(key.reveal())
     return key

@@ -32,6 +32,7 @@ from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator import demo
 from codeflux.coordinator.journal import SYSTEM_SESSION_ID
 from codeflux.coordinator.maintenance import stored_provider_key_names
+from codeflux.coordinator.provider_keys import key_origins
 from codeflux.coordinator.tasks.records import has_any_task, known_repositories, known_repository
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.credentials import StoredProviderKeys, stored_provider_keys
@@ -60,8 +61,9 @@ _SERVICE: Final = "WorkspaceService"
 
 def provider_statuses(db: Database | None, *,
                       timeout_s: float = CREDENTIAL_STATUS_TIMEOUT_S) -> list[pb.ProviderStatus]:
-    """Each provider's credential status as ``codeflux provider list`` shows it (never a key), bounded in time.
-    ``db`` None: there is no database yet, so no reference is recorded."""
+    """Each provider's credential status as ``codeflux provider list`` shows it (never a key), bounded in time, with
+    where the key a call sends comes from (:func:`~codeflux.coordinator.provider_keys.key_origins`: an environment
+    variable wins over the OS credential store). ``db`` None: there is no database yet, so no reference is recorded."""
     references = frozenset() if db is None else stored_provider_key_names(db)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codeflux-credential-status")
     try:
@@ -71,6 +73,7 @@ def provider_statuses(db: Database | None, *,
                                   unknown_because=f"the OS credential store did not answer within {timeout_s:.0f} s")
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+    origins = key_origins(keys)
     statuses = []
     for provider in ProviderName:
         stored = provider in keys.stored
@@ -79,7 +82,8 @@ def provider_statuses(db: Database | None, *,
         else:
             detail = "a key is stored (not contacted)" if stored else "no key stored"
         statuses.append(pb.ProviderStatus(name=provider.value, credential_stored=stored,
-                                          reference_recorded=provider.value in references, detail=detail))
+                                          reference_recorded=provider.value in references, detail=detail,
+                                          key_source=origins[provider].text))
     return statuses
 
 

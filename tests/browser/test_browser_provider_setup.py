@@ -41,6 +41,7 @@ def test_a_provider_and_key_set_in_settings_reach_the_composer_and_a_new_task(
         expect(app.testid("provider-current")).to_contain_text("because of the demo", timeout=MS)
         anthropic = app.page.locator('[data-testid="provider-option"][data-provider="anthropic"]')
         expect(anthropic.get_by_test_id("provider-key-status")).to_have_text("no key stored")
+        expect(anthropic.get_by_test_id("provider-key-source")).to_have_text("none")
         expect(anthropic.get_by_test_id("provider-models")).to_contain_text(
             f"{MODEL} (claude-sonnet-4-5-20250929): input 3.00, output 15.00 USD")
         expect(app.page.locator('[data-testid="provider-option"][data-provider="scripted"]')).to_contain_text(
@@ -53,6 +54,8 @@ def test_a_provider_and_key_set_in_settings_reach_the_composer_and_a_new_task(
             "anthropic: key stored in the OS credential store", timeout=MS)
         expect(app.page.locator('[data-testid="provider-option"][data-provider="anthropic"]').get_by_test_id(
             "provider-key-status")).to_have_text("a key is stored (not contacted)")
+        expect(app.page.locator('[data-testid="provider-option"][data-provider="anthropic"]').get_by_test_id(
+            "provider-key-source")).to_have_text("OS credential store")  # where a call's key comes from
         expect(app.testid("provider-key")).to_have_value("")
         assert load_provider_key(ProviderName.ANTHROPIC).reveal() == key  # positive control: it reached the store
 

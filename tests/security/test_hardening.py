@@ -193,10 +193,12 @@ def _imports_per_process(log: str) -> list[set[str]]:
 @pytest.mark.parametrize("entry", sorted(ENTRIES))
 def test_the_coordinator_starts_again_without_credential_variables(tmp_path: Path, entry: str) -> None:
     """The real ``codeflux start``: the same pid, once it serves, was started without the credential variables;
-    and the process that re-executed had not imported the CLI (it only checked the environment)."""
+    and the process that re-executed had not imported the CLI (it only checked the environment). The provider keys
+    among them were handed over anyway: ``provider list``, answered by that coordinator, names their variables."""
     canary = f"sk-ant-{secrets.token_hex(16)}"
     environment = {**os.environ, "ANTHROPIC_API_KEY": canary, "MY_SERVICE_TOKEN": canary,
-                   "CODEFLUX_HOME": str(tmp_path / "data"), "PYTHONPROFILEIMPORTTIME": "1"}
+                   "CODEFLUX_OPENAI_API_KEY": canary, "CODEFLUX_HOME": str(tmp_path / "data"),
+                   "PYTHONPROFILEIMPORTTIME": "1"}
     import_log = tmp_path / "imports.log"
     with import_log.open("w") as log:
         process = subprocess.Popen([*_entry(entry), "start", "--no-browser", "--address", "127.0.0.1:0"],
@@ -210,6 +212,15 @@ def test_the_coordinator_starts_again_without_credential_variables(tmp_path: Pat
         assert b"CODEFLUX_HOME" in seen  # the same process (the pid survives exec), its configuration kept
         assert canary.encode() not in seen
         assert b"ANTHROPIC_API_KEY" not in seen and b"MY_SERVICE_TOKEN" not in seen
+        assert b"CODEFLUX_OPENAI_API_KEY" not in seen  # a key for codeflux is handed over by a pipe, not kept
+        if entry == "console script":  # the coordinator holds the keys it was handed and says where they come from
+            kept, _ = environment_without_secrets(os.environ)
+            listed = subprocess.run([*_entry(entry), "provider", "list"], capture_output=True, text=True, timeout=120,
+                                    env={**kept, "CODEFLUX_HOME": str(tmp_path / "data")}, check=False)
+            lines = {line.split()[0]: line for line in listed.stdout.splitlines() if line.strip()}
+            assert lines["anthropic"].endswith("key from: environment (ANTHROPIC_API_KEY)"), listed.stdout
+            assert lines["openai"].endswith("key from: environment (CODEFLUX_OPENAI_API_KEY)"), listed.stdout
+            assert canary not in listed.stdout + listed.stderr
     finally:
         process.terminate()
         process.communicate(timeout=30)
@@ -258,11 +269,13 @@ def test_the_coordinator_keeps_what_it_needs_and_drops_what_could_carry_a_creden
     kept, removed = environment_without_secrets({
         "PATH": "/usr/bin", "HOME": "/home/a", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/bus",
         "CODEFLUX_HOME": "/d", "OPENAI_API_KEY": "x", "GITHUB_TOKEN": "y", "AWS_SECRET_ACCESS_KEY": "z",
-        "DISPLAY": ":0", "SSH_AUTH_SOCK": "/run/agent",
+        "DISPLAY": ":0", "SSH_AUTH_SOCK": "/run/agent", "CODEFLUX_ANTHROPIC_API_KEY": "k",
+        "CODEFLUX_KEY_HANDOFF": "3:1",
     })
     assert json.dumps(sorted(kept)) == json.dumps(sorted(
         ["PATH", "HOME", "DBUS_SESSION_BUS_ADDRESS", "CODEFLUX_HOME", "DISPLAY"]))
-    assert removed == ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "OPENAI_API_KEY", "SSH_AUTH_SOCK"]
+    assert removed == ["AWS_SECRET_ACCESS_KEY", "CODEFLUX_ANTHROPIC_API_KEY", "CODEFLUX_KEY_HANDOFF", "GITHUB_TOKEN",
+                       "OPENAI_API_KEY", "SSH_AUTH_SOCK"]
 
 
 @pytest.fixture

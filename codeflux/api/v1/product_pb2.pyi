@@ -116,16 +116,18 @@ class GetOverviewRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ProviderStatus(_message.Message):
-    __slots__ = ("name", "credential_stored", "reference_recorded", "detail")
+    __slots__ = ("name", "credential_stored", "reference_recorded", "detail", "key_source")
     NAME_FIELD_NUMBER: _ClassVar[int]
     CREDENTIAL_STORED_FIELD_NUMBER: _ClassVar[int]
     REFERENCE_RECORDED_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    KEY_SOURCE_FIELD_NUMBER: _ClassVar[int]
     name: str
     credential_stored: bool
     reference_recorded: bool
     detail: str
-    def __init__(self, name: _Optional[str] = ..., credential_stored: _Optional[bool] = ..., reference_recorded: _Optional[bool] = ..., detail: _Optional[str] = ...) -> None: ...
+    key_source: str
+    def __init__(self, name: _Optional[str] = ..., credential_stored: _Optional[bool] = ..., reference_recorded: _Optional[bool] = ..., detail: _Optional[str] = ..., key_source: _Optional[str] = ...) -> None: ...
 
 class Overview(_message.Message):
     __slots__ = ("version", "provider_label", "scripted", "providers", "repositories", "data_directory_name", "system_session_id", "first_run")

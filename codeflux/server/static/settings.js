@@ -4,12 +4,14 @@ import { badge, clear, el, facts, mutatingButton, section, textList } from "./do
 import { escapeForDisplay, money } from "./format.js";
 
 // The coordinator's own words for each provider (``detail``): "a key is stored", "no key stored", or
-// "unknown: <why>" when the OS credential store cannot say — never turned into "no key" here.
+// "unknown: <why>" when the OS credential store cannot say — never turned into "no key" here; and where the key
+// a call sends comes from (``keySource``): "environment (ANTHROPIC_API_KEY)", "OS credential store" or "none".
 export function providerList(providers, testid) {
   return el("ul", { class: "plain", testid }, (providers || []).map((p) => el("li", { dataset: { provider: p.name } },
     el("strong", { text: p.name }), " — ",
     p.detail || (p.credentialStored ? "a key is stored" : "no key stored"),
-    p.referenceRecorded ? "; reference recorded" : "")));
+    p.referenceRecorded ? "; reference recorded" : "",
+    p.keySource ? `; key from: ${p.keySource}` : "")));
 }
 
 export function settingsView(app, settings) {
@@ -53,7 +55,9 @@ export function providersSection(app, settings) {
     const key = status ? (status.detail || (status.credentialStored ? "a key is stored" : "no key stored")) : "unknown";
     const models = prices.filter((r) => r.provider === name);
     return el("li", { testid: "provider-option", dataset: { provider: name } },
-      el("strong", { text: name }), " — key: ", el("span", { testid: "provider-key-status", text: key }),
+      el("strong", { text: name }), " — key from: ",
+      el("span", { testid: "provider-key-source", text: status && status.keySource ? status.keySource : "unknown" }),
+      " (stored key: ", el("span", { testid: "provider-key-status", text: key }), ")",
       models.length ? el("ul", { class: "plain", testid: "provider-models" }, models.map((r) => el("li", { text: rateLine(r) })))
         : el("p", { class: "note", text: "No rates recorded: any model name is accepted and its cost is unknown " +
           "(record one with `codeflux prices set`)." }));
