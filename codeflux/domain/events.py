@@ -38,7 +38,16 @@ from codeflux.domain.event_codec import (
     encode_fields,
     payload_key_of,
 )
-from codeflux.domain.ids import ApprovalId, DecisionId, RepositoryApprovalId, RepositoryId, RunId, TaskId, ToolRequestId
+from codeflux.domain.ids import (
+    ApprovalId,
+    DecisionId,
+    IncidentId,
+    RepositoryApprovalId,
+    RepositoryId,
+    RunId,
+    TaskId,
+    ToolRequestId,
+)
 from codeflux.domain.pipeline.outcomes import StageOutcome
 from codeflux.domain.tasks import TaskState
 
@@ -65,6 +74,10 @@ __all__ = [
     "EndpointApproved",
     "EventKind",
     "EventPayload",
+    "IncidentDismissed",
+    "IncidentNew",
+    "IncidentRecurred",
+    "IncidentRegressed",
     "InstructionFileApproved",
     "InstructionFileRevoked",
     "JsonValue",
@@ -165,6 +178,11 @@ class EventKind(StrEnum):
     # repository instruction files
     INSTRUCTION_FILE_APPROVED = "instruction-file-approved"
     INSTRUCTION_FILE_REVOKED = "instruction-file-revoked"
+    # incidents (issue 22)
+    INCIDENT_NEW = "incident-new"
+    INCIDENT_RECURRED = "incident-recurred"
+    INCIDENT_REGRESSED = "incident-regressed"
+    INCIDENT_DISMISSED = "incident-dismissed"
 
 
 class EventPayload:
@@ -738,6 +756,50 @@ class InstructionFileRevoked(EventPayload):
     by: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentNew(EventPayload):
+    """A failure reported for ``repository_id`` whose fingerprint was not seen there before: a new incident.
+    ``summary`` is the fingerprint's one line (normalised; never the reported text)."""
+
+    KIND = EventKind.INCIDENT_NEW
+    incident_id: IncidentId
+    repository_id: RepositoryId
+    fingerprint: str
+    summary: str
+    source: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentRecurred(EventPayload):
+    """Another occurrence of a known incident; ``occurrences`` counts every report so far, this one included."""
+
+    KIND = EventKind.INCIDENT_RECURRED
+    incident_id: IncidentId
+    occurrences: int
+    state: str
+    source: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentRegressed(EventPayload):
+    """An incident fixed by ``task_id`` (an accepted task that named it) was seen again."""
+
+    KIND = EventKind.INCIDENT_REGRESSED
+    incident_id: IncidentId
+    task_id: TaskId | None
+    occurrences: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentDismissed(EventPayload):
+    """A person dismissed an incident, with ``reason``; later occurrences are counted, the state stays."""
+
+    KIND = EventKind.INCIDENT_DISMISSED
+    incident_id: IncidentId
+    from_state: str
+    reason: str
+
+
 # ─── the registry ───────────────────────────────────────────────────────────────────────────────────
 
 _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
@@ -754,6 +816,7 @@ _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
     LadderRungApproved, BrowserDecisionRefused,
     ProviderCredentialStored, ProviderCredentialDeleted, LogsPurged, StoreDamageDetected,
     InstructionFileApproved, InstructionFileRevoked,
+    IncidentNew, IncidentRecurred, IncidentRegressed, IncidentDismissed,
 )  # fmt: skip
 
 EVENT_TYPES: Final[Mapping[EventKind, type[EventPayload]]] = types.MappingProxyType(
