@@ -1,4 +1,4 @@
-"""`codeflux incident report|list|show|dismiss`: failures you hand codeflux, recognised when they come back.
+"""`codeflux incident report|list|show|dismiss|propose`: failures you hand codeflux, recognised when they recur.
 
 ``report --repo R`` reads a Python traceback or a log excerpt from standard input (or ``--file F``) and records it
 for the repository at ``R``: the text is redacted before it is stored, then fingerprinted (exception type, the
@@ -6,7 +6,9 @@ repository's own frames as file:function, the message with numbers, paths and id
 reported again is one more occurrence of the same incident, not a new one. A terminal on standard input is refused
 (pipe the text in or give ``--file``), as is empty input. ``list`` prints incidents most recently seen first
 (``--repo``, ``--state``); ``show ID`` adds every state the incident entered and its newest occurrences (redacted
-text); ``dismiss ID --reason TEXT`` records a person's decision. Every action is a call of the method table
+text); ``dismiss ID --reason TEXT`` records a person's decision; ``propose ID [--check COMMAND]`` creates a draft
+task drafted from the incident — it never starts by itself (plan it and approve the plan as for any task).
+Every action is a call of the method table
 (``IncidentService``): through a running coordinator when one serves the data directory, else in this process.
 """
 
@@ -19,12 +21,18 @@ from codeflux.api.v1 import incidents_pb2 as pb
 from codeflux.cli.channel import Channel, ChannelNeeds, ChannelUse, control
 from codeflux.cli.context import CliContext
 from codeflux.cli.inputs import read_text_file
-from codeflux.cli.views import print_incident_detail, print_incident_list, print_incident_report
+from codeflux.cli.views import (
+    print_incident_detail,
+    print_incident_list,
+    print_incident_proposal,
+    print_incident_report,
+)
 from codeflux.domain.errors import UsageError
 from codeflux.domain.incidents import MAX_INCIDENT_TEXT_CHARS, IncidentState
 
 NAME = "incident"
-SUMMARY = "report a traceback or log excerpt as an incident (fingerprinted, redacted); list, show or dismiss them"
+SUMMARY = ("report a traceback or log excerpt as an incident (fingerprinted, redacted); list, show, dismiss it "
+           "or propose a draft task from it")
 RECORDS_APP_LOG = True
 
 _MAX_BYTES = MAX_INCIDENT_TEXT_CHARS * 4  # UTF-8: the character limit is checked after decoding
@@ -54,6 +62,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     dismissing.add_argument("incident_id", metavar="ID", help="the incident's id (inc_…)")
     dismissing.add_argument("--reason", required=True, metavar="TEXT", help="why (recorded with the state)")
     dismissing.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
+    proposing = actions.add_parser(
+        "propose", help="create a draft task from the incident (it starts only after you approve its plan)",
+        allow_abbrev=False, description="Create a draft task whose requirement is drafted from the incident. It "
+        "never starts by itself: plan it and approve the plan as for any task.")
+    proposing.add_argument("incident_id", metavar="ID", help="the incident's id (inc_…)")
+    proposing.add_argument("--check", default="", metavar="COMMAND",
+                           help="the command that shows the failure (the acceptance example: fails now, passes after)")
+    proposing.add_argument("--acknowledge-dirty", default="", metavar="HASH",
+                           help="the repository's uncommitted changes you saw (as `codeflux repo inspect` prints)")
+    proposing.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
 
 
 def channel_needs(args: argparse.Namespace) -> ChannelNeeds:
@@ -105,7 +123,12 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
     elif args.action == "show":
         request = pb.ShowIncidentRequest(incident_id=args.incident_id, occurrences=args.occurrences)
         print_incident_detail(ctx, channel.call("IncidentService/Show", request, pb.IncidentDetail))
-    else:
+    elif args.action == "dismiss":
         request = pb.DismissIncidentRequest(control=control(), incident_id=args.incident_id, reason=args.reason)
         print_incident_detail(ctx, channel.call("IncidentService/Dismiss", request, pb.IncidentDetail))
+    else:
+        proposal = channel.call("IncidentService/Propose", pb.ProposeIncidentTaskRequest(
+            control=control(), incident_id=args.incident_id, check=args.check,
+            acknowledged_dirty_hash=args.acknowledge_dirty), pb.IncidentProposal)
+        print_incident_proposal(ctx, proposal)
     return 0

@@ -29,6 +29,7 @@ __all__ = [
     "print_evidence",
     "print_incident_detail",
     "print_incident_list",
+    "print_incident_proposal",
     "print_incident_report",
     "print_instruction_files",
     "print_landing_resolutions",
@@ -523,3 +524,10 @@ def print_incident_detail(ctx: CliContext, detail: incidents_pb2.IncidentDetail)
         ctx.say(f"occurrence {occurrence.occurrence_id} ({occurrence.source}, {occurrence.reported_at}), redacted:")
         for line in occurrence.redacted_text.splitlines():
             ctx.say(f"  | {escape_for_display(line)}")
+
+
+def print_incident_proposal(ctx: CliContext, proposal: incidents_pb2.IncidentProposal) -> None:
+    """The draft task created from the incident, what to do next, and the incident's new state."""
+    ctx.say(f"task {proposal.task_id} created (draft) from incident {proposal.detail.incident.incident_id}; "
+            f"it starts only after you approve its plan: codeflux task plan {proposal.task_id}")
+    ctx.say(f"incident {proposal.detail.incident.incident_id} is now {proposal.detail.incident.state}")

@@ -24,12 +24,14 @@ from typing import Final
 from codeflux.credentials.redaction import redact_for_storage
 from codeflux.domain.events import (
     IncidentDismissed,
+    IncidentFixed,
     IncidentNew,
     IncidentRecurred,
     IncidentRegressed,
+    IncidentTaskProposed,
     RepositoryRegistered,
 )
-from codeflux.domain.ids import IncidentId, RepositoryId
+from codeflux.domain.ids import IncidentId, RepositoryId, TaskId
 from codeflux.domain.incidents import (
     Incident,
     IncidentOccurrence,
@@ -44,7 +46,7 @@ from codeflux.domain.tasks import Actor
 from codeflux.store import incidents as rows
 from codeflux.store import repositories as repository_rows
 from codeflux.store.database import Database, Transaction, now_us
-from codeflux.store.events import SYSTEM_SESSION_ID, append_event
+from codeflux.store.events import SYSTEM_SESSION_ID, JournalEvent, append_event
 from codeflux.store.idempotency import run_idempotent
 from codeflux.store.provider_credentials import list_provider_credential_references
 
@@ -55,6 +57,8 @@ __all__ = [
     "dismiss_incident",
     "known_repository_id",
     "list_incidents",
+    "record_incidents_fixed",
+    "record_task_proposed",
     "report_incident",
     "show_incident",
 ]
@@ -201,3 +205,30 @@ def show_incident(db: Database, incident_id: IncidentId, *, occurrences: int = 5
         incident=rows.incident_by_id(view, incident_id),
         history=tuple(rows.incident_states(view, incident_id)),
         occurrences=tuple(rows.incident_occurrences(view, incident_id, limit=occurrences))))
+
+
+def record_task_proposed(tx: Transaction, incident_id: IncidentId, task_id: TaskId, *, at_us: int) -> JournalEvent:
+    """In the transaction that created the draft ``task_id`` from ``incident_id``: the incident's
+    ``task-proposed`` state naming the task, and its event. Refused (:class:`TransitionNotAllowedError`) unless
+    the incident is new or regressed: a proposal is made once per incident and per regression."""
+    incident = rows.incident_by_id(tx, incident_id)
+    to = next_incident_state(incident.state.state, IncidentState.TASK_PROPOSED)
+    rows.insert_incident_state(tx, incident_id=incident_id, sequence=incident.state.sequence + 1, state=to,
+                               actor=Actor.USER, reason=f"task {task_id.value} proposed", task_id=task_id,
+                               at_us=at_us)
+    return append_event(tx, session_id=SYSTEM_SESSION_ID, event=IncidentTaskProposed(incident_id=incident_id,
+                                                                                     task_id=task_id))
+
+
+def record_incidents_fixed(tx: Transaction, task_id: TaskId, *, at_us: int) -> list[JournalEvent]:
+    """In the transaction that accepted ``task_id``: every incident proposed to it becomes ``fixed`` naming the
+    task, with its event (none when the task was not proposed from an incident)."""
+    events = []
+    for incident in rows.incidents_proposed_to(tx, task_id):
+        to = next_incident_state(incident.state.state, IncidentState.FIXED)
+        rows.insert_incident_state(tx, incident_id=incident.incident_id, sequence=incident.state.sequence + 1,
+                                   state=to, actor=Actor.SYSTEM, reason=f"task {task_id.value} accepted",
+                                   task_id=task_id, at_us=at_us)
+        events.append(append_event(tx, session_id=SYSTEM_SESSION_ID, event=IncidentFixed(
+            incident_id=incident.incident_id, task_id=task_id)))
+    return events

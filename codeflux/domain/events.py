@@ -75,9 +75,11 @@ __all__ = [
     "EventKind",
     "EventPayload",
     "IncidentDismissed",
+    "IncidentFixed",
     "IncidentNew",
     "IncidentRecurred",
     "IncidentRegressed",
+    "IncidentTaskProposed",
     "InstructionFileApproved",
     "InstructionFileRevoked",
     "JsonValue",
@@ -183,6 +185,8 @@ class EventKind(StrEnum):
     INCIDENT_RECURRED = "incident-recurred"
     INCIDENT_REGRESSED = "incident-regressed"
     INCIDENT_DISMISSED = "incident-dismissed"
+    INCIDENT_TASK_PROPOSED = "incident-task-proposed"
+    INCIDENT_FIXED = "incident-fixed"
 
 
 class EventPayload:
@@ -800,6 +804,25 @@ class IncidentDismissed(EventPayload):
     reason: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentTaskProposed(EventPayload):
+    """A person asked for a task from the incident: the draft ``task_id`` was created (it starts only when a
+    person approves its plan)."""
+
+    KIND = EventKind.INCIDENT_TASK_PROPOSED
+    incident_id: IncidentId
+    task_id: TaskId
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentFixed(EventPayload):
+    """``task_id``, proposed from the incident, was accepted: the incident is fixed (until it is seen again)."""
+
+    KIND = EventKind.INCIDENT_FIXED
+    incident_id: IncidentId
+    task_id: TaskId
+
+
 # ─── the registry ───────────────────────────────────────────────────────────────────────────────────
 
 _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
@@ -816,7 +839,7 @@ _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
     LadderRungApproved, BrowserDecisionRefused,
     ProviderCredentialStored, ProviderCredentialDeleted, LogsPurged, StoreDamageDetected,
     InstructionFileApproved, InstructionFileRevoked,
-    IncidentNew, IncidentRecurred, IncidentRegressed, IncidentDismissed,
+    IncidentNew, IncidentRecurred, IncidentRegressed, IncidentDismissed, IncidentTaskProposed, IncidentFixed,
 )  # fmt: skip
 
 EVENT_TYPES: Final[Mapping[EventKind, type[EventPayload]]] = types.MappingProxyType(

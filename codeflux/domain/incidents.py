@@ -51,6 +51,7 @@ __all__ = [
     "IncidentStateEntry",
     "OwnFrame",
     "TextShape",
+    "draft_incident_requirement",
     "fingerprint_incident",
     "incident_fingerprint_of",
     "next_incident_state",
@@ -289,3 +290,24 @@ class Incident:
     occurrences: int
     first_seen_us: int
     last_seen_us: int
+
+
+_EXCERPT_CHARS: Final = 4000
+
+
+def draft_incident_requirement(incident: Incident, *, newest_text: str, check: str | None) -> str:
+    """The requirement of the draft task proposed from ``incident``: what failed (fingerprint, own frames), the
+    newest report's redacted text (cut to 4,000 characters) and the acceptance example — ``check``, the command
+    that shows the failure, when the person named one; otherwise a test that reproduces it. It must fail before
+    the change and pass after it."""
+    fingerprint = incident.fingerprint
+    seen = "once" if incident.occurrences == 1 else f"{incident.occurrences} times"
+    frames = " → ".join(str(frame) for frame in fingerprint.frames) or "none in the repository's files"
+    excerpt = newest_text if len(newest_text) <= _EXCERPT_CHARS else newest_text[-_EXCERPT_CHARS:]
+    example = (f"`{check}` fails now with this failure and must pass after the change" if check
+               else "a test that reproduces this failure fails before the change and passes after it")
+    return (f"Fix the failure recorded as incident {incident.incident_id.value} (reported {seen}).\n\n"
+            f"Failure: {fingerprint.exception_type}: {fingerprint.message}\n"
+            f"Where (the repository's own frames, outermost first): {frames}\n\n"
+            f"The newest report (redacted):\n\n```\n{excerpt.strip()}\n```\n\n"
+            f"Acceptance example: {example}.\n")

@@ -8,6 +8,10 @@
 * ``Show`` — one incident with every state it entered and its newest occurrences (redacted text only).
 * ``Dismiss`` (mutating) — a person's decision with a reason (required); a dismissed or fixed incident refuses
   (FAILED_PRECONDITION / INVALID_TRANSITION).
+* ``Propose`` (mutating) — a draft task drafted from a new or regressed incident, created with the incident's
+  ``task-proposed`` state in one transaction (:meth:`TaskService.create_task`'s ``also``). Proposal, never action:
+  the task is a draft; it runs only after a person approves its plan. Accepting it makes the incident ``fixed``
+  (in the accept's transaction, :func:`codeflux.coordinator.incidents.record_incidents_fixed`).
 """
 
 from __future__ import annotations
@@ -20,20 +24,23 @@ from google.protobuf.message import Message
 from codeflux.api.v1 import incidents_pb2 as pb
 from codeflux.coordinator import incidents as coordinator
 from codeflux.coordinator.incidents import IncidentDetail, ReportedRepository
-from codeflux.domain.errors import InvalidValueError
+from codeflux.domain.errors import InvalidValueError, RepositoryNotUsableError
 from codeflux.domain.ids import IncidentId, RepositoryId
 from codeflux.domain.incidents import (
     MAX_INCIDENT_TEXT_CHARS,
     Incident,
     IncidentSource,
     IncidentState,
+    draft_incident_requirement,
     parse_dismiss_reason,
 )
 from codeflux.gitwork.tracked_paths import tracked_paths_at_head
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import mutation_of
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.services.views import task_service
 from codeflux.services.workspace import inspect_path
+from codeflux.store.database import now_us
 
 __all__ = ["detail_view", "incident_view", "methods", "parse_incident_id"]
 
@@ -68,6 +75,16 @@ def _source(text: str) -> IncidentSource:
     except ValueError:
         raise InvalidValueError(kind="incident source",
                                 reason="one of " + ", ".join(s.value for s in IncidentSource)) from None
+
+
+def _check(text: str) -> str | None:
+    """The acceptance example's command as the person gave it: one line, at most 1,000 characters; None if empty."""
+    check = text.strip()
+    if not check:
+        return None
+    if len(check) > 1000 or any(ch in check for ch in "\x00\r\n"):
+        raise InvalidValueError(kind="check command", reason="one line of at most 1000 characters")
+    return check
 
 
 def incident_view(incident: Incident) -> pb.IncidentView:
@@ -141,6 +158,26 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         return detail_view(coordinator.dismiss_incident(app.db, incident_id, reason=reason,
                                                         idempotency_key=mutation.key))
 
+    def propose(ctx: CallContext, request: pb.ProposeIncidentTaskRequest) -> pb.IncidentProposal:
+        mutation = mutation_of(ctx, "Propose", request.control)
+        incident_id = parse_incident_id(request.incident_id)
+        check = _check(request.check)
+        detail = coordinator.show_incident(app.db, incident_id, occurrences=1)
+        incident = detail.incident
+        snapshot = inspect_path(incident.repository_root)
+        if coordinator.known_repository_id(app.db, snapshot.identity) != incident.repository_id:
+            raise RepositoryNotUsableError(path="the incident's repository root", problem="not-a-repository",
+                                          detail="the checkout there is another repository now")
+        requirement = draft_incident_requirement(incident, newest_text=detail.occurrences[0].redacted_text,
+                                                 check=check)
+        title = f"Fix {incident.fingerprint.summary}"
+        change = task_service(app).create_task(
+            snapshot, requirement, title=title if len(title) <= 80 else title[:79] + "…",
+            acknowledged_dirty_hash=request.acknowledged_dirty_hash or None, idempotency_key=mutation.key,
+            also=lambda tx, task_id: [coordinator.record_task_proposed(tx, incident_id, task_id, at_us=now_us())])
+        return pb.IncidentProposal(detail=detail_view(coordinator.show_incident(app.db, incident_id)),
+                                   task_id=change.task_id.value, requirement=requirement)
+
     return [
         UnaryMethod(name=method_name(_SERVICE, "Report"), request_type=pb.ReportIncidentRequest,
                     response_type=pb.IncidentReport, handler=report, mutating=True),
@@ -150,4 +187,6 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
                     response_type=pb.IncidentDetail, handler=show),
         UnaryMethod(name=method_name(_SERVICE, "Dismiss"), request_type=pb.DismissIncidentRequest,
                     response_type=pb.IncidentDetail, handler=dismiss, mutating=True),
+        UnaryMethod(name=method_name(_SERVICE, "Propose"), request_type=pb.ProposeIncidentTaskRequest,
+                    response_type=pb.IncidentProposal, handler=propose, mutating=True),
     ]

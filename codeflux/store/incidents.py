@@ -34,6 +34,7 @@ __all__ = [
     "incident_by_id",
     "incident_occurrences",
     "incident_states",
+    "incidents_proposed_to",
     "insert_incident",
     "insert_incident_state",
     "insert_occurrence",
@@ -164,3 +165,10 @@ def incident_occurrences(view: ReadView, incident_id: IncidentId, *, limit: int)
     return [IncidentOccurrence(occurrence_id=int(str(row[0])),
                                source=decode_choice(IncidentSource, row[1], kind="incident source"),
                                redacted_text=str(row[2]), reported_at_us=int(str(row[3]))) for row in rows]
+
+
+def incidents_proposed_to(view: ReadView, task_id: TaskId) -> list[Incident]:
+    """The incidents whose current state is ``task-proposed`` naming ``task_id``."""
+    rows = view.query_all(f"SELECT {_INCIDENT}{_FROM} WHERE s.state = ? AND s.task_id = ? ORDER BY i.id",
+                          (IncidentState.TASK_PROPOSED.value, task_id.value))
+    return [_incident(row) for row in rows]

@@ -11,12 +11,16 @@ import pytest
 
 from codeflux.api.v1 import common_pb2
 from codeflux.api.v1 import incidents_pb2 as pb
-from codeflux.coordinator.tasks.service import TaskService
+from codeflux.coordinator.tasks.review import ReviewService
+from codeflux.coordinator.tasks.service import PlanAuthor, TaskService
 from codeflux.domain.errors import StoreError
-from codeflux.domain.ids import IncidentId
+from codeflux.domain.ids import IncidentId, TaskId
 from codeflux.domain.incidents import IncidentState
-from codeflux.domain.tasks import Actor
+from codeflux.domain.plans import plan_sha256
+from codeflux.domain.tasks import Actor, TaskState
+from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import open_repository
+from codeflux.gitwork.worktrees import create_task_worktree
 from codeflux.services import incidents
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.registry import Code
@@ -24,11 +28,14 @@ from codeflux.store import incidents as incident_rows
 from codeflux.store.database import Database, Transaction
 from codeflux.store.events import SYSTEM_SESSION_ID
 from codeflux.store.location import DataLocation
-from tests.fixtures.repos import make_repository
+from tests.fixtures.repos import make_repository, write_files
+from tests.fixtures.reviews import move
 from tests.fixtures.services import call, refusal, service_app
+from tests.fixtures.tasks import a_plan, keys
 
 REPORT, LIST = "/codeflux.v1.IncidentService/Report", "/codeflux.v1.IncidentService/List"
 SHOW, DISMISS = "/codeflux.v1.IncidentService/Show", "/codeflux.v1.IncidentService/Dismiss"
+PROPOSE = "/codeflux.v1.IncidentService/Propose"
 
 
 def traceback(*, prefix: str = "/home/dev/calc", line: int = 2, function: str = "add", count: int = 7) -> str:
@@ -174,3 +181,64 @@ def test_refusals_name_the_problem_without_echoing_input(app: CoordinatorApp, re
     assert refusal(app, SHOW, pb.ShowIncidentRequest(incident_id="tsk_whatever1"))[0] == Code.INVALID_ARGUMENT
     empty = call(app, LIST, pb.ListIncidentsRequest(repository_root=str(repo)))
     assert isinstance(empty, pb.IncidentList) and not empty.incidents
+
+
+def _propose(app: CoordinatorApp, incident_id: str, key: str, check: str = "") -> pb.IncidentProposal:
+    reply = call(app, PROPOSE, pb.ProposeIncidentTaskRequest(
+        control=common_pb2.MutationControl(idempotency_key=key), incident_id=incident_id, check=check))
+    assert isinstance(reply, pb.IncidentProposal)
+    return reply
+
+
+def _accept(app: CoordinatorApp, repo: Path, task_id: TaskId) -> None:
+    """Plan, approve, run (a real worktree with a real change) and accept the proposed task."""
+    service = TaskService(app.db, worktrees_root=app.location.worktrees)
+    snapshot = open_repository(repo)
+    draft = service.show(task_id).task
+    planning = service.transition(task_id, TaskState.FORECASTING, expected_revision=draft.revision,
+                                  reason="planning", actor=Actor.SYSTEM, idempotency_key=keys())
+    plan = a_plan()
+    drafted = service.record_plan_revision(task_id, plan, created_by=PlanAuthor.SCRIPTED,
+                                           expected_revision=planning.revision, idempotency_key=keys())
+    ready = service.approve_plan(task_id, revision=drafted.plan_revision or 0, sha256=plan_sha256(plan),
+                                 idempotency_key=keys())
+    service.start_run(task_id, snapshot, expected_revision=ready.revision, idempotency_key=keys())
+    task = service.show(task_id).task
+    assert task.repository_id is not None and task.base_revision is not None
+    binding = create_task_worktree(snapshot.root, worktrees_root=task.worktree.parent.parent,
+                                   repo_key=task.repository_id.value, task_id=task_id,
+                                   base_commit=task.base_revision)
+    write_files(binding.path, {"pkg/calc.py": "def add(a, b):\n    return int(a) + int(b)\n"})
+    move(service, task_id, TaskState.VALIDATING, TaskState.AWAITING_REVIEW)
+    ReviewService(app.db).accept_task(task_id, reviewed_identity=diff_against_base(binding).identity)
+
+
+def test_a_proposal_is_a_draft_task_and_its_acceptance_fixes_the_incident_until_it_recurs(
+        app: CoordinatorApp, repo: Path) -> None:
+    incident_id = report(app, repo, traceback()).incident.incident_id
+    proposal = _propose(app, incident_id, "p-1", check="python -m pytest tests/test_calc.py")
+
+    task_id = TaskId.parse(proposal.task_id)
+    task = TaskService(app.db, worktrees_root=app.location.worktrees).show(task_id).task
+    assert task.state is TaskState.DRAFT  # proposal, never action: nothing runs before a plan is approved
+    assert "TypeError in pkg/calc.py:add" in task.title
+    for part in (incident_id, "tests/test_calc.py:test_add → pkg/calc.py:add", "for job 0x7f3a2b",
+                 "`python -m pytest tests/test_calc.py` fails now with this failure and must pass after the change"):
+        assert part in task.requirement
+    assert (proposal.detail.incident.state, proposal.detail.incident.state_task_id) == ("task-proposed",
+                                                                                        task_id.value)
+    # the task and the incident's state committed together
+    assert kinds(app.db)[-1] == "incident-task-proposed"
+    assert refusal(app, PROPOSE, pb.ProposeIncidentTaskRequest(
+        control=common_pb2.MutationControl(idempotency_key="p-2"), incident_id=incident_id))[0] == (
+        Code.FAILED_PRECONDITION)
+    assert _propose(app, incident_id, "p-1", check="python -m pytest tests/test_calc.py").task_id == task_id.value
+
+    _accept(app, repo, task_id)
+    fixed = call(app, SHOW, pb.ShowIncidentRequest(incident_id=incident_id))
+    assert isinstance(fixed, pb.IncidentDetail)
+    assert [(h.state, h.task_id) for h in fixed.history] == [
+        ("new", ""), ("task-proposed", task_id.value), ("fixed", task_id.value)]
+    again = report(app, repo, traceback(line=30))
+    assert again.regressed and again.incident.state_task_id == task_id.value
+    assert kinds(app.db)[-1] == "incident-regressed"

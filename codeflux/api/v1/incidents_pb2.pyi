@@ -146,3 +146,25 @@ class DismissIncidentRequest(_message.Message):
     incident_id: str
     reason: str
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., incident_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ProposeIncidentTaskRequest(_message.Message):
+    __slots__ = ("control", "incident_id", "check", "acknowledged_dirty_hash")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    INCIDENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECK_FIELD_NUMBER: _ClassVar[int]
+    ACKNOWLEDGED_DIRTY_HASH_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    incident_id: str
+    check: str
+    acknowledged_dirty_hash: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., incident_id: _Optional[str] = ..., check: _Optional[str] = ..., acknowledged_dirty_hash: _Optional[str] = ...) -> None: ...
+
+class IncidentProposal(_message.Message):
+    __slots__ = ("detail", "task_id", "requirement")
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUIREMENT_FIELD_NUMBER: _ClassVar[int]
+    detail: IncidentDetail
+    task_id: str
+    requirement: str
+    def __init__(self, detail: _Optional[_Union[IncidentDetail, _Mapping]] = ..., task_id: _Optional[str] = ..., requirement: _Optional[str] = ...) -> None: ...

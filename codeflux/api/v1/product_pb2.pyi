@@ -64,6 +64,8 @@ class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVENT_KIND_INCIDENT_RECURRED: _ClassVar[EventKind]
     EVENT_KIND_INCIDENT_REGRESSED: _ClassVar[EventKind]
     EVENT_KIND_INCIDENT_DISMISSED: _ClassVar[EventKind]
+    EVENT_KIND_INCIDENT_TASK_PROPOSED: _ClassVar[EventKind]
+    EVENT_KIND_INCIDENT_FIXED: _ClassVar[EventKind]
 EVENT_KIND_UNSPECIFIED: EventKind
 EVENT_KIND_REPOSITORY_REGISTERED: EventKind
 EVENT_KIND_TASK_CREATED: EventKind
@@ -118,6 +120,8 @@ EVENT_KIND_INCIDENT_NEW: EventKind
 EVENT_KIND_INCIDENT_RECURRED: EventKind
 EVENT_KIND_INCIDENT_REGRESSED: EventKind
 EVENT_KIND_INCIDENT_DISMISSED: EventKind
+EVENT_KIND_INCIDENT_TASK_PROPOSED: EventKind
+EVENT_KIND_INCIDENT_FIXED: EventKind
 
 class GetOverviewRequest(_message.Message):
     __slots__ = ()

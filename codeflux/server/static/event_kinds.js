@@ -56,6 +56,8 @@ export const EventKind = Object.freeze({
   INCIDENT_RECURRED: "incident-recurred",
   INCIDENT_REGRESSED: "incident-regressed",
   INCIDENT_DISMISSED: "incident-dismissed",
+  INCIDENT_TASK_PROPOSED: "incident-task-proposed",
+  INCIDENT_FIXED: "incident-fixed",
 });
 
 // Every key a kind's payload may carry (some only in some events, or only in newer ones).
@@ -113,4 +115,6 @@ export const EVENT_KEYS = Object.freeze({
   "incident-recurred": Object.freeze(["incident_id", "occurrences", "state", "source"]),
   "incident-regressed": Object.freeze(["incident_id", "task_id", "occurrences"]),
   "incident-dismissed": Object.freeze(["incident_id", "from_state", "reason"]),
+  "incident-task-proposed": Object.freeze(["incident_id", "task_id"]),
+  "incident-fixed": Object.freeze(["incident_id", "task_id"]),
 });
