@@ -47,7 +47,7 @@ _INCIDENT: Final = (
     " i.created_at_us, s.sequence, s.state, s.actor, s.reason, s.task_id, s.recorded_at_us,"
     " (SELECT COUNT(*) FROM incident_occurrences o WHERE o.incident_id = i.id),"
     " (SELECT MIN(reported_at_us) FROM incident_occurrences o WHERE o.incident_id = i.id),"
-    " (SELECT MAX(reported_at_us) FROM incident_occurrences o WHERE o.incident_id = i.id)"
+    " (SELECT MAX(reported_at_us) FROM incident_occurrences o WHERE o.incident_id = i.id) AS last_seen_us"
 )
 _FROM: Final = (
     " FROM incidents i JOIN repositories r ON r.id = i.repository_id"
@@ -146,7 +146,7 @@ def list_incidents(view: ReadView, *, repository_id: RepositoryId | None, state:
         where.append("s.state = ?")
         params.append(state.value)
     clause = f" WHERE {' AND '.join(where)}" if where else ""
-    rows = view.query_all(f"SELECT {_INCIDENT}{_FROM}{clause} ORDER BY 18 DESC, i.id DESC LIMIT ?",
+    rows = view.query_all(f"SELECT {_INCIDENT}{_FROM}{clause} ORDER BY last_seen_us DESC, i.id DESC LIMIT ?",
                           (*params, limit))
     return [_incident(row) for row in rows]
 
