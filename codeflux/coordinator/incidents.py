@@ -39,6 +39,7 @@ from codeflux.domain.incidents import (
     IncidentState,
     IncidentStateEntry,
     fingerprint_incident,
+    may_propose_again,
     next_incident_state,
     state_after_occurrence,
 )
@@ -49,6 +50,7 @@ from codeflux.store.database import Database, Transaction, now_us
 from codeflux.store.events import SYSTEM_SESSION_ID, JournalEvent, append_event
 from codeflux.store.idempotency import run_idempotent
 from codeflux.store.provider_credentials import list_provider_credential_references
+from codeflux.store.task_records import require_task_record
 
 __all__ = [
     "IncidentDetail",
@@ -210,11 +212,16 @@ def show_incident(db: Database, incident_id: IncidentId, *, occurrences: int = 5
 def record_task_proposed(tx: Transaction, incident_id: IncidentId, task_id: TaskId, *, at_us: int) -> JournalEvent:
     """In the transaction that created the draft ``task_id`` from ``incident_id``: the incident's
     ``task-proposed`` state naming the task, and its event. Refused (:class:`TransitionNotAllowedError`) unless
-    the incident is new or regressed: a proposal is made once per incident and per regression."""
+    the incident is new or regressed, or proposed with a task that ended without landing (cancelled, rolled back):
+    one open proposal per incident."""
     incident = rows.incident_by_id(tx, incident_id)
-    to = next_incident_state(incident.state.state, IncidentState.TASK_PROPOSED)
-    rows.insert_incident_state(tx, incident_id=incident_id, sequence=incident.state.sequence + 1, state=to,
-                               actor=Actor.USER, reason=f"task {task_id.value} proposed", task_id=task_id,
+    current = incident.state
+    if not (current.state is IncidentState.TASK_PROPOSED and current.task_id is not None
+            and may_propose_again(require_task_record(tx, current.task_id).state)):
+        next_incident_state(current.state, IncidentState.TASK_PROPOSED)
+    rows.insert_incident_state(tx, incident_id=incident_id, sequence=current.sequence + 1,
+                               state=IncidentState.TASK_PROPOSED, actor=Actor.USER,
+                               reason=f"task {task_id.value} proposed", task_id=task_id,
                                at_us=at_us)
     return append_event(tx, session_id=SYSTEM_SESSION_ID, event=IncidentTaskProposed(incident_id=incident_id,
                                                                                      task_id=task_id))

@@ -22,6 +22,7 @@ States (every transition an immutable row; :func:`next_incident_state`)::
      │            │                         │
      └────────────┴──────► dismissed ◄──────┘
 
+A proposed incident may be proposed again once its task was cancelled or rolled back (:func:`may_propose_again`).
 ``fixed`` is entered when an accepted task named the incident; the same fingerprint seen after that is
 ``regressed`` (naming the task whose fix regressed). ``dismissed`` is a person's decision with a reason; a
 dismissed incident still counts its occurrences and stays dismissed (a person decided; nothing reopens it).
@@ -39,7 +40,7 @@ from typing import Final
 from codeflux.domain.errors import InvalidValueError, TransitionNotAllowedError
 from codeflux.domain.ids import IncidentId, RepositoryId, TaskId
 from codeflux.domain.ladder import normalize_failure_text
-from codeflux.domain.tasks import Actor
+from codeflux.domain.tasks import Actor, TaskState
 
 __all__ = [
     "MAX_INCIDENT_TEXT_CHARS",
@@ -54,6 +55,7 @@ __all__ = [
     "draft_incident_requirement",
     "fingerprint_incident",
     "incident_fingerprint_of",
+    "may_propose_again",
     "next_incident_state",
     "normalize_incident_message",
     "parse_dismiss_reason",
@@ -109,6 +111,12 @@ def next_incident_state(current: IncidentState, to: IncidentState) -> IncidentSt
     if (current, to) not in _TRANSITIONS:
         raise TransitionNotAllowedError(machine="incident", from_state=current.value, to_state=to.value)
     return to
+
+
+def may_propose_again(proposed_task_state: TaskState) -> bool:
+    """Whether an incident in ``task-proposed`` may get another task: only once the task proposed ended without
+    landing (cancelled or rolled back). While it is open, or after it was accepted, one proposal stands."""
+    return proposed_task_state in (TaskState.CANCELLED, TaskState.ROLLED_BACK)
 
 
 def state_after_occurrence(current: IncidentState) -> IncidentState | None:

@@ -242,3 +242,17 @@ def test_a_proposal_is_a_draft_task_and_its_acceptance_fixes_the_incident_until_
     again = report(app, repo, traceback(line=30))
     assert again.regressed and again.incident.state_task_id == task_id.value
     assert kinds(app.db)[-1] == "incident-regressed"
+
+
+def test_an_incident_is_proposed_again_only_once_its_task_ended_without_landing(
+        app: CoordinatorApp, repo: Path) -> None:
+    incident_id = report(app, repo, traceback()).incident.incident_id
+    first = TaskId.parse(_propose(app, incident_id, "p-1").task_id)
+    assert refusal(app, PROPOSE, pb.ProposeIncidentTaskRequest(
+        control=common_pb2.MutationControl(idempotency_key="p-2"), incident_id=incident_id))[0] == (
+        Code.FAILED_PRECONDITION)  # the first task is still open
+    move(TaskService(app.db, worktrees_root=app.location.worktrees), first, TaskState.CANCELLED)
+    second = _propose(app, incident_id, "p-3")
+    assert second.task_id != first.value
+    assert [(h.state, h.task_id) for h in second.detail.history] == [
+        ("new", ""), ("task-proposed", first.value), ("task-proposed", second.task_id)]

@@ -12,10 +12,12 @@ from codeflux.domain.incidents import (
     OwnFrame,
     TextShape,
     fingerprint_incident,
+    may_propose_again,
     next_incident_state,
     parse_dismiss_reason,
     state_after_occurrence,
 )
+from codeflux.domain.tasks import TaskState
 
 FILES = frozenset({"app/main.py", "app/store.py", "app/util.py", "tests/test_store.py"})
 
@@ -159,3 +161,7 @@ def test_a_dismiss_reason_is_required_and_one_line() -> None:
         parse_dismiss_reason("   ")
     with pytest.raises(InvalidValueError):
         parse_dismiss_reason("x" * 1025)
+
+
+def test_a_new_proposal_waits_for_the_proposed_task_to_end_without_landing() -> None:
+    assert {s for s in TaskState if may_propose_again(s)} == {TaskState.CANCELLED, TaskState.ROLLED_BACK}
