@@ -45,6 +45,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "logs",
     "diagnostics",
     "memory",
+    "incident",
 )
 
 

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Final
 
-from codeflux.api.v1 import common_pb2, memory_pb2, product_pb2
+from codeflux.api.v1 import common_pb2, incidents_pb2, memory_pb2, product_pb2
 from codeflux.cli.context import CliContext
 from codeflux.domain.display import escape_for_display
 from codeflux.domain.execution_graph import EdgeKind, ExecutionGraph, GraphEdge, GraphNode, NodeKind, NotShown
@@ -27,6 +27,10 @@ __all__ = [
     "planning_line",
     "print_budget",
     "print_evidence",
+    "print_incident_detail",
+    "print_incident_list",
+    "print_incident_proposal",
+    "print_incident_report",
     "print_instruction_files",
     "print_landing_resolutions",
     "print_memory_detail",
@@ -473,3 +477,59 @@ def print_repository_approvals(ctx: CliContext, approvals: list[product_pb2.Repo
                 f"(root {', '.join(commit[:12] for commit in approval.root_commits)})")
         ctx.say(f"  allowed    {approval.created_at} in task {approval.task_id} (decision {approval.decision_id})")
         ctx.say(f"  identity   {approval.repository_identity}")
+
+
+def _incident_line(incident: incidents_pb2.IncidentView) -> str:
+    seen = "once" if incident.occurrences == 1 else f"{incident.occurrences} times"
+    return (f"{incident.incident_id}  {incident.state}  seen {seen} (last {incident.last_seen})  "
+            f"{escape_for_display(incident.summary)}")
+
+
+def print_incident_report(ctx: CliContext, report: incidents_pb2.IncidentReport) -> None:
+    """What a report did (new incident, one more occurrence, or a regression) and the incident's line."""
+    incident = report.incident
+    if report.created:
+        ctx.say(f"new incident {incident.incident_id} in {escape_for_display(incident.repository_root)}")
+    elif report.regressed:
+        ctx.say(f"incident {incident.incident_id} REGRESSED: seen again after the fix of task "
+                f"{incident.state_task_id or 'unknown'}")
+    else:
+        ctx.say(f"known incident {incident.incident_id}: occurrence {incident.occurrences}")
+    ctx.say(f"  {_incident_line(incident)}")
+
+
+def print_incident_list(ctx: CliContext, listing: incidents_pb2.IncidentList) -> None:
+    """Each incident on one line: id, state, how often and when last seen, the fingerprint's summary."""
+    if not listing.incidents:
+        ctx.say("no incidents")
+        return
+    for incident in listing.incidents:
+        ctx.say(_incident_line(incident))
+
+
+def print_incident_detail(ctx: CliContext, detail: incidents_pb2.IncidentDetail) -> None:
+    """One incident: repository, fingerprint parts, every state it entered, newest occurrences (redacted text)."""
+    incident = detail.incident
+    ctx.say(f"{incident.incident_id}  {incident.state}")
+    ctx.say(f"repository: {escape_for_display(incident.repository_root)} ({incident.repository_id})")
+    ctx.say(f"seen {incident.occurrences} time(s): first {incident.first_seen}, last {incident.last_seen}")
+    ctx.say(f"fingerprint {incident.fingerprint[:16]} ({incident.shape}): "
+            f"{escape_for_display(incident.exception_type)}")
+    for frame in incident.frames:
+        ctx.say(f"  frame {escape_for_display(frame.path)}:{escape_for_display(frame.function)}")
+    ctx.say(f"  message {escape_for_display(incident.message)}")
+    for state in detail.history:
+        task = f" task {state.task_id}" if state.task_id else ""
+        ctx.say(f"state {state.sequence}: {state.state} at {state.recorded_at} by {state.actor}{task}: "
+                f"{escape_for_display(state.reason)}")
+    for occurrence in detail.occurrences:
+        ctx.say(f"occurrence {occurrence.occurrence_id} ({occurrence.source}, {occurrence.reported_at}), redacted:")
+        for line in occurrence.redacted_text.splitlines():
+            ctx.say(f"  | {escape_for_display(line)}")
+
+
+def print_incident_proposal(ctx: CliContext, proposal: incidents_pb2.IncidentProposal) -> None:
+    """The draft task created from the incident, what to do next, and the incident's new state."""
+    ctx.say(f"task {proposal.task_id} created (draft) from incident {proposal.detail.incident.incident_id}; "
+            f"it starts only after you approve its plan: codeflux task plan {proposal.task_id}")
+    ctx.say(f"incident {proposal.detail.incident.incident_id} is now {proposal.detail.incident.state}")

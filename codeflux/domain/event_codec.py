@@ -17,7 +17,16 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Final, TypeAlias
 
-from codeflux.domain.ids import ApprovalId, DecisionId, RepositoryApprovalId, RepositoryId, RunId, TaskId, ToolRequestId
+from codeflux.domain.ids import (
+    ApprovalId,
+    DecisionId,
+    IncidentId,
+    RepositoryApprovalId,
+    RepositoryId,
+    RunId,
+    TaskId,
+    ToolRequestId,
+)
 
 __all__ = [
     "FIELD_KEY",
@@ -43,7 +52,8 @@ class PayloadShapeError(ValueError):
     :func:`codeflux.domain.events.decode_event`, which turns it into an ``UnknownEvent``)."""
 
 
-_ID_TYPES: Final = (ApprovalId, DecisionId, RepositoryApprovalId, RepositoryId, RunId, TaskId, ToolRequestId)
+_ID_TYPES: Final = (ApprovalId, DecisionId, IncidentId, RepositoryApprovalId, RepositoryId, RunId, TaskId,
+                    ToolRequestId)
 
 
 def payload_key_of(item: dataclasses.Field[object]) -> str:

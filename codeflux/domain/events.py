@@ -38,7 +38,16 @@ from codeflux.domain.event_codec import (
     encode_fields,
     payload_key_of,
 )
-from codeflux.domain.ids import ApprovalId, DecisionId, RepositoryApprovalId, RepositoryId, RunId, TaskId, ToolRequestId
+from codeflux.domain.ids import (
+    ApprovalId,
+    DecisionId,
+    IncidentId,
+    RepositoryApprovalId,
+    RepositoryId,
+    RunId,
+    TaskId,
+    ToolRequestId,
+)
 from codeflux.domain.pipeline.outcomes import StageOutcome
 from codeflux.domain.tasks import TaskState
 
@@ -65,6 +74,12 @@ __all__ = [
     "EndpointApproved",
     "EventKind",
     "EventPayload",
+    "IncidentDismissed",
+    "IncidentFixed",
+    "IncidentNew",
+    "IncidentRecurred",
+    "IncidentRegressed",
+    "IncidentTaskProposed",
     "InstructionFileApproved",
     "InstructionFileRevoked",
     "JsonValue",
@@ -165,6 +180,13 @@ class EventKind(StrEnum):
     # repository instruction files
     INSTRUCTION_FILE_APPROVED = "instruction-file-approved"
     INSTRUCTION_FILE_REVOKED = "instruction-file-revoked"
+    # incidents (issue 22)
+    INCIDENT_NEW = "incident-new"
+    INCIDENT_RECURRED = "incident-recurred"
+    INCIDENT_REGRESSED = "incident-regressed"
+    INCIDENT_DISMISSED = "incident-dismissed"
+    INCIDENT_TASK_PROPOSED = "incident-task-proposed"
+    INCIDENT_FIXED = "incident-fixed"
 
 
 class EventPayload:
@@ -741,6 +763,69 @@ class InstructionFileRevoked(EventPayload):
     by: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentNew(EventPayload):
+    """A failure reported for ``repository_id`` whose fingerprint was not seen there before: a new incident.
+    ``summary`` is the fingerprint's one line (normalised; never the reported text)."""
+
+    KIND = EventKind.INCIDENT_NEW
+    incident_id: IncidentId
+    repository_id: RepositoryId
+    fingerprint: str
+    summary: str
+    source: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentRecurred(EventPayload):
+    """Another occurrence of a known incident; ``occurrences`` counts every report so far, this one included."""
+
+    KIND = EventKind.INCIDENT_RECURRED
+    incident_id: IncidentId
+    occurrences: int
+    state: str
+    source: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentRegressed(EventPayload):
+    """An incident fixed by ``task_id`` (an accepted task that named it) was seen again."""
+
+    KIND = EventKind.INCIDENT_REGRESSED
+    incident_id: IncidentId
+    task_id: TaskId | None
+    occurrences: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentDismissed(EventPayload):
+    """A person dismissed an incident, with ``reason``; later occurrences are counted, the state stays."""
+
+    KIND = EventKind.INCIDENT_DISMISSED
+    incident_id: IncidentId
+    from_state: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentTaskProposed(EventPayload):
+    """A person asked for a task from the incident: the draft ``task_id`` was created (it starts only when a
+    person approves its plan)."""
+
+    KIND = EventKind.INCIDENT_TASK_PROPOSED
+    incident_id: IncidentId
+    task_id: TaskId
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentFixed(EventPayload):
+    """``task_id``, proposed from the incident, was accepted: the incident is fixed (until it is seen again)."""
+
+    KIND = EventKind.INCIDENT_FIXED
+    incident_id: IncidentId
+    task_id: TaskId
+
+
 # ─── the registry ───────────────────────────────────────────────────────────────────────────────────
 
 _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
@@ -757,6 +842,7 @@ _PAYLOAD_TYPES: Final[tuple[type[EventPayload], ...]] = (
     LadderRungApproved, BrowserDecisionRefused,
     ProviderCredentialStored, ProviderCredentialDeleted, LogsPurged, StoreDamageDetected,
     InstructionFileApproved, InstructionFileRevoked,
+    IncidentNew, IncidentRecurred, IncidentRegressed, IncidentDismissed, IncidentTaskProposed, IncidentFixed,
 )  # fmt: skip
 
 EVENT_TYPES: Final[Mapping[EventKind, type[EventPayload]]] = types.MappingProxyType(

@@ -22,6 +22,7 @@ __all__ = [
     "ApprovalId",
     "CheckpointId",
     "DecisionId",
+    "IncidentId",
     "MemoryEntryId",
     "MessageId",
     "PlanId",
@@ -174,3 +175,11 @@ class RepositoryApprovalId(_PrefixedId):
     __slots__ = ()
     prefix = "rap"
     kind = "repository approval id"
+
+
+class IncidentId(_PrefixedId):
+    """A fingerprinted failure reported for a repository (its occurrences and states carry their own rows)."""
+
+    __slots__ = ()
+    prefix = "inc"
+    kind = "incident id"

@@ -18,6 +18,7 @@ from codeflux.services import (
     budget,
     diagnostics,
     graph,
+    incidents,
     instructions,
     memory,
     prices,
@@ -50,12 +51,14 @@ SERVICE_MODULES: Final[tuple[MethodsOf, ...]] = (
     prices.methods,
     diagnostics.methods,
     memory.methods,
+    incidents.methods,
     session.methods,
 )
 
 
 def build_method_table(app: CoordinatorApp) -> MethodTable:
-    """Every RPC of ``api/codeflux/v1/product.proto`` and ``memory.proto`` by its full name, bound to ``app``."""
+    """Every RPC of ``api/codeflux/v1/product.proto``, ``memory.proto`` and ``incidents.proto`` by its full name,
+    bound to ``app``."""
     return MethodTable.of(method for methods_of in SERVICE_MODULES for method in methods_of(app))
 
 

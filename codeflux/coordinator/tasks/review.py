@@ -30,6 +30,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from codeflux.coordinator.incidents import record_incidents_fixed
 from codeflux.coordinator.tasks import gates
 from codeflux.coordinator.tasks.changes import Actor, TaskChange, TaskChanges, check_text
 from codeflux.coordinator.tasks.checkpoints import record_delivery_decision
@@ -219,6 +220,7 @@ class ReviewService:
                                      landed_commit=outcome.landed_head, reason=None, decided_by=Actor.USER,
                                      at_us=self._changes.clock())
             intents.append(record_cleanup_intent(tx, record, delete_branch=True, saved_patch_identity=None))
+            events.extend(record_incidents_fixed(tx, task_id, at_us=self._changes.clock()))
             return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision}
 
         change = self._changes.mutate(scope=f"task:{task_id.value}", key=f"accept:{reviewed_identity}", work=work,

@@ -160,8 +160,12 @@ class TaskService:
     def create_task(
         self, snapshot: RepositorySnapshot, requirement: str, *, title: str | None = None,
         acknowledged_dirty_hash: str | None = None, acknowledged_by: Actor = Actor.USER, idempotency_key: str,
+        also: Callable[[Transaction, TaskId], Sequence[JournalEvent]] | None = None,
     ) -> TaskChange:  # fmt: skip
         """A new ``draft`` task for the repository ``snapshot`` shows (recorded if new).
+
+        ``also`` runs in the same transaction once the task row exists and returns its events (the incident a
+        task is proposed from records ``task-proposed`` with it: one outcome, one transaction).
 
         The checkout must be on a branch with no git operation in progress; uncommitted changes need
         ``acknowledged_dirty_hash`` equal to ``snapshot.dirty_hash`` (the list the person saw), which is
@@ -184,6 +188,8 @@ class TaskService:
             events.append(event)
             if snapshot.is_dirty:
                 events.append(self._record_acknowledgement(tx, record, snapshot, acknowledger))
+            if also is not None:
+                events.extend(also(tx, task_id))
             return {"task_id": task_id.value, "state": record.state.value, "revision": record.revision}
 
         return self._changes.mutate(scope="task-create", key=idempotency_key, work=work, request={

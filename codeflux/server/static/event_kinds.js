@@ -52,6 +52,12 @@ export const EventKind = Object.freeze({
   STORE_DAMAGE_DETECTED: "store-damage-detected",
   INSTRUCTION_FILE_APPROVED: "instruction-file-approved",
   INSTRUCTION_FILE_REVOKED: "instruction-file-revoked",
+  INCIDENT_NEW: "incident-new",
+  INCIDENT_RECURRED: "incident-recurred",
+  INCIDENT_REGRESSED: "incident-regressed",
+  INCIDENT_DISMISSED: "incident-dismissed",
+  INCIDENT_TASK_PROPOSED: "incident-task-proposed",
+  INCIDENT_FIXED: "incident-fixed",
 });
 
 // Every key a kind's payload may carry (some only in some events, or only in newer ones).
@@ -105,4 +111,10 @@ export const EVENT_KEYS = Object.freeze({
   "store-damage-detected": Object.freeze(["frame", "lost_commits", "copy", "wal_sha256", "detail"]),
   "instruction-file-approved": Object.freeze(["repository_id", "path", "sha256", "by"]),
   "instruction-file-revoked": Object.freeze(["repository_id", "path", "sha256", "by"]),
+  "incident-new": Object.freeze(["incident_id", "repository_id", "fingerprint", "summary", "source"]),
+  "incident-recurred": Object.freeze(["incident_id", "occurrences", "state", "source"]),
+  "incident-regressed": Object.freeze(["incident_id", "task_id", "occurrences"]),
+  "incident-dismissed": Object.freeze(["incident_id", "from_state", "reason"]),
+  "incident-task-proposed": Object.freeze(["incident_id", "task_id"]),
+  "incident-fixed": Object.freeze(["incident_id", "task_id"]),
 });
