@@ -46,6 +46,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "logs",
     "diagnostics",
     "memory",
+    "completion",
 )
 
 
