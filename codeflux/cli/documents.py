@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from typing import Final
 
 from codeflux.api.v1 import common_pb2, product_pb2
-from codeflux.cli.output import money_document, money_of
 
 __all__ = [
     "JSON_FORMAT",
+    "money_document",
+    "money_of",
     "provider_list_document",
     "run_document",
     "task_list_document",
@@ -28,6 +29,24 @@ JSON_FORMAT: Final = 1
 """The version of every ``--json`` document's shape; raised only by an incompatible change."""
 
 _UNKNOWN: Final = "unknown: "
+
+
+def money_document(value: common_pb2.MaybeMoney) -> dict[str, object] | None:
+    """A known amount as ``{"amount": "0.0123", "currency": "USD", "minor_units": 123}`` (the decimal string is
+    exact: built from the integer minor units); an unknown one as None (``null``), never 0."""
+    if not value.known:
+        return None
+    return money_of(value.amount)
+
+
+def money_of(amount: common_pb2.Money) -> dict[str, object]:
+    """An exact amount: its decimal string (from integer minor units, no float on the way), currency, minor units."""
+    places = amount.decimal_places
+    minor = amount.minor_units
+    sign = "-" if minor < 0 else ""
+    digits = str(abs(minor)).rjust(places + 1, "0")
+    text = f"{sign}{digits[:-places]}.{digits[-places:]}" if places else f"{sign}{digits}"
+    return {"amount": text, "currency": amount.currency, "minor_units": minor}
 
 
 def _text(value: str) -> str | None:

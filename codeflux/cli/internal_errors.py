@@ -6,6 +6,9 @@ no known key shape survives), is kept as an ``app_logs`` record (event ``cli.int
 ``codeflux inspect logs --id 42``) when the data directory has a current database. Without one nothing is
 created just to hold it, and the line says so instead of naming an id. ``--debug`` (or ``CODEFLUX_DEBUG=1``)
 also prints the redacted traceback on standard error.
+
+:mod:`codeflux.cli.main` imports this module at every start, so the store and the redaction pipeline are imported
+only on a bug's path.
 """
 
 from __future__ import annotations
@@ -16,11 +19,7 @@ from collections.abc import Mapping, Sequence
 
 import codeflux
 from codeflux.cli.context import CliContext
-from codeflux.coordinator.maintenance import keep_app_log_record
 from codeflux.domain.errors import CodefluxError, DatabaseMissingError
-from codeflux.redact import redact
-from codeflux.store.database import now_us
-from codeflux.store.opening import open_store
 
 __all__ = ["INTERNAL_ERROR_EVENT", "debug_requested", "report_internal_error"]
 
@@ -37,6 +36,8 @@ def debug_requested(arguments: Sequence[str], environ: Mapping[str, str]) -> boo
 
 def report_internal_error(ctx: CliContext, err: BaseException, *, command_name: str, debug: bool) -> None:
     """Keep the redacted traceback of ``err`` (when a database is there) and print the one line naming it."""
+    from codeflux.redact import redact  # noqa: PLC0415 (only on a bug's path: main imports this module at start)
+
     text = redact("".join(traceback.format_exception(err)))
     name = type(err).__name__
     where = _keep(ctx, text, command=command_name, error_class=name)
@@ -51,6 +52,10 @@ def _keep(ctx: CliContext, text: str, *, command: str, error_class: str) -> str:
     """Where the traceback went, as words for the message: ``logged as N`` or why it was not logged."""
     fields = json.dumps({"command": command, "error_class": error_class, "traceback": text,
                          "version": codeflux.__version__}, sort_keys=True, ensure_ascii=False)
+    from codeflux.coordinator.maintenance import keep_app_log_record  # noqa: PLC0415 (as above)
+    from codeflux.store.database import now_us  # noqa: PLC0415
+    from codeflux.store.opening import open_store  # noqa: PLC0415
+
     try:
         location = ctx.location()
         with open_store(location, create=False, migrate=False) as db:

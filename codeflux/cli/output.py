@@ -3,10 +3,11 @@
 - **Colour** only on a terminal, never when ``NO_COLOR`` is set (any non-empty value, https://no-color.org)
   or ``TERM=dumb``: :func:`colour_allowed`. A pipe, a file or a test's stream gets plain text.
 - **``--json``**: one JSON document on standard output (:func:`print_json`): keys sorted, ASCII only (so no
-  escape sequence from a task title can reach a terminal), money as exact decimal strings and an unknown
-  figure as ``null`` (:func:`money_document`), never a float and never 0.
+  escape sequence from a task title can reach a terminal); the documents are :mod:`codeflux.cli.documents`.
 - **A reader that went away** (``codeflux task list | head -1``): :func:`stdout_reader_gone` tells a closed
   pipe on standard output from a broken pipe to anything else (a child process), which stays a bug.
+
+Light on purpose (the standard library and the CLI context): :mod:`codeflux.cli.main` imports it at every start.
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ import stat
 from collections.abc import Mapping
 from typing import TextIO
 
-from codeflux.api.v1 import common_pb2
 from codeflux.cli.context import CliContext
 
-__all__ = ["colour_allowed", "money_document", "money_of", "print_json", "stdout_reader_gone"]
+__all__ = ["colour_allowed", "print_json", "stdout_reader_gone"]
 
 
 def colour_allowed(stream: TextIO, environ: Mapping[str, str]) -> bool:
@@ -38,24 +38,6 @@ def print_json(ctx: CliContext, document: Mapping[str, object]) -> None:
     """One JSON document on standard output, keys sorted and non-ASCII escaped (stable, and never a control
     sequence for the terminal)."""
     ctx.say(json.dumps(document, indent=2, sort_keys=True, ensure_ascii=True))
-
-
-def money_document(value: common_pb2.MaybeMoney) -> dict[str, object] | None:
-    """A known amount as ``{"amount": "0.0123", "currency": "USD", "minor_units": 123}`` (the decimal string is
-    exact: built from the integer minor units); an unknown one as None (``null``), never 0."""
-    if not value.known:
-        return None
-    return money_of(value.amount)
-
-
-def money_of(amount: common_pb2.Money) -> dict[str, object]:
-    """An exact amount: its decimal string (from integer minor units, no float on the way), currency, minor units."""
-    places = amount.decimal_places
-    minor = amount.minor_units
-    sign = "-" if minor < 0 else ""
-    digits = str(abs(minor)).rjust(places + 1, "0")
-    text = f"{sign}{digits[:-places]}.{digits[-places:]}" if places else f"{sign}{digits}"
-    return {"amount": text, "currency": amount.currency, "minor_units": minor}
 
 
 def stdout_reader_gone(stream: TextIO) -> bool:

@@ -6,7 +6,8 @@ import io
 import os
 
 from codeflux.api.v1 import common_pb2
-from codeflux.cli.output import colour_allowed, money_document
+from codeflux.cli.documents import money_document
+from codeflux.cli.output import colour_allowed
 
 
 def test_colour_is_allowed_only_on_a_terminal_without_no_color() -> None:
