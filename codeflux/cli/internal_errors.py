@@ -21,7 +21,7 @@ import codeflux
 from codeflux.cli.context import CliContext
 from codeflux.domain.errors import CodefluxError, DatabaseMissingError
 
-__all__ = ["INTERNAL_ERROR_EVENT", "debug_requested", "report_internal_error"]
+__all__ = ["INTERNAL_ERROR_EVENT", "debug_requested", "report_internal_error", "without_debug_flag"]
 
 INTERNAL_ERROR_EVENT = "cli.internal-error"
 
@@ -32,6 +32,14 @@ def debug_requested(arguments: Sequence[str], environ: Mapping[str, str]) -> boo
     if "--" in words:
         words = words[: words.index("--")]
     return "--debug" in words or environ.get("CODEFLUX_DEBUG", "").strip().lower() in ("1", "true", "yes")
+
+
+def without_debug_flag(arguments: Sequence[str]) -> list[str]:
+    """The arguments without ``--debug`` before any ``--``: the flag is global and may follow a command's verb
+    (``codeflux task list --debug``), where no verb's parser declares it."""
+    words = list(arguments)
+    end = words.index("--") if "--" in words else len(words)
+    return [w for w in words[:end] if w != "--debug"] + words[end:]
 
 
 def report_internal_error(ctx: CliContext, err: BaseException, *, command_name: str, debug: bool) -> None:

@@ -17,7 +17,7 @@ from codeflux.cli.channel import open_channel
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for, exit_code_table_text
 from codeflux.cli.inputs import refuse_undecodable_arguments
-from codeflux.cli.internal_errors import debug_requested, report_internal_error
+from codeflux.cli.internal_errors import debug_requested, report_internal_error, without_debug_flag
 from codeflux.cli.output import colour_allowed, stdout_reader_gone
 from codeflux.domain.errors import CodefluxError, UsageError
 from codeflux.logs import configure_logging, get_logger, reset_logging
@@ -140,7 +140,6 @@ def build_parser(commands: Sequence[ModuleType] | None = None) -> CliParser:
         )
         command.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH",
                              help="data directory (default: $CODEFLUX_HOME, else the platform's user data dir)")
-        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         module.configure(command)
         command.set_defaults(_module=module)
     return parser
@@ -251,7 +250,7 @@ def _run_command(arguments: list[str], context: CliContext) -> int:
         parser = build_parser(modules)
         _check_flags(arguments, parser)
         try:
-            args = parser.parse_args(arguments)
+            args = parser.parse_args(without_debug_flag(arguments))  # --debug counts anywhere (internal_errors)
         except SystemExit as stop:  # --help / --version printed; argparse exits 0
             return int(stop.code or 0)
         module = getattr(args, "_module", None)

@@ -64,6 +64,7 @@ def test_debug_or_codeflux_debug_prints_the_redacted_traceback(db: Database, dat
     data = str(data_location.directory)
     for arguments, environ in ((["--data-dir", data, "--debug", "version"], {}),
                                (["--data-dir", data, "version", "--debug"], {}),
+                               (["--data-dir", data, "prices", "list", "--debug"], {}),  # after a verb too
                                (["--data-dir", data, "version"], {"CODEFLUX_DEBUG": "1"})):
         code, err = _run(arguments, error=LookupError(f"no {_KEY_LIKE}"), environ=environ)
         assert code == 1
