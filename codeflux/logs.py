@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
 import threading
@@ -101,6 +102,7 @@ def configure_logging(
     redactor: Redactor | None = None,
     clock_us: Callable[[], int] | None = None,
     console_level: str | None = None,
+    colour: bool | None = None,
 ) -> None:
     """Configure structlog (and route standard ``logging``) for this process; calling it again reconfigures.
 
@@ -113,6 +115,8 @@ def configure_logging(
     - ``clock_us``: microseconds since the epoch, for ``at_us``; the system clock by default.
     - ``console_level``: the least severe level rendered to ``stream`` (default: ``level``); records
       between ``level`` and it are persisted but not shown, so a CLI stays quiet on success.
+    - ``colour``: whether rendered lines may carry ANSI colour; by default only on a terminal and never while
+      ``NO_COLOR`` is set (https://no-color.org).
     """
     chosen_level = LogLevel.parse(level)
     output = stream if stream is not None else sys.stderr
@@ -128,7 +132,9 @@ def configure_logging(
         processors.append(_PersistRecord(persist, notice_stream=output))
     if console_level is not None:
         processors.append(_DropBelow(LogLevel.parse(console_level)))
-    processors.append(_renderer(renderer, output))
+    if colour is None:
+        colour = _is_terminal(output) and not os.environ.get("NO_COLOR")
+    processors.append(_renderer(renderer, output, colour=colour))
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(chosen_level.number),
@@ -159,12 +165,10 @@ def _system_clock_us() -> int:
     return time.time_ns() // 1000
 
 
-def _renderer(choice: Literal["auto", "console", "json"], stream: TextIO) -> Processor:
+def _renderer(choice: Literal["auto", "console", "json"], stream: TextIO, *, colour: bool) -> Processor:
     console = choice == "console" or (choice == "auto" and _is_terminal(stream))
     if console:
-        return structlog.dev.ConsoleRenderer(
-            colors=_is_terminal(stream), exception_formatter=structlog.dev.plain_traceback
-        )
+        return structlog.dev.ConsoleRenderer(colors=colour, exception_formatter=structlog.dev.plain_traceback)
     return structlog.processors.JSONRenderer(sort_keys=True, ensure_ascii=False)
 
 

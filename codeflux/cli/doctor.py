@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from codeflux.cli.context import CliContext
+from codeflux.cli.documents import JSON_FORMAT
 from codeflux.cli.exit_codes import ExitCode
+from codeflux.cli.output import print_json
 from codeflux.coordinator.doctor import DEFAULT_PORT, run_doctor
 from codeflux.coordinator.tasks.leftovers import check_leftovers
 from codeflux.domain.errors import UsageError
@@ -27,14 +28,15 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     report = run_doctor(ctx.location(), port=args.port, extra_checks=(check_leftovers,))
     blocking = report.blocking
     if args.json:
-        ctx.say(json.dumps({
+        print_json(ctx, {
+            "format": JSON_FORMAT,
             "checks": [
                 {"id": c.id, "title": c.title, "status": c.status.value, "summary": c.summary,
                  "remediation": c.remediation, "blocks": c.blocks}
                 for c in report.checks
             ],
             "blocking": [c.id for c in blocking],
-        }, indent=2))
+        })
     else:
         width = max(len(c.title) for c in report.checks)
         for check in report.checks:

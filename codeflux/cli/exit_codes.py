@@ -20,6 +20,9 @@ class ExitCode(enum.IntEnum):
     PREREQUISITE = 3
     DECISION_NEEDED = 4
     STALLED = 5
+    OUTPUT_CLOSED = 141
+    """The reader of standard output went away (`codeflux … | head`): 128 + SIGPIPE, as a shell reports a
+    process that SIGPIPE ended; nothing is printed."""
 
 
 EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
@@ -29,6 +32,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.PREREQUISITE: "prerequisite missing or refused by state (no credential store, newer database, ...)",
     ExitCode.DECISION_NEEDED: "a decision is needed and prompting is off (approval, plan approval, hard budget)",
     ExitCode.STALLED: "stalled (the ladder is exhausted or a circuit is broken)",
+    ExitCode.OUTPUT_CLOSED: "the reader of the output went away (`| head`); nothing more is printed",
 }
 
 EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {

@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn, Protocol
 
-import codeflux
 from codeflux.cli.app_log_sink import AppLogSink
 from codeflux.cli.channel import open_channel
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for, exit_code_table_text
 from codeflux.cli.inputs import refuse_undecodable_arguments
+from codeflux.cli.internal_errors import debug_requested, report_internal_error, without_debug_flag
+from codeflux.cli.output import colour_allowed, stdout_reader_gone
 from codeflux.domain.errors import CodefluxError, UsageError
 from codeflux.logs import configure_logging, get_logger, reset_logging
 from codeflux.worker.hardening import harden_process
@@ -46,6 +47,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diagnostics",
     "memory",
     "incident",
+    "completion",
 )
 
 
@@ -125,6 +127,8 @@ def build_parser(commands: Sequence[ModuleType] | None = None) -> CliParser:
     )
     parser.add_argument("--data-dir", default=None, metavar="PATH",
                         help="data directory (default: $CODEFLUX_HOME, else the platform's user data dir)")
+    parser.add_argument("--debug", action="store_true",
+                        help="print an internal error's traceback (also: CODEFLUX_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CliParser)
     for module in modules:
         command = sub.add_parser(
@@ -198,7 +202,8 @@ def _record_command_outcome(context: CliContext, *, code: int, elapsed_s: float)
     except CodefluxError:
         return
     sink = AppLogSink(location)
-    configure_logging(level="info", console_level="warning", persist=sink, stream=context.stderr)
+    configure_logging(level="info", console_level="warning", persist=sink, stream=context.stderr,
+                      colour=colour_allowed(context.stderr, context.environ))
     try:
         get_logger("cli").info(
             "command.finished", command=context.command, exit_code=code, elapsed_ms=int(elapsed_s * 1000),
@@ -246,7 +251,7 @@ def _run_command(arguments: list[str], context: CliContext) -> int:
         parser = build_parser(modules)
         _check_flags(arguments, parser)
         try:
-            args = parser.parse_args(arguments)
+            args = parser.parse_args(without_debug_flag(arguments))  # --debug counts anywhere (internal_errors)
         except SystemExit as stop:  # --help / --version printed; argparse exits 0
             return int(stop.code or 0)
         module = getattr(args, "_module", None)
@@ -265,18 +270,25 @@ def _run_command(arguments: list[str], context: CliContext) -> int:
     except KeyboardInterrupt:
         context.warn(f"{command_name}: interrupted")
         return int(ExitCode.FAILED)
-    except BrokenPipeError:
+    except BrokenPipeError as err:
+        if not stdout_reader_gone(context.stdout):  # a pipe to something else (a child) broke: a bug
+            return _internal_error(context, err, command_name=command_name, arguments=arguments)
         # The reader of our output went away (`codeflux task list | head -1`): what the command did is done and
-        # recorded; only the rest of its output is lost. Say nothing more, and keep Python's exit-time flush
-        # from failing on the same pipe.
+        # recorded; only the rest of its output is lost. Say nothing more, keep Python's exit-time flush from
+        # failing on the same pipe, and exit as a process ended by SIGPIPE is seen by its shell (128 + 13).
         _silence_closed_stdout(context)
-        return int(ExitCode.FAILED)
+        return int(ExitCode.OUTPUT_CLOSED)
     except Exception as err:
-        context.error_class = type(err).__name__
-        # Never print the exception text: it may hold paths or values. The type names the bug.
-        context.warn(f"{command_name}: internal error ({type(err).__name__}); this is a bug in codeflux "
-                     f"{codeflux.__version__}")
-        return int(ExitCode.FAILED)
+        return _internal_error(context, err, command_name=command_name, arguments=arguments)
+
+
+def _internal_error(context: CliContext, err: Exception, *, command_name: str, arguments: list[str]) -> int:
+    """A bug: one line naming the class and the app_logs record of its redacted traceback (docs/using.md)."""
+    context.error_class = type(err).__name__
+    # Never print the exception text unasked: it may hold paths or values. The type names the bug.
+    report_internal_error(context, err, command_name=command_name,
+                          debug=debug_requested(arguments, context.environ))
+    return int(ExitCode.FAILED)
 
 
 if __name__ == "__main__":

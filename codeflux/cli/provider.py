@@ -18,6 +18,8 @@ import getpass
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.cli.channel import Channel, ChannelNeeds, ChannelUse
 from codeflux.cli.context import CliContext
+from codeflux.cli.documents import provider_list_document
+from codeflux.cli.output import print_json
 from codeflux.cli.views import print_providers
 from codeflux.coordinator.maintenance import forget_provider_key_reference, record_provider_key_reference
 from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
@@ -62,6 +64,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     endpoint.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
     listing = actions.add_parser("list", help="list providers and whether a key is stored", allow_abbrev=False)
     listing.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
+    listing.add_argument("--json", action="store_true",
+                         help="print one JSON document (its keys: docs/using.md, \"JSON output\")")
 
 
 def _read_key(ctx: CliContext) -> Secret:
@@ -96,7 +100,10 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> i
     if args.action == "list":
         statuses = (provider_statuses(None) if channel is None else
                     channel.call("SettingsService/GetSettings", pb.GetSettingsRequest(), pb.SettingsView).providers)
-        print_providers(ctx, statuses)
+        if args.json:
+            print_json(ctx, provider_list_document(statuses))
+        else:
+            print_providers(ctx, statuses)
         return 0
     if args.action == "approve-endpoint":
         provider = ProviderName.parse(args.name)

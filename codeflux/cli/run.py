@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -37,10 +38,12 @@ from typing import Final
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.authority.decide import DecisionOutcome
-from codeflux.cli.channel import startup_recovery
+from codeflux.cli.channel import ChannelNeeds, ChannelUse, open_channel, startup_recovery
 from codeflux.cli.context import CliContext
+from codeflux.cli.documents import run_document
 from codeflux.cli.exit_codes import ExitCode, exit_code_for
 from codeflux.cli.inputs import read_text_file
+from codeflux.cli.output import print_json
 from codeflux.cli.views import print_plan
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.maintenance import append_app_log_record
@@ -72,6 +75,7 @@ from codeflux.domain.confinement import (
 )
 from codeflux.domain.display import escape_for_display
 from codeflux.domain.errors import (
+    DatabaseMissingError,
     DirtyTreeNotAcknowledgedError,
     InvalidValueError,
     UnconfinedPreapprovalError,
@@ -127,6 +131,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "each question's reading as an assumption and go on); default: the setting (ask)")
     add_allow_argument(parser)
     add_provider_arguments(parser)
+    parser.add_argument("--json", action="store_true",
+                        help="print the transcript on stderr and one JSON document on stdout at the end: the exit "
+                             "code, the task as `task show --json` gives it and the diff identity (docs/using.md)")
 
 
 def add_allow_argument(parser: argparse.ArgumentParser) -> None:
@@ -599,6 +606,39 @@ def require_acknowledged(ctx: CliContext, snapshot: RepositorySnapshot, acknowle
 
 
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
+    if not args.json:
+        return _run_headless(args, ctx, _CreatedTask())
+    created = _CreatedTask()
+    transcript = dataclasses.replace(ctx, stdout=ctx.stderr)  # for the person watching; stdout is the document's
+    code = _run_headless(args, transcript, created)
+    if created.task_id is not None:
+        print_json(ctx, _run_document(transcript, created.task_id, code))
+    return code
+
+
+@dataclass(slots=True)
+class _CreatedTask:
+    """The task a run created, once it exists (``--json`` describes it when the run ends)."""
+
+    task_id: TaskId | None = None
+
+
+def _run_document(ctx: CliContext, task_id: TaskId, code: int) -> dict[str, object]:
+    """The task as the method table shows it now (the running coordinator's socket, else this process), and the
+    identity of its diff when its worktree is there. ``ctx`` is the transcript's: what opening the channel says
+    goes to stderr."""
+    with open_channel(ctx, ChannelNeeds(use=ChannelUse.EXISTING)) as channel:
+        if channel is None:  # EXISTING always gives a channel or raises; kept for the type checker
+            raise DatabaseMissingError("no codeflux database to read the task from")
+        view = channel.call("TaskService/GetTask", pb.GetTaskRequest(task_id=task_id.value), pb.TaskView)
+        identity = None
+        if view.worktree_exists:
+            diff = channel.call("ReviewService/GetDiff", pb.GetDiffRequest(task_id=task_id.value), pb.DiffBytes)
+            identity = diff.diff_identity or None
+    return run_document(view, exit_code=code, diff_identity=identity)
+
+
+def _run_headless(args: argparse.Namespace, ctx: CliContext, created: _CreatedTask) -> int:
     # A malformed --allow, or one that would run a program unconfined without the opt-in, is refused
     # before anything is written; so is a malformed $CODEFLUX_WRITE_PATIENCE_S.
     unconfined_programs(headless_policy(args.allow), choose_confinement().mode, opted_in=args.allow_unconfined)
@@ -620,6 +660,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             change = tasks.create_task(snapshot, requirement, acknowledged_dirty_hash=args.acknowledge_dirty,
                                        acknowledged_by=Actor.USER, idempotency_key=key())
             task_id = change.task_id
+            created.task_id = task_id
             ctx.say(f"task {task_id} created for {snapshot.root} on {snapshot.branch or 'its branch'}")
             BudgetService(db).set_budget(task_id, hard_limit=budget, expected_revision=None, idempotency_key=key())
             ctx.say(f"budget {budget} hard limit")

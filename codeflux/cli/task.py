@@ -61,7 +61,9 @@ from codeflux.api.v1 import product_pb2 as pb
 from codeflux.authority.decide import UserDecision
 from codeflux.cli.channel import Channel, ChannelNeeds, ChannelUse, control, startup_recovery
 from codeflux.cli.context import CliContext
+from codeflux.cli.documents import task_list_document, task_show_document
 from codeflux.cli.exit_codes import ExitCode
+from codeflux.cli.output import print_json
 from codeflux.cli.plan_examples import add_edit_arguments, edit_examples, edits_examples
 from codeflux.cli.run import (
     ShutdownOnSignal,
@@ -102,6 +104,8 @@ from codeflux.store.opening import open_store
 NAME = "task"
 SUMMARY = "create, inspect, approve, review and recover tasks (headless)"
 RECORDS_APP_LOG = True
+
+_JSON_HELP = "print one JSON document (its keys: docs/using.md, \"JSON output\")"
 
 _ACTIONS = {
     "create": "create a task for a repository (uncommitted changes must be acknowledged by their hash)",
@@ -144,6 +148,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         sub.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH", help="data directory")
         if action not in ("create", "list", "recovery"):
             sub.add_argument("task", metavar="ID", help="the task id (tsk_…)")
+        if action in ("list", "show"):
+            sub.add_argument("--json", action="store_true", help=_JSON_HELP)
         _configure_action(action, sub)
 
 
@@ -266,15 +272,23 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> i
 
 def _list(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
     """Pages of tasks, newest first: the first (or the one ``--before`` names), or with ``--all`` every one. Only
-    task lines go to stdout (one per task); how to get the next page, or that nothing is listed, goes to stderr."""
+    task lines go to stdout (one per task); how to get the next page, or that nothing is listed, goes to stderr.
+    With ``--json``, one document holds the tasks and the next page's ``next_before``; stderr stays quiet."""
     before = TaskId.parse(args.before).value if args.before else ""
     listed = 0
+    collected: list[pb.TaskSummary] = []
     while True:
         reply = channel.call("TaskService/ListTasks", pb.ListTasksRequest(
             limit=args.limit, before=before, query=args.search), pb.ListTasksReply)
         for task in reply.tasks:
-            ctx.say(f"{task.task_id}  {task.state:<22} {escape_for_display(task.title)}")
+            if args.json:
+                collected.append(task)
+            else:
+                ctx.say(f"{task.task_id}  {task.state:<22} {escape_for_display(task.title)}")
         listed += len(reply.tasks)
+        if args.json and (not reply.has_more or not args.all):
+            print_json(ctx, task_list_document(collected, has_more=reply.has_more, next_before=reply.next_before))
+            return 0
         if not reply.has_more:
             break
         if not args.all:
@@ -295,18 +309,21 @@ def _task(channel: Channel, task_id: str) -> pb.TaskView:
     return channel.call("TaskService/GetTask", pb.GetTaskRequest(task_id=task_id), pb.TaskView)
 
 
-def _show_task(ctx: CliContext, channel: Channel, view: pb.TaskView) -> None:
+def _show_task(ctx: CliContext, channel: Channel, view: pb.TaskView, *, as_json: bool = False) -> None:
     """The task, its recovery assessment when it needs one, and the interrupted landings of it that a retry or
-    startup recovery resolved."""
+    startup recovery resolved (``as_json``: one document, docs/using.md "JSON output")."""
     reply = channel.call("RecoveryService/ListRecovery", pb.ListRecoveryRequest(task_id=view.task_id),
                          pb.ListRecoveryReply)
+    if as_json:
+        print_json(ctx, task_show_document(view, reply.tasks[0] if reply.tasks else None))
+        return
     print_task(ctx, view, reply.tasks[0] if reply.tasks else None)
     print_landing_resolutions(ctx, reply.landings, reply.landings_more, indent="  ")
 
 
 def _show(args: argparse.Namespace, ctx: CliContext, channel: Channel, task_id: str) -> int:
     view = _task(channel, task_id)
-    _show_task(ctx, channel, view)
+    _show_task(ctx, channel, view, as_json=args.json)
     if view.state == TaskState.AWAITING_REVIEW.value and view.worktree_exists:
         diff = channel.call("ReviewService/GetDiff", pb.GetDiffRequest(task_id=task_id), pb.DiffBytes)
         _warn_if_evidence_differs(ctx, task_id, diff)

@@ -70,6 +70,7 @@ __all__ = [
     "forget_provider_key_reference",
     "inspect_stored_rows",
     "inspectable_entities",
+    "keep_app_log_record",
     "migrate_data_directory",
     "purge_application_logs",
     "record_provider_key_reference",
@@ -190,12 +191,17 @@ def append_app_log_record(db: Database, *, level: str, event: str, fields_json: 
     """Keep one already-redacted application log record (an unknown level is kept as ``info``). While another
     process holds the write lock the record is dropped after a short wait (it was printed on stderr): a log
     line never adds a second busy wait to a command that already waited. Returns whether it was kept."""
+    return keep_app_log_record(db, level=level, event=event, fields_json=fields_json, at_us=at_us) is not None
+
+
+def keep_app_log_record(db: Database, *, level: str, event: str, fields_json: str, at_us: int) -> int | None:
+    """:func:`append_app_log_record` that returns the kept record's id (what a message can name, e.g. an
+    internal error's ``logged as N``), or None when the write lock was held and the record was dropped."""
     try:
-        append_app_log(db, level=level, event=event, fields_json=fields_json, at_us=at_us,
-                       busy_timeout_ms=APP_LOG_BUSY_TIMEOUT_MS)
+        return append_app_log(db, level=level, event=event, fields_json=fields_json, at_us=at_us,
+                              busy_timeout_ms=APP_LOG_BUSY_TIMEOUT_MS)
     except StoreBusyError:
-        return False
-    return True
+        return None
 
 
 def purge_application_logs(location: DataLocation, *, before_us: int | None) -> int:

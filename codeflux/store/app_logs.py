@@ -16,17 +16,19 @@ LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 def append_app_log(db: Database, *, level: str, event: str, fields_json: str, at_us: int,
-                   busy_timeout_ms: int | None = None) -> None:
-    """Insert one record; ``busy_timeout_ms`` bounds the wait for the write lock (StoreBusyError after it)."""
+                   busy_timeout_ms: int | None = None) -> int:
+    """Insert one record and return its id; ``busy_timeout_ms`` bounds the wait for the write lock
+    (StoreBusyError after it)."""
     if level not in LOG_LEVELS:
         level = "info"
-    db.write(
+    rows = db.write(
         lambda tx: tx.execute(
-            "INSERT INTO app_logs (at_us, level, event, fields_json) VALUES (?, ?, ?, ?)",
+            "INSERT INTO app_logs (at_us, level, event, fields_json) VALUES (?, ?, ?, ?) RETURNING id",
             (at_us, level, event[:200] or "log", fields_json),
         ),
         busy_timeout_ms=busy_timeout_ms,
     )
+    return int(rows[0][0])
 
 
 def count_app_logs(db: Database) -> int:

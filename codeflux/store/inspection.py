@@ -135,6 +135,8 @@ _ENTITIES: tuple[InspectableEntity, ...] = (
         description="application log records, newest first",
         columns=("id", "at_us", "level", "event", "fields_json"),
         query="SELECT {columns} FROM app_logs {where} ORDER BY id DESC LIMIT ?",
+        id_filter="WHERE id = ?",
+        id_meaning="record id, as an internal error's message names it",
     ),
     InspectableEntity(
         name="providers",

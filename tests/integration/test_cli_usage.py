@@ -9,6 +9,7 @@ import pytest
 from codeflux.cli.main import COMMAND_MODULES, main
 from codeflux.store.migrations import supported_schema_version
 from tests.fixtures.cli import run_codeflux
+from tests.fixtures.repos import make_repository
 
 
 def test_an_unknown_command_exits_2_with_a_did_you_mean(tmp_path: Path) -> None:
@@ -84,5 +85,22 @@ def test_a_reader_that_goes_away_is_not_reported_as_a_bug(tmp_path: Path) -> Non
     process.stdout.close()  # the reader goes away before the command writes its first line
     with process.stderr:
         err = process.stderr.read().decode()
-    assert process.wait(timeout=60) == 1
+    assert process.wait(timeout=60) == 141  # as a shell reports a process that SIGPIPE ended
     assert err == "", err
+
+
+def test_task_list_piped_into_head_exits_quietly_as_sigpipe_would(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`codeflux task list | head -c 0` in a real shell: the reader exits before the first line is written."""
+    data = tmp_path / "data"
+    repo = make_repository(tmp_path).path
+    assert main(["--data-dir", str(data), "task", "create", "--repo", str(repo), "--requirement", "add mul"]) == 0
+    script = 'set -o pipefail; "$0" -B -m codeflux --data-dir "$1" task list | head -c 0; echo "exit=$?"'
+    shell = subprocess.run(["bash", "-c", script, sys.executable, str(data)], capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert shell.stdout == "exit=141\n", shell
+    assert shell.stderr == "", shell.stderr
+    capsys.readouterr()
+    assert main(["--data-dir", str(data), "task", "list"]) == 0  # the positive control: it has a line to write
+    assert capsys.readouterr().out.startswith("tsk_")

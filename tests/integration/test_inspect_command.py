@@ -148,7 +148,16 @@ def test_id_filters_events_by_session_settings_by_key_and_providers_by_name(
     assert {r[1] for r in migrations} == {"1"}
 
 
-@pytest.mark.parametrize(("entity", "entity_id"), [("logs", "3"), ("migrations", "one")])
+def test_logs_by_id_shows_the_one_record_an_internal_error_names(
+    db: Database, data_location: DataLocation, capsys: pytest.CaptureFixture[str]
+) -> None:
+    add_logs(db, 3)
+    code, out, _ = inspect(capsys, data_location, "logs", "--id", "2")
+    assert code == 0
+    assert [(r[0], r[3]) for r in table_rows(out)] == [("2", "event-1")]
+
+
+@pytest.mark.parametrize(("entity", "entity_id"), [("migrations", "one")])
 def test_an_id_where_it_means_nothing_or_is_malformed_is_a_usage_error(
     db: Database, data_location: DataLocation, capsys: pytest.CaptureFixture[str], entity: str, entity_id: str
 ) -> None:

@@ -157,6 +157,28 @@ def test_a_terminal_gets_the_console_renderer(redactor: Redactor) -> None:
     assert LOADED_KEY not in shown
 
 
+def _console_line_on_a_terminal(redactor: Redactor, **colour: bool) -> str:
+    controller, terminal = os.openpty()
+    with (
+        os.fdopen(terminal, "w", encoding="utf-8") as tty,
+        os.fdopen(controller, "rb", buffering=0) as reader,
+    ):
+        configure_logging(stream=tty, redactor=redactor, **colour)
+        get_logger("cli").warning("disk nearly full")
+        tty.flush()
+        return reader.read(4096).decode("utf-8", "replace")
+
+
+def test_a_terminal_gets_colour_unless_no_color_is_set(redactor: Redactor, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert "\x1b[" in _console_line_on_a_terminal(redactor)  # the control: a terminal is coloured
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = _console_line_on_a_terminal(redactor)
+    assert "disk nearly full" in plain and "\x1b[" not in plain
+    monkeypatch.delenv("NO_COLOR")
+    assert "\x1b[" not in _console_line_on_a_terminal(redactor, colour=False)  # the CLI's own decision wins
+
+
 def test_an_unknown_level_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="debug, info, warning, error, critical"):
         configure_logging(level="verbose")
