@@ -161,6 +161,12 @@ NOT_SHOWN_KINDS: Final[Mapping[EventKind, str]] = MappingProxyType({
     EventKind.PROVIDER_CREDENTIAL_DELETED: "a credential event, not part of a task",
     EventKind.LOGS_PURGED: "housekeeping, not part of a task",
     EventKind.STORE_DAMAGE_DETECTED: "about the store, not part of a task",
+    EventKind.INCIDENT_NEW: "an incident's own record, not a step of a task",
+    EventKind.INCIDENT_RECURRED: "an incident's own record, not a step of a task",
+    EventKind.INCIDENT_REGRESSED: "an incident's own record, not a step of a task",
+    EventKind.INCIDENT_DISMISSED: "an incident's own record, not a step of a task",
+    EventKind.INCIDENT_TASK_PROPOSED: "an incident's own record; the incident → task link is not drawn yet",
+    EventKind.INCIDENT_FIXED: "an incident's own record; the incident → task link is not drawn yet",
 })
 """Every event kind the graph leaves out, with why."""
 
