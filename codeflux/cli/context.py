@@ -6,9 +6,10 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from codeflux.store.location import DataLocation, resolve_data_location
+if TYPE_CHECKING:
+    from codeflux.store.location import DataLocation
 
 __all__ = ["CliContext"]
 
@@ -32,6 +33,10 @@ class CliContext:
     """The signal that asked this command to stop at the next boundary (set while a plan is drafted)."""
 
     def location(self) -> DataLocation:
+        # Imported here: `codeflux version` and `--help` never need a data directory (platformdirs and the
+        # store stay unloaded; codeflux/cli/main.py's docstring).
+        from codeflux.store.location import resolve_data_location  # noqa: PLC0415
+
         return resolve_data_location(self.data_dir, self.environ)
 
     def say(self, text: str) -> None:

@@ -1,60 +1,34 @@
-"""The ``codeflux`` entry point: one argparse tree, one error-to-exit-code map, no tracebacks."""
+"""The ``codeflux`` entry point: one argparse tree, one error-to-exit-code map, no tracebacks.
+
+Commands load lazily (:mod:`codeflux.cli.command_table`): ``codeflux --help`` lists the table without importing
+any command, and a command line that names a command imports that command's module alone and adds its
+arguments to its sub-parser. So ``codeflux version`` and ``codeflux --help`` import no coordinator, grpc,
+pygit2 or apsw (``tests/unit/cli/test_lazy_commands.py``); :func:`build_parser` with no argument still builds
+the whole tree (every command loaded) for what needs all of it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import difflib
-import importlib
 import os
 import sys
 import time
-from collections.abc import Sequence
-from types import ModuleType
-from typing import NoReturn, Protocol
+from collections.abc import Collection, Sequence
+from typing import NoReturn
 
 import codeflux
-from codeflux.cli.app_log_sink import AppLogSink
-from codeflux.cli.channel import open_channel
+from codeflux.cli.command_table import COMMANDS, CommandModule
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for, exit_code_table_text
 from codeflux.cli.inputs import refuse_undecodable_arguments
 from codeflux.domain.errors import CodefluxError, UsageError
-from codeflux.logs import configure_logging, get_logger, reset_logging
 from codeflux.worker.hardening import harden_process
 
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
 # One module per command, in the order --help lists them.
-COMMAND_MODULES: tuple[str, ...] = (
-    "start",
-    "open",
-    "version",
-    "doctor",
-    "migrate",
-    "provider",
-    "prices",
-    "budget",
-    "task",
-    "approvals",
-    "repo",
-    "run",
-    "demo",
-    "backup",
-    "integrity_check",
-    "inspect",
-    "logs",
-    "diagnostics",
-    "memory",
-)
-
-
-class CommandModule(Protocol):
-    NAME: str
-    SUMMARY: str
-
-    def configure(self, parser: argparse.ArgumentParser) -> None: ...
-
-    def run(self, args: argparse.Namespace, ctx: CliContext) -> int: ...
+COMMAND_MODULES: tuple[str, ...] = tuple(entry.module for entry in COMMANDS)
 
 
 class CliParser(argparse.ArgumentParser):
@@ -109,12 +83,12 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     return message
 
 
-def _load_commands() -> list[ModuleType]:
-    return [importlib.import_module(f"codeflux.cli.{name}") for name in COMMAND_MODULES]
-
-
-def build_parser(commands: Sequence[ModuleType] | None = None) -> CliParser:
-    modules = list(commands) if commands is not None else _load_commands()
+def build_parser(configured: Collection[str] | None = None) -> CliParser:
+    """The argparse tree. Every command is listed (name and help from the table); the commands whose arguments
+    are added — which imports their modules — are those named in ``configured``, all of them when it is None.
+    A command line needs one at most: :func:`main` passes the command it names, or none."""
+    if configured is None:
+        configured = [entry.name for entry in COMMANDS]
     parser = CliParser(
         prog="codeflux",
         description="codeflux: a local-first coordinator for an AI coding agent.",
@@ -122,23 +96,30 @@ def build_parser(commands: Sequence[ModuleType] | None = None) -> CliParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
+    parser.add_argument("--version", action="version", version=version_line(),
+                        help="print the codeflux version and exit")
     parser.add_argument("--data-dir", default=None, metavar="PATH",
                         help="data directory (default: $CODEFLUX_HOME, else the platform's user data dir)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CliParser)
-    for module in modules:
+    for entry in COMMANDS:
         command = sub.add_parser(
-            module.NAME,
-            help=module.SUMMARY,
-            description=module.SUMMARY,
+            entry.name,
+            help=entry.summary,
+            description=entry.summary,
             epilog=exit_code_table_text(),
             formatter_class=argparse.RawDescriptionHelpFormatter,
             allow_abbrev=False,
         )
         command.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH",
                              help="data directory (default: $CODEFLUX_HOME, else the platform's user data dir)")
-        module.configure(command)
-        command.set_defaults(_module=module)
+        if entry.name in configured:
+            command.set_defaults(_module=entry.add_arguments(command))
     return parser
+
+
+def version_line() -> str:
+    """The first line of ``codeflux version``, which ``codeflux --version`` prints alone."""
+    return f"codeflux: {codeflux.__version__}"
 
 
 def _check_flags(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
@@ -196,6 +177,9 @@ def _record_command_outcome(context: CliContext, *, code: int, elapsed_s: float)
         location = context.location()
     except CodefluxError:
         return
+    from codeflux.cli.app_log_sink import AppLogSink  # noqa: PLC0415 (commands load lazily: see the docstring)
+    from codeflux.logs import configure_logging, get_logger, reset_logging  # noqa: PLC0415
+
     sink = AppLogSink(location)
     configure_logging(level="info", console_level="warning", persist=sink, stream=context.stderr)
     try:
@@ -208,7 +192,7 @@ def _record_command_outcome(context: CliContext, *, code: int, elapsed_s: float)
         sink.close()
 
 
-def _run_module(module: ModuleType, args: argparse.Namespace, context: CliContext) -> int:
+def _run_module(module: CommandModule, args: argparse.Namespace, context: CliContext) -> int:
     """Run the command. One that declares ``channel_needs`` gets its channel to the method table, chosen
     here and only here: the running coordinator's socket when one serves the data directory, else this
     process (:func:`codeflux.cli.channel.open_channel`)."""
@@ -218,6 +202,8 @@ def _run_module(module: ModuleType, args: argparse.Namespace, context: CliContex
     needs = needs_of(args)
     if needs is None:  # this action of the command does not read or change the product's state
         return int(module.run(args, context, None))
+    from codeflux.cli.channel import open_channel  # noqa: PLC0415 (only a command that declares its needs)
+
     with open_channel(context, needs) as channel:
         if channel is not None and channel.via is not None:
             verb = getattr(args, "action", None)
@@ -236,19 +222,18 @@ def _silence_closed_stdout(context: CliContext) -> None:
 def _run_command(arguments: list[str], context: CliContext) -> int:
     command_name = "codeflux"
     try:
-        modules = _load_commands()
-        _check_command_name(arguments, [m.NAME for m in modules])
+        _check_command_name(arguments, [entry.name for entry in COMMANDS])
         word = _command_word(arguments)
         if word is not None:
             command_name = f"codeflux {word}"
         refuse_undecodable_arguments(arguments)
-        parser = build_parser(modules)
+        parser = build_parser(() if word is None else (word,))
         _check_flags(arguments, parser)
         try:
             args = parser.parse_args(arguments)
         except SystemExit as stop:  # --help / --version printed; argparse exits 0
             return int(stop.code or 0)
-        module = getattr(args, "_module", None)
+        module: CommandModule | None = getattr(args, "_module", None)
         if module is None:
             parser.print_help(context.stderr)
             return ExitCode.USAGE
