@@ -2,33 +2,57 @@
 
 Commands load lazily (:mod:`codeflux.cli.command_table`): ``codeflux --help`` lists the table without importing
 any command, and a command line that names a command imports that command's module alone and adds its
-arguments to its sub-parser. So ``codeflux version`` and ``codeflux --help`` import no coordinator, grpc,
-pygit2 or apsw (``tests/unit/cli/test_lazy_commands.py``); :func:`build_parser` with no argument still builds
-the whole tree (every command loaded) for what needs all of it.
+arguments to its sub-parser (:func:`parser_for_command`; the other commands are not even listed then). So
+``codeflux version`` and ``codeflux --help`` import no coordinator, grpc, pygit2 or apsw
+(``tests/unit/cli/test_lazy_commands.py``); :func:`build_parser` still builds the whole tree (every command
+loaded) for what needs all of it.
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import NoReturn
 
 import codeflux
-from codeflux.cli.command_table import COMMANDS, CommandModule
+from codeflux.cli.command_table import COMMANDS, CommandEntry, CommandModule, command_named
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for, exit_code_table_text
 from codeflux.cli.inputs import refuse_undecodable_arguments
 from codeflux.domain.errors import CodefluxError, UsageError
 from codeflux.worker.hardening import harden_process
 
-__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+__all__ = ["COMMAND_MODULES", "build_parser", "main", "parser_for_command", "version_line"]
 
 # One module per command, in the order --help lists them.
 COMMAND_MODULES: tuple[str, ...] = tuple(entry.module for entry in COMMANDS)
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter for descriptions laid out by hand, told the width so it does not import
+    :mod:`shutil` (and the compression modules that imports) to ask for it on every argument added."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _terminal_columns() - 2 if width is None else width)
+
+
+def _terminal_columns() -> int:
+    """What :func:`shutil.get_terminal_size` answers for the columns: ``$COLUMNS``, else stdout's terminal, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    stdout = sys.__stdout__
+    try:
+        return (os.get_terminal_size(stdout.fileno()).columns or 80) if stdout is not None else 80
+    except (ValueError, OSError):  # not a terminal, or a closed or replaced stream
+        return 80
 
 
 class CliParser(argparse.ArgumentParser):
@@ -36,6 +60,12 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(_with_suggestion(self, message))
+
+
+def _close_matches(word: str, possibilities: Sequence[str], *, n: int, cutoff: float) -> list[str]:
+    import difflib  # noqa: PLC0415 (only when a word is unknown: not on every start)
+
+    return difflib.get_close_matches(word, possibilities, n=n, cutoff=cutoff)
 
 
 def _all_option_strings(parser: argparse.ArgumentParser) -> list[str]:
@@ -72,7 +102,7 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
                 continue
             flag = token.split("=", 1)[0]
             flags.append(flag)
-            close = difflib.get_close_matches(flag, [c for c in candidates if c != flag], n=1, cutoff=0.6)
+            close = _close_matches(flag, [c for c in candidates if c != flag], n=1, cutoff=0.6)
             if close:
                 hints.append(f"did you mean {close[0]}?")
         parts = [f"unrecognized arguments: {' '.join(flags)}" if flags else "unexpected arguments"]
@@ -83,17 +113,29 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     return message
 
 
-def build_parser(configured: Collection[str] | None = None) -> CliParser:
-    """The argparse tree. Every command is listed (name and help from the table); the commands whose arguments
-    are added — which imports their modules — are those named in ``configured``, all of them when it is None.
-    A command line needs one at most: :func:`main` passes the command it names, or none."""
-    if configured is None:
-        configured = [entry.name for entry in COMMANDS]
+def build_parser() -> CliParser:
+    """The whole argparse tree: every command listed and its arguments added, so every command module is
+    imported — for what needs all of it (completion, a CLI reference). A command line gets
+    :func:`parser_for_command`."""
+    return _parser(COMMANDS, configured=True)
+
+
+def parser_for_command(name: str | None) -> CliParser:
+    """What one command line needs. No command named (``codeflux --help``): every command listed by its name and
+    help from the table, none imported. A command named: that command alone, its module imported and its
+    arguments added (its name was checked against the table first)."""
+    entry = None if name is None else command_named(name)
+    if entry is None:
+        return _parser(COMMANDS, configured=False)
+    return _parser((entry,), configured=True)
+
+
+def _parser(entries: Sequence[CommandEntry], *, configured: bool) -> CliParser:
     parser = CliParser(
         prog="codeflux",
         description="codeflux: a local-first coordinator for an AI coding agent.",
         epilog=exit_code_table_text(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=version_line(),
@@ -101,18 +143,18 @@ def build_parser(configured: Collection[str] | None = None) -> CliParser:
     parser.add_argument("--data-dir", default=None, metavar="PATH",
                         help="data directory (default: $CODEFLUX_HOME, else the platform's user data dir)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CliParser)
-    for entry in COMMANDS:
+    for entry in entries:
         command = sub.add_parser(
             entry.name,
             help=entry.summary,
             description=entry.summary,
             epilog=exit_code_table_text(),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=_HelpFormatter,
             allow_abbrev=False,
         )
         command.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH",
                              help="data directory (default: $CODEFLUX_HOME, else the platform's user data dir)")
-        if entry.name in configured:
+        if configured:
             command.set_defaults(_module=entry.add_arguments(command))
     return parser
 
@@ -130,7 +172,7 @@ def _check_flags(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
             return
         flag = word.split("=", 1)[0]
         if flag.startswith("--") and flag not in known and flag not in ("--help",):
-            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+            close = _close_matches(flag, known, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise UsageError(f"unknown option {flag}{hint}")
 
@@ -151,7 +193,7 @@ def _check_command_name(argv: Sequence[str], names: Sequence[str]) -> None:
     """Refuse an unknown command with a did-you-mean before argparse's generic message."""
     word = _command_word(argv)
     if word is not None and word not in names:
-        close = difflib.get_close_matches(word, names, n=1, cutoff=0.5)
+        close = _close_matches(word, names, n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(f"unknown command {word!r}{hint} (see `codeflux --help`)")
 
@@ -227,7 +269,7 @@ def _run_command(arguments: list[str], context: CliContext) -> int:
         if word is not None:
             command_name = f"codeflux {word}"
         refuse_undecodable_arguments(arguments)
-        parser = build_parser(() if word is None else (word,))
+        parser = parser_for_command(word)
         _check_flags(arguments, parser)
         try:
             args = parser.parse_args(arguments)

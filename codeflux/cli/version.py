@@ -1,8 +1,11 @@
 """`codeflux version`: what this codeflux is built from.
 
-It answers in a few milliseconds: library versions come from the installed packages' metadata
-(:mod:`importlib.metadata`), never from importing the libraries (pygit2 alone takes longer than Python's
-own start), and the schema version from the shipped migration files. ``--libraries`` also loads apsw and
+It answers in a few milliseconds: library versions come from the installed packages' metadata, never from
+importing the libraries (pygit2 alone takes longer than Python's own start), and the schema version from the
+shipped migration files' names. The metadata is read the way :mod:`importlib.metadata` finds it — the first
+``NAME-VERSION.dist-info`` folder on ``sys.path``, its ``METADATA`` ``Version:`` header and its PEP 610
+``direct_url.json`` — without importing that module, whose e-mail header parser alone costs more than the rest
+of the command (docs/benchmarks.md, "bench cli"). ``--libraries`` also loads apsw and
 pygit2 and names the SQLite and libgit2 they bring (what ``codeflux doctor`` checks), at their import's cost.
 """
 
@@ -10,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
-import platform
+import re
 import sys
-from dataclasses import dataclass
-from importlib import metadata
+from typing import NamedTuple
 
 import codeflux
 from codeflux.cli.context import CliContext
@@ -34,8 +37,7 @@ LIBRARIES = ("apsw", "pygit2")
 UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BuildFacts:
+class BuildFacts(NamedTuple):
     """What this codeflux was built from, each fact ``unknown`` when nothing records it."""
 
     version: str
@@ -53,12 +55,52 @@ def _commit_from_build_file(package_folder: pathlib.Path) -> str | None:
     return commit if _is_commit(commit) else None
 
 
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def installed_metadata_folder(name: str) -> pathlib.Path | None:
+    """The ``.dist-info`` folder of the installed distribution ``name``: the first on ``sys.path``, as
+    :func:`importlib.metadata.distribution` finds it; None when it is not installed that way."""
+    wanted = _normalized(name)
+    for entry in sys.path:
+        try:
+            children = os.listdir(entry or ".")
+        except OSError:  # a missing folder, a zip file on the path
+            continue
+        for child in children:
+            project, _, _ = child.removesuffix(".dist-info").rpartition("-")
+            if child.endswith(".dist-info") and _normalized(project) == wanted:
+                return pathlib.Path(entry or ".", child)
+    return None
+
+
+def installed_version(name: str) -> str | None:
+    """The ``Version:`` header of the installed distribution's ``METADATA``, or None."""
+    folder = installed_metadata_folder(name)
+    if folder is None:
+        return None
+    try:
+        with (folder / "METADATA").open(encoding="utf-8") as headers:
+            for line in headers:
+                if not line.strip():
+                    return None  # the headers end at the first blank line; the description follows
+                if line.lower().startswith("version:"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
+
+
 def _commit_from_package_metadata() -> str | None:
     """The commit pip recorded when codeflux was installed from a git URL (PEP 610 ``direct_url.json``)."""
+    folder = installed_metadata_folder("codeflux")
+    if folder is None:
+        return None
     try:
-        text = metadata.distribution("codeflux").read_text("direct_url.json")
-        commit = json.loads(text or "{}").get("vcs_info", {}).get("commit_id")
-    except (metadata.PackageNotFoundError, OSError, ValueError, AttributeError):
+        commit = json.loads((folder / "direct_url.json").read_text(encoding="utf-8")).get("vcs_info", {}).get(
+            "commit_id")
+    except (OSError, ValueError, AttributeError):
         return None
     return commit if _is_commit(commit) else None
 
@@ -79,11 +121,11 @@ def build_facts(*, package_folder: pathlib.Path | None = None) -> BuildFacts:
                       commit_source=source if commit else None, frozen=bool(getattr(sys, "frozen", False)))
 
 
-def _library_version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "not installed"
+def _python_version() -> str:
+    """``3.11.7 (CPython)``, as :mod:`platform` words it, read from :mod:`sys` (importing platform costs a
+    millisecond)."""
+    implementation = {"cpython": "CPython", "pypy": "PyPy"}.get(sys.implementation.name, sys.implementation.name)
+    return f"{sys.version.split()[0]} ({implementation})"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -106,9 +148,9 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     ctx.say(f"commit: {commit}")
     ctx.say(f"frozen: {'yes (a single-file build)' if facts.frozen else 'no'}")
     ctx.say(f"schema-version: {shipped_schema_version()}")
-    ctx.say(f"python: {platform.python_version()} ({platform.python_implementation()})")
+    ctx.say(f"python: {_python_version()}")
     for library in LIBRARIES:
-        ctx.say(f"{library}: {_library_version(library)}")
+        ctx.say(f"{library}: {installed_version(library) or 'not installed'}")
     if args.libraries:
         for line in _loaded_library_lines():
             ctx.say(line)

@@ -8,8 +8,8 @@ version — ``codeflux version`` does — reads a directory and imports no SQLit
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import codeflux
 from codeflux.domain.errors import OperationFailedError
@@ -19,8 +19,9 @@ __all__ = ["MIGRATION_NAME_PATTERN", "Migration", "load_shipped_migrations", "su
 MIGRATION_NAME_PATTERN = re.compile(r"^(?P<version>[0-9]{6})_(?P<name>[a-z0-9]+(?:_[a-z0-9]+)*)\.sql$")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Migration:
+class Migration(NamedTuple):
+    """One shipped migration file (a named tuple: naming the schema version must not import dataclasses)."""
+
     version: int
     name: str
     sql: str

@@ -7,6 +7,7 @@ import ast
 import json
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 import codeflux
 from codeflux.cli import version
 from codeflux.cli.command_table import COMMANDS
-from codeflux.cli.main import build_parser, main
+from codeflux.cli.main import build_parser, main, parser_for_command
 
 CLI_FOLDER = Path(codeflux.__file__).parent / "cli"
 PROBE = """
@@ -73,11 +74,11 @@ def test_the_table_names_every_command_module_with_its_own_name_and_summary() ->
 
 
 def test_help_from_the_table_is_the_full_parsers_help_for_the_tool_and_each_command() -> None:
-    full, light = build_parser(), build_parser(())
+    full, light = build_parser(), parser_for_command(None)
     assert light.format_help() == full.format_help()
     full_commands = full._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     for entry in COMMANDS:
-        one = build_parser((entry.name,))._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+        one = parser_for_command(entry.name)._subparsers._group_actions[0].choices  # type: ignore[union-attr]
         assert one[entry.name].format_help() == full_commands[entry.name].format_help(), entry.name
         # argparse wraps the help (also after hyphens): compare without whitespace
         assert "".join((entry.name + entry.summary).split()) in "".join(light.format_help().split())
@@ -109,3 +110,13 @@ def test_the_build_commit_comes_from_the_build_file_and_is_never_guessed(
     assert version.build_facts(package_folder=tmp_path).commit == "unknown"
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     assert version.build_facts(package_folder=tmp_path).frozen is True
+
+
+@pytest.mark.parametrize("name", ["apsw", "pygit2", "codeflux", "typing-extensions", "Typing_Extensions", "no-such"])
+def test_library_versions_are_what_importlib_metadata_reads(name: str) -> None:
+    """codeflux version reads the installed metadata without importing importlib.metadata: the same answers."""
+    try:
+        expected: str | None = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        expected = None
+    assert version.installed_version(name) == expected
