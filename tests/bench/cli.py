@@ -10,8 +10,8 @@ Run with `cmd/codeflux-dev bench cli`. Times, as separate processes with rounds 
 * the single-file binary's ``version``, when ``CODEFLUX_BENCH_CLI_BINARY`` names one (reported, no target).
 
 Bytecode is cached the way an installed wheel has it (pip compiles on install): the runs get
-``PYTHONPYCACHEPREFIX=.artifacts/pycache`` instead of the dev script's ``PYTHONDONTWRITEBYTECODE`` and one
-untimed warm-up each. Credential-like variables of this shell are left out (they would make every run
+``PYTHONPYCACHEPREFIX=.artifacts/pycache`` (as the dev script sets it; also when this script is run directly)
+and one untimed warm-up each. Credential-like variables of this shell are left out (they would make every run
 re-execute). Target (issue 21 item 9): each wall-clock ratio to the baseline at p50 ≤ 4×; the CPU-time ratio is
 printed beside it (less disturbed by other work on the machine). Nothing is asserted on time;
 the figures go to docs/benchmarks.md. ``CODEFLUX_BENCH_CLI_RUNS`` changes the runs per side and round.
