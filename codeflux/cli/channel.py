@@ -13,6 +13,10 @@ service implementations the browser and the gRPC socket reach. :func:`open_chann
 
 What a command needs is declared by the command (:class:`ChannelUse`); errors keep their codeflux class on
 both channels, so the exit code does not depend on the channel either.
+
+Each channel imports what it needs when it is opened — grpc for the socket, the coordinator and the method
+table in process — so a command that reaches a running coordinator (``codeflux budget show`` while ``start``
+runs) does not load the whole product first.
 """
 
 from __future__ import annotations
@@ -22,26 +26,24 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
-import grpc
 from google.protobuf.message import Message
 
 import codeflux
 from codeflux.api.v1 import common_pb2
 from codeflux.cli.context import CliContext
 from codeflux.coordinator.instance import coordinator_socket_path, running_coordinator
-from codeflux.coordinator.spending.gateway import ModelGateway
-from codeflux.coordinator.spending.model_access import ModelAccess
-from codeflux.coordinator.tasks.recovery import recover_interrupted
 from codeflux.domain.errors import DatabaseMissingError, UsageError
-from codeflux.server.client import call_unary, unix_channel
-from codeflux.services.app import CoordinatorApp
-from codeflux.services.methods import build_method_table, shutdown_runs
-from codeflux.services.registry import CallContext, MethodTable, UnaryMethod
-from codeflux.store.database import Database
-from codeflux.store.location import DataLocation
-from codeflux.store.opening import open_store
+
+if TYPE_CHECKING:  # the coordinator, the services and grpc are imported by the channel that needs them
+    import grpc
+
+    from codeflux.coordinator.spending.gateway import ModelGateway
+    from codeflux.coordinator.spending.model_access import ModelAccess
+    from codeflux.services.registry import MethodTable
+    from codeflux.store.database import Database
+    from codeflux.store.location import DataLocation
 
 __all__ = ["Channel", "ChannelNeeds", "ChannelUse", "control", "open_channel", "startup_recovery"]
 
@@ -92,11 +94,15 @@ class _SocketChannel:
         return self._holder
 
     def call(self, method: str, request: Message, reply_type: type[M]) -> M:
+        from codeflux.server.client import call_unary  # noqa: PLC0415 (loaded with the socket channel)
+
         return call_unary(self._channel, _PACKAGE + method, request, reply_type)
 
 
 class _InProcessChannel:
     def __init__(self, table: MethodTable) -> None:
+        from codeflux.services.registry import CallContext  # noqa: PLC0415 (loaded with the method table)
+
         self._table = table
         self._context = CallContext(transport="in-process", connection_id=f"cli-{os.getpid()}-{os.urandom(8).hex()}")
 
@@ -105,6 +111,8 @@ class _InProcessChannel:
         return None
 
     def call(self, method: str, request: Message, reply_type: type[M]) -> M:
+        from codeflux.services.registry import UnaryMethod  # noqa: PLC0415 (loaded with the method table)
+
         found = self._table.get(_PACKAGE + method)
         if not isinstance(found, UnaryMethod):
             raise UsageError(f"{method} is not a call of this codeflux")
@@ -129,6 +137,8 @@ class _NoModelCalls:
 def startup_recovery(ctx: CliContext, db: Database, location: DataLocation) -> None:
     """What a command that works on tasks in its own process does first (:func:`recover_interrupted`), saying
     on stderr how many tasks it found interrupted."""
+    from codeflux.coordinator.tasks.recovery import recover_interrupted  # noqa: PLC0415 (see the imports)
+
     found = recover_interrupted(db, location)
     for line in () if found is None else (*found.landings, *found.cleanups):
         ctx.warn(line)
@@ -146,12 +156,18 @@ def open_channel(ctx: CliContext, needs: ChannelNeeds) -> Iterator[Channel | Non
     location = ctx.location()
     holder = running_coordinator(location)
     if holder is not None:
+        from codeflux.server.client import unix_channel  # noqa: PLC0415 (grpc, for the socket channel only)
+
         with unix_channel(coordinator_socket_path(location)) as channel:
             yield _SocketChannel(channel, holder)
         return
     if needs.use is ChannelUse.COORDINATOR_ONLY:
         yield None
         return
+    from codeflux.services.app import CoordinatorApp  # noqa: PLC0415 (the whole product, in this process only)
+    from codeflux.services.methods import build_method_table, shutdown_runs  # noqa: PLC0415
+    from codeflux.store.opening import open_store  # noqa: PLC0415
+
     creating = needs.use is ChannelUse.CREATE
     try:
         db = open_store(location, create=creating, migrate=creating)

@@ -1,63 +1,60 @@
-"""The ``codeflux`` entry point: one argparse tree, one error-to-exit-code map, no tracebacks."""
+"""The ``codeflux`` entry point: one argparse tree, one error-to-exit-code map, no tracebacks.
+
+Commands load lazily (:mod:`codeflux.cli.command_table`): ``codeflux --help`` lists the table without importing
+any command, and a command line that names a command imports that command's module alone and adds its
+arguments to its sub-parser (:func:`parser_for_command`; the other commands are not even listed then). So
+``codeflux version`` and ``codeflux --help`` import no coordinator, grpc, pygit2 or apsw
+(``tests/unit/cli/test_lazy_commands.py``); :func:`build_parser` still builds the whole tree (every command
+loaded) for what needs all of it.
+"""
 
 from __future__ import annotations
 
 import argparse
-import difflib
-import importlib
 import os
 import sys
 import time
 from collections.abc import Sequence
-from types import ModuleType
-from typing import NoReturn, Protocol
+from typing import NoReturn
 
-from codeflux.cli.app_log_sink import AppLogSink
-from codeflux.cli.channel import open_channel
+import codeflux
+from codeflux.cli.command_table import COMMANDS, CommandEntry, CommandModule, command_named
 from codeflux.cli.context import CliContext
 from codeflux.cli.exit_codes import ExitCode, exit_code_for, exit_code_table_text
 from codeflux.cli.inputs import refuse_undecodable_arguments
 from codeflux.cli.internal_errors import debug_requested, report_internal_error, without_debug_flag
 from codeflux.cli.output import colour_allowed, stdout_reader_gone
 from codeflux.domain.errors import CodefluxError, UsageError
-from codeflux.logs import configure_logging, get_logger, reset_logging
 from codeflux.worker.hardening import harden_process
 
-__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+__all__ = ["COMMAND_MODULES", "build_parser", "main", "parser_for_command", "version_line"]
 
 # One module per command, in the order --help lists them.
-COMMAND_MODULES: tuple[str, ...] = (
-    "start",
-    "open",
-    "version",
-    "doctor",
-    "migrate",
-    "provider",
-    "prices",
-    "budget",
-    "task",
-    "approvals",
-    "repo",
-    "run",
-    "demo",
-    "backup",
-    "integrity_check",
-    "inspect",
-    "logs",
-    "diagnostics",
-    "memory",
-    "incident",
-    "completion",
-)
+COMMAND_MODULES: tuple[str, ...] = tuple(entry.module for entry in COMMANDS)
 
 
-class CommandModule(Protocol):
-    NAME: str
-    SUMMARY: str
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter for descriptions laid out by hand, told the width so it does not import
+    :mod:`shutil` (and the compression modules that imports) to ask for it on every argument added."""
 
-    def configure(self, parser: argparse.ArgumentParser) -> None: ...
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _terminal_columns() - 2 if width is None else width)
 
-    def run(self, args: argparse.Namespace, ctx: CliContext) -> int: ...
+
+def _terminal_columns() -> int:
+    """What :func:`shutil.get_terminal_size` answers for the columns: ``$COLUMNS``, else stdout's terminal, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    stdout = sys.__stdout__
+    try:
+        return (os.get_terminal_size(stdout.fileno()).columns or 80) if stdout is not None else 80
+    except (ValueError, OSError):  # not a terminal, or a closed or replaced stream
+        return 80
 
 
 class CliParser(argparse.ArgumentParser):
@@ -65,6 +62,12 @@ class CliParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(_with_suggestion(self, message))
+
+
+def _close_matches(word: str, possibilities: Sequence[str], *, n: int, cutoff: float) -> list[str]:
+    import difflib  # noqa: PLC0415 (only when a word is unknown: not on every start)
+
+    return difflib.get_close_matches(word, possibilities, n=n, cutoff=cutoff)
 
 
 def _all_option_strings(parser: argparse.ArgumentParser) -> list[str]:
@@ -101,7 +104,7 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
                 continue
             flag = token.split("=", 1)[0]
             flags.append(flag)
-            close = difflib.get_close_matches(flag, [c for c in candidates if c != flag], n=1, cutoff=0.6)
+            close = _close_matches(flag, [c for c in candidates if c != flag], n=1, cutoff=0.6)
             if close:
                 hints.append(f"did you mean {close[0]}?")
         parts = [f"unrecognized arguments: {' '.join(flags)}" if flags else "unexpected arguments"]
@@ -112,38 +115,57 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     return message
 
 
-def _load_commands() -> list[ModuleType]:
-    return [importlib.import_module(f"codeflux.cli.{name}") for name in COMMAND_MODULES]
+def build_parser() -> CliParser:
+    """The whole argparse tree: every command listed and its arguments added, so every command module is
+    imported — for what needs all of it (completion, a CLI reference). A command line gets
+    :func:`parser_for_command`."""
+    return _parser(COMMANDS, configured=True)
 
 
-def build_parser(commands: Sequence[ModuleType] | None = None) -> CliParser:
-    modules = list(commands) if commands is not None else _load_commands()
+def parser_for_command(name: str | None) -> CliParser:
+    """What one command line needs. No command named (``codeflux --help``): every command listed by its name and
+    help from the table, none imported. A command named: that command alone, its module imported and its
+    arguments added (its name was checked against the table first)."""
+    entry = None if name is None else command_named(name)
+    if entry is None:
+        return _parser(COMMANDS, configured=False)
+    return _parser((entry,), configured=True)
+
+
+def _parser(entries: Sequence[CommandEntry], *, configured: bool) -> CliParser:
     parser = CliParser(
         prog="codeflux",
         description="codeflux: a local-first coordinator for an AI coding agent.",
         epilog=exit_code_table_text(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
         allow_abbrev=False,
     )
+    parser.add_argument("--version", action="version", version=version_line(),
+                        help="print the codeflux version and exit")
     parser.add_argument("--data-dir", default=None, metavar="PATH",
                         help="data directory (default: $CODEFLUX_HOME, else the platform's user data dir)")
     parser.add_argument("--debug", action="store_true",
                         help="print an internal error's traceback (also: CODEFLUX_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CliParser)
-    for module in modules:
+    for entry in entries:
         command = sub.add_parser(
-            module.NAME,
-            help=module.SUMMARY,
-            description=module.SUMMARY,
+            entry.name,
+            help=entry.summary,
+            description=entry.summary,
             epilog=exit_code_table_text(),
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=_HelpFormatter,
             allow_abbrev=False,
         )
         command.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="PATH",
                              help="data directory (default: $CODEFLUX_HOME, else the platform's user data dir)")
-        module.configure(command)
-        command.set_defaults(_module=module)
+        if configured:
+            command.set_defaults(_module=entry.add_arguments(command))
     return parser
+
+
+def version_line() -> str:
+    """The first line of ``codeflux version``, which ``codeflux --version`` prints alone."""
+    return f"codeflux: {codeflux.__version__}"
 
 
 def _check_flags(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
@@ -154,7 +176,7 @@ def _check_flags(argv: Sequence[str], parser: argparse.ArgumentParser) -> None:
             return
         flag = word.split("=", 1)[0]
         if flag.startswith("--") and flag not in known and flag not in ("--help",):
-            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+            close = _close_matches(flag, known, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise UsageError(f"unknown option {flag}{hint}")
 
@@ -175,7 +197,7 @@ def _check_command_name(argv: Sequence[str], names: Sequence[str]) -> None:
     """Refuse an unknown command with a did-you-mean before argparse's generic message."""
     word = _command_word(argv)
     if word is not None and word not in names:
-        close = difflib.get_close_matches(word, names, n=1, cutoff=0.5)
+        close = _close_matches(word, names, n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(f"unknown command {word!r}{hint} (see `codeflux --help`)")
 
@@ -201,6 +223,9 @@ def _record_command_outcome(context: CliContext, *, code: int, elapsed_s: float)
         location = context.location()
     except CodefluxError:
         return
+    from codeflux.cli.app_log_sink import AppLogSink  # noqa: PLC0415 (commands load lazily: see the docstring)
+    from codeflux.logs import configure_logging, get_logger, reset_logging  # noqa: PLC0415
+
     sink = AppLogSink(location)
     configure_logging(level="info", console_level="warning", persist=sink, stream=context.stderr,
                       colour=colour_allowed(context.stderr, context.environ))
@@ -214,7 +239,7 @@ def _record_command_outcome(context: CliContext, *, code: int, elapsed_s: float)
         sink.close()
 
 
-def _run_module(module: ModuleType, args: argparse.Namespace, context: CliContext) -> int:
+def _run_module(module: CommandModule, args: argparse.Namespace, context: CliContext) -> int:
     """Run the command. One that declares ``channel_needs`` gets its channel to the method table, chosen
     here and only here: the running coordinator's socket when one serves the data directory, else this
     process (:func:`codeflux.cli.channel.open_channel`)."""
@@ -224,6 +249,8 @@ def _run_module(module: ModuleType, args: argparse.Namespace, context: CliContex
     needs = needs_of(args)
     if needs is None:  # this action of the command does not read or change the product's state
         return int(module.run(args, context, None))
+    from codeflux.cli.channel import open_channel  # noqa: PLC0415 (only a command that declares its needs)
+
     with open_channel(context, needs) as channel:
         if channel is not None and channel.via is not None:
             verb = getattr(args, "action", None)
@@ -242,19 +269,18 @@ def _silence_closed_stdout(context: CliContext) -> None:
 def _run_command(arguments: list[str], context: CliContext) -> int:
     command_name = "codeflux"
     try:
-        modules = _load_commands()
-        _check_command_name(arguments, [m.NAME for m in modules])
+        _check_command_name(arguments, [entry.name for entry in COMMANDS])
         word = _command_word(arguments)
         if word is not None:
             command_name = f"codeflux {word}"
         refuse_undecodable_arguments(arguments)
-        parser = build_parser(modules)
+        parser = parser_for_command(word)
         _check_flags(arguments, parser)
         try:
             args = parser.parse_args(without_debug_flag(arguments))  # --debug counts anywhere (internal_errors)
         except SystemExit as stop:  # --help / --version printed; argparse exits 0
             return int(stop.code or 0)
-        module = getattr(args, "_module", None)
+        module: CommandModule | None = getattr(args, "_module", None)
         if module is None:
             parser.print_help(context.stderr)
             return ExitCode.USAGE

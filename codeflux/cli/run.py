@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import datetime as dt
 import json
 import os
@@ -609,7 +608,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if not args.json:
         return _run_headless(args, ctx, _CreatedTask())
     created = _CreatedTask()
-    transcript = dataclasses.replace(ctx, stdout=ctx.stderr)  # for the person watching; stdout is the document's
+    transcript = ctx.writing_to(ctx.stderr)  # for the person watching; stdout is the document's
     code = _run_headless(args, transcript, created)
     if created.task_id is not None:
         print_json(ctx, _run_document(transcript, created.task_id, code))

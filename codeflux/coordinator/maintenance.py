@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final, TypeVar
 
+from codeflux.coordinator.schema_version import shipped_schema_version
 from codeflux.domain.errors import (
     DatabaseMissingError,
     OperationFailedError,
@@ -46,7 +47,7 @@ from codeflux.store.inspection import (
 )
 from codeflux.store.integrity import IntegrityCheck, IntegrityReport, check_database_integrity
 from codeflux.store.location import DataLocation, ensure_data_directory
-from codeflux.store.migrations import MigrationReport, migrate_database, supported_schema_version
+from codeflux.store.migrations import MigrationReport, migrate_database
 from codeflux.store.opening import open_store
 from codeflux.store.provider_credentials import (
     delete_provider_credential_reference,
@@ -174,11 +175,6 @@ def migrate_data_directory(location: DataLocation) -> MigrationReport:
     (an online backup is taken first)."""
     ensure_data_directory(location)
     return migrate_database(location)
-
-
-def shipped_schema_version() -> int:
-    """The schema version this codeflux's migrations bring a database to."""
-    return supported_schema_version()
 
 
 # ─── the application log ─────────────────────────────────────────────────────────────────────────────

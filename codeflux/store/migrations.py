@@ -21,13 +21,10 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
-import hashlib
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +42,12 @@ from codeflux.store.backup import restore_database_from_snapshot, write_snapshot
 from codeflux.store.connection import map_sqlite_errors, open_connection
 from codeflux.store.database import now_us
 from codeflux.store.location import DataLocation, ensure_data_directory
+from codeflux.store.migration_files import (
+    MIGRATION_NAME_PATTERN,
+    Migration,
+    load_shipped_migrations,
+    supported_schema_version,
+)
 
 __all__ = [
     "MIGRATION_NAME_PATTERN",
@@ -59,7 +62,6 @@ __all__ = [
     "supported_schema_version",
 ]
 
-MIGRATION_NAME_PATTERN = re.compile(r"^(?P<version>[0-9]{6})_(?P<name>[a-z0-9]+(?:_[a-z0-9]+)*)\.sql$")
 LOCK_WAIT_SECONDS = 10.0
 REBUILDS_TABLES_DIRECTIVE = "-- codeflux-migration: rebuilds-tables"
 """A line of a migration that rebuilds referenced tables (see the module docstring)."""
@@ -92,54 +94,11 @@ class MigrationFault(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Migration:
-    version: int
-    name: str
-    sql: str
-    sha256: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class MigrationReport:
     from_version: int
     to_version: int
     applied: tuple[int, ...]
     backup_path: Path | None
-
-
-def _migration_directory() -> Path:
-    shipped = resources.files(codeflux) / "_migrations"
-    if shipped.is_dir():
-        return Path(str(shipped))
-    # Editable installs and source checkouts: the repository's own migrations/ directory.
-    return Path(codeflux.__file__).resolve().parent.parent / "migrations"
-
-
-def load_shipped_migrations(directory: Path | None = None) -> tuple[Migration, ...]:
-    """The migrations this codeflux ships, verified contiguous from 000001."""
-    folder = directory or _migration_directory()
-    migrations: list[Migration] = []
-    for path in sorted(folder.glob("*.sql")):
-        match = MIGRATION_NAME_PATTERN.match(path.name)
-        if match is None:
-            raise OperationFailedError(f"shipped migration {path.name} has an invalid name")
-        data = path.read_bytes()
-        migrations.append(
-            Migration(
-                version=int(match["version"]),
-                name=match["name"],
-                sql=data.decode("utf-8"),
-                sha256=hashlib.sha256(data).hexdigest(),
-            )
-        )
-    for expected, migration in enumerate(migrations, start=1):
-        if migration.version != expected:
-            raise OperationFailedError(f"shipped migrations are not contiguous at {expected:06d}")
-    return tuple(migrations)
-
-
-def supported_schema_version() -> int:
-    return len(load_shipped_migrations())
 
 
 def _rows(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:

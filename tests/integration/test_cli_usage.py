@@ -60,11 +60,17 @@ def test_a_data_dir_that_is_a_file_gets_a_one_line_fix(tmp_path: Path) -> None:
     assert file.read_text() == "x"
 
 
-def test_version_names_schema_sqlite_and_libgit2() -> None:
+def test_version_names_schema_and_libraries_and_on_request_sqlite_and_libgit2() -> None:
     run = run_codeflux("version")
     assert run.code == 0
-    for label in ("codeflux:", f"schema-version: {supported_schema_version()}", "sqlite:", "apsw:", "libgit2"):
+    for label in ("codeflux:", f"schema-version: {supported_schema_version()}", "apsw:", "pygit2:"):
         assert label in run.out
+    assert "sqlite:" not in run.out and "libgit2" not in run.out  # those need the libraries loaded
+    loaded = run_codeflux("version", "--libraries")
+    assert loaded.code == 0
+    assert loaded.out.startswith(run.out)
+    for label in ("sqlite: 3.", "libgit2: 1."):
+        assert label in loaded.out
 
 
 def test_an_option_of_another_command_is_unknown_here_and_never_suggested_as_itself(
