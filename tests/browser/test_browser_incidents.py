@@ -80,4 +80,4 @@ def test_the_incidents_screen_counts_a_repeated_failure_dismisses_one_and_propos
     expect(app.testid("task-state")).to_have_attribute("data-state", "draft", timeout=MS)
     app.page.wait_for_timeout(500)  # it must not start by itself
     expect(app.testid("task-state")).to_have_attribute("data-state", "draft")
-    assert app.foreign_requests == []
+    assert app.foreign_requests == [] and app.console_errors == []

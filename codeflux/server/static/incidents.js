@@ -21,7 +21,7 @@ function taskLink(app, taskId, text, testid) {
 }
 
 function incidentItem(screen, incident) {
-  return el("li", { testid: "incident-item", dataset: { incidentId: incident.incidentId, state: incident.state } },
+  return el("li", { class: "incident-item", testid: "incident-item", dataset: { incidentId: incident.incidentId, state: incident.state } },
     badge(incident.state), " ",
     el("strong", { testid: "incident-count", text: plural(incident.occurrences || 0, "occurrence") }), " ",
     el("span", { testid: "incident-summary", text: incident.summary }),
@@ -61,10 +61,15 @@ function decisions(screen, detail) {
     placeholder: "why this needs no fix (required)" });
   const check = el("input", { id: "incident-check", testid: "incident-check", size: 50,
     placeholder: "e.g. python -m pytest tests/test_calc.py (optional)" });
+  // A task-proposed incident gets another task only once the one proposed was cancelled or rolled back.
+  const again = detail.incident.state === "task-proposed";
   return el("div", { class: "incident-decisions" },
     detail.proposeConfirmation ? el("div", { class: "actions" },
       el("label", { for: "incident-check", text: "Command that shows the failure" }), check,
-      mutatingButton("Propose a task…", () => screen.propose(detail, check.value), "incident-propose")) : null,
+      mutatingButton(again ? "Propose another task…" : "Propose a task…", () => screen.propose(detail, check.value),
+        "incident-propose")) : null,
+    again ? el("p", { class: "note", text: "A task was proposed already: another one is refused while it is open "
+      + "or after it was accepted; only once it was cancelled or rolled back." }) : null,
     el("p", { class: "note", text: "A proposed task is a draft: it does not start until you draft and approve its "
       + "plan, and budgets apply as for any task." }),
     detail.dismissConfirmation ? el("div", { class: "actions" },
