@@ -17,17 +17,21 @@ stamps it with a fresh random value, kept only in this process and bound to what
 * ``approve-instructions``: a repository's instruction file at one content — root, path and sha256
   (``InstructionFileView.approve_confirmation``);
 * ``revoke-instructions``: one approval in force of such a file — root, path and the approved sha256
-  (``InstructionApprovalView.revoke_confirmation``).
+  (``InstructionApprovalView.revoke_confirmation``);
+* ``dismiss-incident``, ``propose-incident-task``: an incident (``IncidentDetail.dismiss_confirmation``,
+  ``IncidentDetail.propose_confirmation``), issued while it is new, task-proposed or regressed (the states either
+  decision may leave; the service still refuses a proposal while the task proposed before is open or accepted).
 
 ``ApprovePlan``, ``Decide``, ``AcceptChange``, ``RejectChange``, ``MemoryService/Invalidate``,
-``MemoryService/Confirm``, ``ApproveInstructionFile`` and ``RevokeInstructionFile`` over the browser connection must
-send that value back; the first decision carrying it uses it up. A decision without a value, or with one not issued for
-that card (another card, an older plan revision or diff, a value already used, one from before a restart) is refused
-(PERMISSION_DENIED, nothing decided) and journaled on the task as ``browser-decision-refused`` — never with the value
-sent (a memory entry or an instruction-file decision belongs to no task: it is refused without a journal entry). The one
-exception is an identical retry of a decision already let through (same idempotency key, same value: the reconnect
-case); it reaches the mutation ledger, which answers with the original result. The value is removed from the request
-before the service sees it, so the ledger's request identity is the decision itself.
+``MemoryService/Confirm``, ``ApproveInstructionFile``, ``RevokeInstructionFile``, ``IncidentService/Dismiss`` and
+``IncidentService/Propose`` over the browser connection must send that value back; the first decision carrying it uses
+it up. A decision without a value, or with one not issued for that card (another card, an older plan revision or diff,
+a value already used, one from before a restart) is refused (PERMISSION_DENIED, nothing decided) and journaled on the
+task as ``browser-decision-refused`` — never with the value sent (a memory entry, an instruction-file or an incident
+decision belongs to no task: it is refused without a journal entry). The one exception is an identical retry of a
+decision already let through (same idempotency key, same value: the reconnect case); it reaches the mutation ledger,
+which answers with the original result. The value is removed from the request before the service sees it, so the
+ledger's request identity is the decision itself.
 
 Over the Unix socket (CLI, headless) none of this applies: the socket's 0600 permission is its authority.
 """
@@ -46,7 +50,7 @@ from typing import Final
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from codeflux.api.v1 import memory_pb2
+from codeflux.api.v1 import incidents_pb2, memory_pb2
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.domain.errors import InvalidValueError, NotFoundError, UnconfirmedDecisionError
 from codeflux.services.registry import CallContext, Method, MethodTable, StreamMethod, UnaryMethod
@@ -73,9 +77,14 @@ _DECISIONS: Final = {
     "/codeflux.v1.MemoryService/Confirm": "confirm-memory",
     "/codeflux.v1.InstructionService/ApproveInstructionFile": "approve-instructions",
     "/codeflux.v1.InstructionService/RevokeInstructionFile": "revoke-instructions",
+    "/codeflux.v1.IncidentService/Dismiss": "dismiss-incident",
+    "/codeflux.v1.IncidentService/Propose": "propose-incident-task",
 }
 _CARD_TYPES: Final = frozenset({pb.TaskView.DESCRIPTOR, pb.PendingApproval.DESCRIPTOR, pb.ReviewView.DESCRIPTOR,
-                                memory_pb2.MemoryEntryDetail.DESCRIPTOR, pb.InstructionFilesView.DESCRIPTOR})
+                                memory_pb2.MemoryEntryDetail.DESCRIPTOR, pb.InstructionFilesView.DESCRIPTOR,
+                                incidents_pb2.IncidentDetail.DESCRIPTOR})
+# An incident in one of these states may still be dismissed or get a task (codeflux/domain/incidents.py).
+_OPEN_INCIDENT_STATES: Final = frozenset({"new", "task-proposed", "regressed"})
 
 
 @dataclass(slots=True)
@@ -105,6 +114,10 @@ def _invalidate_memory_card(entry_id: str, state_since_us: int) -> tuple[str, st
 
 def _confirm_memory_card(entry_id: str, state_since_us: int) -> tuple[str, str]:
     return "confirm-memory", f"{entry_id}:{state_since_us}"
+
+
+def _incident_card(decision: str, incident_id: str) -> tuple[str, str]:
+    return decision, incident_id
 
 
 def _instructions_card(decision: str, root: str, path: str, sha256: str) -> tuple[str, str]:
@@ -160,11 +173,20 @@ class CardConfirmations:
                 message.confirm_confirmation = self._issue(
                     _confirm_memory_card(message.entry.entry_id, message.entry.state_since_us))
             return
+        elif isinstance(message, incidents_pb2.IncidentDetail):
+            self._stamp_incident(message)
+            return
         for descriptor, value in message.ListFields():
             if descriptor.type != FieldDescriptor.TYPE_MESSAGE or not self._may_hold(descriptor.message_type):
                 continue
             for item in (value if descriptor.is_repeated else [value]):
                 self.stamp(item)
+
+    def _stamp_incident(self, detail: incidents_pb2.IncidentDetail) -> None:
+        if detail.incident.state in _OPEN_INCIDENT_STATES:
+            incident_id = detail.incident.incident_id
+            detail.dismiss_confirmation = self._issue(_incident_card("dismiss-incident", incident_id))
+            detail.propose_confirmation = self._issue(_incident_card("propose-incident-task", incident_id))
 
     def _stamp_instructions(self, view: pb.InstructionFilesView) -> None:
         for file in view.files:
@@ -275,4 +297,6 @@ def _card_of(request: Message, decision: str) -> tuple[tuple[str, str], str, str
         return _invalidate_memory_card(request.entry_id, request.state_since_us), "", request.entry_id
     if isinstance(request, memory_pb2.ConfirmMemoryRequest):
         return _confirm_memory_card(request.entry_id, request.state_since_us), "", request.entry_id
+    if isinstance(request, incidents_pb2.DismissIncidentRequest | incidents_pb2.ProposeIncidentTaskRequest):
+        return _incident_card(decision, request.incident_id), "", request.incident_id  # no task to journal on
     raise TypeError(type(request).__name__)

@@ -53,7 +53,7 @@ BODY_MARKER: Final = "X-Codeflux-Request-Body"
 MAX_DISCARDED_BODY_BYTES: Final = 64 * 1024
 # The client-side routes of the web client: each serves index.html (with the cookie).
 APP_ROUTE: Final = re.compile(
-    r"/(?:(?:app|first-run|repositories|workspace|tasks|settings|diagnostics|review|ledger|recovery)"
+    r"/(?:(?:app|first-run|repositories|workspace|tasks|settings|diagnostics|review|ledger|recovery|incidents)"
     r"(?:/[A-Za-z0-9_.~-]{1,128}){0,6}/?)?"
 )
 

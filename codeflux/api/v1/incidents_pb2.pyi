@@ -128,36 +128,44 @@ class IncidentOccurrenceView(_message.Message):
     def __init__(self, occurrence_id: _Optional[int] = ..., source: _Optional[str] = ..., reported_at: _Optional[str] = ..., redacted_text: _Optional[str] = ...) -> None: ...
 
 class IncidentDetail(_message.Message):
-    __slots__ = ("incident", "history", "occurrences")
+    __slots__ = ("incident", "history", "occurrences", "dismiss_confirmation", "propose_confirmation")
     INCIDENT_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
     OCCURRENCES_FIELD_NUMBER: _ClassVar[int]
+    DISMISS_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    PROPOSE_CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     incident: IncidentView
     history: _containers.RepeatedCompositeFieldContainer[IncidentStateView]
     occurrences: _containers.RepeatedCompositeFieldContainer[IncidentOccurrenceView]
-    def __init__(self, incident: _Optional[_Union[IncidentView, _Mapping]] = ..., history: _Optional[_Iterable[_Union[IncidentStateView, _Mapping]]] = ..., occurrences: _Optional[_Iterable[_Union[IncidentOccurrenceView, _Mapping]]] = ...) -> None: ...
+    dismiss_confirmation: str
+    propose_confirmation: str
+    def __init__(self, incident: _Optional[_Union[IncidentView, _Mapping]] = ..., history: _Optional[_Iterable[_Union[IncidentStateView, _Mapping]]] = ..., occurrences: _Optional[_Iterable[_Union[IncidentOccurrenceView, _Mapping]]] = ..., dismiss_confirmation: _Optional[str] = ..., propose_confirmation: _Optional[str] = ...) -> None: ...
 
 class DismissIncidentRequest(_message.Message):
-    __slots__ = ("control", "incident_id", "reason")
+    __slots__ = ("control", "incident_id", "reason", "confirmation")
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     INCIDENT_ID_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     control: _common_pb2.MutationControl
     incident_id: str
     reason: str
-    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., incident_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    confirmation: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., incident_id: _Optional[str] = ..., reason: _Optional[str] = ..., confirmation: _Optional[str] = ...) -> None: ...
 
 class ProposeIncidentTaskRequest(_message.Message):
-    __slots__ = ("control", "incident_id", "check", "acknowledged_dirty_hash")
+    __slots__ = ("control", "incident_id", "check", "acknowledged_dirty_hash", "confirmation")
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     INCIDENT_ID_FIELD_NUMBER: _ClassVar[int]
     CHECK_FIELD_NUMBER: _ClassVar[int]
     ACKNOWLEDGED_DIRTY_HASH_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
     control: _common_pb2.MutationControl
     incident_id: str
     check: str
     acknowledged_dirty_hash: str
-    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., incident_id: _Optional[str] = ..., check: _Optional[str] = ..., acknowledged_dirty_hash: _Optional[str] = ...) -> None: ...
+    confirmation: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., incident_id: _Optional[str] = ..., check: _Optional[str] = ..., acknowledged_dirty_hash: _Optional[str] = ..., confirmation: _Optional[str] = ...) -> None: ...
 
 class IncidentProposal(_message.Message):
     __slots__ = ("detail", "task_id", "requirement")

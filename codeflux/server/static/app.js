@@ -14,6 +14,7 @@ import { recoveryView } from "./recovery.js";
 import { graphView } from "./graph.js";
 import { diagnosticsView, settingsView } from "./settings.js";
 import { memoryView } from "./memory.js";
+import { incidentsView } from "./incidents.js";
 
 
 class App {
@@ -68,6 +69,7 @@ class App {
       else this.selectTask(taskId, { push: false });
       return;
     }
+    if (location.pathname === INCIDENTS_PATH) { this.showView("incidents", { push: false }); return; }
     const view = history.state && history.state.view;
     if (view && view !== "workspace") { this.showView(view, { push: false }); return; }
     if (this.taskId) this.selectTask(null, { push: false });
@@ -76,7 +78,7 @@ class App {
 
   buildShell() {
     const nav = [["workspace", "Workspace"], ["chooser", "Repositories"], ["recovery", "Recovery"],
-      ["memory", "Memory"], ["settings", "Settings"], ["diagnostics", "Diagnostics"]];
+      ["memory", "Memory"], ["incidents", "Incidents"], ["settings", "Settings"], ["diagnostics", "Diagnostics"]];
     this.connection = el("span", { class: "connection", testid: "connection", text: "coordinator: connecting" });
     this.provider = el("span", { class: "provider" });
     this.errors = el("div", { class: "errors", testid: "error", role: "alert" });
@@ -122,6 +124,7 @@ class App {
     if (this.view !== "loading") return; // the person already navigated somewhere
     const routed = taskIdFromPath(location.pathname);
     if (routed) { await this.selectTask(routed, { push: false }); return; }
+    if (location.pathname === INCIDENTS_PATH) { this.showView("incidents", { push: false }); return; }
     this.showView(this.overview.firstRun && !repos.length && !this.tasks.length ? "first-run" : "workspace");
   }
 
@@ -189,8 +192,9 @@ class App {
   }
 
   showView(name, { push = true } = {}) {
-    // A screen other than the workspace has no address of its own: leave a task's address for "/".
-    if (push && name !== "workspace" && location.pathname !== "/") history.pushState({ view: name }, "", "/");
+    // A screen other than the workspace has no address of its own (but Incidents: /incidents): leave a task's for "/".
+    const address = name === "incidents" ? INCIDENTS_PATH : "/";
+    if (push && name !== "workspace" && location.pathname !== address) history.pushState({ view: name }, "", address);
     this.view = name;
     this.closeDrawer();
     clear(this.main);
@@ -201,6 +205,7 @@ class App {
     else if (name === "settings") this.load("SettingsService/GetSettings", (s) => settingsView(this, s));
     else if (name === "diagnostics") this.main.append(diagnosticsView(this, null, null));
     else if (name === "memory") this.main.append(memoryView(this));
+    else if (name === "incidents") this.main.append(incidentsView(this));
     this.gate();
   }
 
@@ -375,6 +380,7 @@ class App {
 
 }
 
+const INCIDENTS_PATH = "/incidents";
 const TASK_PATH = /^\/tasks\/([A-Za-z0-9_-]{1,128})\/?$/;
 
 function taskIdFromPath(path) {

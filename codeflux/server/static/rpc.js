@@ -60,6 +60,11 @@ const REQUEST_TYPES = {
   "MemoryService/Show": "ShowMemoryRequest",
   "MemoryService/Invalidate": "InvalidateMemoryRequest",
   "MemoryService/Confirm": "ConfirmMemoryRequest",
+  "IncidentService/Report": "ReportIncidentRequest",
+  "IncidentService/List": "ListIncidentsRequest",
+  "IncidentService/Show": "ShowIncidentRequest",
+  "IncidentService/Dismiss": "DismissIncidentRequest",
+  "IncidentService/Propose": "ProposeIncidentTaskRequest",
   "SessionService/Subscribe": "SubscribeRequest",
   "SessionService/GetHead": "GetHeadRequest",
 };
