@@ -64,6 +64,7 @@ from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.coordinator.tasks.shutdown import capture_shutdown_checkpoint, pause_task_for_shutdown
 from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
+from codeflux.coordinator.user_config import load_user_config
 from codeflux.domain.capabilities import Capability
 from codeflux.domain.clarification import ClarificationPolicy
 from codeflux.domain.confinement import (
@@ -173,8 +174,9 @@ def refuse_unconfined_preapprovals(ctx: CliContext, db: Database, driver: ToolDr
 
 
 def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--provider", choices=PROVIDERS, default=SCRIPTED,
-                        help="who answers: scripted (not a model; offline, the default) or a model provider "
+    parser.add_argument("--provider", choices=PROVIDERS, default=None,
+                        help="who answers: scripted (not a model; offline, the default unless the config file "
+                             "names a provider: docs/using.md, \"Config file\") or a model provider "
                              "whose key is in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY or "
                              "CODEFLUX_<PROVIDER>_API_KEY, which win) or the OS credential store "
                              "(`codeflux provider set`)")
@@ -271,8 +273,24 @@ def load_script(path: str | None) -> Script:
                   run=tuple(_turn(t, f"run turn {i + 1}") for i, t in enumerate(raw.get("run", []))))
 
 
+def with_configured_provider(args: argparse.Namespace, environ: Mapping[str, str]) -> argparse.Namespace:
+    """``args`` with the provider to use: the ``--provider`` flag, else the config file's ``[provider]``
+    (:mod:`codeflux.domain.user_config`; a model or base-URL flag still wins over the file's), else scripted."""
+    if args.provider is not None:
+        return args
+    configured = load_user_config(environ).provider
+    if configured is None:
+        return argparse.Namespace(**{**vars(args), "provider": SCRIPTED})
+    return argparse.Namespace(**{**vars(args), "provider": configured.name,
+                                 "cheap_model": args.cheap_model or configured.cheap_model or None,
+                                 "capable_model": args.capable_model or configured.capable_model or None,
+                                 "base_url": args.base_url or configured.base_url or None})
+
+
 def build_gateway(db: Database, args: argparse.Namespace, *, phases: Sequence[str]) -> tuple[ModelGateway, str]:
-    """The real gateway over the chosen provider, and the provider's display name."""
+    """The real gateway over the chosen provider (no flag: :func:`with_configured_provider`), and the provider's
+    display name."""
+    args = with_configured_provider(args, os.environ)
     if args.provider == SCRIPTED:
         script = load_script(args.script)
         turns = [turn for phase in phases for turn in getattr(script, phase)]

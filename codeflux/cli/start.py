@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import contextlib
 import ipaddress
+import os
 import signal
 import sys
 import webbrowser
@@ -39,7 +40,7 @@ from urllib.parse import urlsplit
 import codeflux
 from codeflux.api.v1 import product_pb2
 from codeflux.cli.context import CliContext
-from codeflux.cli.run import SCRIPTED, add_provider_arguments, build_gateway
+from codeflux.cli.run import SCRIPTED, add_provider_arguments, build_gateway, with_configured_provider
 from codeflux.coordinator.browser_host import browser_host_name, is_browser_host_name, renew_browser_host_name
 from codeflux.coordinator.instance import coordinator_socket_path, hold_instance_lock
 from codeflux.coordinator.spending.gateway import ModelGateway
@@ -120,13 +121,17 @@ class CliModelAccess:
     """The provider ``start`` uses (see :class:`codeflux.services.app.ModelAccess`), by one precedence table:
     a ``--provider`` flag, else the demo's scripted provider once the demo was created, else the choice stored in
     Settings → Providers (read at every gateway build, so it applies to plans and runs started afterwards), else
-    the built-in default, the scripted provider (not an AI model)."""
+    the config file's ``[provider]`` (read when ``start`` began), else the built-in default, the scripted provider
+    (not an AI model)."""
 
-    def __init__(self, db: Database, args: argparse.Namespace) -> None:
+    def __init__(self, db: Database, args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> None:
         self._db, self._args = db, args
         # The demo switched to the scripted provider while the stored choice had this revision (a choice made
         # in Settings afterwards wins again); False: no demo in this run.
         self._demo: int | bool | None = False
+        # The config file's provider (scripted when it names none); read once, refused before serving if invalid.
+        self._configured = with_configured_provider(argparse.Namespace(**{**vars(args), "provider": None}),
+                                                    os.environ if environ is None else environ)
         if args.provider is not None:
             build_gateway(db, args, phases=("plan",))  # refuse bad provider flags before serving
 
@@ -137,6 +142,8 @@ class CliModelAccess:
         if self._demo is not False and self._demo == read.revision:
             return argparse.Namespace(**{**vars(self._args), "provider": SCRIPTED, "script": None}), ChoiceSource.DEMO
         stored = read.choice
+        if stored is None and self._configured.provider != SCRIPTED:
+            return self._configured, ChoiceSource.CONFIG
         if stored is None or stored.scripted:
             source = ChoiceSource.DEFAULT if stored is None else ChoiceSource.SETTINGS
             return argparse.Namespace(**{**vars(self._args), "provider": SCRIPTED}), source
@@ -209,7 +216,7 @@ def run(args: argparse.Namespace, ctx: CliContext) -> int:
             # From here on this process runs tasks: no other process's startup may mark them interrupted.
             with shared_running_lock(location):
                 app = CoordinatorApp(
-                    db=db, location=location, models=CliModelAccess(db, args), version=codeflux.__version__
+                    db=db, location=location, models=CliModelAccess(db, args, ctx.environ), version=codeflux.__version__
                 )
                 ui_name = _ui_name(ctx, db, host, ip_host=args.ip_host, renew=args.new_host_name)
                 if args.demo:

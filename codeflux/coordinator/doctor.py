@@ -28,6 +28,7 @@ import apsw
 
 from codeflux.coordinator.instance import running_coordinator
 from codeflux.coordinator.provider_keys import key_origins, process_keys
+from codeflux.coordinator.user_config import config_path, load_user_config
 from codeflux.credentials import KeySource, probe_credential_store, stored_provider_keys
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import CodefluxError, ConfinementUnavailableError, InvalidValueError, StoreCorruptError
@@ -115,9 +116,27 @@ def run_doctor(location: DataLocation, *, port: int = DEFAULT_PORT,
         lambda: _check_loopback_port(location, port),
         lambda: _check_tasks_needing_recovery(location),
         lambda: _check_unfinished_accepts(location),
+        _check_config_file,
     ]
     checks += [functools.partial(check, location) for check in extra_checks]
     return DoctorReport(checks=tuple(_run_bounded(check) for check in checks))
+
+
+def _check_config_file() -> CheckResult:
+    """Where the config file is (:mod:`codeflux.coordinator.user_config`) and what it sets; an invalid one blocks
+    (``start`` and ``run`` would refuse it)."""
+    title, path = "config file", config_path(os.environ)
+    try:
+        provider = load_user_config(os.environ).provider
+    except InvalidValueError as error:
+        return CheckResult(id="config-file", title=title, status=CheckStatus.FAILED, summary=str(error),
+                           remediation=f"fix or remove {path} (docs/using.md, \"Config file\")")
+    if not path.exists():
+        return CheckResult(id="config-file", title=title, status=CheckStatus.OK,
+                           summary=f"none at {path} (optional: defaults such as the provider)")
+    what = "sets no provider" if provider is None else f"provider {provider.name}" + (
+        f" ({provider.cheap_model})" if provider.cheap_model else "")
+    return CheckResult(id="config-file", title=title, status=CheckStatus.OK, summary=f"{path}: {what}")
 
 
 def _run_bounded(check: Callable[[], CheckResult]) -> CheckResult:

@@ -81,6 +81,8 @@ _REASONS: Final = {
     ChoiceSource.FLAG: "the --provider flag `codeflux start` was given (a flag wins over the choice stored here)",
     ChoiceSource.DEMO: "the demo (scripted provider); saving a choice here applies it to work started afterwards",
     ChoiceSource.SETTINGS: "the choice stored here (Settings → Providers)",
+    ChoiceSource.CONFIG: "the config file's [provider] (nothing is chosen here and `codeflux start` got no --provider "
+                         "flag; `codeflux doctor` shows the file's path)",
     ChoiceSource.DEFAULT: "the built-in default: nothing is chosen here and `codeflux start` got no --provider flag",
 }
 

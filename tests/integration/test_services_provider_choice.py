@@ -13,6 +13,7 @@ import pytest
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.cli import start
 from codeflux.credentials import load_provider_key
+from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.providers import ProviderName
 from codeflux.services import settings
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
@@ -167,3 +168,38 @@ def test_a_task_shows_the_provider_its_model_calls_went_to_not_one_chosen_since(
 
     assert isinstance(drafted, pb.TaskView) and drafted.provider_label == SCRIPTED_DEMO_LABEL
     assert isinstance(fresh, pb.TaskView) and fresh.provider_label == "anthropic (claude-sonnet-4-5)"
+
+
+def test_the_config_file_ranks_below_the_settings_choice_and_above_the_default(
+        db: Database, data_location: DataLocation, tmp_path: Path) -> None:
+    """flag > the choice stored in Settings > the config file's [provider] > the built-in scripted default."""
+    config = tmp_path / "xdg" / "codeflux" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[provider]\nname = "anthropic"\ncheap_model = "claude-haiku-4-5"\n')
+    environ = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path)}
+    app = service_app(db, data_location, settings.methods,
+                      models=start.CliModelAccess(db, _start_args(), environ))
+    by_config = _settings(app)
+    assert (by_config.provider_source, by_config.provider_label) == ("config", "anthropic (claude-haiku-4-5)")
+    assert "config file" in by_config.provider_reason
+    call(app, _CHOOSE, pb.SetProviderChoiceRequest(control=control("c-1"), provider="openai", cheap_model="gpt-5-mini"))
+    assert _settings(app).provider_source == "settings"  # the choice stored in Settings wins over the file
+    flagged = start.CliModelAccess(db, _start_args("--provider", "scripted"), environ)
+    assert flagged.source == "flag" and flagged.scripted  # and a flag over both
+    unconfigured = start.CliModelAccess(db, _start_args(), {"XDG_CONFIG_HOME": str(tmp_path / "none")})
+    assert unconfigured.source == "settings"  # the control: without the file, the same stored choice
+    config.write_text('[provider]\nname = "anthropic"\n')  # no model: refused when start begins, naming the file
+    with pytest.raises(InvalidValueError, match=r"config file .*config\.toml, setting \[provider\] cheap_model"):
+        start.CliModelAccess(db, _start_args(), environ)
+
+
+def test_run_without_a_flag_uses_the_config_files_provider_and_a_model_flag_still_wins(tmp_path: Path) -> None:
+    from codeflux.cli.run import with_configured_provider
+
+    args = argparse.Namespace(provider=None, cheap_model="claude-sonnet-4-5", capable_model=None, base_url=None)
+    assert with_configured_provider(args, {"XDG_CONFIG_HOME": str(tmp_path)}).provider == "scripted"
+    (tmp_path / "codeflux").mkdir()
+    config = '[provider]\nname = "anthropic"\ncheap_model = "claude-haiku-4-5"\n'
+    (tmp_path / "codeflux" / "config.toml").write_text(config)
+    chosen = with_configured_provider(args, {"XDG_CONFIG_HOME": str(tmp_path)})
+    assert (chosen.provider, chosen.cheap_model) == ("anthropic", "claude-sonnet-4-5")

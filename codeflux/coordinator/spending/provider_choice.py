@@ -35,6 +35,7 @@ class ChoiceSource(StrEnum):
     FLAG = "flag"  # `codeflux start --provider …`
     DEMO = "demo"  # `start --demo` or the first-run demo button: the scripted provider
     SETTINGS = "settings"  # the choice stored in Settings → Providers
+    CONFIG = "config"  # the config file's [provider] (codeflux.domain.user_config), read when `start` began
     DEFAULT = "default"  # nothing chosen: the scripted provider (not an AI model)
 
 
