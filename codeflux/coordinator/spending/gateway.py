@@ -113,6 +113,7 @@ __all__ = [
 SCRIPTED_PROVIDER: Final = "scripted"
 _CALLING_STATES: Final = frozenset({TaskState.FORECASTING, TaskState.RUNNING, TaskState.VALIDATING})
 _PAUSABLE_STATES: Final = _CALLING_STATES
+_PRICED_PROVIDERS: Final = frozenset(p.value for p in ProviderName)  # those `codeflux prices set` takes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -283,7 +284,10 @@ class ModelGateway:
             tokens = tokens_in + sent.max_output_tokens
             verdict = self._ledger.check(tx, task_id, bound=bound, tokens=tokens)
             if isinstance(verdict, BudgetRefusal):
-                return self._refuse(tx, task, refusal_error(task_id, verdict), pause=True, bound=bound)
+                named = route.provider if route.provider in _PRICED_PROVIDERS else None
+                refused = refusal_error(task_id, verdict, provider=named, model=sent.model,
+                                        currency=budget.currency.code)
+                return self._refuse(tx, task, refused, pause=True, bound=bound)
             reserve = reserve_move(bound)
             plan = model_rows.ModelRequestPlan(
                 request_id=f"mreq_{self._entropy(16).hex()}", task_id=task_id, idempotency_key=key,
