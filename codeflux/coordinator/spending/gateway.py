@@ -359,10 +359,11 @@ class ModelGateway:
             cost = planned.price.price.cost_of(reply.usage, model=plan.model)
         if isinstance(cost, Money) and cost.currency != plan.currency:
             cost = UnknownCost.because(f"the price is in {cost.currency.code}, the budget in {plan.currency.code}")
+        notes = (() if isinstance(cost, Money) else cost.reasons) + ((reply.usage_note,) if reply.usage_note else ())
         end = model_rows.ModelRequestEnd(
             state=ModelRequestState.SUCCEEDED, usage=reply.usage,
             cost_minor=cost.minor if isinstance(cost, Money) else None,
-            cost_reason=None if isinstance(cost, Money) else "; ".join(cost.reasons)[:1024],
+            cost_reason="; ".join(notes)[:1024] or None,
             stop_reason=reply.stop_reason.value,
             provider_request_id=reply.request_id[:256] if reply.request_id else None,
         )
