@@ -332,8 +332,7 @@ def check_paid_call(summary: BudgetSummary, *, bound: Cost, tokens: int) -> Budg
                              reason=f"{count} overrun(s) or unknown charge(s) await acknowledgement")
     if isinstance(bound, UnknownCost) and not summary.allow_unknown_price:
         return BudgetRefusal(kind=BudgetRefusalKind.DECISION, cause=BudgetRefusalCause.UNKNOWN_PRICE,
-                             reason=f"the call's cost cannot be bounded ({'; '.join(bound.reasons)}); set a price "
-                                    "or allow unknown-price calls for this task")
+                             reason=f"the call's cost cannot be bounded ({'; '.join(bound.reasons)})")
     if isinstance(bound, Money) and bound.currency != summary.hard_limit.currency:
         return BudgetRefusal(kind=BudgetRefusalKind.DECISION, cause=BudgetRefusalCause.CURRENCY,
                              reason=f"the price is in {bound.currency.code}; the budget is in "

@@ -281,3 +281,26 @@ def test_a_server_that_is_not_running_is_reported_after_a_few_quick_attempts() -
 
     assert raised.value.attempts == HttpPolicy().max_connect_attempts == 4
     assert waits.waits == [0.5, 1.0, 2.0]
+
+
+def test_a_headless_run_stopped_by_an_unknown_price_exits_4_naming_the_command(
+    tmp_path: Path, server: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from codeflux.cli.main import main
+
+    repo, data = tmp_path / "demo", tmp_path / "data"
+    assert main(["--data-dir", str(data), "demo", "init", str(repo)]) == 0
+    base_url = server.base_url + "/v1"
+    assert main(["--data-dir", str(data), "provider", "approve-endpoint", "--name", "openai-compatible",
+                 "--base-url", base_url]) == 0
+    capsys.readouterr()
+
+    code = main(["--data-dir", str(data), "run", "--repo", str(repo), "--requirement-file", str(repo / "TASK.md"),
+                 "--provider", "openai-compatible", "--base-url", base_url, "--no-key", "--cheap-model", MODEL,
+                 "--yes"])
+
+    shown = capsys.readouterr()
+    assert code == 4, shown.err[-2000:]
+    assert (f"`codeflux prices set --provider openai-compatible --model {MODEL} --input R --output R "
+            "--currency USD`") in shown.out + shown.err
+    assert server.requests == []  # refused before anything was sent

@@ -89,8 +89,12 @@ def refusal_error(
                   f"`codeflux task resume {task_id}`")
     elif refusal.cause is BudgetRefusalCause.UNKNOWN_PRICE and provider is not None and model is not None:
         reason = (f"{reason}; record the model's rates with "
-                  f"`{price_set_command(provider=provider, model=model, currency=currency)}` (R per million tokens), "
-                  f"then continue with `codeflux task resume {task_id}`")
+                  f"`{price_set_command(provider=provider, model=model, currency=currency)}` (R per million tokens, "
+                  f"0 for a free local model) or allow unknown-price calls for this task (`codeflux budget set --task "
+                  f"{task_id} --limit AMOUNT --allow-unknown-price`), then continue with `codeflux task resume "
+                  f"{task_id}`")
+    elif refusal.cause is BudgetRefusalCause.UNKNOWN_PRICE:
+        reason = f"{reason}; set a price or allow unknown-price calls for this task"
     return BudgetDecisionNeededError(task_id=task_id.value, reason=reason)
 
 
