@@ -339,7 +339,7 @@ class ModelGateway:
             reserve=None if bound is None else str(bound)))
         if pause and task.state in _PAUSABLE_STATES:
             change_task_state(tx, task_id=task.task_id, expected_revision=task.revision, state=TaskState.PAUSED,
-                              reason=f"model call refused: {error}")
+                              reason=f"model call refused: {error}"[:2048])
         return error
 
     def _mark_in_flight(self, tx: Transaction, planned: _Planned) -> None:
