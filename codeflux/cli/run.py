@@ -75,6 +75,8 @@ from codeflux.domain.confinement import (
 )
 from codeflux.domain.display import escape_for_display
 from codeflux.domain.errors import (
+    BudgetDecisionNeededError,
+    BudgetExhaustedError,
     DatabaseMissingError,
     DirtyTreeNotAcknowledgedError,
     InvalidValueError,
@@ -452,6 +454,9 @@ def report_outcome(ctx: CliContext, tasks: TaskService, outcome: RunOutcome) -> 
                 "it with --reason")
     elif outcome.kind is RunOutcomeKind.AWAITING_REVIEW and identity is not None:
         ctx.say(f"next: codeflux task accept {task_id} --identity {identity}  (or reject it with --reason)")
+    elif isinstance(outcome.error, BudgetDecisionNeededError | BudgetExhaustedError):
+        ctx.say(f"next: the budget decision named above (`codeflux budget show --task {task_id}` shows the figures), "
+                f"then `codeflux task resume {task_id}`")
     elif outcome.error is not None and task.state is TaskState.PAUSED:
         ctx.say(f"next: `codeflux task resume {task_id}` with a provider (or script) that can answer continues the "
                 f"conversation; `codeflux task cancel {task_id}` ends it")

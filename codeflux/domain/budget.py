@@ -38,6 +38,7 @@ from codeflux.domain.pricing import Price, PriceComponent
 __all__ = [
     "Budget",
     "BudgetRefusal",
+    "BudgetRefusalCause",
     "BudgetRefusalKind",
     "BudgetSummary",
     "LedgerEntryRow",
@@ -300,10 +301,21 @@ class BudgetRefusalKind(StrEnum):
     DECISION = "decision"  # an unknown price or an unacknowledged charge waits for a person
 
 
+class BudgetRefusalCause(StrEnum):
+    """What a person does about a refusal depends on its cause (the message names the exact command)."""
+
+    PENDING_DECISIONS = "pending-decisions"  # overruns or unknown charges await `budget acknowledge`
+    UNKNOWN_PRICE = "unknown-price"  # no price (or no input/output rate) for the model: `prices set`
+    CURRENCY = "currency"  # the price and the budget are in different currencies
+    MONEY_LIMIT = "money-limit"
+    TOKEN_LIMIT = "token-limit"  # noqa: S105 (a cause, not a secret)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BudgetRefusal:
     kind: BudgetRefusalKind
     reason: str
+    cause: BudgetRefusalCause
 
 
 def is_paid(bound: Cost) -> bool:
@@ -316,24 +328,23 @@ def check_paid_call(summary: BudgetSummary, *, bound: Cost, tokens: int) -> Budg
     paid = is_paid(bound)
     if paid and summary.pending_decisions:
         count = len(summary.pending_decisions)
-        return BudgetRefusal(kind=BudgetRefusalKind.DECISION,
+        return BudgetRefusal(kind=BudgetRefusalKind.DECISION, cause=BudgetRefusalCause.PENDING_DECISIONS,
                              reason=f"{count} overrun(s) or unknown charge(s) await acknowledgement")
     if isinstance(bound, UnknownCost) and not summary.allow_unknown_price:
-        return BudgetRefusal(kind=BudgetRefusalKind.DECISION,
-                             reason=f"the call's cost cannot be bounded ({'; '.join(bound.reasons)}); set a price "
-                                    "or allow unknown-price calls for this task")
+        return BudgetRefusal(kind=BudgetRefusalKind.DECISION, cause=BudgetRefusalCause.UNKNOWN_PRICE,
+                             reason=f"the call's cost cannot be bounded ({'; '.join(bound.reasons)})")
     if isinstance(bound, Money) and bound.currency != summary.hard_limit.currency:
-        return BudgetRefusal(kind=BudgetRefusalKind.DECISION,
+        return BudgetRefusal(kind=BudgetRefusalKind.DECISION, cause=BudgetRefusalCause.CURRENCY,
                              reason=f"the price is in {bound.currency.code}; the budget is in "
                                     f"{summary.hard_limit.currency.code}")
     known = bound if isinstance(bound, Money) else Money.zero(summary.hard_limit.currency)
     committed = summary.committed_known
     if paid and committed + known > summary.hard_limit:
         left = summary.hard_limit - committed
-        return BudgetRefusal(kind=BudgetRefusalKind.EXHAUSTED,
+        return BudgetRefusal(kind=BudgetRefusalKind.EXHAUSTED, cause=BudgetRefusalCause.MONEY_LIMIT,
                              reason=f"the next call reserves {known} and {left} is left of {summary.hard_limit}")
     if summary.token_limit is not None and summary.tokens_used + summary.tokens_reserved + tokens > summary.token_limit:
-        return BudgetRefusal(kind=BudgetRefusalKind.EXHAUSTED,
+        return BudgetRefusal(kind=BudgetRefusalKind.EXHAUSTED, cause=BudgetRefusalCause.TOKEN_LIMIT,
                              reason=f"the next call may use {tokens:,} tokens; {summary.tokens_used:,} used and "
                                     f"{summary.tokens_reserved:,} reserved of {summary.token_limit:,}")
     return None

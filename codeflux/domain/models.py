@@ -237,7 +237,9 @@ class ModelRequest:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelReply:
     """What the model answered. ``provider`` is the name a user sees (``scripted (not a model)`` for
-    the scripted provider); ``request_id`` is the provider's id for the call, when it sent one."""
+    the scripted provider); ``request_id`` is the provider's id for the call, when it sent one;
+    ``usage_note`` says how a count the provider did not report was read (such as a server that does not
+    report caching: cache reads 0), and is kept with the call's record."""
 
     provider: str
     model: str
@@ -245,6 +247,7 @@ class ModelReply:
     stop_reason: StopReason
     usage: TokenUsage
     request_id: str | None = None
+    usage_note: str | None = None
 
     @property
     def text(self) -> str:

@@ -165,7 +165,7 @@ class AnthropicAdapter:
         body = json.dumps(_request_body(request, stream=on_text is not None), ensure_ascii=False).encode()
 
         def read(response: ProviderResponse) -> ModelReply:
-            request_id = response.header("request-id")
+            request_id = response.request_id("request-id")
             if on_text is None:
                 return self._reply_from_json(response.read_body(), request, request_id)
             return self._reply_from_stream(response, request, request_id, on_text)

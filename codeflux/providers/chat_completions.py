@@ -6,9 +6,14 @@ mapping of tool calls serve every provider here. Tools are sent as ``function`` 
 ``stream_options.include_usage`` so the final chunk carries usage, and ``data: [DONE]`` ends it.
 
 Usage: ``prompt_tokens`` includes cached tokens, so uncached input is ``prompt_tokens −
-prompt_tokens_details.cached_tokens``. When a server does not report cached tokens, cache reads are
-*unknown* and every prompt token is counted as input (a price with a non-zero cache-read rate then
-gives an unknown cost). This wire bills no cache writes, so they are 0 whenever usage is reported.
+prompt_tokens_details.cached_tokens``. What a reply without ``prompt_tokens_details.cached_tokens``
+means is a property of the endpoint (``reports_cache``), not a guess per call: OpenAI always reports it,
+so there its absence leaves cache reads *unknown* (every prompt token is counted as input, and a price
+with a non-zero cache-read rate gives an unknown cost). OpenAI-compatible servers (LiteLLM, vLLM,
+Ollama, llama.cpp) usually do not report caching at all: there the absence means "this server does not
+report caching", cache reads are 0 and the reply's ``usage_note`` says so (the call's record keeps it);
+a count such a server does report is used as reported. This wire bills no cache writes, so they are 0
+whenever usage is reported.
 ``completion_tokens`` includes ``completion_tokens_details.reasoning_tokens``. A reply without
 ``usage`` has every count unknown. A stream that ends before ``[DONE]`` or carries an ``error`` has an
 unknown outcome.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Final
 
 from pydantic import Field
 
@@ -30,7 +36,10 @@ from codeflux.providers.sse import iter_sse_events
 from codeflux.providers.transport import ProviderResponse
 from codeflux.providers.wire import StrictReply, TextSink, parse_reply
 
-__all__ = ["ChatWire"]
+__all__ = ["NO_CACHE_REPORTED", "ChatWire"]
+
+NO_CACHE_REPORTED: Final = ("this server does not report caching (no prompt_tokens_details.cached_tokens): "
+                            "cache reads counted as 0, every prompt token as input")
 
 _FINISH_REASONS = {
     "stop": StopReason.END_TURN,
@@ -103,7 +112,8 @@ class _OpenCall:
 class ChatWire:
     """Request building and reply parsing for one provider speaking Chat Completions.
 
-    ``max_tokens_field`` is ``max_completion_tokens`` for OpenAI and ``max_tokens`` for servers that
+    ``reports_cache`` is False for an endpoint that does not report cached tokens (see the module
+    docstring). ``max_tokens_field`` is ``max_completion_tokens`` for OpenAI and ``max_tokens`` for servers that
     only know the older name; ``sends_reasoning_effort`` maps the effort to ``reasoning_effort`` for the
     reasoning models of OpenAI's capability table only (:func:`openai_reasoning_effort`; ``max`` is sent
     as ``high``): a non-reasoning model refuses a request carrying it. An assistant turn with nothing to
@@ -113,6 +123,7 @@ class ChatWire:
     provider: str
     max_tokens_field: str
     sends_reasoning_effort: bool
+    reports_cache: bool = True
 
     def request_body(self, request: ModelRequest, *, stream: bool) -> bytes:
         messages: list[dict[str, object]] = [{"role": "system", "content": request.system}] if request.system else []
@@ -208,20 +219,25 @@ class ChatWire:
         usage: _Usage | None,
         request_id: str | None,
     ) -> ModelReply:
+        counted, note = self._usage(usage)
         return ModelReply(
             provider=self.provider,
             model=model or request.model,
             parts=tuple(parts),
             stop_reason=_FINISH_REASONS.get(finish or "", StopReason.OTHER),
-            usage=self._usage(usage),
+            usage=counted,
             request_id=request_id,
+            usage_note=note,
         )
 
-    def _usage(self, usage: _Usage | None) -> TokenUsage:
+    def _usage(self, usage: _Usage | None) -> tuple[TokenUsage, str | None]:
         if usage is None:
-            return TokenUsage()
+            return TokenUsage(), None
         prompt, completion = usage.prompt_tokens, usage.completion_tokens
         cached = usage.prompt_tokens_details.cached_tokens if usage.prompt_tokens_details else None
+        note = None
+        if cached is None and prompt is not None and not self.reports_cache:
+            cached, note = 0, NO_CACHE_REPORTED
         reasoning = usage.completion_tokens_details.reasoning_tokens if usage.completion_tokens_details else None
         if prompt is not None and cached is not None and cached > prompt:
             raise ProviderReplyInvalidError(
@@ -239,7 +255,7 @@ class ChatWire:
             cache_read_tokens=cached,
             cache_write_tokens=0,
             reasoning_tokens=reasoning,
-        )
+        ), note
 
 
 def _merge_call(open_call: _OpenCall, delta: _ToolCall) -> None:

@@ -38,6 +38,7 @@ class ChatCompletionsAdapter:
         wire_max_tokens_field: str,
         sends_reasoning_effort: bool,
         uses_key: bool,
+        reports_cache: bool = True,
         key_loader: KeyLoader = load_provider_key,
         redactor: Redactor | None = None,
         http: ProviderHttp | None = None,
@@ -51,7 +52,8 @@ class ChatCompletionsAdapter:
         self._redactor = redactor or default_redactor()
         self._http = http or ProviderHttp(provider=display_name, redactor=self._redactor, policy=policy)
         self._wire = ChatWire(
-            provider=display_name, max_tokens_field=wire_max_tokens_field, sends_reasoning_effort=sends_reasoning_effort
+            provider=display_name, max_tokens_field=wire_max_tokens_field,
+            sends_reasoning_effort=sends_reasoning_effort, reports_cache=reports_cache,
         )
 
     @property
@@ -80,7 +82,7 @@ class ChatCompletionsAdapter:
         policy = self._http.policy
 
         def read(response: ProviderResponse) -> ModelReply:
-            request_id = response.header("x-request-id")
+            request_id = response.request_id("x-request-id")
             if on_text is None:
                 return self._wire.reply_from_json(response.read_body(), request, request_id)
             return self._wire.reply_from_stream(

@@ -5,7 +5,10 @@ There is no default endpoint: the base URL is required, and like every non-defau
 only after the user approved it. Plain http is accepted for loopback hosts only. Local servers often
 need no key, so ``uses_key`` is explicit; when it is true the key is the ``openai-compatible`` entry of
 the OS credential store. The older ``max_tokens`` field is sent (every such server knows it), and no
-``reasoning_effort``, which these servers reject or ignore.
+``reasoning_effort``, which these servers reject or ignore. Such servers (LiteLLM, vLLM, Ollama) send usage
+without ``prompt_tokens_details``: the endpoint is taken as one that does not report caching, so cache
+reads are 0 (said in each call's record) rather than unknown — otherwise every call would be an unknown
+charge that pauses the run, and its tokens would count at the reservation bound.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class OpenAICompatibleAdapter(ChatCompletionsAdapter):
             wire_max_tokens_field="max_tokens",
             sends_reasoning_effort=False,
             uses_key=uses_key,
+            reports_cache=False,
             key_loader=key_loader,
             redactor=redactor,
             http=http,

@@ -24,6 +24,22 @@ sends one, else exponential backoff (``backoff_base_s`` doubling per attempt, at
 ``retry_after_cap_s`` is not waited for: the call fails at once with
 :class:`ProviderUnavailableError` naming the requested wait.
 
+How long: the waits of one call add up to at most ``retry_wait_total_s`` (a minute): a rate limit or an
+overloaded server (429/5xx without ``Retry-After``: LiteLLM, vLLM and Ollama seldom send one) is ridden
+out for up to a minute, the last wait cut to what is left, before the call fails (and the run pauses) —
+at most ``max_attempts`` attempts. A ``Retry-After`` longer than what is left of that minute is not
+waited for either. A connection that could not be made at all is tried only ``max_connect_attempts``
+times: a server that is not running is reported at once.
+
+The provider's request id is read from the header its adapter names first, then the common variants
+(:data:`REQUEST_ID_HEADERS`: ``x-request-id``, ``request-id``, ``openai-request-id``,
+``x-litellm-call-id``…), so calls through a proxy keep an id to quote to its operator.
+
+An error body is read for its message in the shapes servers use: ``{"error": {"message": …}}``
+(OpenAI, Anthropic, LiteLLM), ``{"error": "…"}`` (Ollama), ``{"message": …}`` and ``{"detail": …}``
+(FastAPI servers such as vLLM, with a string or a list of ``{"msg": …}``). A 404 from a URL with no
+``/v1`` in its path says so: an OpenAI-compatible base URL usually ends in ``/v1``.
+
 Everything else after the request may have reached the provider — a write or read error, a read
 timeout, a connection closed mid-reply, a stream cut before its final event — is
 :class:`ProviderOutcomeUnknownError` and is never retried: the provider may have done, and billed,
@@ -37,9 +53,10 @@ import random
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 from typing import Final, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -53,7 +70,14 @@ from codeflux.domain.errors import (
 )
 from codeflux.redact import Redactor
 
-__all__ = ["HttpPolicy", "ProviderHttp", "ProviderResponse", "is_context_too_long", "provider_error_for"]
+__all__ = [
+    "REQUEST_ID_HEADERS",
+    "HttpPolicy",
+    "ProviderHttp",
+    "ProviderResponse",
+    "is_context_too_long",
+    "provider_error_for",
+]
 
 T = TypeVar("T")
 KIB: Final = 1024
@@ -62,6 +86,13 @@ RETRYABLE_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504, 529})
 _NOT_SENT: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError)
 _DETAIL_LENGTH: Final = 300
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f\s]+")
+REQUEST_ID_HEADERS: Final = (
+    "x-request-id", "request-id", "openai-request-id", "x-litellm-call-id", "x-vllm-request-id",
+    "x-amzn-requestid", "x-amz-request-id", "x-ms-request-id", "apim-request-id", "x-correlation-id",
+)  # fmt: skip
+_REQUEST_ID: Final = re.compile(r"[\x21-\x7e]{1,256}")
+_NO_V1_HINT: Final = ("; the base URL has no /v1 — OpenAI-compatible servers (LiteLLM, vLLM, Ollama) serve "
+                      "under it, e.g. http://127.0.0.1:4000/v1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,7 +108,9 @@ class HttpPolicy:
     max_stream_bytes: int = 64 * MIB
     max_event_bytes: int = MIB
     max_error_bytes: int = 64 * KIB
-    max_attempts: int = 4
+    max_attempts: int = 9
+    max_connect_attempts: int = 4
+    retry_wait_total_s: float = 60.0
     retry_after_cap_s: float = 60.0
     backoff_base_s: float = 0.5
     backoff_cap_s: float = 20.0
@@ -95,6 +128,15 @@ class ProviderResponse:
     def header(self, name: str) -> str | None:
         value: str | None = self._response.headers.get(name)
         return value
+
+    def request_id(self, *preferred: str) -> str | None:
+        """The provider's id for this call: the first of ``preferred`` then :data:`REQUEST_ID_HEADERS` that
+        the response carries as a printable token (at most 256 characters), else None."""
+        for name in (*preferred, *REQUEST_ID_HEADERS):
+            value = (self.header(name) or "").strip()
+            if _REQUEST_ID.fullmatch(value):
+                return value
+        return None
 
     def chunks(self, *, limit: int) -> Iterator[bytes]:
         """The decoded body in chunks; more than ``limit`` bytes or past the deadline is refused."""
@@ -180,15 +222,23 @@ class ProviderHttp:
                 detail=f"the request is {len(body)} bytes; codeflux sends at most {self._policy.max_request_bytes}",
             )
         deadline = time.monotonic() + self._policy.total_timeout_s
+        policy = self._policy
         attempt = 0
+        waited = 0.0
         while True:
             attempt += 1
             outcome = self._attempt(client, url, headers=headers, body=body, read=read, deadline=deadline)
             if not isinstance(outcome, _Retry):
                 return outcome
-            if outcome.final_now or outcome.refused_wait_s is not None or attempt >= self._policy.max_attempts:
+            limit = policy.max_attempts if outcome.status is not None else min(policy.max_attempts,
+                                                                                policy.max_connect_attempts)
+            left = policy.retry_wait_total_s - waited
+            if outcome.final_now or outcome.refused_wait_s is not None or attempt >= limit or left <= 0:
                 raise outcome.final(attempts=attempt)
-            delay = outcome.delay_s if outcome.delay_s is not None else self._backoff(attempt)
+            if outcome.delay_s is not None and outcome.delay_s > left:  # the provider asks more than is left
+                raise replace(outcome, refused_wait_s=int(-(-outcome.delay_s // 1))).final(attempts=attempt)
+            delay = outcome.delay_s if outcome.delay_s is not None else min(self._backoff(attempt), left)
+            waited += delay
             self._sleep(delay)
 
     def _attempt(
@@ -219,6 +269,8 @@ class ProviderHttp:
                     may_have_been_processed=False,
                 )
             error_type, detail = self._error_detail(response)
+            if status == 404 and "/v1" not in urlsplit(url).path:
+                detail += _NO_V1_HINT
             reason = f"HTTP {status}: {detail}"
             if not self._should_retry(response):
                 if status < 500:
@@ -329,7 +381,21 @@ def _error_fields(text: str) -> tuple[str | None, str]:
     if isinstance(error, str):
         return None, error
     message = value.get("message") if isinstance(value, dict) else None
-    return None, message if isinstance(message, str) else ""
+    if isinstance(message, str):
+        return None, message
+    return None, _detail_text(value.get("detail") if isinstance(value, dict) else None)
+
+
+def _detail_text(detail: object) -> str:
+    """FastAPI's ``detail``: a string, a ``{"message"|"msg": …}`` object, or a list of ``{"msg": …}``."""
+    if isinstance(detail, str):
+        return detail
+    if isinstance(detail, dict):
+        text = detail.get("message") or detail.get("msg")
+        return text if isinstance(text, str) else ""
+    if isinstance(detail, list):
+        return "; ".join(text for item in detail[:5] if (text := _detail_text(item)))
+    return ""
 
 
 def _invalid(provider: str, problem: str, detail: str, *, processed: bool) -> ProviderReplyInvalidError:

@@ -223,8 +223,10 @@ def test_a_compatible_server_without_a_key_gets_no_authorization_and_the_older_t
 
     host = server.base_url.removeprefix("http://")
     assert adapter.display_name == reply.provider == f"OpenAI-compatible ({host})"
-    # No cached-token report: cache reads are unknown and every prompt token counts as input.
-    assert reply.usage == TokenUsage(input_tokens=50, output_tokens=7, cache_read_tokens=None, cache_write_tokens=0)
+    # No cached-token report from a server that does not report caching: cache reads are 0 (said in the
+    # reply's note) and every prompt token counts as input (issue 21 item 10).
+    assert reply.usage == TokenUsage(input_tokens=50, output_tokens=7, cache_read_tokens=0, cache_write_tokens=0)
+    assert reply.usage_note is not None and "does not report caching" in reply.usage_note
     sent = server.requests[0]
     assert sent.path == "/v1/chat/completions" and "authorization" not in sent.headers
     body = sent.json()

@@ -113,6 +113,7 @@ __all__ = [
 SCRIPTED_PROVIDER: Final = "scripted"
 _CALLING_STATES: Final = frozenset({TaskState.FORECASTING, TaskState.RUNNING, TaskState.VALIDATING})
 _PAUSABLE_STATES: Final = _CALLING_STATES
+_PRICED_PROVIDERS: Final = frozenset(p.value for p in ProviderName)  # those `codeflux prices set` takes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -283,7 +284,10 @@ class ModelGateway:
             tokens = tokens_in + sent.max_output_tokens
             verdict = self._ledger.check(tx, task_id, bound=bound, tokens=tokens)
             if isinstance(verdict, BudgetRefusal):
-                return self._refuse(tx, task, refusal_error(task_id, verdict), pause=True, bound=bound)
+                named = route.provider if route.provider in _PRICED_PROVIDERS else None
+                refused = refusal_error(task_id, verdict, provider=named, model=sent.model,
+                                        currency=budget.currency.code)
+                return self._refuse(tx, task, refused, pause=True, bound=bound)
             reserve = reserve_move(bound)
             plan = model_rows.ModelRequestPlan(
                 request_id=f"mreq_{self._entropy(16).hex()}", task_id=task_id, idempotency_key=key,
@@ -335,7 +339,7 @@ class ModelGateway:
             reserve=None if bound is None else str(bound)))
         if pause and task.state in _PAUSABLE_STATES:
             change_task_state(tx, task_id=task.task_id, expected_revision=task.revision, state=TaskState.PAUSED,
-                              reason=f"model call refused: {error}")
+                              reason=f"model call refused: {error}"[:2048])
         return error
 
     def _mark_in_flight(self, tx: Transaction, planned: _Planned) -> None:
@@ -355,10 +359,11 @@ class ModelGateway:
             cost = planned.price.price.cost_of(reply.usage, model=plan.model)
         if isinstance(cost, Money) and cost.currency != plan.currency:
             cost = UnknownCost.because(f"the price is in {cost.currency.code}, the budget in {plan.currency.code}")
+        notes = (() if isinstance(cost, Money) else cost.reasons) + ((reply.usage_note,) if reply.usage_note else ())
         end = model_rows.ModelRequestEnd(
             state=ModelRequestState.SUCCEEDED, usage=reply.usage,
             cost_minor=cost.minor if isinstance(cost, Money) else None,
-            cost_reason=None if isinstance(cost, Money) else "; ".join(cost.reasons)[:1024],
+            cost_reason="; ".join(notes)[:1024] or None,
             stop_reason=reply.stop_reason.value,
             provider_request_id=reply.request_id[:256] if reply.request_id else None,
         )

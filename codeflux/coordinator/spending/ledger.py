@@ -23,6 +23,7 @@ from typing import Final
 
 from codeflux.domain.budget import (
     BudgetRefusal,
+    BudgetRefusalCause,
     BudgetRefusalKind,
     BudgetSummary,
     LedgerKind,
@@ -45,7 +46,14 @@ from codeflux.domain.money import Cost, Currency, Money, UnknownCost
 from codeflux.store import money as rows
 from codeflux.store.database import ReadView, Transaction, now_us
 
-__all__ = ["Admission", "BudgetLedger", "read_budget_summary", "refusal_error"]
+__all__ = [
+    "Admission",
+    "BudgetLedger",
+    "acknowledge_command",
+    "price_set_command",
+    "read_budget_summary",
+    "refusal_error",
+]
 
 _STANDING_ALLOWANCE: Final = "standing-allowance"
 
@@ -55,11 +63,39 @@ def read_budget_summary(view: ReadView, task_id: TaskId) -> BudgetSummary:
     return summarize_budget(rows.require_budget(view, task_id), rows.ledger_totals(view, task_id))
 
 
-def refusal_error(task_id: TaskId, refusal: BudgetRefusal) -> CodefluxError:
-    """The error a budget refusal raises: the hard limit reached, or a decision for a person."""
+def price_set_command(*, provider: str, model: str, currency: str = "USD") -> str:
+    """The exact command that records a price for ``model`` of ``provider``; the rates (``R``, per million
+    tokens) are left for the person, who knows what the provider charges."""
+    return f"codeflux prices set --provider {provider} --model {model} --input R --output R --currency {currency}"
+
+
+def acknowledge_command(task_id: TaskId) -> str:
+    """The exact command that accepts a task's pending charges (all of them; ``--entry ID`` picks some)."""
+    return f"codeflux budget acknowledge --task {task_id}"
+
+
+def refusal_error(
+    task_id: TaskId, refusal: BudgetRefusal, *, provider: str | None = None, model: str | None = None,
+    currency: str = "USD",
+) -> CodefluxError:  # fmt: skip
+    """The error a budget refusal raises: the hard limit reached, or a decision for a person. A decision's
+    message names the exact command that makes it: ``budget acknowledge`` for pending charges, and, when the
+    call's ``provider`` and ``model`` are given, ``prices set`` for an unknown price."""
     if refusal.kind is BudgetRefusalKind.EXHAUSTED:
         return BudgetExhaustedError(task_id=task_id.value, reason=refusal.reason)
-    return BudgetDecisionNeededError(task_id=task_id.value, reason=refusal.reason)
+    reason = refusal.reason
+    if refusal.cause is BudgetRefusalCause.PENDING_DECISIONS:
+        reason = (f"{reason}; accept them with `{acknowledge_command(task_id)}`, then continue with "
+                  f"`codeflux task resume {task_id}`")
+    elif refusal.cause is BudgetRefusalCause.UNKNOWN_PRICE and provider is not None and model is not None:
+        reason = (f"{reason}; record the model's rates with "
+                  f"`{price_set_command(provider=provider, model=model, currency=currency)}` (R per million tokens, "
+                  f"0 for a free local model) or allow unknown-price calls for this task (`codeflux budget set --task "
+                  f"{task_id} --limit AMOUNT --allow-unknown-price`), then continue with `codeflux task resume "
+                  f"{task_id}`")
+    elif refusal.cause is BudgetRefusalCause.UNKNOWN_PRICE:
+        reason = f"{reason}; set a price or allow unknown-price calls for this task"
+    return BudgetDecisionNeededError(task_id=task_id.value, reason=reason)
 
 
 class Admission:
