@@ -93,3 +93,10 @@ def test_an_encoded_blob_costs_more_per_character_than_prose() -> None:
 
 def test_the_empty_text_costs_nothing() -> None:
     assert estimate_text_tokens("") == 0
+
+
+def test_the_documented_tiktoken_examples_are_bounded() -> None:
+    # OpenAI Cookbook, "How to count tokens with tiktoken": both texts are 6 tokens in cl100k_base and
+    # o200k_base (the Claude tokenizer gives 6 and 7).
+    for text, documented in (("tiktoken is great!", 6), ("antidisestablishmentarianism", 7)):
+        assert documented <= estimate_text_tokens(text) <= documented * 3 // 2
