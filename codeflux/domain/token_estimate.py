@@ -70,7 +70,7 @@ _PIECE: Final = re.compile(
     r"(?P<encoded>[A-Za-z0-9+/_-]{17,})"
     r"|(?P<word>[A-Za-z]+)"
     r"|(?P<digits>[0-9]+)"
-    r"|(?P<spaces>[ \t]+)"
+    r"|(?P<spaces>[ \t]{2,})"  # a single space or tab costs nothing: it joins the next piece
     r"|(?P<newlines>[\r\n]+)"
     r"|(?P<punct>[!-/:-@\[-`{-~]+)"
     r"|(?P<other>[^\x00-\x7f]+|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+)"
@@ -86,24 +86,29 @@ def estimate_text_tokens(text: str) -> int:
     if not text:
         return 0
     cost = 0
-    ascii_bytes = 0
+    beyond_ascii = 0
     for match in _PIECE.finditer(text):
         kind = match.lastgroup
         size = match.end() - match.start()
-        if kind == "other":
-            cost += _other_cost(match.group())
-            continue
-        ascii_bytes += size
-        if kind == "encoded":
-            cost += _encoded_cost(match.group())
-        elif kind == "spaces":
-            cost += 0 if size == 1 else _SPACE_RUN + _SPACE * size
+        if kind == "word":
+            cost += _WORD + _LONG_LETTER * max(0, size - 10)
+        elif kind == "punct":
+            cost += _PUNCT_RUN + _PUNCT * size
         elif kind == "newlines":
             cost += _NEWLINE_RUN
+        elif kind == "spaces":
+            cost += _SPACE_RUN + _SPACE * size
+        elif kind == "digits":
+            cost += _DIGIT_RUN + _DIGIT * size
+        elif kind == "encoded":
+            cost += _encoded_cost(match.group())
         else:
-            cost += _ordinary_cost(kind, size)
+            piece = match.group()
+            cost += _other_cost(piece)
+            if not piece.isascii():
+                beyond_ascii += size
     estimate = -(-cost // _UNIT)
-    return max(estimate, -(-ascii_bytes // _FLOOR_DIVISOR))
+    return max(estimate, -(-(len(text) - beyond_ascii) // _FLOOR_DIVISOR))
 
 
 def _ordinary_cost(kind: str | None, size: int) -> int:
