@@ -3,8 +3,10 @@ a person reads. Pure: the ledger (``codeflux.coordinator.spending.ledger``) appl
 entries; docs/money.md explains them to users.
 
 - **Reserve** a bound before a paid call: ``max_output_tokens`` × the highest output-side rate plus an
-  input estimate (:func:`bound_input_tokens`) × the highest input-side rate, rounded *up* to the
-  minor unit. No price, or no input or output rate, makes the bound unknown (:func:`reservation_bound`).
+  input estimate (:func:`bound_input_tokens`, a calibrated token bound) × the rate the input is billed
+  at — the input rate, or a cache read's if that is higher, and the cache-write rate only for a call
+  that asks the provider to write a cache — rounded *up* to the minor unit. No price, or no input or
+  output rate, makes the bound unknown (:func:`reservation_bound`).
 - **Close** each reservation exactly once (:func:`closing_moves`): settle the actual cost and release
   the rest; above the bound, settle the bound and record the rest as an *overrun*; when usage or price
   is unknown, charge the bound as an *unknown charge* (unknown itself when the bound was); when
@@ -34,6 +36,7 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.models import ModelRequest, ReasoningPart, TextPart, ToolCall, ToolResult
 from codeflux.domain.money import Cost, Currency, Money, Rounding, UnknownCost
 from codeflux.domain.pricing import Price, PriceComponent
+from codeflux.domain.token_estimate import estimate_text_tokens
 
 __all__ = [
     "Budget",
@@ -61,8 +64,13 @@ __all__ = [
 
 _MESSAGE_OVERHEAD_TOKENS: Final = 8
 _REQUEST_OVERHEAD_TOKENS: Final = 32
+_TOOL_OVERHEAD_TOKENS: Final = 8  # the wrapper around each tool definition
+# The system prompt a provider adds when tools are offered: Anthropic documents 346 tokens (tool choice
+# "auto"/"none", current models; the "Tool use" pricing table), the largest published figure.
+_TOOL_USE_PROMPT_TOKENS: Final = 346
 _REASON_LIMIT: Final = 1024  # what the ledger keeps of a reason
-_INPUT_SIDE: Final = (PriceComponent.INPUT, PriceComponent.CACHE_READ, PriceComponent.CACHE_WRITE)
+_INPUT_SIDE: Final = (PriceComponent.INPUT, PriceComponent.CACHE_READ)
+_CACHING_INPUT_SIDE: Final = (*_INPUT_SIDE, PriceComponent.CACHE_WRITE)
 _OUTPUT_SIDE: Final = (PriceComponent.OUTPUT, PriceComponent.REASONING)
 
 
@@ -126,40 +134,52 @@ class LedgerTotals:
 
 
 def bound_input_tokens(request: ModelRequest) -> int:
-    """An upper estimate of the request's input tokens: its UTF-8 bytes plus a fixed overhead per message.
+    """An upper estimate of the request's input tokens: every text's calibrated token bound
+    (:func:`~codeflux.domain.token_estimate.estimate_text_tokens`) plus fixed overheads for the request,
+    each message, each tool definition and the tool-use prompt providers add when tools are offered.
 
-    No tokenizer packs more than one token into a byte of text, so bytes bound the text's tokens; the
-    overhead covers role and formatting tokens. It is an estimate, not a guarantee: a provider that
-    reports more is charged in full and the excess recorded as an overrun.
+    It is an estimate, not a guarantee: a provider that reports more is charged in full and the excess
+    recorded as an overrun; the reported usage, never this bound, is what a settled call costs.
     """
-    size = len(request.system.encode()) + _REQUEST_OVERHEAD_TOKENS
+    size = estimate_text_tokens(request.system) + _REQUEST_OVERHEAD_TOKENS
+    if request.tools:
+        size += _TOOL_USE_PROMPT_TOKENS
     for tool in request.tools:
-        size += len(tool.name.encode()) + len(tool.description.encode()) + len(tool.input_schema_json.encode())
+        size += _TOOL_OVERHEAD_TOKENS + estimate_text_tokens(tool.name) + estimate_text_tokens(tool.description)
+        size += estimate_text_tokens(tool.input_schema_json)
     for message in request.messages:
-        size += _MESSAGE_OVERHEAD_TOKENS + sum(_part_bytes(part) for part in message.parts)
+        size += _MESSAGE_OVERHEAD_TOKENS + sum(_part_tokens(part) for part in message.parts)
     return size
 
 
-def _part_bytes(part: object) -> int:
+def _part_tokens(part: object) -> int:
     if isinstance(part, TextPart):
-        return len(part.text.encode())
+        return estimate_text_tokens(part.text)
     if isinstance(part, ReasoningPart):
-        return len(part.text.encode()) + len(part.signature.encode())
+        return estimate_text_tokens(part.text) + estimate_text_tokens(part.signature)
     if isinstance(part, ToolCall):
-        return len(part.call_id.encode()) + len(part.name.encode()) + len(part.arguments_json.encode())
+        return sum(estimate_text_tokens(text) for text in (part.call_id, part.name, part.arguments_json))
     if isinstance(part, ToolResult):
-        return len(part.call_id.encode()) + len(part.content.encode())
+        return estimate_text_tokens(part.call_id) + estimate_text_tokens(part.content)
     return 0
 
 
-def reservation_bound(price: Price | None, *, input_tokens: int, max_output_tokens: int, model: str) -> Cost:
-    """What to reserve for one call, rounded up; unknown without a price or an input/output rate."""
+def reservation_bound(
+    price: Price | None, *, input_tokens: int, max_output_tokens: int, model: str, writes_cache: bool
+) -> Cost:
+    """What to reserve for one call, rounded up; unknown without a price or an input/output rate.
+
+    The input is reserved at the highest rate it can be billed at on this call: the input rate or the
+    cache-read rate (a provider may serve any of it from its cache), and the cache-write rate only when
+    ``writes_cache`` (the call asks the provider to write a cache).
+    """
     if price is None:
         return UnknownCost.because(f"no price for model {model}")
     missing = [c.value for c in (PriceComponent.INPUT, PriceComponent.OUTPUT) if price.rate(c) is None]
     if missing:
         return UnknownCost.because(f"no {' or '.join(missing)} price for model {model}")
-    input_rate = max(rate for c in _INPUT_SIDE if (rate := price.rate(c)) is not None)
+    sides = _CACHING_INPUT_SIDE if writes_cache else _INPUT_SIDE
+    input_rate = max(rate for c in sides if (rate := price.rate(c)) is not None)
     output_rate = max(rate for c in _OUTPUT_SIDE if (rate := price.rate(c)) is not None)
     exact = Fraction(input_tokens) * input_rate + Fraction(max_output_tokens) * output_rate
     return Money.from_exact_minor(exact, currency=price.currency, rounding=Rounding.UP)

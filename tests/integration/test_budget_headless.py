@@ -6,8 +6,9 @@ server speaking the Anthropic Messages wire, the ``codeflux`` CLI as a separate 
 ``-s`` to see the figures it prints.
 
 Arithmetic (claude-sonnet-4-5: 3.00 / 15.00 / 0.30 / 3.75 USD per million input / output / cache read /
-cache write tokens). The request is 4,000 input tokens by the gateway's estimate and asks for at most
-1,024 output tokens, so each call reserves ⌈4000 × 3.75/1M + 1024 × 15/1M⌉ = ⌈3.036⌉ = 4 cents.
+cache write tokens). The request is 8,000 input tokens by the gateway's estimate and asks for at most
+1,024 output tokens; the route writes no prompt cache, so its input is reserved at the input rate and
+each call reserves ⌈8000 × 3.00/1M + 1024 × 15/1M⌉ = ⌈3.936⌉ = 4 cents.
 
     call 1  900 in, 200 out                    0.570 ¢ → charged 1 ¢   spent 1
     call 2  950 in, 1000 out, 2000 cache read  1.845 ¢ → charged 2 ¢   spent 3
@@ -50,7 +51,7 @@ from tests.fixtures.provider_servers import ProviderServer, a_test_key, anthropi
 pytestmark = pytest.mark.keyring
 
 REPO = Path(__file__).resolve().parents[2]
-REQUEST = ModelRequest(model="set-by-the-rung", system="", messages=(Message.user_text("x" * 3960),),
+REQUEST = ModelRequest(model="set-by-the-rung", system="", messages=(Message.user_text("x" * 29_852),),
                        max_output_tokens=1024)
 
 
@@ -76,7 +77,7 @@ def test_hitting_the_hard_budget_pauses_the_task_with_exact_figures_and_raising_
     budgets = BudgetService(db)
     budgets.set_budget(task_id, hard_limit=Money(minor=6, currency=USD), expected_revision=None,
                        idempotency_key="initial-budget")
-    assert bound_input_tokens(REQUEST) == 4000
+    assert bound_input_tokens(REQUEST) == 8000
     redactor = Redactor()
     figures: list[str] = []
     with AnthropicAdapter(base_url=server.base_url, redactor=redactor) as adapter:

@@ -121,7 +121,9 @@ class ModelRoute:
     """A provider the gateway may call: its adapter and the models of the ladder's two tiers.
 
     ``provider`` is a :class:`ProviderName` value or ``scripted``. The endpoint checked is the adapter's
-    own ``base_url``, so the URL approved is the URL called.
+    own ``base_url``, so the URL approved is the URL called. ``writes_cache``: the adapter asks the
+    provider to write a prompt cache on its calls, so their input is reserved at the cache-write rate
+    (no adapter does yet; otherwise input is reserved at the input or cache-read rate it is billed at).
     """
 
     provider: str
@@ -129,6 +131,7 @@ class ModelRoute:
     cheap_model: str
     capable_model: str
     redactor: Redactor = field(default_factory=default_redactor)
+    writes_cache: bool = False
 
     def __post_init__(self) -> None:
         if self.provider != SCRIPTED_PROVIDER:
@@ -280,7 +283,8 @@ class ModelGateway:
             price = self._catalog.price_in_force(tx, provider=route.provider, model=sent.model)
             tokens_in = bound_input_tokens(sent)
             bound = reservation_bound(None if price is None else price.price, input_tokens=tokens_in,
-                                      max_output_tokens=sent.max_output_tokens, model=sent.model)
+                                      max_output_tokens=sent.max_output_tokens, model=sent.model,
+                                      writes_cache=route.writes_cache)
             tokens = tokens_in + sent.max_output_tokens
             verdict = self._ledger.check(tx, task_id, bound=bound, tokens=tokens)
             if isinstance(verdict, BudgetRefusal):

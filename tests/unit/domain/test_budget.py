@@ -33,6 +33,7 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.models import Message, ModelRequest
 from codeflux.domain.money import EUR, USD, Cost, Money, UnknownCost
 from codeflux.domain.pricing import Price
+from codeflux.domain.token_estimate import estimate_text_tokens
 
 AMOUNTS = st.integers(min_value=0, max_value=10**12)
 ACTUALS = st.one_of(
@@ -119,26 +120,44 @@ def test_the_reservation_bound_is_never_below_any_usage_the_estimate_covers(
 ) -> None:
     price = Price(currency=USD, input_minor_per_token=rates[0], output_minor_per_token=rates[1],
                   cache_read_minor_per_token=rates[2], cache_write_minor_per_token=rates[3])
-    bound = reservation_bound(price, input_tokens=input_tokens, max_output_tokens=max_output, model="m")
+    caching = reservation_bound(price, input_tokens=input_tokens, max_output_tokens=max_output, model="m",
+                                writes_cache=True)
+    plain = reservation_bound(price, input_tokens=input_tokens, max_output_tokens=max_output, model="m",
+                              writes_cache=False)
 
-    assert isinstance(bound, Money)
-    # Any split of the input among uncached, cache-read and cache-write tokens, and any output up to the cap.
+    assert isinstance(caching, Money) and isinstance(plain, Money)
+    # Any split of the input among uncached, cache-read and (when the call writes a cache) cache-write
+    # tokens, and any output up to the cap.
     for split in ((input_tokens, 0, 0), (0, input_tokens, 0), (0, 0, input_tokens)):
         exact = split[0] * rates[0] + split[1] * rates[2] + split[2] * rates[3] + max_output * rates[1]
-        assert bound.minor >= exact
+        assert caching.minor >= exact
+        if split[2] == 0:
+            assert plain.minor >= exact
+
+
+def test_a_call_that_writes_no_cache_is_not_reserved_at_the_cache_write_rate() -> None:
+    # Anthropic's rates for a Sonnet model: $3 input, $15 output, $0.30 cache read, $3.75 cache write.
+    price = Price.from_per_million_tokens(currency=USD, input_per_million="3.00", output_per_million="15.00",
+                                          cache_read_per_million="0.30", cache_write_per_million="3.75")
+    plain = reservation_bound(price, input_tokens=1_000_000, max_output_tokens=1, model="m", writes_cache=False)
+    caching = reservation_bound(price, input_tokens=1_000_000, max_output_tokens=1, model="m", writes_cache=True)
+    assert plain == Money(minor=301, currency=USD)  # 300 ¢ of input + 0.0015 ¢ of output, rounded up
+    assert caching == Money(minor=376, currency=USD)  # the positive control: 375 ¢ at the cache-write rate
 
 
 def test_no_price_or_a_missing_output_rate_makes_the_bound_unknown() -> None:
-    assert isinstance(reservation_bound(None, input_tokens=1, max_output_tokens=1, model="m"), UnknownCost)
+    assert isinstance(reservation_bound(None, input_tokens=1, max_output_tokens=1, model="m", writes_cache=False),
+                      UnknownCost)
     partial = Price(currency=USD, input_minor_per_token=Fraction(1), output_minor_per_token=None)
-    bound = reservation_bound(partial, input_tokens=1, max_output_tokens=1, model="m")
+    bound = reservation_bound(partial, input_tokens=1, max_output_tokens=1, model="m", writes_cache=False)
     assert bound == UnknownCost.because("no output price for model m")
 
 
 @given(text=st.text(max_size=2000))
-def test_the_input_estimate_counts_at_least_every_byte_of_text(text: str) -> None:
+def test_the_input_estimate_covers_every_text_at_its_token_bound(text: str) -> None:
     request = ModelRequest(model="m", system=text, messages=(Message.user_text(text),))
-    assert bound_input_tokens(request) >= 2 * len(text.encode())
+    assert bound_input_tokens(request) >= 2 * estimate_text_tokens(text)
+    assert bound_input_tokens(request) >= 2 * len(text.encode("ascii", "ignore")) // 4
 
 
 @given(bound=BOUNDS)
