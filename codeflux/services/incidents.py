@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Final
 
 from google.protobuf.message import Message
@@ -36,8 +35,9 @@ from codeflux.domain.incidents import (
 )
 from codeflux.gitwork.tracked_paths import tracked_paths_at_head
 from codeflux.services.app import CoordinatorApp
-from codeflux.services.mutations import mutation_of
+from codeflux.services.mutations import mutation_of, parse_request_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.services.views import rfc3339_of_us as _iso
 from codeflux.services.views import task_service
 from codeflux.services.workspace import inspect_path
 from codeflux.store.database import now_us
@@ -47,16 +47,9 @@ __all__ = ["detail_view", "incident_view", "methods", "parse_incident_id"]
 _SERVICE: Final = "IncidentService"
 
 
-def _iso(at_us: int) -> str:
-    return dt.datetime.fromtimestamp(at_us / 1_000_000, tz=dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def parse_incident_id(text: str) -> IncidentId:
-    """An incident id from a request, or INVALID_ARGUMENT that does not repeat what was sent."""
-    try:
-        return IncidentId.parse(text)
-    except (InvalidValueError, TypeError, ValueError):
-        raise InvalidValueError(kind="incident id", reason="expected an id like inc_… as codeflux printed it") from None
+    """A incident id from a request, or INVALID_ARGUMENT that does not repeat what was sent."""
+    return parse_request_id(IncidentId.parse, text, kind="incident id", prefix="inc_")
 
 
 def _state(text: str) -> IncidentState | None:

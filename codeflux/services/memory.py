@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from typing import Final, TypeVar
 
@@ -35,25 +34,18 @@ from codeflux.domain.errors import InvalidValueError, StaleRevisionError
 from codeflux.domain.ids import MemoryEntryId
 from codeflux.domain.memory import MemoryKind, MemoryState, parse_reason
 from codeflux.services.app import CoordinatorApp
-from codeflux.services.mutations import MutationLedger, mutation_of
+from codeflux.services.mutations import MutationLedger, mutation_of, parse_request_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.services.views import rfc3339_of_us as _iso
 
 __all__ = ["detail_view", "entry_view", "methods", "parse_memory_entry_id"]
 
 _SERVICE: Final = "MemoryService"
 
 
-def _iso(at_us: int) -> str:
-    return dt.datetime.fromtimestamp(at_us / 1_000_000, tz=dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def parse_memory_entry_id(text: str) -> MemoryEntryId:
     """A memory entry id from a request, or INVALID_ARGUMENT that does not repeat what was sent."""
-    try:
-        return MemoryEntryId.parse(text)
-    except (InvalidValueError, TypeError, ValueError):
-        raise InvalidValueError(kind="memory entry id",
-                                reason="expected an id like mem_… as codeflux printed it") from None
+    return parse_request_id(MemoryEntryId.parse, text, kind="memory entry id", prefix="mem_")
 
 
 E = TypeVar("E", MemoryKind, MemoryState)

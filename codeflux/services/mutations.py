@@ -31,7 +31,7 @@ from codeflux.domain.errors import IdempotencyConflictError, InvalidValueError, 
 from codeflux.domain.ids import TaskId
 from codeflux.services.registry import CallContext
 
-__all__ = ["Mutation", "MutationLedger", "check_expected_revision", "mutation_of", "parse_task_id"]
+__all__ = ["Mutation", "MutationLedger", "check_expected_revision", "mutation_of", "parse_request_id", "parse_task_id"]
 
 _KEY: Final = re.compile(r"[A-Za-z0-9\-_.:]{1,128}")
 _REMEMBERED: Final = 4096
@@ -61,12 +61,20 @@ def mutation_of(ctx: CallContext, method: str, control: common_pb2.MutationContr
                     caller_key=key)
 
 
+IdT = TypeVar("IdT")
+
+
+def parse_request_id(parse: Callable[[str], IdT], text: str, *, kind: str, prefix: str) -> IdT:
+    """An id from a request (``parse`` is the id type's), or INVALID_ARGUMENT that does not repeat what was sent."""
+    try:
+        return parse(text)
+    except (InvalidValueError, TypeError, ValueError):
+        raise InvalidValueError(kind=kind, reason=f"expected an id like {prefix}… as codeflux printed it") from None
+
+
 def parse_task_id(text: str) -> TaskId:
     """A task id from a request, or INVALID_ARGUMENT that does not repeat what was sent."""
-    try:
-        return TaskId.parse(text)
-    except (InvalidValueError, TypeError, ValueError):
-        raise InvalidValueError(kind="task id", reason="expected an id like tsk_… as codeflux printed it") from None
+    return parse_request_id(TaskId.parse, text, kind="task id", prefix="tsk_")
 
 
 def check_expected_revision(task_id: TaskId, mutation: Mutation, actual: int) -> None:

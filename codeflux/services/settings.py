@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Final
 
 from google.protobuf.message import Message
@@ -54,16 +53,13 @@ from codeflux.services.mutations import mutation_of
 from codeflux.services.prices import price_list
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
 from codeflux.services.views import money
+from codeflux.services.views import rfc3339_of_us as _iso
 from codeflux.services.workspace import provider_statuses
 from codeflux.store.database import Database
 
 __all__ = ["endpoint_approvals", "methods", "settings_view"]
 
 _SERVICE: Final = "SettingsService"
-
-
-def _iso(at_us: int) -> str:
-    return dt.datetime.fromtimestamp(at_us / 1_000_000, tz=dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def endpoint_approvals(db: Database) -> list[pb.EndpointApprovalView]:
