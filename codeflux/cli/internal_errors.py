@@ -13,8 +13,6 @@ only on a bug's path.
 
 from __future__ import annotations
 
-import json
-import traceback
 from collections.abc import Mapping, Sequence
 
 import codeflux
@@ -44,7 +42,9 @@ def without_debug_flag(arguments: Sequence[str]) -> list[str]:
 
 def report_internal_error(ctx: CliContext, err: BaseException, *, command_name: str, debug: bool) -> None:
     """Keep the redacted traceback of ``err`` (when a database is there) and print the one line naming it."""
-    from codeflux.redact import redact  # noqa: PLC0415 (only on a bug's path: main imports this module at start)
+    import traceback  # noqa: PLC0415 (only on a bug's path: main imports this module at every start)
+
+    from codeflux.redact import redact  # noqa: PLC0415
 
     text = redact("".join(traceback.format_exception(err)))
     name = type(err).__name__
@@ -58,6 +58,8 @@ def report_internal_error(ctx: CliContext, err: BaseException, *, command_name: 
 
 def _keep(ctx: CliContext, text: str, *, command: str, error_class: str) -> str:
     """Where the traceback went, as words for the message: ``logged as N`` or why it was not logged."""
+    import json  # noqa: PLC0415 (as above)
+
     fields = json.dumps({"command": command, "error_class": error_class, "traceback": text,
                          "version": codeflux.__version__}, sort_keys=True, ensure_ascii=False)
     from codeflux.coordinator.maintenance import keep_app_log_record  # noqa: PLC0415 (as above)
