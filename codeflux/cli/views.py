@@ -454,8 +454,7 @@ def print_instruction_files(ctx: CliContext, view: product_pb2.InstructionFilesV
                     f"{approval.sha256[:12]}…{revoked}")
         if show_content and file.text:
             ctx.say(f"  ----- {escape_for_display(file.path)} -----")
-            for line in file.text.splitlines():
-                ctx.say(f"  | {escape_for_display(line)}")
+            _say_quoted(ctx, file.text)
             ctx.say("  ----- end -----")
 
 
@@ -524,8 +523,7 @@ def print_incident_detail(ctx: CliContext, detail: incidents_pb2.IncidentDetail)
                 f"{escape_for_display(state.reason)}")
     for occurrence in detail.occurrences:
         ctx.say(f"occurrence {occurrence.occurrence_id} ({occurrence.source}, {occurrence.reported_at}), redacted:")
-        for line in occurrence.redacted_text.splitlines():
-            ctx.say(f"  | {escape_for_display(line)}")
+        _say_quoted(ctx, occurrence.redacted_text)
 
 
 def print_incident_proposal(ctx: CliContext, proposal: incidents_pb2.IncidentProposal) -> None:
@@ -533,3 +531,9 @@ def print_incident_proposal(ctx: CliContext, proposal: incidents_pb2.IncidentPro
     ctx.say(f"task {proposal.task_id} created (draft) from incident {proposal.detail.incident.incident_id}; "
             f"it starts only after you approve its plan: codeflux task plan {proposal.task_id}")
     ctx.say(f"incident {proposal.detail.incident.incident_id} is now {proposal.detail.incident.state}")
+
+
+def _say_quoted(ctx: CliContext, text: str) -> None:
+    """Text a person or a repository wrote, one ``  | `` line per line, hidden characters escaped."""
+    for line in text.splitlines():
+        ctx.say(f"  | {escape_for_display(line)}")
