@@ -114,3 +114,20 @@ def test_doctor_names_the_box_commands_run_in_and_says_when_there_is_none(tmp_pa
 
     _, impossible = _doctor(tmp_path / "data", "--port", str(_free_port()), env={"CODEFLUX_CONFINEMENT": "sandbox"})
     assert impossible["confinement"]["status"] == "failed"
+
+
+def test_doctor_shows_the_config_file_and_an_invalid_one_blocks(tmp_path: Path) -> None:
+    """The real CLI: where the config file is, what it sets, and a file codeflux refuses named with its key."""
+    xdg = tmp_path / "xdg"
+    env = {"XDG_CONFIG_HOME": str(xdg)}
+    _, checks = _doctor(tmp_path / "data", "--port", str(_free_port()), env=env)
+    assert checks["config-file"]["status"] == "ok" and "none at" in str(checks["config-file"]["summary"])
+    (xdg / "codeflux").mkdir(parents=True)
+    (xdg / "codeflux" / "config.toml").write_text('[provider]\nname = "anthropic"\ncheap_model = "claude-haiku-4-5"\n')
+    _, checks = _doctor(tmp_path / "data", "--port", str(_free_port()), env=env)
+    assert checks["config-file"]["status"] == "ok"
+    assert "provider anthropic (claude-haiku-4-5)" in str(checks["config-file"]["summary"])
+    (xdg / "codeflux" / "config.toml").write_text('[provider]\nname = "anthropic"\nmodel = "x"\n')
+    run, checks = _doctor(tmp_path / "data", "--port", str(_free_port()), env=env)
+    assert checks["config-file"]["status"] == "failed" and "[provider] model" in str(checks["config-file"]["summary"])
+    assert run.code != 0
