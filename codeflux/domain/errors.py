@@ -98,6 +98,7 @@ to these classes by the adapter that met them and chained with ``from``.
 
 from __future__ import annotations
 
+import shlex
 from typing import Final
 
 __all__ = [
@@ -756,8 +757,8 @@ class EndpointApprovalRequiredError(DecisionNeededError):
 
     def __init__(self, *, provider: str, base_url: str) -> None:
         super().__init__(
-            f"the {provider} endpoint {base_url} is not the default and has not been approved; "
-            "approve that exact base URL first"
+            f"the {provider} endpoint {base_url} is not the default and has not been approved; approve that exact "
+            f"base URL first: `codeflux provider approve-endpoint --name {provider} --base-url {shlex.quote(base_url)}`"
         )
         self.provider = provider
         self.base_url = base_url
@@ -767,7 +768,8 @@ class RungApprovalRequiredError(DecisionNeededError):
     """Ladder rung ``rung`` (``capable:max``) asks before its first call in task ``task_id``."""
 
     def __init__(self, *, task_id: str, rung: str) -> None:
-        super().__init__(f"task {task_id}: the {rung} rung asks before its first call; approve it to spend on it")
+        super().__init__(f"task {task_id}: the {rung} rung asks before its first call; approve it to spend on it: "
+                         f"`codeflux budget approve-rung --task {task_id} --rung {rung}`")
         self.task_id = task_id
         self.rung = rung
 
