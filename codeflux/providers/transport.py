@@ -223,6 +223,15 @@ class ProviderHttp:
 
     def post(self, url: str, *, headers: Mapping[str, str], body: bytes, read: Callable[[ProviderResponse], T]) -> T:
         """POST ``body`` to ``url`` with retries as documented, and give a 2xx response to ``read``."""
+        return self._send("POST", url, headers=headers, body=body, read=read)
+
+    def get(self, url: str, *, headers: Mapping[str, str], read: Callable[[ProviderResponse], T]) -> T:
+        """GET ``url`` with the same retries, limits and error mapping as :meth:`post` (``provider test --live``
+        lists models this way: a request that costs nothing)."""
+        return self._send("GET", url, headers=headers, body=b"", read=read)
+
+    def _send(self, method: str, url: str, *, headers: Mapping[str, str], body: bytes,
+              read: Callable[[ProviderResponse], T]) -> T:
         client = self._client
         if client is None:
             raise ProviderUnavailableError(
@@ -241,7 +250,7 @@ class ProviderHttp:
         waited = 0.0
         while True:
             attempt += 1
-            outcome = self._attempt(client, url, headers=headers, body=body, read=read, deadline=deadline)
+            outcome = self._attempt(client, method, url, headers=headers, body=body, read=read, deadline=deadline)
             if not isinstance(outcome, _Retry):
                 return outcome
             limit = policy.max_attempts if outcome.status is not None else min(policy.max_attempts,
@@ -258,6 +267,7 @@ class ProviderHttp:
     def _attempt(
         self,
         client: httpx.Client,
+        method: str,
         url: str,
         *,
         headers: Mapping[str, str],
@@ -266,7 +276,8 @@ class ProviderHttp:
         deadline: float,
     ) -> T | _Retry:
         try:
-            response = client.send(client.build_request("POST", url, headers=dict(headers), content=body), stream=True)
+            request = client.build_request(method, url, headers=dict(headers), content=body if body else None)
+            response = client.send(request, stream=True)
         except _NOT_SENT as exc:
             if _untrusted_certificate(exc):  # the same certificate again would be refused again: no retry
                 return _Retry(provider=self._provider, reason=_UNTRUSTED, status=None, final_now=True)
