@@ -62,7 +62,6 @@ from email.utils import parsedate_to_datetime
 from typing import Final, TypeVar
 from urllib.parse import urlsplit
 
-import certifi
 import httpx
 
 from codeflux.domain.errors import (
@@ -436,7 +435,7 @@ def _trusted(ca_bundle: str | None) -> ssl.SSLContext | bool:
     that cannot be read or holds no certificate is refused here, naming the setting)."""
     if ca_bundle is None:
         return True
-    context = ssl.create_default_context(cafile=certifi.where())
+    context = httpx.create_ssl_context(verify=True, trust_env=False)  # certifi's roots, as httpx's default
     try:
         context.load_verify_locations(cafile=ca_bundle)
     except (OSError, ssl.SSLError) as error:
