@@ -48,6 +48,7 @@ SUMMARY = ("run an approved check command on a schedule (confined, on the branch
 RECORDS_APP_LOG = True
 
 _MAX_TICKS = 1_000_000
+_TICK_TIMEOUT_S = 3600.0  # a tick runs the command (its own timeout bounds it) and, with --auto-plan, a plan draft
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -174,7 +175,7 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
             request = pb.WatchTickRequest(control=control(), repository_root=root, argv=argv, auto_plan=plan,
                                           budget="" if not plan or remaining is None else _decimal(remaining),
                                           acknowledged_dirty_hash=args.acknowledge_dirty)
-            reply = channel.call("IncidentService/WatchTick", request, pb.WatchTickReply)
+            reply = channel.call("IncidentService/WatchTick", request, pb.WatchTickReply, timeout=_TICK_TIMEOUT_S)
             _say_tick(ctx, number, reply)
             if remaining is not None and reply.plan_revision:
                 remaining = Money(minor=max(remaining.minor - reply.planning_spent_minor, 0), currency=USD)

@@ -1,4 +1,4 @@
-"""``codeflux watch`` as a person runs it (the real CLI process, in-process channel), on the demo repository with
+"""``codeflux watch`` as a person runs it (the real CLI entry, in-process channel), on the demo repository with
 real workers in the real box: the demo's test command, allowed for the repository by a person in a task, is run
 on the branch's HEAD each tick; the fix reverted by hand → ticks failing the same way make one incident counting
 every tick and exactly one draft task whose requirement carries the failing test and the command as its example.
@@ -21,13 +21,15 @@ from codeflux.cli.main import main
 from codeflux.coordinator.demo import DEMO_TEST_COMMAND, create_sample_repository
 from codeflux.coordinator.incidents import list_incidents, show_incident
 from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.runs.watch import run_watch_tick
+from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.incidents import IncidentSource, IncidentState
 from codeflux.domain.tasks import TaskState
+from codeflux.domain.watch import WatchTickOutcome
 from codeflux.gitwork.repository import open_repository
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
-from tests.fixtures.cli import run_codeflux
 from tests.fixtures.repos import commit_all, git
 from tests.fixtures.reviews import a_running_task_with_worktree, move
 
@@ -52,6 +54,15 @@ def _allow_for_repository(driver: ToolDriver, tasks: TaskService, repo: Path, ar
     move(tasks, first, TaskState.PAUSED)
 
 
+def _watch(data: Path, repo: Path, *flags: str) -> tuple[int, str, str]:
+    """``codeflux watch`` with the demo's test command, run by the real CLI entry in this process (its workers are
+    real processes in the real box); returns the exit code, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["--data-dir", str(data), "watch", "--repo", str(repo), "--command", DEMO_TEST_COMMAND,
+                 "--every", "1s", *flags], CliContext(stdout=out, stderr=err))
+    return code, out.getvalue(), err.getvalue()
+
+
 def _demo_with_the_fix_reverted(root: Path) -> Path:
     """The demo repository with its fix committed, then reverted by hand (a commit): HEAD fails again."""
     repo = create_sample_repository(root)
@@ -67,20 +78,18 @@ def test_a_failing_watch_makes_one_incident_counting_each_tick_and_one_proposal(
     repo = _demo_with_the_fix_reverted(tmp_path / "calc")
     argv = shlex.split(DEMO_TEST_COMMAND)
     (repo / "calc" / "ops.py").write_text(_FIXED)  # an uncommitted fix: the watch sees HEAD, not this
-    refused = run_codeflux("watch", "--repo", str(repo), "--command", DEMO_TEST_COMMAND, "--every", "1s",
-                           "--ticks", "1", data_dir=data_location.directory)
-    assert refused.code == 4, refused.err
-    assert "not allowed for the repository calc" in refused.err and "--allow-for-repository" in refused.err
+    code, _, err = _watch(data_location.directory, repo, "--ticks", "1")
+    assert code == 4, err
+    assert "not allowed for the repository calc" in err and "--allow-for-repository" in err
     assert list((data_location.directory / "watch").iterdir()) == []  # the scratch is gone, no worker started
     assert list_incidents(db, repository_id=None, state=None, limit=10) == []
 
     _allow_for_repository(confined_driver, tasks, repo, argv)
-    watched = run_codeflux("watch", "--repo", str(repo), "--command", DEMO_TEST_COMMAND, "--every", "1s",
-                           "--ticks", "3", "--acknowledge-dirty", open_repository(repo).dirty_hash,
-                           data_dir=data_location.directory)
-    assert watched.code == 0, watched.err
-    assert len(re.findall(r"tick \d: [0-9a-f]{12} failed \(exit 1, bubblewrap\)", watched.out)) == 3, watched.out
-    assert watched.out.count("proposed draft task") == 1, watched.out
+    code, out, err = _watch(data_location.directory, repo, "--ticks", "3", "--acknowledge-dirty",
+                            open_repository(repo).dirty_hash)
+    assert code == 0, err
+    assert len(re.findall(r"tick \d: [0-9a-f]{12} failed \(exit 1, bubblewrap\)", out)) == 3, out
+    assert out.count("proposed draft task") == 1 and "plan revision" not in out, out  # --propose-only by default
     [incident] = list_incidents(db, repository_id=None, state=None, limit=10)
     assert incident.occurrences == 3
     assert incident.state.state is IncidentState.TASK_PROPOSED
@@ -96,6 +105,44 @@ def test_a_failing_watch_makes_one_incident_counting_each_tick_and_one_proposal(
     assert f"Acceptance example: `{shlex.join(argv)}` fails now" in task.requirement
     drafts = [t.task_id for t in tasks.list_tasks(limit=50) if t.state is TaskState.DRAFT]
     assert drafts == [proposed]  # exactly one proposal for three failing ticks
+
+
+def test_auto_plan_drafts_the_plan_against_the_budget_and_stops_at_plan_approval(
+    confined_driver: ToolDriver, tasks: TaskService, db: Database, data_location: DataLocation, tmp_path: Path
+) -> None:
+    repo = _demo_with_the_fix_reverted(tmp_path / "calc")
+    _allow_for_repository(confined_driver, tasks, repo, shlex.split(DEMO_TEST_COMMAND))
+    code, out, err = _watch(data_location.directory, repo, "--ticks", "1", "--auto-plan", "--budget", "0.50")
+    assert code == 0, err
+    assert "plan revision 1 drafted" in out and "it waits for your approval" in out, out
+    [incident] = list_incidents(db, repository_id=None, state=None, limit=10)
+    proposed = incident.state.task_id
+    assert proposed is not None
+    shown = tasks.show(proposed)
+    assert shown.task.state is TaskState.AWAITING_PLAN_APPROVAL and shown.plan_decision is None  # never approved
+    assert BudgetService(db).summary(proposed).hard_limit.minor == 50  # the planning calls were reserved against it
+    assert shown.plan is not None
+
+
+def test_the_scratch_is_read_only_and_only_the_watch_tmpdir_is_writable(
+    confined_driver: ToolDriver, tasks: TaskService, db: Database, data_location: DataLocation, tmp_path: Path
+) -> None:
+    """A probe that proves it ran: writing into the scratch copy fails in the box, writing into $TMPDIR works."""
+    repo = create_sample_repository(tmp_path / "calc")
+    probe = ("import os, pathlib\n"
+             "for where in ('.', os.environ['TMPDIR']):\n"
+             "    try:\n"
+             "        pathlib.Path(where, 'probe.txt').write_text('x')\n"
+             "        print('wrote', 'scratch' if where == '.' else 'tmpdir')\n"
+             "    except OSError as error:\n"
+             "        print('refused', 'scratch' if where == '.' else 'tmpdir', error.errno)\n"
+             "raise SystemExit(1)\n")
+    argv = ["python3", "-c", probe]
+    _allow_for_repository(confined_driver, tasks, repo, argv)
+    tick = run_watch_tick(db, data_dir=data_location.directory, snapshot=open_repository(repo), argv=argv)
+    assert tick.outcome is WatchTickOutcome.FAILED and tick.confinement == "bubblewrap"
+    assert "refused scratch 30" in tick.output and "wrote tmpdir" in tick.output, tick.output  # 30: EROFS
+    assert not (repo / "probe.txt").exists()
 
 
 @pytest.mark.parametrize(("flags", "said"), [
