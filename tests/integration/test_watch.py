@@ -11,6 +11,9 @@ import io
 import itertools
 import re
 import shlex
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,3 +162,32 @@ def test_usage_errors_are_refused_before_anything_opens(tmp_path: Path, flags: t
     assert code == 2
     assert said in err.getvalue()
     assert not data.exists()  # refused before anything was opened or created
+
+
+def test_ctrl_c_stops_the_watch_cleanly_between_ticks(
+    confined_driver: ToolDriver, tasks: TaskService, data_location: DataLocation, tmp_path: Path
+) -> None:
+    """The console entry as a process: a passing tick, then SIGINT while it waits for the next → exit 0, said so."""
+    repo = create_sample_repository(tmp_path / "calc")
+    argv = ["python3", "-c", "print('all good')"]
+    _allow_for_repository(confined_driver, tasks, repo, argv)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codeflux", "--data-dir", str(data_location.directory), "watch", "--repo", str(repo),
+         "--command", shlex.join(argv), "--every", "1h"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    try:
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("tick 1:"):
+                break
+        assert re.match(r"tick 1: [0-9a-f]{12} passed \(\d+ ms, bubblewrap, under rap_[0-9a-z]+\)", lines[-1]), lines
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert "stopping after the tick under way" in err
+    assert "watch stopped after 1 tick(s) (SIGINT)" in out
