@@ -57,11 +57,11 @@ def _allow_for_repository(driver: ToolDriver, tasks: TaskService, repo: Path, ar
     move(tasks, first, TaskState.PAUSED)
 
 
-def _watch(data: Path, repo: Path, *flags: str) -> tuple[int, str, str]:
-    """``codeflux watch`` with the demo's test command, run by the real CLI entry in this process (its workers are
-    real processes in the real box); returns the exit code, stdout and stderr."""
+def _watch(data: Path, repo: Path, *flags: str, command: str = DEMO_TEST_COMMAND) -> tuple[int, str, str]:
+    """``codeflux watch`` (by default with the demo's test command), run by the real CLI entry in this process (its
+    workers are real processes in the real box); returns the exit code, stdout and stderr."""
     out, err = io.StringIO(), io.StringIO()
-    code = main(["--data-dir", str(data), "watch", "--repo", str(repo), "--command", DEMO_TEST_COMMAND,
+    code = main(["--data-dir", str(data), "watch", "--repo", str(repo), "--command", command,
                  "--every", "1s", *flags], CliContext(stdout=out, stderr=err))
     return code, out.getvalue(), err.getvalue()
 
@@ -93,6 +93,7 @@ def test_a_failing_watch_makes_one_incident_counting_each_tick_and_one_proposal(
     assert code == 0, err
     assert len(re.findall(r"tick \d: [0-9a-f]{12} failed \(exit 1, bubblewrap\)", out)) == 3, out
     assert out.count("proposed draft task") == 1 and "plan revision" not in out, out  # --propose-only by default
+    assert list((data_location.directory / "watch").iterdir()) == []  # each tick's scratch went with it
     [incident] = list_incidents(db, repository_id=None, state=None, limit=10)
     assert incident.occurrences == 3
     assert incident.state.state is IncidentState.TASK_PROPOSED
@@ -113,9 +114,11 @@ def test_a_failing_watch_makes_one_incident_counting_each_tick_and_one_proposal(
 def test_auto_plan_drafts_the_plan_against_the_budget_and_stops_at_plan_approval(
     confined_driver: ToolDriver, tasks: TaskService, db: Database, data_location: DataLocation, tmp_path: Path
 ) -> None:
-    repo = _demo_with_the_fix_reverted(tmp_path / "calc")
-    _allow_for_repository(confined_driver, tasks, repo, shlex.split(DEMO_TEST_COMMAND))
-    code, out, err = _watch(data_location.directory, repo, "--ticks", "1", "--auto-plan", "--budget", "0.50")
+    repo = create_sample_repository(tmp_path / "calc")
+    argv = ["python3", "-c", "raise SystemExit('ValueError: the watched check failed')"]  # quick to fail
+    _allow_for_repository(confined_driver, tasks, repo, argv)
+    code, out, err = _watch(data_location.directory, repo, "--ticks", "1", "--auto-plan", "--budget", "0.50",
+                            command=shlex.join(argv))
     assert code == 0, err
     assert "plan revision 1 drafted" in out and "it waits for your approval" in out, out
     [incident] = list_incidents(db, repository_id=None, state=None, limit=10)

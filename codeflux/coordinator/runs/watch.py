@@ -2,9 +2,10 @@
 
 :func:`run_watch_tick` (called by ``IncidentService/WatchTick``, the one handler the CLI and the browser reach):
 
-1. **Scratch.** HEAD's tree is written afresh into ``<data>/watch/<watch id>/tree`` (:mod:`codeflux.gitwork.
-   watch_scratch`): tracked files at the commit only, so the person's uncommitted changes are never watched, and
-   nothing a command left behind survives to the next tick. The watch's HOME and TMPDIR are emptied too.
+1. **Scratch.** HEAD's tree is written afresh into ``<data>/watch/<watch id>-<random>/tree`` (:mod:`codeflux.
+   gitwork.watch_scratch`): tracked files at the commit only, so the person's uncommitted changes are never
+   watched. The tick's HOME and TMPDIR are beside it; all of it is removed when the tick ends, so nothing a command
+   left behind survives to the next tick.
 2. **Authority.** The command is bound exactly as the agent's ``run_command`` with that argv (program pinned on
    the worker's ``PATH``: real path and content sha256), and its *repository operation identity* is taken
    (:mod:`codeflux.domain.repository_approvals`: the operation document with the repository's root commits in
@@ -47,7 +48,7 @@ from codeflux.gitwork.repository import RepositorySnapshot
 from codeflux.gitwork.watch_scratch import write_commit_scratch
 from codeflux.store.database import Database
 from codeflux.worker.client.confinement import ConfinementChoice, choose_confinement
-from codeflux.worker.client.handle import WorkerExecution, WorkerHandle
+from codeflux.worker.client.handle import WorkerExecution, WorkerHandle, WorkerOutcome
 from codeflux.worker.environment import build_worker_environment
 
 __all__ = ["MAX_WATCH_ARGV", "WatchTick", "grant_hint", "run_watch_tick", "watch_directory"]
@@ -87,8 +88,9 @@ def _watch_id(snapshot: RepositorySnapshot, argv: Sequence[str]) -> TaskId:
 
 
 def watch_directory(data_dir: Path, snapshot: RepositorySnapshot, argv: Sequence[str]) -> Path:
-    """``<data>/watch/<watch id>``: the scratch tree and the worker's state of this watch."""
-    return data_dir / "watch" / _watch_id(snapshot, argv).value
+    """``<data>/watch/<watch id>-<random>``: the scratch tree and the worker's state of one tick (its own, so two
+    watches of the same command never share one; removed when the tick ends)."""
+    return data_dir / "watch" / f"{_watch_id(snapshot, argv).value}-{os.urandom(4).hex()}"
 
 
 def grant_hint(snapshot: RepositorySnapshot, argv: Sequence[str]) -> str:
@@ -107,28 +109,14 @@ def run_watch_tick(db: Database, *, data_dir: Path, snapshot: RepositorySnapshot
     choice = confinement or choose_confinement()
     environment = dict(os.environ if base_environment is None else base_environment)
     home = watch_directory(data_dir, snapshot, command)
-    state_dir, scratch = home / "state", home / "tree"
     if choice.mode is ConfinementMode.NONE:
         raise WatchNotApprovedError(repository=snapshot.root.name, grant=UNCONFINED_REFUSAL)
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    shutil.rmtree(state_dir, ignore_errors=True)  # a fresh HOME and TMPDIR every tick
-    write_commit_scratch(snapshot.root, snapshot.head, scratch)
-    search_path = build_worker_environment(base=environment, home=state_dir, tmpdir=state_dir)["PATH"]
-    request = bind_tool_request("run_command", {"argv": list(command)})
-    pin = resolve_executable_pin(command[0], worktree=scratch, search_path=search_path)
-    watch_id = _watch_id(snapshot, command)
-    operation = describe_operation(request, task_id=watch_id, executable=pin)
-    identity = derive_repository_operation_identity(operation, RepositoryRoots.of(snapshot.root_commits))
-    approval = live_repository_approval_of(db, identity)
-    if approval is None:
-        shutil.rmtree(home, ignore_errors=True)  # nothing of a refused tick stays
-        raise WatchNotApprovedError(repository=snapshot.root.name, grant=grant_hint(snapshot, command))
-    execution = WorkerExecution.for_request(
-        request_id=ToolRequestId.from_entropy(os.urandom(16)), task_id=watch_id,
-        operation_identity=derive_operation_identity(operation), request=request, executable=pin)
-    with WorkerHandle.start(task_id=watch_id, worktree=scratch, state_dir=state_dir, base_environment=environment,
-                            data_dir=data_dir, confinement=choice, worktree_readonly=True) as worker:
-        outcome = worker.execute(execution)
+    try:
+        outcome, approval_id = _run_once(db, home=home, snapshot=snapshot, command=command, choice=choice,
+                                         environment=environment, data_dir=data_dir)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)  # nothing of a tick stays: the next one writes HEAD afresh
     output = "\n".join(part for part in (outcome.stdout, outcome.stderr) if part)[-_OUTPUT_CHARS:]
     if outcome.state is ExecutionState.SUCCEEDED and outcome.exit_code == 0:
         ended = WatchTickOutcome.PASSED
@@ -138,6 +126,28 @@ def run_watch_tick(db: Database, *, data_dir: Path, snapshot: RepositorySnapshot
         raise OperationFailedError(f"the watched command did not run to an end ({outcome.state.value}: "
                                    f"{outcome.message[:200]})")
     return WatchTick(outcome=ended, head=snapshot.head, exit_code=outcome.exit_code, output=output,
-                     approval_id=approval.approval_id.value,
+                     approval_id=approval_id,
                      confinement=(outcome.confinement or choice.mode).value, duration_ms=outcome.duration_ms,
                      message=outcome.message)
+
+
+def _run_once(db: Database, *, home: Path, snapshot: RepositorySnapshot, command: tuple[str, ...],
+              choice: ConfinementChoice, environment: dict[str, str], data_dir: Path) -> tuple[WorkerOutcome, str]:
+    """Write the scratch, check the approval, run the command once in a worker; the outcome and the approval's id."""
+    state_dir, scratch = home / "state", home / "tree"
+    write_commit_scratch(snapshot.root, snapshot.head, scratch)
+    search_path = build_worker_environment(base=environment, home=state_dir, tmpdir=state_dir)["PATH"]
+    request = bind_tool_request("run_command", {"argv": list(command)})
+    pin = resolve_executable_pin(command[0], worktree=scratch, search_path=search_path)
+    watch_id = _watch_id(snapshot, command)
+    operation = describe_operation(request, task_id=watch_id, executable=pin)
+    identity = derive_repository_operation_identity(operation, RepositoryRoots.of(snapshot.root_commits))
+    approval = live_repository_approval_of(db, identity)
+    if approval is None:
+        raise WatchNotApprovedError(repository=snapshot.root.name, grant=grant_hint(snapshot, command))
+    execution = WorkerExecution.for_request(
+        request_id=ToolRequestId.from_entropy(os.urandom(16)), task_id=watch_id,
+        operation_identity=derive_operation_identity(operation), request=request, executable=pin)
+    with WorkerHandle.start(task_id=watch_id, worktree=scratch, state_dir=state_dir, base_environment=environment,
+                            data_dir=data_dir, confinement=choice, worktree_readonly=True) as worker:
+        return worker.execute(execution), approval.approval_id.value
