@@ -88,11 +88,17 @@ def test_a_failing_watch_makes_one_incident_counting_each_tick_and_one_proposal(
     assert list_incidents(db, repository_id=None, state=None, limit=10) == []
 
     _allow_for_repository(confined_driver, tasks, repo, argv)
-    code, out, err = _watch(data_location.directory, repo, "--ticks", "3", "--acknowledge-dirty",
+    # the checkout is dirty: without the acknowledgement the failure is recorded but no task can be drafted yet
+    code, out, err = _watch(data_location.directory, repo, "--ticks", "1")
+    assert code == 0, err
+    assert "tick 1:" in out and "new incident" in out and "not acknowledged" in out, out
+    assert "proposed draft task" not in out
+    code, out, err = _watch(data_location.directory, repo, "--ticks", "2", "--acknowledge-dirty",
                             open_repository(repo).dirty_hash)
     assert code == 0, err
-    assert len(re.findall(r"tick \d: [0-9a-f]{12} failed \(exit 1, bubblewrap\)", out)) == 3, out
+    assert len(re.findall(r"tick \d: [0-9a-f]{12} failed \(exit 1, bubblewrap\)", out)) == 2, out
     assert out.count("proposed draft task") == 1 and "plan revision" not in out, out  # --propose-only by default
+    assert "seen 3 times" in out and "no new proposal" in out, out
     assert list((data_location.directory / "watch").iterdir()) == []  # each tick's scratch went with it
     [incident] = list_incidents(db, repository_id=None, state=None, limit=10)
     assert incident.occurrences == 3
