@@ -57,7 +57,8 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── EndpointApprovalRequiredError  a non-default provider base URL is not approved yet
     │   ├── DirtyTreeNotAcknowledgedError  uncommitted changes not acknowledged (or changed since)
     │   ├── PlanNotApprovedError         the task's current plan revision has no approval yet
-    │   └── RungApprovalRequiredError    the ladder rung capable:max asks before its first call
+    │   ├── RungApprovalRequiredError    the ladder rung capable:max asks before its first call
+│   └── WatchNotApprovedError        the watched command has no repository approval; nothing ran
     ├── StalledError                     retries are exhausted / circuit broken            (exit 5)
     ├── NotFoundError                    an entity of a kind with an id does not exist     (exit 1)
     ├── ConflictError                    the request conflicts with recorded state         (exit 1)
@@ -188,6 +189,7 @@ __all__ = [
     "UncoveredExampleError",
     "UnsafeArgumentError",
     "UsageError",
+    "WatchNotApprovedError",
     "WorkerClosedError",
     "WorkerStartError",
     "WorktreeNotUsableError",
@@ -772,6 +774,16 @@ class RungApprovalRequiredError(DecisionNeededError):
                          f"`codeflux budget approve-rung --task {task_id} --rung {rung}`")
         self.task_id = task_id
         self.rung = rung
+
+
+class WatchNotApprovedError(DecisionNeededError):
+    """``codeflux watch`` found no live repository approval of exactly its command on ``repository`` (the
+    repository's folder name), so nothing ran; ``grant`` says how a person allows it."""
+
+    def __init__(self, *, repository: str, grant: str) -> None:
+        super().__init__(f"the watched command is not allowed for the repository {repository}: {grant}")
+        self.repository = repository
+        self.grant = grant
 
 
 class DirtyTreeNotAcknowledgedError(DecisionNeededError):
