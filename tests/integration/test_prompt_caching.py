@@ -282,13 +282,21 @@ def test_turn_two_reads_what_turn_one_wrote_and_writes_its_own_turn_for_the_next
         json_reply(anthropic_message(content=[{"type": "text", "text": "Fixed."}], usage={
             "input_tokens": 0, "output_tokens": 30, "cache_read_input_tokens": written,
             "cache_creation_input_tokens": 60})),
+        json_reply(anthropic_message(content=[{"type": "text", "text": "Green."}], usage={
+            "input_tokens": 0, "output_tokens": 5, "cache_read_input_tokens": written + 60,
+            "cache_creation_input_tokens": 20})),
     )  # fmt: skip
 
     one = gateway.call(task_id, first_turn(), position=START, idempotency_key="turn-1")
     assert [call.call_id for call in one.reply.tool_calls] == ["toolu_01A"]
     two = gateway.call(task_id, second_turn(), position=START, idempotency_key="turn-2")
 
-    first, second = (request.json() for request in server.requests)
+    third_turn = ModelRequest(model="chosen-by-the-rung", system=SYSTEM, tools=TOOLS, max_output_tokens=1024,
+                              messages=(*second_turn().messages, Message(role=Role.ASSISTANT, parts=two.reply.parts),
+                                        Message.user_text("Now run the tests.")))
+    three = gateway.call(task_id, third_turn, position=START, idempotency_key="turn-3")
+
+    first, second, third = (request.json() for request in server.requests)
     # Turn 1 marks the tools, the system prompt and its conversation's end.
     assert [marked(message["content"]) for message in first["messages"]] == [[0]]
     # Turn 2 sends turn 1's prefix byte for byte — tools, system and the first user turn, marks included — and
@@ -296,6 +304,12 @@ def test_turn_two_reads_what_turn_one_wrote_and_writes_its_own_turn_for_the_next
     assert second["tools"] == first["tools"] and second["system"] == first["system"]
     assert second["messages"][0] == first["messages"][0]
     assert [marked(message["content"]) for message in second["messages"]] == [[0], [], [0]]
+    # Turn 3 moves on: turn 2's end (the tool result) is read, the newest user turn written; turn 1's mark
+    # is gone (within 4 breakpoints: tools, system, two in the conversation).
+    assert [marked(message["content"]) for message in third["messages"]] == [[], [], [0], [], [0]]
+    assert third["messages"][2] == second["messages"][2]
+    assert len(marks_in(third)) == CACHE_BREAKPOINT_LIMIT
+    assert three.cost == Money(minor=ceil((written + 60) * CACHE_READ + 20 * CACHE_WRITE + 5 * OUTPUT), currency=USD)
     # Priced at the cache rates: turn 1 a write, turn 2 a read of it plus its own small write.
     assert one.cost == Money(minor=ceil(written * CACHE_WRITE + 40 * OUTPUT), currency=USD)
     assert two.cost == Money(minor=ceil(written * CACHE_READ + 60 * CACHE_WRITE + 30 * OUTPUT), currency=USD)
