@@ -114,7 +114,8 @@ def test_the_hidden_entry_runs_the_worker_and_refuses_any_other_module(tmp_path:
     """``codeflux __worker__ MODULE`` through the real console script (the entry a frozen build uses too): the
     worker reads its startup line (a bad one: exit 2 naming it), another module is refused, --help never names it."""
     codeflux = Path(sys.executable).parent / "codeflux"
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(tmp_path)}
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(tmp_path),
+           "PYTHONDONTWRITEBYTECODE": "1"}  # nothing beside the sources (the console script is not isolated)
     worker = subprocess.run([str(codeflux), "__worker__", "codeflux.worker"], input="{}\n", capture_output=True,
                             text=True, check=False, timeout=60, env=env, cwd=tmp_path)
     assert worker.returncode == 2 and worker.stderr.startswith("codeflux worker: "), worker.stderr
