@@ -20,16 +20,16 @@ from codeflux.worker.hardening import harden_process
 
 __all__ = ["main"]
 
-HELPER_ENTRY = "__worker__"  # codeflux.worker.interpreter.HELPER_ENTRY (not imported here: every start pays for it)
+HELPER_ENTRY = "__worker__"  # codeflux.worker.interpreter.HELPER_ENTRY (not imported: every start would pay)
 
 
 def main() -> int:
     """Harden this process (re-executing it if needed), then run the CLI on ``sys.argv``. A frozen build's
-    helpers (``codeflux __worker__ MODULE …``, :mod:`codeflux.worker.interpreter`) are started here, before any
+    helpers (``codeflux __worker__ MODULE …``, :mod:`codeflux.worker.helpers`) are started here, before any
     CLI parsing, exactly as ``python -I -B -m MODULE`` starts them from a venv (no hardening re-execution: their
     environment is already the worker's allow-list)."""
     if sys.argv[1:2] == [HELPER_ENTRY]:
-        from codeflux.worker.interpreter import run_helper  # noqa: PLC0415 (only a helper's start needs it)
+        from codeflux.worker.helpers import run_helper  # noqa: PLC0415 (only a helper's start needs it)
 
         return run_helper(sys.argv[2:])
     harden_process()

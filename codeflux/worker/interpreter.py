@@ -9,21 +9,22 @@ read as before.
 
 A frozen single-file build (PyInstaller: ``sys.frozen``) has no ``python -m``: its ``sys.executable`` is the
 ``codeflux`` binary itself, so a helper starts as ``codeflux __worker__ MODULE ARGS…`` (:data:`HELPER_ENTRY`), a
-hidden entry :mod:`codeflux.cli.entry` hands to :func:`run_helper` before any CLI parsing (``--help`` never names
-it). It runs only the helpers of :data:`HELPER_MODULES`, exactly as ``python -I -B -m MODULE ARGS…`` would; a
-frozen program reads its modules from its own archive only (no ``PYTHON*`` path, no current directory), and
-writes no bytecode. Such a child of the binary finds the directory its parent unpacked through the PyInstaller
-variables :func:`frozen_runtime_environment` names, which the worker's allow-listed environment passes on.
+hidden entry :mod:`codeflux.cli.entry` hands to :func:`codeflux.worker.helpers.run_helper` before any CLI parsing
+(``--help`` never names it). It runs only the helpers of :data:`HELPER_MODULES`, exactly as ``python -I -B -m
+MODULE ARGS…`` would; a frozen program reads its modules from its own archive only (no ``PYTHON*`` path, no current
+directory), and writes no bytecode. Such a child of the binary finds the directory its parent unpacked through the
+PyInstaller variables :func:`frozen_runtime_environment` names, which the worker's allow-listed environment passes
+on.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 __all__ = ["HELPER_ENTRY", "HELPER_MODULES", "frozen_runtime_environment", "is_frozen", "isolated_python_argv",
-           "restore_library_path", "run_helper", "without_frozen_runtime"]
+           "restore_library_path", "without_frozen_runtime"]
 
 HELPER_ENTRY = "__worker__"
 """The hidden first argument of a frozen ``codeflux`` that starts one of its helpers."""
@@ -32,7 +33,6 @@ HELPER_MODULES = ("codeflux.worker", "codeflux.worker.confinement")
 FROZEN_RUNTIME_VARIABLES = ("_PYI_ARCHIVE_FILE", "_PYI_APPLICATION_HOME_DIR", "_PYI_PARENT_PROCESS_LEVEL")
 """What PyInstaller's bootloader (6.9 and later) gives the program it runs so that a child started from
 ``sys.executable`` uses the directory already unpacked instead of unpacking the archive again."""
-_HELPER_USAGE_EXIT = 2
 
 
 def is_frozen() -> bool:
@@ -76,20 +76,3 @@ def restore_library_path(environment: dict[str, str] | None = None) -> None:
         target["LD_LIBRARY_PATH"] = original
     else:
         target.pop("LD_LIBRARY_PATH", None)
-
-
-def run_helper(arguments: Sequence[str]) -> int:
-    """``codeflux __worker__ MODULE ARGS…``: run the helper ``MODULE`` (one of :data:`HELPER_MODULES`) with
-    ``ARGS`` as ``python -m MODULE ARGS…`` would; exit 2 with one line on stderr for any other module."""
-    module, rest = (arguments[0], list(arguments[1:])) if arguments else ("", [])
-    if module == "codeflux.worker" and not rest:
-        from codeflux.worker.__main__ import main as serve_worker  # noqa: PLC0415 (the helper's own imports)
-
-        return serve_worker()
-    if module == "codeflux.worker.confinement":
-        from codeflux.worker.confinement.launcher import main as launch_boxed  # noqa: PLC0415
-
-        return launch_boxed(rest)
-    print(f"codeflux: {HELPER_ENTRY} runs only {' or '.join(HELPER_MODULES)} (the worker takes no arguments)",
-          file=sys.stderr, flush=True)
-    return _HELPER_USAGE_EXIT
