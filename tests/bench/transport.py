@@ -31,12 +31,13 @@ import sys
 import tempfile
 import threading
 import time
+from operator import itemgetter
 from pathlib import Path
 
 from codeflux.api.v1 import product_pb2
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.domain.events import AgentMessage
-from codeflux.server.client import BrowserSession, EnvelopeClient, connect_address, redeem_launch
+from codeflux.server.client import BrowserSession, EnvelopeClient, connect_address, frame_events, redeem_launch
 from codeflux.server.serve import start_in_thread
 from codeflux.services import session
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
@@ -114,11 +115,10 @@ async def replay_seconds(ws_url: str, session: BrowserSession, *, batched: bool 
                 elapsed = time.perf_counter() - started
                 await stream.cancel()
                 break
-            events = frame.batch.events if frame.HasField("batch") else [frame.event]
-            for event in events:
-                if event.sequence != expected:
-                    raise RuntimeError(f"gap or duplicate at {event.sequence}")
-                expected += 1
+            events = frame_events(frame)  # every event materialised, as the bare read materialises every row
+            if list(map(itemgetter(1), events)) != list(range(expected, expected + len(events))):
+                raise RuntimeError(f"gap or duplicate after {expected - 1}")
+            expected += len(events)
     if expected - 1 != EVENTS:
         raise RuntimeError(f"replayed {expected - 1} of {EVENTS}")
     return elapsed
