@@ -5,6 +5,8 @@ decoded once into its typed payload (an event of a kind this codeflux does not k
 Writing stays with the coordinator code that changes an aggregate (one transaction per outcome).
 
 - :func:`read_session_events` — a page of a session's events after a sequence (up to a bound);
+- :func:`read_session_event_columns` — the same as stored, column by column, bounded by count and payload bytes
+  (the session stream's batches);
 - :func:`read_session_head` — the session's last committed sequence (``None`` when there is no such session);
 - :func:`latest_session_event` — the newest event of one of the given kinds;
 - :func:`read_session_graph_facts` — every committed event of one session narrowed to what the execution graph
@@ -25,12 +27,13 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.incidents import IncidentState
 from codeflux.store.database import Database, ReadView
 from codeflux.store.events import (
+    MAX_COLUMN_PAGE,
     MAX_PAGE,
     SYSTEM_SESSION_ID,
     JournalEvent,
-    StoredEventRow,
+    StoredEventColumns,
     latest_event,
-    read_stored_event_rows_after,
+    read_stored_event_columns_after,
     read_stored_events_after,
     session_head,
 )
@@ -38,13 +41,14 @@ from codeflux.store.graph_facts import read_graph_facts
 from codeflux.store.incidents import incidents_naming_task
 
 __all__ = [
+    "MAX_COLUMN_PAGE",
     "MAX_EVENT_PAGE",
     "SYSTEM_SESSION_ID",
     "JournalEvent",
-    "StoredEventRow",
+    "StoredEventColumns",
     "latest_session_event",
     "read_every_system_event",
-    "read_session_event_rows",
+    "read_session_event_columns",
     "read_session_events",
     "read_session_graph_facts",
     "read_session_head",
@@ -63,12 +67,15 @@ def read_session_events(
         view, session_id=session_id, after_sequence=after_sequence, through_sequence=through_sequence, limit=limit))
 
 
-def read_session_event_rows(
-    db: Database, *, session_id: str, after_sequence: int, through_sequence: int | None = None, limit: int
-) -> list[StoredEventRow]:
-    """:func:`read_session_events` as stored rows, payloads not decoded (the session stream forwards them)."""
-    return db.read(lambda view: read_stored_event_rows_after(
-        view, session_id=session_id, after_sequence=after_sequence, through_sequence=through_sequence, limit=limit))
+def read_session_event_columns(
+    db: Database, *, session_id: str, after_sequence: int, through_sequence: int | None = None, max_events: int,
+    max_bytes: int, event_overhead: int = 0,
+) -> StoredEventColumns:
+    """:func:`read_session_events` as stored, column by column, payloads not decoded, bounded by count and payload
+    bytes (the session stream's batches: :func:`~codeflux.store.events.read_stored_event_columns_after`)."""
+    return db.read(lambda view: read_stored_event_columns_after(
+        view, session_id=session_id, after_sequence=after_sequence, through_sequence=through_sequence,
+        max_events=max_events, max_bytes=max_bytes, event_overhead=event_overhead))
 
 
 def read_session_head(db: Database, session_id: str) -> int | None:

@@ -25,7 +25,7 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, NamedTuple, TypeVar, cast
 from urllib.parse import urlsplit
 
 import grpc
@@ -34,7 +34,7 @@ from google.protobuf.message import DecodeError, Message
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from codeflux.api.v1 import common_pb2, envelope_pb2
+from codeflux.api.v1 import common_pb2, envelope_pb2, product_pb2
 from codeflux.domain import errors
 from codeflux.server.envelope import PROTO_SUBPROTOCOL
 from codeflux.server.grpc_socket import ERROR_DETAIL_METADATA
@@ -47,11 +47,13 @@ __all__ = [
     "BrowserSession",
     "EnvelopeClient",
     "EnvelopeStream",
+    "StreamedEvent",
     "call_stream",
     "call_unary",
     "connect_address",
     "coordinator_running",
     "error_from_status",
+    "frame_events",
     "redeem_launch",
     "unix_channel",
 ]
@@ -80,6 +82,37 @@ def error_from_status(code: int, message: str, detail: common_pb2.ApiErrorDetail
     if detail is not None and detail.entity_id:
         error.entity_id = detail.entity_id  # type: ignore[attr-defined]
     return error
+
+
+class StreamedEvent(NamedTuple):
+    """One committed event as the session stream delivered it (the fields of a ``SessionEvent``)."""
+
+    session_id: str
+    sequence: int
+    kind: str
+    created_at_us: int
+    payload_json: str
+    event_kind: int
+
+
+def frame_events(frame: product_pb2.SessionFrame) -> list[StreamedEvent]:
+    """The events a session frame carries, in order: its one event, a batch's columns event by event, or none (the
+    replay boundary). A batch whose columns differ in length is refused (OperationFailedError)."""
+    body = frame.WhichOneof("body")
+    if body == "event":
+        e = frame.event
+        return [StreamedEvent(e.session_id, e.sequence, e.kind, e.created_at_us, e.payload_json, e.event_kind)]
+    if body != "batch":
+        return []
+    batch = frame.batch
+    count = len(batch.kinds)
+    if not len(batch.created_at_us) == len(batch.payloads_json) == len(batch.event_kinds) == count:
+        raise errors.OperationFailedError("the coordinator sent a batch whose columns differ in length")
+    first = batch.first_sequence
+    rows = zip(itertools.repeat(batch.session_id, count), range(first, first + count), batch.kinds,
+               batch.created_at_us, batch.payloads_json, batch.event_kinds, strict=True)
+    # tuple.__new__ makes each StreamedEvent from its row in C (what StreamedEvent._make does one Python call each).
+    return cast(list[StreamedEvent], list(map(tuple.__new__, itertools.repeat(StreamedEvent), rows)))
 
 
 # --- gRPC on the Unix socket ---------------------------------------------------------------------------

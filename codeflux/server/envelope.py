@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -33,6 +34,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from codeflux.api.v1 import common_pb2, envelope_pb2
+from codeflux.server.frame_json import reply_json
 from codeflux.server.limits import TransportLimits
 from codeflux.services.registry import (
     CallContext,
@@ -200,12 +202,14 @@ class EnvelopeConnection:
 
     # --- outgoing frames ----------------------------------------------------------------------------
 
-    async def _send(self, frame: envelope_pb2.Frame) -> bool:
-        """Send one frame; False when the client did not drain the connection within the stall bound.
+    async def _send(self, frame: envelope_pb2.Frame, data: str | bytes | None = None) -> bool:
+        """Send one frame (``data``: its encoding, when already made); False when the client did not drain the
+        connection within the stall bound.
 
         The frame itself is already in the connection's write buffer then (websockets writes before it
         waits for the buffer to drain), so it still arrives, in order, if the client reads again."""
-        data = encode_frame(frame, self._subprotocol)
+        if data is None:
+            data = encode_frame(frame, self._subprotocol)
         try:
             async with asyncio.timeout(self._limits.stall_seconds):
                 await self._ws.send(data)
@@ -214,10 +218,21 @@ class EnvelopeConnection:
         return True
 
     async def _send_reply(self, stream_id: int, reply: Message) -> bool:
-        frame = envelope_pb2.Frame(stream_id=stream_id, message=_packed(reply))
-        if frame.ByteSize() > self._limits.max_message_bytes - 1024:
+        packed = _packed(reply)
+        frame = envelope_pb2.Frame(stream_id=stream_id, message=packed)
+        data: str | bytes | None = None
+        if self._subprotocol == PROTO_SUBPROTOCOL:
+            data = bytes(frame.SerializeToString())
+            size = len(data)
+        else:
+            size = frame.ByteSize()
+        if size > self._limits.max_message_bytes - 1024:
             raise _ReplyTooLarge
-        return await self._send(frame)
+        fast = reply_json(reply) if self._subprotocol == JSON_SUBPROTOCOL else None
+        if fast is not None:  # a bulk reply's proto3 JSON, built at C speed (frame_json.py)
+            data = json.dumps({"streamId": stream_id, "message": {"@type": packed.type_url, **fast}},
+                              ensure_ascii=False, separators=(",", ":"))
+        return await self._send(frame, data)
 
     # --- one call -----------------------------------------------------------------------------------
 

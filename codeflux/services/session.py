@@ -7,8 +7,9 @@ beyond ``B`` is refused (INVALID_ARGUMENT, "ahead of committed history"); commit
 commit listener on the database (run on the committing thread) only wakes the subscriber, which
 reads ``> last`` from SQLite itself; a periodic re-read (every :data:`RECHECK_SECONDS`) covers writers
 in other processes. A subscriber that asks for ``batched`` gets each page read at once as
-``SessionEventBatch`` frames (at most :data:`PAGE_SIZE` events and about :data:`BATCH_PAYLOAD_BYTES` of
-payload each) — the replay of a long session then costs a few hundred messages, not one per event (issue 20
+``SessionEventBatch`` frames (at most :data:`BATCH_EVENTS` events and :data:`BATCH_PAYLOAD_BYTES` of payload
+each, an event larger than that alone), each built column by column from one snapshot's stored rows — no message,
+decode or re-encode per event — so the replay of a long session costs a few messages, not one per event (issue 20
 item 5). Sequences are strictly contiguous — nothing is coalesced or skipped. Bounding what
 a slow client may hold up is the transport's job: it ends the stream RESOURCE_EXHAUSTED and the client
 resumes with ``after_sequence`` = its last sequence.
@@ -31,9 +32,10 @@ from urllib.parse import urlencode
 
 from codeflux.api.v1 import product_pb2
 from codeflux.coordinator.journal import (
+    MAX_COLUMN_PAGE,
     JournalEvent,
-    StoredEventRow,
-    read_session_event_rows,
+    StoredEventColumns,
+    read_session_event_columns,
     read_session_events,
     read_session_head,
 )
@@ -44,12 +46,15 @@ from codeflux.services.mutations import parse_task_id
 from codeflux.services.registry import UNIX_SOCKET, CallContext, StreamMethod, UnaryMethod, method_name
 from codeflux.services.views import task_service
 
-__all__ = ["BATCH_PAYLOAD_BYTES", "PAGE_SIZE", "RECHECK_SECONDS", "methods", "session_event"]
+__all__ = ["BATCH_EVENTS", "BATCH_PAYLOAD_BYTES", "PAGE_SIZE", "RECHECK_SECONDS", "methods", "session_event"]
 
 PAGE_SIZE: Final = 256
+# Events one batch frame carries at most (a page of stored rows, read with one snapshot, is one frame).
+BATCH_EVENTS: Final = min(4096, MAX_COLUMN_PAGE)
 # Payload bytes one batch frame carries at most (an event larger than this travels in a batch of its own); well
 # under the transport's 4 MiB message bound, so a batch is never refused as too large where its events fit.
 BATCH_PAYLOAD_BYTES: Final = 1024 * 1024
+_EVENT_OVERHEAD: Final = 64  # an event's kind, numbers and framing, counted against the bound beside its payload
 RECHECK_SECONDS: Final = 1.0
 _SESSION_ID: Final = re.compile(r"ses_[A-Za-z0-9_-]{1,80}")
 
@@ -68,10 +73,11 @@ def _head(app: CoordinatorApp, session_id: str) -> int:
 
 
 def _page(app: CoordinatorApp, session_id: str, after: int, through: int | None,
-          batched: bool) -> list[JournalEvent] | list[StoredEventRow]:
+          batched: bool) -> list[JournalEvent] | StoredEventColumns:
     if batched:  # forwarded as stored: the registry encodes every stored shape back unchanged
-        return read_session_event_rows(app.db, session_id=session_id, after_sequence=after, through_sequence=through,
-                                       limit=PAGE_SIZE)
+        return read_session_event_columns(app.db, session_id=session_id, after_sequence=after,
+                                          through_sequence=through, max_events=BATCH_EVENTS,
+                                          max_bytes=BATCH_PAYLOAD_BYTES, event_overhead=_EVENT_OVERHEAD)
     return read_session_events(app.db, session_id=session_id, after_sequence=after, through_sequence=through,
                                limit=PAGE_SIZE)
 
@@ -100,39 +106,28 @@ def _event_frame(event: JournalEvent) -> product_pb2.SessionFrame:
     return product_pb2.SessionFrame(event=session_event(event))
 
 
-def _stored_event(row: StoredEventRow) -> product_pb2.SessionEvent:
-    return product_pb2.SessionEvent(session_id=row.session_id, sequence=row.sequence, kind=row.kind,
-                                    created_at_us=row.created_at_us, payload_json=row.payload_json,
-                                    event_kind=_WIRE_KINDS.get(row.kind, product_pb2.EVENT_KIND_UNSPECIFIED))
+def _batch_frame(columns: StoredEventColumns) -> product_pb2.SessionFrame:
+    """One batch frame for a page of stored rows, built column by column (no message per event)."""
+    kinds = columns.kinds
+    return product_pb2.SessionFrame(batch=product_pb2.SessionEventBatch(
+        session_id=columns.session_id, first_sequence=columns.sequences[0], kinds=kinds,
+        created_at_us=columns.created_at_us, payloads_json=columns.payloads_json,
+        event_kinds=[_WIRE_KINDS.get(kind, product_pb2.EVENT_KIND_UNSPECIFIED) for kind in kinds]))
 
 
-def _batch_frames(page: list[StoredEventRow]) -> list[product_pb2.SessionFrame]:
-    frames: list[product_pb2.SessionFrame] = []
-    current: list[product_pb2.SessionEvent] = []
-    size = 0
-    for row in page:
-        weight = len(row.payload_json) + 64
-        if current and size + weight > BATCH_PAYLOAD_BYTES:
-            frames.append(product_pb2.SessionFrame(batch=product_pb2.SessionEventBatch(events=current)))
-            current, size = [], 0
-        current.append(_stored_event(row))
-        size += weight
-    if current:
-        frames.append(product_pb2.SessionFrame(batch=product_pb2.SessionEventBatch(events=current)))
-    return frames
+def _frames(page: list[JournalEvent] | StoredEventColumns) -> list[product_pb2.SessionFrame]:
+    if isinstance(page, StoredEventColumns):
+        return [_batch_frame(page)] if page.sequences else []
+    return [_event_frame(event) for event in page]
 
 
-def _frames(page: list[JournalEvent] | list[StoredEventRow]) -> list[product_pb2.SessionFrame]:
-    rows = [event for event in page if isinstance(event, StoredEventRow)]
-    if rows:
-        return _batch_frames(rows)
-    return [_event_frame(event) for event in page if isinstance(event, JournalEvent)]
+def _sequences(page: list[JournalEvent] | StoredEventColumns) -> Sequence[int]:
+    return page.sequences if isinstance(page, StoredEventColumns) else [event.sequence for event in page]
 
 
-def _contiguous(page: Sequence[JournalEvent | StoredEventRow], last: int) -> None:
-    for offset, event in enumerate(page, start=1):
-        if event.sequence != last + offset:
-            raise StoreCorruptError("the session journal has a gap; run `codeflux integrity-check`")
+def _contiguous(sequences: Sequence[int], last: int) -> None:
+    if tuple(sequences) != tuple(range(last + 1, last + 1 + len(sequences))):
+        raise StoreCorruptError("the session journal has a gap; run `codeflux integrity-check`")
 
 
 async def _subscribe(
@@ -160,21 +155,23 @@ async def _subscribe(
         last = request.after_sequence
         while last < head:
             page = await asyncio.to_thread(_page, app, session_id, last, head, request.batched)
-            if not page:
+            sequences = _sequences(page)
+            if not sequences:
                 raise StoreCorruptError("the session journal has a gap; run `codeflux integrity-check`")
-            _contiguous(page, last)
+            _contiguous(sequences, last)
             for frame in _frames(page):
                 yield frame
-            last = page[-1].sequence
+            last = sequences[-1]
         yield product_pb2.SessionFrame(replay_boundary=product_pb2.ReplayBoundary(through_sequence=head))
         while True:
             wake.clear()
             page = await asyncio.to_thread(_page, app, session_id, last, None, request.batched)
-            if page:
-                _contiguous(page, last)
+            sequences = _sequences(page)
+            if sequences:
+                _contiguous(sequences, last)
                 for frame in _frames(page):
                     yield frame
-                last = page[-1].sequence
+                last = sequences[-1]
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), RECHECK_SECONDS)

@@ -13,8 +13,10 @@ JSON text.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, chain
 
 from codeflux.domain.errors import NotFoundError, UsageError
 from codeflux.domain.events import DecodedEvent, EventPayload, UnknownEvent, decode_event
@@ -23,19 +25,20 @@ from codeflux.store.database import ReadView, Row, Transaction, now_us
 __all__ = [
     "SYSTEM_SESSION_ID",
     "JournalEvent",
-    "StoredEventRow",
+    "StoredEventColumns",
     "append_event",
     "events_of_kind",
     "find_journal_gaps",
     "latest_event",
     "read_events_after",
-    "read_stored_event_rows_after",
+    "read_stored_event_columns_after",
     "read_stored_events_after",
     "session_head",
 ]
 
 SYSTEM_SESSION_ID = "ses_system"
 MAX_PAGE = 1000
+MAX_COLUMN_PAGE = 8192
 
 
 def _json_text(payload: Mapping[str, object]) -> str:
@@ -64,15 +67,17 @@ class JournalEvent:
 
 
 @dataclass(frozen=True, slots=True)
-class StoredEventRow:
-    """A committed event exactly as stored, its payload text not decoded (for a transport that forwards it: the
-    registry encodes every stored shape back unchanged, tests/integration/test_captured_journal.py)."""
+class StoredEventColumns:
+    """A run of committed events of one session exactly as stored, column by column, payload texts not decoded (for
+    a transport that forwards them: the registry encodes every stored shape back unchanged,
+    tests/integration/test_captured_journal.py). Entry ``i`` of every column is the same event; empty when there
+    was nothing to read."""
 
     session_id: str
-    sequence: int
-    kind: str
-    payload_json: str
-    created_at_us: int
+    sequences: tuple[int, ...]
+    kinds: tuple[str, ...]
+    payloads_json: tuple[str, ...]
+    created_at_us: tuple[int, ...]
 
 
 def append_event(tx: Transaction, *, session_id: str, event: EventPayload) -> JournalEvent:
@@ -143,12 +148,33 @@ def read_stored_events_after(
     return [_journal_event(r) for r in _rows_after(view, session_id, after_sequence, through_sequence, limit)]
 
 
-def read_stored_event_rows_after(
-    view: ReadView, *, session_id: str, after_sequence: int, through_sequence: int | None = None, limit: int
-) -> list[StoredEventRow]:
-    """Like :func:`read_stored_events_after`, without decoding the payloads."""
-    return [StoredEventRow(str(r[0]), int(r[1]), str(r[2]), str(r[3]), int(r[4]))
-            for r in _rows_after(view, session_id, after_sequence, through_sequence, limit)]
+def read_stored_event_columns_after(
+    view: ReadView, *, session_id: str, after_sequence: int, through_sequence: int | None = None, max_events: int,
+    max_bytes: int, event_overhead: int = 0,
+) -> StoredEventColumns:
+    """Committed events in ``(after_sequence, through_sequence]`` (no upper bound when None), oldest first, as
+    stored: at most ``max_events`` (1..:data:`MAX_COLUMN_PAGE`), and only as many as keep the sum of their payloads'
+    UTF-8 bytes (plus ``event_overhead`` each) within ``max_bytes`` — the first event always, however large. Two
+    statements in the caller's snapshot: the payloads' sizes, then as many rows as the bounds admit (no row beyond
+    them is materialised)."""
+    if not 1 <= max_events <= MAX_COLUMN_PAGE:
+        raise UsageError(f"max_events must be between 1 and {MAX_COLUMN_PAGE}")
+    upper = through_sequence if through_sequence is not None else (1 << 62)
+    weights = view.query_all(
+        "SELECT octet_length(payload_json) + ? FROM events"
+        " WHERE session_id = ? AND sequence > ? AND sequence <= ? ORDER BY sequence LIMIT ?",
+        (event_overhead, session_id, after_sequence, upper, max_events),
+    )
+    if not weights:
+        return StoredEventColumns(session_id, (), (), (), ())
+    count = max(1, bisect_right(list(accumulate(chain.from_iterable(weights))), max_bytes))
+    rows = view.query_all(
+        "SELECT sequence, kind, payload_json, created_at_us FROM events"
+        " WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+        (session_id, after_sequence, count),
+    )
+    read_sequences, kinds, payloads, created = zip(*rows, strict=True) if rows else ((), (), (), ())
+    return StoredEventColumns(session_id, read_sequences, kinds, payloads, created)
 
 
 def latest_event(view: ReadView, *, session_id: str, kinds: Sequence[str]) -> JournalEvent | None:

@@ -32,10 +32,9 @@ VOCABULARY_FIELDS = frozenset({
 TEXT_ON_PURPOSE = {
     ("JournalEvent", "kind"): "an event of a kind this codeflux does not know must stay readable; its typed "
                               "payload is JournalEvent.event",
-    ("StoredEventRow", "kind"): "batched replay forwards a stored row unchanged to the browser, which knows kinds by "
-                                "name (an unknown kind must still be forwarded)",
-    ("StoredEventRow", "payload_json"): "batched replay forwards the stored payload text unchanged (the registry "
-                                        "re-encodes every stored shape identically: test_captured_journal.py)",
+    ("StoredEventColumns", "payloads_json"): "batched replay forwards the stored payload texts unchanged (the "
+                                             "registry re-encodes every stored shape identically: "
+                                             "test_captured_journal.py)",
 }
 
 

@@ -1808,10 +1808,20 @@ class ReplayBoundary(_message.Message):
     def __init__(self, through_sequence: _Optional[int] = ...) -> None: ...
 
 class SessionEventBatch(_message.Message):
-    __slots__ = ("events",)
-    EVENTS_FIELD_NUMBER: _ClassVar[int]
-    events: _containers.RepeatedCompositeFieldContainer[SessionEvent]
-    def __init__(self, events: _Optional[_Iterable[_Union[SessionEvent, _Mapping]]] = ...) -> None: ...
+    __slots__ = ("session_id", "first_sequence", "kinds", "created_at_us", "payloads_json", "event_kinds")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_US_FIELD_NUMBER: _ClassVar[int]
+    PAYLOADS_JSON_FIELD_NUMBER: _ClassVar[int]
+    EVENT_KINDS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    first_sequence: int
+    kinds: _containers.RepeatedScalarFieldContainer[str]
+    created_at_us: _containers.RepeatedScalarFieldContainer[int]
+    payloads_json: _containers.RepeatedScalarFieldContainer[str]
+    event_kinds: _containers.RepeatedScalarFieldContainer[EventKind]
+    def __init__(self, session_id: _Optional[str] = ..., first_sequence: _Optional[int] = ..., kinds: _Optional[_Iterable[str]] = ..., created_at_us: _Optional[_Iterable[int]] = ..., payloads_json: _Optional[_Iterable[str]] = ..., event_kinds: _Optional[_Iterable[_Union[EventKind, str]]] = ...) -> None: ...
 
 class SessionFrame(_message.Message):
     __slots__ = ("event", "replay_boundary", "batch")

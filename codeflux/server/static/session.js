@@ -5,8 +5,9 @@
 // through_sequence must equal the last applied sequence; a sequence ≤ last is a duplicate and is skipped;
 // any other sequence than last+1 is a gap → reconnect from last. Retries: 250 ms ×2 up to 4 s, 5 attempts,
 // then `failed`. Mutating controls are allowed only while `live`. The stream asks for batches (`batched`): a
-// `batch` frame carries a run of contiguous events (a replay of 10,000 events is some forty messages), checked
-// event by event with the same rules and handed over at once (onEvents), so the timeline renders it at once.
+// `batch` frame carries a run of contiguous events column by column (a replay of 10,000 events is a few messages),
+// turned into events (batchEvents), checked event by event with the same rules and handed over at once (onEvents),
+// so the timeline renders it at once.
 
 import { Code } from "./rpc.js";
 
@@ -14,6 +15,24 @@ export const State = Object.freeze({
   IDLE: "idle", CONNECTING: "connecting", REPLAYING: "replaying", LIVE: "live",
   RECONNECTING: "reconnecting", GAP: "gap", STOPPED: "stopped", FAILED: "failed",
 });
+
+// The events of a batch frame (SessionEventBatch: one entry per event in every column, sequences from
+// firstSequence), as the event objects a single `event` frame carries; null when the columns differ in length.
+export function batchEvents(batch) {
+  const kinds = batch.kinds || [];
+  const created = batch.createdAtUs || [];
+  const payloads = batch.payloadsJson || [];
+  const eventKinds = batch.eventKinds || [];
+  if (created.length !== kinds.length || payloads.length !== kinds.length || eventKinds.length !== kinds.length) {
+    return null;
+  }
+  const first = BigInt(batch.firstSequence || "0");
+  const sessionId = batch.sessionId || "";
+  return kinds.map((kind, i) => ({
+    sessionId, sequence: (first + BigInt(i)).toString(), kind, createdAtUs: created[i], payloadJson: payloads[i],
+    eventKind: eventKinds[i],
+  }));
+}
 
 export const DEFAULT_RETRY = Object.freeze({ attempts: 5, initialMs: 250, factor: 2, capMs: 4000 });
 
@@ -95,7 +114,9 @@ export class SessionStream {
     if (frame.event) {
       this.receiveEvents([frame.event]);
     } else if (frame.batch) {
-      this.receiveEvents(frame.batch.events || []);
+      const events = batchEvents(frame.batch);
+      if (events === null) return this.protocolFailure("a batch whose columns differ in length");
+      this.receiveEvents(events);
     } else if (frame.replayBoundary !== undefined) {
       const through = BigInt(frame.replayBoundary.throughSequence || "0");
       if (this.state !== State.REPLAYING) return this.protocolFailure("a second replay boundary");
