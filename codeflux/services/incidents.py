@@ -23,6 +23,7 @@ from google.protobuf.message import Message
 from codeflux.api.v1 import incidents_pb2 as pb
 from codeflux.coordinator import incidents as coordinator
 from codeflux.coordinator.incidents import IncidentDetail, ReportedRepository
+from codeflux.coordinator.spending.model_access import pin_new_task
 from codeflux.domain.errors import InvalidValueError, RepositoryNotUsableError
 from codeflux.domain.ids import IncidentId, RepositoryId
 from codeflux.domain.incidents import (
@@ -167,7 +168,8 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         change = task_service(app).create_task(
             snapshot, requirement, title=title if len(title) <= 80 else title[:79] + "…",
             acknowledged_dirty_hash=request.acknowledged_dirty_hash or None, idempotency_key=mutation.key,
-            also=lambda tx, task_id: [coordinator.record_task_proposed(tx, incident_id, task_id, at_us=now_us())])
+            also=pin_new_task(app.models, lambda tx, task_id: [
+                coordinator.record_task_proposed(tx, incident_id, task_id, at_us=now_us())]))
         return pb.IncidentProposal(detail=detail_view(coordinator.show_incident(app.db, incident_id)),
                                    task_id=change.task_id.value, requirement=requirement)
 
