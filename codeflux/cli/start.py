@@ -59,6 +59,8 @@ from codeflux.coordinator.spending.provider_choice import (
 )
 from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_running_lock
 from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, UsageError
+from codeflux.domain.providers import ProviderName
+from codeflux.providers.endpoints import normalize_base_url
 from codeflux.server.client import call_unary, unix_channel
 from codeflux.server.launch import LaunchTokens
 from codeflux.server.serve import LOOPBACK_HOSTS, ServingInfo, serve_coordinator, url_host
@@ -193,7 +195,10 @@ class CliModelAccess:
         args = self._chosen()[0]
         if args.provider == SCRIPTED:
             return SCRIPTED_DEMO_LABEL
-        return f"{args.provider} ({args.cheap_model})" if args.cheap_model else str(args.provider)
+        shown = f"{args.provider} ({args.cheap_model})" if args.cheap_model else str(args.provider)
+        if args.provider == ProviderName.OPENAI_COMPATIBLE.value and args.base_url:  # as a task's pin shows it
+            return f"{shown} at {normalize_base_url(ProviderName.OPENAI_COMPATIBLE, args.base_url)}"
+        return shown
 
     def gateway(self, phases: Sequence[str]) -> ModelGateway:
         return build_gateway(self._db, self._chosen()[0], phases=phases)[0]
