@@ -334,6 +334,7 @@ def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
             shown.provider_label = SCRIPTED_DEMO_LABEL
     used = provider_used_by_task(app.db, task.task_id)
     pin = None if used is not None else read_task_pin(app.db, task.task_id)
+    shown.provider_basis = "used" if used is not None else "pinned" if pin is not None else "current"
     if used is not None:  # the provider its model calls went to, whatever is chosen now
         shown.provider_label = SCRIPTED_DEMO_LABEL if used[0] == SCRIPTED_PROVIDER else f"{used[0]} ({used[1]})"
     elif pin is not None:  # before its first call: the choice it pinned when it was created

@@ -654,7 +654,7 @@ class AttemptView(_message.Message):
     def __init__(self, attempt: _Optional[int] = ..., plan_revision: _Optional[int] = ..., open: _Optional[bool] = ..., stopped_at: _Optional[str] = ...) -> None: ...
 
 class TaskView(_message.Message):
-    __slots__ = ("task_id", "title", "requirement", "state", "revision", "repository_root", "base_revision", "worktree", "session_id", "actions", "plan", "budget", "pending_approvals", "attempt", "run_active", "provider_label", "through_sequence", "last_outcome", "worktree_exists", "worktree_disposal", "cancel_outcome")
+    __slots__ = ("task_id", "title", "requirement", "state", "revision", "repository_root", "base_revision", "worktree", "session_id", "actions", "plan", "budget", "pending_approvals", "attempt", "run_active", "provider_label", "through_sequence", "last_outcome", "worktree_exists", "worktree_disposal", "cancel_outcome", "provider_basis")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     REQUIREMENT_FIELD_NUMBER: _ClassVar[int]
@@ -676,6 +676,7 @@ class TaskView(_message.Message):
     WORKTREE_EXISTS_FIELD_NUMBER: _ClassVar[int]
     WORKTREE_DISPOSAL_FIELD_NUMBER: _ClassVar[int]
     CANCEL_OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_BASIS_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     title: str
     requirement: str
@@ -697,7 +698,8 @@ class TaskView(_message.Message):
     worktree_exists: bool
     worktree_disposal: WorktreeDisposalView
     cancel_outcome: CancelOutcomeView
-    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., requirement: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., base_revision: _Optional[str] = ..., worktree: _Optional[str] = ..., session_id: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[TaskActionView, _Mapping]]] = ..., plan: _Optional[_Union[PlanView, _Mapping]] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., pending_approvals: _Optional[_Iterable[_Union[PendingApproval, _Mapping]]] = ..., attempt: _Optional[_Union[AttemptView, _Mapping]] = ..., run_active: _Optional[bool] = ..., provider_label: _Optional[str] = ..., through_sequence: _Optional[int] = ..., last_outcome: _Optional[str] = ..., worktree_exists: _Optional[bool] = ..., worktree_disposal: _Optional[_Union[WorktreeDisposalView, _Mapping]] = ..., cancel_outcome: _Optional[_Union[CancelOutcomeView, _Mapping]] = ...) -> None: ...
+    provider_basis: str
+    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., requirement: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., base_revision: _Optional[str] = ..., worktree: _Optional[str] = ..., session_id: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[TaskActionView, _Mapping]]] = ..., plan: _Optional[_Union[PlanView, _Mapping]] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., pending_approvals: _Optional[_Iterable[_Union[PendingApproval, _Mapping]]] = ..., attempt: _Optional[_Union[AttemptView, _Mapping]] = ..., run_active: _Optional[bool] = ..., provider_label: _Optional[str] = ..., through_sequence: _Optional[int] = ..., last_outcome: _Optional[str] = ..., worktree_exists: _Optional[bool] = ..., worktree_disposal: _Optional[_Union[WorktreeDisposalView, _Mapping]] = ..., cancel_outcome: _Optional[_Union[CancelOutcomeView, _Mapping]] = ..., provider_basis: _Optional[str] = ...) -> None: ...
 
 class CancelOutcomeView(_message.Message):
     __slots__ = ("running_command", "worktree", "detail", "command_state", "summary", "by_the_run")
