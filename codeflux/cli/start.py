@@ -58,7 +58,7 @@ from codeflux.coordinator.spending.provider_choice import (
     read_provider_choice,
 )
 from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_running_lock
-from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, UsageError
+from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, EndpointRefusedError, UsageError
 from codeflux.domain.providers import ProviderName
 from codeflux.providers.endpoints import normalize_base_url
 from codeflux.server.client import call_unary, unix_channel
@@ -197,7 +197,10 @@ class CliModelAccess:
             return SCRIPTED_DEMO_LABEL
         shown = f"{args.provider} ({args.cheap_model})" if args.cheap_model else str(args.provider)
         if args.provider == ProviderName.OPENAI_COMPATIBLE.value and args.base_url:  # as a task's pin shows it
-            return f"{shown} at {normalize_base_url(ProviderName.OPENAI_COMPATIBLE, args.base_url)}"
+            try:
+                return f"{shown} at {normalize_base_url(ProviderName.OPENAI_COMPATIBLE, args.base_url)}"
+            except EndpointRefusedError:  # refused when a gateway is built, with its reason; never echoed
+                return shown
         return shown
 
     def gateway(self, phases: Sequence[str]) -> ModelGateway:
