@@ -45,6 +45,7 @@ __all__ = [
     "RepositoryApprovals",
     "RepositoryCardFacts",
     "describe_repository_cover",
+    "live_repository_approval_of",
     "repository_approval_cover",
     "repository_approval_refusal",
     "repository_card_facts",
@@ -155,3 +156,8 @@ class RepositoryApprovals:
         return self._db.read(lambda view: repository_card_facts(view, request_id, unconfined=unconfined,
                                                                 allowed_before=allowed_before,
                                                                 not_applicable=not_applicable))
+
+
+def live_repository_approval_of(db: Database, identity: RepositoryOperationIdentity) -> RepositoryApproval | None:
+    """The live repository approval of exactly ``identity``, read now (``codeflux watch`` runs only under one)."""
+    return db.read(lambda view: rows.live_repository_approval(view, identity))

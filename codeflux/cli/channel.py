@@ -75,8 +75,9 @@ class Channel(Protocol):
     @property
     def via(self) -> str | None: ...
 
-    def call(self, method: str, request: Message, reply_type: type[M]) -> M:
-        """Call ``method`` ("TaskService/GetTask") and return its reply; errors are codeflux errors."""
+    def call(self, method: str, request: Message, reply_type: type[M], *, timeout: float = 60.0) -> M:
+        """Call ``method`` ("TaskService/GetTask") and return its reply; errors are codeflux errors. ``timeout``
+        bounds the wait on the coordinator's socket (a call in process runs to its end)."""
         ...
 
 
@@ -93,10 +94,10 @@ class _SocketChannel:
     def via(self) -> str | None:
         return self._holder
 
-    def call(self, method: str, request: Message, reply_type: type[M]) -> M:
+    def call(self, method: str, request: Message, reply_type: type[M], *, timeout: float = 60.0) -> M:
         from codeflux.server.client import call_unary  # noqa: PLC0415 (loaded with the socket channel)
 
-        return call_unary(self._channel, _PACKAGE + method, request, reply_type)
+        return call_unary(self._channel, _PACKAGE + method, request, reply_type, timeout=timeout)
 
 
 class _InProcessChannel:
@@ -110,7 +111,7 @@ class _InProcessChannel:
     def via(self) -> str | None:
         return None
 
-    def call(self, method: str, request: Message, reply_type: type[M]) -> M:
+    def call(self, method: str, request: Message, reply_type: type[M], *, timeout: float = 60.0) -> M:
         from codeflux.services.registry import UnaryMethod  # noqa: PLC0415 (loaded with the method table)
 
         found = self._table.get(_PACKAGE + method)

@@ -92,6 +92,8 @@ COMMANDS: tuple[CommandEntry, ...] = (
                      "applicability verdict)"),
     _entry("incident", "report a traceback or log excerpt as an incident (fingerprinted, redacted); list, show, "
                        "dismiss it or propose a draft task from it"),
+    _entry("watch", "run an approved check command on a schedule (confined, on the branch's HEAD); failures become "
+                    "incidents that propose draft tasks"),
     _entry("completion", "print a shell completion script (bash, zsh or fish) for codeflux's commands, verbs and "
                          "options"),
 )

@@ -89,6 +89,7 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.BudgetDecisionNeededError: ExitCode.DECISION_NEEDED,
     e.EndpointApprovalRequiredError: ExitCode.DECISION_NEEDED,
     e.RungApprovalRequiredError: ExitCode.DECISION_NEEDED,
+    e.WatchNotApprovedError: ExitCode.DECISION_NEEDED,
     e.StalledError: ExitCode.STALLED,
     e.NotFoundError: ExitCode.FAILED,
     e.ConflictError: ExitCode.FAILED,

@@ -335,7 +335,8 @@ def build_gateway(db: Database, args: argparse.Namespace, *, phases: Sequence[st
     if not args.cheap_model:
         raise UsageError(f"--provider {args.provider} needs --cheap-model (and optionally --capable-model)")
     adapter = build_model_adapter(args.provider, base_url=args.base_url, uses_key=not args.no_key,
-                                  key_loader=key_loader(db))
+                                  key_loader=key_loader(db), network=load_user_config(os.environ).network,
+                                  environ=os.environ)
     route = ModelRoute(provider=args.provider, adapter=adapter, cheap_model=args.cheap_model,
                        capable_model=args.capable_model or args.cheap_model)
     return ModelGateway(db, [route]), str(getattr(adapter, "display_name", args.provider))

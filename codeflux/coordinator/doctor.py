@@ -34,6 +34,7 @@ from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import CodefluxError, ConfinementUnavailableError, InvalidValueError, StoreCorruptError
 from codeflux.domain.providers import ProviderName
 from codeflux.domain.tasks import TERMINAL_TASK_STATES, TaskState
+from codeflux.domain.user_config import PROXY_FROM_ENVIRONMENT
 from codeflux.store.accept_landings import unfinished_landings
 from codeflux.store.connection import open_connection
 from codeflux.store.database import ReadView
@@ -127,15 +128,25 @@ def _check_config_file() -> CheckResult:
     (``start`` and ``run`` would refuse it)."""
     title, path = "config file", config_path(os.environ)
     try:
-        provider = load_user_config(os.environ).provider
+        config = load_user_config(os.environ)
     except InvalidValueError as error:
         return CheckResult(id="config-file", title=title, status=CheckStatus.FAILED, summary=str(error),
                            remediation=f"fix or remove {path} (docs/using.md, \"Config file\")")
     if not path.exists():
         return CheckResult(id="config-file", title=title, status=CheckStatus.OK,
                            summary=f"none at {path} (optional: defaults such as the provider)")
+    provider, network = config.provider, config.network
     what = "sets no provider" if provider is None else f"provider {provider.name}" + (
         f" ({provider.cheap_model})" if provider.cheap_model else "")
+    if network is not None and network.proxy:
+        what += "; provider calls through " + ("the environment's proxy (HTTPS_PROXY, NO_PROXY)"
+                                               if network.proxy == PROXY_FROM_ENVIRONMENT else network.proxy)
+    if network is not None and network.ca_bundle:
+        readable = os.access(network.ca_bundle, os.R_OK)
+        what += f"; extra CA certificates from {network.ca_bundle}" + ("" if readable else " (cannot be read)")
+        if not readable:
+            return CheckResult(id="config-file", title=title, status=CheckStatus.FAILED, summary=f"{path}: {what}",
+                               remediation=f"make {network.ca_bundle} readable or remove [network] ca_bundle")
     return CheckResult(id="config-file", title=title, status=CheckStatus.OK, summary=f"{path}: {what}")
 
 

@@ -8,7 +8,8 @@ Writing stays with the coordinator code that changes an aggregate (one transacti
 - :func:`read_session_head` — the session's last committed sequence (``None`` when there is no such session);
 - :func:`latest_session_event` — the newest event of one of the given kinds;
 - :func:`read_session_graph_facts` — every committed event of one session narrowed to what the execution graph
-  shows, in one query (no payload decoded into its typed event);
+  shows, in one query (no payload decoded into its typed event), and, in the same snapshot, the incidents whose
+  state rows name the task (issue 22: the graph links an incident to the task proposed from it and fixed by it);
 - :func:`read_every_system_event` — the whole system session (coordinator-wide facts, such as endpoint
   approvals), page by page;
 - :data:`SYSTEM_SESSION_ID` — the id of that session.
@@ -19,8 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Final
 
-from codeflux.domain.graph_facts import GraphFact
-from codeflux.store.database import Database
+from codeflux.domain.graph_facts import GraphFact, IncidentLink
+from codeflux.domain.ids import TaskId
+from codeflux.domain.incidents import IncidentState
+from codeflux.store.database import Database, ReadView
 from codeflux.store.events import (
     MAX_PAGE,
     SYSTEM_SESSION_ID,
@@ -32,6 +35,7 @@ from codeflux.store.events import (
     session_head,
 )
 from codeflux.store.graph_facts import read_graph_facts
+from codeflux.store.incidents import incidents_naming_task
 
 __all__ = [
     "MAX_EVENT_PAGE",
@@ -77,9 +81,20 @@ def latest_session_event(db: Database, *, session_id: str, kinds: Sequence[str])
     return db.read(lambda view: latest_event(view, session_id=session_id, kinds=kinds))
 
 
-def read_session_graph_facts(db: Database, session_id: str) -> list[GraphFact]:
-    """Every committed event of ``session_id``, oldest first, as the execution graph reads it (one snapshot)."""
-    return db.read(lambda view: read_graph_facts(view, session_id))
+def read_session_graph_facts(db: Database, session_id: str, task_id: TaskId
+                             ) -> tuple[list[GraphFact], list[IncidentLink]]:
+    """Every committed event of ``session_id`` (the session of ``task_id``), oldest first, as the execution graph
+    reads it, and the incidents whose state rows name ``task_id`` — one snapshot."""
+    def read(view: ReadView) -> tuple[list[GraphFact], list[IncidentLink]]:
+        links = [IncidentLink(incident_id=incident.incident_id.value, summary=incident.fingerprint.summary,
+                              state=incident.state.state.value, occurrences=incident.occurrences,
+                              proposed=any(s.state is IncidentState.TASK_PROPOSED for s in states),
+                              fixed=any(s.state is IncidentState.FIXED for s in states),
+                              regressed=any(s.state is IncidentState.REGRESSED for s in states))
+                 for incident, states in incidents_naming_task(view, task_id)]
+        return read_graph_facts(view, session_id), links
+
+    return db.read(read)
 
 
 def read_every_system_event(db: Database) -> Iterator[JournalEvent]:

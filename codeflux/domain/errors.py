@@ -57,7 +57,8 @@ to these classes by the adapter that met them and chained with ``from``.
     │   ├── EndpointApprovalRequiredError  a non-default provider base URL is not approved yet
     │   ├── DirtyTreeNotAcknowledgedError  uncommitted changes not acknowledged (or changed since)
     │   ├── PlanNotApprovedError         the task's current plan revision has no approval yet
-    │   └── RungApprovalRequiredError    the ladder rung capable:max asks before its first call
+    │   ├── RungApprovalRequiredError    the ladder rung capable:max asks before its first call
+│   └── WatchNotApprovedError        the watched command has no repository approval; nothing ran
     ├── StalledError                     retries are exhausted / circuit broken            (exit 5)
     ├── NotFoundError                    an entity of a kind with an id does not exist     (exit 1)
     ├── ConflictError                    the request conflicts with recorded state         (exit 1)
@@ -98,6 +99,7 @@ to these classes by the adapter that met them and chained with ``from``.
 
 from __future__ import annotations
 
+import shlex
 from typing import Final
 
 __all__ = [
@@ -187,6 +189,7 @@ __all__ = [
     "UncoveredExampleError",
     "UnsafeArgumentError",
     "UsageError",
+    "WatchNotApprovedError",
     "WorkerClosedError",
     "WorkerStartError",
     "WorktreeNotUsableError",
@@ -756,8 +759,8 @@ class EndpointApprovalRequiredError(DecisionNeededError):
 
     def __init__(self, *, provider: str, base_url: str) -> None:
         super().__init__(
-            f"the {provider} endpoint {base_url} is not the default and has not been approved; "
-            "approve that exact base URL first"
+            f"the {provider} endpoint {base_url} is not the default and has not been approved; approve that exact "
+            f"base URL first: `codeflux provider approve-endpoint --name {provider} --base-url {shlex.quote(base_url)}`"
         )
         self.provider = provider
         self.base_url = base_url
@@ -767,9 +770,20 @@ class RungApprovalRequiredError(DecisionNeededError):
     """Ladder rung ``rung`` (``capable:max``) asks before its first call in task ``task_id``."""
 
     def __init__(self, *, task_id: str, rung: str) -> None:
-        super().__init__(f"task {task_id}: the {rung} rung asks before its first call; approve it to spend on it")
+        super().__init__(f"task {task_id}: the {rung} rung asks before its first call; approve it to spend on it: "
+                         f"`codeflux budget approve-rung --task {task_id} --rung {rung}`")
         self.task_id = task_id
         self.rung = rung
+
+
+class WatchNotApprovedError(DecisionNeededError):
+    """``codeflux watch`` found no live repository approval of exactly its command on ``repository`` (the
+    repository's folder name), so nothing ran; ``grant`` says how a person allows it."""
+
+    def __init__(self, *, repository: str, grant: str) -> None:
+        super().__init__(f"the watched command is not allowed for the repository {repository}: {grant}")
+        self.repository = repository
+        self.grant = grant
 
 
 class DirtyTreeNotAcknowledgedError(DecisionNeededError):

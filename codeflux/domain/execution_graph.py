@@ -22,7 +22,9 @@ Edges (:class:`EdgeKind`), always from the earlier node to the later one:
 - ``used``: the target used the source (an attempt its plan revision, a stage verdict the checks before it);
 - ``produced``: the source produced the target (a model call the tool requests after it, an attempt its
   verdicts);
-- ``sent-back``: the source was sent back (a plan revision or an attempt to the decision that sent it back).
+- ``sent-back``: the source was sent back (a plan revision or an attempt to the decision that sent it back);
+- ``fixed-by``: an incident (issue 22) and the landing of the task whose acceptance fixed it
+  (:func:`with_incidents`: incidents are not in the task's journal, so they are joined after the projection).
 
 Where an event does not name what came before it (a tool request does not name its model call), the edge
 follows the journal's order: the model call of the same attempt just before it. That is how codeflux ran
@@ -46,14 +48,14 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Final, NamedTuple
 
 from codeflux.domain.events import EventKind
-from codeflux.domain.graph_facts import FactValue, GraphFact
+from codeflux.domain.graph_facts import FactValue, GraphFact, IncidentLink
 from codeflux.domain.tasks import TaskState
 
 __all__ = [
@@ -70,6 +72,7 @@ __all__ = [
     "graph_dot",
     "graph_json",
     "project_graph",
+    "with_incidents",
 ]
 
 DISCLAIMER: Final = "an explanation of what happened, not evidence that it is right"
@@ -88,6 +91,7 @@ class NodeKind(StrEnum):
     STAGE_VERDICTS = "stage-verdicts"
     EVIDENCE = "evidence"
     DELIVERY = "delivery"
+    INCIDENT = "incident"
 
 
 class EdgeKind(StrEnum):
@@ -95,6 +99,7 @@ class EdgeKind(StrEnum):
     USED = "used"
     PRODUCED = "produced"
     SENT_BACK = "sent-back"
+    FIXED_BY = "fixed-by"
 
 
 # Nodes and edges are named tuples, not dataclasses: a long task's graph has thousands of each, built on every
@@ -165,8 +170,10 @@ NOT_SHOWN_KINDS: Final[Mapping[EventKind, str]] = MappingProxyType({
     EventKind.INCIDENT_RECURRED: "an incident's own record, not a step of a task",
     EventKind.INCIDENT_REGRESSED: "an incident's own record, not a step of a task",
     EventKind.INCIDENT_DISMISSED: "an incident's own record, not a step of a task",
-    EventKind.INCIDENT_TASK_PROPOSED: "an incident's own record; the incident → task link is not drawn yet",
-    EventKind.INCIDENT_FIXED: "an incident's own record; the incident → task link is not drawn yet",
+    EventKind.INCIDENT_TASK_PROPOSED: "an incident's own record; the incident → task link is drawn from the "
+                                      "incident's state rows",
+    EventKind.INCIDENT_FIXED: "an incident's own record; the incident → task link is drawn from the incident's "
+                              "state rows",
 })
 """Every event kind the graph leaves out, with why."""
 
@@ -579,6 +586,32 @@ def project_graph(task_id: str, facts: Iterable[GraphFact]) -> ExecutionGraph:
                         for kind, count in sorted(left_out.items())))
 
 
+def with_incidents(graph: ExecutionGraph, links: Iterable[IncidentLink]) -> ExecutionGraph:
+    """``graph`` with a node per incident linked to its task: the incident came before the task (it is drawn at
+    sequence 0, no event of the task made it), ``caused`` the task when the task was proposed from it, and points
+    ``fixed-by`` at the task's landing when accepting the task fixed it. Incidents live outside the task's journal
+    (codeflux/store/incidents.py), so they join the graph here, after the projection; ``through_sequence`` still
+    counts the task's events only."""
+    task = f"task:{graph.task_id}"
+    landings = [node.id for node in graph.nodes if node.kind is NodeKind.DELIVERY and node.label.startswith("landed")]
+    nodes, edges = list(graph.nodes), set(graph.edges)
+    for link in sorted(links, key=attrgetter("incident_id")):
+        node = f"incident:{link.incident_id}"
+        said = [f"now {link.state}", f"{link.occurrences} occurrence(s)"]
+        said += ["this task was proposed from it"] if link.proposed else []
+        said += ["accepting this task fixed it"] if link.fixed else []
+        said += ["seen again after this task's fix (regressed)"] if link.regressed else []
+        label = _cut(f"incident: {link.summary}")
+        nodes.append(GraphNode(node, NodeKind.INCIDENT, 0, label if len(label) <= 60 else label[:59] + "…",
+                               "; ".join(said), ()))
+        if link.proposed or not (link.fixed and landings):
+            edges.add(GraphEdge(node, task, EdgeKind.CAUSED))
+        if link.fixed and landings:
+            edges.add(GraphEdge(node, landings[-1], EdgeKind.FIXED_BY))
+    return replace(graph, nodes=tuple(sorted(nodes, key=attrgetter("sequence"))),
+                               edges=tuple(sorted(edges)))
+
+
 # ─── renderings ─────────────────────────────────────────────────────────────────────────────────────
 
 
@@ -623,7 +656,7 @@ _DOT_SHAPES: Final[Mapping[NodeKind, str]] = MappingProxyType({
     NodeKind.TASK: "house", NodeKind.PLAN_REVISION: "note", NodeKind.ATTEMPT: "box3d",
     NodeKind.MODEL_CALL: "ellipse", NodeKind.TOOL_REQUEST: "box", NodeKind.DECISION: "diamond",
     NodeKind.EXECUTION: "component", NodeKind.CHECK: "box", NodeKind.STAGE_VERDICTS: "folder",
-    NodeKind.EVIDENCE: "cylinder", NodeKind.DELIVERY: "doubleoctagon",
+    NodeKind.EVIDENCE: "cylinder", NodeKind.DELIVERY: "doubleoctagon", NodeKind.INCIDENT: "octagon",
 })
 
 

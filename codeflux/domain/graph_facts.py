@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, NamedTuple, TypeAlias
 
 from codeflux.domain.events import DecodedEvent, EventKind, UnknownEvent
 
-__all__ = ["FACT_SLOTS", "GRAPH_FIELDS", "FactValue", "GraphFact", "fact_value", "graph_facts_of_events"]
+__all__ = ["FACT_SLOTS", "GRAPH_FIELDS", "FactValue", "GraphFact", "IncidentLink", "fact_value",
+           "graph_facts_of_events"]
 
 FactValue: TypeAlias = str | int | float | None
 
@@ -112,3 +114,17 @@ def graph_facts_of_events(events: Iterable[tuple[int, DecodedEvent]]) -> Iterato
     for sequence, event in events:
         kind = event.kind if isinstance(event, UnknownEvent) else event.KIND.value
         yield GraphFact(sequence, kind, *_values(kind, event.to_payload()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IncidentLink:
+    """An incident whose state rows name the task: ``proposed`` (the task was proposed from it), ``fixed`` (its
+    acceptance fixed it), ``regressed`` (it was seen again after that fix); ``summary`` is the fingerprint's line."""
+
+    incident_id: str
+    summary: str
+    state: str
+    occurrences: int
+    proposed: bool
+    fixed: bool
+    regressed: bool

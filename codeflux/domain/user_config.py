@@ -10,6 +10,15 @@ no secrets (a key in it is refused: keys live in the OS credential store or the 
     capable_model = "claude-sonnet-4-5"  # optional; default: the cheap one
     base_url = "http://127.0.0.1:4000/v1"  # openai-compatible only (a non-default URL is still approved per run)
 
+    [network]                          # provider calls only (nothing else codeflux does uses the network)
+    proxy = "environment"              # "environment": HTTPS_PROXY/HTTP_PROXY and NO_PROXY; or "http://proxy:3128"
+    ca_bundle = "/etc/ssl/corp-ca.pem" # PEM certificates trusted besides the usual ones (a TLS-inspecting proxy)
+
+Without ``[network]`` a provider call goes straight to its endpoint: proxy variables are ignored (a prompt and a key
+go only where the user approved). A proxy changes the route, not the destination: the endpoint approval still
+names the provider's host. A proxy URL with a user or password is refused here (credentials do not belong in this
+file; put them in ``HTTPS_PROXY`` and say ``proxy = "environment"``).
+
 Anything else — an unknown table or key, a value of the wrong type — is refused with the key's name, so a typo never
 silently falls back to a default. Parsing is pure (:mod:`tomllib`); reading the file is the CLI's.
 """
@@ -19,13 +28,18 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import urlsplit
 
 from codeflux.domain.errors import InvalidValueError
 
-__all__ = ["CONFIG_PROVIDERS", "ConfiguredProvider", "UserConfig", "parse_user_config"]
+__all__ = ["CONFIG_PROVIDERS", "PROXY_FROM_ENVIRONMENT", "ConfiguredNetwork", "ConfiguredProvider", "UserConfig",
+           "parse_user_config"]
 
 CONFIG_PROVIDERS: Final = ("scripted", "anthropic", "openai", "openai-compatible")
 _PROVIDER_KEYS: Final = frozenset({"name", "cheap_model", "capable_model", "base_url"})
+_NETWORK_KEYS: Final = frozenset({"proxy", "ca_bundle"})
+_TABLES: Final = ("provider", "network")
+PROXY_FROM_ENVIRONMENT: Final = "environment"
 _SECRET_LOOKING: Final = ("key", "token", "secret", "password")
 _MAX_TEXT: Final = 512
 
@@ -41,35 +55,79 @@ class ConfiguredProvider:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ConfiguredNetwork:
+    """The ``[network]`` table: ``proxy`` is empty (none), :data:`PROXY_FROM_ENVIRONMENT` or a proxy URL;
+    ``ca_bundle`` an absolute path of a PEM file, or empty."""
+
+    proxy: str = ""
+    ca_bundle: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class UserConfig:
-    """What the config file sets (``provider`` None: it names none)."""
+    """What the config file sets (``provider`` None: it names none; ``network`` None: no ``[network]`` table)."""
 
     provider: ConfiguredProvider | None = None
+    network: ConfiguredNetwork | None = None
 
 
 def _refuse(where: str, reason: str) -> InvalidValueError:
     return InvalidValueError(kind=f"setting {where}", reason=reason)
 
 
-def _text(table: dict[str, object], key: str) -> str:
+def _text(table: dict[str, object], key: str, *, where: str = "provider") -> str:
     value = table.get(key, "")
     if not isinstance(value, str):
-        raise _refuse(f"[provider] {key}", "must be a string in quotes")
+        raise _refuse(f"[{where}] {key}", "must be a string in quotes")
     if len(value) > _MAX_TEXT or any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
-        raise _refuse(f"[provider] {key}", f"must be one line of at most {_MAX_TEXT} characters")
+        raise _refuse(f"[{where}] {key}", f"must be one line of at most {_MAX_TEXT} characters")
     return value.strip()
 
 
-def _provider(table: object) -> ConfiguredProvider:
+def _table(name: str, table: object, known: frozenset[str]) -> dict[str, object]:
+    """``table`` when it is a table holding only ``known`` keys, else the refusal naming the key."""
     if not isinstance(table, dict):
-        raise _refuse("[provider]", "must be a table ([provider] on its own line, then key = value lines)")
+        raise _refuse(f"[{name}]", f"must be a table ([{name}] on its own line, then key = value lines)")
     for key in table:
         if any(word in key.lower() for word in _SECRET_LOOKING):
-            raise _refuse(f"[provider] {key}", "keys do not belong in the config file: use `codeflux provider set` or "
+            raise _refuse(f"[{name}] {key}", "keys do not belong in the config file: use `codeflux provider set` or "
                           "the provider's environment variable (never stored)")
-        if key not in _PROVIDER_KEYS:
-            known = ", ".join(sorted(_PROVIDER_KEYS))
-            raise _refuse(f"[provider] {key}", f"not a setting codeflux knows (known: {known})")
+        if key not in known:
+            raise _refuse(f"[{name}] {key}", f"not a setting codeflux knows (known: {', '.join(sorted(known))})")
+    return table
+
+
+def _proxy(value: str) -> str:
+    if value in ("", PROXY_FROM_ENVIRONMENT):
+        return value
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        raise _refuse("[network] proxy", "is not a URL (expected \"environment\" or e.g. \"http://proxy:3128\")"
+                      ) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _refuse("[network] proxy", "must be \"environment\" or an http:// or https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise _refuse("[network] proxy", "holds a user or password: credentials do not belong in the config file; "
+                      "put the URL in HTTPS_PROXY and say proxy = \"environment\"")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise _refuse("[network] proxy", "must be scheme://host[:port] only (no path, query or fragment)")
+    return f"{parts.scheme}://{parts.hostname if ':' not in parts.hostname else f'[{parts.hostname}]'}" + (
+        f":{port}" if port is not None else "")
+
+
+def _network(table: object) -> ConfiguredNetwork:
+    checked = _table("network", table, _NETWORK_KEYS)
+    bundle = _text(checked, "ca_bundle", where="network")
+    if bundle and not bundle.startswith("/"):
+        raise _refuse("[network] ca_bundle", "must be an absolute path (it is read by the coordinator, whatever its "
+                      "working directory)")
+    return ConfiguredNetwork(proxy=_proxy(_text(checked, "proxy", where="network")), ca_bundle=bundle)
+
+
+def _provider(table: object) -> ConfiguredProvider:
+    table = _table("provider", table, _PROVIDER_KEYS)
     name = _text(table, "name")
     if name not in CONFIG_PROVIDERS:
         raise _refuse("[provider] name", f"must be one of {', '.join(CONFIG_PROVIDERS)}")
@@ -91,6 +149,7 @@ def parse_user_config(text: str) -> UserConfig:
     except tomllib.TOMLDecodeError as error:
         raise _refuse("syntax", str(error)) from None
     for key in document:
-        if key != "provider":
-            raise _refuse(key, "not a setting codeflux knows (known tables: [provider])")
-    return UserConfig(provider=_provider(document["provider"]) if "provider" in document else None)
+        if key not in _TABLES:
+            raise _refuse(key, f"not a setting codeflux knows (known tables: {', '.join(f'[{t}]' for t in _TABLES)})")
+    return UserConfig(provider=_provider(document["provider"]) if "provider" in document else None,
+                      network=_network(document["network"]) if "network" in document else None)

@@ -1,7 +1,10 @@
 """HTTP for provider adapters: one hardened httpx client, bounded reads, retries, and error mapping.
 
 - ``trust_env=False``: proxy variables, ``.netrc`` and ``SSL_CERT_*`` from the environment are ignored;
-  a prompt and a key go straight to the endpoint the user approved.
+  a prompt and a key go straight to the endpoint the user approved — unless the config file's ``[network]``
+  table opts in (:mod:`codeflux.providers.network` resolves it into :attr:`HttpPolicy.proxy_url` and
+  :attr:`HttpPolicy.ca_bundle`): a proxy changes the route, never the endpoint, and a CA bundle adds trusted
+  certificates to the usual ones (certifi's). A certificate the client does not trust is refused, saying so.
 - ``follow_redirects=False``: a 3xx answer is refused (:class:`ProviderReplyInvalidError`, problem
   ``redirect``) and its ``Location`` is never shown.
 - Bounded: a JSON body above :attr:`HttpPolicy.max_response_bytes`, a stream above
@@ -51,6 +54,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -62,6 +66,7 @@ import httpx
 
 from codeflux.domain.errors import (
     ContextTooLongError,
+    InvalidValueError,
     ProviderError,
     ProviderOutcomeUnknownError,
     ProviderRejectedError,
@@ -91,6 +96,8 @@ REQUEST_ID_HEADERS: Final = (
     "x-amzn-requestid", "x-amz-request-id", "x-ms-request-id", "apim-request-id", "x-correlation-id",
 )  # fmt: skip
 _REQUEST_ID: Final = re.compile(r"[\x21-\x7e]{1,256}")
+_UNTRUSTED: Final = ("the request was not sent: the server's TLS certificate is not trusted (a TLS-inspecting "
+                     "proxy or a private CA needs its certificates in the config file's [network] ca_bundle)")
 _NO_V1_HINT: Final = ("; the base URL has no /v1 — OpenAI-compatible servers (LiteLLM, vLLM, Ollama) serve "
                       "under it, e.g. http://127.0.0.1:4000/v1")
 
@@ -114,6 +121,10 @@ class HttpPolicy:
     retry_after_cap_s: float = 60.0
     backoff_base_s: float = 0.5
     backoff_cap_s: float = 20.0
+    proxy_url: str | None = None
+    """The proxy every request of this adapter goes through (None: straight to the endpoint)."""
+    ca_bundle: str | None = None
+    """A PEM file of certificates trusted besides certifi's (None: certifi's only)."""
 
 
 class ProviderResponse:
@@ -195,7 +206,9 @@ class ProviderHttp:
             write=self._policy.write_timeout_s,
             pool=self._policy.connect_timeout_s,
         )
-        self._client: httpx.Client | None = httpx.Client(trust_env=False, follow_redirects=False, timeout=timeout)
+        self._client: httpx.Client | None = httpx.Client(
+            trust_env=False, follow_redirects=False, timeout=timeout, proxy=self._policy.proxy_url,
+            verify=_trusted(self._policy.ca_bundle))
 
     @property
     def policy(self) -> HttpPolicy:
@@ -209,6 +222,15 @@ class ProviderHttp:
 
     def post(self, url: str, *, headers: Mapping[str, str], body: bytes, read: Callable[[ProviderResponse], T]) -> T:
         """POST ``body`` to ``url`` with retries as documented, and give a 2xx response to ``read``."""
+        return self._send("POST", url, headers=headers, body=body, read=read)
+
+    def get(self, url: str, *, headers: Mapping[str, str], read: Callable[[ProviderResponse], T]) -> T:
+        """GET ``url`` with the same retries, limits and error mapping as :meth:`post` (``provider test --live``
+        lists models this way: a request that costs nothing)."""
+        return self._send("GET", url, headers=headers, body=b"", read=read)
+
+    def _send(self, method: str, url: str, *, headers: Mapping[str, str], body: bytes,
+              read: Callable[[ProviderResponse], T]) -> T:
         client = self._client
         if client is None:
             raise ProviderUnavailableError(
@@ -227,7 +249,7 @@ class ProviderHttp:
         waited = 0.0
         while True:
             attempt += 1
-            outcome = self._attempt(client, url, headers=headers, body=body, read=read, deadline=deadline)
+            outcome = self._attempt(client, method, url, headers=headers, body=body, read=read, deadline=deadline)
             if not isinstance(outcome, _Retry):
                 return outcome
             limit = policy.max_attempts if outcome.status is not None else min(policy.max_attempts,
@@ -244,6 +266,7 @@ class ProviderHttp:
     def _attempt(
         self,
         client: httpx.Client,
+        method: str,
         url: str,
         *,
         headers: Mapping[str, str],
@@ -252,8 +275,11 @@ class ProviderHttp:
         deadline: float,
     ) -> T | _Retry:
         try:
-            response = client.send(client.build_request("POST", url, headers=dict(headers), content=body), stream=True)
+            request = client.build_request(method, url, headers=dict(headers), content=body if body else None)
+            response = client.send(request, stream=True)
         except _NOT_SENT as exc:
+            if _untrusted_certificate(exc):  # the same certificate again would be refused again: no retry
+                return _Retry(provider=self._provider, reason=_UNTRUSTED, status=None, final_now=True)
             return _Retry(provider=self._provider, reason=f"cannot connect ({type(exc).__name__})", status=None)
         except httpx.HTTPError as exc:
             raise provider_error_for(exc, provider=self._provider) from exc
@@ -404,6 +430,30 @@ def _invalid(provider: str, problem: str, detail: str, *, processed: bool) -> Pr
     )
 
 
+def _trusted(ca_bundle: str | None) -> ssl.SSLContext | bool:
+    """What the client verifies certificates against: certifi's roots, plus ``ca_bundle``'s when given (a file
+    that cannot be read or holds no certificate is refused here, naming the setting)."""
+    if ca_bundle is None:
+        return True
+    context = httpx.create_ssl_context(verify=True, trust_env=False)  # certifi's roots, as httpx's default
+    try:
+        context.load_verify_locations(cafile=ca_bundle)
+    except (OSError, ssl.SSLError) as error:
+        raise InvalidValueError(kind="setting [network] ca_bundle",
+                                reason=f"{ca_bundle} cannot be used as PEM certificates ({type(error).__name__})"
+                                ) from None
+    return context
+
+
+def _untrusted_certificate(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def provider_error_for(exc: httpx.HTTPError | httpx.InvalidURL, *, provider: str) -> ProviderError:
     """The codeflux error for an httpx exception met while calling ``provider`` (the caller chains it).
 
@@ -412,6 +462,9 @@ def provider_error_for(exc: httpx.HTTPError | httpx.InvalidURL, *, provider: str
     after sending began → outcome unknown.
     """
     name = type(exc).__name__
+    if isinstance(exc, httpx.ConnectError) and _untrusted_certificate(exc):
+        return ProviderUnavailableError(provider=provider, reason=_UNTRUSTED, status=None, attempts=1,
+                                        retry_after_s=None)
     if isinstance(exc, (*_NOT_SENT, httpx.UnsupportedProtocol, httpx.LocalProtocolError, httpx.InvalidURL)):
         reason = f"the request could not be sent ({name})"
         return ProviderUnavailableError(provider=provider, reason=reason, status=None, attempts=1, retry_after_s=None)

@@ -4,7 +4,8 @@ The events are read in one query (a snapshot of the journal), each narrowed to t
 (:func:`~codeflux.coordinator.journal.read_session_graph_facts`: no payload is decoded into its typed event), and
 projected by :func:`codeflux.domain.execution_graph.project_graph`: same events, same graph. The reply carries the
 disclaimer "an explanation of what happened, not evidence that it is right"; no gate reads the graph. An unknown task
-is NOT_FOUND (as for every task read).
+is NOT_FOUND (as for every task read). Incidents whose state rows name the task (issue 22: proposed it, fixed by
+it) join the graph as nodes before the task (:func:`~codeflux.domain.execution_graph.with_incidents`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from google.protobuf.message import Message
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.journal import read_session_graph_facts
-from codeflux.domain.execution_graph import ExecutionGraph, project_graph
+from codeflux.domain.execution_graph import ExecutionGraph, project_graph, with_incidents
 from codeflux.domain.ids import TaskId
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import parse_task_id
@@ -28,9 +29,10 @@ _SERVICE: Final = "TaskService"
 
 
 def task_graph(app: CoordinatorApp, task_id: TaskId) -> ExecutionGraph:
-    """The graph of ``task_id`` through its last committed event."""
+    """The graph of ``task_id`` through its last committed event, with the incidents that name it."""
     session = task_service(app).show(task_id).task.session_id  # NOT_FOUND for an unknown task
-    return project_graph(task_id.value, read_session_graph_facts(app.db, session))
+    facts, incidents = read_session_graph_facts(app.db, session, task_id)
+    return with_incidents(project_graph(task_id.value, facts), incidents)
 
 
 def graph_view(graph: ExecutionGraph) -> pb.TaskGraph:

@@ -12,10 +12,19 @@
   ``task-proposed`` state in one transaction (:meth:`TaskService.create_task`'s ``also``). Proposal, never action:
   the task is a draft; it runs only after a person approves its plan. Accepting it makes the incident ``fixed``
   (in the accept's transaction, :func:`codeflux.coordinator.incidents.record_incidents_fixed`).
+* ``WatchTick`` (mutating) — one tick of ``codeflux watch`` (:mod:`codeflux.coordinator.runs.watch`): the check
+  command, allowed for the repository, runs confined on a fresh scratch copy of the branch's HEAD; a failing run is
+  reported as above (source ``watch``) and, when that leaves the incident ``new`` or ``regressed``, proposes one
+  draft task exactly as ``Propose`` does (the command as its acceptance example). A later tick failing the same
+  way only counts an occurrence: the incident is ``task-proposed`` then, so one failure makes one proposal. With
+  ``auto_plan`` the draft gets ``budget`` as its hard limit and its plan is drafted through the coordinator's
+  gateway in this call (every planning call reserved against that budget), then it waits for plan approval.
 """
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
 from typing import Final
 
 from google.protobuf.message import Message
@@ -23,9 +32,11 @@ from google.protobuf.message import Message
 from codeflux.api.v1 import incidents_pb2 as pb
 from codeflux.coordinator import incidents as coordinator
 from codeflux.coordinator.incidents import IncidentDetail, ReportedRepository
+from codeflux.coordinator.runs.watch import run_watch_tick
+from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.model_access import pin_new_task
-from codeflux.domain.errors import InvalidValueError, RepositoryNotUsableError
-from codeflux.domain.ids import IncidentId, RepositoryId
+from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, InvalidValueError, RepositoryNotUsableError
+from codeflux.domain.ids import IncidentId, RepositoryId, TaskId
 from codeflux.domain.incidents import (
     MAX_INCIDENT_TEXT_CHARS,
     Incident,
@@ -34,10 +45,13 @@ from codeflux.domain.incidents import (
     draft_incident_requirement,
     parse_dismiss_reason,
 )
+from codeflux.domain.money import USD, Money
+from codeflux.domain.watch import WatchTickOutcome
 from codeflux.gitwork.tracked_paths import tracked_paths_at_head
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import mutation_of, parse_request_id
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
+from codeflux.services.tasks import draft_plan
 from codeflux.services.views import rfc3339_of_us as _iso
 from codeflux.services.views import task_service
 from codeflux.services.workspace import inspect_path
@@ -110,6 +124,85 @@ def _known_repository(app: CoordinatorApp, root: str) -> RepositoryId | None:
     return coordinator.known_repository_id(app.db, inspect_path(root).identity)
 
 
+def _report(app: CoordinatorApp, *, root: str, text: str, source: IncidentSource,
+            key: str) -> coordinator.IncidentReport:
+    snapshot = inspect_path(root)
+    repository = ReportedRepository(root=snapshot.root, identity=snapshot.identity,
+                                    root_commits=tuple(snapshot.root_commits))
+    return coordinator.report_incident(app.db, snapshot=repository, repository_files=tracked_paths_at_head(
+        snapshot.root), text=text, source=source, idempotency_key=key)
+
+
+def _propose(app: CoordinatorApp, incident_id: IncidentId, *, check: str | None, acknowledged: str | None,
+             key: str) -> tuple[TaskId, str]:
+    """A draft task drafted from ``incident_id``, created with the incident's ``task-proposed`` state in one
+    transaction; returns the task and its requirement."""
+    detail = coordinator.show_incident(app.db, incident_id, occurrences=1)
+    incident = detail.incident
+    snapshot = inspect_path(incident.repository_root)
+    if coordinator.known_repository_id(app.db, snapshot.identity) != incident.repository_id:
+        raise RepositoryNotUsableError(path="the incident's repository root", problem="not-a-repository",
+                                      detail="the checkout there is another repository now")
+    requirement = draft_incident_requirement(incident, newest_text=detail.occurrences[0].redacted_text, check=check)
+    title = f"Fix {incident.fingerprint.summary}"
+    change = task_service(app).create_task(
+        snapshot, requirement, title=title if len(title) <= 80 else title[:79] + "…",
+        acknowledged_dirty_hash=acknowledged, idempotency_key=key,
+        also=pin_new_task(app.models, lambda tx, task_id: [  # the task pins the provider in force
+            coordinator.record_task_proposed(tx, incident_id, task_id, at_us=now_us())]))
+    return change.task_id, requirement
+
+
+def _budget(text: str) -> Money:
+    if not text.strip():
+        raise InvalidValueError(kind="watch budget", reason="auto_plan needs a budget (an exact decimal in USD)")
+    return Money.parse_decimal(text.strip(), currency=USD)
+
+
+def _watch_tick(app: CoordinatorApp, ctx: CallContext, request: pb.WatchTickRequest) -> pb.WatchTickReply:
+    mutation = mutation_of(ctx, "WatchTick", request.control)
+    budget = _budget(request.budget) if request.auto_plan else None
+    snapshot = inspect_path(request.repository_root)
+    tick = run_watch_tick(app.db, data_dir=app.location.directory, snapshot=snapshot, argv=list(request.argv))
+    reply = pb.WatchTickReply(outcome=tick.outcome.value, head=tick.head, exit_code=tick.exit_code or 0,
+                              approval_id=tick.approval_id, confinement=tick.confinement,
+                              duration_ms=tick.duration_ms)
+    if tick.outcome is WatchTickOutcome.PASSED:
+        return reply
+    text = tick.output if tick.output.strip() else f"the watched command exited with status {tick.exit_code}"
+    if len(text) > MAX_INCIDENT_TEXT_CHARS:
+        text = text[-MAX_INCIDENT_TEXT_CHARS:]
+    report = _report(app, root=str(Path(snapshot.root)), text=text, source=IncidentSource.WATCH,
+                     key=f"{mutation.key}:report")
+    reply.incident.CopyFrom(incident_view(report.incident))
+    reply.incident_created = report.created
+    state = report.incident.state.state
+    if state not in (IncidentState.NEW, IncidentState.REGRESSED):
+        reply.proposal_note = (f"the incident is {state.value}" + (
+            f" (task {report.incident.state.task_id.value})" if report.incident.state.task_id else "")
+            + "; no new proposal")
+        return reply
+    try:
+        task_id, requirement = _propose(app, report.incident.incident_id, check=shlex.join(request.argv),
+                                        acknowledged=request.acknowledged_dirty_hash or None,
+                                        key=f"{mutation.key}:propose")
+    except DirtyTreeNotAcknowledgedError as error:
+        reply.proposal_note = (f"no task proposed: the checkout has {error.change_count} uncommitted change(s) "
+                               f"not acknowledged (list {error.current_hash}); the next failing tick tries again")
+        return reply
+    reply.proposed_task_id, reply.requirement = task_id.value, requirement
+    reply.incident.CopyFrom(incident_view(coordinator.show_incident(app.db, report.incident.incident_id).incident))
+    if budget is not None:
+        budgets = BudgetService(app.db)
+        budgets.set_budget(task_id, hard_limit=budget, expected_revision=None, idempotency_key=f"{mutation.key}:budget")
+        draft_plan(app, task_id, key=f"{mutation.key}:plan")
+        plan = task_service(app).show(task_id).plan
+        reply.plan_revision = 0 if plan is None else plan.revision
+        summary = budgets.summary(task_id)
+        reply.planning_spent_minor = (summary.spent_known + summary.reserved_known).minor
+    return reply
+
+
 def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamMethod[Message, Message]]:
 
     def report(ctx: CallContext, request: pb.ReportIncidentRequest) -> pb.IncidentReport:
@@ -119,11 +212,7 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
             raise InvalidValueError(kind="incident text", reason="it is empty; give a traceback or a log excerpt")
         if len(request.text) > MAX_INCIDENT_TEXT_CHARS:
             raise InvalidValueError(kind="incident text", reason=f"at most {MAX_INCIDENT_TEXT_CHARS} characters")
-        snapshot = inspect_path(request.repository_root)
-        repository = ReportedRepository(root=snapshot.root, identity=snapshot.identity,
-                                        root_commits=tuple(snapshot.root_commits))
-        done = coordinator.report_incident(app.db, snapshot=repository, repository_files=tracked_paths_at_head(
-            snapshot.root), text=request.text, source=source, idempotency_key=mutation.key)
+        done = _report(app, root=request.repository_root, text=request.text, source=source, key=mutation.key)
         return pb.IncidentReport(incident=incident_view(done.incident), created=done.created,
                                  regressed=done.regressed, occurrence_id=done.occurrence_id)
 
@@ -155,23 +244,10 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
     def propose(ctx: CallContext, request: pb.ProposeIncidentTaskRequest) -> pb.IncidentProposal:
         mutation = mutation_of(ctx, "Propose", request.control)
         incident_id = parse_incident_id(request.incident_id)
-        check = _check(request.check)
-        detail = coordinator.show_incident(app.db, incident_id, occurrences=1)
-        incident = detail.incident
-        snapshot = inspect_path(incident.repository_root)
-        if coordinator.known_repository_id(app.db, snapshot.identity) != incident.repository_id:
-            raise RepositoryNotUsableError(path="the incident's repository root", problem="not-a-repository",
-                                          detail="the checkout there is another repository now")
-        requirement = draft_incident_requirement(incident, newest_text=detail.occurrences[0].redacted_text,
-                                                 check=check)
-        title = f"Fix {incident.fingerprint.summary}"
-        change = task_service(app).create_task(
-            snapshot, requirement, title=title if len(title) <= 80 else title[:79] + "…",
-            acknowledged_dirty_hash=request.acknowledged_dirty_hash or None, idempotency_key=mutation.key,
-            also=pin_new_task(app.models, lambda tx, task_id: [
-                coordinator.record_task_proposed(tx, incident_id, task_id, at_us=now_us())]))
+        task_id, requirement = _propose(app, incident_id, check=_check(request.check),
+                                        acknowledged=request.acknowledged_dirty_hash or None, key=mutation.key)
         return pb.IncidentProposal(detail=detail_view(coordinator.show_incident(app.db, incident_id)),
-                                   task_id=change.task_id.value, requirement=requirement)
+                                   task_id=task_id.value, requirement=requirement)
 
     return [
         UnaryMethod(name=method_name(_SERVICE, "Report"), request_type=pb.ReportIncidentRequest,
@@ -184,4 +260,7 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
                     response_type=pb.IncidentDetail, handler=dismiss, mutating=True),
         UnaryMethod(name=method_name(_SERVICE, "Propose"), request_type=pb.ProposeIncidentTaskRequest,
                     response_type=pb.IncidentProposal, handler=propose, mutating=True),
+        UnaryMethod(name=method_name(_SERVICE, "WatchTick"), request_type=pb.WatchTickRequest,
+                    response_type=pb.WatchTickReply, handler=lambda ctx, request: _watch_tick(app, ctx, request),
+                    mutating=True),
     ]

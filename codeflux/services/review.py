@@ -345,16 +345,20 @@ def review_view(app: CoordinatorApp, task_id: TaskId) -> pb.ReviewView:
         changes_what_runs=[pb.WhatRunsChangeView(path=flag.path, reason=flag.reason)
                            for flag in changes_what_runs(f.path for f in diff.files)],
         budget=budget_view(app, task_id), atoms=_atom_views(section),
-        line_notes=[] if attempt is None else _line_notes(app, task_id, attempt.attempt, rows))
+        line_notes=[] if attempt is None else _line_notes(app, task_id, attempt.attempt, rows,
+                                                          [f.path for f in diff.files]))
 
 
-def _line_notes(app: CoordinatorApp, task_id: TaskId, attempt: int, rows: Sequence[LedgerRow]
-                ) -> list[pb.LineNoteView]:
-    """The attempt's obligations and uncovered arcs at their lines (:mod:`codeflux.domain.pipeline.line_notes`)."""
+def _line_notes(app: CoordinatorApp, task_id: TaskId, attempt: int, rows: Sequence[LedgerRow],
+                paths: Sequence[str]) -> list[pb.LineNoteView]:
+    """The attempt's obligations, uncovered arcs, surviving mutants and findings at their lines
+    (:mod:`codeflux.domain.pipeline.line_notes`)."""
     coverage = next((row.evidence for row in rows if row.verdict.stage is StageName.PATH_COVERAGE), None)
+    evidence = {row.verdict.stage.value: row.evidence for row in rows
+                if row.verdict.stage is not StageName.PATH_COVERAGE}
+    notes = line_notes(_tasks(app).obligations(task_id, attempt), coverage, stage_evidence=evidence, paths=paths)
     return [pb.LineNoteView(path=note.path, line=note.line, kind=note.kind, subject=note.subject, state=note.state,
-                            text=note.text)
-            for note in line_notes(_tasks(app).obligations(task_id, attempt), coverage)][:MAX_LINE_NOTES]
+                            text=note.text) for note in notes][:MAX_LINE_NOTES]
 
 
 def stage_views(app: CoordinatorApp, task_id: TaskId, attempt: int) -> pb.ListStagesReply:

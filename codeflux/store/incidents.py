@@ -34,6 +34,7 @@ __all__ = [
     "incident_by_id",
     "incident_occurrences",
     "incident_states",
+    "incidents_naming_task",
     "incidents_proposed_to",
     "insert_incident",
     "insert_incident_state",
@@ -172,3 +173,14 @@ def incidents_proposed_to(view: ReadView, task_id: TaskId) -> list[Incident]:
     rows = view.query_all(f"SELECT {_INCIDENT}{_FROM} WHERE s.state = ? AND s.task_id = ? ORDER BY i.id",
                           (IncidentState.TASK_PROPOSED.value, task_id.value))
     return [_incident(row) for row in rows]
+
+
+def incidents_naming_task(view: ReadView, task_id: TaskId) -> list[tuple[Incident, list[IncidentStateEntry]]]:
+    """Every incident one of whose state rows names ``task_id`` (proposed it, fixed by it, regressed after it),
+    with those rows, first first; incidents by id."""
+    rows = view.query_all("SELECT incident_id, sequence, state, actor, reason, task_id, recorded_at_us"
+                          " FROM incident_states WHERE task_id = ? ORDER BY incident_id, sequence", (task_id.value,))
+    named: dict[str, list[IncidentStateEntry]] = {}
+    for row in rows:
+        named.setdefault(str(row[0]), []).append(_state(row, 1))
+    return [(incident_by_id(view, IncidentId.parse(incident)), states) for incident, states in named.items()]

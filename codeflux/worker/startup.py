@@ -27,7 +27,7 @@ _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _FIELDS: Final = frozenset({"protocol", "socket_path", "lease_id", "lease_token", "worktree", "task_id",
                             "lease_interval_ms", "base_commit", "confinement"})
 _BOX_FIELDS: Final = frozenset({"mode", "bubblewrap", "hidden", "readonly", "git_common_dir", "git_admin_dir",
-                                 "tools"})
+                                 "tools", "worktree_readonly"})
 _KIND: Final = "worker startup configuration"
 
 
@@ -98,6 +98,8 @@ class BoxRequest:
     git_admin_dir: Path | None
     tools: Path | None = None
     """codeflux's check-tool overlays (``<data>/tools``), shown read-only inside the hidden data directory."""
+    worktree_readonly: bool = False
+    """The worktree is shown read-only (a watch's scratch copy of a commit): only HOME and TMPDIR are writable."""
 
 
 def _box(document: object) -> BoxRequest:
@@ -115,7 +117,15 @@ def _box(document: object) -> BoxRequest:
         raise InvalidValueError(kind=_KIND, reason="confinement.git_admin_dir must lie in git_common_dir/worktrees")
     return BoxRequest(mode=mode, bubblewrap=None if bubblewrap is None else str(bubblewrap),
                       hidden=_absolute_list(document, "hidden"), readonly=_absolute_list(document, "readonly"),
-                      git_common_dir=common, git_admin_dir=admin, tools=_maybe_absolute(document, "tools"))
+                      git_common_dir=common, git_admin_dir=admin, tools=_maybe_absolute(document, "tools"),
+                      worktree_readonly=_flag(document, "worktree_readonly"))
+
+
+def _flag(document: dict[str, object], name: str) -> bool:
+    value = document[name]
+    if not isinstance(value, bool):
+        raise InvalidValueError(kind=_KIND, reason=f"confinement.{name} must be true or false")
+    return value
 
 
 def _maybe_absolute(document: dict[str, object], name: str) -> Path | None:

@@ -38,7 +38,9 @@ def test_the_incidents_screen_counts_a_repeated_failure_dismisses_one_and_propos
         open_repository(repo))
     app = served_page
     app.page.goto(f"{app.origin}/incidents")  # the screen's own address (the tab keeps its page key)
-    expect(app.testid("incidents-scope")).to_contain_text("does not watch", timeout=MS)
+    expect(app.testid("incidents-scope")).to_contain_text("does not watch logs", timeout=MS)
+    expect(app.testid("incidents-scope")).to_contain_text("branch's HEAD (the last commit) — never on your "
+                                                          "uncommitted changes", timeout=MS)
     expect(app.testid("incident-repository")).to_have_value(str(repo), timeout=MS)
     expect(app.testid("incidents-empty")).to_be_visible()
 

@@ -87,6 +87,14 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     allow_once_until_review(app)
     task_state(app, "awaiting-review")
     expect(app.testid("needs-you-review")).to_be_visible(timeout=MS)
+    # a pipeline step's verdicts: what did not pass named with its phase, every stage grouped under the phases' names
+    checks = app.testid("timeline").get_by_test_id("stages-card").last
+    expect(checks.get_by_test_id("stages-notable")).to_contain_text("atom-case-synthesis (phase B · Atoms)")
+    checks.locator("details > summary", has_text="by phase").click()
+    expect(checks.locator('[data-testid="stages-phase"][data-phase="A · Specification"]')).to_contain_text(
+        "instructions: satisfied")
+    expect(checks.locator('[data-testid="stages-phase"][data-phase="B · Atoms"]')).to_contain_text(
+        "atom-case-synthesis: failed")
     app.page.set_viewport_size({"width": 800, "height": 800})  # narrow: the review opens where it can be read
     app.page.evaluate("window.scrollTo(0, 0)")
     expect(app.testid("needs-you-review")).to_be_in_viewport()

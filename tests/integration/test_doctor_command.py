@@ -131,3 +131,13 @@ def test_doctor_shows_the_config_file_and_an_invalid_one_blocks(tmp_path: Path) 
     run, checks = _doctor(tmp_path / "data", "--port", str(_free_port()), env=env)
     assert checks["config-file"]["status"] == "failed" and "[provider] model" in str(checks["config-file"]["summary"])
     assert run.code != 0
+    # issue 21 item 5: the route of provider calls, and a CA bundle that cannot be read blocks
+    bundle = tmp_path / "corp-ca.pem"
+    (xdg / "codeflux" / "config.toml").write_text(f'[network]\nproxy = "environment"\nca_bundle = "{bundle}"\n')
+    _, checks = _doctor(tmp_path / "data", "--port", str(_free_port()), env=env)
+    summary = str(checks["config-file"]["summary"])
+    assert checks["config-file"]["status"] == "failed" and f"{bundle} (cannot be read)" in summary
+    assert "through the environment's proxy (HTTPS_PROXY, NO_PROXY)" in summary
+    bundle.write_text("certificates\n")
+    _, checks = _doctor(tmp_path / "data", "--port", str(_free_port()), env=env)
+    assert checks["config-file"]["status"] == "ok"

@@ -41,6 +41,7 @@ from codeflux.store.database import Database
 from codeflux.store.events import read_events_after
 from codeflux.store.model_requests import model_request_by_key
 from codeflux.store.tasks import insert_task, require_task, task_session_id
+from tests.fixtures.cli import run_codeflux
 from tests.fixtures.provider_servers import ProviderServer, SleepRecorder, json_reply, openai_completion
 
 MODEL = "llama-3.1-8b-local"
@@ -304,3 +305,24 @@ def test_a_headless_run_stopped_by_an_unknown_price_exits_4_naming_the_command(
     assert (f"`codeflux prices set --provider openai-compatible --model {MODEL} --input R --output R "
             "--currency USD`") in shown.out + shown.err
     assert server.requests == []  # refused before anything was sent
+
+
+# ─── a first run against an endpoint not approved yet ─────────────────────────────────────────────
+
+
+def test_a_first_run_refused_by_the_endpoint_approval_names_its_command_and_pauses_the_task(
+        tmp_path: Path, server: ProviderServer) -> None:
+    """Issue 21 item 10, the "Why": the real CLI left the task `forecasting` with nobody drafting its plan, and the
+    error said only "approve that exact base URL first"."""
+    data, repo, base_url = tmp_path / "data", tmp_path / "demo", server.base_url + "/v1"
+    assert run_codeflux("demo", "init", str(repo), data_dir=data).code == 0
+    refused = run_codeflux("run", "--repo", str(repo), "--requirement", "Fix add()", "--provider", "openai-compatible",
+                           "--base-url", base_url, "--no-key", "--cheap-model", MODEL, "--budget", "1.00", "--yes",
+                           data_dir=data)
+    command = f"codeflux provider approve-endpoint --name openai-compatible --base-url {base_url}"
+    assert refused.code == 4 and f"`{command}`" in refused.err, refused.err
+    assert server.requests == []
+    [row] = [line for line in run_codeflux("task", "list", data_dir=data).out.splitlines() if "Fix add()" in line]
+    assert " paused " in row  # not forecasting: `codeflux task resume` drafts the plan once approved
+    approved = run_codeflux(*shlex.split(command)[1:], data_dir=data)
+    assert approved.code == 0 and f"endpoint {base_url} approved" in approved.out

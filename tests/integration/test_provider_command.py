@@ -9,6 +9,7 @@ import pytest
 
 from codeflux.domain.providers import CREDENTIAL_SERVICE
 from tests.fixtures.cli import run_codeflux
+from tests.fixtures.provider_servers import ProviderServer, Reply, a_test_key, json_reply
 
 KEY = "sk-ant-api03-" + "Q" * 40 + "-provider-command-test"
 
@@ -126,3 +127,50 @@ def test_list_without_a_credential_store_says_unknown_never_no(tmp_path: Path) -
     assert all("stored: unknown" in row for row in rows), rows
     assert lines[-1].startswith("provider: the OS credential store is not usable (")
     assert "dbus-run-session" in lines[-1]
+
+
+# ─── provider test --live (issue 21 item 10) ──────────────────────────────────────────────────────
+
+
+def test_live_test_asks_for_the_endpoint_approval_and_a_yes_before_sending_one_free_request(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with ProviderServer() as server:
+        base_url = server.base_url + "/v1"
+        live = ("provider", "test", "--name", "openai-compatible", "--live", "--base-url", base_url, "--no-key")
+        refused = run_codeflux(*live, "--yes", data_dir=data)
+        assert refused.code == 4, refused.err
+        assert (f"`codeflux provider approve-endpoint --name openai-compatible --base-url {base_url}`"
+                in refused.err)
+        assert run_codeflux("provider", "approve-endpoint", "--name", "openai-compatible", "--base-url", base_url,
+                            data_dir=data).code == 0
+        unasked = run_codeflux(*live, data_dir=data)  # no terminal to ask at, no --yes
+        assert unasked.code == 4 and "add --yes to send it" in unasked.err
+        assert f"one request with no key to {base_url}/models" in unasked.err
+        assert server.requests == []  # nothing was sent before the approval and the yes
+
+        server.enqueue(json_reply({"object": "list", "data": [{"id": "m1"}, {"id": "m2"}]},
+                                  headers=(("x-request-id", "req-42"),)))
+        sent = run_codeflux(*live, "--yes", data_dir=data)
+        assert sent.code == 0, sent.err
+        assert sent.out.strip() == (f"provider openai-compatible: {base_url}/models answered (request id req-42) "
+                                    "and accepted no key; it lists 2 model(s)")
+        [(method, path)] = [(r.method, r.path) for r in server.requests]
+        assert (method, path) == ("GET", "/v1/models")
+
+
+def test_live_test_sends_the_environments_key_and_reports_a_refusal_without_showing_it(tmp_path: Path) -> None:
+    data, key = tmp_path / "data", a_test_key()
+    with ProviderServer() as server:
+        base_url = server.base_url + "/v1"
+        assert run_codeflux("provider", "approve-endpoint", "--name", "openai-compatible", "--base-url", base_url,
+                            data_dir=data).code == 0
+        server.enqueue(Reply(status=401, headers=(("content-type", "application/json"),), echo_header="authorization",
+                             chunks=(b'{"error": {"message": "Incorrect API key provided: {echo}"}}',)))
+        refused = run_codeflux("provider", "test", "--name", "openai-compatible", "--live", "--base-url", base_url,
+                               "--yes", data_dir=data, env={"CODEFLUX_OPENAI_COMPATIBLE_API_KEY": key})
+        assert refused.code != 0 and "401" in refused.err, refused.err
+        assert key not in refused.out + refused.err
+        [request] = server.requests
+        assert request.headers["authorization"] == f"Bearer {key}"
+    stray = run_codeflux("provider", "test", "--name", "anthropic", "--yes", data_dir=data)
+    assert stray.code == 2 and "go with --live" in stray.err

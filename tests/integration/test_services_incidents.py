@@ -14,6 +14,7 @@ from codeflux.api.v1 import incidents_pb2 as pb
 from codeflux.coordinator.tasks.review import ReviewService
 from codeflux.coordinator.tasks.service import PlanAuthor, TaskService
 from codeflux.domain.errors import StoreError
+from codeflux.domain.execution_graph import EdgeKind, NodeKind
 from codeflux.domain.ids import IncidentId, TaskId
 from codeflux.domain.incidents import IncidentState
 from codeflux.domain.plans import plan_sha256
@@ -23,6 +24,7 @@ from codeflux.gitwork.repository import open_repository
 from codeflux.gitwork.worktrees import create_task_worktree
 from codeflux.services import incidents
 from codeflux.services.app import CoordinatorApp
+from codeflux.services.graph import task_graph
 from codeflux.services.registry import Code
 from codeflux.store import incidents as incident_rows
 from codeflux.store.database import Database, Transaction
@@ -239,9 +241,21 @@ def test_a_proposal_is_a_draft_task_and_its_acceptance_fixes_the_incident_until_
     assert isinstance(fixed, pb.IncidentDetail)
     assert [(h.state, h.task_id) for h in fixed.history] == [
         ("new", ""), ("task-proposed", task_id.value), ("fixed", task_id.value)]
+    # the execution graph links the incident to the task proposed from it and to the landing that fixed it
+    graph = task_graph(app, task_id)
+    incident_node = next(n for n in graph.nodes if n.kind is NodeKind.INCIDENT)
+    assert (incident_node.id, incident_node.sequence) == (f"incident:{incident_id}", 0)
+    assert incident_node.label.startswith("incident: TypeError in pkg/calc.py:add")
+    assert "this task was proposed from it; accepting this task fixed it" in incident_node.summary
+    landing = next(n.id for n in graph.nodes if n.kind is NodeKind.DELIVERY and n.label.startswith("landed on"))
+    assert {(e.target, e.kind) for e in graph.edges if e.source == incident_node.id} == {
+        (f"task:{task_id.value}", EdgeKind.CAUSED), (landing, EdgeKind.FIXED_BY)}
     again = report(app, repo, traceback(line=30))
     assert again.regressed and again.incident.state_task_id == task_id.value
     assert kinds(app.db)[-1] == "incident-regressed"
+    regressed = next(n for n in task_graph(app, task_id).nodes if n.kind is NodeKind.INCIDENT)
+    assert regressed.summary.startswith("now regressed; 2 occurrence(s)")
+    assert "seen again after this task's fix (regressed)" in regressed.summary
 
 
 def test_an_incident_is_proposed_again_only_once_its_task_ended_without_landing(

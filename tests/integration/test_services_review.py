@@ -288,3 +288,29 @@ def test_evidence_recorded_in_an_older_shape_is_still_shown_per_atom(
     assert [stage.number for stage in shown.stages] == list(range(1, 38))
     review = call(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
     assert isinstance(review, pb.ReviewView) and list(review.atoms) == list(shown.atoms)
+
+
+def test_surviving_mutants_and_findings_sit_on_their_lines_of_the_review(
+    app: CoordinatorApp, reviewable: Reviewable, db: Database, tmp_path: Path
+) -> None:
+    # Issue 20 item 4: evidence beyond obligations and uncovered arcs anchored to the diff's lines.
+    tasks = TaskService(db, worktrees_root=tmp_path / "worktrees")
+    mutant = {"operator": "binop", "line": 2, "original": "+", "replacement": "-", "uncovered": False, "diff": ""}
+    stages = list(StageName)
+    held = [StageVerdict(stage=stage, outcome=StageOutcome.SATISFIED, gate_evaluation="held")
+            for stage in stages[:stages.index(StageName.ATOM_MUTATION)]]
+    tasks.record_stage_verdicts(reviewable.task_id, 1, [
+        *held, StageVerdict(stage=StageName.ATOM_MUTATION, outcome=StageOutcome.FAILED, gate_evaluation="1 survived"),
+        StageVerdict(stage=StageName.ANTI_PATTERNS, outcome=StageOutcome.FAILED, gate_evaluation="2 findings"),
+    ], evidence={StageName.ATOM_MUTATION: {"atoms": [{"atom": "pkg.calc.add", "path": "pkg/calc.py",
+                                                      "surviving": [mutant]}]},
+                 StageName.ANTI_PATTERNS: {"findings": ["pkg/calc.py:6 E711 comparison to None",
+                                                        "elsewhere.py:3 E711 not in this diff"]}})
+
+    shown = call(app, GET, pb.GetReviewRequest(task_id=reviewable.task_id.value))
+
+    assert isinstance(shown, pb.ReviewView)
+    assert [(n.path, n.line, n.kind, n.text) for n in shown.line_notes] == [
+        ("pkg/calc.py", 2, "surviving-mutant", "surviving mutant of pkg.calc.add (binop: + → -): no test failed "
+                                               "(stage 13)"),
+        ("pkg/calc.py", 6, "finding", "finding of anti-patterns: E711 comparison to None")]

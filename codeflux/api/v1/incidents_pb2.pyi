@@ -176,3 +176,49 @@ class IncidentProposal(_message.Message):
     task_id: str
     requirement: str
     def __init__(self, detail: _Optional[_Union[IncidentDetail, _Mapping]] = ..., task_id: _Optional[str] = ..., requirement: _Optional[str] = ...) -> None: ...
+
+class WatchTickRequest(_message.Message):
+    __slots__ = ("control", "repository_root", "argv", "auto_plan", "budget", "acknowledged_dirty_hash")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    REPOSITORY_ROOT_FIELD_NUMBER: _ClassVar[int]
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    AUTO_PLAN_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
+    ACKNOWLEDGED_DIRTY_HASH_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    repository_root: str
+    argv: _containers.RepeatedScalarFieldContainer[str]
+    auto_plan: bool
+    budget: str
+    acknowledged_dirty_hash: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., repository_root: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., auto_plan: _Optional[bool] = ..., budget: _Optional[str] = ..., acknowledged_dirty_hash: _Optional[str] = ...) -> None: ...
+
+class WatchTickReply(_message.Message):
+    __slots__ = ("outcome", "head", "exit_code", "approval_id", "confinement", "duration_ms", "incident", "incident_created", "proposed_task_id", "requirement", "proposal_note", "plan_revision", "planning_spent_minor")
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFINEMENT_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    INCIDENT_FIELD_NUMBER: _ClassVar[int]
+    INCIDENT_CREATED_FIELD_NUMBER: _ClassVar[int]
+    PROPOSED_TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUIREMENT_FIELD_NUMBER: _ClassVar[int]
+    PROPOSAL_NOTE_FIELD_NUMBER: _ClassVar[int]
+    PLAN_REVISION_FIELD_NUMBER: _ClassVar[int]
+    PLANNING_SPENT_MINOR_FIELD_NUMBER: _ClassVar[int]
+    outcome: str
+    head: str
+    exit_code: int
+    approval_id: str
+    confinement: str
+    duration_ms: int
+    incident: IncidentView
+    incident_created: bool
+    proposed_task_id: str
+    requirement: str
+    proposal_note: str
+    plan_revision: int
+    planning_spent_minor: int
+    def __init__(self, outcome: _Optional[str] = ..., head: _Optional[str] = ..., exit_code: _Optional[int] = ..., approval_id: _Optional[str] = ..., confinement: _Optional[str] = ..., duration_ms: _Optional[int] = ..., incident: _Optional[_Union[IncidentView, _Mapping]] = ..., incident_created: _Optional[bool] = ..., proposed_task_id: _Optional[str] = ..., requirement: _Optional[str] = ..., proposal_note: _Optional[str] = ..., plan_revision: _Optional[int] = ..., planning_spent_minor: _Optional[int] = ...) -> None: ...

@@ -50,8 +50,9 @@ Stopping: ``stop_requested`` (a signal, in the CLI) is asked before each model c
 cause, no further call is made, the task moves from ``forecasting`` to ``paused`` (resuming it drafts
 the plan again) and :class:`DecisionNeededError` says so. A call already under way is never cut off: its
 plan is validated and recorded first. A provider that fails (the scripted provider's script running out,
-an unreachable provider, a missing key) pauses a ``forecasting`` task the same way before the error is
-raised, so no task is left ``forecasting`` with nobody drafting its plan.
+an unreachable provider, a missing key) or a refusal of the gateway (an endpoint or a ladder rung not approved yet,
+the budget) pauses a ``forecasting`` task the same way before the error is raised, so no task is left
+``forecasting`` with nobody drafting its plan.
 
 The schema requires a ``trace``: per step, the example and sentence numbers it serves (stage 4 checks the
 trace is complete). A trace naming a number that does not exist is a misfit like any other. Before
@@ -388,7 +389,8 @@ def _draft(planning: _Planning, task: TaskRecord, tasks: TaskService,
                                       f"`codeflux task resume {task_id}` drafts the plan again")
         try:
             reply = _ask(planning).reply
-        except (ProviderError, CredentialNotFoundError, CredentialStoreUnavailableError) as error:
+        except (ProviderError, CredentialNotFoundError, CredentialStoreUnavailableError, DecisionNeededError) as error:
+            # a provider failure, or a refusal of the gateway (an endpoint or rung to approve, the budget)
             _pause_planning(tasks, task_id, f"the plan could not be drafted: {error}"[:2000])
             raise
         if reply.tool_calls and not reply.cut_at_output_bound:

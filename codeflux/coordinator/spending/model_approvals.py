@@ -17,13 +17,13 @@ from codeflux.domain.events import EndpointApproved, LadderRungApproved
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import Rung
 from codeflux.domain.providers import ProviderName
-from codeflux.providers.endpoints import normalize_base_url
+from codeflux.providers.endpoints import is_default_endpoint, normalize_base_url
 from codeflux.store import prices as rows
 from codeflux.store.database import Database, Transaction, now_us
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event
 from codeflux.store.tasks import require_task
 
-__all__ = ["approve_ladder_rung", "approve_model_endpoint"]
+__all__ = ["approve_ladder_rung", "approve_model_endpoint", "endpoint_approved"]
 
 _DECIDERS: Final = frozenset({"user", "headless-policy"})
 
@@ -63,3 +63,11 @@ def approve_ladder_rung(
                          event=LadderRungApproved(task_id=task_id, rung=str(rung), by=approved_by))
 
     db.write(work)
+
+
+def endpoint_approved(db: Database, *, provider: ProviderName, base_url: str) -> bool:
+    """Whether codeflux may send requests to ``base_url`` for ``provider``: its default endpoint, or one approved
+    (:func:`approve_model_endpoint`), compared in normalized form."""
+    url = normalize_base_url(provider, base_url)
+    return is_default_endpoint(provider, url) or db.read(
+        lambda view: rows.is_endpoint_approved(view, provider=provider.value, base_url=url))

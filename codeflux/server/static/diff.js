@@ -2,8 +2,8 @@
 // words, collapse/expand), old and new line numbers, additions and removals by the hunk's own counts (a removed
 // "--x" or an added "++x" line is a removal/addition, never a file header), syntax highlighting, and unified or
 // side-by-side layout (the choice is remembered for the tab). The attempt's line notes (obligations, uncovered
-// arcs) are drawn under the line of the final tree they belong to in both layouts; notes on lines the diff does
-// not show are listed after it.
+// arcs, surviving mutants, findings) are drawn under the line of the final tree they belong to in both layouts;
+// notes on lines the diff does not show are listed after it.
 //
 // Parsing: git's output is split into files at its "diff --git" lines (a hunk's lines start with " ", "+", "-" or
 // "\", so such a line is always a file boundary); each file's hunks are parsed by jsdiff's parsePatch (vendored,

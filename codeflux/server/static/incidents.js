@@ -123,10 +123,11 @@ class IncidentsScreen {
     this.detail = el("div", {});
     this.result = el("div", { role: "status" });
     this.root = section("Incidents", "incidents-view",
-      el("p", { testid: "incidents-scope", text: "codeflux sees only the failures you paste here or report with "
-        + "`codeflux incident report`: it does not watch logs, test runs or crash reports yet. The same failure "
-        + "reported again (other line numbers, paths or ids) is counted on one incident. Text is redacted before "
-        + "it is stored." }),
+      el("p", { testid: "incidents-scope", text: "codeflux sees the failures you paste here or report with "
+        + "`codeflux incident report`, and those of `codeflux watch`, which runs an approved check command on the "
+        + "branch's HEAD (the last commit) — never on your uncommitted changes. It does not watch logs or crash "
+        + "reports. The same failure reported again (other line numbers, paths or ids) is counted on one incident. "
+        + "Text is redacted before it is stored." }),
       el("div", { class: "card incident-intake" },
         el("h3", { text: "Report a failure" }),
         el("div", { class: "actions" }, el("label", { for: "incident-repository", text: "Repository" }),

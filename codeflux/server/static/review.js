@@ -129,7 +129,8 @@ export function reviewDrawer(app, task, review) {
     diffView(review.unifiedDiff, review.diffTruncated, review.lineNotes),
     (review.lineNotes || []).length ? el("p", { class: "detail", testid: "diff-notes-legend",
       text: "Lines marked ^ carry the attempt's obligations (a call between changed functions, a branch of a changed "
-        + "line) with their state, and the branch arcs no test takes." }) : null,
+        + "line) with their state, the branch arcs no test takes, the mutants no test caught and the checks' findings "
+        + "on that line." }) : null,
     el("h3", { text: "Checks" }), checks,
     el("h3", { text: "Evidence" }), textList(review.evidence, "No evidence recorded.", "review-evidence"),
     el("h3", { text: `Evidence per atom (${(review.atoms || []).length})` }), atomEvidence(review.atoms || []),

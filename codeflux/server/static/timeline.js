@@ -11,7 +11,7 @@
 // workspace.js) and a placeholder holds its place in the timeline; once decided it goes back.
 
 import { badge, clear, el, facts, mutatingButton, textList } from "./dom.js";
-import { EventKind } from "./event_kinds.js";
+import { EventKind, STAGE_PHASES } from "./event_kinds.js";
 import { escapeForDisplay, parsePayload, timeOf } from "./format.js";
 import { ToolActivity } from "./tools.js";
 
@@ -404,19 +404,40 @@ function stateChanged(payload) {
     content: el("p", {}, badge(payload.from), " → ", badge(payload.to), payload.reason ? ` — ${payload.reason}` : "") };
 }
 
-// One pipeline step's verdicts: counted by outcome in the title, what did not pass named, the rest on demand.
-function stagesRecorded(payload) {
-  const stages = payload.stages || [];
+// "3 satisfied · 1 failed" for a list of [stage, outcome] pairs.
+function outcomeCounts(stages) {
   const counts = new Map();
   for (const [, outcome] of stages) counts.set(outcome, (counts.get(outcome) || 0) + 1);
-  const summary = [...counts].map(([outcome, count]) => `${count} ${outcome}`).join(" · ") || "no stages";
+  return [...counts].map(([outcome, count]) => `${count} ${outcome}`).join(" · ");
+}
+
+// A step's [stage, outcome] pairs under their phases' names ("B · Atoms"), in stage order; a stage this client
+// does not know (a newer coordinator's) is listed under "Other stages".
+function byPhase(stages) {
+  const groups = new Map();
+  for (const pair of stages) {
+    const known = STAGE_PHASES[pair[0]];
+    const phase = known ? `${known[1]} · ${known[2]}` : "Other stages";
+    groups.set(phase, [...(groups.get(phase) || []), pair]);
+  }
+  return [...groups];
+}
+
+// One pipeline step's verdicts: counted by outcome in the title, what did not pass named with its phase, every stage
+// on demand grouped by phase.
+function stagesRecorded(payload) {
+  const stages = payload.stages || [];
+  const summary = outcomeCounts(stages) || "no stages";
   const notable = stages.filter(([, outcome]) => outcome !== "satisfied" && outcome !== "skipped");
+  const phaseOf = (name) => (STAGE_PHASES[name] ? ` (phase ${STAGE_PHASES[name][1]} · ${STAGE_PHASES[name][2]})` : "");
   return { title: `Checks (attempt ${payload.attempt}): ${summary}`, testid: "stages-card",
     content: el("div", {},
       notable.length ? el("ul", { class: "plain", testid: "stages-notable" },
-        notable.map(([name, outcome]) => el("li", {}, badge(outcome), ` ${name}`))) : null,
-      el("details", {}, el("summary", { text: `Every stage of this step (${stages.length})` }),
-        textList(stages.map(([name, outcome]) => `${name}: ${outcome}`), "no stages")),
+        notable.map(([name, outcome]) => el("li", {}, badge(outcome), ` ${name}${phaseOf(name)}`))) : null,
+      el("details", {}, el("summary", { text: `Every stage of this step (${stages.length}), by phase` }),
+        byPhase(stages).map(([phase, pairs]) => el("div", { testid: "stages-phase", dataset: { phase } },
+          el("p", { class: "detail", text: `${phase}: ${outcomeCounts(pairs)}` }),
+          textList(pairs.map(([name, outcome]) => `${name}: ${outcome}`), "no stages")))),
       el("button", { type: "button", onclick: () => this.app.openLedger(), text: "Open the pipeline ledger" })) };
 }
 

@@ -98,13 +98,14 @@ def _own_home() -> list[str]:
 
 
 def box_request(choice: ConfinementChoice, *, worktree: Path, repository_root: Path | None, data_dir: Path,
-                search_path: str, tools: Path | None = None) -> dict[str, object]:
+                search_path: str, tools: Path | None = None, worktree_readonly: bool = False) -> dict[str, object]:
     """The ``confinement`` part of a worker's startup configuration for the task in ``worktree``.
 
     ``repository_root`` is the task's repository as recorded (None: no git directory is shown, so git
     works in the box only where the repository is visible anyway). ``tools`` is the directory of codeflux's
     check-tool overlays (``<data>/tools``, :mod:`codeflux.pipeline.tool_overlay`): shown read-only, while the
-    rest of the data directory stays hidden.
+    rest of the data directory stays hidden. ``worktree_readonly`` shows the worktree read-only (a watch's scratch
+    copy of a commit: only the box's HOME and TMPDIR are writable).
     """
     common, admin = (None, None) if repository_root is None else task_git_directories(repository_root, worktree)
     if admin is not None and common is not None and common / "worktrees" not in admin.parents:
@@ -117,4 +118,5 @@ def box_request(choice: ConfinementChoice, *, worktree: Path, repository_root: P
         "git_common_dir": None if common is None else str(common),
         "git_admin_dir": None if admin is None else str(admin),
         "tools": None if tools is None else os.path.realpath(tools),
+        "worktree_readonly": worktree_readonly,
     }

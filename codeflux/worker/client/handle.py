@@ -132,6 +132,7 @@ class WorkerHandle:
         data_dir: Path | None = None,
         confinement: ConfinementChoice | None = None,
         tools: Path | None = None,
+        worktree_readonly: bool = False,
     ) -> Self:
         """Start a worker for ``task_id`` in ``worktree``; :class:`WorkerStartError` if it does not come up.
 
@@ -141,14 +142,15 @@ class WorkerHandle:
         Every process the worker starts runs in the box of ``confinement`` (default: the coordinator's
         choice, :func:`choose_confinement`), which hides ``data_dir`` (default: ``state_dir``) and shows
         the git directories of ``repository_root`` (the task's repository as recorded) and, read-only, the
-        check-tool overlays in ``tools``.
+        check-tool overlays in ``tools``; ``worktree_readonly`` keeps the worktree read-only in the box.
         """
         if not 0.1 <= lease_interval_s <= 60:
             raise InvalidValueError(kind="worker lease interval", reason="must be between 0.1 and 60 seconds")
         real_worktree = Path(os.path.realpath(worktree))
         environment = dict(base_environment or os.environ)
         box = box_request(confinement or choose_confinement(), worktree=real_worktree, repository_root=repository_root,
-                          data_dir=data_dir or state_dir, search_path=worker_search_path(environment), tools=tools)
+                          data_dir=data_dir or state_dir, search_path=worker_search_path(environment), tools=tools,
+                          worktree_readonly=worktree_readonly)
         launched = launch_worker(task_id=task_id, worktree=real_worktree, state_dir=state_dir,
                                  lease_interval_s=lease_interval_s, startup_timeout_s=startup_timeout_s,
                                  base_commit=base_commit, base_environment=environment, box=box)

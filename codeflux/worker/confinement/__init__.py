@@ -178,7 +178,8 @@ def worker_confinement(config: StartupConfig, environment: Mapping[str, str]) ->
         raise InvalidValueError(kind="worker confinement", reason="HOME and TMPDIR must be absolute task directories")
     paths = BoxPaths(worktree=Path(os.path.realpath(config.worktree)), home=Path(os.path.realpath(home)),
                      tmpdir=Path(os.path.realpath(tmpdir)), hidden=box.hidden,
-                     git_common_dir=box.git_common_dir, git_admin_dir=box.git_admin_dir)
+                     git_common_dir=box.git_common_dir, git_admin_dir=box.git_admin_dir,
+                     worktree_writable=not box.worktree_readonly)
     for shown in (paths.worktree, paths.home, paths.tmpdir, box.git_common_dir):
         if shown is not None and reveals_hidden(shown, paths):
             raise InvalidValueError(kind="worker confinement", reason="a path shown in the box contains a hidden one")

@@ -41,11 +41,14 @@ class BoxPaths:
     readonly: tuple[Path, ...] = ()
     tools: Path | None = None
     """codeflux's check-tool overlays, shown read-only (inside the hidden data directory)."""
+    worktree_writable: bool = True
+    """False for a watch's scratch copy: the worktree is shown read-only, only HOME and TMPDIR are writable."""
 
     @property
     def shown_readonly(self) -> tuple[Path, ...]:
-        """What is shown again read-only: the Python installations and the tool overlays."""
-        return (*self.readonly, *(() if self.tools is None else (self.tools,)))
+        """What is shown again read-only: the Python installations, the tool overlays and a read-only worktree."""
+        return (*self.readonly, *(() if self.tools is None else (self.tools,)),
+                *(() if self.worktree_writable else (self.worktree,)))
 
     @functools.cached_property
     def all_hidden(self) -> tuple[Path, ...]:
@@ -54,7 +57,7 @@ class BoxPaths:
 
     @property
     def writable(self) -> tuple[Path, ...]:
-        found = [self.worktree, self.home, self.tmpdir]
+        found = [*((self.worktree,) if self.worktree_writable else ()), self.home, self.tmpdir]
         if self.git_admin_dir is not None:
             found.append(self.git_admin_dir)
         return tuple(found)

@@ -25,8 +25,16 @@ from codeflux.domain.execution_graph import (
     graph_dot,
     graph_json,
     project_graph,
+    with_incidents,
 )
-from codeflux.domain.graph_facts import FACT_SLOTS, GRAPH_FIELDS, GraphFact, fact_value, graph_facts_of_events
+from codeflux.domain.graph_facts import (
+    FACT_SLOTS,
+    GRAPH_FIELDS,
+    GraphFact,
+    IncidentLink,
+    fact_value,
+    graph_facts_of_events,
+)
 from tests.fixtures.graph_runs import TASK, demo_like_run, graph_id
 
 
@@ -55,7 +63,7 @@ def test_a_run_becomes_the_nodes_and_edges_it_implies() -> None:
     graph = _graph(demo_like_run())
     kinds = {node.id: node.kind for node in graph.nodes}
     edges = {(e.source, e.target, e.kind) for e in graph.edges}
-    assert set(kinds.values()) == set(NodeKind)
+    assert set(kinds.values()) == set(NodeKind) - {NodeKind.INCIDENT}  # incidents join later: with_incidents
     assert ("model:" + graph_id("mreq", 1), "plan:r1", EdgeKind.PRODUCED) in edges
     sent_back = next(n.id for n in graph.nodes if n.label == "plan revision 1 sent back")
     assert ("plan:r1", sent_back, EdgeKind.SENT_BACK) in edges
@@ -166,3 +174,35 @@ def test_facts_in_any_container_give_the_same_graph() -> None:
     assert graph_json(project_graph(TASK.value, facts)) == graph_json(project_graph(TASK.value, iter(facts)))
     assert graph_json(project_graph(TASK.value, [GraphFact(*fact) for fact in facts])) == graph_json(_graph(
         demo_like_run()))
+
+
+def _incident(number: int, *, proposed: bool = True, fixed: bool = False, regressed: bool = False) -> IncidentLink:
+    return IncidentLink(incident_id=f"inc_{number:010d}", summary=f"TypeError in pkg/calc.py:add: case {number}",
+                        state="regressed" if regressed else "fixed" if fixed else "task-proposed", occurrences=number,
+                        proposed=proposed, fixed=fixed, regressed=regressed)
+
+
+def test_an_incident_comes_before_the_task_it_caused_and_points_at_the_landing_that_fixed_it() -> None:
+    plain = _graph(demo_like_run())
+    links = [_incident(2, fixed=True, regressed=True), _incident(1), _incident(3, proposed=False)]
+    graph = with_incidents(plain, links)
+    first = {n.id: n.sequence for n in graph.nodes}
+    edges = {(e.source, e.target, e.kind) for e in graph.edges}
+    task, landed = "task:" + TASK.value, next(n.id for n in graph.nodes if n.label == "landed on main")
+    one, two, three = (f"incident:inc_{n:010d}" for n in (1, 2, 3))
+    assert [n.id for n in graph.nodes[:3]] == [one, two, three] and {first[one], first[two], first[three]} == {0}
+    assert {(one, task, EdgeKind.CAUSED), (two, task, EdgeKind.CAUSED), (two, landed, EdgeKind.FIXED_BY),
+            (three, task, EdgeKind.CAUSED)} <= edges
+    assert (three, landed, EdgeKind.FIXED_BY) not in edges
+    assert graph.nodes[1].summary == ("now regressed; 2 occurrence(s); this task was proposed from it; accepting this "
+                                      "task fixed it; seen again after this task's fix (regressed)")
+    # the graph's rules still hold: every edge forward, no node alone, sorted, the task's events only counted
+    assert all(first[e.source] <= first[e.target] for e in graph.edges)
+    assert {n.id for n in graph.nodes} == {e.source for e in graph.edges} | {e.target for e in graph.edges}
+    assert [(e.source, e.target, e.kind.value) for e in graph.edges] == sorted(
+        (e.source, e.target, e.kind.value) for e in graph.edges)
+    assert graph.through_sequence == plain.through_sequence and graph.nodes[3:] == plain.nodes
+    assert with_incidents(plain, []) == plain
+    assert graph_json(with_incidents(plain, [_incident(1), _incident(2, fixed=True)])) == graph_json(
+        with_incidents(plain, [_incident(2, fixed=True), _incident(1)]))
+    assert 'shape=octagon' in graph_dot(graph)

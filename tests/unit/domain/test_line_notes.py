@@ -62,3 +62,44 @@ def test_a_record_without_a_usable_place_gives_no_note_and_a_regression_says_so(
 def test_the_same_records_in_any_order_give_the_same_notes(records: list[ObligationRecord]) -> None:
     assert line_notes(records, {"uncovered_arcs": ["pkg/calc.py:6->7"]}) == line_notes(
         [COMPOSITION, ARC], {"uncovered_arcs": ["pkg/calc.py:6->7"]})
+
+
+MUTATION = {"atoms": [
+    {"atom": "pkg.calc.add", "path": "pkg/calc.py", "surviving": [
+        {"operator": "binop", "line": 4, "original": "+", "replacement": "-", "uncovered": False},
+        {"operator": "compare", "line": 9, "original": "<", "replacement": "<=", "uncovered": True},
+        {"operator": "binop", "line": "4", "original": "+", "replacement": "*"}]},
+    {"atom": "pkg.lost", "surviving": [{"operator": "binop", "line": 2}]}],
+    "findings": ["pkg/calc.py:4 surviving mutant of pkg.calc.add (binop: + → -)"]}
+
+
+def test_a_surviving_mutant_sits_at_the_line_it_changed_and_says_whether_any_test_ran_it() -> None:
+    notes = line_notes([], None, stage_evidence={"atom-mutation": MUTATION}, paths=["pkg/calc.py"])
+
+    assert [(note.path, note.line, note.kind, note.state, note.text) for note in notes] == [
+        ("pkg/calc.py", 4, "surviving-mutant", "survived",
+         "surviving mutant of pkg.calc.add (binop: + → -): no test failed (stage 13)"),
+        ("pkg/calc.py", 9, "surviving-mutant", "survived",
+         "surviving mutant of pkg.calc.add (compare: < → <=): no test failed — no test executes this line (stage 13)")]
+
+
+def test_a_finding_is_placed_only_on_a_line_of_a_file_of_the_diff() -> None:
+    evidence = {
+        "anti-patterns": {"findings": ["pkg/calc.py:12 E711 comparison to None", "other/x.py:3 E711 elsewhere",
+                                       "pkg/calc.py: no line here", "pkg/calc.py:0 line zero"]},
+        "platform-matrix": {"findings": ["pkg/calc.py.bak:5: not a diff path", "pkg/calc.py:7: invalid syntax"]},
+        "global-invariants": {"findings": ["network via socket at pkg/calc.py:3 (module level)"]},
+        "atom-verification": {"findings": "not a list"}}
+
+    notes = line_notes([], None, stage_evidence=evidence, paths=["pkg/calc.py", "pkg/calc.py.bak2"])
+
+    assert [(note.line, note.kind, note.subject, note.text) for note in notes] == [
+        (7, "finding", "platform-matrix", "finding of platform-matrix: invalid syntax"),
+        (12, "finding", "anti-patterns", "finding of anti-patterns: E711 comparison to None")]
+
+
+def test_the_longest_diff_path_a_finding_starts_with_places_it() -> None:
+    notes = line_notes([], None, stage_evidence={"complexity": {"findings": ["a.py:b.py:5 too complex"]}},
+                       paths=["a.py", "a.py:b.py"])
+
+    assert [(note.path, note.line) for note in notes] == [("a.py:b.py", 5)]

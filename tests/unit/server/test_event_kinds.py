@@ -13,6 +13,7 @@ from pathlib import Path
 
 from codeflux.api.v1 import product_pb2
 from codeflux.domain.events import EventKind, event_payload_keys
+from codeflux.domain.pipeline.stages import STAGES
 from codeflux.server import event_kinds
 from codeflux.server.event_kinds import WEB_CLIENT_MODULE, render_event_kinds_module
 
@@ -63,6 +64,14 @@ def test_the_web_client_module_lists_every_kind_and_its_keys() -> None:
     for kind in EventKind:
         assert f'  {kind.name}: "{kind.value}",' in text
         assert f'"{kind.value}": Object.freeze(["{event_payload_keys(kind)[0]}"' in text
+
+
+def test_the_web_client_module_names_every_stage_with_its_number_and_phase_in_stage_order() -> None:
+    text = render_event_kinds_module()
+    table = text[text.index("export const STAGE_PHASES"):]
+    rows = re.findall(r'^  "([a-z-]+)": Object\.freeze\(\[(\d+), "([A-G])", "([A-Za-z ]+)"\]\),$', table, re.MULTILINE)
+    assert rows == [(s.name.value, str(s.number), s.phase.value, s.phase.label) for s in STAGES]
+    assert len(rows) == 37 and rows[12][0] == "atom-mutation" and rows[12][2:] == ("B", "Atoms")
 
 
 def test_the_proto_event_kinds_are_the_registry() -> None:

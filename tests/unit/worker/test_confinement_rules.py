@@ -68,7 +68,8 @@ def _startup(box: dict[str, object]) -> io.BytesIO:
 
 GOOD_BOX: dict[str, object] = {"mode": "bubblewrap", "bubblewrap": "/usr/bin/bwrap", "hidden": ["/data"],
                                "readonly": [], "git_common_dir": "/repo/.git",
-                               "git_admin_dir": "/repo/.git/worktrees/tsk", "tools": "/data/tools"}
+                               "git_admin_dir": "/repo/.git/worktrees/tsk", "tools": "/data/tools",
+                               "worktree_readonly": False}
 
 
 def test_a_worker_reads_the_box_the_coordinator_chose() -> None:
@@ -88,10 +89,21 @@ def test_a_worker_reads_the_box_the_coordinator_chose() -> None:
     {"git_admin_dir": "/repo/.git/hooks"},
     {"extra": True},
     {"tools": "data/tools"},
+    {"worktree_readonly": "yes"},
+    {"worktree_readonly": None},
 ], ids=repr)
 def test_a_worker_refuses_a_box_it_cannot_trust(change: dict[str, object]) -> None:
     with pytest.raises(InvalidValueError):
         read_startup_config(_startup({**GOOD_BOX, **change}))
+
+
+def test_a_read_only_worktree_is_shown_but_never_writable(tmp_path: Path) -> None:
+    """A watch's scratch copy (``worktree_readonly``): only HOME and TMPDIR are writable; the worktree is shown
+    read-only; an ordinary task's worktree stays writable."""
+    readonly = _worker_box(tmp_path, worktree_readonly=True).paths
+    assert readonly.writable == (Path(os.path.realpath(tmp_path / "home")), Path(os.path.realpath(tmp_path / "tmp")))
+    assert Path("/wt") in readonly.shown_readonly
+    assert Path("/wt") in _worker_box(tmp_path).paths.writable
 
 
 def test_landlock_reads_are_granted_around_the_hidden_directories_only(tmp_path: Path) -> None:
