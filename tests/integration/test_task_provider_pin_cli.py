@@ -1,6 +1,6 @@
 """A task created by the real ``codeflux task create`` (no coordinator: in process) pins the provider choice in
-force; ``task show`` says so; ``task plan`` drafts with the pin after the choice changed, unless the command itself
-names a ``--provider`` (that command's explicit choice)."""
+force; ``task show`` says so; ``task plan`` drafts with the pin after the choice changed (its endpoint still needs
+the approval), and ``task resume`` drafts with the ``--provider`` the command itself names (its explicit choice)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from tests.fixtures.tasks import a_repository, keys
 ENDPOINT = "http://127.0.0.1:9/v1"  # never contacted: the endpoint is not approved, so nothing is sent
 
 
-def test_a_task_created_on_the_command_line_pins_the_stored_choice_and_task_plan_uses_it_unless_flagged(
+def test_a_task_created_on_the_command_line_pins_the_stored_choice_and_drafts_use_it_unless_flagged(
         db: Database, data_location: DataLocation, tmp_path: Path) -> None:
     set_provider_choice(db, ProviderChoice(provider="openai-compatible", cheap_model="local-model",
                                            base_url=ENDPOINT, uses_key=False), expected_revision=None)
@@ -53,8 +53,9 @@ def test_a_task_created_on_the_command_line_pins_the_stored_choice_and_task_plan
         pinned.out + pinned.err)
     service = TaskService(db, worktrees_root=data_location.worktrees)
     assert service.show(task_id).plan is None
+    assert service.show(task_id).task.state is TaskState.PAUSED  # a refused first plan pauses the task
 
-    flagged = run_codeflux("task", "plan", task_id.value, "--provider", "scripted", data_dir=data_location.directory)
+    flagged = run_codeflux("task", "resume", task_id.value, "--provider", "scripted", data_dir=data_location.directory)
 
     assert flagged.code == 0, flagged.out + flagged.err
     assert service.show(task_id).task.state is TaskState.AWAITING_PLAN_APPROVAL
