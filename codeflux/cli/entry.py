@@ -14,14 +14,29 @@ Importing this module loads only :mod:`codeflux.worker.hardening` (ctypes, re, p
 
 from __future__ import annotations
 
+import sys
+
 from codeflux.worker.hardening import harden_process
 
 __all__ = ["main"]
 
+HELPER_ENTRY = "__worker__"  # codeflux.worker.interpreter.HELPER_ENTRY (not imported: every start would pay)
+
 
 def main() -> int:
-    """Harden this process (re-executing it if needed), then run the CLI on ``sys.argv``."""
+    """Harden this process (re-executing it if needed), then run the CLI on ``sys.argv``. A frozen build's
+    helpers (``codeflux __worker__ MODULE …``, :mod:`codeflux.worker.helpers`) are started here, before any
+    CLI parsing, exactly as ``python -I -B -m MODULE`` starts them from a venv (no hardening re-execution: their
+    environment is already the worker's allow-list)."""
+    if sys.argv[1:2] == [HELPER_ENTRY]:
+        from codeflux.worker.helpers import run_helper  # noqa: PLC0415 (only a helper's start needs it)
+
+        return run_helper(sys.argv[2:])
     harden_process()
+    if getattr(sys, "frozen", False):
+        from codeflux.worker.interpreter import restore_library_path  # noqa: PLC0415 (a frozen build only)
+
+        restore_library_path()
     from codeflux.cli.main import main as run_cli  # noqa: PLC0415 (the point: only after the re-execution)
 
     return run_cli()

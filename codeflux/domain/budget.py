@@ -171,11 +171,14 @@ def reservation_bound(
 
     The input is reserved at the highest rate it can be billed at on this call: the input rate or the
     cache-read rate (a provider may serve any of it from its cache), and the cache-write rate only when
-    ``writes_cache`` (the call asks the provider to write a cache).
+    ``writes_cache`` (the call asks the provider to write a cache). Such a call without a cache-write rate
+    cannot be bounded (its writes could cost anything), so its bound is unknown, like one without an input
+    or output rate.
     """
     if price is None:
         return UnknownCost.because(f"no price for model {model}")
-    missing = [c.value for c in (PriceComponent.INPUT, PriceComponent.OUTPUT) if price.rate(c) is None]
+    needed = (PriceComponent.INPUT, PriceComponent.OUTPUT, *((PriceComponent.CACHE_WRITE,) if writes_cache else ()))
+    missing = [c.value for c in needed if price.rate(c) is None]
     if missing:
         return UnknownCost.because(f"no {' or '.join(missing)} price for model {model}")
     sides = _CACHING_INPUT_SIDE if writes_cache else _INPUT_SIDE

@@ -61,6 +61,7 @@ import types
 import typing
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from types import FrameType
 from typing import Any, Final
 
 __all__ = [
@@ -512,7 +513,17 @@ class DrawOverBudget(BaseException):
     """Raised by the per-parameter timer wherever the draws are (a BaseException: Hypothesis lets it through)."""
 
 
-def _over_budget(signum: int, frame: object) -> None:
+# Where an exception raised by the timer would be "unraisable" (printed and dropped, the draws going on past their
+# budget): a garbage-collector callback (Hypothesis registers one) or a finalizer. There the timer fires again a moment
+# later instead, once that code has returned.
+_SWALLOWED_IN: Final = frozenset({"gc_callback", "__del__"})
+_RETRY_S: Final = 0.01
+
+
+def _over_budget(signum: int, frame: FrameType | None) -> None:
+    if frame is not None and frame.f_code.co_name in _SWALLOWED_IN:
+        signal.setitimer(signal.ITIMER_REAL, _RETRY_S)
+        return
     raise DrawOverBudget
 
 

@@ -9,10 +9,24 @@ send (no tool call, no text but whitespace) is refused before anything is sent
 (:class:`ProviderRequestInvalidError`): the API answers ``content: []`` with HTTP 400. The stop reason
 comes back provider-neutral (:class:`StopReason`): ``max_tokens`` is ``max-tokens``.
 
+Prompt caching (``prompt_cache``, on unless the adapter is built without it): the request marks
+``cache_control: {"type": "ephemeral"}`` (5-minute) breakpoints on the stable prefix, in the API's order
+``tools`` → ``system`` → ``messages`` and within its limit of 4 per request: the last tool (every tool
+schema), the system prompt (sent as one text block to carry the mark), the end of the conversation the
+previous request sent (the user turn before the newest assistant turn: this request reads what that one
+wrote, however many blocks the newest turn added — the API looks back only 20 blocks from a breakpoint)
+and the end of this conversation (written for the next request). A breakpoint goes on the last block of
+its message that can carry one (text, tool use, tool result; never a thinking block). A prompt shorter
+than the model's minimum is simply not cached (the API reports no reads or writes, and no error).
+
 Usage: ``input_tokens`` is uncached input, ``cache_read_input_tokens`` and
 ``cache_creation_input_tokens`` are the cache reads and writes; Anthropic reports no separate
-reasoning count (thinking is billed as output). When streaming, the output count is taken only from
-``message_delta`` (``message_start`` carries a placeholder); a stream without it has unknown output.
+reasoning count (thinking is billed as output). Cache writes are priced at the 5-minute write rate,
+the only kind this adapter asks for; a reply that reports 1-hour writes
+(``cache_creation.ephemeral_1h_input_tokens``, billed at another rate) leaves the writes unknown, so the
+charge is unknown rather than too low, and its ``usage_note`` says why. When streaming, the output
+count is taken only from ``message_delta`` (``message_start`` carries a placeholder); a stream without
+it has unknown output.
 A stream that ends before ``message_stop``, or reports an ``error`` event, has an unknown outcome.
 """
 
@@ -32,6 +46,7 @@ from codeflux.domain.models import (
     ModelReply,
     ModelRequest,
     ReasoningPart,
+    Role,
     StopReason,
     TextPart,
     ToolCall,
@@ -46,9 +61,14 @@ from codeflux.providers.transport import HttpPolicy, ProviderHttp, ProviderRespo
 from codeflux.providers.wire import KeyLoader, StrictReply, TextSink, load_key_for_call, parse_reply
 from codeflux.redact import Redactor, default_redactor
 
-__all__ = ["ANTHROPIC_VERSION", "AnthropicAdapter"]
+__all__ = ["ANTHROPIC_VERSION", "CACHE_BREAKPOINT_LIMIT", "ONE_HOUR_CACHE_WRITES", "AnthropicAdapter"]
 
 ANTHROPIC_VERSION = "2023-06-01"
+CACHE_BREAKPOINT_LIMIT = 4  # the API refuses a request with more cache_control marks
+ONE_HOUR_CACHE_WRITES = ("the provider reported 1-hour cache writes, which codeflux never asks for and has no "
+                         "rate for: the cache writes are unknown")
+_EPHEMERAL = {"type": "ephemeral"}
+_MARKABLE = frozenset({"text", "tool_use", "tool_result"})
 _STOP_REASONS = {
     "end_turn": StopReason.END_TURN,
     "stop_sequence": StopReason.END_TURN,
@@ -59,11 +79,17 @@ _STOP_REASONS = {
 }
 
 
+class _CacheCreation(StrictReply):
+    ephemeral_5m_input_tokens: int | None = Field(default=None, ge=0)
+    ephemeral_1h_input_tokens: int | None = Field(default=None, ge=0)
+
+
 class _Usage(StrictReply):
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
     cache_creation_input_tokens: int | None = Field(default=None, ge=0)
     cache_read_input_tokens: int | None = Field(default=None, ge=0)
+    cache_creation: _CacheCreation | None = None
 
 
 class _Block(StrictReply):
@@ -134,8 +160,10 @@ class AnthropicAdapter:
         redactor: Redactor | None = None,
         http: ProviderHttp | None = None,
         policy: HttpPolicy | None = None,
+        prompt_cache: bool = True,
     ) -> None:
         self.base_url = normalize_base_url(ProviderName.ANTHROPIC, base_url)
+        self.prompt_cache = prompt_cache
         self._key_loader = key_loader
         self._redactor = redactor or default_redactor()
         self._http = http or ProviderHttp(provider=self.display_name, redactor=self._redactor, policy=policy)
@@ -143,6 +171,12 @@ class AnthropicAdapter:
     @property
     def display_name(self) -> str:
         return "Anthropic"
+
+    @property
+    def writes_prompt_cache(self) -> bool:
+        """Whether its calls ask the provider to write a prompt cache (so the gateway reserves their input
+        at the cache-write rate)."""
+        return self.prompt_cache
 
     def close(self) -> None:
         self._http.close()
@@ -162,7 +196,8 @@ class AnthropicAdapter:
             "content-type": "application/json",
             "accept": "text/event-stream" if on_text is not None else "application/json",
         }
-        body = json.dumps(_request_body(request, stream=on_text is not None), ensure_ascii=False).encode()
+        wire = _request_body(request, stream=on_text is not None, cache=self.prompt_cache)
+        body = json.dumps(wire, ensure_ascii=False).encode()
 
         def read(response: ProviderResponse) -> ModelReply:
             request_id = response.request_id("request-id")
@@ -182,6 +217,7 @@ class AnthropicAdapter:
             stop_reason=_STOP_REASONS.get(message.stop_reason or "", StopReason.OTHER),
             usage=_usage(message.usage, message.usage),
             request_id=request_id,
+            usage_note=_usage_note(message.usage, message.usage),
         )
 
     def _reply_from_stream(
@@ -216,26 +252,56 @@ class AnthropicAdapter:
                     stop_reason=_STOP_REASONS.get(stop_reason or "", StopReason.OTHER),
                     usage=_usage(start.usage if start else None, final_usage),
                     request_id=request_id,
+                    usage_note=_usage_note(start.usage if start else None, final_usage),
                 )
         raise ProviderOutcomeUnknownError(provider=self.display_name, reason="the stream ended before message_stop")
 
 
-def _request_body(request: ModelRequest, *, stream: bool) -> dict[str, object]:
+def _request_body(request: ModelRequest, *, stream: bool, cache: bool) -> dict[str, object]:
+    messages = [_wire_message(message) for message in request.messages]
     body: dict[str, object] = {
         "model": request.model,
         "max_tokens": request.max_output_tokens,
-        "messages": [_wire_message(message) for message in request.messages],
+        "messages": messages,
         "stream": stream,
     }
     if request.system:
-        body["system"] = request.system
+        body["system"] = [{"type": "text", "text": request.system, "cache_control": dict(_EPHEMERAL)}] if cache \
+            else request.system
     if request.tools:
-        body["tools"] = [
+        tools: list[dict[str, object]] = [
             {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema()}
             for tool in request.tools
         ]
+        if cache:
+            tools[-1]["cache_control"] = dict(_EPHEMERAL)
+        body["tools"] = tools
+    if cache:
+        for index in _conversation_breakpoints(request.messages):
+            _mark_last_block(messages[index])
     body.update(anthropic_thinking(request.model, request.effort, max_output_tokens=request.max_output_tokens))
     return body
+
+
+def _conversation_breakpoints(messages: tuple[Message, ...]) -> tuple[int, ...]:
+    """Where the conversation's breakpoints go (at most 2, so that with the tools' and the system's the
+    request stays within :data:`CACHE_BREAKPOINT_LIMIT`): the newest message, and the user message before
+    the newest assistant turn — the end of what the previous request sent."""
+    newest = len(messages) - 1
+    earlier = [i for i in range(newest) if messages[i].role is Role.ASSISTANT]
+    if not earlier or earlier[-1] == 0:
+        return (newest,)
+    return (earlier[-1] - 1, newest)
+
+
+def _mark_last_block(message: dict[str, object]) -> None:
+    content = message["content"]
+    if not isinstance(content, list):
+        return
+    for block in reversed(content):
+        if isinstance(block, dict) and block.get("type") in _MARKABLE:
+            block["cache_control"] = dict(_EPHEMERAL)
+            return
 
 
 def _wire_message(message: Message) -> dict[str, object]:
@@ -326,6 +392,16 @@ def _usage(start: _Usage | None, final: _Usage | None) -> TokenUsage:
         input_tokens=pick("input_tokens"),
         output_tokens=final.output_tokens if final is not None else None,
         cache_read_tokens=pick("cache_read_input_tokens"),
-        cache_write_tokens=pick("cache_creation_input_tokens"),
+        cache_write_tokens=None if _one_hour_writes(start, final) else pick("cache_creation_input_tokens"),
         reasoning_tokens=None,
     )
+
+
+def _one_hour_writes(start: _Usage | None, final: _Usage | None) -> bool:
+    """Whether either report counts 1-hour cache writes (priced apart from the 5-minute ones)."""
+    return any(report is not None and report.cache_creation is not None
+               and (report.cache_creation.ephemeral_1h_input_tokens or 0) > 0 for report in (start, final))
+
+
+def _usage_note(start: _Usage | None, final: _Usage | None) -> str | None:
+    return ONE_HOUR_CACHE_WRITES if _one_hour_writes(start, final) else None

@@ -12,6 +12,9 @@ table and where each fact comes from.
   ``max_tokens``, must be below it and at least 1,024); ``none``: no thinking parameter.
 * **OpenAI ``reasoning_effort``**: sent only to reasoning models; a non-reasoning model (``gpt-4o``,
   ``gpt-4.1``) refuses the request that carries it.
+* **OpenAI wire** (:class:`OpenAIWire`): ``chat-completions`` for most models; ``responses`` for models
+  OpenAI serves only on the Responses API (``gpt-5-codex``: "only available in the Responses API", its
+  model page and prompting guide), which :mod:`codeflux.providers.responses` speaks.
 
 A model missing from the table gets only what every model of its provider accepts: no thinking, no
 ``reasoning_effort``.
@@ -40,11 +43,13 @@ __all__ = [
     "MIN_THINKING_BUDGET",
     "MODEL_CAPABILITIES",
     "ModelCapabilities",
+    "OpenAIWire",
     "ThinkingForm",
     "anthropic_thinking",
     "capabilities_of",
     "context_window_of",
     "openai_reasoning_effort",
+    "openai_wire",
 ]
 
 MIN_THINKING_BUDGET: Final = 1_024
@@ -60,6 +65,7 @@ _ADAPTIVE_DOC: Final = "https://platform.claude.com/docs/en/build-with-claude/ad
 _EXTENDED_DOC: Final = "https://platform.claude.com/docs/en/build-with-claude/extended-thinking"
 _REASONING_DOC: Final = "https://platform.openai.com/docs/guides/reasoning"
 _CHAT_DOC: Final = "https://platform.openai.com/docs/api-reference/chat/create#chat-create-reasoning_effort"
+_CODEX_DOC: Final = "https://platform.openai.com/docs/models/gpt-5-codex"
 CONTEXT_WINDOW_SOURCES: Final = {
     ProviderName.ANTHROPIC: "https://platform.claude.com/docs/en/build-with-claude/context-windows",
     ProviderName.OPENAI: "https://platform.openai.com/docs/models",
@@ -77,6 +83,13 @@ class ThinkingForm(StrEnum):
     NONE = "none"  # no thinking parameter
 
 
+class OpenAIWire(StrEnum):
+    """Which OpenAI API a model is called through."""
+
+    CHAT_COMPLETIONS = "chat-completions"
+    RESPONSES = "responses"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCapabilities:
     """One model's row: its id and aliases, how it thinks (Anthropic), whether ``max`` effort exists
@@ -88,6 +101,8 @@ class ModelCapabilities:
     thinking: ThinkingForm = ThinkingForm.NONE
     max_effort: bool = False
     reasoning_effort: bool = False
+    wire: OpenAIWire = OpenAIWire.CHAT_COMPLETIONS
+    """OpenAI: the API the model is called through."""
     context_window: int
     """Input and output tokens together (see the module docstring)."""
     source: str
@@ -102,9 +117,11 @@ def _claude(model: str, thinking: ThinkingForm, *aliases: str, max_effort: bool 
                              max_effort=max_effort, context_window=_CLAUDE_WINDOW, source=source)
 
 
-def _gpt(model: str, *aliases: str, reasoning: bool, window: int) -> ModelCapabilities:
+def _gpt(model: str, *aliases: str, reasoning: bool, window: int,
+         wire: OpenAIWire = OpenAIWire.CHAT_COMPLETIONS, source: str | None = None) -> ModelCapabilities:
     return ModelCapabilities(provider=ProviderName.OPENAI, model=model, aliases=aliases, reasoning_effort=reasoning,
-                             context_window=window, source=_REASONING_DOC if reasoning else _CHAT_DOC)
+                             wire=wire, context_window=window,
+                             source=source or (_REASONING_DOC if reasoning else _CHAT_DOC))
 
 
 _ADAPTIVE, _BUDGET = ThinkingForm.ADAPTIVE, ThinkingForm.BUDGET
@@ -127,6 +144,8 @@ MODEL_CAPABILITIES: Final[tuple[ModelCapabilities, ...]] = (
     _gpt("gpt-5-nano", "gpt-5-nano-2025-08-07", reasoning=True, window=400_000),
     _gpt("o3", "o3-2025-04-16", reasoning=True, window=200_000),
     _gpt("o4-mini", "o4-mini-2025-04-16", reasoning=True, window=200_000),
+    # Served only on the Responses API.
+    _gpt("gpt-5-codex", reasoning=True, window=400_000, wire=OpenAIWire.RESPONSES, source=_CODEX_DOC),
     # Non-reasoning models refuse it (HTTP 400 "Unrecognized request argument supplied: reasoning_effort").
     _gpt("gpt-4.1", "gpt-4.1-2025-04-14", reasoning=False, window=1_047_576),
     _gpt("gpt-4.1-mini", "gpt-4.1-mini-2025-04-14", reasoning=False, window=1_047_576),
@@ -166,6 +185,12 @@ def anthropic_thinking(model: str, effort: Effort | None, *, max_output_tokens: 
         if budget >= MIN_THINKING_BUDGET:
             return {"thinking": {"type": "enabled", "budget_tokens": budget}}
     return {}
+
+
+def openai_wire(model: str) -> OpenAIWire:
+    """The API OpenAI ``model`` is called through: its row's, else Chat Completions."""
+    row = capabilities_of(ProviderName.OPENAI, model)
+    return OpenAIWire.CHAT_COMPLETIONS if row is None else row.wire
 
 
 def openai_reasoning_effort(model: str, effort: Effort | None) -> str | None:

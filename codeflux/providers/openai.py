@@ -1,6 +1,8 @@
 """The OpenAI adapter: Chat Completions (see :mod:`codeflux.providers.chat_completions` for why) with
 ``max_completion_tokens``, ``reasoning_effort`` for reasoning models only (the capability table,
-:mod:`codeflux.providers.capabilities`) and streaming with ``stream_options.include_usage``.
+:mod:`codeflux.providers.capabilities`) and streaming with ``stream_options.include_usage``; a model whose
+row in that table says ``wire = responses`` goes to the Responses API instead
+(:mod:`codeflux.providers.responses`), chosen per call by the request's model.
 
 :class:`ChatCompletionsAdapter` is the one adapter class for this wire; the OpenAI-compatible adapter
 is the same class configured for a local server.
@@ -13,8 +15,10 @@ from typing import Self
 from codeflux.credentials import Secret, load_provider_key
 from codeflux.domain.models import ModelReply, ModelRequest
 from codeflux.domain.providers import ProviderName
+from codeflux.providers.capabilities import OpenAIWire, openai_wire
 from codeflux.providers.chat_completions import ChatWire
 from codeflux.providers.endpoints import DEFAULT_BASE_URLS, normalize_base_url
+from codeflux.providers.responses import ResponsesWire
 from codeflux.providers.transport import HttpPolicy, ProviderHttp, ProviderResponse
 from codeflux.providers.wire import KeyLoader, TextSink, load_key_for_call
 from codeflux.redact import Redactor, default_redactor
@@ -26,7 +30,9 @@ class ChatCompletionsAdapter:
     """A provider speaking Chat Completions at ``{base_url}/chat/completions``.
 
     ``uses_key`` says whether a key is sent (``Authorization: Bearer``); it is fetched from the OS
-    credential store for ``provider`` at every call. Use as a context manager or call :meth:`close`.
+    credential store for ``provider`` at every call. ``responses_api``: models the capability table puts
+    on the Responses API are sent to ``{base_url}/responses`` (OpenAI only; an OpenAI-compatible server
+    speaks Chat Completions). Use as a context manager or call :meth:`close`.
     """
 
     def __init__(
@@ -39,6 +45,7 @@ class ChatCompletionsAdapter:
         sends_reasoning_effort: bool,
         uses_key: bool,
         reports_cache: bool = True,
+        responses_api: bool = False,
         key_loader: KeyLoader = load_provider_key,
         redactor: Redactor | None = None,
         http: ProviderHttp | None = None,
@@ -55,6 +62,7 @@ class ChatCompletionsAdapter:
             provider=display_name, max_tokens_field=wire_max_tokens_field,
             sends_reasoning_effort=sends_reasoning_effort, reports_cache=reports_cache,
         )
+        self._responses = ResponsesWire(provider=display_name) if responses_api else None
 
     @property
     def display_name(self) -> str:
@@ -78,19 +86,23 @@ class ChatCompletionsAdapter:
         if self._uses_key:
             key: Secret = load_key_for_call(self._provider, loader=self._key_loader, redactor=self._redactor)
             headers["authorization"] = f"Bearer {key.reveal()}"
-        body = self._wire.request_body(request, stream=on_text is not None)
         policy = self._http.policy
+        wire: ChatWire | ResponsesWire = self._wire
+        path = "/chat/completions"
+        if self._responses is not None and openai_wire(request.model) is OpenAIWire.RESPONSES:
+            wire, path = self._responses, "/responses"
+        body = wire.request_body(request, stream=on_text is not None)
 
         def read(response: ProviderResponse) -> ModelReply:
             request_id = response.request_id("x-request-id")
             if on_text is None:
-                return self._wire.reply_from_json(response.read_body(), request, request_id)
-            return self._wire.reply_from_stream(
+                return wire.reply_from_json(response.read_body(), request, request_id)
+            return wire.reply_from_stream(
                 response, request, request_id, on_text,
                 max_stream_bytes=policy.max_stream_bytes, max_event_bytes=policy.max_event_bytes,
             )  # fmt: skip
 
-        return self._http.post(f"{self.base_url}/chat/completions", headers=headers, body=body, read=read)
+        return self._http.post(f"{self.base_url}{path}", headers=headers, body=body, read=read)
 
 
 class OpenAIAdapter(ChatCompletionsAdapter):
@@ -112,6 +124,7 @@ class OpenAIAdapter(ChatCompletionsAdapter):
             wire_max_tokens_field="max_completion_tokens",
             sends_reasoning_effort=True,
             uses_key=True,
+            responses_api=True,
             key_loader=key_loader,
             redactor=redactor,
             http=http,

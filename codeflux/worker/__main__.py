@@ -12,6 +12,7 @@ import sys
 
 from codeflux.domain.errors import CodefluxError
 from codeflux.worker.hardening import make_undumpable
+from codeflux.worker.interpreter import without_frozen_runtime
 from codeflux.worker.server import serve
 from codeflux.worker.startup import read_startup_config
 
@@ -24,7 +25,10 @@ def main() -> int:
         print(f"codeflux worker: {error}", file=sys.stderr, flush=True)
         return 2
     try:
-        return serve(config, environment=dict(os.environ), stdin=sys.stdin.buffer, stdout=sys.stdout)
+        # A frozen build's PyInstaller variables are the worker's own (its confinement passes them to the
+        # launcher, a frozen codeflux too), never part of the environment its commands start from.
+        return serve(config, environment=without_frozen_runtime(os.environ), stdin=sys.stdin.buffer,
+                     stdout=sys.stdout)
     except CodefluxError as error:
         print(f"codeflux worker: {error}", file=sys.stderr, flush=True)
         return 2

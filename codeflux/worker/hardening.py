@@ -105,7 +105,8 @@ def harden_process() -> None:
 
     The re-executed process runs ``python -m codeflux`` with the same arguments and interpreter flags (``-I``,
     ``-E``, ``-B``) and the environment :func:`environment_without_secrets` keeps; it comes here again and finds
-    nothing to remove. ``execve`` keeps the pid, so a parent waiting on it sees one process. ``-m`` would put
+    nothing to remove (a frozen single-file build re-executes the binary itself with the same arguments).
+    ``execve`` keeps the pid, so a parent waiting on it sees one process. ``-m`` would put
     the current directory first on ``sys.path``, where a repository's own ``codeflux.py`` would be run instead
     of codeflux: unless this process already had it there (it was itself started as ``python -m codeflux``),
     the re-execution gets ``-P``, which leaves it out.
@@ -122,7 +123,10 @@ def harden_process() -> None:
         if keys:
             with contextlib.suppress(OSError):  # no pipe to be had (descriptors exhausted): the keys stay behind
                 kept[HANDOFF_VARIABLE] = f"{_hand_off(keys)}:{os.getpid()}"
-        os.execve(sys.executable, [sys.executable, *flags, "-m", "codeflux", *sys.argv[1:]], kept)  # noqa: S606
+        # A frozen single-file build is its own program (no interpreter flags, no -m); the PyInstaller variables
+        # are kept, so it runs from the directory already unpacked.
+        again = [*flags, "-m", "codeflux"] if not getattr(sys, "frozen", False) else []
+        os.execve(sys.executable, [sys.executable, *again, *sys.argv[1:]], kept)  # noqa: S606
     make_undumpable()
 
 

@@ -7,7 +7,9 @@ Run with `cmd/codeflux-dev bench cli`. Times, as separate processes with rounds 
   hardening, the lazy command table, one command module);
 * for information, ``python -m codeflux --version``, and ``codeflux version`` started with a credential-like
   variable in its environment (it re-executes itself without it: two interpreter starts, by design);
-* the single-file binary's ``version``, when ``CODEFLUX_BENCH_CLI_BINARY`` names one (reported, no target).
+* the single-file binary's ``version`` and ``--help`` (reported, no target: each start unpacks the archive into
+  ``$TMPDIR``, PyInstaller onefile's cost): ``CODEFLUX_BENCH_CLI_BINARY``, else ``.artifacts/dist/codeflux`` when
+  ``cmd/codeflux-dev dist`` built one (its build time is printed: an old binary is measured as it is).
 
 Bytecode is cached the way an installed wheel has it (pip compiles on install): the runs get
 ``PYTHONPYCACHEPREFIX=.artifacts/pycache`` (as the dev script sets it; also when this script is run directly)
@@ -71,9 +73,15 @@ def main() -> int:
         "python -m codeflux --version": ([python, "-m", "codeflux", "--version"], environment),
         "codeflux version, re-executed": ([console_script, "version"], {**environment, "BENCH_API_KEY": "x"}),
     }
-    binary = os.environ.get("CODEFLUX_BENCH_CLI_BINARY")
+    built = REPO / ".artifacts" / "dist" / "codeflux"
+    binary = os.environ.get("CODEFLUX_BENCH_CLI_BINARY") or (str(built) if built.is_file() else None)
     if binary:
         sides["binary version"] = ([binary, "version"], environment)
+        sides["binary --help"] = ([binary, "--help"], environment)
+        made = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(Path(binary).stat().st_mtime))
+        print(f"single binary: {binary} ({Path(binary).stat().st_size / 1e6:.0f} MB, built {made})")
+    else:
+        print("single binary: none (`cmd/codeflux-dev dist` builds .artifacts/dist/codeflux); not measured")
     for argv, env in sides.values():  # warm-up: bytecode written once, files in the page cache
         _run_once(argv, env)
     wall: dict[str, list[float]] = {name: [] for name in sides}

@@ -7,12 +7,13 @@ server speaking the Anthropic Messages wire, the ``codeflux`` CLI as a separate 
 
 Arithmetic (claude-sonnet-4-5: 3.00 / 15.00 / 0.30 / 3.75 USD per million input / output / cache read /
 cache write tokens). The request is 8,000 input tokens by the gateway's estimate and asks for at most
-1,024 output tokens; the route writes no prompt cache, so its input is reserved at the input rate and
-each call reserves ⌈8000 × 3.00/1M + 1024 × 15/1M⌉ = ⌈3.936⌉ = 4 cents.
+1,024 output tokens; the Anthropic route asks for prompt caching, so its input is reserved at the
+cache-write rate (the dearest it can be billed at) and each call reserves ⌈8000 × 3.75/1M + 1024 × 15/1M⌉
+= ⌈4.536⌉ = 5 cents.
 
     call 1  900 in, 200 out                    0.570 ¢ → charged 1 ¢   spent 1
     call 2  950 in, 1000 out, 2000 cache read  1.845 ¢ → charged 2 ¢   spent 3
-    call 3  refused: 3 spent + 4 reserved > 6 limit → paused (spent $0.03, remaining $0.03)
+    call 3  refused: 3 spent + 5 reserved > 6 limit → paused (spent $0.03, remaining $0.03)
     limit raised to $0.10, task resumed
     call 3  1000 in, 800 out, 1000 cache write 1.875 ¢ → charged 2 ¢   spent 5
     call 4  500 in, 100 out                    0.300 ¢ → charged 1 ¢   spent 6, remaining $0.04
@@ -93,13 +94,13 @@ def test_hitting_the_hard_budget_pauses_the_task_with_exact_figures_and_raising_
         server.enqueue(reply_using(900, 200), reply_using(950, 1000, cache_read=2000))
         first, second = call("call-1"), call("call-2")
         assert [first.reserved, first.charged, second.reserved, second.charged] == [
-            Money(minor=4, currency=USD), Money(minor=1, currency=USD),
-            Money(minor=4, currency=USD), Money(minor=2, currency=USD)]  # fmt: skip
+            Money(minor=5, currency=USD), Money(minor=1, currency=USD),
+            Money(minor=5, currency=USD), Money(minor=2, currency=USD)]  # fmt: skip
 
         with pytest.raises(BudgetExhaustedError) as exhausted:
             call("call-3")
         assert exit_code_for(exhausted.value) is ExitCode.DECISION_NEEDED
-        assert "the next call reserves $0.04 and $0.03 is left of $0.06" in str(exhausted.value)
+        assert "the next call reserves $0.05 and $0.03 is left of $0.06" in str(exhausted.value)
         assert len(server.requests) == 2  # nothing was sent for the refused call
         assert state_of(db, task_id) is TaskState.PAUSED
         moves = db.read(lambda view: transitions_of_task(view, task_id))
@@ -136,7 +137,7 @@ def test_hitting_the_hard_budget_pauses_the_task_with_exact_figures_and_raising_
     assert final.spent == Money(minor=6, currency=USD) and final.remaining == Money(minor=4, currency=USD)
     assert final.tokens_used == 1100 + 3950 + 2800 + 600 and final.pending_decisions == ()
     kinds = [(entry.kind, entry.amount_minor) for entry in budgets.entries(task_id)]
-    assert kinds == [("reserve", 4), ("settle", 1), ("release", 3), ("reserve", 4), ("settle", 2), ("release", 2),
-                     ("reserve", 4), ("settle", 2), ("release", 2), ("reserve", 4), ("settle", 1), ("release", 3)]
+    assert kinds == [("reserve", 5), ("settle", 1), ("release", 4), ("reserve", 5), ("settle", 2), ("release", 3),
+                     ("reserve", 5), ("settle", 2), ("release", 3), ("reserve", 5), ("settle", 1), ("release", 4)]
     assert len(server.requests) == 4
     print("\n".join(["", *figures, "finished:", *final.lines()]))

@@ -4,6 +4,7 @@ counts a step done only after a write, and a headless run turns a prompt into a 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -93,6 +94,25 @@ def test_a_pending_command_pauses_the_loop_and_the_decision_resumes_it(harness: 
     assert reviewed.kind is RunOutcomeKind.AWAITING_REVIEW and reviewed.clean
     assert state_of(harness, task_id) is TaskState.AWAITING_REVIEW
     assert exit_code_for(StalledError("x")) is ExitCode.STALLED
+
+
+def test_a_worker_that_cannot_start_pauses_the_run_on_its_cause(harness: Harness,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker argv its program does not understand (a frozen binary given ``-I -B -m``): the tool call is a stored
+    worker-unavailable failure and the attempt ends on it, naming the cause, instead of asking the next turn (the
+    scripted run would otherwise end "no turn left")."""
+    refusing = [sys.executable, "-c", "import sys; print('codeflux: unknown option -I', file=sys.stderr); sys.exit(2)"]
+    monkeypatch.setattr("codeflux.worker.client.launch.isolated_python_argv", lambda module: refusing)
+
+    task_id, outcome = start(harness, [edit_file("pkg/calc.py", "a", "b", "e1"), done()])
+
+    assert outcome.kind is RunOutcomeKind.PAUSED, outcome.reason
+    assert outcome.loop is not None and outcome.loop.kind is LoopOutcomeKind.WORKER_UNAVAILABLE
+    assert outcome.reason.startswith("worker-unavailable: edit_file could not run, nothing ran")
+    assert "the worker exited during startup: codeflux: unknown option -I" in outcome.reason
+    assert "no turn left" not in outcome.reason
+    paused = harness.tasks.show(task_id).task
+    assert paused.state is TaskState.PAUSED
 
 
 def test_resuming_before_the_decision_is_refused_and_changes_nothing(harness: Harness) -> None:

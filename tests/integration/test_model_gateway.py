@@ -75,9 +75,9 @@ def ceil(value: Fraction) -> int:
 
 
 def expected_bound(request: ModelRequest) -> int:
-    # The route writes no prompt cache: every input token at the input rate (3.00, above a cache
-    # read's 0.30); output at 15.00.
-    return ceil(bound_input_tokens(request) * INPUT + request.max_output_tokens * OUTPUT)
+    # The Anthropic route writes a prompt cache: every input token at the cache-write rate (3.75, above
+    # the input's 3.00 and a cache read's 0.30); output at 15.00.
+    return ceil(bound_input_tokens(request) * CACHE_WRITE + request.max_output_tokens * OUTPUT)
 
 
 def usage(input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> dict[str, int]:

@@ -98,8 +98,12 @@ def test_a_json_reply_with_text_and_a_tool_call_maps_to_domain_parts_and_usage(
     assert sent.headers["anthropic-version"] == ANTHROPIC_VERSION
     body = sent.json()
     assert body["model"] == "claude-sonnet-4-5" and body["max_tokens"] == 1024 and body["stream"] is False
-    assert body["system"] == "You are terse."
-    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "What does README.md say?"}]}]
+    # Prompt caching: the system prompt, the last tool and the newest message carry the breakpoints.
+    assert body["system"] == [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}]
+    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "What does README.md say?",
+                                                              "cache_control": {"type": "ephemeral"}}]}]
+    assert "cache_control" not in body["tools"][0]
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     read_file = body["tools"][0]
     assert read_file["name"] == "read_file"
     assert read_file["input_schema"]["required"] == ["path"]
@@ -154,12 +158,17 @@ def test_a_conversation_with_reasoning_tool_calls_and_results_goes_out_in_messag
 
     adapter.complete(ModelRequest(model="claude-sonnet-4-5", system="s", messages=conversation))
 
-    assert server.requests[0].json()["messages"][1:] == [
+    # The first turn (what the previous request sent) and the newest one carry cache breakpoints; a thinking
+    # block never does.
+    assert server.requests[0].json()["messages"] == [
+        {"role": "user", "content": [
+            {"type": "text", "text": "Run the tests", "cache_control": {"type": "ephemeral"}}]},
         {"role": "assistant", "content": [
             {"type": "thinking", "thinking": "pytest it is", "signature": "sig"},
             {"type": "tool_use", "id": "toolu_1", "name": "run_command", "input": {"argv": ["pytest", "-q"]}}]},
         {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "1 failed", "is_error": True}]},
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "1 failed", "is_error": True,
+             "cache_control": {"type": "ephemeral"}}]},
     ]  # fmt: skip
 
 

@@ -1,6 +1,6 @@
 """Issue 21 item 6 (reservation): a long conversation fits the default $1 budget it would really cost
-under, because the gateway reserves a calibrated token bound at the rate the call is billed, not one
-token per byte at the cache-write rate.
+under, because the gateway reserves a calibrated token bound, not one token per byte. The Anthropic route
+asks for prompt caching, so the bound is reserved at the cache-write rate (the dearest input rate).
 
 The conversation is ≈230 KiB of the calibration sample (``tests/fixtures/token_calibration.json``: the
 repository's prompts, tool schemas, sources and docs with their measured token counts). The loopback
@@ -98,7 +98,8 @@ def test_a_230_kib_conversation_is_reserved_within_the_default_budget_and_charge
     reply = gateway.call(task_id, request, position=LadderPosition.start(), idempotency_key="long-1")
 
     assert len(server.requests) == 1
-    assert reply.reserved == Money(minor=ceil(estimate * INPUT + MAX_OUTPUT * OUTPUT), currency=USD)
+    # Reserved at the cache-write rate (the route asks for prompt caching), still well within $1.
+    assert reply.reserved == Money(minor=ceil(estimate * CACHE_WRITE + MAX_OUTPUT * OUTPUT), currency=USD)
     assert reply.charged == Money(minor=ceil(measured * INPUT + 300 * OUTPUT), currency=USD)
     assert reply.overrun is None and reply.budget.reserved == Money.zero(USD)
     assert reply.budget.spent == reply.charged and reply.budget.spent.minor < 30

@@ -138,6 +138,7 @@ from codeflux.domain.errors import (
     TransitionNotAllowedError,
     UsageError,
 )
+from codeflux.domain.execution import FailureKind as ExecutionFailureKind
 from codeflux.domain.ids import TaskId
 from codeflux.domain.instructions import instructions_listing, instructions_update, sent_instructions_listing
 from codeflux.domain.ladder import (
@@ -227,6 +228,7 @@ class LoopOutcomeKind(StrEnum):
     LIMIT_REACHED = "limit-reached"
     STALLED = "stalled"
     MODEL_CALL_FAILED = "model-call-failed"  # the gateway refused the call or the provider failed: ``error``
+    WORKER_UNAVAILABLE = "worker-unavailable"  # a tool call found no worker to run in (nothing ran): ``reason``
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -288,6 +290,7 @@ class _Counters:
     waiting_since: float | None = None  # returned awaiting a person's decision at this clock reading
     waited: float = 0.0  # seconds spent waiting for decisions, not counted against the wall bound
     stall: LadderStep | None = None
+    worker_unavailable: str | None = None  # why a tool call just found no worker (it ends the attempt)
     pending: _Pending | None = None
     messages: list[Message] = field(default_factory=list)
     loaded: bool = False
@@ -495,6 +498,11 @@ class ImplementationLoop:
                                                turn_key=turn_key, replaying=replaying)
                 return self._await_authority(result, call)
             results.append(result)
+            if (unavailable := self._state.worker_unavailable) is not None:
+                # Nothing the model does can bring a worker up: the attempt ends on the cause, and the next turn
+                # is not asked for (a scripted run would otherwise end "no turn left", hiding it).
+                self._state.worker_unavailable = None
+                return self._outcome(LoopOutcomeKind.WORKER_UNAVAILABLE, unavailable)
             if self._state.stall is not None:
                 return self._outcome(LoopOutcomeKind.STALLED, "the same failure recurred on this rung",
                                      ladder_step=self._state.stall)
@@ -533,6 +541,9 @@ class ImplementationLoop:
             return self._failed(call, f"refused: {error}")
         self._shown.note(call.name, arguments, record)
         text = describe_execution(record)
+        if recorded is None and record.failure_kind is ExecutionFailureKind.WORKER_UNAVAILABLE:
+            self._state.worker_unavailable = (f"worker-unavailable: {call.name} could not run, nothing ran "
+                                              f"({record.message or 'the worker is unavailable'})")
         if execution_failed(record):
             return self._failed(call, text, record)
         if self._instructions is not None:  # the approval decides whether it is presented as instructions

@@ -363,6 +363,8 @@ def _drive(run: _Run, loop: ImplementationLoop) -> RunOutcome:
             return _fail(run, outcome.reason, verdicts=_finish(run, StageName.ASSEMBLY), loop=outcome)
         case LoopOutcomeKind.MODEL_CALL_FAILED:
             return _model_call_failed(run, outcome)
+        case LoopOutcomeKind.WORKER_UNAVAILABLE:
+            return _worker_unavailable(run, outcome)
         case LoopOutcomeKind.PAUSED | LoopOutcomeKind.CANCELLED | LoopOutcomeKind.STOPPED:
             state = run.tasks.show(run.task_id).task.state
             return _stopped(run, state, verdicts=_finish(run, StageName.ASSEMBLY), loop=outcome,
@@ -381,6 +383,17 @@ def _model_call_failed(run: _Run, outcome: LoopOutcome) -> RunOutcome:
     _checkpoint_paused(run)
     kind = RunOutcomeKind.DECISION_NEEDED if isinstance(error, DecisionNeededError) else RunOutcomeKind.PAUSED
     return _outcome(run, kind, outcome.reason, verdicts=verdicts, loop=outcome, error=error)
+
+
+def _worker_unavailable(run: _Run, outcome: LoopOutcome) -> RunOutcome:
+    """A tool call found no worker (it could not start, or it ended before the request was sent): end the attempt
+    and leave the task paused with the cause as the reason, the conversation kept for a resume once it is fixed."""
+    verdicts = _finish(run, StageName.ASSEMBLY)
+    state = _move(run, TaskState.PAUSED, f"{outcome.reason[:1900]}; resume once the worker can start")
+    if state is not None and state is not TaskState.PAUSED:
+        return _stopped(run, state, verdicts=verdicts, loop=outcome)
+    _checkpoint_paused(run)
+    return _outcome(run, RunOutcomeKind.PAUSED, outcome.reason, verdicts=verdicts, loop=outcome)
 
 
 def _stopped(run: _Run, state: TaskState, *, verdicts: tuple[StageVerdict, ...], loop: LoopOutcome | None = None,

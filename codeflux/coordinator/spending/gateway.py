@@ -122,8 +122,9 @@ class ModelRoute:
 
     ``provider`` is a :class:`ProviderName` value or ``scripted``. The endpoint checked is the adapter's
     own ``base_url``, so the URL approved is the URL called. ``writes_cache``: the adapter asks the
-    provider to write a prompt cache on its calls, so their input is reserved at the cache-write rate
-    (no adapter does yet; otherwise input is reserved at the input or cache-read rate it is billed at).
+    provider to write a prompt cache on its calls (Anthropic's does: prompt caching), so their input is
+    reserved at the cache-write rate, the dearest it can be billed at; otherwise at the input or
+    cache-read rate. Left out, it is what the adapter says (``writes_prompt_cache``; none: no).
     """
 
     provider: str
@@ -131,9 +132,11 @@ class ModelRoute:
     cheap_model: str
     capable_model: str
     redactor: Redactor = field(default_factory=default_redactor)
-    writes_cache: bool = False
+    writes_cache: bool | None = None
 
     def __post_init__(self) -> None:
+        if self.writes_cache is None:
+            object.__setattr__(self, "writes_cache", getattr(self.adapter, "writes_prompt_cache", False) is True)
         if self.provider != SCRIPTED_PROVIDER:
             ProviderName.parse(self.provider)
             if not isinstance(getattr(self.adapter, "base_url", None), str):
@@ -284,13 +287,13 @@ class ModelGateway:
             tokens_in = bound_input_tokens(sent)
             bound = reservation_bound(None if price is None else price.price, input_tokens=tokens_in,
                                       max_output_tokens=sent.max_output_tokens, model=sent.model,
-                                      writes_cache=route.writes_cache)
+                                      writes_cache=route.writes_cache is True)
             tokens = tokens_in + sent.max_output_tokens
             verdict = self._ledger.check(tx, task_id, bound=bound, tokens=tokens)
             if isinstance(verdict, BudgetRefusal):
                 named = route.provider if route.provider in _PRICED_PROVIDERS else None
                 refused = refusal_error(task_id, verdict, provider=named, model=sent.model,
-                                        currency=budget.currency.code)
+                                        currency=budget.currency.code, cache_rates=route.writes_cache is True)
                 return self._refuse(tx, task, refused, pause=True, bound=bound)
             reserve = reserve_move(bound)
             plan = model_rows.ModelRequestPlan(

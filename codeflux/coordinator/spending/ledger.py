@@ -63,10 +63,13 @@ def read_budget_summary(view: ReadView, task_id: TaskId) -> BudgetSummary:
     return summarize_budget(rows.require_budget(view, task_id), rows.ledger_totals(view, task_id))
 
 
-def price_set_command(*, provider: str, model: str, currency: str = "USD") -> str:
+def price_set_command(*, provider: str, model: str, currency: str = "USD", cache_rates: bool = False) -> str:
     """The exact command that records a price for ``model`` of ``provider``; the rates (``R``, per million
-    tokens) are left for the person, who knows what the provider charges."""
-    return f"codeflux prices set --provider {provider} --model {model} --input R --output R --currency {currency}"
+    tokens) are left for the person, who knows what the provider charges. ``cache_rates``: the calls write a
+    prompt cache, so the command names the cache-read and cache-write rates too."""
+    cache = " --cache-read R --cache-write R" if cache_rates else ""
+    return (f"codeflux prices set --provider {provider} --model {model} --input R --output R{cache} "
+            f"--currency {currency}")
 
 
 def acknowledge_command(task_id: TaskId) -> str:
@@ -76,11 +79,12 @@ def acknowledge_command(task_id: TaskId) -> str:
 
 def refusal_error(
     task_id: TaskId, refusal: BudgetRefusal, *, provider: str | None = None, model: str | None = None,
-    currency: str = "USD",
+    currency: str = "USD", cache_rates: bool = False,
 ) -> CodefluxError:  # fmt: skip
     """The error a budget refusal raises: the hard limit reached, or a decision for a person. A decision's
     message names the exact command that makes it: ``budget acknowledge`` for pending charges, and, when the
-    call's ``provider`` and ``model`` are given, ``prices set`` for an unknown price."""
+    call's ``provider`` and ``model`` are given, ``prices set`` for an unknown price (with the cache rates
+    when ``cache_rates``: the call writes a prompt cache)."""
     if refusal.kind is BudgetRefusalKind.EXHAUSTED:
         return BudgetExhaustedError(task_id=task_id.value, reason=refusal.reason)
     reason = refusal.reason
@@ -88,8 +92,8 @@ def refusal_error(
         reason = (f"{reason}; accept them with `{acknowledge_command(task_id)}`, then continue with "
                   f"`codeflux task resume {task_id}`")
     elif refusal.cause is BudgetRefusalCause.UNKNOWN_PRICE and provider is not None and model is not None:
-        reason = (f"{reason}; record the model's rates with "
-                  f"`{price_set_command(provider=provider, model=model, currency=currency)}` (R per million tokens, "
+        command = price_set_command(provider=provider, model=model, currency=currency, cache_rates=cache_rates)
+        reason = (f"{reason}; record the model's rates with `{command}` (R per million tokens, "
                   f"0 for a free local model) or allow unknown-price calls for this task (`codeflux budget set --task "
                   f"{task_id} --limit AMOUNT --allow-unknown-price`), then continue with `codeflux task resume "
                   f"{task_id}`")

@@ -6,6 +6,11 @@ worktree, a new session (so its whole process group can be killed), the allow-li
 ``HOME`` and ``TMPDIR``, and stderr appended to ``<state_dir>/worker.log`` (0600). The startup JSON, token
 included, is written to its stdin, which stays open: the worker stops when it reads end-of-file, so a
 coordinator that dies takes its workers with it.
+
+From a frozen single-file build the worker is ``codeflux __worker__ codeflux.worker``, and its environment also
+holds the PyInstaller variables that make it run from the directory the coordinator's binary already unpacked
+(:func:`~codeflux.worker.interpreter.frozen_runtime_environment`): the archive is never unpacked again per worker.
+The worker keeps those variables from every program it starts (:meth:`Confinement.environment`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from codeflux.domain.errors import WorkerStartError
 from codeflux.domain.ids import TaskId, WorkerLeaseId
 from codeflux.redact import redact
 from codeflux.worker.environment import build_worker_environment
-from codeflux.worker.interpreter import isolated_python_argv
+from codeflux.worker.interpreter import frozen_runtime_environment, isolated_python_argv
 from codeflux.worker.processes import kill_process_group
 from codeflux.worker.startup import MAX_SOCKET_PATH_BYTES, STARTUP_PROTOCOL
 
@@ -83,7 +88,8 @@ def launch_worker(
         process = subprocess.Popen(
             isolated_python_argv("codeflux.worker"),
             cwd=worktree,
-            env=build_worker_environment(base=base_environment, home=home, tmpdir=tmpdir),
+            env={**build_worker_environment(base=base_environment, home=home, tmpdir=tmpdir),
+                 **frozen_runtime_environment()},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,

@@ -41,6 +41,7 @@ from codeflux.worker.confinement.paths import (
     is_python_installation,
     reveals_hidden,
 )
+from codeflux.worker.interpreter import frozen_runtime_environment, without_frozen_runtime
 from codeflux.worker.startup import StartupConfig
 
 __all__ = [
@@ -127,7 +128,7 @@ def _probe_bubblewrap(search_path: str | None) -> tuple[str | None, str]:
 class Confinement:
     """The box every process of one worker is started in (see the module docstring)."""
 
-    __slots__ = ("_profile", "bubblewrap", "landlock_abi", "mode", "paths", "python")
+    __slots__ = ("_launcher_environment", "_profile", "bubblewrap", "landlock_abi", "mode", "paths", "python")
 
     def __init__(self, *, mode: ConfinementMode, paths: BoxPaths, bubblewrap: str | None = None,
                  landlock_abi: int = 0, python: str | None = None) -> None:
@@ -138,6 +139,9 @@ class Confinement:
         self.bubblewrap = bubblewrap
         self.landlock_abi = landlock_abi
         self.python = python or sys.executable
+        # A frozen build's launcher is this binary again: it runs from the unpacked directory through these (the
+        # launcher removes them before it execs the program), instead of unpacking the archive per command.
+        self._launcher_environment = frozen_runtime_environment() if mode is ConfinementMode.LANDLOCK else {}
         self._profile = BubblewrapProfile(bubblewrap, paths) if bubblewrap and mode is ConfinementMode.BUBBLEWRAP \
             else None
 
@@ -157,6 +161,13 @@ class Confinement:
                                       keep_argv0=keep, cwd=cwd), self.bubblewrap
         return launcher_argv(self.python, self.paths, program, list(argv), network=network,
                              abi=self.landlock_abi), self.python
+
+
+    def environment(self, environment: Mapping[str, str]) -> dict[str, str]:
+        """The environment to start :meth:`command`'s argv with: ``environment`` (a command's) never carrying a
+        frozen build's PyInstaller variables to the program, except to this build's own Landlock launcher, which
+        needs them to run from the unpacked directory and removes them before it execs the program."""
+        return {**without_frozen_runtime(environment), **self._launcher_environment}
 
 
 def _located(name: str, search_path: str | None) -> str | None:

@@ -3,8 +3,8 @@
 It runs as its own single-threaded process (the worker is threaded, so restricting between ``fork`` and
 ``exec`` there — ``preexec_fn`` — is not safe), applies Landlock and seccomp to itself
 (:func:`~codeflux.worker.confinement.landlock.restrict_self`), then execs ``PROGRAM`` with ``ARGV``
-(``ARGV[0]`` as written) and its own environment. If any step fails it exits 126 with one line on
-stderr, and nothing runs unconfined.
+(``ARGV[0]`` as written) and its own environment (less a frozen build's PyInstaller variables). If any step
+fails it exits 126 with one line on stderr, and nothing runs unconfined.
 
 ``POLICY`` is JSON: readable roots, writable roots, whether the network was granted, the Landlock ABI.
 It holds paths only (it is visible in ``/proc/<pid>/cmdline``).
@@ -21,7 +21,7 @@ from typing import Final
 
 from codeflux.worker.confinement.landlock import LandlockPolicy, restrict_self
 from codeflux.worker.confinement.paths import BoxPaths, install_prefix_to_expose, is_beneath
-from codeflux.worker.interpreter import isolated_python_argv
+from codeflux.worker.interpreter import isolated_python_argv, without_frozen_runtime
 
 __all__ = ["launcher_argv", "main", "readable_roots"]
 
@@ -92,7 +92,7 @@ def main(arguments: Sequence[str]) -> int:
         print(f"codeflux: could not confine the command; it did not run ({error})", file=sys.stderr, flush=True)
         return CANNOT_CONFINE
     try:
-        os.execve(program, argv, os.environ)  # noqa: S606 (argv only, never a shell)
+        os.execve(program, argv, without_frozen_runtime(os.environ))  # noqa: S606 (argv only, never a shell)
     except OSError as error:
         print(f"codeflux: could not start {program} ({error.strerror})", file=sys.stderr, flush=True)
         return 127 if isinstance(error, FileNotFoundError) else CANNOT_CONFINE

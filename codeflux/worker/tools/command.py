@@ -83,7 +83,8 @@ def run_command(
                                                     search_path=environment.get("PATH"), cwd=cwd)
     try:
         process = context.processes.spawn(boxed, executable=executable, cwd=cwd,
-                                          env=environment, stdin_piped=bool(pin.stdin))
+                                          env=context.confinement.environment(environment),
+                                          stdin_piped=bool(pin.stdin))
     except FileNotFoundError:
         raise ToolFailedError(failure_kind=FailureKind.COMMAND_NOT_FOUND,
                               message="the program does not exist") from None

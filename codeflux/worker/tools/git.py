@@ -129,7 +129,8 @@ def _run_git_process(context: ToolContext, arguments: Sequence[str], *, stdin: b
         boxed, executable = context.confinement.command([git, *GIT_OPTIONS, *arguments], executable=git,
                                                         network=False)
         process = context.processes.spawn(boxed, executable=executable, cwd=context.worktree,
-                                          env=environment, stdin_piped=bool(stdin))
+                                          env=context.confinement.environment(environment),
+                                          stdin_piped=bool(stdin))
     except OSError:
         raise ToolFailedError(failure_kind=FailureKind.GIT_FAILED, message="git could not be started") from None
     texts: dict[str, list[str]] = {"stdout": [], "stderr": []}

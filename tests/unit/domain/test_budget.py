@@ -145,6 +145,16 @@ def test_a_call_that_writes_no_cache_is_not_reserved_at_the_cache_write_rate() -
     assert caching == Money(minor=376, currency=USD)  # the positive control: 375 ¢ at the cache-write rate
 
 
+def test_a_call_that_writes_a_cache_without_a_cache_write_rate_cannot_be_bounded() -> None:
+    # Its writes could cost anything: unknown, never reserved at a cheaper rate.
+    price = Price.from_per_million_tokens(currency=USD, input_per_million="3.00", output_per_million="15.00",
+                                          cache_read_per_million="0.30")
+    assert reservation_bound(price, input_tokens=10, max_output_tokens=1, model="m", writes_cache=True) == \
+        UnknownCost.because("no cache-write price for model m")
+    assert reservation_bound(price, input_tokens=10, max_output_tokens=1, model="m", writes_cache=False) == \
+        Money(minor=1, currency=USD)  # the positive control: a call that writes no cache is bounded
+
+
 def test_no_price_or_a_missing_output_rate_makes_the_bound_unknown() -> None:
     assert isinstance(reservation_bound(None, input_tokens=1, max_output_tokens=1, model="m", writes_cache=False),
                       UnknownCost)

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import time
@@ -503,3 +504,20 @@ def test_the_box_script_runs_only_the_files_its_argv_names_and_says_when_hypothe
     assert plain.returncode == 0, plain.stderr
     assert missing == {"hypothesis": None, "seed": 9,
                        "problem": "Hypothesis is not importable in the box (ModuleNotFoundError)"}
+
+
+def test_the_draw_timer_never_raises_where_the_exception_would_be_dropped() -> None:
+    """A timer that fires inside Hypothesis' garbage-collector callback (seen on a loaded machine) must not raise
+    there — the exception would be printed and dropped, the draws going on — but fire again a moment later."""
+    def gc_callback() -> None:
+        case_ladder._over_budget(signal.SIGALRM, sys._getframe())
+
+    previous = signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    try:
+        gc_callback()  # no DrawOverBudget here …
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 0.01  # … the timer is armed again instead
+        with pytest.raises(case_ladder.DrawOverBudget):
+            case_ladder._over_budget(signal.SIGALRM, sys._getframe())  # anywhere else it raises
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
