@@ -55,7 +55,14 @@ from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
 from codeflux.coordinator.spending.ladder_position import ladder_position_of
+from codeflux.coordinator.spending.model_access import pinning
 from codeflux.coordinator.spending.prices import PriceCatalog
+from codeflux.coordinator.spending.provider_choice import (
+    ChoiceSource,
+    PinnedChoice,
+    ProviderChoice,
+    read_task_pin,
+)
 from codeflux.coordinator.tasks.cancelled_runs import dispose_if_idle
 from codeflux.coordinator.tasks.gates import require_landable_checkout
 from codeflux.coordinator.tasks.ledger import evidence_identity_in
@@ -89,6 +96,7 @@ from codeflux.domain.models import StopReason, ToolCall
 from codeflux.domain.money import USD, Money
 from codeflux.domain.pipeline import GATING_STAGES, PipelinePhase, StageOutcome, StageVerdict, stage_named
 from codeflux.domain.pricing import Price, TokenUsage
+from codeflux.domain.providers import ProviderName
 from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import ToolName
 from codeflux.gitwork.diff import diff_against_base
@@ -289,6 +297,28 @@ def with_configured_provider(args: argparse.Namespace, environ: Mapping[str, str
                                  "base_url": args.base_url or configured.base_url or None})
 
 
+def args_with_choice(args: argparse.Namespace, choice: ProviderChoice, source: ChoiceSource) -> argparse.Namespace:
+    """``args`` with ``choice``'s provider (the choice stored in Settings, or a task's pin): the demo's scripted
+    choice replays the demo's shipped script, any other scripted one the ``--script`` given."""
+    if choice.scripted:
+        script = None if source is ChoiceSource.DEMO else args.script
+        return argparse.Namespace(**{**vars(args), "provider": SCRIPTED, "script": script})
+    return argparse.Namespace(**{**vars(args), "provider": choice.provider, "script": None,
+                                 "cheap_model": choice.cheap_model, "capable_model": choice.capable,
+                                 "base_url": choice.base_url or None, "no_key": not choice.uses_key})
+
+
+def pin_of_args(args: argparse.Namespace, source: ChoiceSource) -> PinnedChoice:
+    """What a task created with the provider of ``args`` (resolved: never ``None``) pins, and why."""
+    if args.provider == SCRIPTED:
+        return PinnedChoice(choice=ProviderChoice(provider=SCRIPTED), source=source)
+    compatible = args.provider == ProviderName.OPENAI_COMPATIBLE.value
+    choice = ProviderChoice.normalized(
+        provider=args.provider, cheap_model=args.cheap_model or "", capable_model=args.capable_model or "",
+        base_url=(args.base_url or "") if compatible else "", uses_key=not (compatible and args.no_key))
+    return PinnedChoice(choice=choice, source=source)
+
+
 def build_gateway(db: Database, args: argparse.Namespace, *, phases: Sequence[str]) -> tuple[ModelGateway, str]:
     """The real gateway over the chosen provider (no flag: :func:`with_configured_provider`), and the provider's
     display name."""
@@ -479,6 +509,9 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
     failed (``codeflux task retry``); ``rejection``: the diff under review is rejected as that attempt starts
     (``codeflux task reject --retry``). Returns the exit code."""
     policy = headless_policy(args.allow, check_tools=args.allow_check_tools)
+    pin = read_task_pin(db, task_id) if gateway is None and getattr(args, "provider", None) is None else None
+    if pin is not None:  # no --provider flag on this command: the task's pinned choice (none: created before pins)
+        args = args_with_choice(args, pin.choice, pin.source)
     chosen, provider = gateway or build_gateway(db, args, phases=phases)
     task = tasks.show(task_id).task
     handling = contextlib.nullcontext(shutdown) if shutdown is not None else ShutdownOnSignal(ctx, location)
@@ -677,11 +710,17 @@ def _run_headless(args: argparse.Namespace, ctx: CliContext, created: _CreatedTa
         require_landable_checkout(snapshot)  # a rebase in progress is refused before any acknowledgement
         require_acknowledged(ctx, snapshot, args.acknowledge_dirty)
         gateway = build_gateway(db, args, phases=("plan", "run"))  # a bad --script is refused before the task
+        # The task pins this command's provider (a flag, else the config file's, else scripted): a later `task start`
+        # or `task resume` without a --provider flag uses it.
+        resolved = with_configured_provider(args, os.environ)
+        pin = pin_of_args(resolved, ChoiceSource.FLAG if args.provider is not None else
+                          ChoiceSource.CONFIG if resolved.provider != SCRIPTED else ChoiceSource.DEFAULT)
         # Unattended from here on (planning, then the run): every write waits out another process's write lock
         # for up to the write patience, as the run's own do (docs/storage.md).
         with shared_running_lock(location), ShutdownOnSignal(ctx, location) as shutdown, db.patient_writes(patience):
             change = tasks.create_task(snapshot, requirement, acknowledged_dirty_hash=args.acknowledge_dirty,
-                                       acknowledged_by=Actor.USER, idempotency_key=key())
+                                       acknowledged_by=Actor.USER, idempotency_key=key(),
+                                       also=pinning(pin))
             task_id = change.task_id
             created.task_id = task_id
             ctx.say(f"task {task_id} created for {snapshot.root} on {snapshot.branch or 'its branch'}")

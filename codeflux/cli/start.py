@@ -40,13 +40,27 @@ from urllib.parse import urlsplit
 import codeflux
 from codeflux.api.v1 import product_pb2
 from codeflux.cli.context import CliContext
-from codeflux.cli.run import SCRIPTED, add_provider_arguments, build_gateway, with_configured_provider
+from codeflux.cli.run import (
+    SCRIPTED,
+    add_provider_arguments,
+    args_with_choice,
+    build_gateway,
+    pin_of_args,
+    with_configured_provider,
+)
 from codeflux.coordinator.browser_host import browser_host_name, is_browser_host_name, renew_browser_host_name
 from codeflux.coordinator.instance import coordinator_socket_path, hold_instance_lock
 from codeflux.coordinator.spending.gateway import ModelGateway
-from codeflux.coordinator.spending.provider_choice import ChoiceSource, read_provider_choice
+from codeflux.coordinator.spending.provider_choice import (
+    ChoiceSource,
+    PinnedChoice,
+    ProviderChoice,
+    read_provider_choice,
+)
 from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_running_lock
-from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, UsageError
+from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, EndpointRefusedError, UsageError
+from codeflux.domain.providers import ProviderName
+from codeflux.providers.endpoints import normalize_base_url
 from codeflux.server.client import call_unary, unix_channel
 from codeflux.server.launch import LaunchTokens
 from codeflux.server.serve import LOOPBACK_HOSTS, ServingInfo, serve_coordinator, url_host
@@ -120,12 +134,18 @@ def parse_loopback_address(text: str) -> tuple[str, int]:
 class CliModelAccess:
     """The provider ``start`` uses (see :class:`codeflux.services.app.ModelAccess`), by one precedence table:
     a ``--provider`` flag, else the demo's scripted provider once the demo was created, else the choice stored in
-    Settings → Providers (read at every gateway build, so it applies to plans and runs started afterwards), else
-    the config file's ``[provider]`` (read when ``start`` began), else the built-in default, the scripted provider
-    (not an AI model)."""
+    Settings → Providers (read at every gateway build), else the config file's ``[provider]`` (read when ``start``
+    began), else the built-in default, the scripted provider (not an AI model). A task pins the choice in force
+    when it is created (:meth:`pin_for_new_task`); its plan drafts and runs use the pin (:meth:`pinned_gateway`),
+    so a choice or flag changed afterwards applies to tasks created afterwards only. A task created before pins
+    (migration 000018) uses the choice in force when each draft or run starts."""
 
-    def __init__(self, db: Database, args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(self, db: Database, args: argparse.Namespace, environ: Mapping[str, str] | None = None, *,
+                 command_flag_wins: bool = False) -> None:
+        """``command_flag_wins``: a command that drafts a plan in its own process (``task plan|resume``) with a
+        ``--provider`` flag uses the flag for that command even on a task with a pin (its explicit choice)."""
         self._db, self._args = db, args
+        self._command_flag_wins = command_flag_wins
         # The demo switched to the scripted provider while the stored choice had this revision (a choice made
         # in Settings afterwards wins again); False: no demo in this run.
         self._demo: int | bool | None = False
@@ -144,12 +164,23 @@ class CliModelAccess:
         stored = read.choice
         if stored is None and self._configured.provider != SCRIPTED:
             return self._configured, ChoiceSource.CONFIG
-        if stored is None or stored.scripted:
-            source = ChoiceSource.DEFAULT if stored is None else ChoiceSource.SETTINGS
-            return argparse.Namespace(**{**vars(self._args), "provider": SCRIPTED}), source
-        return argparse.Namespace(**{**vars(self._args), "provider": stored.provider, "script": None,
-                                     "cheap_model": stored.cheap_model, "capable_model": stored.capable}), \
-            ChoiceSource.SETTINGS
+        if stored is None:
+            return argparse.Namespace(**{**vars(self._args), "provider": SCRIPTED}), ChoiceSource.DEFAULT
+        return self._args_of(stored, ChoiceSource.SETTINGS), ChoiceSource.SETTINGS
+
+    def _args_of(self, choice: ProviderChoice, source: ChoiceSource) -> argparse.Namespace:
+        return args_with_choice(self._args, choice, source)
+
+    def pin_for_new_task(self) -> PinnedChoice:
+        """The choice in force now and why: what a task created now pins (a flag given to this ``start`` wins for
+        tasks created while it runs; a task created before keeps its own pin)."""
+        args, source = self._chosen()
+        return pin_of_args(args, source)
+
+    def pinned_gateway(self, pin: PinnedChoice, phases: Sequence[str]) -> ModelGateway:
+        if self._command_flag_wins and self._args.provider is not None:  # `task plan --provider …` in process
+            return self.gateway(phases)
+        return build_gateway(self._db, self._args_of(pin.choice, pin.source), phases=phases)[0]
 
     @property
     def source(self) -> str:
@@ -164,7 +195,13 @@ class CliModelAccess:
         args = self._chosen()[0]
         if args.provider == SCRIPTED:
             return SCRIPTED_DEMO_LABEL
-        return f"{args.provider} ({args.cheap_model})" if args.cheap_model else str(args.provider)
+        shown = f"{args.provider} ({args.cheap_model})" if args.cheap_model else str(args.provider)
+        if args.provider == ProviderName.OPENAI_COMPATIBLE.value and args.base_url:  # as a task's pin shows it
+            try:
+                return f"{shown} at {normalize_base_url(ProviderName.OPENAI_COMPATIBLE, args.base_url)}"
+            except EndpointRefusedError:  # refused when a gateway is built, with its reason; never echoed
+                return shown
+        return shown
 
     def gateway(self, phases: Sequence[str]) -> ModelGateway:
         return build_gateway(self._db, self._chosen()[0], phases=phases)[0]

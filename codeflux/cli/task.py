@@ -56,6 +56,7 @@ import json
 import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Final
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.authority.decide import UserDecision
@@ -239,14 +240,22 @@ def _parse_count(text: str) -> int:
     return int(text)
 
 
+# A command without provider flags: the choice stored in Settings, else the config file's, else scripted.
+_NO_PROVIDER_FLAGS: Final = argparse.Namespace(provider=None, script=None, cheap_model=None, capable_model=None,
+                                               base_url=None, no_key=False)
+
+
 def channel_needs(args: argparse.Namespace) -> ChannelNeeds:
     """What :func:`codeflux.cli.channel.open_channel` must give this verb (``codeflux.cli.main`` asks)."""
     if args.action in ("start", "retry") or (args.action == "reject" and args.retry):
         return ChannelNeeds(use=ChannelUse.COORDINATOR_ONLY)
     if args.action in ("plan", "resume") and not edits_examples(args):  # both may draft a plan: in process, with
-        # this command's provider (editing the examples calls no model)
-        return ChannelNeeds(use=ChannelUse.EXISTING, models=lambda db: CliModelAccess(db, args))
-    return ChannelNeeds(use=ChannelUse.CREATE if args.action == "create" else ChannelUse.EXISTING)
+        # this command's provider (editing the examples calls no model); a --provider flag given here wins over the
+        # task's pin for this command, else the task's pin (a task created before pins: flags, config, scripted)
+        return ChannelNeeds(use=ChannelUse.EXISTING, models=lambda db: CliModelAccess(db, args, command_flag_wins=True))
+    if args.action == "create":  # in process, the new task pins what `codeflux start` without a flag would use
+        return ChannelNeeds(use=ChannelUse.CREATE, models=lambda db: CliModelAccess(db, _NO_PROVIDER_FLAGS))
+    return ChannelNeeds(use=ChannelUse.EXISTING)
 
 
 def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> int:

@@ -125,6 +125,10 @@ def _print_trace_and_questions(ctx: CliContext, plan: product_pb2.PlanView, inde
                     f"would otherwise assume: {escape_for_display(question.assumption)}")
 
 
+_PROVIDER_BASES: Final = {"used": "its newest model call went there",
+                          "pinned": "pinned when the task was created; its plans and runs use it"}
+
+
 def print_task(ctx: CliContext, view: product_pb2.TaskView,
                recovery: product_pb2.RecoveryView | None = None) -> None:
     """Everything about a task: state, repository, base, worktree, plan, attempt, budget, what waits for a
@@ -132,6 +136,8 @@ def print_task(ctx: CliContext, view: product_pb2.TaskView,
     ctx.say(f"task {view.task_id}  {escape_for_display(view.title)}")
     ctx.say(f"  state        {view.state} (revision {view.revision})")
     ctx.say(f"  repository   {escape_for_display(view.repository_root)}")
+    if view.provider_basis in _PROVIDER_BASES:  # "current" (a task created before pins) depends on who asks: not said
+        ctx.say(f"  provider     {escape_for_display(view.provider_label)} ({_PROVIDER_BASES[view.provider_basis]})")
     ctx.say(f"  base         {view.base_revision or '(not started)'}")
     if view.HasField("worktree_disposal"):
         status = f"  ({worktree_disposal_text(view.worktree_disposal)})"

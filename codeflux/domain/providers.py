@@ -14,6 +14,7 @@ from codeflux.domain.errors import UsageError
 
 __all__ = [
     "CREDENTIAL_SERVICE",
+    "ChoiceSource",
     "CredentialReference",
     "ProviderName",
 ]
@@ -85,3 +86,13 @@ def _echo_name(text: str) -> str:
     if 0 < len(text) <= 32 and all(ch.isascii() and (ch.isalnum() or ch in "-_") for ch in text):
         return repr(text)
     return "(not shown: it does not look like a provider name)"
+
+
+class ChoiceSource(StrEnum):
+    """Why the coordinator uses the provider it uses (highest rank first); a task's pin records it."""
+
+    FLAG = "flag"  # `codeflux start --provider …`
+    DEMO = "demo"  # `start --demo` or the first-run demo button: the scripted provider
+    SETTINGS = "settings"  # the choice stored in Settings → Providers
+    CONFIG = "config"  # the config file's [provider] (codeflux.domain.user_config), read when `start` began
+    DEFAULT = "default"  # nothing chosen: the scripted provider (not an AI model)

@@ -34,6 +34,7 @@ from codeflux.coordinator import incidents as coordinator
 from codeflux.coordinator.incidents import IncidentDetail, ReportedRepository
 from codeflux.coordinator.runs.watch import run_watch_tick
 from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.spending.model_access import pin_new_task
 from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, InvalidValueError, RepositoryNotUsableError
 from codeflux.domain.ids import IncidentId, RepositoryId, TaskId
 from codeflux.domain.incidents import (
@@ -147,7 +148,8 @@ def _propose(app: CoordinatorApp, incident_id: IncidentId, *, check: str | None,
     change = task_service(app).create_task(
         snapshot, requirement, title=title if len(title) <= 80 else title[:79] + "…",
         acknowledged_dirty_hash=acknowledged, idempotency_key=key,
-        also=lambda tx, task_id: [coordinator.record_task_proposed(tx, incident_id, task_id, at_us=now_us())])
+        also=pin_new_task(app.models, lambda tx, task_id: [  # the task pins the provider in force
+            coordinator.record_task_proposed(tx, incident_id, task_id, at_us=now_us())]))
     return change.task_id, requirement
 
 

@@ -11,9 +11,11 @@
 * ``SetBudgetDefaults`` — sets that default from an exact decimal (``"2.50"``, never a float) in a currency
   codeflux knows, or clears it with an empty amount. It is a suggestion the composer pre-fills; a task's
   budget is still set on the task (see :mod:`codeflux.coordinator.spending.budget_defaults`).
-* ``SetProviderChoice`` — the provider (and, for a real one, the ladder's models) new work uses when ``codeflux
-  start`` was given no ``--provider`` flag; stored as a setting (:mod:`codeflux.coordinator.spending.
-  provider_choice`). Precedence: flag > the choice stored here > the built-in default (scripted, not an AI model).
+* ``SetProviderChoice`` — the provider (and, for a real one, the ladder's models; for ``openai-compatible`` its base
+  URL, validated and normalized, and whether it takes no key) new tasks pin when ``codeflux start`` was given no
+  ``--provider`` flag; stored as a setting (:mod:`codeflux.coordinator.spending.provider_choice`). Precedence: flag >
+  the choice stored here > the config file > the built-in default (scripted, not an AI model). A task keeps the
+  choice it was created with.
   ``GetSettings`` says which provider is used and why, every provider's models and rates and its key status.
 * ``StoreProviderKey`` — a provider's key, sent once, written to the OS credential store through
   :func:`codeflux.credentials.store_provider_key` (registered with the redactor first); SQLite keeps only the
@@ -105,6 +107,8 @@ def settings_view(app: CoordinatorApp) -> pb.SettingsView:
         view.chosen_provider = stored.choice.provider
         view.chosen_cheap_model = stored.choice.cheap_model
         view.chosen_capable_model = stored.choice.capable_model
+        view.chosen_base_url = stored.choice.base_url
+        view.chosen_no_key = not stored.choice.uses_key
     if default is not None:
         view.default_hard_limit.CopyFrom(money(default))
     return view
@@ -141,8 +145,9 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
 
     def set_choice(ctx: CallContext, request: pb.SetProviderChoiceRequest) -> pb.SettingsView:
         mutation_of(ctx, "SetProviderChoice", request.control)
-        choice = ProviderChoice(provider=request.provider.strip(), cheap_model=request.cheap_model.strip(),
-                                capable_model=request.capable_model.strip())
+        choice = ProviderChoice.normalized(provider=request.provider.strip(), cheap_model=request.cheap_model.strip(),
+                                           capable_model=request.capable_model.strip(),
+                                           base_url=request.base_url.strip(), uses_key=not request.no_key)
         current = read_provider_choice(app.db)
         expected = _expected_revision(request.control, current.revision)
         set_provider_choice(app.db, choice, expected_revision=expected)

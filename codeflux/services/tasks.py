@@ -50,6 +50,7 @@ from codeflux.coordinator.journal import read_session_events
 from codeflux.coordinator.runs.planner import propose_plan
 from codeflux.coordinator.runs.scheduler import BackgroundRuns, open_checkout
 from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.spending.model_access import gateway_for_task, pin_new_task
 from codeflux.coordinator.tasks.service import Actor
 from codeflux.domain.acceptance import MAX_EXAMPLES, AcceptanceExample
 from codeflux.domain.errors import (
@@ -118,7 +119,8 @@ def _create(app: CoordinatorApp, ctx: CallContext, request: pb.CreateTaskRequest
         raise DirtyTreeNotAcknowledgedError(path=snapshot.root.name, change_count=len(snapshot.changes),
                                             current_hash=snapshot.dirty_hash, acknowledged_hash=acknowledged)
     change = task_service(app).create_task(snapshot, requirement, title=title, acknowledged_dirty_hash=acknowledged,
-                                           acknowledged_by=Actor.USER, idempotency_key=mutation.key)
+                                           acknowledged_by=Actor.USER, idempotency_key=mutation.key,
+                                           also=pin_new_task(app.models))  # the task pins the provider in force
     return task_view(app, change.task_id)
 
 
@@ -132,7 +134,8 @@ def draft_plan(app: CoordinatorApp, task_id: TaskId, *, key: str) -> None:
     """Draft the task's next plan revision through the coordinator's gateway, in this thread."""
     _require_budget(app, task_id)
     runs_of(app).hold_running_lock()
-    propose_plan(task_id, gateway=app.models.gateway(("plan",)), tasks=task_service(app),
+    propose_plan(task_id, gateway=gateway_for_task(app.models, app.db, task_id, ("plan",)).gateway,
+                 tasks=task_service(app),
                  position=LadderPosition.start(), idempotency_key=key, stop_requested=app.stop_requested)
 
 

@@ -21,7 +21,7 @@ from codeflux.coordinator.journal import latest_session_event, read_session_head
 from codeflux.coordinator.runs.reviewed_commands import approval_card_facts
 from codeflux.coordinator.runs.tool_records import read_denials_of_task
 from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
-from codeflux.coordinator.spending.provider_choice import SCRIPTED_PROVIDER, provider_used_by_task
+from codeflux.coordinator.spending.provider_choice import SCRIPTED_PROVIDER, provider_used_by_task, read_task_pin
 from codeflux.coordinator.tasks.plans import examples_not_editable
 from codeflux.coordinator.tasks.service import TaskService, TaskView
 from codeflux.domain.acceptance import acceptance_of
@@ -333,9 +333,13 @@ def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
         if plan.author_label == SCRIPTED_DEMO_LABEL:
             shown.provider_label = SCRIPTED_DEMO_LABEL
     used = provider_used_by_task(app.db, task.task_id)
+    pin = None if used is not None else read_task_pin(app.db, task.task_id)
+    shown.provider_basis = "used" if used is not None else "pinned" if pin is not None else "current"
     if used is not None:  # the provider its model calls went to, whatever is chosen now
         shown.provider_label = SCRIPTED_DEMO_LABEL if used[0] == SCRIPTED_PROVIDER else f"{used[0]} ({used[1]})"
-    elif app.models.scripted:
+    elif pin is not None:  # before its first call: the choice it pinned when it was created
+        shown.provider_label = SCRIPTED_DEMO_LABEL if pin.choice.scripted else pin.choice.label
+    elif app.models.scripted:  # a task created before pins (000018): the choice in force now
         shown.provider_label = SCRIPTED_DEMO_LABEL
     if view.attempt is not None:
         shown.attempt.CopyFrom(product_pb2.AttemptView(

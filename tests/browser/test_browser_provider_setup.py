@@ -14,7 +14,9 @@ import pytest
 from playwright.sync_api import expect
 
 from codeflux.cli import start
+from codeflux.coordinator.spending.provider_choice import read_task_pin
 from codeflux.credentials import load_provider_key
+from codeflux.domain.ids import TaskId
 from codeflux.domain.providers import ProviderName
 from tests.fixtures.browser import WAIT_S, watched_page
 from tests.fixtures.provider_servers import a_test_key
@@ -76,3 +78,62 @@ def test_a_provider_and_key_set_in_settings_reach_the_composer_and_a_new_task(
     coordinator.db.checkpoint_wal()
     data = b"".join(p.read_bytes() for p in sorted(Path(coordinator.location.directory).rglob("*")) if p.is_file())
     assert key not in page_text and key.encode() not in data
+
+
+def test_an_openai_compatible_endpoint_set_in_settings_is_validated_shown_back_and_pinned_by_a_new_task(
+        chromium: Any, served_coordinator: tuple[Any, Any], request: pytest.FixtureRequest) -> None:
+    """openai-compatible's base URL and "no key" set in the browser: a URL the endpoint rules refuse is refused with
+    its reason and nothing is stored; an accepted one is stored normalized and shown back; a task created then pins
+    it and keeps showing it after the choice changes. Nothing is contacted (no budget, so no plan is drafted)."""
+    server, coordinator = served_coordinator
+    parser = argparse.ArgumentParser()
+    start.configure(parser)
+    coordinator.models = start.CliModelAccess(coordinator.db, parser.parse_args([]))
+    pinned = "openai-compatible (local-model) at http://127.0.0.1:4000/v1"
+    with watched_page(chromium, server.launch_url(), request) as app:
+        expect(app.testid("first-run")).to_be_visible(timeout=MS)
+        app.testid("try-demo").click()
+        expect(app.testid("composer-provider-label")).to_have_text("scripted demo — not an AI model", timeout=MS)
+
+        app.testid("nav-settings").click()
+        expect(app.testid("provider-current")).to_contain_text("because of the demo", timeout=MS)
+        expect(app.testid("provider-endpoint-fields")).to_be_hidden()
+        app.testid("provider-choice").select_option("openai-compatible")
+        expect(app.testid("provider-endpoint-fields")).to_be_visible()
+        app.testid("provider-cheap-model").fill("local-model")
+        app.testid("provider-base-url").fill("http://192.0.2.1:4000/v1")
+        app.testid("provider-save").click()
+        expect(app.testid("error")).to_contain_text(
+            "the openai-compatible endpoint is refused: http is allowed only for a loopback host", timeout=MS)
+        expect(app.testid("provider-current")).to_contain_text("because of the demo")  # nothing was stored
+
+        app.testid("provider-base-url").fill("HTTP://127.0.0.1:4000/v1/")
+        app.testid("provider-no-key").check()
+        app.testid("provider-save").click()
+        expect(app.testid("provider-current-label")).to_have_text(pinned, timeout=MS)
+        expect(app.testid("provider-chosen-endpoint")).to_contain_text(
+            "Stored endpoint: http://127.0.0.1:4000/v1 (no key is sent)")
+        expect(app.testid("provider-base-url")).to_have_value("http://127.0.0.1:4000/v1")  # shown back, normalized
+        expect(app.testid("provider-no-key")).to_be_checked()
+        expect(app.testid("provider-choice")).to_have_value("openai-compatible")
+
+        app.testid("nav-workspace").click()
+        expect(app.testid("composer-provider-label")).to_have_text(pinned, timeout=MS)
+        app.testid("task-budget").fill("")
+        app.testid("create-task").click()
+        expect(app.testid("task-provider-label")).to_have_text(f"Provider: {pinned}", timeout=MS)
+        task_id = app.page.url.rsplit("/", 1)[-1]
+
+        app.testid("nav-settings").click()
+        app.testid("provider-choice").select_option("scripted")
+        app.testid("provider-save").click()
+        expect(app.testid("provider-current-label")).to_have_text("scripted demo — not an AI model", timeout=MS)
+        expect(app.testid("provider-chosen-endpoint")).to_have_count(0)
+
+        app.testid("nav-workspace").click()
+        app.page.locator(f'[data-testid="task-item"][data-task-id="{task_id}"]').click()
+        expect(app.testid("task-provider-label")).to_have_text(f"Provider: {pinned}", timeout=MS)  # its pin
+
+    pin = read_task_pin(coordinator.db, TaskId.parse(task_id))
+    assert pin is not None and (pin.choice.base_url, pin.choice.uses_key, pin.source) == (
+        "http://127.0.0.1:4000/v1", False, "settings")

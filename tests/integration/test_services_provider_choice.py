@@ -12,8 +12,17 @@ import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.cli import start
+from codeflux.coordinator.spending.model_access import gateway_for_task
+from codeflux.coordinator.spending.provider_choice import (
+    ChoiceSource,
+    PinnedChoice,
+    ProviderChoice,
+    provider_used_by_task,
+    read_task_pin,
+)
 from codeflux.credentials import load_provider_key
 from codeflux.domain.errors import InvalidValueError
+from codeflux.domain.ids import TaskId
 from codeflux.domain.providers import ProviderName
 from codeflux.services import settings
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
@@ -21,7 +30,7 @@ from codeflux.services.registry import Code
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from tests.fixtures.provider_servers import a_test_key
-from tests.fixtures.service_runs import Coordinator, drive_to_ready
+from tests.fixtures.service_runs import Coordinator, drive_to_ready, failure, settle
 from tests.fixtures.service_runs import call as service_call
 from tests.fixtures.service_runs import control as service_control
 from tests.fixtures.services import call, control, refusal, service_app
@@ -203,3 +212,130 @@ def test_run_without_a_flag_uses_the_config_files_provider_and_a_model_flag_stil
     (tmp_path / "codeflux" / "config.toml").write_text(config)
     chosen = with_configured_provider(args, {"XDG_CONFIG_HOME": str(tmp_path)})
     assert (chosen.provider, chosen.cheap_model) == ("anthropic", "claude-sonnet-4-5")
+
+
+# ─── a task pins the provider it was created with (issue 20 item 6) ───────────────────────────────────────────
+
+
+def _task(c: Coordinator, task_id: str) -> pb.TaskView:
+    view = service_call(c, "TaskService/GetTask", pb.GetTaskRequest(task_id=task_id))
+    assert isinstance(view, pb.TaskView)
+    return view
+
+
+def _create(c: Coordinator, requirement: str = "Another outcome.") -> pb.TaskView:
+    view = service_call(c, "TaskService/CreateTask", pb.CreateTaskRequest(
+        control=service_control(), repository_path=str(c.repo), requirement=requirement))
+    assert isinstance(view, pb.TaskView)
+    return view
+
+
+def _choose(c: Coordinator, provider: str, model: str = "", **endpoint: object) -> pb.SettingsView:
+    chosen = service_call(c, "SettingsService/SetProviderChoice", pb.SetProviderChoiceRequest(
+        control=service_control(), provider=provider, cheap_model=model, **endpoint))
+    assert isinstance(chosen, pb.SettingsView)
+    return chosen
+
+
+@pytest.mark.slow
+def test_a_choice_changed_between_plan_and_run_leaves_the_run_on_the_provider_the_task_pinned(
+        coordinator: Coordinator) -> None:
+    """The task is created with nothing chosen (the scripted default), planned, then anthropic is chosen: its run
+    still goes to the scripted provider (it reaches the demo's first command), while a task created after the choice
+    pins anthropic. Without the pin the run would use anthropic, which has no key here."""
+    c = coordinator
+    c.app.models = start.CliModelAccess(c.app.db, _start_args())
+    ready = drive_to_ready(c)
+    assert read_task_pin(c.app.db, TaskId.parse(ready.task_id)) == PinnedChoice(
+        choice=ProviderChoice(provider="scripted"), source=ChoiceSource.DEFAULT)
+
+    chosen = _choose(c, "anthropic", "claude-sonnet-4-5")
+    assert chosen.provider_label == "anthropic (claude-sonnet-4-5)" and not c.app.models.scripted
+    fresh = _create(c)
+    assert fresh.provider_label == "anthropic (claude-sonnet-4-5)"  # positive control: new tasks get the new choice
+    assert read_task_pin(c.app.db, TaskId.parse(fresh.task_id)) == PinnedChoice(
+        choice=ProviderChoice(provider="anthropic", cheap_model="claude-sonnet-4-5", capable_model="claude-sonnet-4-5"),
+        source=ChoiceSource.SETTINGS)  # resolved: the capable model defaults to the cheap one
+
+    service_call(c, "TaskService/StartTask", pb.StartTaskRequest(control=service_control(), task_id=ready.task_id,
+                                                                 plan_revision=ready.plan.revision))
+    ran = settle(c, ready.task_id)
+
+    assert ran.state == "awaiting-authority" and len(ran.pending_approvals) == 1  # the demo's run, by its script
+    assert provider_used_by_task(c.app.db, TaskId.parse(ready.task_id)) == ("scripted", "scripted-cheap")
+    assert ran.provider_label == SCRIPTED_DEMO_LABEL
+    assert _task(c, fresh.task_id).provider_label == "anthropic (claude-sonnet-4-5)"
+
+
+def test_a_start_flag_wins_for_tasks_created_under_it_only(coordinator: Coordinator) -> None:
+    c = coordinator
+    c.app.models = start.CliModelAccess(c.app.db, _start_args())
+    _choose(c, "openai", "gpt-5-mini")
+    before = _create(c, "Created before the flag.")
+    c.app.models = start.CliModelAccess(c.app.db, _start_args("--provider", "scripted"))  # `start` again, a flag
+    under_flag = _create(c, "Created under the flag.")
+
+    assert _task(c, before.task_id).provider_label == "openai (gpt-5-mini)"
+    assert under_flag.provider_label == SCRIPTED_DEMO_LABEL
+    assert read_task_pin(c.app.db, TaskId.parse(under_flag.task_id)) == PinnedChoice(
+        choice=ProviderChoice(provider="scripted"), source=ChoiceSource.FLAG)
+    kept = gateway_for_task(c.app.models, c.app.db, TaskId.parse(before.task_id), ("plan",))
+    flagged = gateway_for_task(c.app.models, c.app.db, TaskId.parse(under_flag.task_id), ("plan",))
+    assert (kept.scripted, kept.pin is not None, flagged.scripted) == (False, True, True)
+
+
+def test_a_task_without_a_pin_keeps_using_the_choice_in_force(coordinator: Coordinator) -> None:
+    """A task created by a model access that pins nothing (as a task created before migration 000018 has no pin)
+    follows the choice in force at each draft or run, as before."""
+    c = coordinator
+    old = _create(c, "Created without a pin.")  # the fixture's access (scripted demo) pins nothing
+    assert read_task_pin(c.app.db, TaskId.parse(old.task_id)) is None
+    c.app.models = start.CliModelAccess(c.app.db, _start_args())
+    _choose(c, "anthropic", "claude-haiku-4-5")
+
+    follows = gateway_for_task(c.app.models, c.app.db, TaskId.parse(old.task_id), ("plan",))
+
+    assert (follows.pin, follows.scripted) == (None, False)
+    assert _task(c, old.task_id).provider_label == "anthropic (claude-haiku-4-5)"
+
+
+def test_an_openai_compatible_choice_keeps_its_base_url_and_no_key_setting_and_its_endpoint_still_needs_approval(
+        coordinator: Coordinator) -> None:
+    c = coordinator
+    c.app.models = start.CliModelAccess(c.app.db, _start_args())
+    chosen = _choose(c, "openai-compatible", "local-model", base_url="HTTP://127.0.0.1:4000/v1/", no_key=True)
+    assert (chosen.chosen_provider, chosen.chosen_base_url, chosen.chosen_no_key, chosen.provider_source) == (
+        "openai-compatible", "http://127.0.0.1:4000/v1", True, "settings")
+    task = _create(c)
+    assert task.provider_label == "openai-compatible (local-model) at http://127.0.0.1:4000/v1"
+    service_call(c, "TaskService/SetBudget", pb.SetBudgetRequest(control=service_control(), task_id=task.task_id,
+                                                                 choice="set", hard_limit="1.00", currency="USD"))
+    _choose(c, "scripted")  # chosen since: the task keeps its endpoint
+
+    refused = failure(c, "TaskService/DraftPlan", pb.DraftPlanRequest(control=service_control(), task_id=task.task_id))
+
+    assert "http://127.0.0.1:4000/v1" in refused.safe_message and "not been approved" in refused.safe_message
+    assert read_task_pin(c.app.db, TaskId.parse(task.task_id)) == PinnedChoice(choice=ProviderChoice(
+        provider="openai-compatible", cheap_model="local-model", capable_model="local-model",
+        base_url="http://127.0.0.1:4000/v1", uses_key=False),
+        source=ChoiceSource.SETTINGS)
+    assert _create(c, "After.").provider_label == SCRIPTED_DEMO_LABEL  # control: the new choice for new tasks
+
+
+@pytest.mark.parametrize(("refused", "says"), [
+    (("openai-compatible", "http://192.0.2.7:4000/v1", False), "http is allowed only for a loopback host"),
+    (("openai-compatible", "ftp://127.0.0.1/v1", False), "the scheme must be https"),
+    (("openai-compatible", "https://user:pw@example.com/v1", False), "a user name or password in the URL is refused"),
+    (("openai-compatible", "", False), "openai-compatible needs a base URL"),
+    (("anthropic", "https://example.com/v1", False), "for the openai-compatible provider only"),
+    (("openai", "", True), "for the openai-compatible provider only"),
+])
+def test_a_base_url_or_no_key_setting_that_cannot_run_is_refused_saying_why(
+        db: Database, data_location: DataLocation, refused: tuple[str, str, bool], says: str) -> None:
+    app = _app(db, data_location)
+    provider, base_url, no_key = refused
+    code, message = refusal(app, _CHOOSE, pb.SetProviderChoiceRequest(
+        control=control("p-1"), provider=provider, cheap_model="m", base_url=base_url, no_key=no_key))
+    assert code == Code.INVALID_ARGUMENT and says in message
+    assert "pw@" not in message  # the URL is never echoed (its userinfo may be a credential)
+    assert _settings(app).chosen_provider == ""

@@ -50,7 +50,7 @@ from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, resume_run, run_task
 from codeflux.coordinator.runs.tool_driver import ToolDriver
 from codeflux.coordinator.spending.ladder_position import ladder_position_of
-from codeflux.coordinator.spending.model_access import ModelAccess
+from codeflux.coordinator.spending.model_access import ModelAccess, gateway_for_task
 from codeflux.coordinator.tasks.cancelled_runs import (
     CancelReport,
     IdleDisposal,
@@ -194,9 +194,9 @@ class BackgroundRuns:
                             observers=Observers().subscribe(TaskStateChanged, start.observe))
         record = tasks.show(task_id).task
         snapshot = open_checkout(record.repository_root)
-        models = self._models()
-        gateway = models.gateway(("run",))
-        provider = "scripted" if models.scripted else None
+        chosen = gateway_for_task(self._models(), self._db, task_id, ("run",))  # the task's pin, if it has one
+        gateway = chosen.gateway
+        provider = "scripted" if chosen.scripted else None
         driver = ToolDriver(self._db, state_dir=self._location.directory / "workers")
         run = _Run(task_id=task_id, tasks=tasks, start=start, driver=driver)
         with self._lock:

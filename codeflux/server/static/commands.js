@@ -280,10 +280,12 @@ export const commands = {
 
   // Settings → Providers: the stored choice (applies to work started afterwards); the app bar and the composer
   // follow it.
-  setProviderChoice(provider, cheapModel, capableModel) {
+  // openai-compatible also sends its base URL and whether it takes no key (validated by the coordinator).
+  setProviderChoice(provider, cheapModel, capableModel, baseUrl = "", noKey = false) {
     return this.mutate(async () => {
       const settings = await this.rpc.unary("SettingsService/SetProviderChoice",
-        { control: control("provider"), provider, cheapModel: cheapModel.trim(), capableModel: capableModel.trim() });
+        { control: control("provider"), provider, cheapModel: cheapModel.trim(), capableModel: capableModel.trim(),
+          baseUrl: baseUrl.trim(), noKey });
       this.settings = settings;
       this.overview = await this.rpc.unary("WorkspaceService/GetOverview", {});
       clear(this.provider).append(providerLabel(this.overview, "appbar-provider"));

@@ -76,13 +76,27 @@ export function providersSection(app, settings) {
   const models = el("span", { class: "provider-models" },
     el("label", { for: "provider-cheap-model", text: "Model" }), cheap,
     el("label", { for: "provider-capable-model", text: "Capable model" }), capable);
+  // openai-compatible only: the server's base URL (https, or http for this machine only) and whether it takes a key.
+  const baseUrl = el("input", { id: "provider-base-url", testid: "provider-base-url", type: "url", autocomplete: "off",
+    spellcheck: "false", placeholder: "e.g. http://127.0.0.1:4000/v1", value: settings.chosenBaseUrl || "" });
+  const noKey = el("input", { id: "provider-no-key", testid: "provider-no-key", type: "checkbox" });
+  noKey.checked = Boolean(settings.chosenNoKey);
+  const endpoint = el("span", { class: "provider-endpoint", testid: "provider-endpoint-fields" },
+    el("label", { for: "provider-base-url", text: "Base URL" }), baseUrl,
+    noKey, el("label", { for: "provider-no-key", text: "The server takes no key" }));
   const refresh = () => {
     const scripted = provider.value === "scripted";
     models.hidden = scripted;
+    endpoint.hidden = provider.value !== "openai-compatible";
     clear(modelList).append(prices.filter((r) => r.provider === provider.value).map((r) => el("option", { value: r.model })));
   };
   provider.addEventListener("change", refresh);
   refresh();
+  // The stored choice's endpoint, shown back as codeflux normalized it (a non-default one is approved before a call).
+  const chosenEndpoint = settings.chosenBaseUrl
+    ? el("p", { class: "note", testid: "provider-chosen-endpoint", text: `Stored endpoint: ${settings.chosenBaseUrl}` +
+      `${settings.chosenNoKey ? " (no key is sent)" : " (the openai-compatible key is sent)"}; codeflux asks you to ` +
+      "approve it before the first call to it." }) : null;
   const keyProvider = el("select", { id: "key-provider", testid: "key-provider" },
     real.map((n) => el("option", { value: n, text: n })));
   const key = el("input", { id: "provider-key", testid: "provider-key", type: "password", autocomplete: "off",
@@ -101,11 +115,17 @@ export function providersSection(app, settings) {
     why,
     options,
     el("h4", { text: "Choose the provider for new tasks" }),
-    el("p", { class: "note", text: "Stored in codeflux's database; applies to plans and runs started afterwards. " +
-      "Precedence: a `codeflux start --provider` flag, then this choice, then the scripted default." }),
+    el("p", { class: "note", text: "Stored in codeflux's database; tasks created afterwards use it (a task keeps the " +
+      "provider it was created with for its plans and runs). Precedence: a `codeflux start --provider` flag, then " +
+      "this choice, then the config file, then the scripted default." }),
     el("div", { class: "actions" }, el("label", { for: "provider-choice", text: "Provider" }), provider, models, modelList,
-      mutatingButton("Save provider", () => app.setProviderChoice(provider.value,
-        provider.value === "scripted" ? "" : cheap.value, provider.value === "scripted" ? "" : capable.value), "provider-save")),
+      endpoint,
+      mutatingButton("Save provider", () => {
+        const compatible = provider.value === "openai-compatible";
+        return app.setProviderChoice(provider.value, provider.value === "scripted" ? "" : cheap.value,
+          provider.value === "scripted" ? "" : capable.value, compatible ? baseUrl.value : "", compatible && noKey.checked);
+      }, "provider-save")),
+    chosenEndpoint,
     el("h4", { text: "Store a key" }),
     el("p", { class: "note", text: "Sent once over this session's connection and written to the OS credential store " +
       "(as `codeflux provider set` does); codeflux keeps only a reference, never shows the key again and does not " +
