@@ -38,6 +38,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
 
 
+_SECRET_SERVICE_FIXTURES = frozenset({"secret_service", "secret_service_lock"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that takes the real Secret Service (its fixture, or the run-wide lock of a test that reads it) is
+    marked ``keyring`` whether or not its file says so: ``cmd/codeflux-dev test`` runs the ``keyring`` and ``browser``
+    tests in one process after the rest ran on every core (docs/developing.md)."""
+    for item in items:
+        if _SECRET_SERVICE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.keyring)
+
+
 @pytest.fixture(autouse=True)
 def clean_environ(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No keys, proxies or codeflux settings leak into a test from the developer's shell."""
