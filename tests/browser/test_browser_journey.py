@@ -93,7 +93,7 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     expect(checks.get_by_test_id("stages-notable")).to_contain_text("atom-case-synthesis (phase B · Atoms)")
     checks.locator("details > summary", has_text="by phase").click()
     expect(checks.locator('[data-testid="stages-phase"][data-phase="A · Specification"]')).to_contain_text(
-        "instructions: satisfied")
+        "contracts: satisfied")
     expect(checks.locator('[data-testid="stages-phase"][data-phase="B · Atoms"]')).to_contain_text(
         "atom-case-synthesis: failed")
     app.page.set_viewport_size({"width": 800, "height": 800})  # narrow: the review opens where it can be read
