@@ -81,6 +81,8 @@ def _state(row: Row, offset: int) -> IncidentStateEntry:
         actor=decode_choice(Actor, row[offset + 2], kind="incident actor"), reason=str(row[offset + 3]),
         task_id=None if task is None else TaskId.parse(str(task)), recorded_at_us=int(str(row[offset + 5])))
 
+_NAMING_TASK: Final = " WHERE i.id IN (SELECT incident_id FROM incident_states WHERE task_id = ?) ORDER BY i.id"
+
 
 def _incident(row: Row) -> Incident:
     return Incident(
@@ -183,4 +185,5 @@ def incidents_naming_task(view: ReadView, task_id: TaskId) -> list[tuple[Inciden
     named: dict[str, list[IncidentStateEntry]] = {}
     for row in rows:
         named.setdefault(str(row[0]), []).append(_state(row, 1))
-    return [(incident_by_id(view, IncidentId.parse(incident)), states) for incident, states in named.items()]
+    incidents = view.query_all(f"SELECT {_INCIDENT}{_FROM}{_NAMING_TASK}", (task_id.value,))
+    return [(incident, named[incident.incident_id.value]) for incident in map(_incident, incidents)]
