@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from types import FrameType
 from typing import Final
 
 from codeflux.api.v1 import product_pb2 as pb
@@ -556,6 +557,26 @@ def dispose_if_cancelled(ctx: CliContext, db: Database, tasks: TaskService, task
         ctx.say(f"task {task_id} was cancelled; its worktree was kept: {done.disposal.detail}")
 
 
+class StopSignals:
+    """While entered, SIGINT and SIGTERM go to ``handler`` (set from the main thread only: elsewhere nothing
+    changes); on exit the handlers before it are put back. ``run``'s shutdown and ``watch``'s stop both use it."""
+
+    def __init__(self, handler: Callable[[int, FrameType | None], None]) -> None:
+        self._handler = handler
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for number in (signal.SIGINT, signal.SIGTERM):
+                self._previous[number] = signal.signal(number, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, previous in self._previous.items():
+            signal.signal(number, previous)  # type: ignore[arg-type]
+        self._previous.clear()
+
+
 class ShutdownOnSignal:
     """SIGINT / SIGTERM during a command that plans or runs a task: stop at the next boundary, resumable.
 
@@ -581,19 +602,15 @@ class ShutdownOnSignal:
         self._task_id: TaskId | None = task_id
         self.requested: str | None = None
         self._thread: threading.Thread | None = None
-        self._previous: dict[int, object] = {}
+        self._signals = StopSignals(self._handle)
         self._watching = threading.Event()  # cleared by settle(): the pausing thread stops watching
 
     def __enter__(self) -> ShutdownOnSignal:
-        if threading.current_thread() is threading.main_thread():
-            for number in (signal.SIGINT, signal.SIGTERM):
-                self._previous[number] = signal.signal(number, self._handle)
+        self._signals.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for number, previous in self._previous.items():
-            signal.signal(number, previous)  # type: ignore[arg-type]
-        self._previous.clear()
+        self._signals.__exit__()
         self.settle()
 
     def stop_requested(self) -> str | None:

@@ -36,7 +36,7 @@ from types import FrameType
 from codeflux.api.v1 import incidents_pb2 as pb
 from codeflux.cli.channel import Channel, ChannelNeeds, ChannelUse, control
 from codeflux.cli.context import CliContext
-from codeflux.cli.run import add_provider_arguments
+from codeflux.cli.run import StopSignals, add_provider_arguments
 from codeflux.domain.display import escape_for_display
 from codeflux.domain.errors import UsageError
 from codeflux.domain.money import USD, Money
@@ -118,17 +118,14 @@ class _StopOnSignal:
         self._ctx = ctx
         self.stop = threading.Event()
         self.requested: str | None = None
-        self._previous: dict[int, object] = {}
+        self._signals = StopSignals(self._handle)
 
     def __enter__(self) -> _StopOnSignal:
-        if threading.current_thread() is threading.main_thread():
-            for number in (signal.SIGINT, signal.SIGTERM):
-                self._previous[number] = signal.signal(number, self._handle)
+        self._signals.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for number, previous in self._previous.items():
-            signal.signal(number, previous)  # type: ignore[arg-type]
+        self._signals.__exit__()
 
     def _handle(self, number: int, frame: FrameType | None) -> None:
         name = signal.Signals(number).name
