@@ -3,6 +3,7 @@ so setup and the installed smoke install nothing pip did not check (`cmd/codeflu
 
 from __future__ import annotations
 
+import itertools
 import re
 import tomllib
 from pathlib import Path
@@ -19,9 +20,13 @@ def normalized(name: str) -> str:
 
 def pins(lock: Path) -> dict[str, int]:
     """name → how many hashes its pin carries."""
+    return pins_of_text(lock.read_text())
+
+
+def pins_of_text(text: str) -> dict[str, int]:
     found: dict[str, int] = {}
     current = ""
-    for line in lock.read_text().splitlines():
+    for line in text.splitlines():
         match = PIN.match(line)
         if match:
             current = normalized(match.group(1))
@@ -60,3 +65,27 @@ def test_a_user_install_pins_the_same_versions_as_the_tested_one() -> None:
 
     runtime, dev = versions("runtime.lock"), versions("dev.lock")
     assert runtime and {name: dev.get(name) for name in runtime} == runtime
+
+
+def test_the_check_tool_wheelhouse_is_hash_checked_at_the_locked_versions() -> None:
+    """The overlay's wheelhouse (setup's `pip download --require-hashes`) takes each check tool's pin and hashes
+    from dev.lock: the versions the suite runs are the ones downloaded, and a tool missing from the lock fails."""
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.SourceFileLoader("codeflux_dev", str(REPO / "cmd" / "codeflux-dev"))
+    spec = importlib.util.spec_from_loader("codeflux_dev", loader)
+    assert spec is not None
+    dev = importlib.util.module_from_spec(spec)
+    loader.exec_module(dev)
+    text = dev.locked_requirements(dev.DEV_LOCK, dev.WHEELHOUSE_TOOLS)
+    lock = (REPO / "requirements" / "dev.lock").read_text().splitlines()
+    locked = {normalized(m.group(1)): m.group(2) for m in map(PIN.match, lock) if m}
+    listed = {normalized(m.group(1)): m.group(2) for m in map(PIN.match, text.splitlines()) if m}
+    assert listed == {name: locked[name] for name in ("coverage", "hypothesis", "sortedcontainers")}
+    assert all(count >= 1 for count in pins_of_text(text).values())
+    lines = text.splitlines()  # a continued line is always followed by one of its hashes (pip reads it whole)
+    assert all(after.strip().startswith("--hash=") for line, after in itertools.pairwise(lines) if line.endswith("\\"))
+    with pytest.raises(dev.GateFailedError, match="pins no not-a-real-tool"):
+        dev.locked_requirements(dev.DEV_LOCK, ("coverage", "not-a-real-tool"))
+
