@@ -16,9 +16,9 @@ the command as its acceptance example, and later ticks failing the same way only
 plan of each proposed task through the provider (the flags as for ``codeflux run``; a running coordinator uses
 its own), each planning call reserved against the task's hard budget; ``--budget`` is the watch's total: each
 proposal gets what earlier plans left, and once it is spent proposals are drafted without a plan. Planning
-happens inside the tick, one proposal at a time, so a burst of incidents never has more than one planning call
-in flight — far under the active-task limit — and nothing is ever approved or started: every plan waits for a
-person's approval.
+happens inside the tick, one proposal at a time, so a watch never has more than one planning call in flight (and
+a coordinator serving several watches drafts at most the active-task limit of plans at once: the app's planning
+slots) and nothing is ever approved or started: every plan waits for a person's approval.
 
 ``--ticks N`` stops after N ticks (default: until Ctrl-C). SIGINT / SIGTERM stop the watch cleanly: a tick under
 way finishes (its command, its incident, its plan) and no other starts; the first signal says what it waits for;
@@ -121,8 +121,8 @@ class _StopOnSignal:
     discarded, the task paused with the reason recorded). Through a running coordinator the draft is its own and
     finishes; a second signal only says the watch is stopping."""
 
-    def __init__(self, ctx: CliContext, *, auto_plan: bool) -> None:
-        self._ctx, self._auto_plan = ctx, auto_plan
+    def __init__(self, ctx: CliContext, *, auto_plan: bool, in_process: bool) -> None:
+        self._ctx, self._auto_plan, self._cancellable = ctx, auto_plan, auto_plan and in_process
         self.stop = threading.Event()
         self.requested: str | None = None
         self.cancelled: str | None = None
@@ -153,14 +153,17 @@ class _StopOnSignal:
             if self._planning:
                 waits = ("the plan draft under way (a model call); press Ctrl-C again to cancel it (the task is "
                          "paused, `codeflux task resume` drafts it again)")
-            elif self._auto_plan:
+            elif self._cancellable:
                 waits = ("the tick under way: its check command, its incident and its plan draft; press Ctrl-C "
                          "again to cancel the plan draft")
+            elif self._auto_plan:
+                waits = ("the tick under way: its check command, its incident and its plan draft (the running "
+                         "coordinator drafts it, to its end)")
             else:
                 waits = "the tick under way: its check command and its incident"
             self._ctx.warn(f"codeflux watch: {name}: stopping after the tick under way (no other starts); "
                            f"waiting for {waits}")
-        elif self._auto_plan and self.cancelled is None:
+        elif self._cancellable and self.cancelled is None:
             self.cancelled = name
             self._ctx.warn(f"codeflux watch: {name}: cancelling the plan draft (a model call under way is settled "
                            "and its reply discarded; the task is paused)")
@@ -197,7 +200,7 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
             "changes are not watched")
     remaining = budget
     number = 0
-    with _StopOnSignal(ctx, auto_plan=args.auto_plan) as stopping:
+    with _StopOnSignal(ctx, auto_plan=args.auto_plan, in_process=channel.via is None) as stopping:
         while not stopping.stop.is_set() and (ticks is None or number < ticks):
             number += 1
             stopping.tick_starts()
