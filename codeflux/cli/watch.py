@@ -16,12 +16,15 @@ the command as its acceptance example, and later ticks failing the same way only
 plan of each proposed task through the provider (the flags as for ``codeflux run``; a running coordinator uses
 its own), each planning call reserved against the task's hard budget; ``--budget`` is the watch's total: each
 proposal gets what earlier plans left, and once it is spent proposals are drafted without a plan. Planning
-happens inside the tick, one proposal at a time, so a burst of incidents never has more than one planning call
-in flight — far under the active-task limit — and nothing is ever approved or started: every plan waits for a
-person's approval.
+happens inside the tick, one proposal at a time, so a watch never has more than one planning call in flight (and
+a coordinator serving several watches drafts at most the active-task limit of plans at once: the app's planning
+slots) and nothing is ever approved or started: every plan waits for a person's approval.
 
 ``--ticks N`` stops after N ticks (default: until Ctrl-C). SIGINT / SIGTERM stop the watch cleanly: a tick under
-way finishes (its command, its incident, its plan) and no other starts; the exit is 0.
+way finishes (its command, its incident, its plan) and no other starts; the first signal says what it waits for;
+the exit is 0. With ``--auto-plan`` in process (no coordinator running), a second signal cancels the plan draft
+under way: the model call already sent is settled and its reply discarded, the task is paused with the reason
+recorded (``codeflux task resume`` drafts the plan again), and nothing else is written.
 """
 
 from __future__ import annotations
@@ -112,26 +115,58 @@ def channel_needs(args: argparse.Namespace) -> ChannelNeeds:
 
 
 class _StopOnSignal:
-    """SIGINT / SIGTERM: the tick under way finishes, no other starts; a second signal says it is stopping."""
+    """SIGINT / SIGTERM: the tick under way finishes, no other starts, and the first signal says what it waits for;
+    with ``--auto-plan`` a second one cancels the tick's plan draft (in process: the planner asks
+    :meth:`cancel_requested` before and after each model call — the call under way is settled, its reply
+    discarded, the task paused with the reason recorded). Through a running coordinator the draft is its own and
+    finishes; a second signal only says the watch is stopping."""
 
-    def __init__(self, ctx: CliContext) -> None:
-        self._ctx = ctx
+    def __init__(self, ctx: CliContext, *, auto_plan: bool, in_process: bool) -> None:
+        self._ctx, self._auto_plan, self._cancellable = ctx, auto_plan, auto_plan and in_process
         self.stop = threading.Event()
         self.requested: str | None = None
+        self.cancelled: str | None = None
+        self._planning = False  # the tick under way asked before a planning call: its draft is under way
         self._signals = StopSignals(self._handle)
 
     def __enter__(self) -> _StopOnSignal:
         self._signals.__enter__()
+        self._ctx.stop_requested = self.cancel_requested
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._ctx.stop_requested = lambda: None
         self._signals.__exit__()
+
+    def tick_starts(self) -> None:
+        self._planning = False
+
+    def cancel_requested(self) -> str | None:
+        """What the in-process planner asks around each model call: the signal that cancelled the draft, if any."""
+        self._planning = True
+        return self.cancelled
 
     def _handle(self, number: int, frame: FrameType | None) -> None:
         name = signal.Signals(number).name
         if self.requested is None:
             self.requested = name
-            self._ctx.warn(f"codeflux watch: {name}: stopping after the tick under way (no other starts)")
+            if self._planning:
+                waits = ("the plan draft under way (a model call); press Ctrl-C again to cancel it (the task is "
+                         "paused, `codeflux task resume` drafts it again)")
+            elif self._cancellable:
+                waits = ("the tick under way: its check command, its incident and its plan draft; press Ctrl-C "
+                         "again to cancel the plan draft")
+            elif self._auto_plan:
+                waits = ("the tick under way: its check command, its incident and its plan draft (the running "
+                         "coordinator drafts it, to its end)")
+            else:
+                waits = "the tick under way: its check command and its incident"
+            self._ctx.warn(f"codeflux watch: {name}: stopping after the tick under way (no other starts); "
+                           f"waiting for {waits}")
+        elif self._cancellable and self.cancelled is None:
+            self.cancelled = name
+            self._ctx.warn(f"codeflux watch: {name}: cancelling the plan draft (a model call under way is settled "
+                           "and its reply discarded; the task is paused)")
         else:
             self._ctx.warn(f"codeflux watch: {name}: already stopping")
         self.stop.set()
@@ -165,9 +200,10 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel) -> int:
             "changes are not watched")
     remaining = budget
     number = 0
-    with _StopOnSignal(ctx) as stopping:
+    with _StopOnSignal(ctx, auto_plan=args.auto_plan, in_process=channel.via is None) as stopping:
         while not stopping.stop.is_set() and (ticks is None or number < ticks):
             number += 1
+            stopping.tick_starts()
             plan = remaining is not None and remaining.minor > 0
             request = pb.WatchTickRequest(control=control(), repository_root=root, argv=argv, auto_plan=plan,
                                           budget="" if not plan or remaining is None else _decimal(remaining),

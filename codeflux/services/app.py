@@ -11,12 +11,14 @@ is the coordinator's; the app only holds it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
 from codeflux.coordinator.runs.scheduler import BackgroundRuns
 from codeflux.coordinator.spending.model_access import ModelAccess
+from codeflux.coordinator.tasks.gates import MAX_ACTIVE_TASKS
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 
@@ -55,6 +57,10 @@ class CoordinatorApp:
     # Issues a fresh one-time launch link (URL, UI origin, seconds it stays valid) for the browser UI this
     # coordinator serves: set by the server once it listens (``codeflux open`` asks for one over the socket).
     launch_link: Callable[[], LaunchLink] | None = None
+    # The plan drafts ``codeflux watch --auto-plan`` ticks make at once (IncidentService/WatchTick): a burst of
+    # incidents from several watches never has more planning calls in flight than the active-task limit.
+    planning_slots: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(MAX_ACTIVE_TASKS))
 
     def __post_init__(self) -> None:
         self.runs = BackgroundRuns(self.db, self.location, lambda: self.models)

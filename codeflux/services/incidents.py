@@ -19,6 +19,8 @@
   way only counts an occurrence: the incident is ``task-proposed`` then, so one failure makes one proposal. With
   ``auto_plan`` the draft gets ``budget`` as its hard limit and its plan is drafted through the coordinator's
   gateway in this call (every planning call reserved against that budget), then it waits for plan approval.
+  Ticks planning at once (several watches on one coordinator) share the app's planning slots: at most the
+  active-task limit of plan drafts are under way, the others wait for a slot.
 """
 
 from __future__ import annotations
@@ -35,7 +37,12 @@ from codeflux.coordinator.incidents import IncidentDetail, ReportedRepository
 from codeflux.coordinator.runs.watch import run_watch_tick
 from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.model_access import pin_new_task
-from codeflux.domain.errors import DirtyTreeNotAcknowledgedError, InvalidValueError, RepositoryNotUsableError
+from codeflux.domain.errors import (
+    DecisionNeededError,
+    DirtyTreeNotAcknowledgedError,
+    InvalidValueError,
+    RepositoryNotUsableError,
+)
 from codeflux.domain.ids import IncidentId, RepositoryId, TaskId
 from codeflux.domain.incidents import (
     MAX_INCIDENT_TEXT_CHARS,
@@ -46,6 +53,7 @@ from codeflux.domain.incidents import (
     parse_dismiss_reason,
 )
 from codeflux.domain.money import USD, Money
+from codeflux.domain.tasks import TaskState
 from codeflux.domain.watch import WatchTickOutcome
 from codeflux.gitwork.tracked_paths import tracked_paths_at_head
 from codeflux.services.app import CoordinatorApp
@@ -193,14 +201,30 @@ def _watch_tick(app: CoordinatorApp, ctx: CallContext, request: pb.WatchTickRequ
     reply.proposed_task_id, reply.requirement = task_id.value, requirement
     reply.incident.CopyFrom(incident_view(coordinator.show_incident(app.db, report.incident.incident_id).incident))
     if budget is not None:
-        budgets = BudgetService(app.db)
-        budgets.set_budget(task_id, hard_limit=budget, expected_revision=None, idempotency_key=f"{mutation.key}:budget")
-        draft_plan(app, task_id, key=f"{mutation.key}:plan")
-        plan = task_service(app).show(task_id).plan
-        reply.plan_revision = 0 if plan is None else plan.revision
-        summary = budgets.summary(task_id)
-        reply.planning_spent_minor = (summary.spent_known + summary.reserved_known).minor
+        _auto_plan(app, reply, task_id, budget, key=mutation.key)
     return reply
+
+
+def _auto_plan(app: CoordinatorApp, reply: pb.WatchTickReply, task_id: TaskId, budget: Money, *, key: str) -> None:
+    """The proposed draft's hard budget, then its plan drafted under one of the app's planning slots (a burst of
+    ticks waits for one: at most the active-task limit of plan drafts, so of planning calls, at once). A stop
+    named while drafting (the terminal's second Ctrl-C, in process) cancels the draft: the task is paused with the
+    reason recorded, no plan, the call under way settled — said in the reply's note."""
+    budgets = BudgetService(app.db)
+    budgets.set_budget(task_id, hard_limit=budget, expected_revision=None, idempotency_key=f"{key}:budget")
+    with app.planning_slots:
+        try:
+            draft_plan(app, task_id, key=f"{key}:plan", stop_discards_reply=True)
+        except DecisionNeededError:
+            cause = app.stop_requested()
+            if cause is None or task_service(app).show(task_id).task.state is not TaskState.PAUSED:
+                raise  # a refusal of the gateway (budget, endpoint, rung): the caller hears it as it is
+            reply.proposal_note = (f"the plan draft was cancelled ({cause}): task {task_id} is paused with no plan; "
+                                   f"`codeflux task resume {task_id}` drafts it again")
+    plan = task_service(app).show(task_id).plan
+    reply.plan_revision = 0 if plan is None else plan.revision
+    summary = budgets.summary(task_id)
+    reply.planning_spent_minor = (summary.spent_known + summary.reserved_known).minor
 
 
 def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamMethod[Message, Message]]:

@@ -130,13 +130,19 @@ def _require_budget(app: CoordinatorApp, task_id: TaskId) -> None:
                                         reason="no budget is set; set a hard limit before the plan is drafted")
 
 
-def draft_plan(app: CoordinatorApp, task_id: TaskId, *, key: str) -> None:
-    """Draft the task's next plan revision through the coordinator's gateway, in this thread."""
+def draft_plan(app: CoordinatorApp, task_id: TaskId, *, key: str, stop_discards_reply: bool = False) -> None:
+    """Draft the task's next plan revision through the coordinator's gateway, in this thread.
+    ``stop_discards_reply``: a stop named while a model call was under way discards that call's reply (settled)
+    instead of recording its plan (the watch's second Ctrl-C cancels the draft)."""
     _require_budget(app, task_id)
     runs_of(app).hold_running_lock()
-    propose_plan(task_id, gateway=gateway_for_task(app.models, app.db, task_id, ("plan",)).gateway,
-                 tasks=task_service(app),
-                 position=LadderPosition.start(), idempotency_key=key, stop_requested=app.stop_requested)
+    gateway = gateway_for_task(app.models, app.db, task_id, ("plan",)).gateway  # built for this draft
+    try:
+        propose_plan(task_id, gateway=gateway, tasks=task_service(app),
+                     position=LadderPosition.start(), idempotency_key=key, stop_requested=app.stop_requested,
+                     stop_discards_reply=stop_discards_reply)
+    finally:
+        gateway.close()  # its provider connections end with the draft (a coordinator drafts many)
 
 
 def _draft(app: CoordinatorApp, ctx: CallContext, request: pb.DraftPlanRequest) -> pb.TaskView:

@@ -1,6 +1,8 @@
 """The Incidents screen in headless Chromium against a real coordinator, database and git repository: a traceback
 pasted twice (other paths and line numbers) is one incident counted twice, another failure is dismissed with a
-reason, and a task proposed from the first lands on the draft task's page, which does not start by itself."""
+reason, and a task proposed from the first lands on the draft task's page, which does not start by itself. A
+failure a `codeflux watch` tick recorded (source ``watch``, as ``IncidentService/WatchTick`` reports it) is listed
+and opens with its occurrence saying it came from the watch."""
 
 from __future__ import annotations
 
@@ -11,8 +13,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from codeflux.coordinator.incidents import ReportedRepository, report_incident
 from codeflux.coordinator.tasks.service import TaskService
+from codeflux.domain.incidents import IncidentSource
 from codeflux.gitwork.repository import open_repository
+from codeflux.gitwork.tracked_paths import tracked_paths_at_head
 from tests.fixtures.browser import WAIT_S, AppPage
 from tests.fixtures.repos import make_repository
 
@@ -82,4 +87,21 @@ def test_the_incidents_screen_counts_a_repeated_failure_dismisses_one_and_propos
     expect(app.testid("task-state")).to_have_attribute("data-state", "draft", timeout=MS)
     app.page.wait_for_timeout(500)  # it must not start by itself
     expect(app.testid("task-state")).to_have_attribute("data-state", "draft")
+
+    # a watch tick's failure (what WatchTick records after the check command failed) shows beside the others
+    snapshot = open_repository(repo)
+    watched = report_incident(
+        coordinator.db, snapshot=ReportedRepository(root=snapshot.root, identity=snapshot.identity,
+                                                    root_commits=tuple(snapshot.root_commits)),
+        repository_files=tracked_paths_at_head(snapshot.root), source=IncidentSource.WATCH, idempotency_key="tick-1",
+        text=traceback(prefix="/tmp/watch/tree", line=5, function="mul").replace("TypeError", "ValueError"))
+    app.page.goto(f"{app.origin}/incidents")
+    item = app.page.locator(f"li[data-testid='incident-item'][data-incident-id='{watched.incident.incident_id.value}']")
+    expect(item.get_by_test_id("incident-summary")).to_contain_text("ValueError", timeout=MS)
+    expect(app.testid("incident-item")).to_have_count(3)
+    item.get_by_test_id("incident-show").click()
+    opened = app.testid("incident-detail")
+    expect(opened).to_have_attribute("data-state", "new", timeout=MS)
+    expect(opened.get_by_test_id("incident-facts")).to_contain_text("pkg/calc.py:mul")
+    expect(opened.get_by_test_id("incident-occurrence")).to_contain_text("from watch (shown as stored: redacted)")
     assert app.foreign_requests == [] and app.console_errors == []

@@ -46,13 +46,14 @@ as the gateway settled them — unknown when any call's was); recorded with
 :meth:`~codeflux.coordinator.tasks.service.TaskService.record_plan_revision` (the task moves to
 ``awaiting-plan-approval``). A ``draft`` task first moves to ``forecasting``.
 
-Stopping: ``stop_requested`` (a signal, in the CLI) is asked before each model call; once it names a
-cause, no further call is made, the task moves from ``forecasting`` to ``paused`` (resuming it drafts
-the plan again) and :class:`DecisionNeededError` says so. A call already under way is never cut off: its
-plan is validated and recorded first. A provider that fails (the scripted provider's script running out,
-an unreachable provider, a missing key) or a refusal of the gateway (an endpoint or a ladder rung not approved yet,
-the budget) pauses a ``forecasting`` task the same way before the error is raised, so no task is left
-``forecasting`` with nobody drafting its plan.
+Stopping: ``stop_requested`` (a signal, in the CLI) is asked before each model call; once it names a cause, no
+further call is made, the task moves from ``forecasting`` to ``paused`` (resuming it drafts the plan again)
+and :class:`DecisionNeededError` says so. A call already under way is never cut off: its plan is validated and
+recorded first — unless the caller asked for ``stop_discards_reply`` (the watch's cancel): then the settled
+call's reply is discarded and the task paused the same way. A provider that fails (the scripted provider's
+script running out, an unreachable provider, a missing key) or a refusal of the gateway (an endpoint or a
+ladder rung not approved yet, the budget) pauses a ``forecasting`` task the same way before the error is
+raised, so no task is left ``forecasting`` with nobody drafting its plan.
 
 The schema requires a ``trace``: per step, the example and sentence numbers it serves (stage 4 checks the
 trace is complete). A trace naming a number that does not exist is a misfit like any other. Before
@@ -377,7 +378,7 @@ def _answer_tools(planning: _Planning, reply: ModelReply) -> None:
 
 
 def _draft(planning: _Planning, task: TaskRecord, tasks: TaskService,
-           stop_requested: Callable[[], str | None] | None) -> Plan:
+           stop_requested: Callable[[], str | None] | None, *, stop_discards_reply: bool = False) -> Plan:
     """Converse until a reply holds a plan that fits (see the module docstring for the bounds)."""
     task_id = planning.task_id
     while True:
@@ -393,6 +394,11 @@ def _draft(planning: _Planning, task: TaskRecord, tasks: TaskService,
             # a provider failure, or a refusal of the gateway (an endpoint or rung to approve, the budget)
             _pause_planning(tasks, task_id, f"the plan could not be drafted: {error}"[:2000])
             raise
+        if stop_discards_reply and stop_requested is not None and (cause := stop_requested()) is not None:
+            _pause_planning(tasks, task_id, f"{cause}: the plan draft was cancelled (the reply of the model call "
+                                            "under way was settled and discarded); resuming drafts the plan again")
+            raise DecisionNeededError(f"task {task_id}: {cause}: the plan draft was cancelled; the task is paused "
+                                      f"and `codeflux task resume {task_id}` drafts the plan again")
         if reply.tool_calls and not reply.cut_at_output_bound:
             if planning.tool_calls >= PLANNING_TOOL_CALLS:
                 raise _bound_reached(planning, f"the model asked for more tool calls after its bound of "
@@ -417,6 +423,7 @@ def _draft(planning: _Planning, task: TaskRecord, tasks: TaskService,
 def propose_plan(
     task_id: TaskId, *, gateway: ModelGateway, tasks: TaskService, position: LadderPosition, idempotency_key: str,
     stop_requested: Callable[[], str | None] | None = None, clarification: ClarificationPolicy | None = None,
+    stop_discards_reply: bool = False,
 ) -> PlanRevisionRecord:  # fmt: skip
     """Draft, validate, forecast and record the task's next plan revision (see the module docstring).
 
@@ -425,7 +432,9 @@ def propose_plan(
     rung, endpoint) and provider failures as they come (the task paused), :class:`DecisionNeededError`
     when ``stop_requested`` named a cause before a call, :class:`GitOperationFailedError` when the commit
     cannot be read or written for planning, and :class:`UsageError` for a task in another state or without
-    a requirement.
+    a requirement. ``stop_discards_reply``: ``stop_requested`` is asked after each call as well, and a cause
+    named then discards the call's reply (the gateway settled it) and pauses the task as above — a draft the
+    person cancels (``codeflux watch``'s second Ctrl-C) records no plan.
     """
     view = tasks.show(task_id)
     task = view.task
@@ -446,7 +455,7 @@ def propose_plan(
             planning = _Planning(gateway=gateway, task_id=task_id, position=position, key=idempotency_key,
                                  tools=tools, costs=[], request_ids=[],
                                  messages=[Message.user_text(_prompt(task, feedback, context))])
-            plan = _draft(planning, task, tasks, stop_requested)
+            plan = _draft(planning, task, tasks, stop_requested, stop_discards_reply=stop_discards_reply)
     forecast = _forecast(plan, commit, prices=gateway.ladder_prices(position), position=position,
                          requirement=task.requirement, revision=commit.commit)
     planned = _clarified(plan.with_forecast(forecast), task.requirement, task.repository_root,

@@ -199,6 +199,14 @@ class ModelGateway:
         self._clock = clock
         self._entropy = entropy
 
+    def close(self) -> None:
+        """Close each route's adapter that holds a connection pool (idempotent): a plan draft's gateway is built
+        for that draft (:meth:`ModelAccess.gateway`), and its connections end with it."""
+        for route in self._routes.values():
+            close = getattr(route.adapter, "close", None)
+            if callable(close):
+                close()
+
     @property
     def database(self) -> Database:
         """The database this gateway records in (a run makes its writes patient on it)."""
