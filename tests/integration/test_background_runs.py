@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from codeflux.api.v1 import product_pb2 as pb
+from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.tasks.service import Actor
 from codeflux.domain.ids import TaskId
 from codeflux.domain.tasks import TaskState
@@ -127,11 +128,17 @@ def test_resume_of_a_task_paused_while_planning_drafts_the_plan_again(coordinato
     assert resumed.budget.hard_limit.minor_units == 50
 
 
-def test_cancel_of_a_waiting_run_ends_it_and_removes_the_worktree(coordinator: Coordinator) -> None:
+def test_cancel_of_a_waiting_run_ends_it_and_removes_the_worktree(coordinator: Coordinator,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     c = coordinator
+    closed: list[ModelGateway] = []  # the real close, watched: a run's gateway (its connection pools) ends with it
+    close = ModelGateway.close
+    monkeypatch.setattr(ModelGateway, "close", lambda self: (closed.append(self), close(self))[1])
     waiting = started(c)
+    drafted = len(closed)  # the plan draft's own gateway closed as the draft ended; the waiting run keeps its own
 
     cancelled = action(c, "CancelTask", waiting.task_id)
+    assert len(closed) == drafted + 1
 
     assert cancelled.state == "cancelled" and not cancelled.run_active
     assert not c.runs.is_active(TaskId.parse(waiting.task_id))

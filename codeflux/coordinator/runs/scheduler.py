@@ -49,6 +49,7 @@ from codeflux.coordinator.journal import read_session_head
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.runner import RunOutcome, RunOutcomeKind, resume_run, run_task
 from codeflux.coordinator.runs.tool_driver import ToolDriver
+from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.spending.ladder_position import ladder_position_of
 from codeflux.coordinator.spending.model_access import ModelAccess, gateway_for_task
 from codeflux.coordinator.tasks.cancelled_runs import (
@@ -117,6 +118,7 @@ class _Run:
     tasks: TaskService
     start: _RunStart
     driver: ToolDriver
+    gateway: ModelGateway | None = None  # built for this run: its connections close when the run ends
     thread: threading.Thread | None = None
     waiting: RunOutcome | None = None  # awaiting-authority: the conversation, kept in memory
     dispose_on_end: bool = False
@@ -198,10 +200,11 @@ class BackgroundRuns:
         gateway = chosen.gateway
         provider = "scripted" if chosen.scripted else None
         driver = ToolDriver(self._db, state_dir=self._location.directory / "workers")
-        run = _Run(task_id=task_id, tasks=tasks, start=start, driver=driver)
+        run = _Run(task_id=task_id, tasks=tasks, start=start, driver=driver, gateway=gateway)
         with self._lock:
             if task_id in self._runs:
                 driver.close()
+                gateway.close()
                 raise ConflictError(f"task {task_id} already has a run in this coordinator")
             self._runs[task_id] = run
 
@@ -309,6 +312,8 @@ class BackgroundRuns:
             if self._runs.get(run.task_id) is run:
                 del self._runs[run.task_id]
         run.driver.close()
+        if run.gateway is not None:
+            run.gateway.close()
         if run.dispose_on_end or self._cancelled(run.task_id):  # cancelled here, or by another process
             self._dispose(run.task_id)
         run.done.set()
@@ -441,6 +446,8 @@ class BackgroundRuns:
             except Exception as error:
                 self._log.error("no shutdown checkpoint", task_id=run.task_id.value, error_type=type(error).__name__)
             run.driver.close()
+            if run.gateway is not None:
+                run.gateway.close()
         with self._lock:
             self._runs.clear()
             stack, self._running_lock = self._running_lock, None
