@@ -124,6 +124,12 @@ def task_document(view: product_pb2.TaskView) -> dict[str, object]:
         "worktree_disposal": _disposal(view.worktree_disposal) if view.HasField("worktree_disposal") else None,
         "session_id": view.session_id,
         "provider_label": _text(view.provider_label),
+        "provider_basis": _text(view.provider_basis),
+        "provider_source": _text(view.provider_source),
+        "provider_reason": _text(view.provider_reason),
+        "endpoint_approval": ({"provider": view.endpoint_approval.provider,
+                               "base_url": view.endpoint_approval.base_url}
+                              if view.HasField("endpoint_approval") else None),
         "run_active": view.run_active,
         "last_outcome": _text(view.last_outcome),
         "through_sequence": view.through_sequence,

@@ -129,6 +129,19 @@ _PROVIDER_BASES: Final = {"used": "its newest model call went there",
                           "pinned": "pinned when the task was created; its plans and runs use it"}
 
 
+def _print_provider(ctx: CliContext, view: product_pb2.TaskView) -> None:
+    """The task's provider, why its pin was in force, and the pinned endpoint still waiting for its approval."""
+    if view.provider_basis in _PROVIDER_BASES:  # "current" (a task created before pins) depends on who asks: not said
+        ctx.say(f"  provider     {escape_for_display(view.provider_label)} ({_PROVIDER_BASES[view.provider_basis]})")
+    if view.provider_reason:
+        ctx.say(f"  pinned by    {view.provider_reason}")
+    if view.HasField("endpoint_approval"):
+        card = view.endpoint_approval
+        ctx.say(f"  endpoint     {escape_for_display(card.base_url)} is not approved: nothing is sent to it until "
+                f"`codeflux provider approve-endpoint --name {card.provider} --base-url "
+                f"{shlex.quote(card.base_url)}`")
+
+
 def print_task(ctx: CliContext, view: product_pb2.TaskView,
                recovery: product_pb2.RecoveryView | None = None) -> None:
     """Everything about a task: state, repository, base, worktree, plan, attempt, budget, what waits for a
@@ -136,8 +149,7 @@ def print_task(ctx: CliContext, view: product_pb2.TaskView,
     ctx.say(f"task {view.task_id}  {escape_for_display(view.title)}")
     ctx.say(f"  state        {view.state} (revision {view.revision})")
     ctx.say(f"  repository   {escape_for_display(view.repository_root)}")
-    if view.provider_basis in _PROVIDER_BASES:  # "current" (a task created before pins) depends on who asks: not said
-        ctx.say(f"  provider     {escape_for_display(view.provider_label)} ({_PROVIDER_BASES[view.provider_basis]})")
+    _print_provider(ctx, view)
     ctx.say(f"  base         {view.base_revision or '(not started)'}")
     if view.HasField("worktree_disposal"):
         status = f"  ({worktree_disposal_text(view.worktree_disposal)})"

@@ -21,14 +21,19 @@ stamps it with a fresh random value, kept only in this process and bound to what
 * ``dismiss-incident``, ``propose-incident-task``: an incident (``IncidentDetail.dismiss_confirmation``,
   ``IncidentDetail.propose_confirmation``), issued while it is new, task-proposed or regressed (the states either
   decision may leave; the service still refuses a proposal while the task proposed before is open or accepted).
+* ``approve-endpoint``: a provider and one exact, normalized base URL (``EndpointApprovalCard.confirmation``:
+  ``TaskView.endpoint_approval`` while a task's pinned endpoint waits for approval, and
+  ``SettingsView.chosen_endpoint_approval`` for the stored choice's); another URL — even one that normalizes to the
+  same — or another provider is another card.
 
 ``ApprovePlan``, ``Decide``, ``AcceptChange``, ``RejectChange``, ``MemoryService/Invalidate``,
-``MemoryService/Confirm``, ``ApproveInstructionFile``, ``RevokeInstructionFile``, ``IncidentService/Dismiss`` and
-``IncidentService/Propose`` over the browser connection must send that value back; the first decision carrying it uses
-it up. A decision without a value, or with one not issued for that card (another card, an older plan revision or diff,
-a value already used, one from before a restart) is refused (PERMISSION_DENIED, nothing decided) and journaled on the
-task as ``browser-decision-refused`` — never with the value sent (a memory entry, an instruction-file or an incident
-decision belongs to no task: it is refused without a journal entry). The one exception is an identical retry of a
+``MemoryService/Confirm``, ``ApproveInstructionFile``, ``RevokeInstructionFile``, ``IncidentService/Dismiss``,
+``IncidentService/Propose`` and ``SettingsService/ApproveEndpoint`` over the browser connection must send that value
+back; the first decision carrying it uses it up. A decision without a value, or with one not issued for that card
+(another card, an older plan revision or diff, a value already used, one from before a restart) is refused
+(PERMISSION_DENIED, nothing decided) and journaled on the task as ``browser-decision-refused`` — never with the value
+sent (a memory entry, an instruction-file or an incident decision belongs to no task: it is refused without a journal
+entry; an endpoint approval is journaled on the task it names, if any). The one exception is an identical retry of a
 decision already let through (same idempotency key, same value: the reconnect case); it reaches the mutation ledger,
 which answers with the original result. The value is removed from the request before the service sees it, so the
 ledger's request identity is the decision itself.
@@ -79,10 +84,11 @@ _DECISIONS: Final = {
     "/codeflux.v1.InstructionService/RevokeInstructionFile": "revoke-instructions",
     "/codeflux.v1.IncidentService/Dismiss": "dismiss-incident",
     "/codeflux.v1.IncidentService/Propose": "propose-incident-task",
+    "/codeflux.v1.SettingsService/ApproveEndpoint": "approve-endpoint",
 }
 _CARD_TYPES: Final = frozenset({pb.TaskView.DESCRIPTOR, pb.PendingApproval.DESCRIPTOR, pb.ReviewView.DESCRIPTOR,
                                 memory_pb2.MemoryEntryDetail.DESCRIPTOR, pb.InstructionFilesView.DESCRIPTOR,
-                                incidents_pb2.IncidentDetail.DESCRIPTOR})
+                                incidents_pb2.IncidentDetail.DESCRIPTOR, pb.EndpointApprovalCard.DESCRIPTOR})
 # An incident in one of these states may still be dismissed or get a task (codeflux/domain/incidents.py).
 _OPEN_INCIDENT_STATES: Final = frozenset({"new", "task-proposed", "regressed"})
 
@@ -118,6 +124,10 @@ def _confirm_memory_card(entry_id: str, state_since_us: int) -> tuple[str, str]:
 
 def _incident_card(decision: str, incident_id: str) -> tuple[str, str]:
     return decision, incident_id
+
+
+def _endpoint_card(provider: str, base_url: str) -> tuple[str, str]:
+    return "approve-endpoint", f"{provider}\x00{base_url}"
 
 
 def _instructions_card(decision: str, root: str, path: str, sha256: str) -> tuple[str, str]:
@@ -157,8 +167,8 @@ class CardConfirmations:
             plan = message.plan if message.HasField("plan") else None
             if plan is not None and message.state == "awaiting-plan-approval" and plan.decision == "undecided":
                 plan.confirmation = self._issue(_plan_card(message.task_id, plan.revision, plan.sha256))
-        elif isinstance(message, pb.PendingApproval):
-            message.confirmation = self._issue(_decide_card(message.request_id))
+        elif isinstance(message, pb.PendingApproval | pb.EndpointApprovalCard):
+            self._stamp_answer(message)
             return
         elif isinstance(message, pb.InstructionFilesView):
             self._stamp_instructions(message)
@@ -181,6 +191,12 @@ class CardConfirmations:
                 continue
             for item in (value if descriptor.is_repeated else [value]):
                 self.stamp(item)
+
+    def _stamp_answer(self, card: pb.PendingApproval | pb.EndpointApprovalCard) -> None:
+        if isinstance(card, pb.PendingApproval):
+            card.confirmation = self._issue(_decide_card(card.request_id))
+        elif card.provider and card.base_url:
+            card.confirmation = self._issue(_endpoint_card(card.provider, card.base_url))
 
     def _stamp_incident(self, detail: incidents_pb2.IncidentDetail) -> None:
         if detail.incident.state in _OPEN_INCIDENT_STATES:
@@ -297,6 +313,8 @@ def _card_of(request: Message, decision: str) -> tuple[tuple[str, str], str, str
         return _invalidate_memory_card(request.entry_id, request.state_since_us), "", request.entry_id
     if isinstance(request, memory_pb2.ConfirmMemoryRequest):
         return _confirm_memory_card(request.entry_id, request.state_since_us), "", request.entry_id
+    if isinstance(request, pb.ApproveEndpointRequest):  # journaled on the task whose card it names, if any
+        return _endpoint_card(request.provider, request.base_url), request.task_id, request.base_url
     if isinstance(request, incidents_pb2.DismissIncidentRequest | incidents_pb2.ProposeIncidentTaskRequest):
         return _incident_card(decision, request.incident_id), "", request.incident_id  # no task to journal on
     raise TypeError(type(request).__name__)

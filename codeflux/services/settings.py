@@ -17,6 +17,12 @@
   the choice stored here > the config file > the built-in default (scripted, not an AI model). A task keeps the
   choice it was created with.
   ``GetSettings`` says which provider is used and why, every provider's models and rates and its key status.
+* ``ApproveEndpoint`` — a person approves one non-default endpoint of one provider (normalized; refused URLs are
+  never recorded) through :func:`codeflux.coordinator.spending.model_approvals.approve_model_endpoint`, the call
+  ``codeflux provider approve-endpoint`` makes; a task paused on that endpoint can then be resumed. Over the browser
+  connection it answers an ``EndpointApprovalCard`` (``TaskView.endpoint_approval``,
+  ``SettingsView.chosen_endpoint_approval``) and must send back that card's confirmation
+  (:mod:`codeflux.server.confirmations`): another endpoint's, a forged or a used one is refused.
 * ``StoreProviderKey`` — a provider's key, sent once, written to the OS credential store through
   :func:`codeflux.credentials.store_provider_key` (registered with the redactor first); SQLite keeps only the
   reference, as ``codeflux provider set`` does. The key is cleared from the request once wrapped as a
@@ -35,6 +41,7 @@ from codeflux.coordinator.journal import read_every_system_event
 from codeflux.coordinator.maintenance import record_provider_key_reference
 from codeflux.coordinator.spending.budget_defaults import read_budget_default, set_budget_default
 from codeflux.coordinator.spending.model_access import ExplainedModelAccess
+from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.coordinator.spending.provider_choice import (
     SCRIPTED_PROVIDER,
@@ -54,7 +61,7 @@ from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import mutation_of
 from codeflux.services.prices import price_list
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
-from codeflux.services.views import money
+from codeflux.services.views import endpoint_approval_card, money
 from codeflux.services.views import rfc3339_of_us as _iso
 from codeflux.services.workspace import provider_statuses
 from codeflux.store.database import Database
@@ -109,6 +116,9 @@ def settings_view(app: CoordinatorApp) -> pb.SettingsView:
         view.chosen_capable_model = stored.choice.capable_model
         view.chosen_base_url = stored.choice.base_url
         view.chosen_no_key = not stored.choice.uses_key
+        card = endpoint_approval_card(app.db, stored.choice)
+        if card is not None:
+            view.chosen_endpoint_approval.CopyFrom(card)
     if default is not None:
         view.default_hard_limit.CopyFrom(money(default))
     return view
@@ -162,7 +172,15 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
         rotated = record_provider_key_reference(app.location, provider=provider.value, credential_ref=str(reference))
         return pb.StoreProviderKeyReply(provider=provider.value, outcome="updated" if rotated else "stored")
 
+    def approve_endpoint(ctx: CallContext, request: pb.ApproveEndpointRequest) -> pb.SettingsView:
+        mutation_of(ctx, "ApproveEndpoint", request.control)
+        provider = ProviderName.parse(request.provider)
+        approve_model_endpoint(app.db, provider=provider, base_url=request.base_url.strip(), approved_by="user")
+        return settings_view(app)
+
     return [
+        UnaryMethod(name=method_name(_SERVICE, "ApproveEndpoint"), request_type=pb.ApproveEndpointRequest,
+                    response_type=pb.SettingsView, handler=approve_endpoint, mutating=True),
         UnaryMethod(name=method_name(_SERVICE, "SetProviderChoice"), request_type=pb.SetProviderChoiceRequest,
                     response_type=pb.SettingsView, handler=set_choice, mutating=True),
         UnaryMethod(name=method_name(_SERVICE, "StoreProviderKey"), request_type=pb.StoreProviderKeyRequest,

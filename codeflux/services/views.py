@@ -21,7 +21,14 @@ from codeflux.coordinator.journal import latest_session_event, read_session_head
 from codeflux.coordinator.runs.reviewed_commands import approval_card_facts
 from codeflux.coordinator.runs.tool_records import read_denials_of_task
 from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
-from codeflux.coordinator.spending.provider_choice import SCRIPTED_PROVIDER, provider_used_by_task, read_task_pin
+from codeflux.coordinator.spending.model_approvals import endpoint_approved
+from codeflux.coordinator.spending.provider_choice import (
+    SCRIPTED_PROVIDER,
+    ChoiceSource,
+    ProviderChoice,
+    provider_used_by_task,
+    read_task_pin,
+)
 from codeflux.coordinator.tasks.plans import examples_not_editable
 from codeflux.coordinator.tasks.service import TaskService, TaskView
 from codeflux.domain.acceptance import acceptance_of
@@ -33,6 +40,7 @@ from codeflux.domain.events import EventKind, WorktreeDisposed, WorktreeRemoved
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Cost, Money
 from codeflux.domain.plans import Plan, PlanAuthor, PlanDecisionRow, PlanForecast
+from codeflux.domain.providers import ProviderName
 from codeflux.domain.repository_approvals import RepositoryApproval
 from codeflux.domain.tasks import TaskRecord, TaskState, is_terminal
 from codeflux.domain.tools import ArgumentValue
@@ -42,9 +50,11 @@ from codeflux.worker.client.confinement import choose_confinement
 
 __all__ = [
     "NEEDS_ATTENTION",
+    "PIN_REASONS",
     "argument_text",
     "budget_view",
     "denial_views",
+    "endpoint_approval_card",
     "maybe_money",
     "money",
     "pending_approvals",
@@ -308,6 +318,27 @@ def _worktree_disposal(db: Database, session_id: str) -> product_pb2.WorktreeDis
         checkpoint_refs_deleted=event.checkpoint_refs_deleted or 0, refusal=event.refusal or "", detail=event.detail)
 
 
+# Why a task's pinned provider was in force when the task was created (TaskView.provider_reason).
+PIN_REASONS: Final = {
+    ChoiceSource.FLAG: "the --provider flag `codeflux start` was given",
+    ChoiceSource.DEMO: "the demo (the scripted provider)",
+    ChoiceSource.SETTINGS: "the choice stored in Settings → Providers",
+    ChoiceSource.CONFIG: "the config file's [provider]",
+    ChoiceSource.DEFAULT: "the built-in default: nothing was chosen, so the scripted provider (not an AI model)",
+}
+
+
+def endpoint_approval_card(db: Database, choice: ProviderChoice) -> product_pb2.EndpointApprovalCard | None:
+    """The card asking a person to approve ``choice``'s endpoint, or None: no base URL of its own, its provider's
+    default, or approved already (nothing is sent to an endpoint before that approval)."""
+    if not choice.base_url or choice.scripted:
+        return None
+    provider = ProviderName.parse(choice.provider)
+    if endpoint_approved(db, provider=provider, base_url=choice.base_url):
+        return None
+    return product_pb2.EndpointApprovalCard(provider=provider.value, base_url=choice.base_url)
+
+
 def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
     """Everything the task screen shows, read now (see the module docstring)."""
     view = task_service(app).show(task_id)
@@ -333,7 +364,7 @@ def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
         if plan.author_label == SCRIPTED_DEMO_LABEL:
             shown.provider_label = SCRIPTED_DEMO_LABEL
     used = provider_used_by_task(app.db, task.task_id)
-    pin = None if used is not None else read_task_pin(app.db, task.task_id)
+    pin = read_task_pin(app.db, task.task_id)
     shown.provider_basis = "used" if used is not None else "pinned" if pin is not None else "current"
     if used is not None:  # the provider its model calls went to, whatever is chosen now
         shown.provider_label = SCRIPTED_DEMO_LABEL if used[0] == SCRIPTED_PROVIDER else f"{used[0]} ({used[1]})"
@@ -341,6 +372,12 @@ def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
         shown.provider_label = SCRIPTED_DEMO_LABEL if pin.choice.scripted else pin.choice.label
     elif app.models.scripted:  # a task created before pins (000018): the choice in force now
         shown.provider_label = SCRIPTED_DEMO_LABEL
+    if pin is not None:
+        shown.provider_source = pin.source.value
+        shown.provider_reason = PIN_REASONS[pin.source]
+        card = None if is_terminal(task.state) else endpoint_approval_card(app.db, pin.choice)
+        if card is not None:
+            shown.endpoint_approval.CopyFrom(card)
     if view.attempt is not None:
         shown.attempt.CopyFrom(product_pb2.AttemptView(
             attempt=view.attempt.attempt, plan_revision=view.attempt.plan_revision, open=view.attempt.is_open,

@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from codeflux.cli import start
+from codeflux.coordinator.spending.model_approvals import endpoint_approved
 from codeflux.coordinator.spending.provider_choice import read_task_pin
 from codeflux.credentials import load_provider_key
 from codeflux.domain.ids import TaskId
@@ -84,7 +85,9 @@ def test_an_openai_compatible_endpoint_set_in_settings_is_validated_shown_back_a
         chromium: Any, served_coordinator: tuple[Any, Any], request: pytest.FixtureRequest) -> None:
     """openai-compatible's base URL and "no key" set in the browser: a URL the endpoint rules refuse is refused with
     its reason and nothing is stored; an accepted one is stored normalized and shown back; a task created then pins
-    it and keeps showing it after the choice changes. Nothing is contacted (no budget, so no plan is drafted)."""
+    it, says why, and keeps showing it after the choice changes; the task's "Needs you" card approves exactly its
+    pinned endpoint, and Settings' card the stored choice's. Nothing is contacted (no budget, so no plan is
+    drafted)."""
     server, coordinator = served_coordinator
     parser = argparse.ArgumentParser()
     start.configure(parser)
@@ -116,12 +119,18 @@ def test_an_openai_compatible_endpoint_set_in_settings_is_validated_shown_back_a
         expect(app.testid("provider-base-url")).to_have_value("http://127.0.0.1:4000/v1")  # shown back, normalized
         expect(app.testid("provider-no-key")).to_be_checked()
         expect(app.testid("provider-choice")).to_have_value("openai-compatible")
+        expect(app.testid("provider-chosen-endpoint")).to_contain_text("not approved")
+        expect(app.testid("provider-approve-endpoint")).to_be_visible()  # its card: approved from here or the task
 
         app.testid("nav-workspace").click()
         expect(app.testid("composer-provider-label")).to_have_text(pinned, timeout=MS)
         app.testid("task-budget").fill("")
         app.testid("create-task").click()
         expect(app.testid("task-provider-label")).to_have_text(f"Provider: {pinned}", timeout=MS)
+        expect(app.testid("task-provider-why")).to_have_text(
+            "Pinned when the task was created, because of the choice stored in Settings → Providers.")
+        expect(app.page.locator('[data-testid="needs-you-item"][data-need="endpoint"]')).to_contain_text(
+            "sends to http://127.0.0.1:4000/v1 (openai-compatible), an endpoint nobody approved")
         task_id = app.page.url.rsplit("/", 1)[-1]
 
         app.testid("nav-settings").click()
@@ -133,7 +142,25 @@ def test_an_openai_compatible_endpoint_set_in_settings_is_validated_shown_back_a
         app.testid("nav-workspace").click()
         app.page.locator(f'[data-testid="task-item"][data-task-id="{task_id}"]').click()
         expect(app.testid("task-provider-label")).to_have_text(f"Provider: {pinned}", timeout=MS)  # its pin
+        assert not endpoint_approved(coordinator.db, provider=ProviderName.OPENAI_COMPATIBLE,
+                                     base_url="http://127.0.0.1:4000/v1")
+        app.testid("needs-you-endpoint").click()  # the task's card, answered with its confirmation
+        expect(app.testid("needs-you-endpoint")).to_have_count(0, timeout=MS)
+        expect(app.testid("task-provider-why")).to_contain_text("the choice stored in Settings → Providers")
+
+        app.testid("nav-settings").click()  # Settings' card: the stored choice's endpoint, approved from there
+        app.testid("provider-choice").select_option("openai-compatible")
+        app.testid("provider-cheap-model").fill("local-model")
+        app.testid("provider-base-url").fill("http://127.0.0.1:4001/v1")
+        app.testid("provider-save").click()
+        expect(app.testid("provider-chosen-endpoint")).to_contain_text("not approved", timeout=MS)
+        app.testid("provider-approve-endpoint").click()
+        expect(app.testid("provider-chosen-endpoint")).to_contain_text("approved (or the provider's default)",
+                                                                     timeout=MS)
+        expect(app.testid("provider-approve-endpoint")).to_have_count(0)
 
     pin = read_task_pin(coordinator.db, TaskId.parse(task_id))
     assert pin is not None and (pin.choice.base_url, pin.choice.uses_key, pin.source) == (
         "http://127.0.0.1:4000/v1", False, "settings")
+    assert all(endpoint_approved(coordinator.db, provider=ProviderName.OPENAI_COMPATIBLE, base_url=url)
+               for url in ("http://127.0.0.1:4000/v1", "http://127.0.0.1:4001/v1"))

@@ -27,6 +27,7 @@ from codeflux.domain.providers import ProviderName
 from codeflux.services import settings
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
 from codeflux.services.registry import Code
+from codeflux.services.views import PIN_REASONS
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from tests.fixtures.provider_servers import a_test_key
@@ -277,6 +278,12 @@ def test_a_start_flag_wins_for_tasks_created_under_it_only(coordinator: Coordina
 
     assert _task(c, before.task_id).provider_label == "openai (gpt-5-mini)"
     assert under_flag.provider_label == SCRIPTED_DEMO_LABEL
+    # why each pin was in force, as the task view says it (the browser shows it next to the label); every source
+    # has its words (a task view never fails on a pin)
+    assert set(PIN_REASONS) == set(ChoiceSource)
+    assert [(v.provider_source, v.provider_reason) for v in (_task(c, before.task_id), under_flag)] == [
+        ("settings", "the choice stored in Settings → Providers"),
+        ("flag", "the --provider flag `codeflux start` was given")]
     assert read_task_pin(c.app.db, TaskId.parse(under_flag.task_id)) == PinnedChoice(
         choice=ProviderChoice(provider="scripted"), source=ChoiceSource.FLAG)
     kept = gateway_for_task(c.app.models, c.app.db, TaskId.parse(before.task_id), ("plan",))

@@ -4,6 +4,7 @@ the approval), and ``task resume`` drafts with the ``--provider`` the command it
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -42,6 +43,12 @@ def test_a_task_created_on_the_command_line_pins_the_stored_choice_and_drafts_us
         ENDPOINT, False, ChoiceSource.SETTINGS)
     shown = run_codeflux("task", "show", task_id.value, data_dir=data_location.directory)
     assert f"provider     openai-compatible (local-model) at {ENDPOINT} (pinned when the task was created" in shown.out
+    assert "pinned by    the choice stored in Settings → Providers" in shown.out  # why that provider was in force
+    assert f"endpoint     {ENDPOINT} is not approved" in shown.out
+    document = json.loads(run_codeflux("task", "show", task_id.value, "--json", data_dir=data_location.directory).out)
+    assert {key: document["task"][key] for key in ("provider_basis", "provider_source", "endpoint_approval")} == {
+        "provider_basis": "pinned", "provider_source": "settings",
+        "endpoint_approval": {"provider": "openai-compatible", "base_url": ENDPOINT}}
 
     set_provider_choice(db, ProviderChoice(provider="scripted"), expected_revision=0)  # chosen since
     BudgetService(db).set_budget(task_id, hard_limit=Money.parse_decimal("1.00", currency=USD), expected_revision=None,
@@ -60,3 +67,9 @@ def test_a_task_created_on_the_command_line_pins_the_stored_choice_and_drafts_us
     assert flagged.code == 0, flagged.out + flagged.err
     assert service.show(task_id).task.state is TaskState.AWAITING_PLAN_APPROVAL
     assert read_task_pin(db, task_id) == pin  # the pin never changes
+
+    approved = run_codeflux("provider", "approve-endpoint", "--name", "openai-compatible", "--base-url", ENDPOINT,
+                            data_dir=data_location.directory)
+    assert approved.code == 0, approved.out + approved.err
+    document = json.loads(run_codeflux("task", "show", task_id.value, "--json", data_dir=data_location.directory).out)
+    assert (document["task"]["provider_source"], document["task"]["endpoint_approval"]) == ("settings", None)

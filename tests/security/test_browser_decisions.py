@@ -8,7 +8,9 @@ over the coordinator's Unix socket (the CLI's channel) keeps that socket's autho
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import datetime as dt
 import json
 import time
 from pathlib import Path
@@ -19,11 +21,18 @@ from google.protobuf.message import Message
 
 from codeflux.api.v1 import common_pb2
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.domain.errors import UnconfirmedDecisionError
+from codeflux.cli import start
+from codeflux.coordinator.spending.model_approvals import endpoint_approved
+from codeflux.coordinator.spending.prices import PriceCatalog
+from codeflux.domain.errors import ProviderError, UnconfirmedDecisionError
+from codeflux.domain.money import USD
+from codeflux.domain.pricing import Price
+from codeflux.domain.providers import ProviderName
 from codeflux.server.client import EnvelopeClient, call_unary, redeem_launch, unix_channel
 from codeflux.services.workspace import create_demo_repository
 from codeflux.store.events import read_events_after
 from tests.fixtures.browser import demo_requirement, serving
+from tests.fixtures.provider_servers import ProviderServer, json_reply
 
 pytestmark = pytest.mark.security
 
@@ -146,3 +155,109 @@ def test_a_decision_without_the_cards_confirmation_is_refused_and_recorded(
         assert all(r["task_id"] == task_id for r in refusals)
         stored = json.dumps(refusals)
         assert not any(value in stored for value in values)  # never the values themselves
+
+
+def test_an_endpoint_approval_answers_exactly_its_card_and_lets_the_paused_task_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task pinned to a non-default endpoint pauses before sending anything; its card (and Settings') approves that
+    endpoint only with the card's value: no value, a forged one, or a value used for another or an equivalent URL is
+    refused and journaled, nothing approved. The right value approves it (``provider approve-endpoint``'s call), the
+    card goes, and resuming the task sends its first request to that endpoint."""
+    settings_service = "/codeflux.v1.SettingsService/"
+    with ProviderServer() as provider_server, serving(tmp_path / "data", monkeypatch) as (server, app):
+        parser = argparse.ArgumentParser()
+        start.configure(parser)
+        app.models = start.CliModelAccess(app.db, parser.parse_args([]))  # `codeflux start` without --provider
+        endpoint = f"{provider_server.base_url}/v1"
+        provider_server.enqueue(json_reply({"error": {"type": "invalid_request_error", "message": "test"}},
+                                           status=400, headers=(("connection", "close"),)))
+        PriceCatalog(app.db).set_user_price(  # a free local model: the budget bounds its calls
+            provider="openai-compatible", model="local-model", effective_date=dt.date(2026, 1, 1),
+            price=Price.from_per_million_tokens(currency=USD, input_per_million="0", output_per_million="0"))
+        root = create_demo_repository(app)
+        session = redeem_launch(server.launch_url())
+        socket_channel = unix_channel(server.socket_path)
+
+        async def refused(client: EnvelopeClient, request: pb.ApproveEndpointRequest, reason: str) -> None:
+            with pytest.raises(UnconfirmedDecisionError, match=f"confirmation is {reason}"):
+                await client.call(settings_service + "ApproveEndpoint", request, pb.SettingsView)
+
+        async def scenario() -> tuple[str, list[str], pb.TaskView]:
+            async with await EnvelopeClient.connect(server.ws_url, session=session) as client:
+                other = await client.call(settings_service + "SetProviderChoice", pb.SetProviderChoiceRequest(
+                    control=control("choose-other"), provider="openai-compatible", cheap_model="local-model",
+                    base_url="http://127.0.0.1:9/v1", no_key=True), pb.SettingsView)
+                other_value = other.chosen_endpoint_approval.confirmation
+                chosen = await client.call(settings_service + "SetProviderChoice", pb.SetProviderChoiceRequest(
+                    control=control("choose"), provider="openai-compatible", cheap_model="local-model",
+                    base_url=endpoint, no_key=True), pb.SettingsView)
+                assert (chosen.chosen_endpoint_approval.base_url, bool(other_value)) == (endpoint, True)
+                created = await client.call(TASKS + "CreateTask", pb.CreateTaskRequest(
+                    control=control("create"), repository_path=str(root), requirement=demo_requirement(str(root))),
+                    pb.TaskView)
+                task_id = created.task_id
+                assert (created.provider_source, created.endpoint_approval.base_url) == ("settings", endpoint)
+                await client.call(TASKS + "SetBudget", pb.SetBudgetRequest(
+                    control=control("budget"), task_id=task_id, choice="set", hard_limit="1.00", currency="USD"),
+                    pb.TaskView)
+                with pytest.raises(Exception, match="has not been approved"):
+                    await client.call(TASKS + "DraftPlan", pb.DraftPlanRequest(control=control("draft"),
+                                                                               task_id=task_id), pb.TaskView)
+                paused = await client.call(TASKS + "GetTask", pb.GetTaskRequest(task_id=task_id), pb.TaskView)
+                card = paused.endpoint_approval
+                assert (paused.state, card.provider, card.base_url) == ("paused", "openai-compatible", endpoint)
+                assert card.confirmation and not provider_server.requests  # nothing was sent to it
+
+                approve = pb.ApproveEndpointRequest(control=control("approve-1"), provider=card.provider,
+                                                    base_url=card.base_url, task_id=task_id)
+                await refused(client, approve, "missing")
+                approve.confirmation = "x" * 32  # forged
+                await refused(client, approve, "unknown")
+                approve.confirmation = other_value  # another endpoint's card
+                await refused(client, approve, "unknown")
+                another = pb.ApproveEndpointRequest(control=control("approve-2"), provider=card.provider,
+                                                    base_url="http://127.0.0.1:7/v1", task_id=task_id,
+                                                    confirmation=card.confirmation)  # this card, another URL
+                await refused(client, another, "unknown")
+                another.base_url = endpoint.upper().replace("/V1", "/v1/")  # the same endpoint, written otherwise
+                await refused(client, another, "unknown")
+                assert not endpoint_approved(app.db, provider=ProviderName.OPENAI_COMPATIBLE, base_url=endpoint)
+                assert not endpoint_approved(app.db, provider=ProviderName.OPENAI_COMPATIBLE,
+                                             base_url="http://127.0.0.1:7/v1")
+
+                approve = pb.ApproveEndpointRequest(control=control("approve-3"), provider=card.provider,
+                                                    base_url=card.base_url, task_id=task_id,
+                                                    confirmation=card.confirmation)
+                approved = await client.call(settings_service + "ApproveEndpoint", approve, pb.SettingsView)
+                assert [(a.provider, a.base_url) for a in approved.endpoint_approvals] == [
+                    ("openai-compatible", endpoint)]
+                assert not approved.HasField("chosen_endpoint_approval")
+                replay = pb.ApproveEndpointRequest(control=control("approve-4"), provider=card.provider,
+                                                   base_url=card.base_url, task_id=task_id,
+                                                   confirmation=card.confirmation)
+                await refused(client, replay, "unknown")  # used up
+                after = await client.call(TASKS + "GetTask", pb.GetTaskRequest(task_id=task_id), pb.TaskView)
+                assert not after.HasField("endpoint_approval")
+                assert [a.available for a in after.actions if a.action == "resume"] == [True]
+                with pytest.raises(ProviderError):  # the endpoint's 400 pauses it again: what matters is it went
+                    await client.call(TASKS + "ResumeTask", pb.TaskActionRequest(
+                        control=control("resume"), task_id=task_id), pb.TaskView)
+                return task_id, [card.confirmation, other_value], after
+
+        task_id, values, _ = asyncio.run(scenario())
+        # over the Unix socket (the CLI's channel) the socket's authority approves without a card
+        over_socket = asyncio.run(asyncio.to_thread(
+            call_unary, socket_channel, settings_service + "ApproveEndpoint", pb.ApproveEndpointRequest(
+                control=control("socket"), provider="openai-compatible", base_url="http://127.0.0.1:7/v1"),
+            pb.SettingsView))
+        socket_channel.close()
+        assert "http://127.0.0.1:7/v1" in [a.base_url for a in over_socket.endpoint_approvals]
+        assert [r.path for r in provider_server.requests] == ["/v1/chat/completions"]  # sent only after the approval
+        view = app.db.read(lambda v: v.query_one("SELECT session_id FROM tasks WHERE id = ?", (task_id,)))
+        assert view is not None
+        events = app.db.read(lambda v: read_events_after(v, session_id=str(view[0]), after_sequence=0, limit=1000))
+        refusals = [event.event.to_payload() for event in events if event.kind == "browser-decision-refused"]
+        assert [(r["decision"], r["reason"]) for r in refusals] == [("approve-endpoint", "missing")] + [
+            ("approve-endpoint", "unknown")] * 5
+        assert not any(value in json.dumps(refusals) for value in values)

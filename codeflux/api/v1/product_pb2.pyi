@@ -654,7 +654,7 @@ class AttemptView(_message.Message):
     def __init__(self, attempt: _Optional[int] = ..., plan_revision: _Optional[int] = ..., open: _Optional[bool] = ..., stopped_at: _Optional[str] = ...) -> None: ...
 
 class TaskView(_message.Message):
-    __slots__ = ("task_id", "title", "requirement", "state", "revision", "repository_root", "base_revision", "worktree", "session_id", "actions", "plan", "budget", "pending_approvals", "attempt", "run_active", "provider_label", "through_sequence", "last_outcome", "worktree_exists", "worktree_disposal", "cancel_outcome", "provider_basis")
+    __slots__ = ("task_id", "title", "requirement", "state", "revision", "repository_root", "base_revision", "worktree", "session_id", "actions", "plan", "budget", "pending_approvals", "attempt", "run_active", "provider_label", "through_sequence", "last_outcome", "worktree_exists", "worktree_disposal", "cancel_outcome", "provider_basis", "provider_source", "provider_reason", "endpoint_approval")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     REQUIREMENT_FIELD_NUMBER: _ClassVar[int]
@@ -677,6 +677,9 @@ class TaskView(_message.Message):
     WORKTREE_DISPOSAL_FIELD_NUMBER: _ClassVar[int]
     CANCEL_OUTCOME_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_BASIS_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_REASON_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_APPROVAL_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     title: str
     requirement: str
@@ -699,7 +702,10 @@ class TaskView(_message.Message):
     worktree_disposal: WorktreeDisposalView
     cancel_outcome: CancelOutcomeView
     provider_basis: str
-    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., requirement: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., base_revision: _Optional[str] = ..., worktree: _Optional[str] = ..., session_id: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[TaskActionView, _Mapping]]] = ..., plan: _Optional[_Union[PlanView, _Mapping]] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., pending_approvals: _Optional[_Iterable[_Union[PendingApproval, _Mapping]]] = ..., attempt: _Optional[_Union[AttemptView, _Mapping]] = ..., run_active: _Optional[bool] = ..., provider_label: _Optional[str] = ..., through_sequence: _Optional[int] = ..., last_outcome: _Optional[str] = ..., worktree_exists: _Optional[bool] = ..., worktree_disposal: _Optional[_Union[WorktreeDisposalView, _Mapping]] = ..., cancel_outcome: _Optional[_Union[CancelOutcomeView, _Mapping]] = ..., provider_basis: _Optional[str] = ...) -> None: ...
+    provider_source: str
+    provider_reason: str
+    endpoint_approval: EndpointApprovalCard
+    def __init__(self, task_id: _Optional[str] = ..., title: _Optional[str] = ..., requirement: _Optional[str] = ..., state: _Optional[str] = ..., revision: _Optional[int] = ..., repository_root: _Optional[str] = ..., base_revision: _Optional[str] = ..., worktree: _Optional[str] = ..., session_id: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[TaskActionView, _Mapping]]] = ..., plan: _Optional[_Union[PlanView, _Mapping]] = ..., budget: _Optional[_Union[BudgetView, _Mapping]] = ..., pending_approvals: _Optional[_Iterable[_Union[PendingApproval, _Mapping]]] = ..., attempt: _Optional[_Union[AttemptView, _Mapping]] = ..., run_active: _Optional[bool] = ..., provider_label: _Optional[str] = ..., through_sequence: _Optional[int] = ..., last_outcome: _Optional[str] = ..., worktree_exists: _Optional[bool] = ..., worktree_disposal: _Optional[_Union[WorktreeDisposalView, _Mapping]] = ..., cancel_outcome: _Optional[_Union[CancelOutcomeView, _Mapping]] = ..., provider_basis: _Optional[str] = ..., provider_source: _Optional[str] = ..., provider_reason: _Optional[str] = ..., endpoint_approval: _Optional[_Union[EndpointApprovalCard, _Mapping]] = ...) -> None: ...
 
 class CancelOutcomeView(_message.Message):
     __slots__ = ("running_command", "worktree", "detail", "command_state", "summary", "by_the_run")
@@ -1493,8 +1499,32 @@ class EndpointApprovalView(_message.Message):
     approved_at: str
     def __init__(self, provider: _Optional[str] = ..., base_url: _Optional[str] = ..., approved_at: _Optional[str] = ...) -> None: ...
 
+class EndpointApprovalCard(_message.Message):
+    __slots__ = ("provider", "base_url", "confirmation")
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    provider: str
+    base_url: str
+    confirmation: str
+    def __init__(self, provider: _Optional[str] = ..., base_url: _Optional[str] = ..., confirmation: _Optional[str] = ...) -> None: ...
+
+class ApproveEndpointRequest(_message.Message):
+    __slots__ = ("control", "provider", "base_url", "confirmation", "task_id")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    BASE_URL_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMATION_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    control: _common_pb2.MutationControl
+    provider: str
+    base_url: str
+    confirmation: str
+    task_id: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., provider: _Optional[str] = ..., base_url: _Optional[str] = ..., confirmation: _Optional[str] = ..., task_id: _Optional[str] = ...) -> None: ...
+
 class SettingsView(_message.Message):
-    __slots__ = ("providers", "endpoint_approvals", "default_hard_limit", "provider_label", "clarification_policy", "provider_source", "provider_reason", "chosen_provider", "chosen_cheap_model", "chosen_capable_model", "provider_choice_revision", "prices", "choosable_providers", "chosen_base_url", "chosen_no_key")
+    __slots__ = ("providers", "endpoint_approvals", "default_hard_limit", "provider_label", "clarification_policy", "provider_source", "provider_reason", "chosen_provider", "chosen_cheap_model", "chosen_capable_model", "provider_choice_revision", "prices", "choosable_providers", "chosen_base_url", "chosen_no_key", "chosen_endpoint_approval")
     PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_APPROVALS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_HARD_LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -1510,6 +1540,7 @@ class SettingsView(_message.Message):
     CHOOSABLE_PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     CHOSEN_BASE_URL_FIELD_NUMBER: _ClassVar[int]
     CHOSEN_NO_KEY_FIELD_NUMBER: _ClassVar[int]
+    CHOSEN_ENDPOINT_APPROVAL_FIELD_NUMBER: _ClassVar[int]
     providers: _containers.RepeatedCompositeFieldContainer[ProviderStatus]
     endpoint_approvals: _containers.RepeatedCompositeFieldContainer[EndpointApprovalView]
     default_hard_limit: _common_pb2.Money
@@ -1525,7 +1556,8 @@ class SettingsView(_message.Message):
     choosable_providers: _containers.RepeatedScalarFieldContainer[str]
     chosen_base_url: str
     chosen_no_key: bool
-    def __init__(self, providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ..., endpoint_approvals: _Optional[_Iterable[_Union[EndpointApprovalView, _Mapping]]] = ..., default_hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., provider_label: _Optional[str] = ..., clarification_policy: _Optional[str] = ..., provider_source: _Optional[str] = ..., provider_reason: _Optional[str] = ..., chosen_provider: _Optional[str] = ..., chosen_cheap_model: _Optional[str] = ..., chosen_capable_model: _Optional[str] = ..., provider_choice_revision: _Optional[int] = ..., prices: _Optional[_Iterable[_Union[PriceRow, _Mapping]]] = ..., choosable_providers: _Optional[_Iterable[str]] = ..., chosen_base_url: _Optional[str] = ..., chosen_no_key: _Optional[bool] = ...) -> None: ...
+    chosen_endpoint_approval: EndpointApprovalCard
+    def __init__(self, providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ..., endpoint_approvals: _Optional[_Iterable[_Union[EndpointApprovalView, _Mapping]]] = ..., default_hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., provider_label: _Optional[str] = ..., clarification_policy: _Optional[str] = ..., provider_source: _Optional[str] = ..., provider_reason: _Optional[str] = ..., chosen_provider: _Optional[str] = ..., chosen_cheap_model: _Optional[str] = ..., chosen_capable_model: _Optional[str] = ..., provider_choice_revision: _Optional[int] = ..., prices: _Optional[_Iterable[_Union[PriceRow, _Mapping]]] = ..., choosable_providers: _Optional[_Iterable[str]] = ..., chosen_base_url: _Optional[str] = ..., chosen_no_key: _Optional[bool] = ..., chosen_endpoint_approval: _Optional[_Union[EndpointApprovalCard, _Mapping]] = ...) -> None: ...
 
 class SetProviderChoiceRequest(_message.Message):
     __slots__ = ("control", "provider", "cheap_model", "capable_model", "base_url", "no_key")

@@ -293,6 +293,20 @@ export const commands = {
     });
   },
 
+  // A non-default endpoint approved by a person, answering its card: the task's (taskId) or the stored choice's in
+  // Settings → Providers (no taskId). The newest read's card carries the single-use confirmation sent back.
+  approveEndpoint(taskId) {
+    return this.mutate(async () => {
+      const card = (taskId ? (this.task || {}).endpointApproval : (this.settings || {}).chosenEndpointApproval) || {};
+      const settings = await this.rpc.unary("SettingsService/ApproveEndpoint", { control: control("endpoint"),
+        provider: card.provider || "", baseUrl: card.baseUrl || "", confirmation: card.confirmation || "",
+        taskId: taskId || "" });
+      this.settings = settings;
+      if (!taskId) clear(this.main).append(settingsView(this, settings));
+      else if (this.taskId === taskId) this.applyTask(await this.rpc.unary("TaskService/GetTask", { taskId }));
+    });
+  },
+
   // A key, sent once; the reply says only "stored"/"updated". The key statuses are re-read into the screen.
   storeProviderKey(provider, key) {
     return this.mutate(async () => {

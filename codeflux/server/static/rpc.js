@@ -51,6 +51,7 @@ const REQUEST_TYPES = {
   "SettingsService/SetClarificationPolicy": "SetClarificationPolicyRequest",
   "SettingsService/SetProviderChoice": "SetProviderChoiceRequest",
   "SettingsService/StoreProviderKey": "StoreProviderKeyRequest",
+  "SettingsService/ApproveEndpoint": "ApproveEndpointRequest",
   "InstructionService/ListInstructionFiles": "ListInstructionFilesRequest",
   "InstructionService/ApproveInstructionFile": "InstructionFileDecisionRequest",
   "InstructionService/RevokeInstructionFile": "InstructionFileDecisionRequest",

@@ -93,10 +93,15 @@ export function providersSection(app, settings) {
   provider.addEventListener("change", refresh);
   refresh();
   // The stored choice's endpoint, shown back as codeflux normalized it (a non-default one is approved before a call).
-  const chosenEndpoint = settings.chosenBaseUrl
-    ? el("p", { class: "note", testid: "provider-chosen-endpoint", text: `Stored endpoint: ${settings.chosenBaseUrl}` +
-      `${settings.chosenNoKey ? " (no key is sent)" : " (the openai-compatible key is sent)"}; codeflux asks you to ` +
-      "approve it before the first call to it." }) : null;
+  const waiting = settings.chosenEndpointApproval && settings.chosenEndpointApproval.baseUrl;
+  const chosenEndpoint = settings.chosenBaseUrl ? el("div", {},
+    el("p", { class: "note", testid: "provider-chosen-endpoint", dataset: { approved: waiting ? "0" : "1" },
+      text: `Stored endpoint: ${settings.chosenBaseUrl}` +
+      `${settings.chosenNoKey ? " (no key is sent)" : " (the openai-compatible key is sent)"}; ` +
+      (waiting ? "not approved: nothing is sent to it until you approve exactly this endpoint."
+        : "approved (or the provider's default).") }),
+    waiting ? mutatingButton("Approve this endpoint", () => app.approveEndpoint(null), "provider-approve-endpoint")
+      : null) : null;
   const keyProvider = el("select", { id: "key-provider", testid: "key-provider" },
     real.map((n) => el("option", { value: n, text: n })));
   const key = el("input", { id: "provider-key", testid: "provider-key", type: "password", autocomplete: "off",

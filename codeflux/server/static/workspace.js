@@ -97,6 +97,15 @@ export class TaskPanel {
     const lines = [];
     const deciding = task.state === "awaiting-plan-approval" && (plan.decision || "undecided") === "undecided";
     const open = (plan.questions || []).filter((q) => q.status === "open").length;
+    // The endpoint the task pinned, not approved yet: nothing is sent to it (its drafts and runs pause) until a person
+    // approves exactly that URL. The click answers the card of the newest read (its single-use confirmation).
+    const endpoint = task.endpointApproval;
+    if (endpoint && endpoint.baseUrl) {
+      lines.push(["endpoint", `This task's provider sends to ${endpoint.baseUrl} (${endpoint.provider}), an endpoint ` +
+        `nobody approved: nothing is sent there until you approve exactly this endpoint` +
+        `${task.state === "paused" ? ", then resume the task" : ""}.`,
+      "Approve this endpoint", null, () => this.app.approveEndpoint(task.taskId), true]);
+    }
     if (deciding && open) {
       lines.push(["question", `The planner asks ${open} question(s); approval waits for your answer.`,
         "Go to the questions", () => this.plan.querySelector("[data-testid='plan-questions']")]);
@@ -121,10 +130,11 @@ export class TaskPanel {
     const key = JSON.stringify(lines.map(([kind, text]) => [kind, text]));
     if (key !== this.keys.needs) {
       this.keys.needs = key;
-      clear(this.needsLines).append(...lines.map(([kind, text, label, target, action]) =>
+      clear(this.needsLines).append(...lines.map(([kind, text, label, target, action, mutating]) =>
         el("li", { testid: "needs-you-item", dataset: { need: kind } }, `${text} `,
-          el("button", { type: "button", testid: `needs-you-${kind}`, text: label,
-            onclick: action || (() => { const node = target(); if (node) node.scrollIntoView({ block: "start" }); }) }))));
+          mutating ? mutatingButton(label, action, `needs-you-${kind}`)
+            : el("button", { type: "button", testid: `needs-you-${kind}`, text: label,
+              onclick: action || (() => { const node = target(); if (node) node.scrollIntoView({ block: "start" }); }) }))));
     }
     const count = lines.length + this.pinned.childElementCount;
     this.needsYou.dataset.count = String(count);
@@ -138,6 +148,9 @@ export class TaskPanel {
         task.runActive ? el("span", { class: "running", testid: "run-active", text: " (the coordinator is running it)" }) : "",
         task.lastOutcome ? ` — the last background run ended: ${task.lastOutcome}` : ""),
       task.providerLabel ? el("p", { class: "label-scripted", testid: "task-provider-label", text: `Provider: ${task.providerLabel}` }) : null,
+      task.providerReason ? el("p", { class: "note", testid: "task-provider-why", dataset: { source: task.providerSource || "" },
+        text: `Pinned when the task was created, because of ${task.providerReason}` +
+          `${task.providerBasis === "used" ? "; shown above: the provider its newest model call went to" : ""}.` }) : null,
       el("p", { class: "requirement", text: task.requirement || "" }),
       el("p", { class: "repo-line" }, "Repository: ", el("code", { testid: "task-repository", text: task.repositoryRoot || "unknown" }),
         task.baseRevision ? ` at ${task.baseRevision.slice(0, 12)}` : ""),

@@ -36,7 +36,9 @@ TASK = {
     "base_revision": STR_OR_NULL, "worktree": STR_OR_NULL, "worktree_exists": bool,
     "worktree_disposal": ({"removed": bool, "branch_deleted": bool, "checkpoint_refs_deleted": int,
                            "refusal": STR_OR_NULL, "detail": STR_OR_NULL}, NULL),
-    "session_id": str, "provider_label": STR_OR_NULL, "run_active": bool, "last_outcome": STR_OR_NULL,
+    "session_id": str, "provider_label": STR_OR_NULL, "provider_basis": STR_OR_NULL, "provider_source": STR_OR_NULL,
+    "provider_reason": STR_OR_NULL, "endpoint_approval": ({"provider": str, "base_url": str}, NULL),
+    "run_active": bool, "last_outcome": STR_OR_NULL,
     "through_sequence": int, "plan": (PLAN, NULL),
     "attempt": ({"attempt": int, "plan_revision": int, "open": bool, "stopped_at": STR_OR_NULL}, NULL),
     "budget": (BUDGET, NULL),
@@ -114,6 +116,10 @@ def test_task_list_and_task_show_keep_their_shape(task_data: tuple[Path, str]) -
     assert code == 0
     assert_shape(shown, TASK_SHOW)
     assert shown["task"]["task_id"] == newest and shown["task"]["plan"] is None and shown["recovery"] is None
+    # no call yet: the provider the task pinned when it was created, and why that one was in force
+    assert (shown["task"]["provider_basis"], shown["task"]["provider_source"], shown["task"]["endpoint_approval"]) == (
+        "pinned", "default", None)
+    assert "nothing was chosen" in shown["task"]["provider_reason"]
 
 
 def test_run_keeps_its_shape_with_exact_money(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -201,3 +201,38 @@ def test_an_instruction_file_decision_needs_the_value_issued_for_that_content_an
     cards.admit(approving, instruction_decision(approve_value))
     cards.admit(revoking, instruction_decision(revoke_value, sha="a" * 64, key="i2"))
     assert journal.refusals == []  # an instruction-file decision belongs to no task
+
+
+def endpoint_request(confirmation: str, *, base_url: str = "http://127.0.0.1:4000/v1", key: str = "e1",
+                     provider: str = "openai-compatible") -> pb.ApproveEndpointRequest:
+    return pb.ApproveEndpointRequest(control=common_pb2.MutationControl(idempotency_key=key), provider=provider,
+                                     base_url=base_url, task_id=TASK, confirmation=confirmation)
+
+
+def test_an_endpoint_approval_answers_only_the_card_of_that_provider_and_exact_url() -> None:
+    """Issue 20 item 6: the endpoint card in a task view and in the settings view; another URL (even one that
+    normalizes to the same), another provider, or a used value is refused and journaled on the named task."""
+    journal = Journal()
+    cards = CardConfirmations(record=journal)
+    task = pb.TaskView(task_id=TASK, state="paused", endpoint_approval=pb.EndpointApprovalCard(
+        provider="openai-compatible", base_url="http://127.0.0.1:4000/v1"))
+    settings = pb.SettingsView(chosen_endpoint_approval=pb.EndpointApprovalCard(
+        provider="openai-compatible", base_url="http://127.0.0.1:4001/v1"))
+    cards.stamp(task)
+    cards.stamp(settings)
+    value, other = task.endpoint_approval.confirmation, settings.chosen_endpoint_approval.confirmation
+    assert len(value) >= 32 and len(other) >= 32 and value != other
+    method = "/codeflux.v1.SettingsService/ApproveEndpoint"
+    for refused in (endpoint_request(""), endpoint_request(other), endpoint_request(value, provider="openai"),
+                    endpoint_request(value, base_url="http://127.0.0.1:4000/v1/"),
+                    endpoint_request(value, base_url="http://127.0.0.1:4001/v1")):
+        with pytest.raises(UnconfirmedDecisionError):
+            cards.admit(method, refused)
+    let_through = endpoint_request(value)
+    cards.admit(method, let_through)
+    assert let_through.confirmation == ""  # removed before the service sees it
+    with pytest.raises(UnconfirmedDecisionError):
+        cards.admit(method, endpoint_request(value, key="e2"))  # used up
+    assert [(t, d, r) for t, d, _, r in journal.refusals] == [(TASK, "approve-endpoint", "missing")] + [
+        (TASK, "approve-endpoint", "unknown")] * 5
+    assert not any(value in subject or other in subject for _, _, subject, _ in journal.refusals)
