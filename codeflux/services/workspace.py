@@ -36,6 +36,7 @@ from codeflux.coordinator.provider_keys import key_origins
 from codeflux.coordinator.tasks.records import has_any_task, known_repositories, known_repository
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.credentials import StoredProviderKeys, stored_provider_keys
+from codeflux.credentials.held import HeldKeys, KeySource
 from codeflux.domain.errors import InvalidValueError, RepositoryNotUsableError
 from codeflux.domain.providers import ProviderName
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
@@ -59,28 +60,31 @@ _MAX_PATH: Final = 4096
 _SERVICE: Final = "WorkspaceService"
 
 
-def provider_statuses(db: Database | None, *,
-                      timeout_s: float = CREDENTIAL_STATUS_TIMEOUT_S) -> list[pb.ProviderStatus]:
+def provider_statuses(db: Database | None, *, timeout_s: float = CREDENTIAL_STATUS_TIMEOUT_S,
+                      keys: HeldKeys | None = None) -> list[pb.ProviderStatus]:
     """Each provider's credential status as ``codeflux provider list`` shows it (never a key), bounded in time, with
     where the key a call sends comes from (:func:`~codeflux.coordinator.provider_keys.key_origins`: an environment
     variable wins over the OS credential store). ``db`` None: there is no database yet, so no reference is recorded."""
     references = frozenset() if db is None else stored_provider_key_names(db)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codeflux-credential-status")
     try:
-        keys = pool.submit(lambda: stored_provider_keys(timeout_s=min(5.0, timeout_s))).result(timeout=timeout_s)
+        found = pool.submit(lambda: stored_provider_keys(timeout_s=min(5.0, timeout_s))).result(timeout=timeout_s)
     except concurrent.futures.TimeoutError:
-        keys = StoredProviderKeys(stored=frozenset(),
+        found = StoredProviderKeys(stored=frozenset(),
                                   unknown_because=f"the OS credential store did not answer within {timeout_s:.0f} s")
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    origins = key_origins(keys)
+    origins = key_origins(found, keys=keys)
     statuses = []
     for provider in ProviderName:
-        stored = provider in keys.stored
-        if not keys.known:
-            detail = f"unknown: {keys.unknown_because}"
+        stored = provider in found.stored
+        if not found.known:
+            detail = f"unknown: {found.unknown_because}"
         else:
             detail = "a key is stored (not contacted)" if stored else "no key stored"
+        if origins[provider].source is KeySource.ENVIRONMENT:  # what calls use comes first, the store after it
+            detail = ("a key is given in the environment (not contacted, never stored); "
+                      f"the OS credential store: {detail}")
         statuses.append(pb.ProviderStatus(name=provider.value, credential_stored=stored,
                                           reference_recorded=provider.value in references, detail=detail,
                                           key_source=origins[provider].text))

@@ -11,10 +11,12 @@ import pytest
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.tasks.service import TaskService
+from codeflux.credentials.held import HeldKeys, environment_keys
 from codeflux.domain.providers import ProviderName
 from codeflux.services import workspace
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
 from codeflux.services.registry import Code
+from codeflux.services.workspace import provider_statuses
 from codeflux.store.database import Database
 from codeflux.store.events import SYSTEM_SESSION_ID
 from codeflux.store.location import DataLocation
@@ -192,3 +194,19 @@ def test_a_long_task_md_is_bounded_on_a_character_boundary(app: CoordinatorApp) 
     assert isinstance(view, pb.RepositoryView) and view.dirty
     # 16 KiB would end inside an é: the cut drops that half character and nothing else
     assert view.suggested_requirement == "a" + "é" * 8191 and len(view.suggested_requirement.encode()) == 16 * 1024 - 1
+
+
+@SECRET_SERVICE_READER
+def test_a_key_given_in_the_environment_is_said_first_whatever_the_credential_store_says() -> None:
+    """The first-run screen of `ANTHROPIC_API_KEY=… codeflux start` on a machine without a usable credential store said
+    "anthropic — unknown: the OS credential store is not usable …" and only at the end "key from: environment": the
+    key calls will use now leads, and what the store says follows it."""
+    found, _ = environment_keys({"ANTHROPIC_API_KEY": "sk-ant-api03-" + "x" * 40})
+    statuses = {s.name: s for s in provider_statuses(None, keys=HeldKeys(found))}
+
+    anthropic, openai = statuses["anthropic"], statuses["openai"]
+    assert anthropic.detail.startswith("a key is given in the environment (not contacted, never stored); "
+                                       "the OS credential store: "), anthropic.detail
+    assert anthropic.key_source == "environment (ANTHROPIC_API_KEY)"
+    assert not openai.detail.startswith("a key is given"), openai.detail
+    assert "sk-ant" not in anthropic.detail + anthropic.key_source
