@@ -209,9 +209,11 @@ def show_incident(db: Database, incident_id: IncidentId, *, occurrences: int = 5
         occurrences=tuple(rows.incident_occurrences(view, incident_id, limit=occurrences))))
 
 
-def record_task_proposed(tx: Transaction, incident_id: IncidentId, task_id: TaskId, *, at_us: int) -> JournalEvent:
+def record_task_proposed(tx: Transaction, incident_id: IncidentId, task_id: TaskId, *, at_us: int,
+                         by_watch: bool = False) -> JournalEvent:
     """In the transaction that created the draft ``task_id`` from ``incident_id``: the incident's
-    ``task-proposed`` state naming the task, and its event. Refused (:class:`TransitionNotAllowedError`) unless
+    ``task-proposed`` state naming the task, and its event — by the person (Propose), or by codeflux when
+    ``codeflux watch`` proposed it on its own (``by_watch``). Refused (:class:`TransitionNotAllowedError`) unless
     the incident is new or regressed, or proposed with a task that ended without landing (cancelled, rolled back):
     one open proposal per incident."""
     incident = rows.incident_by_id(tx, incident_id)
@@ -220,8 +222,9 @@ def record_task_proposed(tx: Transaction, incident_id: IncidentId, task_id: Task
             and may_propose_again(require_task_record(tx, current.task_id).state)):
         next_incident_state(current.state, IncidentState.TASK_PROPOSED)
     rows.insert_incident_state(tx, incident_id=incident_id, sequence=current.sequence + 1,
-                               state=IncidentState.TASK_PROPOSED, actor=Actor.USER,
-                               reason=f"task {task_id.value} proposed", task_id=task_id,
+                               state=IncidentState.TASK_PROPOSED, actor=Actor.SYSTEM if by_watch else Actor.USER,
+                               reason=f"task {task_id.value} proposed" + (" by `codeflux watch`" if by_watch else ""),
+                               task_id=task_id,
                                at_us=at_us)
     return append_event(tx, session_id=SYSTEM_SESSION_ID, event=IncidentTaskProposed(incident_id=incident_id,
                                                                                      task_id=task_id))

@@ -142,7 +142,7 @@ def _report(app: CoordinatorApp, *, root: str, text: str, source: IncidentSource
 
 
 def _propose(app: CoordinatorApp, incident_id: IncidentId, *, check: str | None, acknowledged: str | None,
-             key: str) -> tuple[TaskId, str]:
+             by_watch: bool, key: str) -> tuple[TaskId, str]:
     """A draft task drafted from ``incident_id``, created with the incident's ``task-proposed`` state in one
     transaction; returns the task and its requirement."""
     detail = coordinator.show_incident(app.db, incident_id, occurrences=1)
@@ -157,7 +157,7 @@ def _propose(app: CoordinatorApp, incident_id: IncidentId, *, check: str | None,
         snapshot, requirement, title=title if len(title) <= 80 else title[:79] + "…",
         acknowledged_dirty_hash=acknowledged, idempotency_key=key,
         also=pin_new_task(app.models, lambda tx, task_id: [  # the task pins the provider in force
-            coordinator.record_task_proposed(tx, incident_id, task_id, at_us=now_us())]))
+            coordinator.record_task_proposed(tx, incident_id, task_id, at_us=now_us(), by_watch=by_watch)]))
     return change.task_id, requirement
 
 
@@ -191,7 +191,7 @@ def _watch_tick(app: CoordinatorApp, ctx: CallContext, request: pb.WatchTickRequ
             + "; no new proposal")
         return reply
     try:
-        task_id, requirement = _propose(app, report.incident.incident_id, check=shlex.join(request.argv),
+        task_id, requirement = _propose(app, report.incident.incident_id, check=shlex.join(request.argv), by_watch=True,
                                         acknowledged=request.acknowledged_dirty_hash or None,
                                         key=f"{mutation.key}:propose")
     except DirtyTreeNotAcknowledgedError as error:
@@ -268,7 +268,7 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
     def propose(ctx: CallContext, request: pb.ProposeIncidentTaskRequest) -> pb.IncidentProposal:
         mutation = mutation_of(ctx, "Propose", request.control)
         incident_id = parse_incident_id(request.incident_id)
-        task_id, requirement = _propose(app, incident_id, check=_check(request.check),
+        task_id, requirement = _propose(app, incident_id, check=_check(request.check), by_watch=False,
                                         acknowledged=request.acknowledged_dirty_hash or None, key=mutation.key)
         return pb.IncidentProposal(detail=detail_view(coordinator.show_incident(app.db, incident_id)),
                                    task_id=task_id.value, requirement=requirement)

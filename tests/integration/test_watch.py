@@ -28,7 +28,7 @@ from codeflux.coordinator.runs.watch import run_watch_tick
 from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.tasks.service import TaskService
 from codeflux.domain.incidents import IncidentSource, IncidentState
-from codeflux.domain.tasks import TaskState
+from codeflux.domain.tasks import Actor, TaskState
 from codeflux.domain.watch import WatchTickOutcome
 from codeflux.gitwork.repository import open_repository
 from codeflux.store.database import Database
@@ -106,6 +106,9 @@ def test_a_failing_watch_makes_one_incident_counting_each_tick_and_one_proposal(
     detail = show_incident(db, incident.incident_id, occurrences=3)
     assert {o.source for o in detail.occurrences} == {IncidentSource.WATCH}
     assert all("test_add_negative" in o.redacted_text for o in detail.occurrences)
+    # nobody pressed Propose: the watch did (the history said "task-proposed by user" before)
+    assert [(h.state, h.actor, h.reason.endswith("by `codeflux watch`")) for h in detail.history][-1] == (
+        IncidentState.TASK_PROPOSED, Actor.SYSTEM, True)
     proposed = incident.state.task_id
     assert proposed is not None
     task = tasks.show(proposed).task
