@@ -1,12 +1,12 @@
 """`codeflux prices list|set`: the per-model rates calls are priced with.
 
 ``list`` shows the shipped defaults merged with your recorded revisions (yours win), each with its
-effective date and source, and names the package, version and date the shipped rates were generated from; a rate nobody published is shown as ``unknown``, never 0. ``set`` records a
-new user revision. Rates are decimal strings in major units per million tokens (``3.00`` is $3 per
-1M tokens), at most 10 digits after the point; a negative rate or anything that is not such a decimal
-is a usage error (checked before anything is written). Both are calls of the method table
-(``PriceService``): through a running coordinator when one serves the data directory, else in this process
-(:mod:`codeflux.cli.channel`). Nothing here contacts a provider.
+effective date and source, and names the package, version and date the shipped rates were generated from; a
+rate nobody published is shown as ``unknown``, never 0. ``set`` records a new user revision. Rates are decimal
+strings in major units per million tokens (``3.00`` is $3 per 1M tokens), at most 10 digits after the point; a
+negative rate or anything that is not such a decimal is a usage error (checked before anything is written).
+Both are calls of the method table (``PriceService``): through a running coordinator when one serves the data
+directory, else in this process (:mod:`codeflux.cli.channel`). Nothing here contacts a provider.
 """
 
 from __future__ import annotations
