@@ -156,6 +156,9 @@ def test_a_shipped_default_is_recorded_once_when_first_used_and_an_alias_finds_i
 
     assert first is not None and again is not None and first.snapshot_id == again.snapshot_id
     assert (first.model, first.source, first.revision) == ("claude-haiku-4-5", "shipped", 1)
+    # the recorded revision names the package, version and date the rate was generated from, then the page
+    assert first.source_detail == (f"genai-prices {SOURCE_VERSION} (snapshot {SNAPSHOT_DATE}); "
+                                   "https://www.anthropic.com/pricing#api")
     assert first.price.rate(PriceComponent.OUTPUT) == Fraction(5, 10_000)
     count = db.read(lambda view: view.query_one("SELECT count(*) FROM price_snapshots"))
     assert count == (1,)

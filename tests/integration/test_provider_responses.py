@@ -109,7 +109,9 @@ def test_a_function_call_request_goes_to_responses_in_the_documented_shape_and_i
     assert body["input"] == [{"role": "user", "content": [{"type": "input_text", "text": question}]}]
     assert body["model"] == CODEX and body["instructions"] == "You are terse."
     assert body["max_output_tokens"] == 2048 and body["store"] is False and body["stream"] is False
-    assert set(body) - set(documented) <= {"instructions", "max_output_tokens", "store", "stream"}
+    # and what a stateless reasoning model needs besides: its reasoning items' encrypted content (see below)
+    assert body["include"] == ["reasoning.encrypted_content"]
+    assert set(body) - set(documented) <= {"instructions", "max_output_tokens", "store", "stream", "include"}
     # The documented reply: one function call, usage without input details (cache reads unknown).
     assert reply.tool_calls == (ToolCall(call_id="call_unLAR8MvFNptuiZK6K6HCy5k", name="get_current_weather",
                                          arguments_json='{"location":"Boston, MA","unit":"celsius"}'),)
