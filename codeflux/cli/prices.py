@@ -1,12 +1,12 @@
 """`codeflux prices list|set`: the per-model rates calls are priced with.
 
 ``list`` shows the shipped defaults merged with your recorded revisions (yours win), each with its
-effective date and source; a rate nobody published is shown as ``unknown``, never 0. ``set`` records a
-new user revision. Rates are decimal strings in major units per million tokens (``3.00`` is $3 per
-1M tokens), at most 10 digits after the point; a negative rate or anything that is not such a decimal
-is a usage error (checked before anything is written). Both are calls of the method table
-(``PriceService``): through a running coordinator when one serves the data directory, else in this process
-(:mod:`codeflux.cli.channel`). Nothing here contacts a provider.
+effective date and source, and names the package, version and date the shipped rates were generated from; a
+rate nobody published is shown as ``unknown``, never 0. ``set`` records a new user revision. Rates are decimal
+strings in major units per million tokens (``3.00`` is $3 per 1M tokens), at most 10 digits after the point; a
+negative rate or anything that is not such a decimal is a usage error (checked before anything is written).
+Both are calls of the method table (``PriceService``): through a running coordinator when one serves the data
+directory, else in this process (:mod:`codeflux.cli.channel`). Nothing here contacts a provider.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from codeflux.cli.context import CliContext
 from codeflux.cli.views import print_prices
 from codeflux.coordinator.spending.prices import merge_price_listings
 from codeflux.domain.providers import ProviderName
-from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS
+from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, SHIPPED_SOURCE
 from codeflux.services.prices import FIELD_LABELS, parse_price, price_list
 
 NAME = "prices"
@@ -81,4 +81,5 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> i
     else:
         print_prices(ctx, channel.call("PriceService/ListPrices", pb.ListPricesRequest(provider=provider),
                                        pb.PriceList))
+    ctx.say(f"shipped rates: {SHIPPED_SOURCE}, generated from the package's data (codeflux/providers/price_data.py)")
     return 0

@@ -57,11 +57,16 @@ class TextPart:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningPart:
     """Reasoning the provider returned and wants sent back unchanged in the next request (Anthropic's
-    thinking blocks and their signatures). ``redacted`` blocks carry only opaque ``signature`` data."""
+    thinking blocks and their signatures). ``redacted`` blocks carry only opaque ``signature`` data.
+
+    An OpenAI Responses reasoning item has its id in ``item_id`` (never empty for one), its summary texts in
+    ``text`` and its ``encrypted_content`` in ``signature``; each adapter sends back only its own provider's
+    reasoning (an Anthropic thinking block has no ``item_id``)."""
 
     text: str
     signature: str
     redacted: bool = False
+    item_id: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -312,7 +312,7 @@ def _wire_message(message: Message) -> dict[str, object]:
         if isinstance(part, TextPart):
             if part.text.strip():  # the API refuses text blocks of whitespace only
                 content.append({"type": "text", "text": part.text})
-        elif isinstance(part, ReasoningPart):
+        elif isinstance(part, ReasoningPart) and not part.item_id:  # OpenAI's reasoning items are not Anthropic's
             content.append(
                 {"type": "redacted_thinking", "data": part.signature}
                 if part.redacted

@@ -6,11 +6,14 @@ Rates are written exactly as the providers publish them — decimal strings per 
 USD — and converted once, exactly, to minor units per token. A model with no snapshot has no price:
 its cost is unknown, never 0.
 
-These figures were copied from the providers' public price pages into codeflux; the pages change, so
-``source`` says where to check, and a user override (recorded as a new revision by the gateway's
-store) always wins. Anthropic rates are the standard ones for prompts up to 200K tokens (codeflux
-never sends the long-context beta header) and 5-minute cache writes. OpenAI bills no cache writes
-(its prompt caching is automatic), so their rate is 0; reasoning tokens are billed as output by both.
+The figures are generated (never hand-copied): :mod:`codeflux.providers.price_data` is written by
+``cmd/codeflux-dev prices`` from the locked release of a maintained price package (genai-prices, read by
+:mod:`codeflux.providers.price_import`), for every model of the capability table; each snapshot's ``source``
+names the package, its version and the snapshot date, then the provider's pricing page. The pages change, and a
+user override (recorded as a new revision by the gateway's store) always wins. Anthropic rates are the standard
+ones for prompts up to 200K tokens (codeflux never sends the long-context beta header) and 5-minute cache
+writes. An OpenAI model whose row gives no cache-write rate bills none (its prompt caching is automatic), so
+that rate is 0; reasoning tokens are billed as output by both.
 
 :func:`parse_price_snapshot_json` reads a user's snapshot: rates must be decimal strings — a JSON
 number such as ``3.0`` is refused with :class:`InexactNumberError`, a negative rate or an unknown
@@ -28,11 +31,11 @@ from codeflux.domain.errors import InexactNumberError, InvalidValueError
 from codeflux.domain.money import USD, Currency
 from codeflux.domain.pricing import Price
 from codeflux.domain.providers import ProviderName
+from codeflux.providers import price_data
+from codeflux.providers.capabilities import capabilities_of
 
-__all__ = ["DEFAULT_PRICE_SNAPSHOTS", "PriceSnapshot", "default_price_snapshot", "parse_price_snapshot_json"]
-
-_ANTHROPIC_SOURCE = "https://www.anthropic.com/pricing (API; prompts up to 200K tokens, 5-minute cache writes)"
-_OPENAI_SOURCE = "https://openai.com/api/pricing/ (standard tier)"
+__all__ = ["DEFAULT_PRICE_SNAPSHOTS", "SHIPPED_SOURCE", "PriceSnapshot", "default_price_snapshot",
+           "parse_price_snapshot_json"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,51 +54,30 @@ class PriceSnapshot:
         return model == self.model or model in self.aliases
 
 
-def _usd(input_: str, output: str, cache_read: str, cache_write: str) -> Price:
-    return Price.from_per_million_tokens(
-        currency=USD,
-        input_per_million=input_,
-        output_per_million=output,
-        cache_read_per_million=cache_read,
-        cache_write_per_million=cache_write,
-    )
+def _cache_write(text: str | None, provider: ProviderName) -> str | None:
+    if text is None and provider is ProviderName.OPENAI:
+        return "0"  # OpenAI's automatic prompt caching bills no writes unless the source gives a rate
+    return text
 
 
-def _anthropic(model: str, dated: str, date: str, rates: tuple[str, str, str, str]) -> PriceSnapshot:
+def _snapshot(row: tuple[str, str, str, str | None, str, str, str | None, str | None]) -> PriceSnapshot:
+    provider_name, model, _, effective, input_, output, cache_read, cache_write = row
+    provider = ProviderName.parse(provider_name)
+    capabilities = capabilities_of(provider, model)
+    price = Price.from_per_million_tokens(
+        currency=USD, input_per_million=input_, output_per_million=output,
+        cache_read_per_million=cache_read, cache_write_per_million=_cache_write(cache_write, provider),
+    )  # fmt: skip
     return PriceSnapshot(
-        provider=ProviderName.ANTHROPIC, model=model, aliases=(dated,), price=_usd(*rates),
-        effective_date=dt.date.fromisoformat(date), source=_ANTHROPIC_SOURCE,
+        provider=provider, model=model, aliases=() if capabilities is None else capabilities.aliases, price=price,
+        effective_date=dt.date.fromisoformat(effective or price_data.SNAPSHOT_DATE),
+        source=f"{SHIPPED_SOURCE}; {price_data.PRICING_PAGES[provider.value]}",
     )  # fmt: skip
 
 
-def _openai(model: str, dated: str, date: str, rates: tuple[str, str, str]) -> PriceSnapshot:
-    input_, cache_read, output = rates
-    return PriceSnapshot(
-        provider=ProviderName.OPENAI, model=model, aliases=(dated,), price=_usd(input_, output, cache_read, "0"),
-        effective_date=dt.date.fromisoformat(date), source=_OPENAI_SOURCE,
-    )  # fmt: skip
-
-
-# Anthropic: (input, output, cache read, cache write) per million tokens.
-# OpenAI: (input, cached input, output) per million tokens.
-DEFAULT_PRICE_SNAPSHOTS: tuple[PriceSnapshot, ...] = (
-    _anthropic("claude-opus-4-5", "claude-opus-4-5-20251101", "2025-11-24", ("5.00", "25.00", "0.50", "6.25")),
-    _anthropic("claude-opus-4-1", "claude-opus-4-1-20250805", "2025-08-05", ("15.00", "75.00", "1.50", "18.75")),
-    _anthropic("claude-opus-4-0", "claude-opus-4-20250514", "2025-05-22", ("15.00", "75.00", "1.50", "18.75")),
-    _anthropic("claude-sonnet-4-5", "claude-sonnet-4-5-20250929", "2025-09-29", ("3.00", "15.00", "0.30", "3.75")),
-    _anthropic("claude-sonnet-4-0", "claude-sonnet-4-20250514", "2025-05-22", ("3.00", "15.00", "0.30", "3.75")),
-    _anthropic("claude-haiku-4-5", "claude-haiku-4-5-20251001", "2025-10-15", ("1.00", "5.00", "0.10", "1.25")),
-    _openai("gpt-5", "gpt-5-2025-08-07", "2025-08-07", ("1.25", "0.125", "10.00")),
-    _openai("gpt-5-mini", "gpt-5-mini-2025-08-07", "2025-08-07", ("0.25", "0.025", "2.00")),
-    _openai("gpt-5-nano", "gpt-5-nano-2025-08-07", "2025-08-07", ("0.05", "0.005", "0.40")),
-    _openai("gpt-4.1", "gpt-4.1-2025-04-14", "2025-04-14", ("2.00", "0.50", "8.00")),
-    _openai("gpt-4.1-mini", "gpt-4.1-mini-2025-04-14", "2025-04-14", ("0.40", "0.10", "1.60")),
-    _openai("gpt-4.1-nano", "gpt-4.1-nano-2025-04-14", "2025-04-14", ("0.10", "0.025", "0.40")),
-    _openai("gpt-4o", "gpt-4o-2024-08-06", "2024-08-06", ("2.50", "1.25", "10.00")),
-    _openai("gpt-4o-mini", "gpt-4o-mini-2024-07-18", "2024-07-18", ("0.15", "0.075", "0.60")),
-    _openai("o3", "o3-2025-04-16", "2025-06-10", ("2.00", "0.50", "8.00")),
-    _openai("o4-mini", "o4-mini-2025-04-16", "2025-04-16", ("1.10", "0.275", "4.40")),
-)  # fmt: skip
+SHIPPED_SOURCE = f"{price_data.SOURCE} {price_data.SOURCE_VERSION} (snapshot {price_data.SNAPSHOT_DATE})"
+"""The package, version and date the shipped rates come from, as every shipped snapshot's ``source`` begins."""
+DEFAULT_PRICE_SNAPSHOTS: tuple[PriceSnapshot, ...] = tuple(_snapshot(row) for row in price_data.RATES)
 
 
 def default_price_snapshot(provider: ProviderName, model: str) -> PriceSnapshot | None:

@@ -6,12 +6,22 @@ other OpenAI model keeps Chat Completions. Stateless: ``store: false`` and no ``
 so every request carries the whole conversation like the other adapters. The system prompt is sent as
 ``instructions``; user text as ``input_text`` messages, assistant text as ``output_text`` messages, tool
 calls as ``function_call`` items and tool results as ``function_call_output`` items (an error result is
-prefixed ``error:`` as on Chat Completions). Reasoning parts are not sent back (they would need
-``reasoning.encrypted_content``); ``reasoning.effort`` goes only to reasoning models, as
+prefixed ``error:`` as on Chat Completions). ``reasoning.effort`` goes only to reasoning models, as
 ``reasoning_effort`` does on Chat Completions.
 
+Reasoning across turns, statelessly: requests to a reasoning model ask for ``include:
+["reasoning.encrypted_content"]`` (stateless responses carry it anyway on newer models; the API keeps accepting
+the value), and each ``reasoning`` output item that has ``encrypted_content`` becomes a
+:class:`~codeflux.domain.models.ReasoningPart` (``item_id`` the item's id, ``text`` its summary texts joined by a
+blank line, ``signature`` the encrypted content). The next request sends it back in its place among the turn's
+items as ``{"type": "reasoning", "id", "summary", "encrypted_content"}`` — OpenAI's reasoning guide: pass back
+the reasoning items with the function calls they led to. Anthropic thinking blocks (no ``item_id``) are never
+sent here, nor OpenAI's reasoning to Anthropic; a reasoning item without encrypted content cannot be sent
+back without stored state and is dropped.
+
 Replies: ``output`` items of type ``message`` (``output_text`` and ``refusal`` parts) become text,
-``function_call`` items tool calls; other items (reasoning, server tools) are not parts. The stop reason
+``function_call`` items tool calls, ``reasoning`` items reasoning parts (above); other items (server tools) are
+not parts. The stop reason
 is ``tool-use`` when a function call came back, ``max-tokens`` for an ``incomplete`` response cut at
 ``max_output_tokens``, ``end-turn`` for ``completed``, else ``other``.
 
@@ -42,6 +52,7 @@ from codeflux.domain.models import (
     Message,
     ModelReply,
     ModelRequest,
+    ReasoningPart,
     Role,
     StopReason,
     TextPart,
@@ -49,12 +60,16 @@ from codeflux.domain.models import (
     ToolResult,
 )
 from codeflux.domain.pricing import TokenUsage
-from codeflux.providers.capabilities import openai_reasoning_effort
+from codeflux.domain.providers import ProviderName
+from codeflux.providers.capabilities import capabilities_of, openai_reasoning_effort
 from codeflux.providers.sse import iter_sse_events
 from codeflux.providers.transport import ProviderResponse
 from codeflux.providers.wire import StrictReply, TextSink, parse_reply
 
-__all__ = ["ResponsesWire"]
+__all__ = ["ENCRYPTED_REASONING", "ResponsesWire"]
+
+ENCRYPTED_REASONING: Final = "reasoning.encrypted_content"
+"""The ``include`` value asking for reasoning items' encrypted content (how they go back without stored state)."""
 
 _FINAL_EVENTS: Final = frozenset({"response.completed", "response.incomplete"})
 _FAILED_EVENTS: Final = frozenset({"response.failed", "error"})
@@ -82,12 +97,20 @@ class _Content(StrictReply):
     refusal: str | None = None
 
 
+class _Summary(StrictReply):
+    type: str
+    text: str | None = None
+
+
 class _Item(StrictReply):
     type: str
+    id: str | None = None
     content: list[_Content] | None = None
     call_id: str | None = None
     name: str | None = None
     arguments: str | None = None
+    summary: list[_Summary] | None = None
+    encrypted_content: str | None = None
 
 
 class _Incomplete(StrictReply):
@@ -139,6 +162,8 @@ class ResponsesWire:
         effort = openai_reasoning_effort(request.model, request.effort)
         if effort is not None:
             body["reasoning"] = {"effort": effort}
+        if _reasons(request.model):
+            body["include"] = [ENCRYPTED_REASONING]
         return json.dumps(body, ensure_ascii=False).encode()
 
     def reply_from_json(self, body: bytes, request: ModelRequest, request_id: str | None) -> ModelReply:
@@ -170,6 +195,9 @@ class ResponsesWire:
                     parts.append(TextPart(text=text))
             elif item.type == "function_call" and item.call_id and item.name:
                 parts.append(ToolCall(call_id=item.call_id, name=item.name, arguments_json=item.arguments or "{}"))
+            elif item.type == "reasoning" and item.id and item.encrypted_content:
+                summary = "\n\n".join(s.text for s in item.summary or () if s.type == "summary_text" and s.text)
+                parts.append(ReasoningPart(text=summary, signature=item.encrypted_content, item_id=item.id))
         return ModelReply(
             provider=self.provider,
             model=response.model or request.model,
@@ -225,4 +253,14 @@ def _input_items(message: Message) -> list[dict[str, object]]:
         elif isinstance(part, ToolResult):
             output = f"error: {part.content}" if part.is_error else part.content
             items.append({"type": "function_call_output", "call_id": part.call_id, "output": output})
+        elif isinstance(part, ReasoningPart) and part.item_id and assistant:
+            summary = [{"type": "summary_text", "text": part.text}] if part.text else []
+            items.append({"type": "reasoning", "id": part.item_id, "summary": summary,
+                          "encrypted_content": part.signature})
     return items
+
+
+def _reasons(model: str) -> bool:
+    """Whether ``model`` is a reasoning model of the capability table (its reasoning items are asked for)."""
+    row = capabilities_of(ProviderName.OPENAI, model)
+    return row is not None and row.reasoning_effort

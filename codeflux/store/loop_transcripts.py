@@ -101,7 +101,11 @@ def _part_json(part: MessagePart) -> dict[str, object]:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     if isinstance(part, ReasoningPart):
-        return {"type": "reasoning", "text": part.text, "signature": part.signature, "redacted": part.redacted}
+        stored: dict[str, object] = {"type": "reasoning", "text": part.text, "signature": part.signature,
+                                     "redacted": part.redacted}
+        if part.item_id:  # an OpenAI Responses reasoning item
+            stored["item_id"] = part.item_id
+        return stored
     if isinstance(part, ToolCall):
         return {"type": "tool-call", "call_id": part.call_id, "name": part.name, "arguments_json": part.arguments_json}
     return {"type": "tool-result", "call_id": part.call_id, "content": part.content, "is_error": part.is_error}
@@ -127,7 +131,8 @@ def _part_from_json(raw: object) -> MessagePart:
             return TextPart(text=_text(raw, "text"))
         case "reasoning":
             return ReasoningPart(text=_text(raw, "text"), signature=_text(raw, "signature"),
-                                 redacted=raw.get("redacted") is True)
+                                 redacted=raw.get("redacted") is True,
+                                 item_id=_text(raw, "item_id") if "item_id" in raw else "")
         case "tool-call":
             return ToolCall(call_id=_text(raw, "call_id"), name=_text(raw, "name"),
                             arguments_json=_text(raw, "arguments_json"))

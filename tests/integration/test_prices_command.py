@@ -13,6 +13,7 @@ from codeflux.cli.main import main
 from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.domain.money import USD
 from codeflux.domain.pricing import Price, PriceComponent, TokenUsage
+from codeflux.providers.price_data import SNAPSHOT_DATE, SOURCE_VERSION
 from codeflux.store.database import Database
 from codeflux.store.location import DataLocation
 from codeflux.store.opening import open_store
@@ -48,8 +49,11 @@ def test_list_without_a_database_shows_the_shipped_defaults_and_creates_nothing(
     assert code == 0, err
     assert out.splitlines()[0].split()[:4] == ["provider", "model", "input", "output"]
     assert row_of(out, "claude-sonnet-4-5") == ["anthropic", "claude-sonnet-4-5", "(claude-sonnet-4-5-20250929)",
-                                               "3.00", "15.00", "0.30", "3.75", "USD", "2025-09-29", "shipped"]
+                                               "3.00", "15.00", "0.30", "3.75", "USD", SNAPSHOT_DATE, "shipped"]
     assert row_of(out, "gpt-5")[3:6] == ["1.25", "10.00", "0.125"]
+    assert row_of(out, "gpt-5-codex")[2:5] == ["1.25", "10.00", "0.125"]
+    assert out.splitlines()[-1] == (f"shipped rates: genai-prices {SOURCE_VERSION} (snapshot {SNAPSHOT_DATE}), "
+                                    "generated from the package's data (codeflux/providers/price_data.py)")
     assert not data_location.directory.exists()
 
 
@@ -66,7 +70,7 @@ def test_set_records_a_user_revision_that_wins_over_the_shipped_default_in_exact
     assert code == 0
     assert row_of(out, "claude-sonnet-4-5")[3:] == ["2.50", "12.0000000001", "0.25", "unknown", "USD", "2026-01-15",
                                                     "user", "r1"]
-    assert all(line.split()[0] in ("provider", "anthropic", "rates:") for line in out.splitlines())
+    assert all(line.split()[0] in ("provider", "anthropic", "rates:", "shipped") for line in out.splitlines())
 
     db = open_store(data_location, create=False, migrate=False)
     try:
@@ -152,6 +156,9 @@ def test_a_shipped_default_is_recorded_once_when_first_used_and_an_alias_finds_i
 
     assert first is not None and again is not None and first.snapshot_id == again.snapshot_id
     assert (first.model, first.source, first.revision) == ("claude-haiku-4-5", "shipped", 1)
+    # the recorded revision names the package, version and date the rate was generated from, then the page
+    assert first.source_detail == (f"genai-prices {SOURCE_VERSION} (snapshot {SNAPSHOT_DATE}); "
+                                   "https://www.anthropic.com/pricing#api")
     assert first.price.rate(PriceComponent.OUTPUT) == Fraction(5, 10_000)
     count = db.read(lambda view: view.query_one("SELECT count(*) FROM price_snapshots"))
     assert count == (1,)

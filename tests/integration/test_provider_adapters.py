@@ -151,6 +151,8 @@ def test_a_conversation_with_reasoning_tool_calls_and_results_goes_out_in_messag
     conversation = (
         Message.user_text("Run the tests"),
         Message(role=Role.ASSISTANT, parts=(ReasoningPart(text="pytest it is", signature="sig"),
+                                            # an OpenAI reasoning item (after a switch of provider): not Anthropic's
+                                            ReasoningPart(text="", signature="gAAAAB", item_id="rs_1"),
                                             ToolCall(call_id="toolu_1", name="run_command",
                                                      arguments_json='{"argv": ["pytest", "-q"]}'))),
         Message(role=Role.USER, parts=(ToolResult(call_id="toolu_1", content="1 failed", is_error=True),)),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import keyring.backend
 import pytest
@@ -21,6 +21,7 @@ from codeflux.domain.ladder import Effort
 from codeflux.domain.models import (
     Message,
     ModelRequest,
+    ReasoningPart,
     Role,
     StopReason,
     TextPart,
@@ -48,6 +49,25 @@ def sample(name: str) -> dict[str, Any]:
     chosen: dict[str, Any] = data["samples"][name]
     assert chosen["source"].startswith("https://platform.openai.com/docs/api-reference/responses/create")
     return chosen
+
+
+def guide_sample(name: str) -> dict[str, Any]:
+    """A sample transcribed from OpenAI's reasoning guide (same file, same label)."""
+    chosen = json.loads(SAMPLES_FILE.read_text(encoding="utf-8"))["samples"][name]
+    assert chosen["source"].startswith("https://developers.openai.com/api/docs/guides/reasoning")
+    return cast(dict[str, Any], chosen)
+
+
+ENCRYPTED = "gAAAAABo-opaque-to-codeflux=="  # the value of the encrypted_content property stateless responses carry
+
+
+def reasoning_reply(*after: dict[str, Any]) -> dict[str, Any]:
+    """The documented reasoning response, stateless, its output the guide's reasoning item (with the
+    ``encrypted_content`` the guide says a stateless response's reasoning items include) followed by ``after``."""
+    documented = guide_sample("reasoning_summary_output")["output"][0]
+    assert "encrypted_content" in guide_sample("stateless_reasoning_request")["text"]
+    return {**sample("reasoning_response")["body"], "store": False,
+            "output": [{**documented, "encrypted_content": ENCRYPTED}, *after]}
 
 
 def weather_tool() -> ToolSpec:
@@ -89,7 +109,9 @@ def test_a_function_call_request_goes_to_responses_in_the_documented_shape_and_i
     assert body["input"] == [{"role": "user", "content": [{"type": "input_text", "text": question}]}]
     assert body["model"] == CODEX and body["instructions"] == "You are terse."
     assert body["max_output_tokens"] == 2048 and body["store"] is False and body["stream"] is False
-    assert set(body) - set(documented) <= {"instructions", "max_output_tokens", "store", "stream"}
+    # and what a stateless reasoning model needs besides: its reasoning items' encrypted content (see below)
+    assert body["include"] == ["reasoning.encrypted_content"]
+    assert set(body) - set(documented) <= {"instructions", "max_output_tokens", "store", "stream", "include"}
     # The documented reply: one function call, usage without input details (cache reads unknown).
     assert reply.tool_calls == (ToolCall(call_id="call_unLAR8MvFNptuiZK6K6HCy5k", name="get_current_weather",
                                          arguments_json='{"location":"Boston, MA","unit":"celsius"}'),)
@@ -186,3 +208,63 @@ def test_other_models_and_openai_compatible_servers_stay_on_chat_completions(
         local.complete(ModelRequest(model=CODEX, system="", messages=(Message.user_text("hi"),)))
 
     assert [request.path for request in server.requests] == ["/chat/completions", "/chat/completions"]
+
+
+def test_reasoning_items_come_back_with_their_encrypted_content_on_the_next_turn(
+    server: ProviderServer, openai: OpenAIAdapter
+) -> None:
+    documented = guide_sample("reasoning_summary_output")["output"]
+    server.enqueue(json_reply(reasoning_reply(documented[1])))
+    server.enqueue(json_reply(sample("reasoning_response")["body"]))
+    question = Message.user_text("What is the capital of France?")
+
+    first = openai.complete(ModelRequest(model=CODEX, system="", effort=Effort.LOW, messages=(question,)))
+
+    sent = server.requests[0].json()
+    stateless = guide_sample("stateless_reasoning_request")["body"]
+    assert sent["store"] is stateless["store"] is False
+    assert sent["include"] == ["reasoning.encrypted_content"]  # the value the guide says the API accepts
+    summary = documented[0]["summary"][0]["text"]
+    assert first.parts == (ReasoningPart(text=summary, signature=ENCRYPTED, item_id=documented[0]["id"]),
+                           TextPart(text="The capital of France is Paris."))
+
+    follow_up = (question, Message(role=Role.ASSISTANT, parts=first.parts), Message.user_text("And of Italy?"))
+    openai.complete(ModelRequest(model=CODEX, system="", effort=Effort.LOW, messages=follow_up))
+
+    assert server.requests[1].json()["input"] == [
+        {"role": "user", "content": [{"type": "input_text", "text": "What is the capital of France?"}]},
+        {"type": "reasoning", "id": documented[0]["id"], "summary": documented[0]["summary"],
+         "encrypted_content": ENCRYPTED},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "The capital of France is Paris."}]},
+        {"role": "user", "content": [{"type": "input_text", "text": "And of Italy?"}]},
+    ]  # fmt: skip
+
+
+def test_the_reasoning_before_a_function_call_goes_back_before_the_call_and_its_output(
+    server: ProviderServer, openai: OpenAIAdapter
+) -> None:
+    call = sample("functions_response")["body"]["output"][0]
+    server.enqueue(json_reply(reasoning_reply(call)))
+    server.enqueue(json_reply(sample("reasoning_response")["body"]))
+    question = Message.user_text(sample("functions_request")["body"]["input"])
+
+    first = openai.complete(ModelRequest(model=CODEX, system="", tools=(weather_tool(),), messages=(question,)))
+    assert first.stop_reason is StopReason.TOOL_USE
+    anthropic_thinking = ReasoningPart(text="Anthropic's", signature="EqQBCgIYAhIM")  # never sent to OpenAI
+    turn = Message(role=Role.ASSISTANT, parts=(anthropic_thinking, *first.parts))
+    result = Message(role=Role.USER, parts=(ToolResult(call_id=call["call_id"], content="12 C"),))
+    openai.complete(ModelRequest(model=CODEX, system="", tools=(weather_tool(),), messages=(question, turn, result)))
+
+    items = server.requests[1].json()["input"]
+    assert [item.get("type") for item in items[1:]] == ["reasoning", "function_call", "function_call_output"]
+    assert items[1]["encrypted_content"] == ENCRYPTED and items[2]["call_id"] == items[3]["call_id"] == call["call_id"]
+    assert server.requests[1].json()["include"] == ["reasoning.encrypted_content"]
+
+
+def test_a_reasoning_item_without_encrypted_content_is_not_kept(server: ProviderServer, openai: OpenAIAdapter) -> None:
+    documented = guide_sample("reasoning_summary_output")["output"]  # as a stored response returns it
+    server.enqueue(json_reply({**sample("reasoning_response")["body"], "output": documented}))
+
+    reply = openai.complete(ModelRequest(model=CODEX, system="", messages=(Message.user_text("Capital?"),)))
+
+    assert reply.parts == (TextPart(text="The capital of France is Paris."),)

@@ -14,10 +14,17 @@ from codeflux.domain.errors import InexactNumberError, InvalidValueError, UsageE
 from codeflux.domain.money import USD, Money, UnknownCost
 from codeflux.domain.pricing import PriceComponent, TokenUsage
 from codeflux.domain.providers import ProviderName
-from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, default_price_snapshot, parse_price_snapshot_json
+from codeflux.providers.capabilities import MODEL_CAPABILITIES
+from codeflux.providers.prices import (
+    DEFAULT_PRICE_SNAPSHOTS,
+    SHIPPED_SOURCE,
+    default_price_snapshot,
+    parse_price_snapshot_json,
+)
 
 REPO = Path(__file__).resolve().parents[3]
-MONEY_MODULES = ["codeflux/domain/money.py", "codeflux/domain/pricing.py", "codeflux/providers/prices.py"]
+MONEY_MODULES = ["codeflux/domain/money.py", "codeflux/domain/pricing.py", "codeflux/providers/prices.py",
+                 "codeflux/providers/price_data.py", "codeflux/providers/price_import.py"]
 ONE_MILLION_INPUT = TokenUsage(input_tokens=1_000_000, output_tokens=0, cache_read_tokens=0, cache_write_tokens=0)
 
 
@@ -52,7 +59,7 @@ def test_every_shipped_snapshot_is_dated_sourced_and_prices_input_and_output() -
         assert not any((snapshot.provider, name) in seen for name in names), snapshot.model
         seen.update((snapshot.provider, name) for name in names)
         assert dt.date(2024, 1, 1) <= snapshot.effective_date <= dt.date.today()
-        assert snapshot.source.startswith("https://")
+        assert snapshot.source.startswith(f"{SHIPPED_SOURCE}; https://")
         price = snapshot.price
         assert price.currency == USD
         for component in (PriceComponent.INPUT, PriceComponent.OUTPUT, PriceComponent.CACHE_READ):
@@ -70,6 +77,24 @@ def test_snapshots_cover_both_providers_and_match_dated_ids() -> None:
         ProviderName.OPENAI, "gpt-5"
     )
     assert default_price_snapshot(ProviderName.ANTHROPIC, "gpt-5") is None
+
+
+def test_every_model_codeflux_knows_has_a_shipped_price_named_by_its_source() -> None:
+    assert SHIPPED_SOURCE.startswith("genai-prices 0.")
+    priced = {(snapshot.provider, snapshot.model, snapshot.aliases) for snapshot in DEFAULT_PRICE_SNAPSHOTS}
+    assert priced == {(row.provider, row.model, row.aliases) for row in MODEL_CAPABILITIES}
+
+
+def test_gpt_5_codex_is_priced_as_gpt_5_with_cached_input() -> None:
+    codex = default_price_snapshot(ProviderName.OPENAI, "gpt-5-codex")
+    gpt5 = default_price_snapshot(ProviderName.OPENAI, "gpt-5")
+    assert codex is not None and gpt5 is not None
+    assert codex.price == gpt5.price
+    assert [codex.price.per_million_text(c) for c in PriceComponent] == [
+        "1.25", "10.00", "0.125", "0.00", None]  # input, output, cache read, cache write, reasoning (as output)
+    usage = TokenUsage(input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=2_000_000,
+                       cache_write_tokens=0)
+    assert codex.price.cost_of(usage, model="gpt-5-codex") == Money(minor=125 + 100 + 25, currency=USD)
 
 
 def test_a_model_codeflux_has_no_rates_for_has_no_snapshot() -> None:
