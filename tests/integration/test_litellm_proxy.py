@@ -29,7 +29,9 @@ from codeflux.providers.chat_completions import NO_CACHE_REPORTED
 from tests.fixtures.cli import run_codeflux
 from tests.fixtures.litellm_proxy import MOCK_MODEL, litellm_proxy
 
-pytestmark = pytest.mark.slow
+# The proxy starts in ≈6 s idle but took 40 s in a loaded run, and the demo's pipeline 47–184 s: over the suite's
+# 300 s per test at worst, so this one test gets 540 s (the proxy's own wait is ≤ 120 s, the run's ≤ 280 s).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(540)]
 
 DEMO_SCRIPT = Path(__file__).resolve().parents[2] / "codeflux" / "cli" / "demo_files" / "script.json"
 RUN_TIMEOUT_S = 280
