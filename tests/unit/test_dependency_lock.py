@@ -89,3 +89,20 @@ def test_the_check_tool_wheelhouse_is_hash_checked_at_the_locked_versions() -> N
     with pytest.raises(dev.GateFailedError, match="pins no not-a-real-tool"):
         dev.locked_requirements(dev.DEV_LOCK, ("coverage", "not-a-real-tool"))
 
+
+COMPROMISED_LITELLM = frozenset({"1.82.7", "1.82.8"})  # shipped a credential stealer (a .pth run at every start)
+
+
+def test_the_litellm_proxy_lock_pins_one_release_with_hashes_and_never_a_compromised_one() -> None:
+    """requirements/litellm.lock (the proxy test's own venv) pins litellm exactly as requirements/litellm.in says,
+    every package with its hashes, and never the two releases that shipped malware."""
+    wanted = [line.split("#", 1)[0].strip() for line in (REPO / "requirements" / "litellm.in").read_text().splitlines()]
+    (requirement,) = [line for line in wanted if line]
+    match = re.fullmatch(r"litellm\[proxy\]==([0-9][0-9A-Za-z.]*)", requirement)
+    assert match, f"requirements/litellm.in must pin one release exactly: {requirement!r}"
+    lock = REPO / "requirements" / "litellm.lock"
+    versions = {normalized(m.group(1)): m.group(2) for m in map(PIN.match, lock.read_text().splitlines()) if m}
+    assert versions["litellm"] == match.group(1) and match.group(1) not in COMPROMISED_LITELLM
+    pinned = pins(lock)
+    assert {"fastapi", "uvicorn", "tiktoken"} <= set(pinned)  # the proxy extra's, not litellm alone
+    assert all(count >= 1 for count in pinned.values()), [name for name, count in pinned.items() if count == 0]
