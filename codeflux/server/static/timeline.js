@@ -202,6 +202,17 @@ export class Timeline {
     this.app.gate();
   }
 
+  // Once per turn of the event loop, however many approval cards a replay batch made: each card's own refresh of
+  // every approval card and every button made a 10,000-event replay quadratic.
+  scheduleApprovals() {
+    if (this.approvalsScheduled) return;
+    this.approvalsScheduled = true;
+    queueMicrotask(() => {
+      this.approvalsScheduled = false;
+      if (this.app.task) this.updateApprovals(this.app.task);
+    });
+  }
+
   resolve(requestId) {
     const entry = this.approvals.get(requestId);
     const decision = this.decisions.get(requestId);
@@ -314,8 +325,8 @@ function toolRequested(payload) {
     const card = content.closest("li");
     this.approvals.set(requestId, { card, detail, buttons: parts.buttons, resolved: false, detailShown: false });
     if (card) card.dataset.requestId = requestId;
-    if (this.app.task) this.updateApprovals(this.app.task);
     this.resolve(requestId);
+    this.scheduleApprovals();
   });
   return { title: `Approval needed: ${payload.tool || "tool"}`, testid: "approval-card", content };
 }
