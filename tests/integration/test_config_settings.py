@@ -81,7 +81,7 @@ CONFIG = ('[provider]\nname = "anthropic"\ncheap_model = "claude-haiku-4-5"\ncap
     (None, None, False, "scripted", "built-in"),
 ])
 def test_the_provider_is_the_flag_else_the_environment_else_the_file_else_scripted(
-        tmp_path: Path, flag: str | None, env: str | None, config: bool, expected: str, source: str) -> None:
+        tmp_path: Path, *, flag: str | None, env: str | None, config: bool, expected: str, source: str) -> None:
     environ = write_config(tmp_path, CONFIG if config else "")
     if env is not None:
         environ["CODEFLUX_PROVIDER"] = env
@@ -95,7 +95,7 @@ def test_the_provider_is_the_flag_else_the_environment_else_the_file_else_script
     (None, None, True, "claude-haiku-4-5", "config file [provider] cheap_model"),
     (None, None, False, "", "built-in"),
 ])
-def test_the_cheap_model_follows_the_same_table(tmp_path: Path, flag: str | None, env: str | None, config: bool,
+def test_the_cheap_model_follows_the_same_table(tmp_path: Path, *, flag: str | None, env: str | None, config: bool,
                                                 expected: str, source: str) -> None:
     environ = write_config(tmp_path, CONFIG if config else "")
     if env is not None:
@@ -111,7 +111,7 @@ def test_the_cheap_model_follows_the_same_table(tmp_path: Path, flag: str | None
     (None, None, True, Money(minor=250, currency=USD), "config file [budget] default_hard_limit"),
     (None, None, False, Money(minor=100, currency=USD), "built-in"),
 ])
-def test_the_budget_follows_the_same_table(tmp_path: Path, flag: str | None, env: str | None, config: bool,
+def test_the_budget_follows_the_same_table(tmp_path: Path, *, flag: str | None, env: str | None, config: bool,
                                            expected: Money, source: str) -> None:
     environ = write_config(tmp_path, CONFIG if config else "")
     if env is not None:
