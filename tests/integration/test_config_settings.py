@@ -354,3 +354,20 @@ def test_doctor_says_the_clamp_and_where_each_value_came_from(tmp_path: Path, mo
     monkeypatch.setenv("CODEFLUX_PROVIDER", "gpt")
     refused = _check_config_file()
     assert refused.status.value == "failed" and "CODEFLUX_PROVIDER" in refused.summary
+
+
+def test_the_coordinators_plan_drafts_and_runs_climb_the_configured_ladder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The browser's path (TaskService/DraftPlan, then the scheduler's run thread) starts on the configured
+    ladder's bottom rung, as `codeflux run` does."""
+    from tests.fixtures.service_runs import running_coordinator, start_ready
+
+    for name, value in write_config(tmp_path / "home", '[ladder]\nrungs = ["cheap:medium", "capable:high"]\n'
+                                    ).items():
+        monkeypatch.setenv(name, value)
+    with contextlib.ExitStack() as stack:
+        c = stack.enter_context(contextlib.contextmanager(running_coordinator)(tmp_path, monkeypatch))
+        waiting = start_ready(c)
+        assert waiting.state == "awaiting-authority", waiting.state
+        rungs = c.app.db.read(lambda view: view.query_all("SELECT DISTINCT rung FROM model_requests"))
+    assert [tuple(row) for row in rungs] == [("cheap:medium",)]
