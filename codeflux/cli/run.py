@@ -48,6 +48,7 @@ from codeflux.cli.views import print_plan
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.maintenance import append_app_log_record
 from codeflux.coordinator.provider_keys import key_loader
+from codeflux.coordinator.runs.configured import configured_thresholds
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.planner import propose_plan
@@ -352,6 +353,7 @@ def build_gateway(db: Database, args: argparse.Namespace, *, phases: Sequence[st
     config = load_user_config(os.environ)
     args = with_configured_provider(args, os.environ, config=config)
     ladder, stall_threshold = configured_ladder(config)
+    configured_thresholds(config)  # an unknown or out-of-range [pipeline] key is refused before anything runs
     output_tokens = {model: settings.max_output_tokens for model, settings in config.models.items()
                      if settings.max_output_tokens is not None}
     if args.provider == SCRIPTED:

@@ -51,6 +51,7 @@ from codeflux.cli.run import (
 )
 from codeflux.coordinator.browser_host import browser_host_name, is_browser_host_name, renew_browser_host_name
 from codeflux.coordinator.instance import coordinator_socket_path, hold_instance_lock
+from codeflux.coordinator.runs.configured import configured_thresholds
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.spending.provider_choice import (
     ChoiceSource,
@@ -59,6 +60,7 @@ from codeflux.coordinator.spending.provider_choice import (
     read_provider_choice,
 )
 from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_running_lock
+from codeflux.coordinator.user_config import load_user_config
 from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, EndpointRefusedError, UsageError
 from codeflux.domain.providers import ProviderName
 from codeflux.providers.endpoints import normalize_base_url
@@ -155,6 +157,7 @@ class CliModelAccess:
         # The config file's provider (scripted when it names none); read once, refused before serving if invalid.
         self._configured = with_configured_provider(argparse.Namespace(**{**vars(args), "provider": None}),
                                                     environ)
+        configured_thresholds(load_user_config(environ), environ)  # an unknown [pipeline] key: refused before serving
         if args.provider is not None:
             build_gateway(db, args, phases=("plan",))  # refuse bad provider flags before serving
 

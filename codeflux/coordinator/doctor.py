@@ -28,14 +28,13 @@ import apsw
 
 from codeflux.coordinator.instance import running_coordinator
 from codeflux.coordinator.provider_keys import key_origins, process_keys
-from codeflux.coordinator.user_config import config_path, configured_ladder, load_user_config, resolve_defaults
+from codeflux.coordinator.user_config import config_path, load_user_config
 from codeflux.credentials import KeySource, probe_credential_store, stored_provider_keys
 from codeflux.domain.confinement import ConfinementMode
 from codeflux.domain.errors import CodefluxError, ConfinementUnavailableError, InvalidValueError, StoreCorruptError
 from codeflux.domain.providers import ProviderName
 from codeflux.domain.tasks import TERMINAL_TASK_STATES, TaskState
-from codeflux.domain.user_config import PROXY_FROM_ENVIRONMENT, UserConfig
-from codeflux.providers.capabilities import context_window_of
+from codeflux.domain.user_config import PROXY_FROM_ENVIRONMENT
 from codeflux.store.accept_landings import unfinished_landings
 from codeflux.store.connection import open_connection
 from codeflux.store.database import ReadView
@@ -133,15 +132,9 @@ def _check_config_file() -> CheckResult:
     except InvalidValueError as error:
         return CheckResult(id="config-file", title=title, status=CheckStatus.FAILED, summary=str(error),
                            remediation=f"fix or remove {path} (docs/using.md, \"Config file\")")
-    try:
-        effective = _effective_settings(config)
-    except InvalidValueError as error:
-        return CheckResult(id="config-file", title=title, status=CheckStatus.FAILED, summary=str(error),
-                           remediation="fix or unset the environment variable it names (docs/using.md, "
-                                       "\"Config file\")")
     if not path.exists():
         return CheckResult(id="config-file", title=title, status=CheckStatus.OK,
-                           summary=f"none at {path} (optional: defaults such as the provider); in force: {effective}")
+                           summary=f"none at {path} (optional: defaults such as the provider)")
     provider, network = config.provider, config.network
     what = "sets no provider" if provider is None else f"provider {provider.name}" + (
         f" ({provider.cheap_model})" if provider.cheap_model else "")
@@ -154,31 +147,7 @@ def _check_config_file() -> CheckResult:
         if not readable:
             return CheckResult(id="config-file", title=title, status=CheckStatus.FAILED, summary=f"{path}: {what}",
                                remediation=f"make {network.ca_bundle} readable or remove [network] ca_bundle")
-    return CheckResult(id="config-file", title=title, status=CheckStatus.OK,
-                       summary=f"{path}: {what}; in force: {effective}")
-
-
-def _effective_settings(config: UserConfig) -> str:
-    """Each default in force and where it came from (environment, config file, built-in: doctor has no flags),
-    and each configured output bound with its clamp to the model's context window."""
-    defaults = resolve_defaults({}, os.environ, config)
-    shown = [f"{name} {value.value or '(none)'} ({value.source})" for name, value in defaults.rows()
-             if value.value or name in ("provider", "budget")]
-    ladder, threshold = configured_ladder(config)
-    from_file = "config file [ladder]" if config.ladder.ladder or config.ladder.stall_threshold else "built-in"
-    shown.append(f"ladder {ladder}, stall threshold {threshold} ({from_file})")
-    shown += [f"{key} {value} (config file [pipeline])" for key, value in sorted(config.pipeline.items())]
-    provider = defaults.provider.value
-    for model, settings in sorted(config.models.items()):
-        if settings.max_output_tokens is None:
-            continue
-        bound = f"{model} max_output_tokens {settings.max_output_tokens:,}"
-        if provider != "scripted":
-            window = context_window_of(ProviderName(provider), model)
-            if settings.max_output_tokens > window:
-                bound += f", clamped to {window:,} (its context window with {provider}): requests carry {window:,}"
-        shown.append(bound + " (config file [models])")
-    return "; ".join(shown)
+    return CheckResult(id="config-file", title=title, status=CheckStatus.OK, summary=f"{path}: {what}")
 
 
 def _run_bounded(check: Callable[[], CheckResult]) -> CheckResult:

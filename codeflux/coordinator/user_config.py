@@ -24,10 +24,9 @@ from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ladder import DEFAULT_LADDER, DEFAULT_STALL_THRESHOLD, Ladder
 from codeflux.domain.money import Currency, Money
 from codeflux.domain.user_config import CONFIG_PROVIDERS, UserConfig, parse_budget, parse_user_config
-from codeflux.pipeline.thresholds import THRESHOLDS
 
 __all__ = ["BUILT_IN_BUDGET", "ENVIRONMENT_VARIABLES", "EffectiveDefaults", "EffectiveValue", "config_path",
-           "configured_ladder", "configured_thresholds", "load_user_config", "resolve_defaults"]
+           "configured_ladder", "load_user_config", "resolve_defaults"]
 
 _MAX_BYTES = 64 * 1024
 ENVIRONMENT_VARIABLES: Final = {"provider": "CODEFLUX_PROVIDER", "cheap_model": "CODEFLUX_CHEAP_MODEL",
@@ -41,7 +40,6 @@ _CONFIG_KEYS: Final = {"provider": "[provider] name", "cheap_model": "[provider]
                        "budget": "[budget] default_hard_limit"}
 BUILT_IN_BUDGET: Final = Money(minor=100, currency=Currency.parse("USD"))
 """The hard budget `codeflux run` sets when nothing else says one."""
-_THRESHOLD_OF: Final = {threshold.key.removeprefix("pipeline."): threshold for threshold in THRESHOLDS}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,20 +94,7 @@ def load_user_config(environ: Mapping[str, str]) -> UserConfig:
         raise InvalidValueError(kind=f"config file {path}", reason="is not UTF-8") from None
     except InvalidValueError as error:
         raise InvalidValueError(kind=f"config file {path}, {error.kind}", reason=error.reason) from None
-    for key, value in config.pipeline.items():
-        threshold = _THRESHOLD_OF.get(key)
-        if threshold is None:
-            raise InvalidValueError(kind=f"config file {path}, setting [pipeline] {key}",
-                                    reason=f"not a setting codeflux knows (known: {', '.join(sorted(_THRESHOLD_OF))})")
-        if not threshold.minimum <= value <= threshold.maximum:
-            raise InvalidValueError(kind=f"config file {path}, setting [pipeline] {key}",
-                                    reason=f"must be a whole number from {threshold.minimum} to {threshold.maximum}")
     return config
-
-
-def configured_thresholds(config: UserConfig) -> dict[str, int]:
-    """The file's ``[pipeline]`` thresholds by their full setting key (``pipeline.path-coverage.min-percent``)."""
-    return {_THRESHOLD_OF[key].key: value for key, value in config.pipeline.items() if key in _THRESHOLD_OF}
 
 
 def configured_ladder(config: UserConfig) -> tuple[Ladder, int]:

@@ -20,16 +20,12 @@ import pytest
 
 from codeflux.cli.demo import DEMO_TEST_COMMAND
 from codeflux.cli.run import build_gateway, with_configured_provider
-from codeflux.coordinator.doctor import _check_config_file
+from codeflux.coordinator.runs.configured import check_settings_in_force, configured_thresholds
 from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
 from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.coordinator.spending.prices import PriceCatalog
-from codeflux.coordinator.user_config import (
-    configured_thresholds,
-    load_user_config,
-    resolve_defaults,
-)
+from codeflux.coordinator.user_config import load_user_config, resolve_defaults
 from codeflux.credentials.secret import Secret
 from codeflux.domain.errors import InvalidValueError
 from codeflux.domain.ids import TaskId
@@ -45,6 +41,7 @@ from codeflux.providers.openai_compatible import OpenAICompatibleAdapter
 from codeflux.providers.transport import ProviderHttp
 from codeflux.redact import Redactor
 from codeflux.store.database import Database
+from codeflux.store.location import DataLocation
 from codeflux.store.model_requests import model_request_by_key
 from codeflux.store.tasks import insert_task
 from tests.fixtures.cli import CliRun, run_codeflux
@@ -221,7 +218,7 @@ def test_run_plans_on_the_configured_ladders_bottom_rung_with_the_budget_default
 def test_a_pipeline_threshold_comes_from_a_stored_setting_else_the_file_else_the_default(
         db: Database, tmp_path: Path) -> None:
     environ = write_config(tmp_path, '[pipeline]\n"path-coverage.min-percent" = 85\n')
-    configured = configured_thresholds(load_user_config(environ))
+    configured = configured_thresholds(load_user_config(environ), environ)
     assert configured == {"pipeline.path-coverage.min-percent": 85}
 
     assert threshold_of(StoredSettings(db), PATH_COVERAGE_MIN).value == 90  # the default without the file
@@ -238,8 +235,9 @@ def test_a_pipeline_threshold_comes_from_a_stored_setting_else_the_file_else_the
     ('[pipeline]\n"pipeline.concurrency" = 2\n', "[pipeline] pipeline.concurrency"),  # keys go without "pipeline."
 ])
 def test_an_unknown_or_out_of_range_threshold_is_refused_naming_it(tmp_path: Path, text: str, named: str) -> None:
+    environ = write_config(tmp_path, text)
     with pytest.raises(InvalidValueError) as refused:
-        load_user_config(write_config(tmp_path, text))
+        configured_thresholds(load_user_config(environ), environ)
     assert named in str(refused.value) and "config.toml" in str(refused.value)
 
 
@@ -336,13 +334,13 @@ def test_an_anthropic_request_is_clamped_to_claudes_window(db: Database, tmp_pat
     assert request.json()["max_tokens"] == 200_000  # Claude's standard window, not 500,000
 
 
-def test_doctor_says_the_clamp_and_where_each_value_came_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                                               ) -> None:
+def test_doctor_says_the_clamp_and_where_each_value_came_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               data_location: DataLocation) -> None:
     environ = write_config(tmp_path, CONFIG + '[models."claude-haiku-4-5"]\nmax_output_tokens = 500000\n'
                                               '[models."claude-sonnet-4-5"]\nmax_output_tokens = 8000\n')
     for name, value in (environ | {"CODEFLUX_BUDGET": "3.00"}).items():
         monkeypatch.setenv(name, value)
-    result = _check_config_file()
+    result = check_settings_in_force(data_location)
     assert result.status.value == "ok", result.summary
     for said in ("provider anthropic (config file [provider] name)",
                  "cheap model claude-haiku-4-5 (config file [provider] cheap_model)",
@@ -352,8 +350,12 @@ def test_doctor_says_the_clamp_and_where_each_value_came_from(tmp_path: Path, mo
                  "claude-sonnet-4-5 max_output_tokens 8,000 (config file [models])"):
         assert said in result.summary, result.summary
     monkeypatch.setenv("CODEFLUX_PROVIDER", "gpt")
-    refused = _check_config_file()
+    refused = check_settings_in_force(data_location)
     assert refused.status.value == "failed" and "CODEFLUX_PROVIDER" in refused.summary
+    monkeypatch.delenv("CODEFLUX_PROVIDER")
+    write_config(tmp_path, CONFIG + '[pipeline]\n"path-coverage.min-percnt" = 85\n')
+    unknown = check_settings_in_force(data_location)
+    assert unknown.status.value == "failed" and "[pipeline] path-coverage.min-percnt" in unknown.summary
 
 
 def test_the_coordinators_plan_drafts_and_runs_climb_the_configured_ladder(

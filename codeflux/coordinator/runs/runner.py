@@ -75,6 +75,7 @@ from codeflux.authority.decide import Decider, DecisionOutcome
 from codeflux.authority.service import DerivedAllowance
 from codeflux.coordinator.memory_context import memory_block
 from codeflux.coordinator.runs.attempt_summary import previous_attempt_summary
+from codeflux.coordinator.runs.configured import configured_thresholds
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, decide_headless, tool_source_for
 from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
 from codeflux.coordinator.runs.loop_steps import close_conversation
@@ -87,7 +88,7 @@ from codeflux.coordinator.tasks.checkpoints import CheckpointService, Checkpoint
 from codeflux.coordinator.tasks.instruction_files import InstructionApprovals
 from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskService
-from codeflux.coordinator.user_config import configured_thresholds, load_user_config
+from codeflux.coordinator.user_config import load_user_config
 from codeflux.domain.acceptance import AcceptanceExample
 from codeflux.domain.errors import (
     CodefluxError,
