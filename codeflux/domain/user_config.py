@@ -1,7 +1,8 @@
 """The user's config file (``$XDG_CONFIG_HOME/codeflux/config.toml``): defaults for what flags otherwise say.
 
-Precedence, highest first: a command-line flag, the choice stored in Settings → Providers (the browser), this file,
-the built-in default (the scripted provider, not an AI model). The file is read, never written, by codeflux; it holds
+Precedence, highest first, per value: a command-line flag, the environment (``CODEFLUX_PROVIDER``, …:
+:mod:`codeflux.coordinator.user_config`), the choice stored in Settings → Providers (the browser), this file, the
+built-in default (the scripted provider, not an AI model; a $1.00 budget). The file is read, never written, by codeflux; it holds
 no secrets (a key in it is refused: keys live in the OS credential store or the environment).
 
     [provider]
