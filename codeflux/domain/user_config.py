@@ -2,8 +2,8 @@
 
 Precedence, highest first, per value: a command-line flag, the environment (``CODEFLUX_PROVIDER``, …:
 :mod:`codeflux.coordinator.user_config`), the choice stored in Settings → Providers (the browser), this file, the
-built-in default (the scripted provider, not an AI model; a $1.00 budget). The file is read, never written, by codeflux; it holds
-no secrets (a key in it is refused: keys live in the OS credential store or the environment).
+built-in default (the scripted provider, not an AI model; a $1.00 budget). The file is read, never written, by
+codeflux; it holds no secrets (a key in it is refused: keys live in the OS credential store or the environment).
 
     [provider]
     name = "anthropic"                 # scripted | anthropic | openai | openai-compatible
