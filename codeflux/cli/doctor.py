@@ -9,6 +9,7 @@ from codeflux.cli.documents import JSON_FORMAT
 from codeflux.cli.exit_codes import ExitCode
 from codeflux.cli.output import print_json
 from codeflux.coordinator.doctor import DEFAULT_PORT, run_doctor
+from codeflux.coordinator.runs.configured import check_settings_in_force
 from codeflux.coordinator.tasks.leftovers import check_leftovers
 from codeflux.domain.errors import UsageError
 
@@ -25,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: CliContext) -> int:
     if not 1 <= args.port <= 65535:
         raise UsageError("--port must be between 1 and 65535")
-    report = run_doctor(ctx.location(), port=args.port, extra_checks=(check_leftovers,))
+    report = run_doctor(ctx.location(), port=args.port, extra_checks=(check_leftovers, check_settings_in_force))
     blocking = report.blocking
     if args.json:
         print_json(ctx, {

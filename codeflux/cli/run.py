@@ -48,6 +48,7 @@ from codeflux.cli.views import print_plan
 from codeflux.coordinator.hooks import Observers, ToolCallDecided, ToolCallRan, ToolCallSubmitted
 from codeflux.coordinator.maintenance import append_app_log_record
 from codeflux.coordinator.provider_keys import key_loader
+from codeflux.coordinator.runs.configured import configured_thresholds
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation
 from codeflux.coordinator.runs.loop import LoopLimits
 from codeflux.coordinator.runs.planner import propose_plan
@@ -72,7 +73,12 @@ from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskService
 from codeflux.coordinator.tasks.shutdown import capture_shutdown_checkpoint, pause_task_for_shutdown
 from codeflux.coordinator.tasks.worktree_lifecycle import task_worktree_binding
-from codeflux.coordinator.user_config import load_user_config
+from codeflux.coordinator.user_config import (
+    ENVIRONMENT_VARIABLES,
+    configured_ladder,
+    load_user_config,
+    resolve_defaults,
+)
 from codeflux.domain.capabilities import Capability
 from codeflux.domain.clarification import ClarificationPolicy
 from codeflux.domain.confinement import (
@@ -92,14 +98,14 @@ from codeflux.domain.errors import (
     UsageError,
 )
 from codeflux.domain.ids import TaskId
-from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import StopReason, ToolCall
-from codeflux.domain.money import USD, Money
+from codeflux.domain.money import USD
 from codeflux.domain.pipeline import GATING_STAGES, PipelinePhase, StageOutcome, StageVerdict, stage_named
 from codeflux.domain.pricing import Price, TokenUsage
 from codeflux.domain.providers import ProviderName
 from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import ToolName
+from codeflux.domain.user_config import UserConfig
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
 from codeflux.providers.registry import build_model_adapter, build_scripted_adapter
@@ -133,7 +139,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     text.add_argument("--requirement-file", metavar="FILE", help="read the requirement from FILE (UTF-8)")
     parser.add_argument("--acknowledge-dirty", default=None, metavar="HASH",
                         help="the hash of the uncommitted changes you reviewed (printed when they exist)")
-    parser.add_argument("--budget", default="1.00", metavar="AMOUNT", help="hard budget in USD (default 1.00)")
+    parser.add_argument("--budget", default=None, metavar="AMOUNT",
+                        help="hard budget in USD (default: $CODEFLUX_BUDGET, else the config file's [budget] "
+                             "default_hard_limit, else 1.00)")
     parser.add_argument("--yes", action="store_true",
                         help="approve the plan revision just drafted (exactly its hash) and run; without it the "
                              "command stops after the plan with exit 4")
@@ -284,18 +292,37 @@ def load_script(path: str | None) -> Script:
                   run=tuple(_turn(t, f"run turn {i + 1}") for i, t in enumerate(raw.get("run", []))))
 
 
-def with_configured_provider(args: argparse.Namespace, environ: Mapping[str, str]) -> argparse.Namespace:
-    """``args`` with the provider to use: the ``--provider`` flag, else the config file's ``[provider]``
-    (:mod:`codeflux.domain.user_config`; a model or base-URL flag still wins over the file's), else scripted."""
-    if args.provider is not None:
+def with_configured_provider(args: argparse.Namespace, environ: Mapping[str, str], *,
+                             config: UserConfig | None = None) -> argparse.Namespace:
+    """``args`` with the provider to use and its models, each value by its own precedence: a flag, the environment
+    (``CODEFLUX_PROVIDER``, ``CODEFLUX_CHEAP_MODEL``, …), the config file (:mod:`codeflux.domain.user_config`), the
+    built-in default (scripted) — :func:`codeflux.coordinator.user_config.resolve_defaults`."""
+    chosen = resolve_defaults(_flags_of(args), environ, config)
+    provider = chosen.provider.value
+    return argparse.Namespace(**{**vars(args), "provider": provider,
+                                 "cheap_model": chosen.cheap_model.value or None,
+                                 "capable_model": chosen.capable_model.value or None,
+                                 "base_url": chosen.base_url.value or None,
+                                 "provider_source": chosen.provider.source})
+
+
+def with_environment(args: argparse.Namespace, environ: Mapping[str, str]) -> argparse.Namespace:
+    """``args`` with ``CODEFLUX_PROVIDER`` (and the models and base URL given with it) taken as the flags they
+    stand for when no ``--provider`` flag was given: the environment ranks with a flag, above the choice stored
+    in Settings (``codeflux start``)."""
+    if args.provider is not None or not environ.get(ENVIRONMENT_VARIABLES["provider"], "").strip():
         return args
-    configured = load_user_config(environ).provider
-    if configured is None:
-        return argparse.Namespace(**{**vars(args), "provider": SCRIPTED})
-    return argparse.Namespace(**{**vars(args), "provider": configured.name,
-                                 "cheap_model": args.cheap_model or configured.cheap_model or None,
-                                 "capable_model": args.capable_model or configured.capable_model or None,
-                                 "base_url": args.base_url or configured.base_url or None})
+    return with_configured_provider(args, environ, config=UserConfig())
+
+
+def _flags_of(args: argparse.Namespace) -> dict[str, str | None]:
+    return {name: getattr(args, name, None) for name in ("provider", "cheap_model", "capable_model", "base_url",
+                                                          "budget")}
+
+
+_PIN_SOURCE: Final = {"flag": ChoiceSource.FLAG, "environment": ChoiceSource.FLAG, "config": ChoiceSource.CONFIG,
+                      "built-in": ChoiceSource.DEFAULT}
+"""A pin records the environment as the flag it stands for (pins name flag, demo, settings, config, default)."""
 
 
 def args_with_choice(args: argparse.Namespace, choice: ProviderChoice, source: ChoiceSource) -> argparse.Namespace:
@@ -322,25 +349,31 @@ def pin_of_args(args: argparse.Namespace, source: ChoiceSource) -> PinnedChoice:
 
 def build_gateway(db: Database, args: argparse.Namespace, *, phases: Sequence[str]) -> tuple[ModelGateway, str]:
     """The real gateway over the chosen provider (no flag: :func:`with_configured_provider`), and the provider's
-    display name."""
-    args = with_configured_provider(args, os.environ)
+    display name. The config file's ``[ladder]`` and per-model ``max_output_tokens`` apply to it."""
+    config = load_user_config(os.environ)
+    args = with_configured_provider(args, os.environ, config=config)
+    ladder, stall_threshold = configured_ladder(config)
+    configured_thresholds(config)  # an unknown or out-of-range [pipeline] key is refused before anything runs
+    output_tokens = {model: settings.max_output_tokens for model, settings in config.models.items()
+                     if settings.max_output_tokens is not None}
     if args.provider == SCRIPTED:
         script = load_script(args.script)
         turns = [turn for phase in phases for turn in getattr(script, phase)]
         _price_scripted_at_zero(db)
         route = ModelRoute(provider=SCRIPTED, adapter=build_scripted_adapter(turns), cheap_model=_SCRIPTED_MODELS[0],
                            capable_model=_SCRIPTED_MODELS[1])
-        return ModelGateway(db, [route]), SCRIPTED_DISPLAY_NAME
+        return (ModelGateway(db, [route], ladder=ladder, stall_threshold=stall_threshold),
+                SCRIPTED_DISPLAY_NAME)
     if args.script is not None:
         raise UsageError("--script is for --provider scripted only")
     if not args.cheap_model:
         raise UsageError(f"--provider {args.provider} needs --cheap-model (and optionally --capable-model)")
     adapter = build_model_adapter(args.provider, base_url=args.base_url, uses_key=not args.no_key,
-                                  key_loader=key_loader(db), network=load_user_config(os.environ).network,
-                                  environ=os.environ)
+                                  key_loader=key_loader(db), network=config.network, environ=os.environ)
     route = ModelRoute(provider=args.provider, adapter=adapter, cheap_model=args.cheap_model,
-                       capable_model=args.capable_model or args.cheap_model)
-    return ModelGateway(db, [route]), str(getattr(adapter, "display_name", args.provider))
+                       capable_model=args.capable_model or args.cheap_model, output_tokens=output_tokens)
+    return (ModelGateway(db, [route], ladder=ladder, stall_threshold=stall_threshold),
+            str(getattr(adapter, "display_name", args.provider)))
 
 
 def _price_scripted_at_zero(db: Database) -> None:
@@ -532,7 +565,8 @@ def run_ready_task(ctx: CliContext, db: Database, location: DataLocation, tasks:
             stopping.pause_task_on_signal(task_id)
             outcome = run_task(task_id, gateway=chosen, driver=driver, tasks=tasks,
                                repo_snapshot=open_repository(task.repository_root),
-                               position=ladder_position_of(db, task_id),
+                               position=ladder_position_of(db, task_id, chosen.ladder,
+                                                           stall_threshold=chosen.stall_threshold),
                                limits=LoopLimits(), headless_policy=policy, retry_feedback=retry_feedback,
                                rejection=rejection,
                                provider=SCRIPTED if provider == SCRIPTED_DISPLAY_NAME else None)
@@ -717,7 +751,7 @@ def _run_headless(args: argparse.Namespace, ctx: CliContext, created: _CreatedTa
     unconfined_programs(headless_policy(args.allow), choose_confinement().mode, opted_in=args.allow_unconfined)
     patience = write_patience_s()
     requirement = args.requirement if args.requirement is not None else _read_requirement(args.requirement_file)
-    budget = Money.parse_decimal(args.budget, currency=USD)
+    budget = resolve_defaults(_flags_of(args), os.environ).budget
     location = ctx.location()
     db = open_store(location, create=True, migrate=True)
     try:
@@ -727,11 +761,10 @@ def _run_headless(args: argparse.Namespace, ctx: CliContext, created: _CreatedTa
         require_landable_checkout(snapshot)  # a rebase in progress is refused before any acknowledgement
         require_acknowledged(ctx, snapshot, args.acknowledge_dirty)
         gateway = build_gateway(db, args, phases=("plan", "run"))  # a bad --script is refused before the task
-        # The task pins this command's provider (a flag, else the config file's, else scripted): a later `task start`
-        # or `task resume` without a --provider flag uses it.
+        # The task pins this command's provider (a flag or the environment, else the config file's, else scripted):
+        # a later `task start` or `task resume` without a --provider flag uses it.
         resolved = with_configured_provider(args, os.environ)
-        pin = pin_of_args(resolved, ChoiceSource.FLAG if args.provider is not None else
-                          ChoiceSource.CONFIG if resolved.provider != SCRIPTED else ChoiceSource.DEFAULT)
+        pin = pin_of_args(resolved, _PIN_SOURCE[resolved.provider_source.split(" ")[0]])
         # Unattended from here on (planning, then the run): every write waits out another process's write lock
         # for up to the write patience, as the run's own do (docs/storage.md).
         with shared_running_lock(location), ShutdownOnSignal(ctx, location) as shutdown, db.patient_writes(patience):
@@ -744,7 +777,7 @@ def _run_headless(args: argparse.Namespace, ctx: CliContext, created: _CreatedTa
             BudgetService(db).set_budget(task_id, hard_limit=budget, expected_revision=None, idempotency_key=key())
             ctx.say(f"budget {budget} hard limit")
             policy = None if args.clarification is None else ClarificationPolicy(args.clarification)
-            planned = propose_plan(task_id, gateway=gateway[0], tasks=tasks, position=LadderPosition.start(),
+            planned = propose_plan(task_id, gateway=gateway[0], tasks=tasks, position=gateway[0].start_position(),
                                    idempotency_key=key(), stop_requested=shutdown.stop_requested,
                                    clarification=policy)
             shown = plan_view(revision=planned.revision, sha256=planned.sha256, plan=planned.plan, decision=None,

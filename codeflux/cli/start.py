@@ -47,9 +47,11 @@ from codeflux.cli.run import (
     build_gateway,
     pin_of_args,
     with_configured_provider,
+    with_environment,
 )
 from codeflux.coordinator.browser_host import browser_host_name, is_browser_host_name, renew_browser_host_name
 from codeflux.coordinator.instance import coordinator_socket_path, hold_instance_lock
+from codeflux.coordinator.runs.configured import configured_thresholds
 from codeflux.coordinator.spending.gateway import ModelGateway
 from codeflux.coordinator.spending.provider_choice import (
     ChoiceSource,
@@ -58,6 +60,7 @@ from codeflux.coordinator.spending.provider_choice import (
     read_provider_choice,
 )
 from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_running_lock
+from codeflux.coordinator.user_config import load_user_config
 from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, EndpointRefusedError, UsageError
 from codeflux.domain.providers import ProviderName
 from codeflux.providers.endpoints import normalize_base_url
@@ -132,18 +135,20 @@ def parse_loopback_address(text: str) -> tuple[str, int]:
 
 
 class CliModelAccess:
-    """The provider ``start`` uses (see :class:`codeflux.services.app.ModelAccess`), by one precedence table:
-    a ``--provider`` flag, else the demo's scripted provider once the demo was created, else the choice stored in
-    Settings → Providers (read at every gateway build), else the config file's ``[provider]`` (read when ``start``
-    began), else the built-in default, the scripted provider (not an AI model). A task pins the choice in force
-    when it is created (:meth:`pin_for_new_task`); its plan drafts and runs use the pin (:meth:`pinned_gateway`),
-    so a choice or flag changed afterwards applies to tasks created afterwards only. A task created before pins
-    (migration 000018) uses the choice in force when each draft or run starts."""
+    """The provider ``start`` uses (see :class:`codeflux.services.app.ModelAccess`), by one precedence table: a
+    ``--provider`` flag (or ``CODEFLUX_PROVIDER``, which stands for it), else the demo's scripted provider once the
+    demo was created, else the choice stored in Settings → Providers (read at every gateway build), else the config
+    file's ``[provider]`` (read when ``start`` began), else the built-in default, the scripted provider (not an AI
+    model). A task pins the choice in force when it is created (:meth:`pin_for_new_task`); its plan drafts and runs
+    use the pin (:meth:`pinned_gateway`), so a choice or flag changed afterwards applies to tasks created afterwards
+    only. A task created before pins (migration 000018) uses the choice in force when each draft or run starts."""
 
     def __init__(self, db: Database, args: argparse.Namespace, environ: Mapping[str, str] | None = None, *,
                  command_flag_wins: bool = False) -> None:
         """``command_flag_wins``: a command that drafts a plan in its own process (``task plan|resume``) with a
         ``--provider`` flag uses the flag for that command even on a task with a pin (its explicit choice)."""
+        environ = os.environ if environ is None else environ
+        args = with_environment(args, environ)  # CODEFLUX_PROVIDER stands for the --provider flag
         self._db, self._args = db, args
         self._command_flag_wins = command_flag_wins
         # The demo switched to the scripted provider while the stored choice had this revision (a choice made
@@ -151,7 +156,8 @@ class CliModelAccess:
         self._demo: int | bool | None = False
         # The config file's provider (scripted when it names none); read once, refused before serving if invalid.
         self._configured = with_configured_provider(argparse.Namespace(**{**vars(args), "provider": None}),
-                                                    os.environ if environ is None else environ)
+                                                    environ)
+        configured_thresholds(load_user_config(environ), environ)  # an unknown [pipeline] key: refused before serving
         if args.provider is not None:
             build_gateway(db, args, phases=("plan",))  # refuse bad provider flags before serving
 

@@ -4,7 +4,9 @@ table with its default named here.
 A threshold is one whole number stored as ``{"value": N}`` under its key; the keys are the closed list
 :data:`THRESHOLDS` (never taken from input). :func:`threshold_of` reads one through the pipeline's
 :class:`~codeflux.pipeline.ports.SettingsPort` and says where the value came from — the evidence shows both, so a
-reader sees ``10`` from ``default, not set`` or ``12`` from ``setting pipeline.atom-complexity.max, revision 3``.
+reader sees ``10`` from ``default, not set``, ``12`` from ``setting pipeline.atom-complexity.max, revision 3`` or ``11``
+from ``config file [pipeline] atom-complexity.max``: a stored setting wins over the user's config file
+(``$XDG_CONFIG_HOME/codeflux/config.toml``, :mod:`codeflux.domain.user_config`), which wins over the default.
 A stored value that is not a whole number in the allowed range is not used: the stage says so and is ``blocked``
 rather than judged against a value nobody chose. :class:`StoredSettings` is the port over the coordinator's database;
 :func:`set_threshold` stores a value by compare-and-set.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol, runtime_checkable
 
 from codeflux.domain.errors import InvalidValueError
 from codeflux.pipeline.ports import SettingsPort
@@ -35,6 +37,7 @@ __all__ = [
     "PIPELINE_CONCURRENCY",
     "REPETITION_RUNS",
     "THRESHOLDS",
+    "ConfiguredSettingsPort",
     "StoredSettings",
     "Threshold",
     "ThresholdValue",
@@ -138,6 +141,13 @@ def _valid(threshold: Threshold, value: object) -> bool:
             and threshold.minimum <= value <= threshold.maximum)
 
 
+@runtime_checkable
+class ConfiguredSettingsPort(Protocol):
+    """A settings port that also knows the config file's values (below a stored setting, above the default)."""
+
+    def configured_value(self, key: str) -> int | None: ...
+
+
 def threshold_of(settings: SettingsPort | None, threshold: Threshold) -> ThresholdValue:
     """The value of ``threshold`` (see the module docstring)."""
     if threshold not in THRESHOLDS:
@@ -146,6 +156,10 @@ def threshold_of(settings: SettingsPort | None, threshold: Threshold) -> Thresho
         return ThresholdValue(threshold=threshold, value=threshold.default,
                               source="default, this run reads no settings")
     stored = settings.read_setting(threshold.key)
+    configured = settings.configured_value(threshold.key) if isinstance(settings, ConfiguredSettingsPort) else None
+    if stored is None and configured is not None and _valid(threshold, configured):
+        return ThresholdValue(threshold=threshold, value=configured,
+                              source=f"config file [pipeline] {threshold.key.removeprefix('pipeline.')}")
     if stored is None:
         return ThresholdValue(threshold=threshold, value=threshold.default, source="default, not set")
     value, revision = stored
@@ -159,10 +173,15 @@ def threshold_of(settings: SettingsPort | None, threshold: Threshold) -> Thresho
 
 
 class StoredSettings:
-    """:class:`~codeflux.pipeline.ports.SettingsPort` over the coordinator's database (read-only)."""
+    """:class:`~codeflux.pipeline.ports.SettingsPort` over the coordinator's database (read-only), with the config
+    file's thresholds (``configured``: full key → value, checked when the file was read) below it."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, configured: Mapping[str, int] | None = None) -> None:
         self._db = db
+        self._configured = dict(configured or {})
+
+    def configured_value(self, key: str) -> int | None:
+        return self._configured.get(key)
 
     def read_setting(self, key: str) -> tuple[Mapping[str, object], int] | None:
         row = self._db.read(lambda view: read_setting(view, key))

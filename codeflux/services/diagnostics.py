@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.doctor import DEFAULT_PORT, CheckResult, CheckStatus, run_doctor
 from codeflux.coordinator.maintenance import BACKUP_PREFIX, write_backup_into_data_directory
+from codeflux.coordinator.runs.configured import check_settings_in_force
 from codeflux.coordinator.tasks.leftovers import check_leftovers
 from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import MutationLedger, mutation_of
@@ -44,7 +45,7 @@ def _check_view(check: CheckResult, directory: str) -> pb.DoctorCheckView:
 def doctor_report(app: CoordinatorApp) -> pb.DoctorReport:
     """The doctor's checks on the coordinator's data directory (see the module docstring)."""
     port = app.port if app.port is not None and 0 < app.port < 65536 else DEFAULT_PORT
-    report = run_doctor(app.location, port=port, extra_checks=(check_leftovers,))
+    report = run_doctor(app.location, port=port, extra_checks=(check_leftovers, check_settings_in_force))
     directory = str(app.location.directory)
     return pb.DoctorReport(checks=[_check_view(check, directory) for check in report.checks],
                            healthy=not report.blocking)

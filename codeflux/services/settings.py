@@ -83,7 +83,8 @@ def endpoint_approvals(db: Database) -> list[pb.EndpointApprovalView]:
 
 
 _REASONS: Final = {
-    ChoiceSource.FLAG: "the --provider flag `codeflux start` was given (a flag wins over the choice stored here)",
+    ChoiceSource.FLAG: "the --provider flag `codeflux start` was given, or CODEFLUX_PROVIDER in its environment (a "
+                       "flag wins over the choice stored here)",
     ChoiceSource.DEMO: "the demo (scripted provider); saving a choice here applies it to work started afterwards",
     ChoiceSource.SETTINGS: "the choice stored here (Settings → Providers)",
     ChoiceSource.CONFIG: "the config file's [provider] (nothing is chosen here and `codeflux start` got no --provider "

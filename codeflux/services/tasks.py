@@ -61,7 +61,6 @@ from codeflux.domain.errors import (
     TaskActionUnavailableError,
 )
 from codeflux.domain.ids import TaskId
-from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.money import USD, Currency, Money
 from codeflux.domain.plan_examples import ExampleEdit
 from codeflux.domain.tasks import TaskAction, TaskState, describe_task_action
@@ -139,7 +138,7 @@ def draft_plan(app: CoordinatorApp, task_id: TaskId, *, key: str, stop_discards_
     gateway = gateway_for_task(app.models, app.db, task_id, ("plan",)).gateway  # built for this draft
     try:
         propose_plan(task_id, gateway=gateway, tasks=task_service(app),
-                     position=LadderPosition.start(), idempotency_key=key, stop_requested=app.stop_requested,
+                     position=gateway.start_position(), idempotency_key=key, stop_requested=app.stop_requested,
                      stop_discards_reply=stop_discards_reply)
     finally:
         gateway.close()  # its provider connections end with the draft (a coordinator drafts many)

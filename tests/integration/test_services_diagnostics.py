@@ -10,6 +10,7 @@ import pytest
 from codeflux.api.v1 import common_pb2
 from codeflux.api.v1 import product_pb2 as pb
 from codeflux.coordinator.doctor import run_doctor
+from codeflux.coordinator.runs.configured import check_settings_in_force
 from codeflux.coordinator.tasks.leftovers import check_leftovers
 from codeflux.services import diagnostics
 from codeflux.services.app import CoordinatorApp
@@ -34,7 +35,7 @@ def test_the_doctor_reports_every_check_as_codeflux_doctor_does_without_the_data
     report = call(app, DOCTOR, pb.RunDoctorRequest())
 
     assert isinstance(report, pb.DoctorReport)
-    expected = run_doctor(data_location, extra_checks=(check_leftovers,))  # as `codeflux doctor` runs it
+    expected = run_doctor(data_location, extra_checks=(check_leftovers, check_settings_in_force))  # as the CLI does
     assert [c.name for c in report.checks] == [c.title for c in expected.checks]
     assert [c.status for c in report.checks] == [c.status.value for c in expected.checks]
     assert report.healthy == (not expected.blocking)

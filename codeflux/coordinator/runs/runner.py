@@ -75,6 +75,7 @@ from codeflux.authority.decide import Decider, DecisionOutcome
 from codeflux.authority.service import DerivedAllowance
 from codeflux.coordinator.memory_context import memory_block
 from codeflux.coordinator.runs.attempt_summary import previous_attempt_summary
+from codeflux.coordinator.runs.configured import configured_thresholds
 from codeflux.coordinator.runs.headless import HeadlessPolicy, PreapprovedOperation, decide_headless, tool_source_for
 from codeflux.coordinator.runs.loop import ImplementationLoop, LoopLimits, LoopOutcome, LoopOutcomeKind
 from codeflux.coordinator.runs.loop_steps import close_conversation
@@ -87,6 +88,7 @@ from codeflux.coordinator.tasks.checkpoints import CheckpointService, Checkpoint
 from codeflux.coordinator.tasks.instruction_files import InstructionApprovals
 from codeflux.coordinator.tasks.rejection import DiffRejection
 from codeflux.coordinator.tasks.service import Actor, TaskService
+from codeflux.coordinator.user_config import load_user_config
 from codeflux.domain.acceptance import AcceptanceExample
 from codeflux.domain.errors import (
     CodefluxError,
@@ -246,9 +248,11 @@ def _run_task(
                       plan_revision=view.plan.revision, plan_sha256=view.plan.sha256, worktree=worktree)
     search_path = build_worker_environment(base=os.environ, home=worktree.path, tmpdir=worktree.path)["PATH"]
     commands = DriverCheckCommands(driver, tool_source=tool_source_for(headless_policy, driver.tool_source))
+    # The config file's [pipeline] thresholds, below a stored setting (read at every run: an edit applies next run).
+    settings = StoredSettings(tasks.changes.db, configured_thresholds(load_user_config(os.environ)))
     ports = PipelinePorts(facts=facts, ledger=tasks, commands=commands,
                           acceptance=acceptance or NoAcceptanceYet(), repository_root=view.task.repository_root,
-                          search_path=search_path, settings=StoredSettings(tasks.changes.db), obligations=tasks,
+                          search_path=search_path, settings=settings, obligations=tasks,
                           memory=CheckoutMemory(tasks.changes.db, view.task.repository_root))
     repairs = 0
     if not retrying and rejection is None:  # a run that goes on (resume, restart) keeps its repair count

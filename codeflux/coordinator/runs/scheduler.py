@@ -210,7 +210,8 @@ class BackgroundRuns:
 
         def step() -> RunOutcome:
             return run_task(task_id, gateway=gateway, driver=driver, tasks=tasks, repo_snapshot=snapshot,
-                            position=ladder_position_of(self._db, task_id), limits=self._limits,
+                            position=ladder_position_of(self._db, task_id, gateway.ladder,
+                                                        stall_threshold=gateway.stall_threshold), limits=self._limits,
                             headless_policy=None, provider=provider, retry_feedback=retry_feedback,
                             rejection=rejection)
 

@@ -25,8 +25,10 @@ marks the in-flight ones ``outcome-unknown`` (the bound is charged). Nothing is 
 
 The rung comes from the caller's :class:`~codeflux.domain.ladder.LadderPosition`: its tier picks the
 route's cheap or capable model and its effort is sent as the request's effort (whatever model and
-effort the caller put in the request are replaced). Streamed text reaches ``on_text`` redacted; the
-returned reply is the provider's, unredacted, for the loop to act on.
+effort the caller put in the request are replaced). The output bound is the caller's, or the model's
+configured one (:attr:`ModelRoute.output_tokens`), clamped to the model's context window
+(:meth:`ModelGateway.output_bound`). Streamed text reaches ``on_text`` redacted; the returned reply is the
+provider's, unredacted, for the loop to act on.
 """
 
 from __future__ import annotations
@@ -82,7 +84,14 @@ from codeflux.domain.events import (
 )
 from codeflux.domain.forecast import ModelPrice
 from codeflux.domain.ids import TaskId
-from codeflux.domain.ladder import LadderPosition, ModelTier, Rung
+from codeflux.domain.ladder import (
+    DEFAULT_LADDER,
+    DEFAULT_STALL_THRESHOLD,
+    Ladder,
+    LadderPosition,
+    ModelTier,
+    Rung,
+)
 from codeflux.domain.model_calls import ModelCallErrorKind, ModelRequestState
 from codeflux.domain.models import ModelReply, ModelRequest
 from codeflux.domain.money import Cost, Money, UnknownCost
@@ -133,6 +142,10 @@ class ModelRoute:
     capable_model: str
     redactor: Redactor = field(default_factory=default_redactor)
     writes_cache: bool | None = None
+    output_tokens: Mapping[str, int] = field(default_factory=dict)
+    """Per model id: the output bound its requests carry in place of the caller's (the config file's
+    ``[models."ID"] max_output_tokens``); every bound is clamped to the model's context window
+    (:meth:`ModelGateway.output_bound`)."""
 
     def __post_init__(self) -> None:
         if self.writes_cache is None:
@@ -187,7 +200,8 @@ class ModelGateway:
     def __init__(
         self, db: Database, routes: Mapping[str, ModelRoute] | Sequence[ModelRoute], *,
         prices: Sequence[PriceSnapshot] = DEFAULT_PRICE_SNAPSHOTS, clock: Callable[[], int] = now_us,
-        entropy: Callable[[int], bytes] = os.urandom,
+        entropy: Callable[[int], bytes] = os.urandom, ladder: Ladder = DEFAULT_LADDER,
+        stall_threshold: int = DEFAULT_STALL_THRESHOLD,
     ) -> None:  # fmt: skip
         listed = list(routes.values()) if isinstance(routes, Mapping) else list(routes)
         self._routes = {route.provider: route for route in listed}
@@ -198,6 +212,8 @@ class ModelGateway:
         self._ledger = BudgetLedger(clock=clock)
         self._clock = clock
         self._entropy = entropy
+        self._ladder = ladder
+        self._stall_threshold = LadderPosition.start(ladder, stall_threshold=stall_threshold).stall_threshold
 
     def close(self) -> None:
         """Close each route's adapter that holds a connection pool (idempotent): a plan draft's gateway is built
@@ -220,7 +236,9 @@ class ModelGateway:
         a provider failure is recorded and settled, then re-raised."""
         route = self._route(provider)
         rung = position.rung
-        sent = replace(request, model=route.model_for(rung.tier), effort=rung.effort)
+        model = route.model_for(rung.tier)
+        bound, _ = self._output_bound(route, model, request.max_output_tokens)
+        sent = replace(request, model=model, effort=rung.effort, max_output_tokens=bound)
         planned = self._plan(task_id, route, sent, rung, idempotency_key)
         self._db.write(lambda tx: self._mark_in_flight(tx, planned))
         stream = StreamRedactor(route.redactor) if on_text is not None else None
@@ -235,18 +253,50 @@ class ModelGateway:
                 on_text(rest)
         return self._db.write(partial(self._settle, planned=planned, reply=reply, route=route, rung=rung))
 
+    @property
+    def ladder(self) -> Ladder:
+        """The ladder runs through this gateway climb (the config file's ``[ladder] rungs``, else the built-in)."""
+        return self._ladder
+
+    @property
+    def stall_threshold(self) -> int:
+        """Recurrences of one failure on a rung before the ladder climbs."""
+        return self._stall_threshold
+
+    def start_position(self) -> LadderPosition:
+        """The bottom rung of :attr:`ladder`."""
+        return LadderPosition.start(self._ladder, stall_threshold=self._stall_threshold)
+
+    def output_bound(self, model: str, asked: int, *, provider: str | None = None) -> tuple[int, str]:
+        """The output bound a request to ``model`` carries when the caller asks ``asked``, and why: the model's
+        configured bound (:attr:`ModelRoute.output_tokens`) in place of ``asked``, never more than the model's
+        context window (the clamp is said; a bound beyond the window is never sent as it is)."""
+        return self._output_bound(self._route(provider), model, asked)
+
+    def _output_bound(self, route: ModelRoute, model: str, asked: int) -> tuple[int, str]:
+        configured = route.output_tokens.get(model)
+        wanted = asked if configured is None else configured
+        why = f"{wanted:,} asked" if configured is None else f"{wanted:,} configured for {model}"
+        window = self._window_of(route, model)
+        if window is not None and wanted > window:
+            return window, f"{why}, clamped to the model's {window:,}-token context window"
+        return wanted, why
+
+    def _window_of(self, route: ModelRoute, model: str) -> int | None:
+        declared = getattr(route.adapter, "context_window", None)
+        if isinstance(declared, int) and not isinstance(declared, bool):
+            return declared
+        if route.provider == SCRIPTED_PROVIDER:
+            return None
+        return context_window_of(ProviderName(route.provider), model)
+
     def context_window(self, position: LadderPosition, *, provider: str | None = None) -> int | None:
         """The context window (tokens) of the model a call from ``position`` uses: the one its adapter declares
         (the scripted provider's script may declare one; declaring none, it has none: None), else the
         capability table's (:func:`~codeflux.providers.capabilities.context_window_of`, with its conservative
         default for a model the table does not list)."""
         route = self._route(provider)
-        declared = getattr(route.adapter, "context_window", None)
-        if isinstance(declared, int) and not isinstance(declared, bool):
-            return declared
-        if route.provider == SCRIPTED_PROVIDER:
-            return None
-        return context_window_of(ProviderName(route.provider), route.model_for(position.rung.tier))
+        return self._window_of(route, route.model_for(position.rung.tier))
 
     def ladder_prices(self, position: LadderPosition, *, provider: str | None = None) -> tuple[ModelPrice, ...]:
         """The price in force (read only; None when unknown) of each model a run from ``position`` may use:

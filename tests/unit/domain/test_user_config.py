@@ -52,3 +52,55 @@ def test_a_network_table_names_a_proxy_and_a_ca_bundle() -> None:
     assert parse_user_config('[network]\nproxy = "HTTP://Proxy.corp:3128/"\n').network == ConfiguredNetwork(
         proxy="http://proxy.corp:3128")
     assert parse_user_config("[network]\n").network == ConfiguredNetwork()
+
+
+# ─── issue 21 item 4, the rest: budget default, ladder, pipeline thresholds, per-model output bound ───────────
+
+
+def test_the_budget_default_ladder_thresholds_and_model_bounds_are_read() -> None:
+    from codeflux.domain.ladder import Ladder
+    from codeflux.domain.money import USD, Money
+    from codeflux.domain.user_config import ConfiguredLadder, ConfiguredModel
+
+    config = parse_user_config(
+        '[budget]\ndefault_hard_limit = "2.50 USD"\n'
+        '[ladder]\nrungs = ["cheap:low", "capable:high", "capable:max"]\nstall_threshold = 2\n'
+        '[pipeline]\n"path-coverage.min-percent" = 85\n'
+        '[models."claude-haiku-4-5"]\nmax_output_tokens = 4096\n')
+
+    assert config.budget_default == Money(minor=250, currency=USD)
+    # capable:max is on the ladder only because the user put it there (it still asks before spending)
+    assert config.ladder == ConfiguredLadder(ladder=Ladder.parse(["cheap:low", "capable:high", "capable:max"]),
+                                             stall_threshold=2)
+    assert dict(config.pipeline) == {"path-coverage.min-percent": 85}
+    assert dict(config.models) == {"claude-haiku-4-5": ConfiguredModel(max_output_tokens=4096)}
+    unset = parse_user_config("")
+    assert (unset.budget_default, unset.ladder, dict(unset.pipeline), dict(unset.models)) == (
+        None, ConfiguredLadder(), {}, {})
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("[budget]\ndefault_hard_limit = 2.5\n", "[budget] default_hard_limit"),  # a float: never money
+    ('[budget]\ndefault_hard_limit = "2.5"\n', "[budget] default_hard_limit"),  # no currency
+    ('[budget]\ndefault_hard_limit = "2.505 USD"\n', "[budget] default_hard_limit"),  # finer than a cent
+    ('[budget]\ndefault_hard_limit = "0 USD"\n', "[budget] default_hard_limit"),
+    ('[budget]\ndefault_hard_limit = "2.50 EUR"\n', "[budget] default_hard_limit"),  # prices are in USD
+    ('[budget]\ndefault = "2.50 USD"\n', "[budget] default"),
+    ('[ladder]\nrungs = ["cheap:low", "cheap:hihg"]\n', "[ladder] rungs"),
+    ('[ladder]\nrungs = ["capable:high", "cheap:low"]\n', "[ladder] rungs"),  # cheapest first
+    ('[ladder]\nrungs = []\n', "[ladder] rungs"),
+    ('[ladder]\nrungs = "cheap:low"\n', "[ladder] rungs"),
+    ("[ladder]\nstall_threshold = 0\n", "[ladder] stall_threshold"),
+    ("[ladder]\nstall_threshold = true\n", "[ladder] stall_threshold"),
+    ("[ladder]\nstall = 3\n", "[ladder] stall"),
+    ('[pipeline]\n"path-coverage.min-percent" = "85"\n', "[pipeline] path-coverage.min-percent"),
+    ('[pipeline]\n"path-coverage.min-percent" = 85.5\n', "[pipeline] path-coverage.min-percent"),
+    ('[models."m"]\nmax_output_tokens = 0\n', '[models."m"] max_output_tokens'),
+    ('[models."m"]\nmax_output_tokens = "4096"\n', '[models."m"] max_output_tokens'),
+    ('[models."m"]\nmax_tokens = 4096\n', '[models."m"] max_tokens'),
+    ('[models]\nm = 4096\n', 'models."m"'),
+])
+def test_the_new_tables_refuse_anything_else_naming_the_key(text: str, named: str) -> None:
+    with pytest.raises(InvalidValueError) as refused:
+        parse_user_config(text)
+    assert named in str(refused.value)
