@@ -149,6 +149,8 @@ class CliModelAccess:
         ``--provider`` flag uses the flag for that command even on a task with a pin (its explicit choice)."""
         environ = os.environ if environ is None else environ
         args = with_environment(args, environ)  # CODEFLUX_PROVIDER stands for the --provider flag
+        if args.provider is not None:  # its models: a flag, the environment, the file, else the built-in pair
+            args = with_configured_provider(args, environ)
         self._db, self._args = db, args
         self._command_flag_wins = command_flag_wins
         # The demo switched to the scripted provider while the stored choice had this revision (a choice made

@@ -25,8 +25,8 @@ from codeflux.domain.ladder import DEFAULT_LADDER, DEFAULT_STALL_THRESHOLD, Ladd
 from codeflux.domain.money import Currency, Money
 from codeflux.domain.user_config import CONFIG_PROVIDERS, UserConfig, parse_budget, parse_user_config
 
-__all__ = ["BUILT_IN_BUDGET", "ENVIRONMENT_VARIABLES", "EffectiveDefaults", "EffectiveValue", "config_path",
-           "configured_ladder", "load_user_config", "resolve_defaults"]
+__all__ = ["BUILT_IN_BUDGET", "BUILT_IN_MODELS", "ENVIRONMENT_VARIABLES", "EffectiveDefaults", "EffectiveValue",
+           "config_path", "configured_ladder", "load_user_config", "resolve_defaults"]
 
 _MAX_BYTES = 64 * 1024
 ENVIRONMENT_VARIABLES: Final = {"provider": "CODEFLUX_PROVIDER", "cheap_model": "CODEFLUX_CHEAP_MODEL",
@@ -40,6 +40,10 @@ _CONFIG_KEYS: Final = {"provider": "[provider] name", "cheap_model": "[provider]
                        "budget": "[budget] default_hard_limit"}
 BUILT_IN_BUDGET: Final = Money(minor=100, currency=Currency.parse("USD"))
 """The hard budget `codeflux run` sets when nothing else says one."""
+BUILT_IN_MODELS: Final = {"anthropic": ("claude-haiku-4-5", "claude-sonnet-4-5"), "openai": ("gpt-5-mini", "gpt-5")}
+"""The cheap and capable models of a provider named with no model anywhere (no flag, variable or file names one):
+`codeflux start --provider anthropic` works as typed. An openai-compatible server has no such default (its models
+are the server's own); one model given and not the other keeps the single model for both (never a dearer one)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,6 +131,10 @@ def resolve_defaults(flags: Mapping[str, str | None], environ: Mapping[str, str]
 
     cheap = model("cheap_model", config.provider.cheap_model if config.provider else "")
     capable = model("capable_model", config.provider.capable_model if config.provider else "")
+    if not cheap.value and not capable.value and provider.value in BUILT_IN_MODELS:
+        built_in_cheap, built_in_capable = BUILT_IN_MODELS[provider.value]
+        cheap = EffectiveValue(value=built_in_cheap, source="built-in")
+        capable = EffectiveValue(value=built_in_capable, source="built-in")
     base_url = model("base_url", config.provider.base_url if config.provider else "")
     flag, env = flags.get("budget"), environ.get(ENVIRONMENT_VARIABLES["budget"], "").strip()
     if flag:

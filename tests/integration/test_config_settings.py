@@ -90,7 +90,7 @@ def test_the_provider_is_the_flag_else_the_environment_else_the_file_else_script
     ("gpt-flag", "gpt-env", True, "gpt-flag", "flag --cheap-model"),
     (None, "gpt-env", True, "gpt-env", "environment CODEFLUX_CHEAP_MODEL"),
     (None, None, True, "claude-haiku-4-5", "config file [provider] cheap_model"),
-    (None, None, False, "", "built-in"),
+    (None, None, False, "claude-haiku-4-5", "built-in"),  # the provider's built-in pair when no model is named
 ])
 def test_the_cheap_model_follows_the_same_table(tmp_path: Path, *, flag: str | None, env: str | None, config: bool,
                                                 expected: str, source: str) -> None:
@@ -99,6 +99,19 @@ def test_the_cheap_model_follows_the_same_table(tmp_path: Path, *, flag: str | N
         environ["CODEFLUX_CHEAP_MODEL"] = env
     chosen = resolve_defaults({"provider": "anthropic", "cheap_model": flag}, environ).cheap_model
     assert (chosen.value, chosen.source) == (expected, source)
+
+
+@pytest.mark.parametrize(("provider", "flags", "expected"), [
+    ("anthropic", {}, ("claude-haiku-4-5", "claude-sonnet-4-5")),
+    ("openai", {}, ("gpt-5-mini", "gpt-5")),
+    ("openai-compatible", {}, ("", "")),  # a server's models are its own: no default
+    ("anthropic", {"cheap_model": "claude-opus-4-1"}, ("claude-opus-4-1", "")),  # one named: never a dearer default
+    ("anthropic", {"capable_model": "claude-opus-4-1"}, ("", "claude-opus-4-1")),
+])
+def test_a_provider_named_without_models_takes_its_built_in_pair(
+        tmp_path: Path, provider: str, flags: dict[str, str], expected: tuple[str, str]) -> None:
+    chosen = resolve_defaults({"provider": provider, **flags}, write_config(tmp_path, ""))
+    assert (chosen.cheap_model.value, chosen.capable_model.value) == expected
 
 
 @pytest.mark.parametrize(("flag", "env", "config", "expected", "source"), [

@@ -25,6 +25,7 @@ from codeflux.server.client import call_unary, connect_address, unix_channel
 from codeflux.store.location import resolve_data_location
 from tests.fixtures.cli import run_codeflux
 from tests.fixtures.processes import wait_until_no_process_works_under
+from tests.fixtures.tasks import a_repository
 
 M = TypeVar("M", bound=Message)
 
@@ -37,11 +38,12 @@ class Started:
     lines: list[str]
 
 
-def _start(data_dir: Path, *extra: str) -> Started:
+def _start(data_dir: Path, *extra: str, environ: dict[str, str] | None = None) -> Started:
     process = subprocess.Popen(
         [sys.executable, "-m", "codeflux", "--data-dir", str(data_dir), "start", "--no-browser",
          "--address", "127.0.0.1:0", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "BROWSER": "false"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "BROWSER": "false", **(environ or {})},
     )
     assert process.stdout is not None
     lines: list[str] = []
@@ -109,6 +111,32 @@ def test_start_migrates_prints_a_one_time_launch_url_and_serves_the_page(started
     app = _get(started.origin, "/", {"Cookie": cookie.split(";")[0]})
     assert app.status == 200
     assert b"<script" in app.read()
+
+
+def test_start_with_a_real_provider_and_no_model_takes_the_built_in_models(tmp_path: Path) -> None:
+    """Issue 21's "Done means" typed as written — `ANTHROPIC_API_KEY=… codeflux start --provider anthropic` — exited 2
+    ("--provider anthropic needs --cheap-model"): with no model named anywhere, the provider's built-in pair is used,
+    the first-run screen says the key comes from the environment, and the key is nowhere in the data directory."""
+    key = "sk-ant-api03-" + "k" * 48
+    running = _start(tmp_path / "data", "--provider", "anthropic", environ={"ANTHROPIC_API_KEY": key,
+                                                                            "CODEFLUX_CHEAP_MODEL": ""})
+    try:
+        assert "provider: anthropic (claude-haiku-4-5)" in running.lines[0], running.lines
+        with unix_channel(tmp_path / "data" / "coordinator" / "coordinator.sock") as channel:
+            overview = call_unary(channel, "/codeflux.v1.WorkspaceService/GetOverview", pb.GetOverviewRequest(),
+                                  pb.Overview)
+            repository = a_repository(tmp_path / "repo")
+            task = call_unary(channel, "/codeflux.v1.TaskService/CreateTask", pb.CreateTaskRequest(
+                control=common_pb2.MutationControl(idempotency_key="built-in-models"),
+                repository_path=str(repository.root), requirement="Make add() handle negative numbers"), pb.TaskView)
+        anthropic = {p.name: p for p in overview.providers}["anthropic"]
+        assert anthropic.key_source == "environment (ANTHROPIC_API_KEY)"
+        assert anthropic.detail.startswith("a key is given in the environment")
+        assert task.provider_label == "anthropic (claude-haiku-4-5)", task  # the task pins the built-in pair
+    finally:
+        _stop(running)
+    for path in (tmp_path / "data").rglob("*"):
+        assert not path.is_file() or key.encode() not in path.read_bytes(), path
 
 
 def test_start_serves_the_ui_on_its_own_host_name_kept_per_data_directory(started: Started, tmp_path: Path) -> None:
