@@ -31,6 +31,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Final
 
 from google.protobuf.message import Message
@@ -51,6 +52,7 @@ from codeflux.coordinator.spending.provider_choice import (
     set_provider_choice,
 )
 from codeflux.coordinator.tasks.clarification_policy import read_clarification_policy, set_clarification_policy
+from codeflux.coordinator.user_config import resolve_defaults
 from codeflux.credentials import Secret, store_provider_key
 from codeflux.domain.clarification import ClarificationPolicy
 from codeflux.domain.errors import InvalidValueError
@@ -122,6 +124,12 @@ def settings_view(app: CoordinatorApp) -> pb.SettingsView:
             view.chosen_endpoint_approval.CopyFrom(card)
     if default is not None:
         view.default_hard_limit.CopyFrom(money(default))
+        view.default_hard_limit_source = "settings"
+    else:  # saved here ranks above the environment and the config file, as the provider choice does
+        effective = resolve_defaults({}, os.environ)
+        if effective.budget_source != "built-in":
+            view.default_hard_limit.CopyFrom(money(effective.budget))
+            view.default_hard_limit_source = effective.budget_source
     return view
 
 

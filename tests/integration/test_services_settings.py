@@ -4,6 +4,8 @@ budget (exact decimals, compare-and-set, cleared by an empty amount, an event pe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import keyring.backend
 import pytest
 
@@ -64,6 +66,34 @@ def test_the_budget_default_is_stored_exactly_shown_and_cleared(app: Coordinator
     kinds = db.read(lambda view: [r[0] for r in view.query_all(
         "SELECT kind FROM events WHERE session_id = 'ses_system' AND kind = 'budget-default-set'")])
     assert len(kinds) == 2
+
+
+def test_with_nothing_saved_the_budget_default_is_the_environments_else_the_config_files(
+        app: CoordinatorApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `[budget] default_hard_limit` in the config file left the browser's composer on "suggested 1.00": the
+    Settings view now carries the default in force and where it comes from (saved here > CODEFLUX_BUDGET > file)."""
+    config = tmp_path / "xdg" / "codeflux" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[budget]\ndefault_hard_limit = "2.50 USD"\n', encoding="utf-8")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("CODEFLUX_BUDGET", raising=False)
+
+    def shown() -> tuple[int, str]:
+        view = call(app, "/codeflux.v1.SettingsService/GetSettings", pb.GetSettingsRequest())
+        assert isinstance(view, pb.SettingsView)
+        return view.default_hard_limit.minor_units, view.default_hard_limit_source
+
+    assert shown() == (250, "config file [budget] default_hard_limit")
+    monkeypatch.setenv("CODEFLUX_BUDGET", "3.00")
+    assert shown() == (300, "environment CODEFLUX_BUDGET")
+    call(app, "/codeflux.v1.SettingsService/SetBudgetDefaults",
+         pb.SetBudgetDefaultsRequest(control=control("d-env"), hard_limit="4.00", currency="USD"))
+    assert shown() == (400, "settings")
+    config.write_text("", encoding="utf-8")
+    monkeypatch.delenv("CODEFLUX_BUDGET")
+    call(app, "/codeflux.v1.SettingsService/SetBudgetDefaults",
+         pb.SetBudgetDefaultsRequest(control=control("d-clear"), hard_limit="", currency="USD"))
+    assert shown() == (0, "")  # the built-in $1.00 is `codeflux run`'s; the browser suggests, never presets it
 
 
 @pytest.mark.parametrize("key", ["", "has space", "x" * 129])

@@ -23,7 +23,10 @@ export function settingsView(app, settings) {
     textList((settings.endpointApprovals || []).map((e) => `${e.provider}: ${e.baseUrl} (approved ${e.approvedAt})`),
       "No endpoints approved.", "settings-endpoints"),
     el("h3", { text: "Budget defaults" }),
-    facts([["Default hard limit", settings.defaultHardLimit ? money(settings.defaultHardLimit) : "none (tasks ask before their first paid call)"]]),
+    facts([["Default hard limit", settings.defaultHardLimit
+      ? money(settings.defaultHardLimit) + (settings.defaultHardLimitSource && settings.defaultHardLimitSource !== "settings"
+        ? ` (from ${settings.defaultHardLimitSource}; saving one here wins over it)` : "")
+      : "none (tasks ask before their first paid call)"]]),
     el("div", { class: "actions" }, el("label", { for: "default-limit", text: "New default (USD)" }), amount,
       mutatingButton("Save default", () => app.setBudgetDefaults(amount.value), "settings-save-default")),
     clarificationPolicy(app, settings),

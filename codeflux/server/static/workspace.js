@@ -33,7 +33,9 @@ export function composer(app) {
   const preset = app.settings && app.settings.defaultHardLimit ? decimalOf(app.settings.defaultHardLimit) : "";
   const budget = el("input", { id: "task-budget", testid: "task-budget", inputmode: "decimal", value: preset || SUGGESTED_BUDGET,
     placeholder: "e.g. 2.00" });
-  const budgetNote = preset ? el("span", { class: "suggested", testid: "budget-origin", text: "your default hard limit" })
+  const presetFrom = app.settings && app.settings.defaultHardLimitSource;
+  const budgetNote = preset ? el("span", { class: "suggested", testid: "budget-origin",
+    text: !presetFrom || presetFrom === "settings" ? "your default hard limit" : `your default hard limit (${presetFrom})` })
     : el("span", { class: "suggested", testid: "budget-origin", text: "suggested — no default budget is set; edit it as you like" });
   // Which provider this task will use, before it starts (Settings → Providers chooses it unless a start flag does).
   // The overview is re-read whenever the provider changes here (the demo, Settings → Providers), so it is current.
