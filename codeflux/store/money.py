@@ -18,9 +18,11 @@ from codeflux.store.decoding import decode_choice
 
 __all__ = [
     "LedgerEntryRow",
+    "budget_and_totals",
     "budget_entries_of_request",
     "budget_entries_of_task",
     "change_budget",
+    "has_budget_entries",
     "insert_acknowledgement",
     "insert_budget",
     "insert_budget_entry",
@@ -169,6 +171,25 @@ def ledger_totals(view: ReadView, task_id: TaskId) -> LedgerTotals:
         return _totals((0,) * 11, pending=())
     pending = () if _int(row[8]) == 0 else _pending_decisions(view, task_id)
     return _totals(row, pending=pending)
+
+
+def budget_and_totals(view: ReadView, task_id: TaskId) -> tuple[Budget, LedgerTotals] | None:
+    """The task's budget and :func:`ledger_totals` in one read (None without a budget)."""
+    row = view.query_one(
+        f"SELECT {_BUDGET}, {_TOTALS} FROM budgets LEFT JOIN budget_totals USING (task_id)"  # noqa: S608
+        " WHERE task_id = ?",
+        (task_id.value,),
+    )
+    if row is None:
+        return None
+    totals = tuple(0 if value is None else value for value in row[9:])
+    pending = () if _int(totals[8]) == 0 else _pending_decisions(view, task_id)
+    return _budget_row(row[:9]), _totals(totals, pending=pending)
+
+
+def has_budget_entries(view: ReadView, request_id: str) -> bool:
+    """Whether the model request ``request_id`` has any ledger entry."""
+    return view.query_one("SELECT 1 FROM budget_entries WHERE request_id = ? LIMIT 1", (request_id,)) is not None
 
 
 def _pending_decisions(view: ReadView, task_id: TaskId) -> tuple[int, ...]:

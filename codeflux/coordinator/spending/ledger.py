@@ -59,8 +59,12 @@ _STANDING_ALLOWANCE: Final = "standing-allowance"
 
 
 def read_budget_summary(view: ReadView, task_id: TaskId) -> BudgetSummary:
-    """The task's budget figures from its stored ledger (:class:`NotFoundError` without a budget)."""
-    return summarize_budget(rows.require_budget(view, task_id), rows.ledger_totals(view, task_id))
+    """The task's budget figures from its stored ledger (:class:`NotFoundError` without a budget): one read of the
+    budget and its running total."""
+    found = rows.budget_and_totals(view, task_id)
+    if found is None:
+        raise NotFoundError(kind="budget of task", entity_id=task_id.value)
+    return summarize_budget(*found)
 
 
 def price_set_command(*, provider: str, model: str, currency: str = "USD", cache_rates: bool = False) -> str:
@@ -147,7 +151,7 @@ class BudgetLedger:
     def reserve(self, tx: Transaction, admission: Admission, *, request_id: str) -> LedgerMove:
         """Reserve the admitted bound for the model request ``request_id``, whose row the caller wrote in
         this transaction. An admission from another transaction, or used already, is refused."""
-        if rows.budget_entries_of_request(tx, request_id):
+        if rows.has_budget_entries(tx, request_id):
             raise ConflictError(f"model request {request_id} already has a reservation")
         admission.consume(tx)
         move = reserve_move(admission.bound)
