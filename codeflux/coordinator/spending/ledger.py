@@ -138,11 +138,17 @@ class BudgetLedger:
     def summary(self, view: ReadView, task_id: TaskId) -> BudgetSummary:
         return read_budget_summary(view, task_id)
 
-    def check(self, tx: Transaction, task_id: TaskId, *, bound: Cost, tokens: int) -> Admission | BudgetRefusal:
+    def check(
+        self, tx: Transaction, task_id: TaskId, *, bound: Cost, tokens: int, summary: BudgetSummary | None = None
+    ) -> Admission | BudgetRefusal:
         """Whether a call reserving ``bound`` and up to ``tokens`` tokens may start now: an
         :class:`Admission` to reserve with, or why not. Writes nothing: the caller records a refusal (and
-        pauses the task) in its own transaction."""
-        summary = read_budget_summary(tx, task_id)
+        pauses the task) in its own transaction. ``summary``: the task's budget as the caller read it in ``tx``
+        (:meth:`summary`; read here when not given)."""
+        if summary is None:
+            summary = read_budget_summary(tx, task_id)
+        elif summary.task_id != task_id:
+            raise InvalidValueError(kind="budget check", reason="the summary given is another task's")
         refusal = check_paid_call(summary, bound=bound, tokens=tokens)
         if refusal is not None:
             return refusal
