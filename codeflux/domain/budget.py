@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
+from functools import lru_cache
 from typing import Final
 
 from codeflux.domain.ids import TaskId
@@ -140,13 +141,16 @@ def bound_input_tokens(request: ModelRequest) -> int:
 
     It is an estimate, not a guarantee: a provider that reports more is charged in full and the excess
     recorded as an overrun; the reported usage, never this bound, is what a settled call costs.
+
+    A loop sends its conversation again on every turn, so each text's estimate is remembered
+    (:func:`_text_tokens`): a turn estimates only what is new since the last one.
     """
-    size = estimate_text_tokens(request.system) + _REQUEST_OVERHEAD_TOKENS
+    size = _text_tokens(request.system) + _REQUEST_OVERHEAD_TOKENS
     if request.tools:
         size += _TOOL_USE_PROMPT_TOKENS
     for tool in request.tools:
-        size += _TOOL_OVERHEAD_TOKENS + estimate_text_tokens(tool.name) + estimate_text_tokens(tool.description)
-        size += estimate_text_tokens(tool.input_schema_json)
+        size += _TOOL_OVERHEAD_TOKENS + _text_tokens(tool.name) + _text_tokens(tool.description)
+        size += _text_tokens(tool.input_schema_json)
     for message in request.messages:
         size += _MESSAGE_OVERHEAD_TOKENS + sum(_part_tokens(part) for part in message.parts)
     return size
@@ -154,14 +158,31 @@ def bound_input_tokens(request: ModelRequest) -> int:
 
 def _part_tokens(part: object) -> int:
     if isinstance(part, TextPart):
-        return estimate_text_tokens(part.text)
+        return _text_tokens(part.text)
     if isinstance(part, ReasoningPart):
-        return estimate_text_tokens(part.text) + estimate_text_tokens(part.signature)
+        return _text_tokens(part.text) + _text_tokens(part.signature)
     if isinstance(part, ToolCall):
-        return sum(estimate_text_tokens(text) for text in (part.call_id, part.name, part.arguments_json))
+        return sum(_text_tokens(text) for text in (part.call_id, part.name, part.arguments_json))
     if isinstance(part, ToolResult):
-        return estimate_text_tokens(part.call_id) + estimate_text_tokens(part.content)
+        return _text_tokens(part.call_id) + _text_tokens(part.content)
     return 0
+
+
+_CACHED_TEXT_CHARS: Final = (64, 1 << 16)
+"""Texts this long (characters, inclusive range) have their estimate remembered; a shorter one costs less to
+estimate than to look up, a longer one is not kept alive by the cache."""
+
+
+@lru_cache(maxsize=4096)
+def _cached_text_tokens(text: str) -> int:
+    return estimate_text_tokens(text)
+
+
+def _text_tokens(text: str) -> int:
+    """:func:`estimate_text_tokens`, remembered for the last 4,096 texts of a size worth it (the estimate is a
+    pure function of the text)."""
+    low, high = _CACHED_TEXT_CHARS
+    return _cached_text_tokens(text) if low <= len(text) <= high else estimate_text_tokens(text)
 
 
 def reservation_bound(

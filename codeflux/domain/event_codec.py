@@ -65,12 +65,26 @@ def payload_key_of(item: dataclasses.Field[object]) -> str:
 def encode_fields(value: object) -> dict[str, JsonValue]:
     """The JSON-able mapping of the dataclass instance ``value``, keyed by :func:`payload_key_of`."""
     encoded: dict[str, JsonValue] = {}
-    for item in dataclasses.fields(value):  # type: ignore[arg-type]
-        field_value = getattr(value, item.name)
-        if field_value is None and item.metadata.get(_OMITTED):
+    for name, key, omitted_when_none in _encoding_plan(type(value)):
+        field_value = getattr(value, name)
+        if field_value is None and omitted_when_none:
             continue
-        encoded[payload_key_of(item)] = _encode_value(field_value)
+        encoded[key] = _encode_value(field_value)
     return encoded
+
+
+_ENCODING_PLANS: Final[dict[type[object], tuple[tuple[str, str, bool], ...]]] = {}
+
+
+def _encoding_plan(cls: type[object]) -> tuple[tuple[str, str, bool], ...]:
+    """(name, stored key, omitted when None) per field of the dataclass ``cls``, computed once per class (a class's
+    fields never change; two threads meeting here compute the same plan)."""
+    plan = _ENCODING_PLANS.get(cls)
+    if plan is None:
+        plan = tuple((item.name, payload_key_of(item), bool(item.metadata.get(_OMITTED)))
+                     for item in dataclasses.fields(cls))  # type: ignore[arg-type]
+        _ENCODING_PLANS[cls] = plan
+    return plan
 
 
 def _encode_value(value: object) -> JsonValue:

@@ -125,17 +125,18 @@ def _request_row(row: Row) -> ModelRequestRow:
 
 def insert_model_request(tx: Transaction, plan: ModelRequestPlan, *, at_us: int) -> ModelRequestRow:
     """Record the intent of a call as ``planned`` (the reservation goes to the ledger separately)."""
-    rows = tx.execute(
-        "INSERT INTO model_requests (id, task_id, idempotency_key, request_sha256, provider, base_url, model,"  # noqa: S608
+    tx.execute(
+        "INSERT INTO model_requests (id, task_id, idempotency_key, request_sha256, provider, base_url, model,"
         " rung, state, price_snapshot_id, currency, reserved_minor, reserved_known, reserved_reason, reserved_tokens,"
-        " max_output_tokens, planned_at_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'planned', ?, ?, ?, ?, ?, ?, ?, ?)"
-        f" RETURNING {_REQUEST}",
+        " max_output_tokens, planned_at_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'planned', ?, ?, ?, ?, ?, ?, ?, ?)",
         (plan.request_id, plan.task_id.value, plan.idempotency_key, plan.request_sha256, plan.provider,
          plan.base_url, plan.model, plan.rung, plan.price_snapshot_id, plan.currency.code, plan.reserved_minor,
          int(plan.reserved_minor is not None), plan.reserved_reason, plan.reserved_tokens, plan.max_output_tokens,
          at_us),
     )
-    return _request_row(rows[0])
+    # the row is exactly what was written (STRICT columns keep every value as given): not read back
+    return ModelRequestRow(plan=plan, state=ModelRequestState.PLANNED, end=None, planned_at_us=at_us,
+                           started_at_us=None, finished_at_us=None)
 
 
 def read_model_request(view: ReadView, request_id: str) -> ModelRequestRow:

@@ -18,20 +18,28 @@ from codeflux.store.decoding import decode_choice
 
 __all__ = [
     "LedgerEntryRow",
+    "budget_and_totals",
     "budget_entries_of_request",
     "budget_entries_of_task",
     "change_budget",
+    "has_budget_entries",
     "insert_acknowledgement",
     "insert_budget",
     "insert_budget_entry",
     "ledger_totals",
     "read_budget",
+    "recount_ledger_totals",
     "require_budget",
 ]
 
 _BUDGET = ("task_id, currency, hard_limit_minor, warning_minor, token_limit, allow_unknown_price, revision,"
            " created_at_us, updated_at_us")
+_TOTALS = ("open_requests, reserved_minor, reserved_unknown, spent_minor, spent_unknown, charged_at_bound,"
+           " charged_at_bound_minor, overrun_minor, pending_decisions, tokens_used, tokens_reserved")
 _ENTRY = "e.id, e.task_id, e.request_id, e.kind, e.amount_minor, e.currency, e.reason, e.recorded_at_us, a.id"
+# A request has at most three entries: each one's acknowledgement is looked up by its key (cheaper than a join).
+_ENTRY_OF_REQUEST = ("e.id, e.task_id, e.request_id, e.kind, e.amount_minor, e.currency, e.reason, e.recorded_at_us,"
+                     " (SELECT a.id FROM budget_acknowledgements a WHERE a.entry_id = e.id)")
 
 
 def _int(value: object) -> int:
@@ -131,11 +139,10 @@ def budget_entries_of_task(view: ReadView, task_id: TaskId, *, limit: int = 10_0
 def budget_entries_of_request(view: ReadView, request_id: str) -> list[LedgerEntryRow]:
     """One model request's entries, oldest first: its ``reserve`` and whatever closed it."""
     rows = view.query_all(
-        f"SELECT {_ENTRY} FROM budget_entries e LEFT JOIN budget_acknowledgements a ON a.entry_id = e.id"  # noqa: S608
-        " WHERE e.request_id = ? ORDER BY e.id",
+        f"SELECT {_ENTRY_OF_REQUEST} FROM budget_entries e WHERE e.request_id = ?",  # noqa: S608
         (request_id,),
     )
-    return [_entry(r) for r in rows]
+    return sorted((_entry(r) for r in rows), key=lambda entry: entry.entry_id)  # at most three: no sort in SQL
 
 
 def _entry(r: Row) -> LedgerEntryRow:
@@ -156,7 +163,50 @@ def insert_acknowledgement(
 
 
 def ledger_totals(view: ReadView, task_id: TaskId) -> LedgerTotals:
-    """Reserved = the reservations of requests not closed yet; spent = settled + overruns + charges."""
+    """Reserved = the reservations of requests not closed yet; spent = settled + overruns + charges.
+
+    Read from the task's running total (``budget_totals``, kept by the schema's triggers in the transaction of
+    every ledger entry, acknowledgement and request end): one row, however long the ledger; the pending decisions
+    are read only when there are some. :func:`recount_ledger_totals` sums the same figures over the ledger."""
+    row = view.query_one(f"SELECT {_TOTALS} FROM budget_totals WHERE task_id = ?", (task_id.value,))  # noqa: S608
+    if row is None:
+        return _totals((0,) * 11, pending=())
+    pending = () if _int(row[8]) == 0 else _pending_decisions(view, task_id)
+    return _totals(row, pending=pending)
+
+
+def budget_and_totals(view: ReadView, task_id: TaskId) -> tuple[Budget, LedgerTotals] | None:
+    """The task's budget and :func:`ledger_totals` in one read (None without a budget)."""
+    budget = read_budget(view, task_id)  # two primary-key reads cost less than their join (measured)
+    return None if budget is None else (budget, ledger_totals(view, task_id))
+
+
+def has_budget_entries(view: ReadView, request_id: str) -> bool:
+    """Whether the model request ``request_id`` has any ledger entry."""
+    return view.query_one("SELECT 1 FROM budget_entries WHERE request_id = ? LIMIT 1", (request_id,)) is not None
+
+
+def _pending_decisions(view: ReadView, task_id: TaskId) -> tuple[int, ...]:
+    rows = view.query_all(
+        "SELECT e.id FROM budget_entries e LEFT JOIN budget_acknowledgements a ON a.entry_id = e.id"
+        " WHERE e.task_id = ? AND e.kind IN ('overrun', 'unknown-charge') AND a.id IS NULL ORDER BY e.id",
+        (task_id.value,),
+    )
+    return tuple(_int(r[0]) for r in rows)
+
+
+def _totals(row: Row, *, pending: tuple[int, ...]) -> LedgerTotals:
+    return LedgerTotals(
+        open_requests=_int(row[0]), reserved_minor=_int(row[1]), reserved_unknown=_int(row[2]),
+        spent_minor=_int(row[3]), spent_unknown=_int(row[4]), charged_at_bound=_int(row[5]),
+        charged_at_bound_minor=_int(row[6]), overrun_minor=_int(row[7]), pending_decisions=pending,
+        tokens_used=_int(row[9]), tokens_reserved=_int(row[10]),
+    )
+
+
+def recount_ledger_totals(view: ReadView, task_id: TaskId) -> LedgerTotals:
+    """:func:`ledger_totals` summed over the task's whole ledger (the facts the running total follows): what
+    the running total must equal (tests/unit/store/test_budget_entries.py compares the two)."""
     task = task_id.value
     reserved = view.query_one(
         "SELECT count(*), coalesce(sum(r.amount_minor), 0), count(*) - count(r.amount_minor) FROM budget_entries r"

@@ -28,6 +28,7 @@ __all__ = [
     "is_rung_approved",
     "latest_price_revision",
     "latest_price_revisions",
+    "newest_price_snapshot_id",
 ]
 
 _COMPONENTS: Final = (
@@ -118,6 +119,13 @@ def _next_price_revision(view: ReadView, provider: str, model: str) -> int:
         (provider, model),
     )
     return 1 if row is None else _int(row[0])
+
+
+def newest_price_snapshot_id(view: ReadView) -> int:
+    """The id of the newest price revision recorded (0 for none). Revisions are only ever added (never changed or
+    deleted), so while this is unchanged so is every price in force."""
+    row = view.query_one("SELECT coalesce(max(id), 0) FROM price_snapshots")
+    return 0 if row is None else _int(row[0])
 
 
 def latest_price_revision(

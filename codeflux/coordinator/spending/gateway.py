@@ -52,6 +52,7 @@ from codeflux.domain.budget import (
     overrun_of,
     reservation_bound,
     reserve_move,
+    summarize_budget,
 )
 from codeflux.domain.errors import (
     BudgetDecisionNeededError,
@@ -337,17 +338,18 @@ class ModelGateway:
             refusal = self._approval_refusal(tx, task, route, rung)
             if refusal is not None:
                 return self._refuse(tx, task, refusal, pause=False)
-            budget = budget_rows.read_budget(tx, task_id)
-            if budget is None:
+            found = budget_rows.budget_and_totals(tx, task_id)  # the budget is read once per call
+            if found is None:
                 error = BudgetDecisionNeededError(task_id=task_id.value, reason="no budget is set for the task")
                 return self._refuse(tx, task, error, pause=True)
+            budget = found[0]
             price = self._catalog.price_in_force(tx, provider=route.provider, model=sent.model)
             tokens_in = bound_input_tokens(sent)
             bound = reservation_bound(None if price is None else price.price, input_tokens=tokens_in,
                                       max_output_tokens=sent.max_output_tokens, model=sent.model,
                                       writes_cache=route.writes_cache is True)
             tokens = tokens_in + sent.max_output_tokens
-            verdict = self._ledger.check(tx, task_id, bound=bound, tokens=tokens)
+            verdict = self._ledger.check(tx, task_id, bound=bound, tokens=tokens, summary=summarize_budget(*found))
             if isinstance(verdict, BudgetRefusal):
                 named = route.provider if route.provider in _PRICED_PROVIDERS else None
                 refused = refusal_error(task_id, verdict, provider=named, model=sent.model,

@@ -59,8 +59,12 @@ _STANDING_ALLOWANCE: Final = "standing-allowance"
 
 
 def read_budget_summary(view: ReadView, task_id: TaskId) -> BudgetSummary:
-    """The task's budget figures from its stored ledger (:class:`NotFoundError` without a budget)."""
-    return summarize_budget(rows.require_budget(view, task_id), rows.ledger_totals(view, task_id))
+    """The task's budget figures from its stored ledger (:class:`NotFoundError` without a budget): one read of the
+    budget and its running total."""
+    found = rows.budget_and_totals(view, task_id)
+    if found is None:
+        raise NotFoundError(kind="budget of task", entity_id=task_id.value)
+    return summarize_budget(*found)
 
 
 def price_set_command(*, provider: str, model: str, currency: str = "USD", cache_rates: bool = False) -> str:
@@ -134,11 +138,17 @@ class BudgetLedger:
     def summary(self, view: ReadView, task_id: TaskId) -> BudgetSummary:
         return read_budget_summary(view, task_id)
 
-    def check(self, tx: Transaction, task_id: TaskId, *, bound: Cost, tokens: int) -> Admission | BudgetRefusal:
+    def check(
+        self, tx: Transaction, task_id: TaskId, *, bound: Cost, tokens: int, summary: BudgetSummary | None = None
+    ) -> Admission | BudgetRefusal:
         """Whether a call reserving ``bound`` and up to ``tokens`` tokens may start now: an
         :class:`Admission` to reserve with, or why not. Writes nothing: the caller records a refusal (and
-        pauses the task) in its own transaction."""
-        summary = read_budget_summary(tx, task_id)
+        pauses the task) in its own transaction. ``summary``: the task's budget as the caller read it in ``tx``
+        (:meth:`summary`; read here when not given)."""
+        if summary is None:
+            summary = read_budget_summary(tx, task_id)
+        elif summary.task_id != task_id:
+            raise InvalidValueError(kind="budget check", reason="the summary given is another task's")
         refusal = check_paid_call(summary, bound=bound, tokens=tokens)
         if refusal is not None:
             return refusal
@@ -147,7 +157,7 @@ class BudgetLedger:
     def reserve(self, tx: Transaction, admission: Admission, *, request_id: str) -> LedgerMove:
         """Reserve the admitted bound for the model request ``request_id``, whose row the caller wrote in
         this transaction. An admission from another transaction, or used already, is refused."""
-        if rows.budget_entries_of_request(tx, request_id):
+        if rows.has_budget_entries(tx, request_id):
             raise ConflictError(f"model request {request_id} already has a reservation")
         admission.consume(tx)
         move = reserve_move(admission.bound)

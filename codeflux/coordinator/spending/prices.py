@@ -47,6 +47,8 @@ class PriceCatalog:
         self._db = db
         self._shipped = tuple(shipped)
         self._clock = clock
+        # (provider, model) -> (the newest revision's id when it was read, the revision in force then)
+        self._in_force: dict[tuple[str, str], tuple[int, rows.PriceRevisionRow | None]] = {}
 
     def list_prices(self, provider: str | None = None) -> list[PriceListing]:
         """Every shipped model and every model with a user revision, by provider and model."""
@@ -94,7 +96,22 @@ class PriceCatalog:
         return None if snapshot is None else snapshot.price
 
     def price_in_force(self, tx: Transaction, *, provider: str, model: str) -> rows.PriceRevisionRow | None:
-        """The rates a call to ``model`` is priced with, recording the shipped default on first use."""
+        """The rates a call to ``model`` is priced with, recording the shipped default on first use.
+
+        Remembered per model while no price revision is added (one indexed read of the newest revision's id per
+        call instead of the lookups): a price set meanwhile, by any process, applies to the next call as the store
+        says. What a transaction found is remembered only once it committed."""
+        newest = rows.newest_price_snapshot_id(tx)
+        key = (provider, model)
+        known = self._in_force.get(key)
+        if known is not None and known[0] == newest:
+            return known[1]
+        found = self._look_up_in_force(tx, provider=provider, model=model)
+        marker = newest if found is None else max(newest, found.snapshot_id)
+        tx.after_commit(lambda: self._in_force.__setitem__(key, (marker, found)))
+        return found
+
+    def _look_up_in_force(self, tx: Transaction, *, provider: str, model: str) -> rows.PriceRevisionRow | None:
         snapshot = self._snapshot(provider, model)
         user = self._user_revision(tx, provider=provider, model=model, snapshot=snapshot)
         if user is not None:
@@ -107,7 +124,6 @@ class PriceCatalog:
         return rows.insert_price_revision(tx, provider=provider, model=snapshot.model, source=PriceSource.SHIPPED,
                                           source_detail=snapshot.source, price=snapshot.price,
                                           effective_date=snapshot.effective_date, at_us=self._clock())
-
 
 def _listing(row: rows.PriceRevisionRow, *, aliases: tuple[str, ...]) -> PriceListing:
     return PriceListing(provider=row.provider, model=row.model, aliases=aliases, price=row.price,

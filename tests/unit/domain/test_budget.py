@@ -5,6 +5,7 @@ the warning fires once as the spend climbs past it."""
 from __future__ import annotations
 
 from fractions import Fraction
+from unittest.mock import patch
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -168,6 +169,24 @@ def test_the_input_estimate_covers_every_text_at_its_token_bound(text: str) -> N
     request = ModelRequest(model="m", system=text, messages=(Message.user_text(text),))
     assert bound_input_tokens(request) >= 2 * estimate_text_tokens(text)
     assert bound_input_tokens(request) >= 2 * len(text.encode("ascii", "ignore")) // 4
+
+
+def test_a_conversation_sent_again_is_bounded_from_the_estimates_of_its_earlier_turns() -> None:
+    """Each text's estimate is remembered, so a turn estimates only what is new; the bound is unchanged by it."""
+    history = tuple(Message.user_text(f"turn {n}: " + "Read the file and explain what it does. " * 40)
+                    for n in range(6))
+    first = ModelRequest(model="m", system="You are a coding agent. " * 10, messages=history)
+    second = ModelRequest(model="m", system="You are a coding agent. " * 10,
+                          messages=(*history, Message.user_text("And now the tests, please. " * 5)))
+    expected = bound_input_tokens(first)
+    with patch("codeflux.domain.budget.estimate_text_tokens", side_effect=estimate_text_tokens) as estimate:
+        assert bound_input_tokens(first) == expected  # every text remembered from the call above
+        assert estimate.call_count == 0
+        later = bound_input_tokens(second)
+        assert estimate.call_count == 1  # only the new message's text
+    with patch("codeflux.domain.budget._text_tokens", side_effect=estimate_text_tokens):  # nothing remembered
+        assert later == bound_input_tokens(second)
+        assert expected == bound_input_tokens(first)
 
 
 @given(bound=BOUNDS)

@@ -16,11 +16,20 @@ from hypothesis import strategies as st
 from codeflux.domain.budget import LedgerKind, closing_moves, summarize_budget
 from codeflux.domain.errors import StoreError
 from codeflux.domain.ids import TaskId
+from codeflux.domain.model_calls import ModelCallErrorKind, ModelRequestState
 from codeflux.domain.money import USD, Cost, Money, UnknownCost
+from codeflux.domain.pricing import TokenUsage
 from codeflux.domain.tasks import TaskState
 from codeflux.store import money as ledger
 from codeflux.store.database import Database, Transaction
-from codeflux.store.model_requests import ModelRequestPlan, insert_model_request
+from codeflux.store.location import DataLocation
+from codeflux.store.migrations import load_shipped_migrations, migrate_database
+from codeflux.store.model_requests import (
+    ModelRequestEnd,
+    ModelRequestPlan,
+    insert_model_request,
+    record_model_request_end,
+)
 from codeflux.store.tasks import insert_task
 
 REPO = Path(__file__).resolve().parents[3]
@@ -173,3 +182,111 @@ def test_an_ended_model_request_cannot_change(db: Database, tmp_path: Path) -> N
                 f"UPDATE model_requests SET {change} WHERE id = ?", (request_id,)))  # noqa: S608
     with pytest.raises(StoreError):
         db.write(lambda tx: tx.execute("DELETE FROM model_requests"))
+
+
+# ─── the running total (budget_totals, migration 000019) ───────────────────────────────────────────────
+
+USAGES = st.one_of(
+    st.builds(TokenUsage, input_tokens=st.integers(0, 10**6), output_tokens=st.integers(0, 10**6),
+              cache_read_tokens=st.integers(0, 10**6), cache_write_tokens=st.integers(0, 10**6)),
+    st.builds(TokenUsage, input_tokens=st.none() | st.integers(0, 10**6), output_tokens=st.none() | st.integers(0, 9)),
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    call: Call
+    end: str  # "open": the request stays planned; "before"/"after": it ends before/after its closing entries
+    usage: TokenUsage
+    acknowledge: bool
+    tokens: int
+
+
+STEPS = st.lists(st.builds(Step, call=st.builds(Call, reserved=st.one_of(st.none(), st.integers(0, 10**9)),
+                                                 outcome=ACTUALS, closed=st.booleans()),
+                           end=st.sampled_from(("open", "before", "after")), usage=USAGES, acknowledge=st.booleans(),
+                           tokens=st.integers(1, 10**6)), max_size=10)
+
+
+def record_step(db: Database, task_id: TaskId, index: int, step: Step) -> None:
+    """One request with every way the ledger moves: reserve, maybe close (its request ended before or after the
+    closing entries, with full or partial usage), maybe acknowledge its charges."""
+    request_id = f"mreq_{index:08d}{os.urandom(8).hex()}"
+    call = step.call
+
+    def end(tx: Transaction) -> None:
+        record_model_request_end(tx, request_id=request_id, at_us=2, end=ModelRequestEnd(
+            state=ModelRequestState.FAILED, usage=step.usage, cost_minor=None, cost_reason="r",
+            error_kind=ModelCallErrorKind.PROVIDER_ERROR))
+
+    def work(tx: Transaction) -> None:
+        plan = ModelRequestPlan(
+            request_id=request_id, task_id=task_id, idempotency_key=request_id, request_sha256="0" * 64,
+            provider="scripted", base_url=None, model="m", rung="cheap:low", price_snapshot_id=None, currency=USD,
+            reserved_minor=call.reserved, reserved_reason=None if call.reserved is not None else "no price",
+            reserved_tokens=step.tokens, max_output_tokens=1,
+        )
+        insert_model_request(tx, plan, at_us=1)
+        ledger.insert_budget_entry(tx, task_id=task_id, request_id=request_id, kind=LedgerKind.RESERVE,
+                                   amount_minor=call.reserved, currency=USD, reason=plan.reserved_reason, at_us=1)
+        if step.end == "before":
+            end(tx)
+        entries = []
+        if call.closed:
+            for move in closing_moves(reserved_minor=call.reserved, actual=call.outcome):
+                entries.append((move.kind, ledger.insert_budget_entry(
+                    tx, task_id=task_id, request_id=request_id, kind=move.kind, amount_minor=move.amount_minor,
+                    currency=USD, reason=move.reason, at_us=1)))
+        if step.end == "after":
+            end(tx)
+        for kind, entry in entries:
+            if step.acknowledge and kind in (LedgerKind.OVERRUN, LedgerKind.UNKNOWN_CHARGE):
+                ledger.insert_acknowledgement(tx, task_id=task_id, entry_id=entry, acknowledged_by="user", note=None,
+                                              at_us=3)
+
+    db.write(work)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_the_running_total_equals_the_ledger_summed(db: Database, tmp_path: Path, steps: list[Step]) -> None:
+    task_id = new_task(db, tmp_path)
+    other = new_task(db, tmp_path)  # another task's ledger moves nothing of this one
+    record_step(db, other, 0, Step(call=Call(reserved=3, outcome=UnknownCost.because("x"), closed=True), end="after",
+                                   usage=TokenUsage(), acknowledge=False, tokens=5))
+    for index, step in enumerate(steps, start=1):
+        record_step(db, task_id, index, step)
+        running, recounted = db.read(lambda view: (ledger.ledger_totals(view, task_id),
+                                                   ledger.recount_ledger_totals(view, task_id)))
+        assert running == recounted
+
+
+def test_the_migration_counts_the_ledger_written_before_it(tmp_path: Path) -> None:
+    """A database with a ledger at schema 000018 gets running totals equal to that ledger once migrated."""
+    shipped = load_shipped_migrations()
+    location = DataLocation(directory=tmp_path / "data")
+    migrate_database(location, migrations=tuple(m for m in shipped if m.version <= 18))
+    db = Database.open(location.database)
+    try:
+        task_id = new_task(db, tmp_path)
+        steps = [Step(call=Call(reserved=r, outcome=o, closed=c), end=e, usage=u, acknowledge=a, tokens=7)
+                 for r, o, c, e, u, a in (
+                     (10, Money(minor=4, currency=USD), True, "after", TokenUsage(input_tokens=1, output_tokens=2,
+                                                                                  cache_read_tokens=0,
+                                                                                  cache_write_tokens=0), False),
+                     (10, Money(minor=14, currency=USD), True, "before", TokenUsage(), False),
+                     (None, UnknownCost.because("no price"), True, "after", TokenUsage(), True),
+                     (8, None, False, "open", TokenUsage(), False))]
+        for index, step in enumerate(steps):
+            record_step(db, task_id, index, step)
+        before = db.read(lambda view: ledger.recount_ledger_totals(view, task_id))
+    finally:
+        db.close()
+    migrate_database(location, migrations=shipped)
+    db = Database.open(location.database)
+    try:
+        running = db.read(lambda view: ledger.ledger_totals(view, task_id))
+    finally:
+        db.close()
+    assert running == before
+    assert (running.open_requests, running.spent_minor, len(running.pending_decisions)) == (1, 18, 1)

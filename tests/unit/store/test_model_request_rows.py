@@ -41,6 +41,7 @@ def _planned(db: Database, tmp_path: Path) -> rows.ModelRequestRow:
 def test_a_request_reads_back_with_its_state_and_error_kind(db: Database, tmp_path: Path) -> None:
     planned = _planned(db, tmp_path)
     assert planned.state is ModelRequestState.PLANNED and planned.end is None
+    assert db.read(lambda view: rows.read_model_request(view, planned.request_id)) == planned  # as stored
 
     db.write(lambda tx: rows.mark_model_request_in_flight(tx, request_id=planned.request_id, at_us=2))
     end = rows.ModelRequestEnd(state=ModelRequestState.OUTCOME_UNKNOWN, usage=TokenUsage(), cost_minor=None,

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codeflux.coordinator.spending.ledger import BudgetLedger, refusal_error
+from codeflux.coordinator.spending.ledger import Admission, BudgetLedger, refusal_error
 from codeflux.domain.budget import BudgetRefusal, BudgetRefusalKind, LedgerKind, reserve_move
 from codeflux.domain.errors import (
     BudgetDecisionNeededError,
@@ -382,3 +382,19 @@ def test_no_float_takes_part_in_budget_or_gateway_money(path: str) -> None:
     code = re.sub(r"#.*", "", re.sub(r'("""|\'\'\')[\s\S]*?\1|"[^"\n]*"|\'[^\'\n]*\'', '""', source))
     assert "float" not in code
     assert re.search(r"(?<![\w.])\d+\.\d+(?![\w.])", code) is None, "a float literal"
+
+
+def test_a_check_takes_the_summary_its_caller_read_of_that_task_only(db: Database, tmp_path: Path) -> None:
+    """The gateway reads the budget once per call and hands it to the check; another task's summary is refused."""
+    task_id, other = new_task(db, tmp_path, limit=10), new_task(db, tmp_path, limit=1_000)
+    reserve(db, task_id, usd(8))
+
+    def check(summary_of: TaskId) -> Admission | BudgetRefusal:
+        return db.write(lambda tx: LEDGER.check(tx, task_id, bound=usd(5), tokens=1,
+                                                summary=LEDGER.summary(tx, summary_of)))
+
+    verdict = check(task_id)
+    assert isinstance(verdict, BudgetRefusal)
+    assert verdict.kind is BudgetRefusalKind.EXHAUSTED
+    with pytest.raises(InvalidValueError):
+        check(other)
