@@ -171,15 +171,18 @@ def _part_tokens(part: object) -> int:
 _CACHED_TEXT_CHARS: Final = (64, 1 << 16)
 """Texts this long (characters, inclusive range) have their estimate remembered; a shorter one costs less to
 estimate than to look up, a longer one is not kept alive by the cache."""
+_CACHED_TEXTS: Final = 512
+"""How many texts are remembered: at most 512 × 64 Ki characters (≈ 32 MiB of text, 128 MiB at worst for text
+outside Latin-1) stay alive in a long-running coordinator; a loop's conversation is far fewer texts than this."""
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=_CACHED_TEXTS)
 def _cached_text_tokens(text: str) -> int:
     return estimate_text_tokens(text)
 
 
 def _text_tokens(text: str) -> int:
-    """:func:`estimate_text_tokens`, remembered for the last 4,096 texts of a size worth it (the estimate is a
+    """:func:`estimate_text_tokens`, remembered for the last 512 texts of a size worth it (the estimate is a
     pure function of the text)."""
     low, high = _CACHED_TEXT_CHARS
     return _cached_text_tokens(text) if low <= len(text) <= high else estimate_text_tokens(text)

@@ -1,6 +1,6 @@
 """Structural checks of the database, run on a read-only connection.
 
-Five checks, every result row kept (an earlier system read only the first row of ``integrity_check``
+Six checks, every result row kept (an earlier system read only the first row of ``integrity_check``
 and ran no foreign-key check at all):
 
 0. the write-ahead log, read *before* any connection opens the database (opening replays it and stops at
@@ -11,7 +11,9 @@ and ran no foreign-key check at all):
 3. the migration history against the migrations this codeflux ships: each shipped version up to the
    schema version applied exactly once from the same content (sha256), no version this codeflux does
    not know, ``user_version`` equal to the newest applied version, no ``started`` row left unresolved;
-4. the event journal: each session's events are exactly ``1..current_sequence``.
+4. the event journal: each session's events are exactly ``1..current_sequence``;
+5. each budget's running total (``budget_totals``, kept by triggers) against its ledger summed afresh
+   (:func:`~codeflux.store.money.recount_ledger_totals`): a difference would make the budget decide on wrong figures.
 
 A pass means the file is structurally sound; it says nothing about whether its contents are right.
 A check that cannot run (a damaged page makes SQLite refuse the query) becomes a finding itself and
@@ -29,13 +31,16 @@ from typing import TypeVar
 
 import apsw
 
+from codeflux.domain.budget import LedgerTotals
 from codeflux.domain.errors import StoreCorruptError, StoreError, StoreUnavailableError
+from codeflux.domain.ids import TaskId
 from codeflux.store.connection import map_sqlite_errors
 from codeflux.store.database import ReadView
 from codeflux.store.events import find_journal_gaps
 from codeflux.store.inspection import readonly_database
 from codeflux.store.location import DataLocation
 from codeflux.store.migrations import Migration, load_shipped_migrations
+from codeflux.store.money import ledger_totals, recount_ledger_totals
 from codeflux.store.wal_damage import check_wal_before_open
 
 __all__ = [
@@ -64,6 +69,7 @@ class IntegrityCheck(StrEnum):
     FOREIGN_KEYS = "foreign-keys"
     MIGRATION_HISTORY = "migration-history"
     EVENT_JOURNAL = "event-journal"
+    BUDGET_TOTALS = "budget-totals"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -158,6 +164,8 @@ def _check_open_database(
             run(IntegrityCheck.MIGRATION_HISTORY, lambda: _check_migration_history(view, version, migrations))
             if version >= 1:
                 run(IntegrityCheck.EVENT_JOURNAL, lambda: _check_journal(view))
+            if version >= _BUDGET_TOTALS_VERSION:
+                run(IntegrityCheck.BUDGET_TOTALS, lambda: _check_budget_totals(view))
     return IntegrityReport(
         findings=tuple(findings),
         checks_run=tuple(checks),
@@ -220,6 +228,22 @@ def _check_foreign_keys(view: ReadView) -> list[IntegrityFinding]:
             detail=_one_line(f"{where} of table {table} refers to a missing row of {parent} "
                              f"(constraint {constraint})"),
         ))
+    return findings
+
+
+_BUDGET_TOTALS_VERSION = 19  # migrations/000019_budget_totals.sql
+
+
+def _check_budget_totals(view: ReadView) -> list[IntegrityFinding]:
+    findings = []
+    for row in view.query_all("SELECT task_id FROM budget_totals ORDER BY task_id"):
+        task_id = TaskId.parse(str(row[0]))
+        kept, counted = ledger_totals(view, task_id), recount_ledger_totals(view, task_id)
+        if kept != counted:
+            differ = [name for name in LedgerTotals.__dataclass_fields__
+                      if getattr(kept, name) != getattr(counted, name)]
+            findings.append(IntegrityFinding(check=IntegrityCheck.BUDGET_TOTALS, detail=(
+                f"the running total of task {task_id.value}'s budget differs from its ledger ({', '.join(differ)})")))
     return findings
 
 

@@ -15,11 +15,15 @@ import pytest
 
 import codeflux
 from codeflux.cli.main import main
+from codeflux.coordinator.spending.budget import BudgetService
+from codeflux.coordinator.tasks.service import TaskService
+from codeflux.domain.money import USD, Money
 from codeflux.store.database import Database, Transaction
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event
 from codeflux.store.location import DATABASE_FILENAME, DataLocation
 from codeflux.store.migrations import supported_schema_version
 from tests.fixtures.journal import note_event
+from tests.fixtures.tasks import a_draft, a_repository
 
 REPO_ROOT = Path(codeflux.__file__).resolve().parent.parent
 SOUND = "integrity-check: ok — structurally sound; this does not mean the contents are correct"
@@ -264,3 +268,26 @@ def test_integrity_check_does_not_change_the_database_file(
 
     assert code == 0
     assert (data_location.database.read_bytes(), data_location.database.stat().st_mtime_ns) == before
+
+
+def test_a_budget_running_total_that_differs_from_its_ledger_is_a_finding(
+    db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The running totals (migration 000019) are kept by triggers; one edited outside codeflux would make the budget
+    decide on figures its immutable ledger does not hold: the check sums the ledger afresh and compares."""
+    tasks = TaskService(db, worktrees_root=tmp_path / "worktrees")
+    task_id = a_draft(tasks, a_repository(tmp_path / "repo")).task_id
+    BudgetService(db).set_budget(task_id, hard_limit=Money(minor=500, currency=USD), expected_revision=None,
+                                 idempotency_key="budget")
+    sound = copy_database(db, tmp_path, "sound")
+    assert check(capsys, sound)[0] == 0
+    directory = tmp_path / "edited"
+    shutil.copytree(sound, directory)
+    tamper(directory / DATABASE_FILENAME, ("UPDATE budget_totals SET spent_minor = 40 WHERE task_id = ?",
+                                           (task_id.value,)))
+
+    code, out, _ = check(capsys, directory)
+
+    assert code == 1
+    assert (f"[budget-totals] the running total of task {task_id.value}'s budget differs from its ledger"
+            " (spent_minor)") in out
