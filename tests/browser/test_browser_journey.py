@@ -116,6 +116,8 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     drawer = app.testid("review-drawer")
     expect(drawer).to_be_visible(timeout=MS)
     expect(drawer.get_by_test_id("diff-viewer")).to_contain_text("+")
+    # Base and Head were the same hash with a diff under them; the Head line now says why
+    expect(drawer.get_by_test_id("review-facts")).to_contain_text("the task branch has no commit of its own yet")
     expect(drawer.get_by_test_id("review-checks")).to_be_visible()
     expect(drawer.get_by_test_id("review-not-examined")).to_be_visible()
     expect(drawer.get_by_test_id("review-what-runs")).to_have_text("No changed file changes what later commands run.")

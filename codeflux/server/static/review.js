@@ -113,7 +113,10 @@ export function reviewDrawer(app, task, review) {
   return el("aside", { class: "drawer", testid: "review-drawer", "aria-label": "Review" },
     el("div", { class: "drawer-head" }, el("h2", { text: "Review" }),
       el("button", { type: "button", testid: "review-close", onclick: () => app.closeDrawer(), text: "Close" })),
-    facts([["Diff identity", review.diffIdentity], ["Base", review.base], ["Head", review.head],
+    // The task branch's commit the diff was taken at: the base itself while the change is not committed on the task
+    // branch yet (the diff is the worktree's content) — said, so equal hashes never read as "no change".
+    facts([["Diff identity", review.diffIdentity], ["Base", review.base], ["Head", review.head && review.head === review.base
+      ? `${review.head} (the task branch has no commit of its own yet: the diff is the task worktree's content)` : review.head],
       ["Evidence matches this diff", review.evidenceMatchesDiff ? "yes" : "no"]], "review-facts"),
     spendFacts(review.budget),
     el("h3", { text: "Files" }),
