@@ -126,7 +126,10 @@ def settings_view(app: CoordinatorApp) -> pb.SettingsView:
         view.default_hard_limit.CopyFrom(money(default))
         view.default_hard_limit_source = "settings"
     else:  # saved here ranks above the environment and the config file, as the provider choice does
-        effective = resolve_defaults({}, os.environ)
+        try:
+            effective = resolve_defaults({}, os.environ)
+        except InvalidValueError:  # a file or variable made invalid while start runs: doctor names it
+            return view
         if effective.budget_source != "built-in":
             view.default_hard_limit.CopyFrom(money(effective.budget))
             view.default_hard_limit_source = effective.budget_source

@@ -94,6 +94,8 @@ def test_with_nothing_saved_the_budget_default_is_the_environments_else_the_conf
     call(app, "/codeflux.v1.SettingsService/SetBudgetDefaults",
          pb.SetBudgetDefaultsRequest(control=control("d-clear"), hard_limit="", currency="USD"))
     assert shown() == (0, "")  # the built-in $1.00 is `codeflux run`'s; the browser suggests, never presets it
+    config.write_text("[budget]\ndefault_hard_limit = 2.5\n", encoding="utf-8")  # a float: refused by the file's rules
+    assert shown() == (0, "")  # the Settings screen still opens; doctor names the bad key
 
 
 @pytest.mark.parametrize("key", ["", "has space", "x" * 129])
