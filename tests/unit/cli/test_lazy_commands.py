@@ -120,3 +120,11 @@ def test_library_versions_are_what_importlib_metadata_reads(name: str) -> None:
     except metadata.PackageNotFoundError:
         expected = None
     assert version.installed_version(name) == expected
+
+
+def test_the_entry_itself_imports_neither_typing_nor_the_error_classes() -> None:
+    """Every command (and every worker) starts with the entry's hardening; `typing` and the ~1,200-line error module
+    cost that start ~15 ms together and are only needed once something is typed-checked or raised."""
+    probe = "import sys, codeflux.cli.entry; print(sorted({'typing', 'codeflux.domain.errors'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
