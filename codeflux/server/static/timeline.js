@@ -14,7 +14,7 @@
 // decisions and operations it names, which request row shows a tool's activity, the live output and results in
 // tools.js), but a card is DRAWN (CARD_BUILDERS, from those records only) just when it is attached — the newest
 // WINDOW, then WINDOW more per "Show earlier events" — or when a waiting approval is pinned. A 10,000-event replay
-// draws ~120 cards, not 10,000 (building every card took ~1.1 s of the page's first second).
+// draws a few hundred cards (the newest WINDOW of each batch), not 10,000 (building every card took ~1.1 s).
 
 import { badge, clear, el, facts, mutatingButton, textList } from "./dom.js";
 import { EventKind, STAGE_PHASES } from "./event_kinds.js";

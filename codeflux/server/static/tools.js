@@ -11,6 +11,9 @@
 //   only while its slot is on the page (the timeline attaches only its newest cards, timeline.js WINDOW) and not
 //   inside a collapsed row, so a long task costs one call per result someone opens. The live output of that
 //   request is then replaced by a pointer to the final result; output that arrives after it is not shown as live.
+// * Recorded, then drawn (timeline.js): every event's effect on a request is recorded here (its live output per
+//   stream, how it finished, the results its row shows); a card drawn later — "Show earlier events" — gets them
+//   from these records, and a card already drawn is updated as events come.
 
 import { badge, clear, el, facts } from "./dom.js";
 import { escapeForDisplay } from "./format.js";
