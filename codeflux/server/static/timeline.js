@@ -2,13 +2,19 @@
 // reconnect. It reads as a conversation: what the agent said, each tool call as one row (its command or file by
 // name; its live output and committed result expand inside that row), check results, the person's decisions and
 // the task's state. Every other event (execution records, model calls, checkpoints, system decisions — the ids
-// and internal keys) is internal: its card is built but shown only with "Show internal events". Approval cards (a tool request waiting for a person) get their exact operation from the
-// TaskView's pending approvals, can be answered only while that TaskView shows the task awaiting
-// authority with the request pending, and lose their buttons once an `authority-decided` event resolves
-// them. Tool results and live output: tools.js. Kinds are named only through event_kinds.js, which is
-// generated from the event registry (codeflux/domain/events.py); a test fails on a kind or payload key
-// the registry lacks. While a request waits for the person, its card is pinned at the top of the task ("Needs you",
-// workspace.js) and a placeholder holds its place in the timeline; once decided it goes back.
+// and internal keys) is internal: its card is shown only with "Show internal events". Approval cards (a tool
+// request waiting for a person) get their exact operation from the TaskView's pending approvals, can be answered
+// only while that TaskView shows the task awaiting authority with the request pending, and lose their buttons once
+// an `authority-decided` event resolves them. Tool results and live output: tools.js. Kinds are named only through
+// event_kinds.js, which is generated from the event registry (codeflux/domain/events.py); a test fails on a kind or
+// payload key the registry lacks. While a request waits for the person, its card is pinned at the top of the task
+// ("Needs you", workspace.js) and a placeholder holds its place in the timeline; once decided it goes back.
+//
+// Record, then draw (issue 20 item 5): every event is RECORDED as it arrives (RECORDERS: the calls, approvals,
+// decisions and operations it names, which request row shows a tool's activity, the live output and results in
+// tools.js), but a card is DRAWN (CARD_BUILDERS, from those records only) just when it is attached — the newest
+// WINDOW, then WINDOW more per "Show earlier events" — or when a waiting approval is pinned. A 10,000-event replay
+// draws a few hundred cards (the newest WINDOW of each batch), not 10,000 (building every card took ~1.1 s).
 
 import { badge, clear, el, facts, mutatingButton, textList } from "./dom.js";
 import { EventKind, STAGE_PHASES } from "./event_kinds.js";
@@ -17,17 +23,20 @@ import { ToolActivity } from "./tools.js";
 
 const WAITING = "waiting for the task to ask for this decision";
 // Cards attached to the page at once: the newest WINDOW, and WINDOW more per "Show earlier events" (a task of
-// 10,000 events keeps a few thousand DOM nodes). Older cards are built (their events still count) but detached.
+// 10,000 events keeps a few thousand DOM nodes). Older events are recorded (they still count) but not drawn.
 export const WINDOW = 120;
 
 export class Timeline {
   constructor(app) {
     this.app = app;
-    this.cards = new Map();
-    this.approvals = new Map();
+    // Every event's record, oldest first: { sequence, event, payload, node } — `node` is what stands at its place in
+    // the timeline once drawn (its card, or the placeholder of a card pinned under "Needs you").
+    this.entries = [];
+    this.bySequence = new Map();
+    this.approvals = new Map(); // request id → { at (its entry), card, detail, buttons, resolved, pinned, ... }
     this.decisions = new Map();
     this.operations = new Map();
-    this.tools = new ToolActivity(app);
+    this.tools = new ToolActivity(app, (payload, event) => resultRow.call(this, payload, event));
     this.root = el("ol", { class: "timeline", testid: "timeline", "aria-live": "polite", dataset: { details: "0" } });
     this.calls = new Map(); // request id → { tool, summary } from its tool-requested event
     const toggle = el("input", { type: "checkbox", testid: "timeline-details",
@@ -36,51 +45,36 @@ export class Timeline {
       " Show internal events (execution records, model calls, checkpoints, ids)"));
     this.empty = el("li", { class: "empty", testid: "timeline-empty", text: "No events yet." });
     this.root.append(this.empty);
-    this.limit = WINDOW; // how many of the newest cards are attached
-    this.detached = []; // older timeline nodes (cards or placeholders), oldest first
+    this.limit = WINDOW; // how many of the newest entries are attached
+    this.shown = 0; // the index of the oldest attached entry (the ones before it wait under "Show earlier events")
     this.earlierCount = el("span", {});
     this.earlier = el("li", { class: "card earlier", testid: "timeline-earlier" }, this.earlierCount, " ",
       el("button", { type: "button", testid: "timeline-show-earlier", onclick: () => this.showEarlier(),
         text: "Show earlier events" }));
   }
 
-  // Attached timeline nodes (not the "earlier" line, not the empty line).
-  shownCount() {
-    let count = this.root.childElementCount;
-    if (this.earlier.isConnected) count -= 1;
-    if (this.empty.isConnected) count -= 1;
-    return count;
-  }
-
-  // Keep only the newest `limit` nodes attached; the rest wait under "Show earlier events".
-  trim() {
-    const excess = this.shownCount() - this.limit;
-    if (excess > 0) {
-      const first = this.earlier.isConnected ? 1 : 0;
-      const moved = [];
-      for (let i = 0; i < excess; i += 1) {
-        const node = this.root.children[first];
-        moved.push(node);
-        node.remove();
-      }
-      this.detached.push(...moved);
-    }
-    this.updateEarlier();
-  }
-
   updateEarlier() {
-    if (this.detached.length) {
-      this.earlierCount.textContent = `${this.detached.length} earlier event(s) not shown.`;
+    if (this.shown) {
+      this.earlierCount.textContent = `${this.shown} earlier event(s) not shown.`;
       if (!this.earlier.isConnected) this.root.prepend(this.earlier);
     } else if (this.earlier.isConnected) {
       this.earlier.remove();
     }
   }
 
+  // What stands at an entry's place in the timeline, drawn from the records the first time it is needed.
+  nodeOf(entry) {
+    if (!entry.node) entry.node = this.render(entry);
+    return entry.node;
+  }
+
   showEarlier() {
-    const taken = this.detached.splice(Math.max(0, this.detached.length - WINDOW));
-    this.limit += taken.length;
-    this.earlier.after(...taken);
+    const from = Math.max(0, this.shown - WINDOW);
+    if (from === this.shown) return;
+    const nodes = this.entries.slice(from, this.shown).map((entry) => this.nodeOf(entry));
+    this.limit += this.shown - from;
+    this.shown = from;
+    this.earlier.after(...nodes);
     this.updateEarlier();
     this.tools.loadShown();
   }
@@ -90,29 +84,35 @@ export class Timeline {
     this.pinned = container;
   }
 
+  // An approval's card, drawn if it was not yet (a waiting request's card is pinned wherever its event is).
+  approvalCard(approval) {
+    if (!approval.card && approval.at) this.nodeOf(approval.at);
+    return approval.card;
+  }
+
   // Move a waiting request's card under "Needs you" (a placeholder keeps its place), or back once decided. A card
-  // made from the TaskView before replay reached its event is already there; its event's card is the placeholder.
-  pin(entry, waiting) {
-    if (!this.pinned || !entry.card) return;
-    if (waiting && !entry.placeholder && !this.pinned.contains(entry.card)) {
-      entry.placeholder = el("li", { class: "card placeholder", testid: "approval-pinned-placeholder",
+  // made from the TaskView before replay reached its event is already there; once decided it takes its event's
+  // place (it stays pinned until replay reaches that event).
+  pin(approval, waiting) {
+    if (!this.pinned) return;
+    if (waiting && !approval.pinned) {
+      const card = this.approvalCard(approval);
+      if (!card) return;
+      const placeholder = el("li", { class: "card placeholder", testid: "approval-pinned-placeholder",
         text: "A tool request waits for your decision: its card is pinned at the top of the task, under Needs you.",
-        dataset: { pinnedSeq: entry.card.dataset.seq || "" } });
-      const at = entry.card.isConnected ? -1 : this.detached.indexOf(entry.card);
-      if (at >= 0) this.detached[at] = entry.placeholder; // its place is among the earlier events not shown
-      else entry.card.replaceWith(entry.placeholder);
-      this.pinned.append(entry.card);
-    } else if (!waiting && entry.placeholder) {
-      // A card made from the TaskView takes its event's place (and sequence) in the timeline.
-      if (!entry.card.dataset.seq && entry.placeholder.dataset.seq) entry.card.dataset.seq = entry.placeholder.dataset.seq;
-      const at = entry.placeholder.isConnected ? -1 : this.detached.indexOf(entry.placeholder);
-      if (at >= 0) { // its place is among the earlier events not shown: it waits there
-        entry.card.remove();
-        this.detached[at] = entry.card;
-      } else {
-        entry.placeholder.replaceWith(entry.card);
-      }
-      entry.placeholder = null;
+        dataset: { pinnedSeq: card.dataset.seq || "" } });
+      if (card.isConnected) card.replaceWith(placeholder);
+      if (approval.at) approval.at.node = placeholder;
+      this.pinned.append(card);
+      approval.pinned = true;
+    } else if (!waiting && approval.pinned && approval.at) {
+      const card = approval.card;
+      if (!card.dataset.seq) card.dataset.seq = approval.at.sequence; // a card made from the TaskView
+      const holder = approval.at.node;
+      if (holder && holder.isConnected) holder.replaceWith(card);
+      else card.remove(); // its place is among the earlier events not shown: it waits there
+      approval.at.node = card;
+      approval.pinned = false;
     }
   }
 
@@ -126,52 +126,61 @@ export class Timeline {
     const card = el("li", { class: "card card-tool-requested", testid: "approval-card", dataset: { requestId } },
       el("div", { class: "card-meta" }, el("span", { class: "committed", text: "pending — from the task's current view" })),
       el("h3", { text: `Approval needed: ${detail.tool || "tool"}` }), parts.content);
-    this.approvals.set(requestId, { card, detail: parts.detail, buttons: parts.buttons, resolved: false,
-      detailShown: true, placeholder: null, early: true });
+    this.approvals.set(requestId, { at: null, card, detail: parts.detail, buttons: parts.buttons, resolved: false,
+      detailShown: true, pinned: true, early: true });
     this.tools.attach(requestId, parts.content);
     this.pinned.append(card);
   }
 
   has(sequence) {
-    return this.cards.has(String(sequence));
+    return this.bySequence.has(String(sequence));
   }
 
   add(event) {
     this.addMany([event]);
   }
 
-  // A run of events (a replay batch) is rendered off the page and attached in one go.
+  // A run of events (a replay batch): each is recorded; only those among the newest `limit` are drawn, off the page,
+  // and attached in one go (the attached ones that fall out of the window are detached).
   addMany(events) {
-    const fragment = document.createDocumentFragment();
+    const before = this.entries.length;
     for (const event of events) {
       const sequence = String(event.sequence);
-      if (this.cards.has(sequence)) continue;
-      const payload = parsePayload(event);
-      const card = this.render(event, payload);
-      card.dataset.seq = sequence;
-      card.dataset.kind = event.kind;
-      this.cards.set(sequence, card);
-      fragment.append(card);
+      if (this.bySequence.has(sequence)) continue;
+      const entry = { sequence, event, payload: parsePayload(event), node: null };
+      this.bySequence.set(sequence, entry);
+      this.entries.push(entry);
+      const recorder = RECORDERS[event.kind];
+      if (recorder) recorder.call(this, entry.payload, entry);
     }
-    if (!fragment.childNodes.length) return;
+    if (this.entries.length === before) return;
     if (this.empty.isConnected) this.empty.remove();
+    const from = Math.max(0, this.entries.length - this.limit);
+    for (let i = this.shown; i < Math.min(from, before); i += 1) this.entries[i].node.remove();
+    const fragment = document.createDocumentFragment();
+    for (let i = Math.max(from, before); i < this.entries.length; i += 1) fragment.append(this.nodeOf(this.entries[i]));
     this.root.append(fragment);
-    this.trim();
+    this.shown = from;
+    this.updateEarlier();
     this.tools.loadShown();
   }
 
-  render(event, payload) {
+  // An entry's card, drawn from the records (a builder may say what to do with the card once it is made: `drawn`).
+  render(entry) {
+    const { event, payload } = entry;
     const builder = CARD_BUILDERS[event.kind] || genericCard;
-    const body = builder.call(this, payload, event);
+    const body = builder.call(this, payload, event, entry);
     const internal = body.internal === undefined ? !CONVERSATION.has(event.kind) : body.internal;
-    return el("li", { class: `card card-${event.kind}${internal ? " internal" : ""}`, testid: body.testid || "timeline-card",
-      dataset: internal ? { internal: "1" } : {} },
+    const card = el("li", { class: `card card-${event.kind}${internal ? " internal" : ""}`, testid: body.testid || "timeline-card",
+      dataset: internal ? { internal: "1", seq: entry.sequence, kind: event.kind } : { seq: entry.sequence, kind: event.kind } },
       el("div", { class: "card-meta" },
         el("span", { class: "seq", text: `#${event.sequence}` }),
         el("span", { class: "committed", text: "committed" }),
         el("time", { text: timeOf(event.createdAtUs) })),
       el("h3", { text: body.title }),
       body.content);
+    if (body.drawn) body.drawn(card);
+    return card;
   }
 
   // Fill approval cards from TaskView.pending_approvals (the exact ordered arguments etc.); their buttons
@@ -182,12 +191,14 @@ export class Timeline {
     for (const [requestId, detail] of pending) if (!this.approvals.has(requestId)) this.pinEarly(detail);
     for (const [requestId, entry] of this.approvals) {
       const detail = pending.get(requestId);
-      if (detail && !entry.detailShown) {
+      if (detail && !entry.detailShown && this.approvalCard(entry)) {
         clear(entry.detail).append(approvalDetail(detail));
         entry.detailShown = true;
       }
       if (!entry.resolved && !detail && this.decisions.has(requestId)) this.resolve(requestId);
       this.pin(entry, Boolean(detail) && !entry.resolved);
+      // Not drawn yet (its buttons are set when it is) or answered (no buttons left).
+      if (!entry.buttons || entry.resolved) continue;
       const asking = Boolean(detail) && task.state === "awaiting-authority";
       for (const button of entry.buttons.querySelectorAll("button")) {
         // Allow-for-task is not offered where programs run with no OS box, allow-for-repository not while commands
@@ -218,12 +229,17 @@ export class Timeline {
     const decision = this.decisions.get(requestId);
     if (!entry || !decision || entry.resolved) return;
     entry.resolved = true;
-    entry.card.dataset.resolved = decision.outcome;
+    if (entry.card) showResolved(entry, decision);
     this.pin(entry, false);
-    clear(entry.buttons).append(
-      el("p", { class: "outcome", testid: "approval-outcome" }, "Resolved: ", badge(decision.outcome),
-        decision.decided_by ? ` by ${decision.decided_by}` : ""));
   }
+}
+
+// A decided approval card: its buttons give way to the outcome.
+function showResolved(approval, decision) {
+  approval.card.dataset.resolved = decision.outcome;
+  clear(approval.buttons).append(
+    el("p", { class: "outcome", testid: "approval-outcome" }, "Resolved: ", badge(decision.outcome),
+      decision.decided_by ? ` by ${decision.decided_by}` : ""));
 }
 
 // Arguments, the working directory, the scope (which names the program's path) and the reason (which may
@@ -289,9 +305,41 @@ function identity(pairs) {
   return el("details", { class: "ids" }, el("summary", { text: "Identity (ids)" }), facts(pairs));
 }
 
-function toolRequested(payload) {
-  const call = { tool: payload.tool || "unknown tool", summary: typeof payload.summary === "string" ? payload.summary : "" };
-  this.calls.set(payload.request_id, call);
+// What a row calls a tool call (from its tool-requested event).
+function callOf(payload) {
+  return { tool: payload.tool || "unknown tool", summary: typeof payload.summary === "string" ? payload.summary : "" };
+}
+
+// Recorded for every tool-requested event: its call, that its row shows the request's activity, and for a pending
+// one its approval (drawn when shown or pinned).
+function recordToolRequested(payload, entry) {
+  const requestId = payload.request_id;
+  this.calls.set(requestId, callOf(payload));
+  if (payload.outcome !== "pending") {
+    this.tools.own(requestId);
+    return;
+  }
+  const early = this.approvals.get(requestId);
+  if (early && early.early) {
+    // Its card was made from the TaskView and pinned before replay got here: this event's card only holds its place.
+    entry.early = true;
+    early.at = entry;
+    queueMicrotask(() => { if (early.resolved) this.pin(early, false); });
+    return;
+  }
+  this.tools.own(requestId);
+  entry.approval = { at: entry, card: null, detail: null, buttons: null, resolved: false, detailShown: false,
+    pinned: false, early: false };
+  this.approvals.set(requestId, entry.approval);
+  queueMicrotask(() => {
+    this.resolve(requestId);
+    this.scheduleApprovals();
+  });
+}
+
+function toolRequested(payload, event, entry) {
+  const call = callOf(payload);
+  const requestId = payload.request_id;
   if (payload.outcome !== "pending") {
     const content = el("div", { class: "tool-call" }, callLine(call, "tool-call-summary"),
       el("p", {}, "Decision: ", badge(payload.outcome || "unknown")),
@@ -299,36 +347,26 @@ function toolRequested(payload) {
         `Allowed for this repository earlier (${payload.repository_approval_id}); no card was needed.`) : null,
       identity([["Operation", payload.operation], ["Request", payload.request_id],
         ["Needs", (payload.needs || []).join(", ")]]));
-    this.tools.attach(payload.request_id, content);
+    this.tools.attach(requestId, content);
     return { title: "Tool call", testid: "tool-card", content };
   }
-  const requestId = payload.request_id;
-  const early = this.approvals.get(requestId);
-  if (early && early.early) {
-    // Its card was made from the TaskView and pinned before replay got here: this card only holds its place.
-    const content = el("p", { text: "Waiting — pinned above, under Needs you." });
-    queueMicrotask(() => {
-      const card = content.closest("li");
-      if (!card || early.placeholder) return;
-      early.placeholder = card;
-      card.dataset.requestId = requestId;
-      if (early.resolved) this.pin(early, false);
-    });
-    return { title: `Approval requested: ${payload.tool || "tool"}`, testid: "approval-pinned-placeholder", content };
+  if (entry.early) {
+    return { title: `Approval requested: ${payload.tool || "tool"}`, testid: "approval-pinned-placeholder",
+      content: el("p", { text: "Waiting — pinned above, under Needs you." }),
+      drawn: (card) => { card.dataset.requestId = requestId; } };
   }
+  const approval = entry.approval;
   const detail = el("div", { class: "approval-detail" }, callLine(call, "tool-call-summary"),
     facts([["Tool", payload.tool], ["Operation", payload.operation], ["Needs", (payload.needs || []).join(", ")]]));
   const parts = approvalParts.call(this, requestId, payload.tool, detail);
-  const content = parts.content;
-  this.tools.attach(requestId, content);
-  queueMicrotask(() => {
-    const card = content.closest("li");
-    this.approvals.set(requestId, { card, detail, buttons: parts.buttons, resolved: false, detailShown: false });
-    if (card) card.dataset.requestId = requestId;
-    this.resolve(requestId);
-    this.scheduleApprovals();
-  });
-  return { title: `Approval needed: ${payload.tool || "tool"}`, testid: "approval-card", content };
+  this.tools.attach(requestId, parts.content);
+  return { title: `Approval needed: ${payload.tool || "tool"}`, testid: "approval-card", content: parts.content,
+    drawn: (card) => {
+      card.dataset.requestId = requestId;
+      Object.assign(approval, { card, detail, buttons: parts.buttons });
+      if (approval.resolved) showResolved(approval, this.decisions.get(requestId));
+      else this.scheduleApprovals(); // its buttons' state
+    } };
 }
 
 // The body of an approval card: what it asks, its detail and its buttons. The buttons' scope is "pinned": they are
@@ -347,9 +385,12 @@ function approvalParts(requestId, tool, detail) {
   return { content, detail, buttons };
 }
 
-function authorityDecided(payload) {
+function recordAuthorityDecided(payload) {
   this.decisions.set(payload.request_id, payload);
   queueMicrotask(() => this.resolve(payload.request_id));
+}
+
+function authorityDecided(payload) {
   const denied = payload.denied && payload.denied.length
     ? el("p", { testid: "denied-capabilities" }, `Blocked for this task: ${payload.denied.join(", ")}`) : null;
   const repository = payload.repository_approval_id
@@ -367,37 +408,53 @@ function authorityDecided(payload) {
   };
 }
 
-function executionIntended(payload) {
+// A request without a row of its own shows its activity in its execution's card.
+function recordExecutionIntended(payload, entry) {
   this.operations.set(payload.execution_id, payload.operation);
+  if (payload.request_id && !this.tools.hostOf(payload.request_id)) {
+    this.tools.own(payload.request_id);
+    entry.hosts = true;
+  }
+}
+
+function executionIntended(payload, event, entry) {
   const content = el("div", {}, facts([["Operation", payload.operation], ["Execution", payload.execution_id],
     ["Used approval", payload.consumed_approval_id || "none"]]));
-  if (!this.tools.hostOf(payload.request_id)) this.tools.attach(payload.request_id, content); // no row of its own
+  if (entry.hosts) this.tools.attach(payload.request_id, content); // no row of its own
   return { title: "Tool execution started", testid: "tool-card", content };
 }
 
-// The event says how it ended; its result goes into the tool call's own row (one row per call), collapsed: the
-// committed result is read when it is expanded (tools.js). Without that row (never on a whole replay) it stays here.
-function executionFinished(payload, event) {
+// The event says how it ended; its result goes into the tool call's own row (one row per call) — drawn there, now or
+// when that row is — collapsed: the committed result is read when it is expanded (tools.js). Without that row (never
+// on a whole replay) it stays here.
+function recordExecutionFinished(payload, entry) {
+  entry.hosted = this.tools.hostOf(payload.request_id || "");
+  this.tools.recordFinished(payload, entry.event, entry.hosted);
+}
+
+function resultRow(payload, event) {
   const known = payload.exit_code !== null && payload.exit_code !== undefined;
   const requestId = payload.request_id || "";
   const details = el("details", { class: "tool-result-details", testid: "tool-result-details",
     ontoggle: () => this.tools.loadShown() }, el("summary", { text: "Output and committed result" }),
-  this.tools.finished(payload, event));
-  const result = el("div", { testid: "tool-result", dataset: { requestId } },
+  this.tools.slot(payload, event));
+  return el("div", { testid: "tool-result", dataset: { requestId } },
     el("p", { class: "tool-call-outcome", testid: "tool-call-outcome" }, "Ended: ", badge(payload.state || "unknown"),
       known ? `, exit code ${payload.exit_code}` : "", payload.failure_kind ? ` — ${payload.failure_kind}` : ""),
     details);
+}
+
+function executionFinished(payload, event, entry) {
+  const requestId = payload.request_id || "";
   const ids = identity([["Operation", this.operations.get(payload.execution_id) || "unknown"],
     ["Execution", payload.execution_id], ["Request", requestId]]);
-  const host = this.tools.hostOf(requestId);
-  if (host) {
-    host.append(result);
+  if (entry.hosted) {
     return { title: "Tool execution finished", testid: "tool-card", internal: true,
       content: el("div", {}, el("p", { text: "Its result is shown in the tool call's row." }), ids) };
   }
   const call = this.calls.get(requestId);
   return { title: "Tool call finished", testid: "tool-card", internal: false,
-    content: el("div", {}, call ? callLine(call) : null, result, ids) };
+    content: el("div", {}, call ? callLine(call) : null, resultRow.call(this, payload, event), ids) };
 }
 
 function modelCall(payload, event) {
@@ -522,7 +579,7 @@ const CARD_BUILDERS = {
   [EventKind.AUTHORITY_DECIDED]: authorityDecided,
   [EventKind.TOOL_EXECUTION_INTENDED]: executionIntended,
   [EventKind.TOOL_EXECUTION_FINISHED]: executionFinished,
-  [EventKind.TOOL_OUTPUT]: function toolOutput(payload, event) { return this.tools.output(payload, event); },
+  [EventKind.TOOL_OUTPUT]: function toolOutput(payload, event, entry) { return this.tools.outputCard(entry.output); },
   [EventKind.MODEL_CALL_PLANNED]: modelCall,
   [EventKind.MODEL_CALL_FINISHED]: modelCall,
   [EventKind.MODEL_CALL_REFUSED]: modelCall,
@@ -535,4 +592,13 @@ const CARD_BUILDERS = {
   [EventKind.RECOVERY_ASSESSED]: recoveryAssessed,
   [EventKind.AGENT_MESSAGE]: agentMessage,
   [EventKind.BROWSER_DECISION_REFUSED]: browserDecisionRefused,
+};
+
+// What an event changes in the timeline's records, whether or not its card is ever drawn (see the top of this file).
+const RECORDERS = {
+  [EventKind.TOOL_REQUESTED]: recordToolRequested,
+  [EventKind.AUTHORITY_DECIDED]: recordAuthorityDecided,
+  [EventKind.TOOL_EXECUTION_INTENDED]: recordExecutionIntended,
+  [EventKind.TOOL_EXECUTION_FINISHED]: recordExecutionFinished,
+  [EventKind.TOOL_OUTPUT]: function recordOutput(payload, entry) { entry.output = this.tools.recordOutput(payload); },
 };

@@ -11,6 +11,9 @@
 //   only while its slot is on the page (the timeline attaches only its newest cards, timeline.js WINDOW) and not
 //   inside a collapsed row, so a long task costs one call per result someone opens. The live output of that
 //   request is then replaced by a pointer to the final result; output that arrives after it is not shown as live.
+// * Recorded, then drawn (timeline.js): every event's effect on a request is recorded here (its live output per
+//   stream, how it finished, the results its row shows); a card drawn later — "Show earlier events" — gets them
+//   from these records, and a card already drawn is updated as events come.
 
 import { badge, clear, el, facts } from "./dom.js";
 import { escapeForDisplay } from "./format.js";
@@ -69,9 +72,11 @@ function shown(slot) {
 }
 
 export class ToolActivity {
-  constructor(app) {
+  // drawResult(payload, event): the element a `tool-execution-finished` event adds to its request's row.
+  constructor(app, drawResult) {
     this.app = app;
-    this.requests = new Map(); // request id → { host, live, streams, finishedSeq, view, pointer }
+    this.drawResult = drawResult;
+    this.requests = new Map(); // request id → its record (entry())
     this.failed = new Map(); // finished sequence → retry()
     this.queue = [];
     this.loading = 0;
@@ -103,94 +108,166 @@ export class ToolActivity {
     }
   }
 
+  // A request's record (timeline.js records every event; cards are drawn only when shown). Recorded: whether a card
+  // of its own shows its activity (`owned`: its tool call row or approval card, else its execution's card) or, with
+  // none, its first output entry does (`fallback`); its live output per stream; how it finished; the results its row
+  // shows. Drawn: the element showing its activity (`host`; `ownHost` when that is its own row), the live output
+  // section there or the pointer that replaced it.
   entry(requestId) {
     let found = this.requests.get(requestId);
     if (!found) {
-      found = { host: null, live: null, streams: new Map(), finishedSeq: "", view: null, pointer: null };
+      found = { owned: false, fallback: false, streams: new Map(), finished: null, results: [], view: null,
+        host: null, ownHost: null, live: null, pres: new Map(), pointer: null };
       this.requests.set(requestId, found);
     }
     return found;
   }
 
-  // The element of the request's own card (its tool call row or approval card) that shows its activity, if any.
+  // Whether the request has a card of its own that shows its activity (drawn or not).
   hostOf(requestId) {
     const found = this.requests.get(requestId);
-    return found && found.host && !found.hostIsFallback ? found.host : null;
+    return Boolean(found && found.owned);
   }
 
-  // `host` (an element in the request's card) shows the request's live output from now on.
+  // Recorded: the request's own card (not drawn yet) shows its activity.
+  own(requestId) {
+    if (requestId) this.entry(requestId).owned = true;
+  }
+
+  // Drawn: `host` (an element in the request's own card) shows its live output and results, recorded and to come.
   attach(requestId, host) {
     if (!requestId) return;
     const entry = this.entry(requestId);
-    entry.host = host;
-    if (entry.live) host.append(entry.live);
+    entry.owned = true;
+    this.show(entry, host);
+    entry.ownHost = host;
+    for (const result of entry.results) {
+      if (result.drawn) continue;
+      result.drawn = true;
+      host.append(this.drawResult(result.payload, result.event));
+    }
   }
 
-  // A `tool-output` event: returns its own small entry; the text goes to the request's tool card.
-  output(payload, event) {
+  // `host` shows the request's live output (or the pointer that replaced it) from now on.
+  show(entry, host) {
+    entry.host = host;
+    if (entry.live) host.append(entry.live);
+    else if (entry.pointer) host.append(entry.pointer);
+    else if (entry.streams.size && entry.finished) host.append(entry.pointer = this.pointer(entry));
+    else if (entry.streams.size) host.append(entry.live = this.liveSection(entry));
+  }
+
+  liveSection(entry) {
+    const section = el("section", { class: "live-output", testid: "tool-live-output" },
+      el("h4", {}, badge("running"), " Live output (streamed, not final)"),
+      el("p", { class: "notice", text: "Streamed while the tool runs; the committed result replaces it when it finishes." }));
+    entry.pres = new Map();
+    for (const [stream, live] of entry.streams) this.liveStream(entry, section, stream, live);
+    return section;
+  }
+
+  liveStream(entry, section, stream, live) {
+    const pre = el("pre", { class: "output live", testid: `tool-live-${stream}`, text: live.parts.join("") });
+    section.append(el("h5", { text: `${stream} (live)` }), pre);
+    entry.pres.set(stream, pre);
+  }
+
+  // A `tool-output` event recorded: its text goes to the request's live output; returns what its own small entry
+  // says (outputCard).
+  recordOutput(payload) {
     const requestId = typeof payload.request_id === "string" ? payload.request_id : "";
     const stream = payload.stream === "stderr" ? "stderr" : "stdout";
     const text = typeof payload.text === "string" ? payload.text : "";
     const entry = this.entry(requestId);
-    const line = el("p", { class: "chunk" });
-    const content = el("div", {}, line);
     let where = "shown in the request's tool card";
-    if (entry.finishedSeq) {
-      where = `arrived after the final result (#${entry.finishedSeq}); not shown as live output`;
+    let fallback = false;
+    if (entry.finished) {
+      where = `arrived after the final result (#${entry.finished.sequence}); not shown as live output`;
     } else {
-      if (!entry.host) {
-        entry.host = content.appendChild(el("div", {})); // no card of this request: show it here
-        entry.hostIsFallback = true;
+      if (!entry.owned && !entry.fallback) {
+        entry.fallback = fallback = true; // no card of this request: this entry shows it
         where = "shown below";
       }
       this.appendLive(entry, stream, text, payload.offset);
     }
-    line.append(`${text.length} characters of ${stream} (live, not final) — ${where}.`);
-    return { title: `Live output: ${requestId || "unknown request"}`, testid: "tool-output-chunk", content };
+    return { requestId, stream, length: text.length, where, fallback };
+  }
+
+  // A `tool-output` event's own small entry: where its text went (and, for a request with no card, the text).
+  outputCard(output) {
+    const content = el("div", {}, el("p", { class: "chunk",
+      text: `${output.length} characters of ${output.stream} (live, not final) — ${output.where}.` }));
+    const entry = this.entry(output.requestId);
+    if (output.fallback && !entry.host) this.show(entry, content.appendChild(el("div", {})));
+    return { title: `Live output: ${output.requestId || "unknown request"}`, testid: "tool-output-chunk", content };
   }
 
   appendLive(entry, stream, text, offset) {
-    if (!entry.live) {
-      entry.live = el("section", { class: "live-output", testid: "tool-live-output" },
-        el("h4", {}, badge("running"), " Live output (streamed, not final)"),
-        el("p", { class: "notice", text: "Streamed while the tool runs; the committed result replaces it when it finishes." }));
-      entry.host.append(entry.live);
-    }
     let live = entry.streams.get(stream);
     if (!live) {
-      live = { length: 0, capped: false, pre: el("pre", { class: "output live", testid: `tool-live-${stream}` }) };
-      entry.live.append(el("h5", { text: `${stream} (live)` }), live.pre);
+      live = { length: 0, capped: false, parts: [] };
       entry.streams.set(stream, live);
     }
     if (live.capped) return;
     const at = Number.isFinite(Number(offset)) && offset !== undefined && offset !== null ? Number(offset) : live.length;
+    const pieces = [];
     let chunk = text;
-    if (at > live.length) live.pre.append(`\n[… ${at - live.length} characters not received …]\n`);
+    if (at > live.length) pieces.push(`\n[… ${at - live.length} characters not received …]\n`);
     else if (at < live.length) chunk = chunk.slice(live.length - at); // already shown (overlap)
     live.length = Math.max(live.length, at) + chunk.length;
-    live.pre.append(chunk);
+    pieces.push(chunk);
     if (live.length > LIVE_CAP) {
       live.capped = true;
-      live.pre.append("\n[… live view capped; the final result shows what codeflux stored …]");
+      pieces.push("\n[… live view capped; the final result shows what codeflux stored …]");
     }
+    live.parts.push(...pieces);
+    if (!entry.host) return; // drawn when its card is
+    if (!entry.live) entry.host.append(entry.live = this.liveSection(entry));
+    else if (!entry.pres.has(stream)) this.liveStream(entry, entry.live, stream, live);
+    else entry.pres.get(stream).append(...pieces);
   }
 
-  // A `tool-execution-finished` event: a card body whose result is read from the coordinator.
-  finished(payload, event) {
+  // What replaced the live output once the request finished (its state from the event, or the read result's).
+  pointer(entry) {
+    const { payload, sequence } = entry.finished;
+    const view = entry.view;
+    if (view) {
+      return el("p", { class: "live-replaced", testid: "tool-live-replaced" }, "Final (committed): ",
+        badge(view.state || "unknown"), `, ${exitText(view)} — the live output was replaced by the committed result in #${sequence}.`);
+    }
+    const exit = payload.exit_code === null || payload.exit_code === undefined ? "no exit code reported"
+      : `exit code ${payload.exit_code}`;
+    return el("p", { class: "live-replaced", testid: "tool-live-replaced" }, "Final (committed): ",
+      badge(payload.state || "unknown"), `, ${exit} — the live output was replaced by the committed result (#${sequence}).`);
+  }
+
+  // A `tool-execution-finished` event recorded: live output ends (the pointer replaces it); with a row of its own
+  // (`hosted`) its result is drawn there, now or when the row is.
+  recordFinished(payload, event, hosted) {
     const requestId = typeof payload.request_id === "string" ? payload.request_id : "";
-    const sequence = String(event.sequence);
     const entry = this.entry(requestId);
-    entry.finishedSeq = sequence;
-    const slot = el("div", { class: "tool-result-slot", testid: "tool-result-slot" },
-      el("p", { class: "loading", text: "Reading the committed result…" }));
+    entry.finished = { payload, sequence: String(event.sequence) };
     if (entry.live) {
-      const exit = payload.exit_code === null || payload.exit_code === undefined ? "no exit code reported"
-        : `exit code ${payload.exit_code}`;
-      entry.pointer = el("p", { class: "live-replaced", testid: "tool-live-replaced" }, "Final (committed): ",
-        badge(payload.state || "unknown"), `, ${exit} — the live output was replaced by the committed result (#${sequence}).`);
+      entry.pointer = this.pointer(entry);
       entry.live.replaceWith(entry.pointer);
       entry.live = null;
     }
+    if (!hosted) return;
+    const result = { payload, event, drawn: false };
+    entry.results.push(result);
+    if (entry.ownHost) {
+      result.drawn = true;
+      entry.ownHost.append(this.drawResult(payload, event));
+    }
+  }
+
+  // The slot of a finished request's committed result, read once it is shown (loadShown).
+  slot(payload, event) {
+    const requestId = typeof payload.request_id === "string" ? payload.request_id : "";
+    const sequence = String(event.sequence);
+    const entry = this.entry(requestId);
+    const slot = el("div", { class: "tool-result-slot", testid: "tool-result-slot" },
+      el("p", { class: "loading", text: "Reading the committed result…" }));
     const taskId = this.app.taskId;
     const load = async () => {
       this.failed.delete(sequence);
