@@ -48,8 +48,8 @@ __all__ = [
 
 _MAX_ARGUMENTS: Final = 200
 _UNKNOWN: Final = "unknown: "
-_PRICE_COLUMNS: Final = ("provider", "model", "input", "output", "cache read", "cache write", "currency",
-                         "effective", "source")
+_PRICE_COLUMNS: Final = ("provider", "model", "input", "output", "cache read", "cache write", "cache write 1h",
+                         "currency", "effective", "source")
 
 
 def _amount(value: common_pb2.MaybeMoney) -> str:
@@ -275,7 +275,7 @@ def print_prices(ctx: CliContext, prices: product_pb2.PriceList) -> None:
 def _price_cells(row: product_pb2.PriceRow) -> tuple[str, ...]:
     source = row.source if not row.revision or row.source == "shipped" else f"user r{row.revision}"
     model = row.model + (f" ({', '.join(row.aliases)})" if row.aliases else "")
-    rates = (row.input, row.output, row.cache_read, row.cache_write)
+    rates = (row.input, row.output, row.cache_read, row.cache_write, row.cache_write_1h)
     return (row.provider, model, *(rate or "unknown" for rate in rates), row.currency, row.effective_date, source)
 
 

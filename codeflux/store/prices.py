@@ -37,6 +37,7 @@ _COMPONENTS: Final = (
     (PriceComponent.CACHE_READ, "cache_read"),
     (PriceComponent.CACHE_WRITE, "cache_write"),
     (PriceComponent.REASONING, "reasoning"),
+    (PriceComponent.CACHE_WRITE_1H, "cache_write_1h"),  # 000020: after the others, as the columns were added
 )
 _RATE_COLUMNS: Final = ", ".join(f"{name}_num, {name}_den" for _, name in _COMPONENTS)
 _PRICE = (f"id, provider, model, revision, source, source_detail, currency, effective_date, {_RATE_COLUMNS},"
@@ -82,11 +83,12 @@ def _price_row(row: Row) -> PriceRevisionRow:
         cache_read_minor_per_token=rates[PriceComponent.CACHE_READ.value],
         cache_write_minor_per_token=rates[PriceComponent.CACHE_WRITE.value],
         reasoning_minor_per_token=rates[PriceComponent.REASONING.value],
+        cache_write_1h_minor_per_token=rates[PriceComponent.CACHE_WRITE_1H.value],
     )
     return PriceRevisionRow(
         snapshot_id=_int(row[0]), provider=str(row[1]), model=str(row[2]), revision=_int(row[3]),
         source=decode_choice(PriceSource, row[4], kind="price source"), source_detail=str(row[5]), price=price,
-        effective_date=dt.date.fromisoformat(str(row[7])), recorded_at_us=_int(row[18]),
+        effective_date=dt.date.fromisoformat(str(row[7])), recorded_at_us=_int(row[8 + 2 * len(_COMPONENTS)]),
     )
 
 
@@ -103,7 +105,7 @@ def insert_price_revision(
 ) -> PriceRevisionRow:
     """Record the next revision of ``model``'s rates and return it."""
     pairs = [value for component, _ in _COMPONENTS for value in _rate_pair(price.rate(component))]
-    placeholders = ", ".join("?" for _ in range(19))
+    placeholders = ", ".join("?" for _ in range(9 + 2 * len(_COMPONENTS)))
     rows = tx.execute(
         f"INSERT INTO price_snapshots ({_PRICE}) VALUES ({placeholders})"  # noqa: S608
         " RETURNING " + _PRICE,

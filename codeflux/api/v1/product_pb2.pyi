@@ -1710,7 +1710,7 @@ class ListPricesRequest(_message.Message):
     def __init__(self, provider: _Optional[str] = ...) -> None: ...
 
 class PriceRow(_message.Message):
-    __slots__ = ("provider", "model", "aliases", "input", "output", "cache_read", "cache_write", "currency", "effective_date", "source", "revision")
+    __slots__ = ("provider", "model", "aliases", "input", "output", "cache_read", "cache_write", "currency", "effective_date", "source", "revision", "cache_write_1h")
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     ALIASES_FIELD_NUMBER: _ClassVar[int]
@@ -1722,6 +1722,7 @@ class PriceRow(_message.Message):
     EFFECTIVE_DATE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_1H_FIELD_NUMBER: _ClassVar[int]
     provider: str
     model: str
     aliases: _containers.RepeatedScalarFieldContainer[str]
@@ -1733,7 +1734,8 @@ class PriceRow(_message.Message):
     effective_date: str
     source: str
     revision: int
-    def __init__(self, provider: _Optional[str] = ..., model: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., input: _Optional[str] = ..., output: _Optional[str] = ..., cache_read: _Optional[str] = ..., cache_write: _Optional[str] = ..., currency: _Optional[str] = ..., effective_date: _Optional[str] = ..., source: _Optional[str] = ..., revision: _Optional[int] = ...) -> None: ...
+    cache_write_1h: str
+    def __init__(self, provider: _Optional[str] = ..., model: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., input: _Optional[str] = ..., output: _Optional[str] = ..., cache_read: _Optional[str] = ..., cache_write: _Optional[str] = ..., currency: _Optional[str] = ..., effective_date: _Optional[str] = ..., source: _Optional[str] = ..., revision: _Optional[int] = ..., cache_write_1h: _Optional[str] = ...) -> None: ...
 
 class PriceList(_message.Message):
     __slots__ = ("prices", "outcome")
@@ -1744,7 +1746,7 @@ class PriceList(_message.Message):
     def __init__(self, prices: _Optional[_Iterable[_Union[PriceRow, _Mapping]]] = ..., outcome: _Optional[str] = ...) -> None: ...
 
 class SetPriceRequest(_message.Message):
-    __slots__ = ("control", "provider", "model", "input", "output", "cache_read", "cache_write", "currency", "effective_date")
+    __slots__ = ("control", "provider", "model", "input", "output", "cache_read", "cache_write", "currency", "effective_date", "cache_write_1h")
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -1754,6 +1756,7 @@ class SetPriceRequest(_message.Message):
     CACHE_WRITE_FIELD_NUMBER: _ClassVar[int]
     CURRENCY_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_DATE_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_1H_FIELD_NUMBER: _ClassVar[int]
     control: _common_pb2.MutationControl
     provider: str
     model: str
@@ -1763,7 +1766,8 @@ class SetPriceRequest(_message.Message):
     cache_write: str
     currency: str
     effective_date: str
-    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., input: _Optional[str] = ..., output: _Optional[str] = ..., cache_read: _Optional[str] = ..., cache_write: _Optional[str] = ..., currency: _Optional[str] = ..., effective_date: _Optional[str] = ...) -> None: ...
+    cache_write_1h: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., input: _Optional[str] = ..., output: _Optional[str] = ..., cache_read: _Optional[str] = ..., cache_write: _Optional[str] = ..., currency: _Optional[str] = ..., effective_date: _Optional[str] = ..., cache_write_1h: _Optional[str] = ...) -> None: ...
 
 class RunDoctorRequest(_message.Message):
     __slots__ = ()
