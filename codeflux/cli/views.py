@@ -167,6 +167,8 @@ def print_task(ctx: CliContext, view: product_pb2.TaskView,
         ctx.say(f"  spend        {view.budget.spend_line}")
         for line in view.budget.lines:
             ctx.say(f"  {line}")
+        for use in view.budget.prices:
+            ctx.say(f"  prices       {escape_for_display(use.line)}")
     else:
         ctx.say("  budget       none set (`codeflux budget set --task ID --limit AMOUNT`)")
     for pending in view.pending_approvals:

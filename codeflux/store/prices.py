@@ -21,6 +21,7 @@ from codeflux.store.decoding import decode_choice
 
 __all__ = [
     "PriceRevisionRow",
+    "PriceUse",
     "insert_endpoint_approval",
     "insert_price_revision",
     "insert_rung_approval",
@@ -29,6 +30,7 @@ __all__ = [
     "latest_price_revision",
     "latest_price_revisions",
     "newest_price_snapshot_id",
+    "price_uses_of_task",
 ]
 
 _COMPONENTS: Final = (
@@ -153,6 +155,36 @@ def latest_price_revisions(
         (source.value, provider, provider),
     )
     return [_price_row(row) for row in rows]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PriceUse:
+    """The price revision a task's model calls were priced with (``revision`` None: calls that had no price), and
+    which calls (``request_ids``, in the order they were planned)."""
+
+    revision: PriceRevisionRow | None
+    request_ids: tuple[str, ...]
+
+
+def price_uses_of_task(view: ReadView, task_id: TaskId) -> list[PriceUse]:
+    """Each price revision ``task_id``'s model requests point at (``model_requests.price_snapshot_id``), with its
+    calls, in the order of each revision's first call; the calls priced by none last."""
+    rows = view.query_all(
+        "SELECT id, price_snapshot_id FROM model_requests WHERE task_id = ? ORDER BY planned_at_us, id",
+        (task_id.value,),
+    )
+    calls: dict[int | None, list[str]] = {}
+    for row in rows:
+        calls.setdefault(None if row[1] is None else _int(row[1]), []).append(str(row[0]))
+    found = view.query_all(
+        f"SELECT {_PRICE} FROM price_snapshots WHERE id IN"  # noqa: S608
+        " (SELECT price_snapshot_id FROM model_requests WHERE task_id = ?)", (task_id.value,))
+    revisions = {item.snapshot_id: item for item in map(_price_row, found)}
+    ids = [snapshot_id for snapshot_id in calls if snapshot_id is not None]
+    uses = [PriceUse(revision=revisions[snapshot_id], request_ids=tuple(calls[snapshot_id])) for snapshot_id in ids]
+    if None in calls:
+        uses.append(PriceUse(revision=None, request_ids=tuple(calls[None])))
+    return uses
 
 
 # ─── approvals ───────────────────────────────────────────────────────────────────────────────────

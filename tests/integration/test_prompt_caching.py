@@ -31,15 +31,17 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import Message, ModelRequest, Role, TextPart, ToolCall, ToolResult, tool_specs_for
 from codeflux.domain.money import USD, Money, UnknownCost
-from codeflux.domain.pricing import Price, TokenUsage
+from codeflux.domain.pricing import Price, PriceSource, TokenUsage
 from codeflux.domain.providers import ProviderName
 from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import TOOL_CATALOG
 from codeflux.providers.anthropic import CACHE_BREAKPOINT_LIMIT, ONE_HOUR_CACHE_WRITES, AnthropicAdapter
-from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS
+from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, SHIPPED_SOURCE
 from codeflux.redact import Redactor
+from codeflux.services.views import price_use_view, rfc3339_of_us
 from codeflux.store.database import Database
 from codeflux.store.model_requests import read_model_request
+from codeflux.store.prices import price_uses_of_task
 from codeflux.store.tasks import insert_task
 from tests.fixtures.provider_servers import ProviderServer, anthropic_message, json_reply
 
@@ -236,6 +238,14 @@ def test_documented_one_hour_cache_writes_are_priced_at_the_one_hour_rate_never_
     assert row.end.usage.cache_write_1h_tokens == 100  # kept in the call's record
     assert ONE_HOUR_CACHE_WRITES in (row.end.cost_reason or "")  # codeflux never asks for them: said
     assert not BudgetService(db).summary(task_id).pending_decisions
+    # The task's evidence names the price that priced the call: the shipped snapshot, its package, version and date.
+    (use,) = db.read(lambda view: price_uses_of_task(view, task_id))
+    assert use.request_ids == (reply.request_id,) and use.revision is not None
+    assert (use.revision.snapshot_id, use.revision.source) == (row.plan.price_snapshot_id, PriceSource.SHIPPED)
+    shown = price_use_view(use)
+    assert shown.line == (f"priced by anthropic {MODEL} revision 1, the shipped snapshot {SHIPPED_SOURCE}; "
+                          f"https://www.anthropic.com/pricing#api, effective {use.revision.effective_date}: 1 call")
+    assert (shown.priced, shown.source, list(shown.request_ids)) == (True, "shipped", [reply.request_id])
 
 
 def test_one_hour_cache_writes_under_a_price_without_a_one_hour_rate_are_an_unknown_charge_never_zero(
@@ -258,6 +268,11 @@ def test_one_hour_cache_writes_under_a_price_without_a_one_hour_rate_are_an_unkn
     assert row is not None and row.end is not None and row.end.cost_minor is None
     assert f"no cache-write-1h price for model {MODEL}" in (row.end.cost_reason or "")
     assert BudgetService(db).summary(task_id).pending_decisions  # an unknown charge waits for a person
+    (use,) = db.read(lambda view: price_uses_of_task(view, task_id))  # the user's revision priced it: said, with when
+    assert use.revision is not None and use.revision.source is PriceSource.USER
+    assert price_use_view(use).line == (
+        f"priced by anthropic {MODEL} revision 1, a user revision (codeflux prices set) recorded "
+        f"{rfc3339_of_us(use.revision.recorded_at_us)}, effective 2026-12-03: 1 call")
 
 
 def test_the_documented_prewarm_response_is_a_cache_write_of_its_tokens(
