@@ -167,6 +167,17 @@ def _attempt(attempt: product_pb2.AttemptView) -> dict[str, object]:
             "stopped_at": _text(attempt.stopped_at)}
 
 
+def _price_use(use: product_pb2.PriceUseView) -> dict[str, object]:
+    """Which price revision priced which calls; every key null for the calls that had no price."""
+    def text(value: str) -> str | None:
+        return value if use.priced else None
+
+    return {"snapshot_id": use.snapshot_id if use.priced else None, "provider": text(use.provider),
+            "model": text(use.model), "revision": use.revision if use.priced else None, "source": text(use.source),
+            "source_detail": text(use.source_detail), "effective_date": text(use.effective_date),
+            "recorded_at": text(use.recorded_at), "request_ids": list(use.request_ids)}
+
+
 def _budget(budget: product_pb2.BudgetView) -> dict[str, object]:
     return {
         "revision": budget.revision,
@@ -180,6 +191,7 @@ def _budget(budget: product_pb2.BudgetView) -> dict[str, object]:
         "token_limit": budget.token_limit if budget.token_limit_set else None,
         "exhausted": budget.exhausted,
         "pending_decisions": list(budget.pending_decisions),
+        "prices": [_price_use(use) for use in budget.prices],
     }
 
 

@@ -113,6 +113,7 @@ EXIT_CODE_FOR_ERROR: dict[type[e.CodefluxError], ExitCode] = {
     e.ProviderError: ExitCode.FAILED,
     e.ProviderRejectedError: ExitCode.FAILED,
     e.ContextTooLongError: ExitCode.FAILED,
+    e.ContextWindowFullError: ExitCode.FAILED,
     e.ProviderUnavailableError: ExitCode.FAILED,
     e.ProviderReplyInvalidError: ExitCode.FAILED,
     e.ProviderRequestInvalidError: ExitCode.FAILED,

@@ -43,7 +43,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     setting.add_argument("--input", required=True, metavar="R", help="uncached input, per million tokens")
     setting.add_argument("--output", required=True, metavar="R", help="output (reasoning included), per million")
     setting.add_argument("--cache-read", default=None, metavar="R", help="cache reads per million (else unknown)")
-    setting.add_argument("--cache-write", default=None, metavar="R", help="cache writes per million (else unknown)")
+    setting.add_argument("--cache-write", default=None, metavar="R",
+                         help="cache writes per million (Anthropic: the 5-minute ones; else unknown)")
+    setting.add_argument("--cache-write-1h", default=None, metavar="R",
+                         help="1-hour cache writes per million (Anthropic; else a reported one is unknown)")
     setting.add_argument("--currency", required=True, metavar="CODE", help="ISO 4217 code, such as USD")
     setting.add_argument("--effective-date", default=None, metavar="YYYY-MM-DD",
                          help="from when the rates apply (default: today, UTC)")
@@ -65,7 +68,8 @@ def channel_needs(args: argparse.Namespace) -> ChannelNeeds:
 def _set_request(args: argparse.Namespace) -> pb.SetPriceRequest:
     request = pb.SetPriceRequest(
         control=control(), provider=args.provider, model=args.model, input=args.input, output=args.output,
-        cache_read=args.cache_read or "", cache_write=args.cache_write or "", currency=args.currency,
+        cache_read=args.cache_read or "", cache_write=args.cache_write or "",
+        cache_write_1h=args.cache_write_1h or "", currency=args.currency,
         effective_date=args.effective_date or "")
     parse_price(request, _FLAGS)  # a bad flag is refused here, before a database is created for it
     return request

@@ -48,8 +48,8 @@ __all__ = [
 
 _MAX_ARGUMENTS: Final = 200
 _UNKNOWN: Final = "unknown: "
-_PRICE_COLUMNS: Final = ("provider", "model", "input", "output", "cache read", "cache write", "currency",
-                         "effective", "source")
+_PRICE_COLUMNS: Final = ("provider", "model", "input", "output", "cache read", "cache write", "cache write 1h",
+                         "currency", "effective", "source")
 
 
 def _amount(value: common_pb2.MaybeMoney) -> str:
@@ -167,6 +167,8 @@ def print_task(ctx: CliContext, view: product_pb2.TaskView,
         ctx.say(f"  spend        {view.budget.spend_line}")
         for line in view.budget.lines:
             ctx.say(f"  {line}")
+        for use in view.budget.prices:
+            ctx.say(f"  prices       {escape_for_display(use.line)}")
     else:
         ctx.say("  budget       none set (`codeflux budget set --task ID --limit AMOUNT`)")
     for pending in view.pending_approvals:
@@ -275,7 +277,7 @@ def print_prices(ctx: CliContext, prices: product_pb2.PriceList) -> None:
 def _price_cells(row: product_pb2.PriceRow) -> tuple[str, ...]:
     source = row.source if not row.revision or row.source == "shipped" else f"user r{row.revision}"
     model = row.model + (f" ({', '.join(row.aliases)})" if row.aliases else "")
-    rates = (row.input, row.output, row.cache_read, row.cache_write)
+    rates = (row.input, row.output, row.cache_read, row.cache_write, row.cache_write_1h)
     return (row.provider, model, *(rate or "unknown" for rate in rates), row.currency, row.effective_date, source)
 
 

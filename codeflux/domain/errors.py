@@ -82,6 +82,7 @@ to these classes by the adapter that met them and chained with ``from``.
     ├── ProviderError                    a model provider call gave no usable reply         (exit 1)
     │   ├── ProviderRejectedError        the provider refused the request (4xx: key, model, body)
     │   │   └── ContextTooLongError      … because the request does not fit the model's context window
+    │   │       └── ContextWindowFullError   not sent: the estimated input leaves too little of the window
     │   ├── ProviderUnavailableError     unreachable, rate limited or failing (429/5xx) after retries
     │   ├── ProviderReplyInvalidError    the reply was malformed, oversize or a redirect; refused
     │   ├── ProviderRequestInvalidError  a request the provider would reject was not sent (empty turn)
@@ -116,6 +117,7 @@ __all__ = [
     "ConfinementUnavailableError",
     "ConflictError",
     "ContextTooLongError",
+    "ContextWindowFullError",
     "CoordinatorRunningError",
     "CredentialNotFoundError",
     "CredentialStoreUnavailableError",
@@ -1064,6 +1066,26 @@ class ContextTooLongError(ProviderRejectedError):
     """The provider refused the request because it does not fit the model's context window ("prompt is too
     long", ``context_length_exceeded``, a body over the size limit). Nothing was processed: the loop compacts
     the conversation and asks once more instead of failing."""
+
+
+class ContextWindowFullError(ContextTooLongError):
+    """Not sent: the request's estimated input leaves less of ``model``'s ``window``-token context window for output
+    than ``minimum`` (what a turn needs, or what was asked when that is less). Nothing was sent or charged; like a
+    provider's "too long" refusal, the loop compacts the conversation and asks once more."""
+
+    def __init__(self, *, provider: str, model: str, window: int, input_tokens: int, minimum: int) -> None:
+        room = max(window - input_tokens, 0)
+        detail = (f"the request to {model} does not fit its {window:,}-token context window: about {input_tokens:,} "
+                  f"estimated input tokens leave {room:,} for output, fewer than {minimum:,}; not sent (compact the "
+                  "conversation or use a model with a larger window)")
+        ProviderError.__init__(self, detail, provider=provider, may_have_been_processed=False)
+        self.status = 0  # no HTTP status: codeflux refused it before sending
+        self.error_type = "context-window-full"
+        self.detail = detail
+        self.model = model
+        self.window = window
+        self.input_tokens = input_tokens
+        self.minimum = minimum
 
 
 class ProviderUnavailableError(ProviderError):

@@ -137,6 +137,8 @@ def _price_material(price: Price) -> dict[str, str | None]:
     rates: dict[str, str | None] = {"currency": price.currency.code}
     for component in PriceComponent:
         rate = price.rate(component)
+        if rate is None and component is PriceComponent.CACHE_WRITE_1H:
+            continue  # a component added later is in the material only when set: older materials keep their hash
         rates[component.value] = None if rate is None else f"{rate.numerator}/{rate.denominator}"
     return rates
 

@@ -35,7 +35,8 @@ __all__ = ["TOKENS_PER_MILLION", "Price", "PriceComponent", "PriceSource", "Toke
 
 TOKENS_PER_MILLION: Final = 1_000_000
 _RATE = re.compile(r"\d{1,12}(?:\.\d{1,12})?")
-_USAGE_FIELDS: Final = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+_USAGE_FIELDS: Final = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                        "cache_write_1h_tokens", "reasoning_tokens")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +47,11 @@ class TokenUsage:
     at the input rate), ``cache_read_tokens`` and ``cache_write_tokens`` the cached parts, and
     ``output_tokens`` every output token *including* reasoning; ``reasoning_tokens`` is the part of
     the output spent on reasoning, where a provider reports it.
+
+    ``cache_write_1h_tokens`` is the part of ``cache_write_tokens`` written for one hour (Anthropic bills
+    those at a higher rate than the default 5-minute writes); None where the provider does not break its
+    writes down by lifetime — then every write is one of the provider's default writes (an adapter whose
+    provider has lifetimes and does not say reports None for the *writes*, not for this breakdown).
     """
 
     input_tokens: int | None = None
@@ -53,6 +59,7 @@ class TokenUsage:
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     reasoning_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
 
     def __post_init__(self) -> None:
         for name in _USAGE_FIELDS:
@@ -62,6 +69,9 @@ class TokenUsage:
         reasoning, output = self.reasoning_tokens, self.output_tokens
         if reasoning is not None and output is not None and reasoning > output:
             raise InvalidValueError(kind="token usage", reason="reasoning tokens are part of the output tokens")
+        one_hour, writes = self.cache_write_1h_tokens, self.cache_write_tokens
+        if one_hour is not None and writes is not None and one_hour > writes:
+            raise InvalidValueError(kind="token usage", reason="1-hour cache writes are part of the cache writes")
 
     @property
     def is_known(self) -> bool:
@@ -84,6 +94,7 @@ class PriceComponent(StrEnum):
     OUTPUT = "output"
     CACHE_READ = "cache-read"
     CACHE_WRITE = "cache-write"
+    CACHE_WRITE_1H = "cache-write-1h"
     REASONING = "reasoning"
 
 
@@ -94,6 +105,9 @@ class Price:
     Build it with :meth:`from_per_million_tokens` from the per-million decimal strings providers
     publish. ``reasoning_minor_per_token`` is only for providers that bill reasoning apart from output;
     without it reasoning tokens are billed as the output tokens they are part of.
+    ``cache_write_minor_per_token`` is the rate of the provider's default cache writes (Anthropic's
+    5-minute ones), ``cache_write_1h_minor_per_token`` that of 1-hour writes: without it a reported
+    1-hour write is an unknown charge (never the 5-minute rate, never 0).
     """
 
     currency: Currency
@@ -102,6 +116,7 @@ class Price:
     cache_read_minor_per_token: Fraction | None = None
     cache_write_minor_per_token: Fraction | None = None
     reasoning_minor_per_token: Fraction | None = None
+    cache_write_1h_minor_per_token: Fraction | None = None
 
     def __post_init__(self) -> None:
         for component in PriceComponent:
@@ -124,6 +139,7 @@ class Price:
         cache_read_per_million: str | None = None,
         cache_write_per_million: str | None = None,
         reasoning_per_million: str | None = None,
+        cache_write_1h_per_million: str | None = None,
     ) -> Price:
         """Rates given as major units per million tokens (``"3.00"`` = $3 per 1M tokens = 3/10000 ¢ each)."""
 
@@ -146,6 +162,7 @@ class Price:
             cache_read_minor_per_token=convert(cache_read_per_million, PriceComponent.CACHE_READ),
             cache_write_minor_per_token=convert(cache_write_per_million, PriceComponent.CACHE_WRITE),
             reasoning_minor_per_token=convert(reasoning_per_million, PriceComponent.REASONING),
+            cache_write_1h_minor_per_token=convert(cache_write_1h_per_million, PriceComponent.CACHE_WRITE_1H),
         )
 
     def rate(self, component: PriceComponent) -> Fraction | None:
@@ -197,7 +214,7 @@ class Price:
         parts = [
             ("input", usage.input_tokens, self.input_minor_per_token),
             ("cache-read", usage.cache_read_tokens, self.cache_read_minor_per_token),
-            ("cache-write", usage.cache_write_tokens, self.cache_write_minor_per_token),
+            *self._cache_write_parts(usage),
         ]
         reasoning_rate = self.reasoning_minor_per_token
         if reasoning_rate is None or reasoning_rate == self.output_minor_per_token:
@@ -211,11 +228,22 @@ class Price:
             ("reasoning", reasoning, reasoning_rate),
         ]
 
+    def _cache_write_parts(self, usage: TokenUsage) -> list[tuple[str, int | None, Fraction | None]]:
+        """The writes at the default rate and the 1-hour writes at theirs. Without a breakdown (None) every write
+        is a default one; with one, a 1-hour write needs the 1-hour rate (none: the cost is unknown)."""
+        writes, one_hour = usage.cache_write_tokens, usage.cache_write_1h_tokens
+        default_rate, one_hour_rate = self.cache_write_minor_per_token, self.cache_write_1h_minor_per_token
+        if one_hour is None or writes == 0:
+            return [("cache-write", writes, default_rate)]
+        default = None if writes is None else writes - one_hour
+        return [("cache-write", default, default_rate), ("cache-write-1h", one_hour, one_hour_rate)]
+
 
 _RATE_FIELD: Final = {
     PriceComponent.INPUT: "input_minor_per_token",
     PriceComponent.OUTPUT: "output_minor_per_token",
     PriceComponent.CACHE_READ: "cache_read_minor_per_token",
     PriceComponent.CACHE_WRITE: "cache_write_minor_per_token",
+    PriceComponent.CACHE_WRITE_1H: "cache_write_1h_minor_per_token",
     PriceComponent.REASONING: "reasoning_minor_per_token",
 }

@@ -21,10 +21,12 @@ than the model's minimum is simply not cached (the API reports no reads or write
 
 Usage: ``input_tokens`` is uncached input, ``cache_read_input_tokens`` and
 ``cache_creation_input_tokens`` are the cache reads and writes; Anthropic reports no separate
-reasoning count (thinking is billed as output). Cache writes are priced at the 5-minute write rate,
-the only kind this adapter asks for; a reply that reports 1-hour writes
-(``cache_creation.ephemeral_1h_input_tokens``, billed at another rate) leaves the writes unknown, so the
-charge is unknown rather than too low, and its ``usage_note`` says why. When streaming, the output
+reasoning count (thinking is billed as output). Cache writes are split by lifetime as the reply's
+``cache_creation`` reports them: the 1-hour part (``ephemeral_1h_input_tokens``) is
+``TokenUsage.cache_write_1h_tokens``, priced at the 1-hour write rate (a price without one leaves the charge
+unknown, never the 5-minute rate). This adapter marks only 5-minute breakpoints, so a reply without the
+breakdown wrote no 1-hour entries (0); one that reports 1-hour writes anyway carries a ``usage_note`` saying so.
+When streaming, the output
 count is taken only from ``message_delta`` (``message_start`` carries a placeholder); a stream without
 it has unknown output.
 A stream that ends before ``message_stop``, or reports an ``error`` event, has an unknown outcome.
@@ -65,8 +67,8 @@ __all__ = ["ANTHROPIC_VERSION", "CACHE_BREAKPOINT_LIMIT", "ONE_HOUR_CACHE_WRITES
 
 ANTHROPIC_VERSION = "2023-06-01"
 CACHE_BREAKPOINT_LIMIT = 4  # the API refuses a request with more cache_control marks
-ONE_HOUR_CACHE_WRITES = ("the provider reported 1-hour cache writes, which codeflux never asks for and has no "
-                         "rate for: the cache writes are unknown")
+ONE_HOUR_CACHE_WRITES = ("the provider reported 1-hour cache writes, which codeflux never asks for: they are priced "
+                         "at the 1-hour cache-write rate")
 _EPHEMERAL = {"type": "ephemeral"}
 _MARKABLE = frozenset({"text", "tool_use", "tool_result"})
 _STOP_REASONS = {
@@ -388,20 +390,31 @@ def _usage(start: _Usage | None, final: _Usage | None) -> TokenUsage:
                 return int(value)
         return None
 
+    writes = pick("cache_creation_input_tokens")
+    one_hour = _one_hour_writes(start, final, writes=writes)
+    if one_hour is not None and writes is not None and one_hour > writes:  # a breakdown larger than its total
+        writes = one_hour = None
     return TokenUsage(
         input_tokens=pick("input_tokens"),
         output_tokens=final.output_tokens if final is not None else None,
         cache_read_tokens=pick("cache_read_input_tokens"),
-        cache_write_tokens=None if _one_hour_writes(start, final) else pick("cache_creation_input_tokens"),
+        cache_write_tokens=writes,
+        cache_write_1h_tokens=one_hour,
         reasoning_tokens=None,
     )
 
 
-def _one_hour_writes(start: _Usage | None, final: _Usage | None) -> bool:
-    """Whether either report counts 1-hour cache writes (priced apart from the 5-minute ones)."""
-    return any(report is not None and report.cache_creation is not None
-               and (report.cache_creation.ephemeral_1h_input_tokens or 0) > 0 for report in (start, final))
+def _one_hour_writes(start: _Usage | None, final: _Usage | None, *, writes: int | None) -> int | None:
+    """The 1-hour part of the cache writes: as the newest breakdown reports it; 0 without one (only 5-minute
+    breakpoints are marked); None when the writes themselves are unknown."""
+    if writes is None:
+        return None
+    for report in (final, start):
+        breakdown = None if report is None else report.cache_creation
+        if breakdown is not None and breakdown.ephemeral_1h_input_tokens is not None:
+            return int(breakdown.ephemeral_1h_input_tokens)
+    return 0
 
 
 def _usage_note(start: _Usage | None, final: _Usage | None) -> str | None:
-    return ONE_HOUR_CACHE_WRITES if _one_hour_writes(start, final) else None
+    return ONE_HOUR_CACHE_WRITES if _usage(start, final).cache_write_1h_tokens else None

@@ -45,7 +45,7 @@ SOURCE_DISTRIBUTION = "genai-prices"
 SOURCE_DATA_FILE = "genai_prices/data.py"
 SOURCE_URL = "https://github.com/pydantic/genai-prices"
 _PROVIDERS = {ProviderName.ANTHROPIC: "anthropic", ProviderName.OPENAI: "openai"}
-_RATE_FIELDS = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
+_RATE_FIELDS = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok", "cache_write_1h_mtok")
 _DECIMAL_TEXT = re.compile(r"\d{1,12}(?:\.\d{1,12})?")
 _KIND = "genai-prices data"
 
@@ -80,6 +80,7 @@ class ModelRates:
     output: str
     cache_read: str | None
     cache_write: str | None
+    cache_write_1h: str | None = None
 
 
 # ------------------------------------------------------------------------------------------- reading the text
@@ -256,12 +257,12 @@ def select_rates(providers: Sequence[_Call], *, as_of: dt.date,
                  ) -> str | None:
             return _rate_text(model_price.kwargs.get(name), where=f"{where} {name}", context_window=row.context_window)
 
-        input_, output, cache_read, cache_write = (rate(name) for name in _RATE_FIELDS)
+        input_, output, cache_read, cache_write, cache_write_1h = (rate(name) for name in _RATE_FIELDS)
         if input_ is None or output is None:
             raise InvalidValueError(kind=_KIND, reason=f"{where}: no input or output rate")
         selected.append(ModelRates(provider=row.provider, model=row.model, source_model=str(info.kwargs["id"]),
                                    effective_date=start, input=input_, output=output, cache_read=cache_read,
-                                   cache_write=cache_write))
+                                   cache_write=cache_write, cache_write_1h=cache_write_1h))
     return selected
 
 
@@ -289,7 +290,7 @@ def _literal(value: str | None) -> str:
 def _row(rates: ModelRates) -> str:
     effective = None if rates.effective_date is None else rates.effective_date.isoformat()
     values = (rates.provider.value, rates.model, rates.source_model, effective, rates.input, rates.output,
-              rates.cache_read, rates.cache_write)
+              rates.cache_read, rates.cache_write, rates.cache_write_1h)
     return f"    ({', '.join(_literal(value) for value in values)}),\n"
 
 
@@ -320,7 +321,8 @@ PRICING_PAGES: Final = {{
 {page_lines}}}
 
 # provider, model, the source's model, effective date (None: SNAPSHOT_DATE), input, output, cache read, cache write
-RATES: Final[tuple[tuple[str, str, str, str | None, str, str, str | None, str | None], ...]] = (
+# (the default, 5-minute writes), 1-hour cache write
+RATES: Final[tuple[tuple[str, str, str, str | None, str, str, str | None, str | None, str | None], ...]] = (
 {rows})
 '''
 

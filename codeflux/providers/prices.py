@@ -60,13 +60,14 @@ def _cache_write(text: str | None, provider: ProviderName) -> str | None:
     return text
 
 
-def _snapshot(row: tuple[str, str, str, str | None, str, str, str | None, str | None]) -> PriceSnapshot:
-    provider_name, model, _, effective, input_, output, cache_read, cache_write = row
+def _snapshot(row: tuple[str, str, str, str | None, str, str, str | None, str | None, str | None]) -> PriceSnapshot:
+    provider_name, model, _, effective, input_, output, cache_read, cache_write, cache_write_1h = row
     provider = ProviderName.parse(provider_name)
     capabilities = capabilities_of(provider, model)
     price = Price.from_per_million_tokens(
         currency=USD, input_per_million=input_, output_per_million=output,
         cache_read_per_million=cache_read, cache_write_per_million=_cache_write(cache_write, provider),
+        cache_write_1h_per_million=cache_write_1h,
     )  # fmt: skip
     return PriceSnapshot(
         provider=provider, model=model, aliases=() if capabilities is None else capabilities.aliases, price=price,
@@ -103,6 +104,7 @@ class _SnapshotInput(BaseModel):
     cache_read_per_million: str | None = None
     cache_write_per_million: str | None = None
     reasoning_per_million: str | None = None
+    cache_write_1h_per_million: str | None = None
 
 
 def parse_price_snapshot_json(text: str | bytes) -> PriceSnapshot:
@@ -125,6 +127,7 @@ def parse_price_snapshot_json(text: str | bytes) -> PriceSnapshot:
         cache_read_per_million=raw.cache_read_per_million,
         cache_write_per_million=raw.cache_write_per_million,
         reasoning_per_million=raw.reasoning_per_million,
+        cache_write_1h_per_million=raw.cache_write_1h_per_million,
     )
     return PriceSnapshot(
         provider=ProviderName.parse(raw.provider),

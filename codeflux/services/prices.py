@@ -39,7 +39,8 @@ _MODEL: Final = re.compile(r"[!-~]{1,200}")
 
 # How a field is named in a refusal: the request's own names (the terminal passes its flags instead).
 FIELD_LABELS: Final[Mapping[str, str]] = {name: name.replace("_", " ") for name in (
-    "provider", "model", "input", "output", "cache_read", "cache_write", "currency", "effective_date")}
+    "provider", "model", "input", "output", "cache_read", "cache_write", "cache_write_1h", "currency",
+    "effective_date")}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +72,9 @@ def parse_price(request: pb.SetPriceRequest, labels: Mapping[str, str] = FIELD_L
         currency=currency, input_per_million=_rate(request.input, labels["input"]),
         output_per_million=_rate(request.output, labels["output"]),
         cache_read_per_million=_rate(request.cache_read, labels["cache_read"]) if request.cache_read else None,
-        cache_write_per_million=_rate(request.cache_write, labels["cache_write"]) if request.cache_write else None)
+        cache_write_per_million=_rate(request.cache_write, labels["cache_write"]) if request.cache_write else None,
+        cache_write_1h_per_million=(_rate(request.cache_write_1h, labels["cache_write_1h"]) if request.cache_write_1h
+                                    else None))
     effective = None
     if request.effective_date:
         try:
@@ -91,7 +94,8 @@ def price_list(listings: Sequence[PriceListing], *, outcome: str = "") -> pb.Pri
         provider=item.provider, model=item.model, aliases=list(item.aliases),
         input=_per_million(item.price, PriceComponent.INPUT), output=_per_million(item.price, PriceComponent.OUTPUT),
         cache_read=_per_million(item.price, PriceComponent.CACHE_READ),
-        cache_write=_per_million(item.price, PriceComponent.CACHE_WRITE), currency=item.price.currency.code,
+        cache_write=_per_million(item.price, PriceComponent.CACHE_WRITE),
+        cache_write_1h=_per_million(item.price, PriceComponent.CACHE_WRITE_1H), currency=item.price.currency.code,
         effective_date=item.effective_date.isoformat(), source=item.source.value, revision=item.revision or 0)
         for item in listings])
 
@@ -108,7 +112,7 @@ def _set(app: CoordinatorApp, request: pb.SetPriceRequest) -> pb.PriceList:
                                  effective_date=effective)
     shown = ", ".join(f"{component.value} {parsed.price.per_million_text(component) or 'unknown'}"
                       for component in (PriceComponent.INPUT, PriceComponent.OUTPUT, PriceComponent.CACHE_READ,
-                                        PriceComponent.CACHE_WRITE))
+                                        PriceComponent.CACHE_WRITE, PriceComponent.CACHE_WRITE_1H))
     outcome = (f"prices: recorded {parsed.provider.value} {parsed.model} revision {row.revision} (user, effective "
                f"{effective.isoformat()}): {shown} {parsed.price.currency.code} per million tokens")
     return price_list(catalog.list_prices(parsed.provider.value), outcome=outcome)

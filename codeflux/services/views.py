@@ -22,6 +22,7 @@ from codeflux.coordinator.runs.reviewed_commands import approval_card_facts
 from codeflux.coordinator.runs.tool_records import read_denials_of_task
 from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
 from codeflux.coordinator.spending.model_approvals import endpoint_approved
+from codeflux.coordinator.spending.prices import PriceCatalog, PriceUse
 from codeflux.coordinator.spending.provider_choice import (
     SCRIPTED_PROVIDER,
     ChoiceSource,
@@ -218,7 +219,28 @@ def budget_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.BudgetView:
         spend_line=summary.spend_line())
     if summary.warning is not None:
         view.warning.CopyFrom(money(summary.warning))
+    view.prices.extend(price_use_view(use) for use in PriceCatalog(app.db).uses_of_task(task_id))
     return view
+
+
+def price_use_view(use: PriceUse) -> product_pb2.PriceUseView:
+    """Which price revision priced which of a task's calls: the package, version and date of a shipped snapshot, or
+    when the user set it (``codeflux prices set``), with its effective date; calls without a price say so."""
+    calls = len(use.request_ids)
+    counted = f"{calls} call" + ("" if calls == 1 else "s")
+    row = use.revision
+    if row is None:
+        return product_pb2.PriceUseView(priced=False, request_ids=list(use.request_ids),
+                                        line=f"no price: {counted} (unknown cost)")
+    recorded = rfc3339_of_us(row.recorded_at_us)
+    where = (f"the shipped snapshot {row.source_detail}" if row.source.value == "shipped"
+             else f"a user revision ({row.source_detail}) recorded {recorded}")
+    line = (f"priced by {row.provider} {row.model} revision {row.revision}, {where}, effective "
+            f"{row.effective_date.isoformat()}: {counted}")
+    return product_pb2.PriceUseView(
+        priced=True, snapshot_id=row.snapshot_id, provider=row.provider, model=row.model, revision=row.revision,
+        source=row.source.value, source_detail=row.source_detail, effective_date=row.effective_date.isoformat(),
+        recorded_at=recorded, request_ids=list(use.request_ids), line=line)
 
 
 # ─── approvals ───────────────────────────────────────────────────────────────────────────────────

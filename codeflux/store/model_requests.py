@@ -36,7 +36,7 @@ _REQUEST = ("id, task_id, idempotency_key, request_sha256, provider, base_url, m
             " currency, reserved_minor, reserved_reason, reserved_tokens, max_output_tokens, input_tokens,"
             " output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_minor, cost_reason,"
             " stop_reason, provider_request_id, error_kind, error_message, planned_at_us, started_at_us,"
-            " finished_at_us")
+            " finished_at_us, cache_write_1h_tokens")
 
 
 def _int(value: object) -> int:
@@ -112,7 +112,7 @@ def _request_row(row: Row) -> ModelRequestRow:
     if state.is_finished():
         usage = TokenUsage(input_tokens=_maybe_int(row[15]), output_tokens=_maybe_int(row[16]),
                            cache_read_tokens=_maybe_int(row[17]), cache_write_tokens=_maybe_int(row[18]),
-                           reasoning_tokens=_maybe_int(row[19]))
+                           reasoning_tokens=_maybe_int(row[19]), cache_write_1h_tokens=_maybe_int(row[29]))
         end = ModelRequestEnd(state=state, usage=usage, cost_minor=_maybe_int(row[20]),
                               cost_reason=_maybe_text(row[21]), stop_reason=_maybe_text(row[22]),
                               provider_request_id=_maybe_text(row[23]),
@@ -183,14 +183,14 @@ def record_model_request_end(tx: Transaction, *, request_id: str, end: ModelRequ
     usage = end.usage
     rows = tx.execute(
         "UPDATE model_requests SET state = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,"  # noqa: S608
-        " cache_write_tokens = ?, reasoning_tokens = ?, cost_minor = ?, cost_known = ?, cost_reason = ?,"
-        " stop_reason = ?, provider_request_id = ?, error_kind = ?, error_message = ?,"
+        " cache_write_tokens = ?, cache_write_1h_tokens = ?, reasoning_tokens = ?, cost_minor = ?, cost_known = ?,"
+        " cost_reason = ?, stop_reason = ?, provider_request_id = ?, error_kind = ?, error_message = ?,"
         " finished_at_us = max(?, planned_at_us, coalesce(started_at_us, 0))"
         f" WHERE id = ? RETURNING {_REQUEST}",
         (end.state.value, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-         usage.reasoning_tokens, end.cost_minor, int(end.cost_minor is not None), end.cost_reason, end.stop_reason,
-         end.provider_request_id, None if end.error_kind is None else end.error_kind.value, end.error_message, at_us,
-         request_id),
+         usage.cache_write_1h_tokens, usage.reasoning_tokens, end.cost_minor, int(end.cost_minor is not None),
+         end.cost_reason, end.stop_reason, end.provider_request_id,
+         None if end.error_kind is None else end.error_kind.value, end.error_message, at_us, request_id),
     )
     if not rows:
         raise NotFoundError(kind="model request", entity_id=request_id)

@@ -21,6 +21,7 @@ from codeflux.store.decoding import decode_choice
 
 __all__ = [
     "PriceRevisionRow",
+    "PriceUse",
     "insert_endpoint_approval",
     "insert_price_revision",
     "insert_rung_approval",
@@ -29,6 +30,7 @@ __all__ = [
     "latest_price_revision",
     "latest_price_revisions",
     "newest_price_snapshot_id",
+    "price_uses_of_task",
 ]
 
 _COMPONENTS: Final = (
@@ -37,6 +39,7 @@ _COMPONENTS: Final = (
     (PriceComponent.CACHE_READ, "cache_read"),
     (PriceComponent.CACHE_WRITE, "cache_write"),
     (PriceComponent.REASONING, "reasoning"),
+    (PriceComponent.CACHE_WRITE_1H, "cache_write_1h"),  # 000020: after the others, as the columns were added
 )
 _RATE_COLUMNS: Final = ", ".join(f"{name}_num, {name}_den" for _, name in _COMPONENTS)
 _PRICE = (f"id, provider, model, revision, source, source_detail, currency, effective_date, {_RATE_COLUMNS},"
@@ -82,11 +85,12 @@ def _price_row(row: Row) -> PriceRevisionRow:
         cache_read_minor_per_token=rates[PriceComponent.CACHE_READ.value],
         cache_write_minor_per_token=rates[PriceComponent.CACHE_WRITE.value],
         reasoning_minor_per_token=rates[PriceComponent.REASONING.value],
+        cache_write_1h_minor_per_token=rates[PriceComponent.CACHE_WRITE_1H.value],
     )
     return PriceRevisionRow(
         snapshot_id=_int(row[0]), provider=str(row[1]), model=str(row[2]), revision=_int(row[3]),
         source=decode_choice(PriceSource, row[4], kind="price source"), source_detail=str(row[5]), price=price,
-        effective_date=dt.date.fromisoformat(str(row[7])), recorded_at_us=_int(row[18]),
+        effective_date=dt.date.fromisoformat(str(row[7])), recorded_at_us=_int(row[8 + 2 * len(_COMPONENTS)]),
     )
 
 
@@ -103,7 +107,7 @@ def insert_price_revision(
 ) -> PriceRevisionRow:
     """Record the next revision of ``model``'s rates and return it."""
     pairs = [value for component, _ in _COMPONENTS for value in _rate_pair(price.rate(component))]
-    placeholders = ", ".join("?" for _ in range(19))
+    placeholders = ", ".join("?" for _ in range(9 + 2 * len(_COMPONENTS)))
     rows = tx.execute(
         f"INSERT INTO price_snapshots ({_PRICE}) VALUES ({placeholders})"  # noqa: S608
         " RETURNING " + _PRICE,
@@ -151,6 +155,36 @@ def latest_price_revisions(
         (source.value, provider, provider),
     )
     return [_price_row(row) for row in rows]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PriceUse:
+    """The price revision a task's model calls were priced with (``revision`` None: calls that had no price), and
+    which calls (``request_ids``, in the order they were planned)."""
+
+    revision: PriceRevisionRow | None
+    request_ids: tuple[str, ...]
+
+
+def price_uses_of_task(view: ReadView, task_id: TaskId) -> list[PriceUse]:
+    """Each price revision ``task_id``'s model requests point at (``model_requests.price_snapshot_id``), with its
+    calls, in the order of each revision's first call; the calls priced by none last."""
+    rows = view.query_all(
+        "SELECT id, price_snapshot_id FROM model_requests WHERE task_id = ? ORDER BY planned_at_us, id",
+        (task_id.value,),
+    )
+    calls: dict[int | None, list[str]] = {}
+    for row in rows:
+        calls.setdefault(None if row[1] is None else _int(row[1]), []).append(str(row[0]))
+    found = view.query_all(
+        f"SELECT {_PRICE} FROM price_snapshots WHERE id IN"  # noqa: S608
+        " (SELECT price_snapshot_id FROM model_requests WHERE task_id = ?)", (task_id.value,))
+    revisions = {item.snapshot_id: item for item in map(_price_row, found)}
+    ids = [snapshot_id for snapshot_id in calls if snapshot_id is not None]
+    uses = [PriceUse(revision=revisions[snapshot_id], request_ids=tuple(calls[snapshot_id])) for snapshot_id in ids]
+    if None in calls:
+        uses.append(PriceUse(revision=None, request_ids=tuple(calls[None])))
+    return uses
 
 
 # ─── approvals ───────────────────────────────────────────────────────────────────────────────────

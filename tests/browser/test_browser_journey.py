@@ -44,6 +44,9 @@ def test_the_whole_journey_ends_with_the_change_on_the_branch(app: AppPage) -> N
     expect(plan.get_by_test_id("plan-step-atoms").first).to_contain_text(  # issue 17: declared before the code
         "add: def add(a: int, b: int) -> int — pure (no effects)")
     expect(plan.get_by_test_id("plan-planning-facts")).to_contain_text("Model calls1Read-only tool calls0")
+    # issue 21: the task's cost names the price its call was charged at (the scripted provider's zero price)
+    expect(app.testid("budget-card").get_by_test_id("budget-prices")).to_contain_text(
+        "priced by scripted scripted-cheap revision 1, a user revision (scripted (not a model): costs nothing)")
     repository = app.testid("task-repository").inner_text()
     base = git(repository, "rev-parse", "HEAD")
     branch = git(repository, "symbolic-ref", "--short", "HEAD")

@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import os
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.coordinator.user_config import load_user_config, resolve_defaults
 from codeflux.credentials.secret import Secret
-from codeflux.domain.errors import InvalidValueError
+from codeflux.domain.budget import bound_input_tokens
+from codeflux.domain.errors import ContextTooLongError, ContextWindowFullError, InvalidValueError
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import DEFAULT_LADDER, Ladder, LadderPosition
 from codeflux.domain.models import Message, ModelRequest
@@ -274,6 +276,7 @@ MODEL = "llama-3.1-8b-local"  # not in the capability table: the conservative 32
 REQUEST = ModelRequest(model="chosen-by-the-rung", system="You are terse.",
                        messages=(Message.user_text("Say ok."),), max_output_tokens=256)
 USAGE = {"prompt_tokens": 20, "completion_tokens": 2, "total_tokens": 22}
+REQUEST_INPUT = bound_input_tokens(REQUEST)  # the estimate the clamp subtracts from the window
 
 
 def _task(db: Database, tmp_path: Path) -> TaskId:
@@ -304,7 +307,7 @@ def _compatible_gateway(db: Database, server: ProviderServer, output_tokens: dic
 @pytest.mark.parametrize(("configured", "sent"), [
     ({}, 256),  # nothing configured: the caller's bound
     ({MODEL: 4096}, 4096),  # the model's setting replaces it
-    ({MODEL: 100_000}, 32_768),  # beyond the model's context window: clamped, never sent as it is
+    ({MODEL: 100_000}, 32_768 - REQUEST_INPUT),  # beyond the window less the input: clamped, never sent as it is
     ({"another-model": 100_000}, 256),  # another model's setting does not apply
 ])
 def test_an_openai_compatible_request_carries_the_models_bound_clamped_to_its_window(
@@ -319,10 +322,12 @@ def test_an_openai_compatible_request_carries_the_models_bound_clamped_to_its_wi
     assert request.json()["max_tokens"] == sent
     row = db.read(lambda view: model_request_by_key(view, task_id=task_id, idempotency_key="call-1"))
     assert row is not None and row.plan.max_output_tokens == sent  # the request's record says what was sent
-    said = gateway.output_bound(MODEL, 256)
+    said = gateway.output_bound(MODEL, 256, input_tokens=REQUEST_INPUT)
     assert said[0] == (sent if configured.get(MODEL) else 256)
-    if sent == 32_768:
-        assert "clamped to the model's 32,768-token context window" in said[1]
+    if sent == 32_768 - REQUEST_INPUT:
+        assert (f"clamped to the {sent:,} tokens the model's 32,768-token context window leaves after about "
+                f"{REQUEST_INPUT:,} estimated input tokens") in said[1]
+        assert "clamped to the model's 32,768-token context window" in gateway.output_bound(MODEL, 256)[1]
 
 
 def test_an_anthropic_request_is_clamped_to_claudes_window(db: Database, tmp_path: Path,
@@ -344,7 +349,67 @@ def test_an_anthropic_request_is_clamped_to_claudes_window(db: Database, tmp_pat
         gateway.call(task_id, REQUEST, position=LadderPosition.start(), idempotency_key="call-1")
 
     (request,) = server.requests
-    assert request.json()["max_tokens"] == 200_000  # Claude's standard window, not 500,000
+    # Claude's standard window less the request's estimated input, not 500,000 (nor the whole window)
+    assert request.json()["max_tokens"] == 200_000 - REQUEST_INPUT
+
+
+def test_a_request_whose_input_fills_the_window_is_not_sent_and_the_refusal_names_the_numbers(
+        db: Database, tmp_path: Path, server: ProviderServer) -> None:
+    task_id = _task(db, tmp_path)
+    gateway, adapter = _compatible_gateway(db, server, {MODEL: 4096})
+    # ≈ 32,000 tokens of input: the 32,768-token window leaves fewer than the 1,024 a turn needs
+    huge = ModelRequest(model="chosen-by-the-rung", system="You are terse.", max_output_tokens=256,
+                        messages=(Message.user_text("word " * 25_000),))
+    estimate = bound_input_tokens(huge)
+    assert 32_768 - 1024 < estimate < 40_000
+    with adapter, pytest.raises(ContextWindowFullError) as refused:
+        gateway.call(task_id, huge, position=LadderPosition.start(), idempotency_key="call-1")
+
+    assert isinstance(refused.value, ContextTooLongError)  # the loop compacts and asks once more, as for a provider's
+    assert (refused.value.model, refused.value.window, refused.value.input_tokens) == (MODEL, 32_768, estimate)
+    assert (f"the request to {MODEL} does not fit its 32,768-token context window: about {estimate:,} estimated "
+            f"input tokens leave {max(32_768 - estimate, 0):,} for output, fewer than 1,024; not sent") in str(
+        refused.value)
+    assert server.requests == []  # nothing reached the provider
+    assert db.read(lambda view: model_request_by_key(view, task_id=task_id, idempotency_key="call-1")) is None
+
+
+def test_a_window_leaving_less_than_asked_but_enough_for_a_turn_sends_what_it_leaves(
+        db: Database, tmp_path: Path, server: ProviderServer) -> None:
+    task_id = _task(db, tmp_path)
+    gateway, adapter = _compatible_gateway(db, server, {MODEL: 16_384})
+    request = ModelRequest(model="chosen-by-the-rung", system="You are terse.", max_output_tokens=256,
+                           messages=(Message.user_text("word " * 20_000),))
+    room = 32_768 - bound_input_tokens(request)
+    assert 1024 <= room < 16_384
+    server.enqueue(json_reply(openai_completion(content="ok", usage=USAGE, model=MODEL)))
+    with adapter:
+        gateway.call(task_id, request, position=LadderPosition.start(), idempotency_key="call-1")
+
+    assert server.requests[0].json()["max_tokens"] == room
+    row = db.read(lambda view: model_request_by_key(view, task_id=task_id, idempotency_key="call-1"))
+    assert row is not None and row.plan.max_output_tokens == room
+
+
+def test_a_turn_cut_at_the_configured_bound_is_asked_again_with_a_larger_one(
+        db: Database, tmp_path: Path, server: ProviderServer) -> None:
+    task_id = _task(db, tmp_path)
+    gateway, adapter = _compatible_gateway(db, server, {MODEL: 4096})
+    for _ in range(3):
+        server.enqueue(json_reply(openai_completion(content="ok", usage=USAGE, model=MODEL)))
+    with adapter:
+        gateway.call(task_id, REQUEST, position=LadderPosition.start(), idempotency_key="call-1")
+        gateway.call(task_id, REQUEST, position=LadderPosition.start(), idempotency_key="call-2", more_room=True)
+        gateway.call(task_id, replace(REQUEST, max_output_tokens=16_384), position=LadderPosition.start(),
+                     idempotency_key="call-3", more_room=True)
+
+    # the configured bound, then twice it (the caller asked less), then what the caller asked (more than twice it)
+    assert [request.json()["max_tokens"] for request in server.requests] == [4096, 8192, 16_384]
+    rows = [db.read(lambda view, key=key: model_request_by_key(view, task_id=task_id, idempotency_key=key))
+            for key in ("call-1", "call-2", "call-3")]
+    assert [row.plan.max_output_tokens for row in rows if row is not None] == [4096, 8192, 16_384]  # recorded
+    assert gateway.output_bound(MODEL, 256, more_room=True)[1] == (
+        f"8,192 to ask again a turn cut at the 4,096 configured for {MODEL}")
 
 
 def test_doctor_says_the_clamp_and_where_each_value_came_from(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

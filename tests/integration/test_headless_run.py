@@ -117,6 +117,23 @@ def test_without_yes_the_run_stops_after_the_plan_with_exit_4(tmp_path: Path) ->
     assert ran.code == 4, ran.out + ran.err
     assert "plan approval needed and prompting is off" in ran.out
     assert "codeflux task approve-plan" in ran.out
+    # Issue 21: the task's cost names the price its calls were charged at (the scripted provider's zero price,
+    # recorded by `run` as a user revision) — in `task show` and its --json document.
+    (task_id,) = set(re.findall(r"tsk_[0-9a-f]+", ran.out))
+    shown = cli(data, "task", "show", task_id)
+    assert re.search(r"^  prices       priced by scripted scripted-cheap revision 1, a user revision "
+                     r"\(scripted \(not a model\): costs nothing\) recorded \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, "
+                     r"effective 2000-01-01: \d+ calls?$", shown.out, re.MULTILINE), shown.out
+    document = json.loads(cli(data, "task", "show", task_id, "--json").out)
+    (use,) = document["task"]["budget"]["prices"]
+    assert (use["provider"], use["model"], use["revision"], use["source"], use["effective_date"]) == (
+        "scripted", "scripted-cheap", 1, "user", "2000-01-01")
+    assert use["source_detail"] == "scripted (not a model): costs nothing" and use["request_ids"]
+    with contextlib.closing(sqlite3.connect(data / "codeflux.sqlite3")) as connection:
+        recorded = connection.execute("SELECT id, price_snapshot_id FROM model_requests WHERE task_id = ?"
+                                      " ORDER BY planned_at_us, id", (task_id,)).fetchall()
+    assert [request_id for request_id, _ in recorded] == use["request_ids"]
+    assert {snapshot for _, snapshot in recorded} == {use["snapshot_id"]}
 
 
 def test_without_the_allow_the_test_command_is_a_recorded_denial_and_exit_4(tmp_path: Path) -> None:

@@ -49,7 +49,8 @@ def test_list_without_a_database_shows_the_shipped_defaults_and_creates_nothing(
     assert code == 0, err
     assert out.splitlines()[0].split()[:4] == ["provider", "model", "input", "output"]
     assert row_of(out, "claude-sonnet-4-5") == ["anthropic", "claude-sonnet-4-5", "(claude-sonnet-4-5-20250929)",
-                                               "3.00", "15.00", "0.30", "3.75", "USD", SNAPSHOT_DATE, "shipped"]
+                                               "3.00", "15.00", "0.30", "3.75", "6.00", "USD", SNAPSHOT_DATE,
+                                               "shipped"]
     assert row_of(out, "gpt-5")[3:6] == ["1.25", "10.00", "0.125"]
     assert row_of(out, "gpt-5-codex")[2:5] == ["1.25", "10.00", "0.125"]
     assert out.splitlines()[-1] == (f"shipped rates: genai-prices {SOURCE_VERSION} (snapshot {SNAPSHOT_DATE}), "
@@ -68,8 +69,8 @@ def test_set_records_a_user_revision_that_wins_over_the_shipped_default_in_exact
 
     code, out, _ = prices(capsys, data_location, "list", "--provider", "anthropic")
     assert code == 0
-    assert row_of(out, "claude-sonnet-4-5")[3:] == ["2.50", "12.0000000001", "0.25", "unknown", "USD", "2026-01-15",
-                                                    "user", "r1"]
+    assert row_of(out, "claude-sonnet-4-5")[3:] == ["2.50", "12.0000000001", "0.25", "unknown", "unknown", "USD",
+                                                    "2026-01-15", "user", "r1"]
     assert all(line.split()[0] in ("provider", "anthropic", "rates:", "shipped") for line in out.splitlines())
 
     db = open_store(data_location, create=False, migrate=False)
@@ -82,6 +83,30 @@ def test_set_records_a_user_revision_that_wins_over_the_shipped_default_in_exact
     assert row is not None and Fraction(row[0], row[1]) == Fraction(1, 4000)
     assert Fraction(row[2], row[3]) == Fraction(120_000_000_001, 10**10) * 100 / 10**6
     assert row[4] is None  # no cache-write rate given: unknown, not 0
+
+
+def test_set_records_a_one_hour_cache_write_rate_exactly_and_list_shows_it(
+    capsys: pytest.CaptureFixture[str], data_location: DataLocation
+) -> None:
+    code, out, err = prices(capsys, data_location, "set", "--provider", "anthropic", "--model", "claude-haiku-4-5",
+                            "--input", "1", "--output", "5", "--cache-read", "0.1", "--cache-write", "1.25",
+                            "--cache-write-1h", "2", "--currency", "USD")
+    assert code == 0, err
+    assert "cache-write 1.25, cache-write-1h 2.00 USD per million tokens" in out
+
+    code, out, _ = prices(capsys, data_location, "list", "--provider", "anthropic")
+    assert code == 0 and row_of(out, "claude-haiku-4-5")[3:9] == ["1.00", "5.00", "0.10", "1.25", "2.00", "USD"]
+    db = open_store(data_location, create=False, migrate=False)
+    try:
+        row = db.read(lambda view: view.query_one(
+            "SELECT cache_write_1h_num, cache_write_1h_den FROM price_snapshots WHERE model = 'claude-haiku-4-5'"))
+    finally:
+        db.close()
+    assert row is not None and Fraction(row[0], row[1]) == Fraction(2, 10_000)  # $2 per million: 2/10000 ¢ a token
+
+    code, _, err = prices(capsys, data_location, "set", "--provider", "anthropic", "--model", "claude-haiku-4-5",
+                          "--input", "1", "--output", "5", "--cache-write-1h", "-2", "--currency", "USD")
+    assert code == 2 and "--cache-write-1h cannot be negative" in err
 
 
 @pytest.mark.parametrize(
@@ -175,6 +200,7 @@ def test_prices_end_to_end_as_a_separate_process(data_location: DataLocation) ->
                            "--output", "1", "--currency", "USD", data_dir=data_location.directory, env=env)
 
     assert recorded.code == 0, recorded.err
-    assert listed.code == 0 and row_of(listed.out, "qwen2.5-coder")[2:7] == ["0.00", "0.00", "0.00", "0.00", "EUR"]
+    assert listed.code == 0 and row_of(listed.out, "qwen2.5-coder")[2:8] == ["0.00", "0.00", "0.00", "0.00",
+                                                                            "unknown", "EUR"]
     assert refused.code == 2 and "cannot be negative" in refused.err and refused.out == ""
     assert stored_revisions(data_location) == [("openai-compatible", "qwen2.5-coder", 1, "user")]

@@ -5,8 +5,8 @@ The wire samples are Anthropic's own documented bodies (``tests/data/provider_wi
 anthropic_prompt_caching.json``, "from documentation, not recorded", with URL and date): the request the
 adapter sends is checked against the documented requests' breakpoints, and the documented responses are
 what the loopback server answers. Keys come from the real Secret Service, the database is a real migrated
-file. claude-sonnet-4-5 costs 3.00 / 15.00 / 0.30 / 3.75 USD per million input / output / cache-read /
-cache-write tokens: 3/10000, 15/10000, 3/100000 and 3/8000 of a cent a token.
+file. claude-sonnet-4-5 costs 3.00 / 15.00 / 0.30 / 3.75 / 6.00 USD per million input / output / cache-read /
+cache-write / 1-hour cache-write tokens: 3/10000, 15/10000, 3/100000, 3/8000 and 6/10000 of a cent a token.
 """
 
 from __future__ import annotations
@@ -31,15 +31,17 @@ from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import LadderPosition
 from codeflux.domain.models import Message, ModelRequest, Role, TextPart, ToolCall, ToolResult, tool_specs_for
 from codeflux.domain.money import USD, Money, UnknownCost
-from codeflux.domain.pricing import Price, TokenUsage
+from codeflux.domain.pricing import Price, PriceSource, TokenUsage
 from codeflux.domain.providers import ProviderName
 from codeflux.domain.tasks import TaskState
 from codeflux.domain.tools import TOOL_CATALOG
 from codeflux.providers.anthropic import CACHE_BREAKPOINT_LIMIT, ONE_HOUR_CACHE_WRITES, AnthropicAdapter
-from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS
+from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, SHIPPED_SOURCE
 from codeflux.redact import Redactor
+from codeflux.services.views import price_use_view, rfc3339_of_us
 from codeflux.store.database import Database
 from codeflux.store.model_requests import read_model_request
+from codeflux.store.prices import price_uses_of_task
 from codeflux.store.tasks import insert_task
 from tests.fixtures.provider_servers import ProviderServer, anthropic_message, json_reply
 
@@ -48,7 +50,7 @@ pytestmark = pytest.mark.keyring
 SAMPLES_FILE = Path(__file__).resolve().parents[1] / "data" / "provider_wire" / "anthropic_prompt_caching.json"
 MODEL = "claude-sonnet-4-5"
 INPUT, OUTPUT = Fraction(3, 10_000), Fraction(15, 10_000)
-CACHE_READ, CACHE_WRITE = Fraction(3, 100_000), Fraction(3, 8000)
+CACHE_READ, CACHE_WRITE, CACHE_WRITE_1H = Fraction(3, 100_000), Fraction(3, 8000), Fraction(6, 10_000)
 EPHEMERAL = {"type": "ephemeral"}
 TOOLS = tool_specs_for(TOOL_CATALOG.values())
 SYSTEM = "You are a careful coding agent. " * 60
@@ -192,7 +194,7 @@ def test_the_documented_usage_is_charged_at_the_cache_rates_and_the_reservation_
     reply = gateway.call(task_id, second_turn(), position=START, idempotency_key="call-1")
 
     assert reply.reply.usage == TokenUsage(input_tokens=2095, output_tokens=503, cache_read_tokens=2051,
-                                           cache_write_tokens=2051)
+                                           cache_write_tokens=2051, cache_write_1h_tokens=0)
     exact = 2095 * INPUT + 2051 * CACHE_READ + 2051 * CACHE_WRITE + 503 * OUTPUT  # 2.213655 cents
     assert exact != (2095 + 2051 + 2051) * INPUT + 503 * OUTPUT  # not all at the input rate
     assert reply.cost == Money(minor=ceil(exact), currency=USD) == reply.charged
@@ -205,34 +207,72 @@ def test_the_documented_usage_is_charged_at_the_cache_rates_and_the_reservation_
 
 
 def test_every_shipped_anthropic_model_has_cache_rates_at_the_documented_multipliers() -> None:
-    # Prompt caching's pricing note: 5-minute writes cost 1.25× the input rate, reads 0.1×.
+    # Prompt caching's pricing note: 5-minute writes cost 1.25× the input rate, 1-hour writes 2×, reads 0.1×.
     anthropic = [s for s in DEFAULT_PRICE_SNAPSHOTS if s.provider is ProviderName.ANTHROPIC]
     assert anthropic
     for snapshot in anthropic:
         price = snapshot.price
         assert price.input_minor_per_token is not None
         assert price.cache_write_minor_per_token == price.input_minor_per_token * Fraction(5, 4), snapshot.model
+        assert price.cache_write_1h_minor_per_token == price.input_minor_per_token * 2, snapshot.model
         assert price.cache_read_minor_per_token == price.input_minor_per_token / 10, snapshot.model
 
 
-def test_documented_one_hour_cache_writes_make_the_charge_unknown_never_a_five_minute_price(
+def test_documented_one_hour_cache_writes_are_priced_at_the_one_hour_rate_never_the_five_minute_one(
     db: Database, tmp_path: Path, server: ProviderServer, gateway: ModelGateway
 ) -> None:
     usage = body_of("one_hour_ttl_usage")["usage"]
-    assert usage["cache_creation"]["ephemeral_1h_input_tokens"] == 100
+    assert usage["cache_creation"] == {"ephemeral_5m_input_tokens": 148, "ephemeral_1h_input_tokens": 100}
     task_id = new_task(db, tmp_path)
     server.enqueue(json_reply(anthropic_message(content=[{"type": "text", "text": "ok"}], usage=usage)))
 
     reply = gateway.call(task_id, first_turn(), position=START, idempotency_key="call-1")
 
     assert reply.reply.usage == TokenUsage(input_tokens=2048, output_tokens=503, cache_read_tokens=1800,
-                                           cache_write_tokens=None)
+                                           cache_write_tokens=248, cache_write_1h_tokens=100)
+    # 148 five-minute writes at 3.75, 100 one-hour writes at 6.00 (2× input) per million: the shipped snapshot.
+    exact = 2048 * INPUT + 503 * OUTPUT + 1800 * CACHE_READ + 148 * CACHE_WRITE + 100 * CACHE_WRITE_1H
+    assert reply.cost == Money(minor=ceil(exact), currency=USD) and reply.charged == reply.cost
+    row = db.read(lambda view: read_model_request(view, reply.request_id))
+    assert row is not None and row.end is not None and row.end.cost_minor == ceil(exact)
+    assert row.end.usage.cache_write_1h_tokens == 100  # kept in the call's record
+    assert ONE_HOUR_CACHE_WRITES in (row.end.cost_reason or "")  # codeflux never asks for them: said
+    assert not BudgetService(db).summary(task_id).pending_decisions
+    # The task's evidence names the price that priced the call: the shipped snapshot, its package, version and date.
+    (use,) = db.read(lambda view: price_uses_of_task(view, task_id))
+    assert use.request_ids == (reply.request_id,) and use.revision is not None
+    assert (use.revision.snapshot_id, use.revision.source) == (row.plan.price_snapshot_id, PriceSource.SHIPPED)
+    shown = price_use_view(use)
+    assert shown.line == (f"priced by anthropic {MODEL} revision 1, the shipped snapshot {SHIPPED_SOURCE}; "
+                          f"https://www.anthropic.com/pricing#api, effective {use.revision.effective_date}: 1 call")
+    assert (shown.priced, shown.source, list(shown.request_ids)) == (True, "shipped", [reply.request_id])
+
+
+def test_one_hour_cache_writes_under_a_price_without_a_one_hour_rate_are_an_unknown_charge_never_zero(
+    db: Database, tmp_path: Path, server: ProviderServer, gateway: ModelGateway
+) -> None:
+    PriceCatalog(db).set_user_price(provider="anthropic", model=MODEL, effective_date=dt.date(2026, 12, 3),
+                                    price=Price.from_per_million_tokens(
+                                        currency=USD, input_per_million="3.00", output_per_million="15.00",
+                                        cache_read_per_million="0.30", cache_write_per_million="3.75"))
+    usage = body_of("one_hour_ttl_usage")["usage"]
+    task_id = new_task(db, tmp_path)
+    server.enqueue(json_reply(anthropic_message(content=[{"type": "text", "text": "ok"}], usage=usage)))
+
+    reply = gateway.call(task_id, first_turn(), position=START, idempotency_key="call-1")
+
     # Unknown, so the ledger books the reserved bound as an unknown charge (never a 5-minute price, never 0).
     assert isinstance(reply.cost, UnknownCost) and reply.charged == reply.reserved
+    assert f"no cache-write-1h price for model {MODEL}" in reply.cost.reasons
     row = db.read(lambda view: read_model_request(view, reply.request_id))
     assert row is not None and row.end is not None and row.end.cost_minor is None
-    assert ONE_HOUR_CACHE_WRITES in (row.end.cost_reason or "")
+    assert f"no cache-write-1h price for model {MODEL}" in (row.end.cost_reason or "")
     assert BudgetService(db).summary(task_id).pending_decisions  # an unknown charge waits for a person
+    (use,) = db.read(lambda view: price_uses_of_task(view, task_id))  # the user's revision priced it: said, with when
+    assert use.revision is not None and use.revision.source is PriceSource.USER
+    assert price_use_view(use).line == (
+        f"priced by anthropic {MODEL} revision 1, a user revision (codeflux prices set) recorded "
+        f"{rfc3339_of_us(use.revision.recorded_at_us)}, effective 2026-12-03: 1 call")
 
 
 def test_the_documented_prewarm_response_is_a_cache_write_of_its_tokens(
@@ -243,7 +283,7 @@ def test_the_documented_prewarm_response_is_a_cache_write_of_its_tokens(
     reply = gateway.call(new_task(db, tmp_path), first_turn(), position=START, idempotency_key="call-1")
 
     assert reply.reply.usage == TokenUsage(input_tokens=8, output_tokens=0, cache_read_tokens=0,
-                                           cache_write_tokens=5120)
+                                           cache_write_tokens=5120, cache_write_1h_tokens=0)
     assert reply.cost == Money(minor=ceil(8 * INPUT + 5120 * CACHE_WRITE), currency=USD)
 
 

@@ -91,7 +91,8 @@ def test_a_json_reply_with_text_and_a_tool_call_maps_to_domain_parts_and_usage(
     assert reply.tool_calls[0].arguments() == {"path": "README.md"}
     assert reply.stop_reason is StopReason.TOOL_USE and reply.request_id == "req_011CQ"
     assert reply.usage == TokenUsage(input_tokens=2095, output_tokens=503, cache_read_tokens=2000,
-                                     cache_write_tokens=100, reasoning_tokens=None)  # fmt: skip
+                                     cache_write_tokens=100, cache_write_1h_tokens=0,  # no breakdown: 5-minute
+                                     reasoning_tokens=None)  # fmt: skip
     sent = server.requests[0]
     assert sent.path == "/v1/messages"
     assert sent.headers["x-api-key"] == anthropic_key
@@ -137,7 +138,8 @@ def test_a_streamed_reply_delivers_text_as_it_arrives_and_assembles_tool_input_a
         TextPart(text="Reading the file."),
         ToolCall(call_id="toolu_02B", name="read_file", arguments_json='{"path": "README.md"}'),
     )
-    assert reply.usage == TokenUsage(input_tokens=472, output_tokens=89, cache_read_tokens=0, cache_write_tokens=0)
+    assert reply.usage == TokenUsage(input_tokens=472, output_tokens=89, cache_read_tokens=0, cache_write_tokens=0,
+                                     cache_write_1h_tokens=0)
     body = server.requests[0].json()
     assert body["stream"] is True and "system" not in body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 10_000}  # half of 20,000 stays for the answer

@@ -79,9 +79,10 @@ def fix_tests(call_id: str = "w2") -> ScriptedTurn:
 
 
 def run(harness: Harness, turns: list[ScriptedTurn], *, task_id: TaskId | None = None,
-        limits: LoopLimits | None = None) -> tuple[TaskId, RunOutcome, ScriptedAdapter]:
+        limits: LoopLimits | None = None, output_tokens: dict[str, int] | None = None,
+        ) -> tuple[TaskId, RunOutcome, ScriptedAdapter]:
     task_id = task_id or harness.ready_task()
-    gateway, adapter = scripted_gateway(harness.db, turns)
+    gateway, adapter = scripted_gateway(harness.db, turns, output_tokens=output_tokens)
     policy = HeadlessPolicy.allowing([PreapprovedOperation.command(pytest_argv(harness.venv_python))])
     outcome = run_task(task_id, gateway=gateway, driver=harness.driver, tasks=harness.tasks,
                        repo_snapshot=harness.snapshot(), position=LadderPosition.start(),
@@ -218,6 +219,25 @@ def test_a_tool_call_cut_at_max_tokens_never_runs_and_the_turn_is_asked_again_wi
     assert [request.max_output_tokens for request in adapter.requests] == [8192, 8192, 16_384, 8192]
     assert adapter.requests[2].messages == adapter.requests[1].messages  # the cut reply was not kept
     assert "cut1" not in json.dumps([transcript_rows.message_to_json(m) for m in stored(harness, task_id)])
+
+
+def test_a_tool_call_cut_at_the_configured_bound_is_asked_again_with_a_larger_one_never_the_same(
+    harness: Harness,
+) -> None:
+    """Issue 21 item 10: a model's configured bound replaced every bound the loop asked, so the cut turn was asked
+    again with the bound that cut it. Now the re-ask carries twice the configured bound or what the loop asks,
+    whichever is larger (within the window), and the request's record says so."""
+    cut = ScriptedTurn(tool_calls=fix_tests("cut").tool_calls, stop_reason=StopReason.MAX_TOKENS, usage=USAGE)
+
+    task_id, outcome, adapter = run(harness, [fix_calc(), cut, fix_tests(), done()],
+                                    output_tokens={"scripted-cheap": 2000})
+
+    assert outcome.kind is RunOutcomeKind.AWAITING_REVIEW and outcome.clean, outcome.reason
+    assert [request.max_output_tokens for request in adapter.requests] == [2000, 2000, 16_384, 2000]
+    recorded = harness.db.read(lambda view: view.query_all(
+        "SELECT max_output_tokens FROM model_requests WHERE task_id = ? ORDER BY planned_at_us, rowid",
+        (task_id.value,)))
+    assert [int(row[0]) for row in recorded] == [2000, 2000, 16_384, 2000]
 
 
 def test_a_reply_cut_before_a_word_because_thinking_used_the_bound_is_asked_again_with_more_room(

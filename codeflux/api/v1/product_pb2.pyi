@@ -548,7 +548,7 @@ class PlanExampleView(_message.Message):
     def __init__(self, number: _Optional[int] = ..., test: _Optional[str] = ..., argv: _Optional[_Iterable[str]] = ..., expected: _Optional[_Iterable[str]] = ..., steps: _Optional[_Iterable[int]] = ..., origin: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class BudgetView(_message.Message):
-    __slots__ = ("set", "revision", "hard_limit", "warning", "spent", "reserved", "remaining", "tokens_used", "tokens_reserved", "token_limit", "token_limit_set", "pending_decisions", "exhausted", "lines", "spend_line")
+    __slots__ = ("set", "revision", "hard_limit", "warning", "spent", "reserved", "remaining", "tokens_used", "tokens_reserved", "token_limit", "token_limit_set", "pending_decisions", "exhausted", "lines", "spend_line", "prices")
     SET_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     HARD_LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -564,6 +564,7 @@ class BudgetView(_message.Message):
     EXHAUSTED_FIELD_NUMBER: _ClassVar[int]
     LINES_FIELD_NUMBER: _ClassVar[int]
     SPEND_LINE_FIELD_NUMBER: _ClassVar[int]
+    PRICES_FIELD_NUMBER: _ClassVar[int]
     set: bool
     revision: int
     hard_limit: _common_pb2.Money
@@ -579,7 +580,34 @@ class BudgetView(_message.Message):
     exhausted: bool
     lines: _containers.RepeatedScalarFieldContainer[str]
     spend_line: str
-    def __init__(self, set: _Optional[bool] = ..., revision: _Optional[int] = ..., hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., warning: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., spent: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., reserved: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., remaining: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., tokens_used: _Optional[int] = ..., tokens_reserved: _Optional[int] = ..., token_limit: _Optional[int] = ..., token_limit_set: _Optional[bool] = ..., pending_decisions: _Optional[_Iterable[int]] = ..., exhausted: _Optional[bool] = ..., lines: _Optional[_Iterable[str]] = ..., spend_line: _Optional[str] = ...) -> None: ...
+    prices: _containers.RepeatedCompositeFieldContainer[PriceUseView]
+    def __init__(self, set: _Optional[bool] = ..., revision: _Optional[int] = ..., hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., warning: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., spent: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., reserved: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., remaining: _Optional[_Union[_common_pb2.MaybeMoney, _Mapping]] = ..., tokens_used: _Optional[int] = ..., tokens_reserved: _Optional[int] = ..., token_limit: _Optional[int] = ..., token_limit_set: _Optional[bool] = ..., pending_decisions: _Optional[_Iterable[int]] = ..., exhausted: _Optional[bool] = ..., lines: _Optional[_Iterable[str]] = ..., spend_line: _Optional[str] = ..., prices: _Optional[_Iterable[_Union[PriceUseView, _Mapping]]] = ...) -> None: ...
+
+class PriceUseView(_message.Message):
+    __slots__ = ("priced", "snapshot_id", "provider", "model", "revision", "source", "source_detail", "effective_date", "recorded_at", "request_ids", "line")
+    PRICED_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    EFFECTIVE_DATE_FIELD_NUMBER: _ClassVar[int]
+    RECORDED_AT_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_IDS_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    priced: bool
+    snapshot_id: int
+    provider: str
+    model: str
+    revision: int
+    source: str
+    source_detail: str
+    effective_date: str
+    recorded_at: str
+    request_ids: _containers.RepeatedScalarFieldContainer[str]
+    line: str
+    def __init__(self, priced: _Optional[bool] = ..., snapshot_id: _Optional[int] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., revision: _Optional[int] = ..., source: _Optional[str] = ..., source_detail: _Optional[str] = ..., effective_date: _Optional[str] = ..., recorded_at: _Optional[str] = ..., request_ids: _Optional[_Iterable[str]] = ..., line: _Optional[str] = ...) -> None: ...
 
 class PendingApproval(_message.Message):
     __slots__ = ("request_id", "tool", "arguments", "capabilities", "scope", "operation_identity", "reason", "cwd", "meaning", "allow_for_task_refusal", "confirmation", "allowed_before", "allow_for_repository_refusal", "repository_identity", "deny_blocks", "deny_meaning", "allowed_before_refused")
@@ -1710,7 +1738,7 @@ class ListPricesRequest(_message.Message):
     def __init__(self, provider: _Optional[str] = ...) -> None: ...
 
 class PriceRow(_message.Message):
-    __slots__ = ("provider", "model", "aliases", "input", "output", "cache_read", "cache_write", "currency", "effective_date", "source", "revision")
+    __slots__ = ("provider", "model", "aliases", "input", "output", "cache_read", "cache_write", "currency", "effective_date", "source", "revision", "cache_write_1h")
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     ALIASES_FIELD_NUMBER: _ClassVar[int]
@@ -1722,6 +1750,7 @@ class PriceRow(_message.Message):
     EFFECTIVE_DATE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_1H_FIELD_NUMBER: _ClassVar[int]
     provider: str
     model: str
     aliases: _containers.RepeatedScalarFieldContainer[str]
@@ -1733,7 +1762,8 @@ class PriceRow(_message.Message):
     effective_date: str
     source: str
     revision: int
-    def __init__(self, provider: _Optional[str] = ..., model: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., input: _Optional[str] = ..., output: _Optional[str] = ..., cache_read: _Optional[str] = ..., cache_write: _Optional[str] = ..., currency: _Optional[str] = ..., effective_date: _Optional[str] = ..., source: _Optional[str] = ..., revision: _Optional[int] = ...) -> None: ...
+    cache_write_1h: str
+    def __init__(self, provider: _Optional[str] = ..., model: _Optional[str] = ..., aliases: _Optional[_Iterable[str]] = ..., input: _Optional[str] = ..., output: _Optional[str] = ..., cache_read: _Optional[str] = ..., cache_write: _Optional[str] = ..., currency: _Optional[str] = ..., effective_date: _Optional[str] = ..., source: _Optional[str] = ..., revision: _Optional[int] = ..., cache_write_1h: _Optional[str] = ...) -> None: ...
 
 class PriceList(_message.Message):
     __slots__ = ("prices", "outcome")
@@ -1744,7 +1774,7 @@ class PriceList(_message.Message):
     def __init__(self, prices: _Optional[_Iterable[_Union[PriceRow, _Mapping]]] = ..., outcome: _Optional[str] = ...) -> None: ...
 
 class SetPriceRequest(_message.Message):
-    __slots__ = ("control", "provider", "model", "input", "output", "cache_read", "cache_write", "currency", "effective_date")
+    __slots__ = ("control", "provider", "model", "input", "output", "cache_read", "cache_write", "currency", "effective_date", "cache_write_1h")
     CONTROL_FIELD_NUMBER: _ClassVar[int]
     PROVIDER_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -1754,6 +1784,7 @@ class SetPriceRequest(_message.Message):
     CACHE_WRITE_FIELD_NUMBER: _ClassVar[int]
     CURRENCY_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_DATE_FIELD_NUMBER: _ClassVar[int]
+    CACHE_WRITE_1H_FIELD_NUMBER: _ClassVar[int]
     control: _common_pb2.MutationControl
     provider: str
     model: str
@@ -1763,7 +1794,8 @@ class SetPriceRequest(_message.Message):
     cache_write: str
     currency: str
     effective_date: str
-    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., input: _Optional[str] = ..., output: _Optional[str] = ..., cache_read: _Optional[str] = ..., cache_write: _Optional[str] = ..., currency: _Optional[str] = ..., effective_date: _Optional[str] = ...) -> None: ...
+    cache_write_1h: str
+    def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., provider: _Optional[str] = ..., model: _Optional[str] = ..., input: _Optional[str] = ..., output: _Optional[str] = ..., cache_read: _Optional[str] = ..., cache_write: _Optional[str] = ..., currency: _Optional[str] = ..., effective_date: _Optional[str] = ..., cache_write_1h: _Optional[str] = ...) -> None: ...
 
 class RunDoctorRequest(_message.Message):
     __slots__ = ()

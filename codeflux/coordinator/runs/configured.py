@@ -4,7 +4,8 @@
 (:class:`~codeflux.pipeline.thresholds.StoredSettings` ranks them below a stored setting), refusing an unknown key
 or a value out of its range with the file's path and the key. :func:`check_settings_in_force` is the ``doctor``
 check that lists every default in force with its source (flag, environment, config file, built-in — doctor takes no
-flags) and each model's configured output bound with its clamp to the model's context window.
+flags) and each model's configured output bound with its clamp to the model's context window (each request's
+bound is also kept within what the window leaves after its estimated input: the gateway's clamp).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def _in_force(config: UserConfig) -> str:
         if provider != "scripted":
             window = context_window_of(ProviderName(provider), model)
             if settings.max_output_tokens > window:
-                bound += f", clamped to {window:,} (its context window with {provider}): requests carry {window:,}"
+                bound += (f", clamped to {window:,} (its context window with {provider}): requests carry at most "
+                          f"{window:,} less their estimated input")
         shown.append(bound + " (config file [models])")
     return "; ".join(shown)
 

@@ -435,15 +435,17 @@ class ImplementationLoop:
 
     def _call_model(self, request: ModelRequest, turn_key: str) -> GatewayReply:
         """Call the model; a "too long" refusal compacts the conversation and asks once more."""
+        more_room = self._state.output_room is not None  # a turn cut at its bound, asked again
         try:
             return self._gateway.call(self._task_id, request, position=self._position, provider=self._provider,
-                                      idempotency_key=turn_key)
+                                      idempotency_key=turn_key, more_room=more_room)
         except ContextTooLongError:
             compaction = self._context.after_too_long(request, position=self._position, turn_key=turn_key)
             if compaction is None:
                 raise
             return self._gateway.call(self._task_id, self._compacted(request, compaction), position=self._position,
-                                      provider=self._provider, idempotency_key=f"{turn_key}:after-compaction")
+                                      provider=self._provider, idempotency_key=f"{turn_key}:after-compaction",
+                                      more_room=more_room)
 
     def _compacted(self, request: ModelRequest, compaction: Compaction) -> ModelRequest:
         """Go on with the compacted conversation (already recorded); count its summary call's tokens."""

@@ -26,9 +26,10 @@ marks the in-flight ones ``outcome-unknown`` (the bound is charged). Nothing is 
 The rung comes from the caller's :class:`~codeflux.domain.ladder.LadderPosition`: its tier picks the
 route's cheap or capable model and its effort is sent as the request's effort (whatever model and
 effort the caller put in the request are replaced). The output bound is the caller's, or the model's
-configured one (:attr:`ModelRoute.output_tokens`), clamped to the model's context window
-(:meth:`ModelGateway.output_bound`). Streamed text reaches ``on_text`` redacted; the returned reply is the
-provider's, unredacted, for the loop to act on.
+configured one (:attr:`ModelRoute.output_tokens`; twice it when a turn cut at it is asked again), clamped to
+what the model's context window leaves after the request's estimated input — a request the window has too
+little room left in is not sent (:meth:`ModelGateway.output_bound`). Streamed text reaches ``on_text``
+redacted; the returned reply is the provider's, unredacted, for the loop to act on.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from codeflux.domain.errors import (
     BudgetExhaustedError,
     CodefluxError,
     ConflictError,
+    ContextWindowFullError,
     CredentialNotFoundError,
     CredentialStoreUnavailableError,
     EndpointApprovalRequiredError,
@@ -124,6 +126,9 @@ SCRIPTED_PROVIDER: Final = "scripted"
 _CALLING_STATES: Final = frozenset({TaskState.FORECASTING, TaskState.RUNNING, TaskState.VALIDATING})
 _PAUSABLE_STATES: Final = _CALLING_STATES
 _PRICED_PROVIDERS: Final = frozenset(p.value for p in ProviderName)  # those `codeflux prices set` takes
+MIN_OUTPUT_TOKENS: Final = 1024
+"""The least output room a request is sent with when the window is the limit (a tool call and a few lines of
+text); a caller asking less gets what it asked. Less room than that: not sent (:class:`ContextWindowFullError`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,16 +236,19 @@ class ModelGateway:
 
     def call(
         self, task_id: TaskId, request: ModelRequest, *, position: LadderPosition, idempotency_key: str,
-        provider: str | None = None, on_text: TextSink | None = None,
+        provider: str | None = None, on_text: TextSink | None = None, more_room: bool = False,
     ) -> GatewayReply:  # fmt: skip
         """Reserve, record the intent, call the model once, settle. Refusals raise (see the module docstring);
-        a provider failure is recorded and settled, then re-raised."""
+        a provider failure is recorded and settled, then re-raised. ``more_room``: the caller asks again a turn
+        cut at its output bound (:meth:`output_bound`)."""
         route = self._route(provider)
         rung = position.rung
         model = route.model_for(rung.tier)
-        bound, _ = self._output_bound(route, model, request.max_output_tokens)
+        tokens_in = bound_input_tokens(request)  # the model, effort and output bound do not enter the estimate
+        bound, _ = self._output_bound(route, model, request.max_output_tokens, input_tokens=tokens_in,
+                                      more_room=more_room)
         sent = replace(request, model=model, effort=rung.effort, max_output_tokens=bound)
-        planned = self._plan(task_id, route, sent, rung, idempotency_key)
+        planned = self._plan(task_id, route, sent, rung, idempotency_key, tokens_in=tokens_in)
         self._db.write(lambda tx: self._mark_in_flight(tx, planned))
         stream = StreamRedactor(route.redactor) if on_text is not None else None
         sink = None if stream is None or on_text is None else _redacting(stream, on_text)
@@ -268,20 +276,46 @@ class ModelGateway:
         """The bottom rung of :attr:`ladder`."""
         return LadderPosition.start(self._ladder, stall_threshold=self._stall_threshold)
 
-    def output_bound(self, model: str, asked: int, *, provider: str | None = None) -> tuple[int, str]:
-        """The output bound a request to ``model`` carries when the caller asks ``asked``, and why: the model's
-        configured bound (:attr:`ModelRoute.output_tokens`) in place of ``asked``, never more than the model's
-        context window (the clamp is said; a bound beyond the window is never sent as it is)."""
-        return self._output_bound(self._route(provider), model, asked)
+    def output_bound(self, model: str, asked: int, *, provider: str | None = None, input_tokens: int | None = None,
+                     more_room: bool = False) -> tuple[int, str]:
+        """The output bound a request to ``model`` carries when the caller asks ``asked``, and why.
 
-    def _output_bound(self, route: ModelRoute, model: str, asked: int) -> tuple[int, str]:
+        The model's configured bound (:attr:`ModelRoute.output_tokens`) replaces ``asked`` — except when the
+        caller asks again a turn cut at its bound (``more_room``): then the larger of ``asked`` and twice the
+        configured bound, so a cut turn is never asked again with the bound that cut it. Whatever is wanted is
+        clamped to what the model's context window leaves after the request's estimated ``input_tokens``
+        (:func:`~codeflux.domain.budget.bound_input_tokens`; without them, to the window itself): never sent
+        beyond it, and the clamp is said. When that room is below :data:`MIN_OUTPUT_TOKENS` (or below ``asked``
+        when that is smaller) the request is not sent: :class:`ContextWindowFullError` names the numbers."""
+        return self._output_bound(self._route(provider), model, asked, input_tokens=input_tokens,
+                                  more_room=more_room)
+
+    def _output_bound(self, route: ModelRoute, model: str, asked: int, *, input_tokens: int | None = None,
+                      more_room: bool = False) -> tuple[int, str]:
         configured = route.output_tokens.get(model)
-        wanted = asked if configured is None else configured
-        why = f"{wanted:,} asked" if configured is None else f"{wanted:,} configured for {model}"
+        if configured is None:
+            wanted, why = asked, f"{asked:,} asked"
+        elif more_room:
+            wanted = max(asked, 2 * configured)
+            why = f"{wanted:,} to ask again a turn cut at the {configured:,} configured for {model}"
+        else:
+            wanted, why = configured, f"{configured:,} configured for {model}"
         window = self._window_of(route, model)
-        if window is not None and wanted > window:
-            return window, f"{why}, clamped to the model's {window:,}-token context window"
-        return wanted, why
+        if window is None:
+            return wanted, why
+        if input_tokens is None:
+            if wanted > window:
+                return window, f"{why}, clamped to the model's {window:,}-token context window"
+            return wanted, why
+        room = window - input_tokens
+        if wanted <= room:
+            return wanted, why
+        minimum = min(wanted, MIN_OUTPUT_TOKENS)
+        if room < minimum:
+            raise ContextWindowFullError(provider=route.provider, model=model, window=window,
+                                         input_tokens=input_tokens, minimum=minimum)
+        return room, (f"{why}, clamped to the {room:,} tokens the model's {window:,}-token context window leaves "
+                      f"after about {input_tokens:,} estimated input tokens")
 
     def _window_of(self, route: ModelRoute, model: str) -> int | None:
         declared = getattr(route.adapter, "context_window", None)
@@ -321,7 +355,7 @@ class ModelGateway:
     # ─── 1 + 2: checks and the intent ────────────────────────────────────────────────────────────
 
     def _plan(
-        self, task_id: TaskId, route: ModelRoute, sent: ModelRequest, rung: Rung, key: str
+        self, task_id: TaskId, route: ModelRoute, sent: ModelRequest, rung: Rung, key: str, *, tokens_in: int
     ) -> _Planned:
         digest = hashlib.sha256(f"{route.provider}\x00{rung}\x00{sent!r}".encode()).hexdigest()
 
@@ -344,7 +378,6 @@ class ModelGateway:
                 return self._refuse(tx, task, error, pause=True)
             budget = found[0]
             price = self._catalog.price_in_force(tx, provider=route.provider, model=sent.model)
-            tokens_in = bound_input_tokens(sent)
             bound = reservation_bound(None if price is None else price.price, input_tokens=tokens_in,
                                       max_output_tokens=sent.max_output_tokens, model=sent.model,
                                       writes_cache=route.writes_cache is True)

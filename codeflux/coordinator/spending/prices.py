@@ -13,13 +13,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from codeflux.domain.events import PriceSet
+from codeflux.domain.ids import TaskId
 from codeflux.domain.pricing import Price, PriceSource
 from codeflux.providers.prices import DEFAULT_PRICE_SNAPSHOTS, PriceSnapshot
 from codeflux.store import prices as rows
 from codeflux.store.database import Database, ReadView, Transaction, now_us
 from codeflux.store.events import SYSTEM_SESSION_ID, append_event
 
-__all__ = ["PriceCatalog", "PriceListing", "merge_price_listings"]
+__all__ = ["PriceCatalog", "PriceListing", "PriceUse", "merge_price_listings"]
+
+PriceUse = rows.PriceUse
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,6 +75,10 @@ class PriceCatalog:
             return row
 
         return self._db.write(work)
+
+    def uses_of_task(self, task_id: TaskId) -> list[rows.PriceUse]:
+        """Which price revision priced which of ``task_id``'s model calls (the calls without a price last)."""
+        return self._db.read(lambda view: rows.price_uses_of_task(view, task_id))
 
     def _snapshot(self, provider: str, model: str) -> PriceSnapshot | None:
         return next((s for s in self._shipped if s.provider.value == provider and s.matches(model)), None)

@@ -149,7 +149,9 @@ export function budgetCard(app, task) {
   return el("section", { class: "card budget", testid: "budget-card" },
     el("h3", {}, "Cost and budget ", b.exhausted ? badge("blocked") : null),
     b.exhausted ? el("p", { class: "notice", text: "The hard budget is exhausted: raise it, finish, or stop." }) : null,
-    facts(rows, "budget-facts"), textList(b.lines, "", "budget-lines"), choices);
+    facts(rows, "budget-facts"), textList(b.lines, "", "budget-lines"),
+    (b.prices || []).length ? el("h4", { text: "Prices the calls were charged at" }) : null,
+    textList((b.prices || []).map((p) => p.line), "", "budget-prices"), choices);
 }
 
 const ACTION_LABELS = {

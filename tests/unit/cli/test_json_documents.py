@@ -30,7 +30,10 @@ PLAN = {"revision": int, "sha256": str, "decision": str, "feedback": STR_OR_NULL
         "forecast_cost": ({"low": MONEY_OR_NULL, "high": MONEY_OR_NULL}, NULL)}
 BUDGET = {"revision": int, "hard_limit": MONEY, "warning": MONEY_OR_NULL, "spent": MONEY_OR_NULL,
           "reserved": MONEY_OR_NULL, "remaining": MONEY_OR_NULL, "tokens_used": int, "tokens_reserved": int,
-          "token_limit": (int, NULL), "exhausted": bool, "pending_decisions": [int]}
+          "token_limit": (int, NULL), "exhausted": bool, "pending_decisions": [int],
+          "prices": [{"snapshot_id": (int, NULL), "provider": STR_OR_NULL, "model": STR_OR_NULL,
+                      "revision": (int, NULL), "source": STR_OR_NULL, "source_detail": STR_OR_NULL,
+                      "effective_date": STR_OR_NULL, "recorded_at": STR_OR_NULL, "request_ids": [str]}]}
 TASK = {
     "task_id": str, "title": str, "requirement": str, "state": str, "revision": int, "repository_root": str,
     "base_revision": STR_OR_NULL, "worktree": STR_OR_NULL, "worktree_exists": bool,

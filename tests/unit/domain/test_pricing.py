@@ -124,3 +124,62 @@ def test_pricing_is_linear_and_exact(tokens: int, cents_per_million: int) -> Non
     price = Price.from_per_million_tokens(currency=USD, input_per_million=rate, output_per_million="0",
                                           cache_read_per_million="0", cache_write_per_million="0")  # fmt: skip
     assert price.exact_minor_cost(usage(input_tokens=tokens), model="m") == Fraction(tokens * cents_per_million, 10**6)
+
+
+# ─── 1-hour cache writes (issue 21, items 7/8) ────────────────────────────────────────────────────────
+
+SONNET_1H = Price.from_per_million_tokens(currency=USD, input_per_million="3.00", output_per_million="15.00",
+                                          cache_read_per_million="0.30", cache_write_per_million="3.75",
+                                          cache_write_1h_per_million="6.00")  # fmt: skip
+
+
+def test_one_hour_writes_are_priced_at_their_own_rate_and_the_rest_of_the_writes_at_the_default_one() -> None:
+    assert SONNET_1H.cache_write_1h_minor_per_token == Fraction(6, 10_000)
+    assert SONNET_1H.per_million_text(PriceComponent.CACHE_WRITE_1H) == "6.00"
+    cost = SONNET_1H.exact_minor_cost(usage(cache_write_tokens=1_000_000, cache_write_1h_tokens=400_000), model="m")
+    assert cost == Fraction(375 * 600_000 + 600 * 400_000, 10**6)  # 225 + 240 cents, not 375 for all of them
+
+
+def test_one_hour_writes_without_a_one_hour_rate_are_unknown_never_the_default_rate_nor_zero() -> None:
+    cost = SONNET.cost_of(usage(cache_write_tokens=248, cache_write_1h_tokens=100), model="claude-x")
+    assert cost == UnknownCost(("no cache-write-1h price for model claude-x",))
+    # none of them written for an hour: the default rate for all of them, no 1-hour rate needed
+    assert SONNET.exact_minor_cost(usage(cache_write_tokens=248, cache_write_1h_tokens=0), model="m") == \
+        248 * SONNET.cache_write_minor_per_token  # type: ignore[operator]
+
+
+def test_one_hour_writes_are_part_of_the_writes() -> None:
+    with pytest.raises(InvalidValueError, match="part of the cache writes"):
+        TokenUsage(cache_write_tokens=10, cache_write_1h_tokens=11)
+    assert TokenUsage(cache_write_tokens=None, cache_write_1h_tokens=11).cache_write_1h_tokens == 11
+    unreported_writes = SONNET_1H.cost_of(usage(cache_write_tokens=None, cache_write_1h_tokens=5), model="m")
+    assert unreported_writes == UnknownCost(("cache-write tokens not reported by the provider",))
+
+
+_COUNT = st.integers(min_value=0, max_value=10**8)
+_RATE_TEXT = st.integers(min_value=0, max_value=10**5).map(lambda cents: f"{cents // 100}.{cents % 100:02d}")
+
+
+@given(writes=_COUNT, share=st.fractions(min_value=0, max_value=1), default_rate=_RATE_TEXT,
+       one_hour_rate=st.none() | _RATE_TEXT, reported=st.booleans())
+def test_the_cache_write_rule(writes: int, share: Fraction, default_rate: str, one_hour_rate: str | None,
+                              reported: bool) -> None:
+    """The writes cost (writes − 1h) × default + 1h × 1-hour rate; a 1-hour write with no 1-hour rate is unknown;
+    no breakdown reported (None) is every write at the default rate; the cost never falls when a write moves from
+    the default lifetime to the hour while the hour costs at least as much."""
+    one_hour = int(writes * share) if reported else None
+    price = Price.from_per_million_tokens(currency=USD, input_per_million="1", output_per_million="1",
+                                          cache_read_per_million="0", cache_write_per_million=default_rate,
+                                          cache_write_1h_per_million=one_hour_rate)  # fmt: skip
+    cost = price.exact_minor_cost(usage(cache_write_tokens=writes, cache_write_1h_tokens=one_hour), model="m")
+    default = Fraction(default_rate) * 100 / 10**6
+    if not one_hour:  # None or 0: every write at the default rate
+        assert cost == writes * default
+        return
+    if one_hour_rate is None:
+        assert cost == UnknownCost(("no cache-write-1h price for model m",))
+        return
+    hour = Fraction(one_hour_rate) * 100 / 10**6
+    assert cost == (writes - one_hour) * default + one_hour * hour
+    if hour >= default:
+        assert isinstance(cost, Fraction) and cost >= writes * default

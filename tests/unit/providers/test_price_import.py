@@ -91,10 +91,22 @@ def test_the_release_prices_gpt_5_codex_as_gpt_5_and_claude_cache_writes() -> No
     assert (rates["gpt-5-codex"].source_model, rates["gpt-5-codex"].input, rates["gpt-5-codex"].cache_read) == (
         "gpt-5", "1.25", "0.125")
     sonnet = rates["claude-sonnet-4-5"]  # tiered at 200,000 tokens: beyond the 200,000-token window, base rates
-    assert (sonnet.input, sonnet.output, sonnet.cache_read, sonnet.cache_write) == ("3", "15", "0.3", "3.75")
+    assert (sonnet.input, sonnet.output, sonnet.cache_read, sonnet.cache_write, sonnet.cache_write_1h) == (
+        "3", "15", "0.3", "3.75", "6")  # the source's cache_write_1h_mtok: 1-hour writes at 2× input
     rendered = render_price_data(list(rates.values()), version=version, as_of=dt.date(2026, 12, 3),
                                  pages=pricing_pages(providers))
-    assert '("openai", "gpt-5-codex", "gpt-5", None, "1.25", "10", "0.125", None),' in rendered
+    assert '("openai", "gpt-5-codex", "gpt-5", None, "1.25", "10", "0.125", None, None),' in rendered
+    assert '("anthropic", "claude-sonnet-4-5", "claude-sonnet-4-5", None, "3", "15", "0.3", "3.75", "6"),' in rendered
+
+
+def test_the_one_hour_cache_write_rate_is_taken_where_the_source_gives_one() -> None:
+    prices = ("ModelPrice(input_mtok=Decimal('3'), output_mtok=Decimal('15'), cache_write_mtok=Decimal('3.75'),"
+              " cache_write_1h_mtok=Decimal('6'))")
+    rates = select_rates(read_source(_data(prices)), as_of=dt.date(2026, 12, 1), known=(_known("m-1"),))
+    assert [(r.cache_write, r.cache_write_1h) for r in rates] == [("3.75", "6")]
+    without = select_rates(read_source(_data("ModelPrice(input_mtok=Decimal('3'), output_mtok=Decimal('15'))")),
+                           as_of=dt.date(2026, 12, 1), known=(_known("m-1"),))
+    assert [r.cache_write_1h for r in without] == [None]  # not given: none (a 1-hour write is then unknown)
 
 
 def test_rates_are_the_decimal_texts_of_the_source() -> None:

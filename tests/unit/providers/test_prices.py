@@ -91,7 +91,8 @@ def test_gpt_5_codex_is_priced_as_gpt_5_with_cached_input() -> None:
     assert codex is not None and gpt5 is not None
     assert codex.price == gpt5.price
     assert [codex.price.per_million_text(c) for c in PriceComponent] == [
-        "1.25", "10.00", "0.125", "0.00", None]  # input, output, cache read, cache write, reasoning (as output)
+        "1.25", "10.00", "0.125", "0.00", None, None]  # input, output, cache read, cache write, 1-hour cache write
+    # (OpenAI has none: a reported one would be unknown), reasoning (as output)
     usage = TokenUsage(input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=2_000_000,
                        cache_write_tokens=0)
     assert codex.price.cost_of(usage, model="gpt-5-codex") == Money(minor=125 + 100 + 25, currency=USD)

@@ -208,13 +208,22 @@ STEPS = st.lists(st.builds(Step, call=st.builds(Call, reserved=st.one_of(st.none
                            tokens=st.integers(1, 10**6)), max_size=10)
 
 
-def record_step(db: Database, task_id: TaskId, index: int, step: Step) -> None:
+def record_step(db: Database, task_id: TaskId, index: int, step: Step, *, schema_000018: bool = False) -> None:
     """One request with every way the ledger moves: reserve, maybe close (its request ended before or after the
-    closing entries, with full or partial usage), maybe acknowledge its charges."""
+    closing entries, with full or partial usage), maybe acknowledge its charges. ``schema_000018``: the request ends
+    as the code of that schema wrote it (no column of a later migration)."""
     request_id = f"mreq_{index:08d}{os.urandom(8).hex()}"
     call = step.call
 
     def end(tx: Transaction) -> None:
+        if schema_000018:
+            usage = step.usage
+            tx.execute("UPDATE model_requests SET state = 'failed', input_tokens = ?, output_tokens = ?,"
+                       " cache_read_tokens = ?, cache_write_tokens = ?, reasoning_tokens = ?, cost_reason = 'r',"
+                       " error_kind = 'provider-error', finished_at_us = 2 WHERE id = ?",
+                       (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+                        usage.reasoning_tokens, request_id))
+            return
         record_model_request_end(tx, request_id=request_id, at_us=2, end=ModelRequestEnd(
             state=ModelRequestState.FAILED, usage=step.usage, cost_minor=None, cost_reason="r",
             error_kind=ModelCallErrorKind.PROVIDER_ERROR))
@@ -278,7 +287,7 @@ def test_the_migration_counts_the_ledger_written_before_it(tmp_path: Path) -> No
                      (None, UnknownCost.because("no price"), True, "after", TokenUsage(), True),
                      (8, None, False, "open", TokenUsage(), False))]
         for index, step in enumerate(steps):
-            record_step(db, task_id, index, step)
+            record_step(db, task_id, index, step, schema_000018=True)
         before = db.read(lambda view: ledger.recount_ledger_totals(view, task_id))
     finally:
         db.close()
