@@ -14,8 +14,8 @@ from codeflux.domain.ids import TaskId
 from codeflux.store.database import Database, Transaction
 from codeflux.store.events import JournalEvent
 
-__all__ = ["ExplainedModelAccess", "ModelAccess", "PinningModelAccess", "TaskGateway", "gateway_for_task",
-           "pin_new_task", "pinning"]
+__all__ = ["EndpointModelAccess", "ExplainedModelAccess", "ModelAccess", "PinningModelAccess", "TaskGateway",
+           "gateway_for_task", "pin_new_task", "pinning"]
 
 
 class ModelAccess(Protocol):
@@ -46,6 +46,18 @@ class ExplainedModelAccess(ModelAccess, Protocol):
 
     @property
     def source(self) -> str: ...
+
+
+@runtime_checkable
+class EndpointModelAccess(ModelAccess, Protocol):
+    """A model access that can say which endpoint its provider in force now is called at (``codeflux start``'s):
+    a task without a pin, and Settings, show the approval card for it while nobody approved it."""
+
+    @property
+    def endpoint(self) -> tuple[str, str] | None:
+        """The provider in force now and the base URL its gateway calls, as given (a flag, the environment, the
+        config file or the stored choice); None: the scripted provider or the provider's default endpoint."""
+        ...
 
 
 @runtime_checkable
