@@ -222,9 +222,12 @@ class CliModelAccess:
             return None
         try:
             resolved = with_configured_provider(args, self._environ)
-        except CodefluxError:  # made invalid while start runs: a gateway build refuses it with its reason
+            if not resolved.base_url:
+                return None
+            provider = ProviderName.parse(str(resolved.provider))
+            return provider.value, normalize_base_url(provider, str(resolved.base_url))
+        except CodefluxError:  # refused or made invalid while start runs: a gateway build says why
             return None
-        return (str(resolved.provider), str(resolved.base_url)) if resolved.base_url else None
 
     def gateway(self, phases: Sequence[str]) -> ModelGateway:
         return build_gateway(self._db, self._chosen()[0], phases=phases)[0]

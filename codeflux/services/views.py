@@ -46,7 +46,6 @@ from codeflux.domain.providers import ProviderName
 from codeflux.domain.repository_approvals import RepositoryApproval
 from codeflux.domain.tasks import TaskRecord, TaskState, is_terminal
 from codeflux.domain.tools import ArgumentValue
-from codeflux.providers.endpoints import normalize_base_url
 from codeflux.services.app import SCRIPTED_DEMO_LABEL, CoordinatorApp
 from codeflux.store.database import Database
 from codeflux.worker.client.confinement import choose_confinement
@@ -350,11 +349,9 @@ def current_endpoint_card(app: CoordinatorApp) -> product_pb2.EndpointApprovalCa
     if found is None:
         return None
     try:
-        provider = ProviderName.parse(found[0])
-        base_url = normalize_base_url(provider, found[1])
-    except CodefluxError:
+        return _endpoint_card(db=app.db, provider=ProviderName.parse(found[0]), base_url=found[1])
+    except CodefluxError:  # not a provider or an endpoint the rules refuse: a gateway build says why
         return None
-    return _endpoint_card(db=app.db, provider=provider, base_url=base_url)
 
 
 def _endpoint_card(db: Database, provider: ProviderName, base_url: str) -> product_pb2.EndpointApprovalCard | None:

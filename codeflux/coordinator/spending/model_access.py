@@ -55,8 +55,9 @@ class EndpointModelAccess(ModelAccess, Protocol):
 
     @property
     def endpoint(self) -> tuple[str, str] | None:
-        """The provider in force now and the base URL its gateway calls, as given (a flag, the environment, the
-        config file or the stored choice); None: the scripted provider or the provider's default endpoint."""
+        """The provider in force now and the base URL its gateway calls (a flag's, the environment's, the config
+        file's or the stored choice's), normalized; None: the scripted provider, the provider's default endpoint, or a
+        URL the endpoint rules refuse (a gateway build refuses it with its reason)."""
         ...
 
 
