@@ -6,11 +6,12 @@ once the endpoint is approved and the person said yes (at the terminal, or ``--y
 nothing (the models list, :mod:`codeflux.providers.probe`) with the key a run would use (its environment variable,
 else the OS credential store), through the route the config file's ``[network]`` sets.
 
-``list`` is a call of the method table (``SettingsService.GetSettings``): through a running coordinator when
-one serves the data directory, else in this process. ``set``, ``test``, ``delete`` and ``approve-endpoint`` are
-not: they are the person's own acts on the OS credential store and the endpoint approvals, made at this
-terminal (the key is read from its standard input), and each writes one row the coordinator reads again on
-every use.
+``list`` and ``approve-endpoint`` are calls of the method table (``SettingsService.GetSettings``,
+``SettingsService.ApproveEndpoint``): through a running coordinator when one serves the data directory — so it
+records the approval and publishes its ``endpoint-approved`` event at once — else in this process; the output is the
+same either way. ``set``, ``test`` and ``delete`` are not: they are the person's own acts on the OS credential
+store, made at this terminal (the key is read from its standard input), and each writes one row the coordinator
+reads again on every use.
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ import argparse
 import getpass
 
 from codeflux.api.v1 import product_pb2 as pb
-from codeflux.cli.channel import Channel, ChannelNeeds, ChannelUse
+from codeflux.cli.channel import Channel, ChannelNeeds, ChannelUse, control
 from codeflux.cli.context import CliContext
 from codeflux.cli.documents import provider_list_document
 from codeflux.cli.output import print_json
 from codeflux.cli.views import print_providers
 from codeflux.coordinator.maintenance import forget_provider_key_reference, record_provider_key_reference
 from codeflux.coordinator.provider_keys import key_loader, process_keys
-from codeflux.coordinator.spending.model_approvals import approve_model_endpoint, endpoint_approved
+from codeflux.coordinator.spending.model_approvals import endpoint_approved
 from codeflux.coordinator.user_config import load_user_config
 from codeflux.credentials import (
     MAX_KEY_LENGTH,
@@ -115,9 +116,14 @@ def _require_credential_store() -> None:
 
 
 def channel_needs(args: argparse.Namespace) -> ChannelNeeds | None:
-    """``list`` reads what the coordinator sees (never creating a database); the others act on the credential
-    store from this terminal (see the module docstring)."""
-    return ChannelNeeds(use=ChannelUse.OPTIONAL) if args.action == "list" else None
+    """``list`` reads what the coordinator sees (never creating a database); ``approve-endpoint`` records through
+    it (creating the database in process when none exists); the others act on the credential store from this
+    terminal (see the module docstring)."""
+    if args.action == "list":
+        return ChannelNeeds(use=ChannelUse.OPTIONAL)
+    if args.action == "approve-endpoint":
+        return ChannelNeeds(use=ChannelUse.CREATE)
+    return None
 
 
 def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> int:
@@ -131,11 +137,12 @@ def run(args: argparse.Namespace, ctx: CliContext, channel: Channel | None) -> i
         return 0
     if args.action == "approve-endpoint":
         provider = ProviderName.parse(args.name)
-        db = open_store(ctx.location(), create=True, migrate=True)
-        try:
-            url = approve_model_endpoint(db, provider=provider, base_url=args.base_url)
-        finally:
-            db.close()
+        url = normalize_base_url(provider, args.base_url)  # what the service records; refused before any call
+        if channel is None:  # CREATE always gives a channel; kept for the type checker
+            raise UsageError("approve-endpoint needs the data directory")
+        channel.call("SettingsService/ApproveEndpoint",
+                     pb.ApproveEndpointRequest(control=control(), provider=provider.value, base_url=url),
+                     pb.SettingsView)
         ctx.say(f"provider {provider.value}: endpoint {url} approved (codeflux may now send requests there)")
         return 0
     if args.action == "test" and _live(args):

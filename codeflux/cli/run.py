@@ -320,9 +320,9 @@ def _flags_of(args: argparse.Namespace) -> dict[str, str | None]:
                                                           "budget")}
 
 
-_PIN_SOURCE: Final = {"flag": ChoiceSource.FLAG, "environment": ChoiceSource.FLAG, "config": ChoiceSource.CONFIG,
-                      "built-in": ChoiceSource.DEFAULT}
-"""A pin records the environment as the flag it stands for (pins name flag, demo, settings, config, default)."""
+_PIN_SOURCE: Final = {"flag": ChoiceSource.FLAG, "environment": ChoiceSource.ENVIRONMENT,
+                      "config": ChoiceSource.CONFIG, "built-in": ChoiceSource.DEFAULT}
+"""The pin's source for each source :func:`resolve_defaults` names."""
 
 
 def args_with_choice(args: argparse.Namespace, choice: ProviderChoice, source: ChoiceSource) -> argparse.Namespace:

@@ -148,10 +148,12 @@ class CliModelAccess:
         """``command_flag_wins``: a command that drafts a plan in its own process (``task plan|resume``) with a
         ``--provider`` flag uses the flag for that command even on a task with a pin (its explicit choice)."""
         environ = os.environ if environ is None else environ
-        args = with_environment(args, environ)  # CODEFLUX_PROVIDER stands for the --provider flag
+        # CODEFLUX_PROVIDER stands for the --provider flag (same rank), and is named as itself
+        self._flag_source = ChoiceSource.FLAG if args.provider is not None else ChoiceSource.ENVIRONMENT
+        args = with_environment(args, environ)
         if args.provider is not None:  # its models: a flag, the environment, the file, else the built-in pair
             args = with_configured_provider(args, environ)
-        self._db, self._args = db, args
+        self._db, self._args, self._environ = db, args, environ
         self._command_flag_wins = command_flag_wins
         # The demo switched to the scripted provider while the stored choice had this revision (a choice made
         # in Settings afterwards wins again); False: no demo in this run.
@@ -165,7 +167,7 @@ class CliModelAccess:
 
     def _chosen(self) -> tuple[argparse.Namespace, ChoiceSource]:
         if self._args.provider is not None:
-            return self._args, ChoiceSource.FLAG
+            return self._args, self._flag_source
         read = read_provider_choice(self._db)
         if self._demo is not False and self._demo == read.revision:
             return argparse.Namespace(**{**vars(self._args), "provider": SCRIPTED, "script": None}), ChoiceSource.DEMO
@@ -210,6 +212,22 @@ class CliModelAccess:
             except EndpointRefusedError:  # refused when a gateway is built, with its reason; never echoed
                 return shown
         return shown
+
+    @property
+    def endpoint(self) -> tuple[str, str] | None:
+        """The endpoint :meth:`gateway` calls now (a ``--base-url`` flag's, ``CODEFLUX_BASE_URL``'s, the config
+        file's or the stored choice's — as :func:`build_gateway` resolves it), None for the provider's default."""
+        args = self._chosen()[0]
+        if args.provider == SCRIPTED:
+            return None
+        try:
+            resolved = with_configured_provider(args, self._environ)
+            if not resolved.base_url:
+                return None
+            provider = ProviderName.parse(str(resolved.provider))
+            return provider.value, normalize_base_url(provider, str(resolved.base_url))
+        except CodefluxError:  # refused or made invalid while start runs: a gateway build says why
+            return None
 
     def gateway(self, phases: Sequence[str]) -> ModelGateway:
         return build_gateway(self._db, self._chosen()[0], phases=phases)[0]

@@ -92,6 +92,7 @@ class ChoiceSource(StrEnum):
     """Why the coordinator uses the provider it uses (highest rank first); a task's pin records it."""
 
     FLAG = "flag"  # `codeflux start --provider …`
+    ENVIRONMENT = "environment"  # CODEFLUX_PROVIDER in `start`'s environment (ranks with the flag it stands for)
     DEMO = "demo"  # `start --demo` or the first-run demo button: the scripted provider
     SETTINGS = "settings"  # the choice stored in Settings → Providers
     CONFIG = "config"  # the config file's [provider] (codeflux.domain.user_config), read when `start` began

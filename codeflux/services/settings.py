@@ -63,7 +63,7 @@ from codeflux.services.app import CoordinatorApp
 from codeflux.services.mutations import mutation_of
 from codeflux.services.prices import price_list
 from codeflux.services.registry import CallContext, StreamMethod, UnaryMethod, method_name
-from codeflux.services.views import endpoint_approval_card, money
+from codeflux.services.views import current_endpoint_card, endpoint_approval_card, money
 from codeflux.services.views import rfc3339_of_us as _iso
 from codeflux.services.workspace import provider_statuses
 from codeflux.store.database import Database
@@ -85,8 +85,9 @@ def endpoint_approvals(db: Database) -> list[pb.EndpointApprovalView]:
 
 
 _REASONS: Final = {
-    ChoiceSource.FLAG: "the --provider flag `codeflux start` was given, or CODEFLUX_PROVIDER in its environment (a "
-                       "flag wins over the choice stored here)",
+    ChoiceSource.FLAG: "the --provider flag `codeflux start` was given (a flag wins over the choice stored here)",
+    ChoiceSource.ENVIRONMENT: "CODEFLUX_PROVIDER in the environment `codeflux start` was given (it stands for the "
+                              "--provider flag, so it wins over the choice stored here)",
     ChoiceSource.DEMO: "the demo (scripted provider); saving a choice here applies it to work started afterwards",
     ChoiceSource.SETTINGS: "the choice stored here (Settings → Providers)",
     ChoiceSource.CONFIG: "the config file's [provider] (nothing is chosen here and `codeflux start` got no --provider "
@@ -122,6 +123,10 @@ def settings_view(app: CoordinatorApp) -> pb.SettingsView:
         card = endpoint_approval_card(app.db, stored.choice)
         if card is not None:
             view.chosen_endpoint_approval.CopyFrom(card)
+    current = current_endpoint_card(app)  # a start flag's (or the environment's, the file's): its own card
+    if current is not None and (current.provider, current.base_url) != (view.chosen_endpoint_approval.provider,
+                                                                        view.chosen_endpoint_approval.base_url):
+        view.current_endpoint_approval.CopyFrom(current)
     if default is not None:
         view.default_hard_limit.CopyFrom(money(default))
         view.default_hard_limit_source = "settings"

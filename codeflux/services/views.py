@@ -21,6 +21,7 @@ from codeflux.coordinator.journal import latest_session_event, read_session_head
 from codeflux.coordinator.runs.reviewed_commands import approval_card_facts
 from codeflux.coordinator.runs.tool_records import read_denials_of_task
 from codeflux.coordinator.spending.budget import BudgetService, BudgetSummary
+from codeflux.coordinator.spending.model_access import EndpointModelAccess
 from codeflux.coordinator.spending.model_approvals import endpoint_approved
 from codeflux.coordinator.spending.prices import PriceCatalog, PriceUse
 from codeflux.coordinator.spending.provider_choice import (
@@ -37,6 +38,7 @@ from codeflux.domain.capabilities import Capability, describe_denial
 from codeflux.domain.clarification import requirement_sentences, trace_coverage
 from codeflux.domain.confinement import ConfinementMode, allow_for_task_refusal, describe_approval
 from codeflux.domain.display import argument_display_text
+from codeflux.domain.errors import CodefluxError
 from codeflux.domain.events import EventKind, WorktreeDisposed, WorktreeRemoved
 from codeflux.domain.ids import TaskId
 from codeflux.domain.money import Cost, Money
@@ -54,6 +56,7 @@ __all__ = [
     "PIN_REASONS",
     "argument_text",
     "budget_view",
+    "current_endpoint_card",
     "denial_views",
     "endpoint_approval_card",
     "maybe_money",
@@ -343,6 +346,7 @@ def _worktree_disposal(db: Database, session_id: str) -> product_pb2.WorktreeDis
 # Why a task's pinned provider was in force when the task was created (TaskView.provider_reason).
 PIN_REASONS: Final = {
     ChoiceSource.FLAG: "the --provider flag `codeflux start` was given",
+    ChoiceSource.ENVIRONMENT: "CODEFLUX_PROVIDER in the environment (it stands for the --provider flag)",
     ChoiceSource.DEMO: "the demo (the scripted provider)",
     ChoiceSource.SETTINGS: "the choice stored in Settings → Providers",
     ChoiceSource.CONFIG: "the config file's [provider]",
@@ -355,10 +359,27 @@ def endpoint_approval_card(db: Database, choice: ProviderChoice) -> product_pb2.
     default, or approved already (nothing is sent to an endpoint before that approval)."""
     if not choice.base_url or choice.scripted:
         return None
-    provider = ProviderName.parse(choice.provider)
-    if endpoint_approved(db, provider=provider, base_url=choice.base_url):
+    return _endpoint_card(db, ProviderName.parse(choice.provider), choice.base_url)
+
+
+def current_endpoint_card(app: CoordinatorApp) -> product_pb2.EndpointApprovalCard | None:
+    """The card for the endpoint of the provider in force now (a ``start --base-url`` flag's, the environment's, the
+    config file's or the stored choice's: :class:`EndpointModelAccess`), or None: the provider's default endpoint,
+    approved already, a URL the endpoint rules refuse (a gateway build says why), or an access that cannot say."""
+    models = app.models
+    found = models.endpoint if isinstance(models, EndpointModelAccess) else None
+    if found is None:
         return None
-    return product_pb2.EndpointApprovalCard(provider=provider.value, base_url=choice.base_url)
+    try:
+        return _endpoint_card(db=app.db, provider=ProviderName.parse(found[0]), base_url=found[1])
+    except CodefluxError:  # not a provider or an endpoint the rules refuse: a gateway build says why
+        return None
+
+
+def _endpoint_card(db: Database, provider: ProviderName, base_url: str) -> product_pb2.EndpointApprovalCard | None:
+    if endpoint_approved(db, provider=provider, base_url=base_url):
+        return None
+    return product_pb2.EndpointApprovalCard(provider=provider.value, base_url=base_url)
 
 
 def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
@@ -397,7 +418,8 @@ def task_view(app: CoordinatorApp, task_id: TaskId) -> product_pb2.TaskView:
     if pin is not None:
         shown.provider_source = pin.source.value
         shown.provider_reason = PIN_REASONS[pin.source]
-        card = None if is_terminal(task.state) else endpoint_approval_card(app.db, pin.choice)
+    if not is_terminal(task.state):  # the endpoint its drafts and runs call: the pin's, else (before pins) today's
+        card = current_endpoint_card(app) if pin is None else endpoint_approval_card(app.db, pin.choice)
         if card is not None:
             shown.endpoint_approval.CopyFrom(card)
     if view.attempt is not None:

@@ -164,3 +164,34 @@ def test_an_openai_compatible_endpoint_set_in_settings_is_validated_shown_back_a
         "http://127.0.0.1:4000/v1", False, "settings")
     assert all(endpoint_approved(coordinator.db, provider=ProviderName.OPENAI_COMPATIBLE, base_url=url)
                for url in ("http://127.0.0.1:4000/v1", "http://127.0.0.1:4001/v1"))
+
+
+def test_settings_approves_a_start_base_url_flags_endpoint_and_names_codeflux_provider_as_itself(
+        chromium: Any, served_coordinator: tuple[Any, Any], request: pytest.FixtureRequest) -> None:
+    """`codeflux start --provider anthropic --base-url URL`: Settings → Providers had no card for that endpoint (only
+    the stored choice's got one), so every call was refused with nothing to approve in the browser. Its card now
+    approves exactly that URL. And CODEFLUX_PROVIDER is named as itself, not as the flag it stands for."""
+    server, coordinator = served_coordinator
+    parser = argparse.ArgumentParser()
+    start.configure(parser)
+    proxy = "https://llm-proxy.example.com/v1"
+    coordinator.models = start.CliModelAccess(coordinator.db, parser.parse_args(
+        ["--provider", "anthropic", "--cheap-model", "claude-haiku-4-5", "--base-url", proxy + "/"]))
+    with watched_page(chromium, server.launch_url(), request) as app:
+        app.testid("nav-settings").click()
+        expect(app.testid("provider-current-endpoint-text")).to_contain_text(
+            f"New tasks' provider (anthropic) sends to {proxy}, an endpoint nobody approved", timeout=MS)
+        expect(app.testid("provider-chosen-endpoint")).to_have_count(0)  # nothing is stored here
+        assert not endpoint_approved(coordinator.db, provider=ProviderName.ANTHROPIC, base_url=proxy)
+        app.testid("provider-approve-current-endpoint").click()  # answered with the card's confirmation
+        expect(app.testid("provider-current-endpoint")).to_have_count(0, timeout=MS)
+        expect(app.testid("settings-endpoints")).to_contain_text(f"anthropic: {proxy}")
+        assert endpoint_approved(coordinator.db, provider=ProviderName.ANTHROPIC, base_url=proxy)
+
+        coordinator.models = start.CliModelAccess(coordinator.db, parser.parse_args([]),
+                                                  {"CODEFLUX_PROVIDER": "scripted"})
+        app.testid("nav-workspace").click()
+        app.testid("nav-settings").click()
+        expect(app.testid("provider-current")).to_contain_text(
+            "because of CODEFLUX_PROVIDER in the environment `codeflux start` was given", timeout=MS)
+        expect(app.testid("provider-flag-wins")).to_contain_text("CODEFLUX_PROVIDER")

@@ -35,7 +35,7 @@ from codeflux.domain.ladder import DEFAULT_LADDER, Ladder, LadderPosition
 from codeflux.domain.models import Message, ModelRequest
 from codeflux.domain.money import USD, Money
 from codeflux.domain.pricing import Price
-from codeflux.domain.providers import ProviderName
+from codeflux.domain.providers import ChoiceSource, ProviderName
 from codeflux.domain.tasks import TaskState
 from codeflux.pipeline.thresholds import PATH_COVERAGE_MIN, StoredSettings, set_threshold, threshold_of
 from codeflux.providers.anthropic import AnthropicAdapter
@@ -154,11 +154,15 @@ def test_a_bad_environment_value_is_refused_naming_the_variable(tmp_path: Path, 
         resolve_defaults({}, environ)
 
 
-def test_run_takes_the_environments_provider_and_pins_it_as_a_flag(tmp_path: Path) -> None:
+def test_run_takes_the_environments_provider_and_pins_it_as_the_environment(tmp_path: Path) -> None:
+    from codeflux.cli.run import _PIN_SOURCE
+
     environ = write_config(tmp_path, CONFIG) | {"CODEFLUX_PROVIDER": "scripted"}
     args = argparse.Namespace(provider=None, cheap_model=None, capable_model=None, base_url=None)
     chosen = with_configured_provider(args, environ)
     assert (chosen.provider, chosen.provider_source) == ("scripted", "environment CODEFLUX_PROVIDER")
+    # what `codeflux run` pins for it: the environment as itself (it was recorded as the flag it stands for)
+    assert _PIN_SOURCE[chosen.provider_source.split(" ")[0]] is ChoiceSource.ENVIRONMENT
 
 
 def test_start_ranks_the_environment_with_a_flag_above_the_file(db: Database, tmp_path: Path) -> None:
@@ -170,7 +174,11 @@ def test_start_ranks_the_environment_with_a_flag_above_the_file(db: Database, tm
     assert start.CliModelAccess(db, parser.parse_args([]), environ).source == "config"
     environ["CODEFLUX_PROVIDER"] = "scripted"
     by_env = start.CliModelAccess(db, parser.parse_args([]), environ)
-    assert (by_env.source, by_env.scripted) == ("flag", True)
+    assert (by_env.source, by_env.scripted) == ("environment", True)  # its own source, at the flag's rank
+    assert by_env.pin_for_new_task().source is ChoiceSource.ENVIRONMENT
+    environ["CODEFLUX_PROVIDER"] = "anthropic"
+    flagged = start.CliModelAccess(db, parser.parse_args(["--provider", "scripted"]), environ)
+    assert (flagged.source, flagged.scripted) == ("flag", True)  # a flag still wins over the environment
 
 
 # ─── the ladder and the budget default reach `codeflux run` ────────────────────────────────────────────────

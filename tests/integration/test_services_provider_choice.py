@@ -346,3 +346,104 @@ def test_a_base_url_or_no_key_setting_that_cannot_run_is_refused_saying_why(
     assert code == Code.INVALID_ARGUMENT and says in message
     assert "pw@" not in message  # the URL is never echoed (its userinfo may be a credential)
     assert _settings(app).chosen_provider == ""
+
+
+# ─── endpoint cards beyond the stored choice's, and CODEFLUX_PROVIDER as its own source ─────────────────────────
+
+_APPROVE = "/codeflux.v1.SettingsService/ApproveEndpoint"
+_PROXY = "https://llm-proxy.example.com/v1"
+
+
+def _card(card: pb.EndpointApprovalCard) -> tuple[str, str]:
+    return card.provider, card.base_url
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (("--provider", "anthropic", "--cheap-model", "claude-haiku-4-5", "--base-url", _PROXY + "/"),
+     ("anthropic", _PROXY)),
+    (("--provider", "openai", "--cheap-model", "gpt-5-mini", "--base-url", _PROXY), ("openai", _PROXY)),
+    (("--provider", "openai-compatible", "--cheap-model", "local", "--base-url", "http://127.0.0.1:4000/v1",
+      "--no-key"), ("openai-compatible", "http://127.0.0.1:4000/v1")),
+])
+def test_settings_shows_a_card_for_a_start_base_url_flags_endpoint_until_it_is_approved(
+        db: Database, data_location: DataLocation, argv: tuple[str, ...], expected: tuple[str, str]) -> None:
+    """Only the stored choice's endpoint had a card in Settings: a `start --base-url` flag's endpoint (anthropic and
+    openai included, whose base URL a task's pin does not carry) had none, though every call to it is refused."""
+    app = _app(db, data_location, *argv)
+    waiting = _settings(app)
+    assert waiting.provider_source == "flag" and not waiting.HasField("chosen_endpoint_approval")
+    assert _card(waiting.current_endpoint_approval) == expected
+
+    approved = call(app, _APPROVE, pb.ApproveEndpointRequest(control=control("e-1"), provider=expected[0],
+                                                             base_url=expected[1]))
+
+    assert isinstance(approved, pb.SettingsView) and not approved.HasField("current_endpoint_approval")
+    assert (expected[0], expected[1]) in {(a.provider, a.base_url) for a in approved.endpoint_approvals}
+    plain = _settings(_app(db, data_location, "--provider", "anthropic", "--cheap-model", "claude-haiku-4-5"))
+    assert not plain.HasField("current_endpoint_approval")  # control: the provider's default endpoint needs none
+
+
+def test_the_stored_choices_endpoint_has_one_card_in_settings_not_two(db: Database,
+                                                                      data_location: DataLocation) -> None:
+    app = _app(db, data_location)
+    chosen = call(app, _CHOOSE, pb.SetProviderChoiceRequest(control=control("p-1"), provider="openai-compatible",
+                                                            cheap_model="local", base_url="http://127.0.0.1:4000/v1"))
+    assert isinstance(chosen, pb.SettingsView)
+    assert _card(chosen.chosen_endpoint_approval) == ("openai-compatible", "http://127.0.0.1:4000/v1")
+    assert not chosen.HasField("current_endpoint_approval")
+    flagged = _settings(_app(db, data_location, "--provider", "openai-compatible", "--cheap-model", "m",
+                             "--base-url", "http://127.0.0.1:5000/v1"))
+    assert _card(flagged.chosen_endpoint_approval) == ("openai-compatible", "http://127.0.0.1:4000/v1")
+    assert _card(flagged.current_endpoint_approval) == ("openai-compatible", "http://127.0.0.1:5000/v1")
+
+
+def test_a_task_without_a_pin_gets_the_card_of_the_endpoint_it_actually_uses(coordinator: Coordinator) -> None:
+    """A task created before pins follows the choice in force; when that choice's endpoint was not approved its
+    drafts and runs are refused, but only pinned tasks showed a card: it now gets the card of that endpoint."""
+    c = coordinator
+    old = _create(c, "Created without a pin.")  # the fixture's access (scripted demo) pins nothing
+    assert read_task_pin(c.app.db, TaskId.parse(old.task_id)) is None
+    assert not old.HasField("endpoint_approval")
+    c.app.models = start.CliModelAccess(c.app.db, _start_args())
+    _choose(c, "openai-compatible", "local-model", base_url="http://127.0.0.1:4000/v1", no_key=True)
+    service_call(c, "TaskService/SetBudget", pb.SetBudgetRequest(control=service_control(), task_id=old.task_id,
+                                                                 choice="set", hard_limit="1.00", currency="USD"))
+    refused = failure(c, "TaskService/DraftPlan", pb.DraftPlanRequest(control=service_control(), task_id=old.task_id))
+    assert "http://127.0.0.1:4000/v1" in refused.safe_message and "not been approved" in refused.safe_message
+
+    shown = _task(c, old.task_id)
+
+    assert shown.provider_basis == "current"
+    assert _card(shown.endpoint_approval) == ("openai-compatible", "http://127.0.0.1:4000/v1")
+    c.app.models = start.CliModelAccess(c.app.db, _start_args("--provider", "anthropic", "--cheap-model",
+                                                              "claude-haiku-4-5", "--base-url", _PROXY))
+    assert _card(_task(c, old.task_id).endpoint_approval) == ("anthropic", _PROXY)  # a flag's, anthropic too
+    service_call(c, "SettingsService/ApproveEndpoint", pb.ApproveEndpointRequest(
+        control=service_control(), provider="anthropic", base_url=_PROXY))
+    assert not _task(c, old.task_id).HasField("endpoint_approval")
+
+
+def test_codeflux_provider_in_starts_environment_is_its_own_source_in_settings_and_the_task_pin(
+        coordinator: Coordinator, tmp_path: Path) -> None:
+    """CODEFLUX_PROVIDER showed as the `start --provider` flag it stands for (the pins' CHECK had no
+    'environment'); it keeps the flag's rank (above the stored choice) and is named as itself."""
+    c = coordinator
+    environ = {"CODEFLUX_PROVIDER": "scripted", "XDG_CONFIG_HOME": str(tmp_path / "no-config")}
+    c.app.models = start.CliModelAccess(c.app.db, _start_args(), environ)
+    chosen = _choose(c, "openai", "gpt-5-mini")  # stored, but the environment ranks above it
+
+    assert (chosen.provider_source, chosen.provider_label) == ("environment", SCRIPTED_DEMO_LABEL)
+    assert "CODEFLUX_PROVIDER" in chosen.provider_reason
+    task = _create(c)
+    assert read_task_pin(c.app.db, TaskId.parse(task.task_id)) == PinnedChoice(
+        choice=ProviderChoice(provider="scripted"), source=ChoiceSource.ENVIRONMENT)
+    assert (task.provider_source, task.provider_reason) == (
+        "environment", "CODEFLUX_PROVIDER in the environment (it stands for the --provider flag)")
+    c.app.models = start.CliModelAccess(c.app.db, _start_args("--provider", "scripted"), environ)
+    assert _settings_of(c).provider_source == "flag"  # control: a flag is still named as the flag
+
+
+def _settings_of(c: Coordinator) -> pb.SettingsView:
+    view = service_call(c, "SettingsService/GetSettings", pb.GetSettingsRequest())
+    assert isinstance(view, pb.SettingsView)
+    return view

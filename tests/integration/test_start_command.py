@@ -311,3 +311,38 @@ def test_a_signal_pauses_an_active_run_with_a_shutdown_checkpoint(tmp_path: Path
     checkpoints = run_codeflux("inspect", "checkpoints", "--json", data_dir=data)
     assert checkpoints.code == 0 and '"shutdown"' in checkpoints.out, checkpoints
     assert wait_until_no_process_works_under(data) == []
+
+
+def test_provider_approve_endpoint_goes_through_the_running_coordinator_and_in_process_without_one(
+        tmp_path: Path) -> None:
+    """`codeflux provider approve-endpoint` wrote the approval in its own process even while `codeflux start` served
+    the data directory. Now it is `SettingsService/ApproveEndpoint` over the coordinator's socket (the coordinator
+    records it and its event); without a coordinator the same call runs in process; the output is the same."""
+    data = tmp_path / "data"
+    running = _start(data)
+    try:
+        served = run_codeflux("provider", "approve-endpoint", "--name", "openai-compatible", "--base-url",
+                              "http://127.0.0.1:4000/v1/", data_dir=data)
+        assert served.code == 0, served.err
+        assert "codeflux provider approve-endpoint: via the running coordinator" in served.err
+        assert served.out == ("provider openai-compatible: endpoint http://127.0.0.1:4000/v1 approved "
+                              "(codeflux may now send requests there)\n")
+        with unix_channel(data / "coordinator" / "coordinator.sock") as channel:
+            seen = call_unary(channel, "/codeflux.v1.SettingsService/GetSettings", pb.GetSettingsRequest(),
+                              pb.SettingsView)
+        assert [(a.provider, a.base_url) for a in seen.endpoint_approvals] == [
+            ("openai-compatible", "http://127.0.0.1:4000/v1")]
+        refused = run_codeflux("provider", "approve-endpoint", "--name", "openai", "--base-url",
+                               "http://example.com/v1", data_dir=data)
+        assert refused.code == 2 and "https" in refused.err, refused.err
+    finally:
+        _stop(running)
+    alone = run_codeflux("provider", "approve-endpoint", "--name", "openai-compatible", "--base-url",
+                         "http://127.0.0.1:5000/v1", data_dir=data)
+    assert alone.code == 0, alone.err
+    assert "via" not in alone.err
+    assert alone.out == ("provider openai-compatible: endpoint http://127.0.0.1:5000/v1 approved "
+                         "(codeflux may now send requests there)\n")
+    fresh = run_codeflux("provider", "approve-endpoint", "--name", "openai-compatible", "--base-url",
+                         "http://127.0.0.1:4000/v1", data_dir=tmp_path / "new")
+    assert fresh.code == 0 and (tmp_path / "new" / "codeflux.sqlite3").exists(), fresh.err

@@ -1552,7 +1552,7 @@ class ApproveEndpointRequest(_message.Message):
     def __init__(self, control: _Optional[_Union[_common_pb2.MutationControl, _Mapping]] = ..., provider: _Optional[str] = ..., base_url: _Optional[str] = ..., confirmation: _Optional[str] = ..., task_id: _Optional[str] = ...) -> None: ...
 
 class SettingsView(_message.Message):
-    __slots__ = ("providers", "endpoint_approvals", "default_hard_limit", "provider_label", "clarification_policy", "provider_source", "provider_reason", "chosen_provider", "chosen_cheap_model", "chosen_capable_model", "provider_choice_revision", "prices", "choosable_providers", "chosen_base_url", "chosen_no_key", "chosen_endpoint_approval", "default_hard_limit_source")
+    __slots__ = ("providers", "endpoint_approvals", "default_hard_limit", "provider_label", "clarification_policy", "provider_source", "provider_reason", "chosen_provider", "chosen_cheap_model", "chosen_capable_model", "provider_choice_revision", "prices", "choosable_providers", "chosen_base_url", "chosen_no_key", "chosen_endpoint_approval", "default_hard_limit_source", "current_endpoint_approval")
     PROVIDERS_FIELD_NUMBER: _ClassVar[int]
     ENDPOINT_APPROVALS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_HARD_LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -1570,6 +1570,7 @@ class SettingsView(_message.Message):
     CHOSEN_NO_KEY_FIELD_NUMBER: _ClassVar[int]
     CHOSEN_ENDPOINT_APPROVAL_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_HARD_LIMIT_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_ENDPOINT_APPROVAL_FIELD_NUMBER: _ClassVar[int]
     providers: _containers.RepeatedCompositeFieldContainer[ProviderStatus]
     endpoint_approvals: _containers.RepeatedCompositeFieldContainer[EndpointApprovalView]
     default_hard_limit: _common_pb2.Money
@@ -1587,7 +1588,8 @@ class SettingsView(_message.Message):
     chosen_no_key: bool
     chosen_endpoint_approval: EndpointApprovalCard
     default_hard_limit_source: str
-    def __init__(self, providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ..., endpoint_approvals: _Optional[_Iterable[_Union[EndpointApprovalView, _Mapping]]] = ..., default_hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., provider_label: _Optional[str] = ..., clarification_policy: _Optional[str] = ..., provider_source: _Optional[str] = ..., provider_reason: _Optional[str] = ..., chosen_provider: _Optional[str] = ..., chosen_cheap_model: _Optional[str] = ..., chosen_capable_model: _Optional[str] = ..., provider_choice_revision: _Optional[int] = ..., prices: _Optional[_Iterable[_Union[PriceRow, _Mapping]]] = ..., choosable_providers: _Optional[_Iterable[str]] = ..., chosen_base_url: _Optional[str] = ..., chosen_no_key: _Optional[bool] = ..., chosen_endpoint_approval: _Optional[_Union[EndpointApprovalCard, _Mapping]] = ..., default_hard_limit_source: _Optional[str] = ...) -> None: ...
+    current_endpoint_approval: EndpointApprovalCard
+    def __init__(self, providers: _Optional[_Iterable[_Union[ProviderStatus, _Mapping]]] = ..., endpoint_approvals: _Optional[_Iterable[_Union[EndpointApprovalView, _Mapping]]] = ..., default_hard_limit: _Optional[_Union[_common_pb2.Money, _Mapping]] = ..., provider_label: _Optional[str] = ..., clarification_policy: _Optional[str] = ..., provider_source: _Optional[str] = ..., provider_reason: _Optional[str] = ..., chosen_provider: _Optional[str] = ..., chosen_cheap_model: _Optional[str] = ..., chosen_capable_model: _Optional[str] = ..., provider_choice_revision: _Optional[int] = ..., prices: _Optional[_Iterable[_Union[PriceRow, _Mapping]]] = ..., choosable_providers: _Optional[_Iterable[str]] = ..., chosen_base_url: _Optional[str] = ..., chosen_no_key: _Optional[bool] = ..., chosen_endpoint_approval: _Optional[_Union[EndpointApprovalCard, _Mapping]] = ..., default_hard_limit_source: _Optional[str] = ..., current_endpoint_approval: _Optional[_Union[EndpointApprovalCard, _Mapping]] = ...) -> None: ...
 
 class SetProviderChoiceRequest(_message.Message):
     __slots__ = ("control", "provider", "cheap_model", "capable_model", "base_url", "no_key")

@@ -14,8 +14,8 @@ from codeflux.domain.ids import TaskId
 from codeflux.store.database import Database, Transaction
 from codeflux.store.events import JournalEvent
 
-__all__ = ["ExplainedModelAccess", "ModelAccess", "PinningModelAccess", "TaskGateway", "gateway_for_task",
-           "pin_new_task", "pinning"]
+__all__ = ["EndpointModelAccess", "ExplainedModelAccess", "ModelAccess", "PinningModelAccess", "TaskGateway",
+           "gateway_for_task", "pin_new_task", "pinning"]
 
 
 class ModelAccess(Protocol):
@@ -46,6 +46,19 @@ class ExplainedModelAccess(ModelAccess, Protocol):
 
     @property
     def source(self) -> str: ...
+
+
+@runtime_checkable
+class EndpointModelAccess(ModelAccess, Protocol):
+    """A model access that can say which endpoint its provider in force now is called at (``codeflux start``'s):
+    a task without a pin, and Settings, show the approval card for it while nobody approved it."""
+
+    @property
+    def endpoint(self) -> tuple[str, str] | None:
+        """The provider in force now and the base URL its gateway calls (a flag's, the environment's, the config
+        file's or the stored choice's), normalized; None: the scripted provider, the provider's default endpoint, or a
+        URL the endpoint rules refuse (a gateway build refuses it with its reason)."""
+        ...
 
 
 @runtime_checkable

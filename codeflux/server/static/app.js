@@ -202,7 +202,9 @@ class App {
     else if (name === "chooser") this.main.append(chooserView(this, this.chooser));
     else if (name === "workspace") this.renderWorkspace();
     else if (name === "recovery") this.load("RecoveryService/ListRecovery", (r) => recoveryView(this, r));
-    else if (name === "settings") this.load("SettingsService/GetSettings", (s) => settingsView(this, s));
+    else if (name === "settings") {
+      this.load("SettingsService/GetSettings", (s) => { this.settings = s; return settingsView(this, s); });
+    }
     else if (name === "diagnostics") this.main.append(diagnosticsView(this, null, null));
     else if (name === "memory") this.main.append(memoryView(this));
     else if (name === "incidents") this.main.append(incidentsView(this));

@@ -293,11 +293,14 @@ export const commands = {
     });
   },
 
-  // A non-default endpoint approved by a person, answering its card: the task's (taskId) or the stored choice's in
-  // Settings → Providers (no taskId). The newest read's card carries the single-use confirmation sent back.
-  approveEndpoint(taskId) {
+  // A non-default endpoint approved by a person, answering its card: the task's (taskId) or, in Settings → Providers
+  // (no taskId), the stored choice's or ("current") the one new tasks' provider calls now (a start flag's). The newest
+  // read's card carries the single-use confirmation sent back.
+  approveEndpoint(taskId, which) {
     return this.mutate(async () => {
-      const card = (taskId ? (this.task || {}).endpointApproval : (this.settings || {}).chosenEndpointApproval) || {};
+      const shown = this.settings || {};
+      const card = (taskId ? (this.task || {}).endpointApproval
+        : which === "current" ? shown.currentEndpointApproval : shown.chosenEndpointApproval) || {};
       const settings = await this.rpc.unary("SettingsService/ApproveEndpoint", { control: control("endpoint"),
         provider: card.provider || "", baseUrl: card.baseUrl || "", confirmation: card.confirmation || "",
         taskId: taskId || "" });

@@ -67,7 +67,11 @@ export function providersSection(app, settings) {
   }));
   const why = settings.providerSource === "flag"
     ? el("p", { class: "note", testid: "provider-flag-wins", text: "A choice saved here is stored, but the --provider flag " +
-      "`codeflux start` was given wins until codeflux is started without it." }) : null;
+      "`codeflux start` was given wins until codeflux is started without it." })
+    : settings.providerSource === "environment"
+      ? el("p", { class: "note", testid: "provider-flag-wins", text: "A choice saved here is stored, but CODEFLUX_PROVIDER " +
+        "in the environment `codeflux start` was given wins (it stands for the --provider flag) until codeflux is " +
+        "started without it." }) : null;
   const chosen = settings.chosenProvider || "";
   const provider = el("select", { id: "provider-choice", testid: "provider-choice" },
     names.map((n) => el("option", { value: n, text: n === "scripted" ? "scripted (not an AI model)" : n, selected: n === (chosen || "scripted") })));
@@ -105,6 +109,16 @@ export function providersSection(app, settings) {
         : "approved (or the provider's default).") }),
     waiting ? mutatingButton("Approve this endpoint", () => app.approveEndpoint(null), "provider-approve-endpoint")
       : null) : null;
+  // The endpoint new tasks' provider calls now when it is not the stored choice's: a `start --base-url` flag's (or
+  // CODEFLUX_BASE_URL's, or the config file's), for any provider; nothing is sent to it before it is approved.
+  const current = settings.currentEndpointApproval && settings.currentEndpointApproval.baseUrl
+    ? settings.currentEndpointApproval : null;
+  const currentEndpoint = current ? el("div", { testid: "provider-current-endpoint" },
+    el("p", { class: "note", testid: "provider-current-endpoint-text",
+      text: `New tasks' provider (${current.provider}) sends to ${current.baseUrl}, an endpoint nobody approved ` +
+        "(given to `codeflux start`, not stored here): nothing is sent there until you approve exactly this endpoint." }),
+    mutatingButton("Approve this endpoint", () => app.approveEndpoint(null, "current"),
+      "provider-approve-current-endpoint")) : null;
   const keyProvider = el("select", { id: "key-provider", testid: "key-provider" },
     real.map((n) => el("option", { value: n, text: n })));
   const key = el("input", { id: "provider-key", testid: "provider-key", type: "password", autocomplete: "off",
@@ -121,6 +135,7 @@ export function providersSection(app, settings) {
     el("p", { testid: "provider-current" }, "New tasks use: ", el("strong", { testid: "provider-current-label",
       text: settings.providerLabel || "unknown" }), ` — because of ${settings.providerReason || "how codeflux was started"}.`),
     why,
+    currentEndpoint,
     options,
     el("h4", { text: "Choose the provider for new tasks" }),
     el("p", { class: "note", text: "Stored in codeflux's database; tasks created afterwards use it (a task keeps the " +

@@ -46,9 +46,12 @@ export function composer(app) {
   const providerLine = el("p", { class: scripted ? "label-scripted" : "provider-line", testid: "composer-provider",
     dataset: { source: settings.providerSource || "" } },
   "Provider for this task: ", el("strong", { testid: "composer-provider-label", text: providerText }),
-  settings.providerSource === "flag" ? " (set by the --provider flag of codeflux start)" : "", " ",
+  settings.providerSource === "flag" ? " (set by the --provider flag of codeflux start)"
+    : settings.providerSource === "environment" ? " (set by CODEFLUX_PROVIDER in the environment of codeflux start)" : "",
+  " ",
   el("button", { type: "button", class: "link", testid: "composer-change-provider", onclick: () => app.showView("settings"),
-    text: settings.providerSource === "flag" ? "Settings → Providers" : "Change in Settings → Providers" }));
+    text: ["flag", "environment"].includes(settings.providerSource) ? "Settings → Providers"
+      : "Change in Settings → Providers" }));
   return el("section", { class: "composer", testid: "composer" },
     el("h2", { text: "Describe the outcome" }),
     providerLine,

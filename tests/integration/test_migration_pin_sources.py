@@ -1,0 +1,83 @@
+"""The migration that widens ``task_provider_pins.source`` (issue 21 item 4) rebuilds the table: a database holding
+pins migrates with every row kept, the pins' immutability trigger back, 'environment' accepted, an unknown source
+still refused. It is found by its name, not its number (the number is settled when branches merge)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import apsw
+import pytest
+
+from codeflux.domain.errors import StoreError
+from codeflux.domain.ids import TaskId
+from codeflux.domain.tasks import TaskState
+from codeflux.store.database import Database
+from codeflux.store.location import DataLocation
+from codeflux.store.migrations import load_shipped_migrations, migrate_database
+from codeflux.store.opening import open_store
+from codeflux.store.tasks import insert_task
+
+_NAME = "pin_source_environment"
+
+
+def rows(location: DataLocation, sql: str) -> list[tuple[object, ...]]:
+    conn = apsw.Connection(str(location.database), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return list(conn.execute(sql))
+    finally:
+        conn.close()
+
+
+def test_pins_survive_the_rebuild_and_the_environment_becomes_a_source(data_location: DataLocation) -> None:
+    shipped = load_shipped_migrations()
+    [index] = [i for i, m in enumerate(shipped) if _NAME in m.name]
+    migrate_database(data_location, migrations=shipped[:index])  # the schema just before
+    db = Database.open(data_location.database)
+    tasks = [TaskId.from_entropy(os.urandom(16)) for _ in range(3)]
+    try:
+        for number, task_id in enumerate(tasks):
+            db.write(lambda tx, task_id=task_id: insert_task(tx, task_id=task_id, repository_root=Path("/repo"),
+                                                            worktree=Path("/worktree"), state=TaskState.DRAFT))
+            db.write(lambda tx, task_id=task_id, number=number: tx.execute(
+                "INSERT INTO task_provider_pins (task_id, provider, cheap_model, capable_model, base_url, uses_key,"
+                " source, pinned_at_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (task_id.value, *[("scripted", "", "", "", 1, "flag"),
+                                  ("anthropic", "claude-haiku-4-5", "claude-sonnet-4-5", "", 1, "config"),
+                                  ("openai-compatible", "m", "m", "http://127.0.0.1:4000/v1", 0, "settings")][number],
+                 1000 + number)))
+        with pytest.raises(StoreError):  # the old CHECK: no 'environment'
+            db.write(lambda tx: tx.execute("INSERT INTO task_provider_pins VALUES (?, 'scripted', '', '', '', 1,"
+                                           " 'environment', 1)", (tasks[0].value,)))
+    finally:
+        db.close()
+    before = rows(data_location, "SELECT * FROM task_provider_pins ORDER BY pinned_at_us")
+
+    report = migrate_database(data_location, migrations=shipped[:index + 1])
+
+    assert report.applied == (shipped[index].version,) and report.backup_path is not None
+    assert rows(data_location, "SELECT * FROM task_provider_pins ORDER BY pinned_at_us") == before
+    assert rows(data_location, "PRAGMA foreign_key_check") == [] and rows(data_location, "PRAGMA integrity_check") == [
+        ("ok",)]
+    assert rows(data_location, "SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name ="
+                               " 'task_provider_pins'") == [("task_provider_pins_are_immutable",)]
+    assert rows(data_location, "SELECT count(*) FROM sqlite_schema WHERE name = 'task_provider_pins_rebuilt'") == [
+        (0,)]
+
+    migrate_database(data_location)
+    db = open_store(data_location, create=False, migrate=False)
+    try:
+        fresh, other = TaskId.from_entropy(os.urandom(16)), TaskId.from_entropy(os.urandom(16))
+        for task_id in (fresh, other):
+            db.write(lambda tx, task_id=task_id: insert_task(tx, task_id=task_id, repository_root=Path("/repo"),
+                                                            worktree=Path("/w"), state=TaskState.DRAFT))
+        db.write(lambda tx: tx.execute("INSERT INTO task_provider_pins VALUES (?, 'scripted', '', '', '', 1,"
+                                       " 'environment', 5)", (fresh.value,)))
+        with pytest.raises(StoreError):  # still immutable
+            db.write(lambda tx: tx.execute("UPDATE task_provider_pins SET source = 'demo'"))
+        with pytest.raises(StoreError):  # any other source still refused
+            db.write(lambda tx: tx.execute("INSERT INTO task_provider_pins VALUES (?, 'scripted', '', '', '', 1,"
+                                           " 'someone', 6)", (other.value,)))
+    finally:
+        db.close()
