@@ -29,13 +29,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from fractions import Fraction
 from functools import lru_cache
 from typing import Final
 
 from codeflux.domain.ids import TaskId
 from codeflux.domain.models import ModelRequest, ReasoningPart, TextPart, ToolCall, ToolResult
-from codeflux.domain.money import Cost, Currency, Money, Rounding, UnknownCost
+from codeflux.domain.money import Cost, Currency, Money, UnknownCost
 from codeflux.domain.pricing import Price, PriceComponent
 from codeflux.domain.token_estimate import estimate_text_tokens
 
@@ -208,8 +207,11 @@ def reservation_bound(
     sides = _CACHING_INPUT_SIDE if writes_cache else _INPUT_SIDE
     input_rate = max(rate for c in sides if (rate := price.rate(c)) is not None)
     output_rate = max(rate for c in _OUTPUT_SIDE if (rate := price.rate(c)) is not None)
-    exact = Fraction(input_tokens) * input_rate + Fraction(max_output_tokens) * output_rate
-    return Money.from_exact_minor(exact, currency=price.currency, rounding=Rounding.UP)
+    # input_tokens × input_rate + max_output_tokens × output_rate rounded up, over the product of the rates'
+    # denominators in integers: the same exact amount (Fraction's products and sum cost ≈ 10 µs on every model call)
+    numerator = (input_tokens * input_rate.numerator * output_rate.denominator
+                 + max_output_tokens * output_rate.numerator * input_rate.denominator)
+    return Money(minor=-(-numerator // (input_rate.denominator * output_rate.denominator)), currency=price.currency)
 
 
 def reserve_move(bound: Cost) -> LedgerMove:

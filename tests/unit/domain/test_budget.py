@@ -136,6 +136,22 @@ def test_the_reservation_bound_is_never_below_any_usage_the_estimate_covers(
             assert plain.minor >= exact
 
 
+@given(input_tokens=st.integers(0, 10**7), max_output=st.integers(1, 10**6), writes_cache=st.booleans(),
+       rates=st.tuples(*(st.fractions(min_value=0, max_value=100, max_denominator=10**6),) * 4))
+def test_the_reservation_bound_is_the_exact_dearest_cost_rounded_up_to_the_minor_unit(
+    input_tokens: int, max_output: int, writes_cache: bool, rates: tuple[Fraction, Fraction, Fraction, Fraction]
+) -> None:
+    price = Price(currency=USD, input_minor_per_token=rates[0], output_minor_per_token=rates[1],
+                  cache_read_minor_per_token=rates[2], cache_write_minor_per_token=rates[3])
+    bound = reservation_bound(price, input_tokens=input_tokens, max_output_tokens=max_output, model="m",
+                              writes_cache=writes_cache)
+
+    input_rate = max(rates[0], rates[2], *((rates[3],) if writes_cache else ()))
+    exact = input_tokens * input_rate + max_output * rates[1]
+    assert isinstance(bound, Money) and bound.currency == USD
+    assert exact <= bound.minor < exact + 1  # rounded up, by less than one minor unit
+
+
 def test_a_call_that_writes_no_cache_is_not_reserved_at_the_cache_write_rate() -> None:
     # Anthropic's rates for a Sonnet model: $3 input, $15 output, $0.30 cache read, $3.75 cache write.
     price = Price.from_per_million_tokens(currency=USD, input_per_million="3.00", output_per_million="15.00",
