@@ -30,6 +30,7 @@ from codeflux.domain.budget import (
     resume_refusal,
     summarize_budget,
 )
+from codeflux.domain.budget import _text_tokens as remembered_text_tokens
 from codeflux.domain.ids import TaskId
 from codeflux.domain.models import Message, ModelRequest
 from codeflux.domain.money import EUR, USD, Cost, Money, UnknownCost
@@ -134,6 +135,12 @@ def test_the_reservation_bound_is_never_below_any_usage_the_estimate_covers(
         assert caching.minor >= exact
         if split[2] == 0:
             assert plain.minor >= exact
+
+
+@given(text=st.one_of(st.text(max_size=63), st.text(min_size=64, max_size=300)))
+def test_a_remembered_estimate_is_the_estimate_of_the_text(text: str) -> None:
+    # the short and the long texts each have a cache; asked twice (the second answer from the cache), the same
+    assert remembered_text_tokens(text) == remembered_text_tokens(text) == estimate_text_tokens(text)
 
 
 @given(input_tokens=st.integers(0, 10**7), max_output=st.integers(1, 10**6), writes_cache=st.booleans(),
