@@ -69,7 +69,8 @@ def encode_fields(value: object) -> dict[str, JsonValue]:
         field_value = getattr(value, name)
         if field_value is None and omitted_when_none:
             continue
-        encoded[key] = _encode_value(field_value)
+        kind = type(field_value)  # a plain str or int is itself (most fields): no call (a bool, an enum member take it)
+        encoded[key] = field_value if kind is str or kind is int else _encode_value(field_value)
     return encoded
 
 

@@ -108,9 +108,15 @@ class Currency:
 
     @classmethod
     def parse(cls, code: str) -> Currency:
-        """The currency with ISO code ``code`` (``"USD"``), or :class:`InvalidValueError`."""
+        """The currency with ISO code ``code`` (``"USD"``), or :class:`InvalidValueError`. Every stored amount's
+        currency is parsed, so each code's value is made once (a frozen value: sharing it changes nothing)."""
+        if cls is Currency and type(code) is str and (made := _PARSED.get(code)) is not None:
+            return made
         _check_code(code)
-        return cls(code=code, exponent=_EXPONENTS[code])
+        currency = cls(code=code, exponent=_EXPONENTS[code])
+        if cls is Currency:
+            _PARSED[code] = currency
+        return currency
 
     @property
     def minor_per_major(self) -> int:
@@ -123,6 +129,9 @@ class Currency:
 
     def __str__(self) -> str:
         return self.code
+
+
+_PARSED: Final[dict[str, Currency]] = {}
 
 
 def _check_code(code: object) -> None:
@@ -165,7 +174,10 @@ class Money:
     currency: Currency
 
     def __post_init__(self) -> None:
-        minor = require_exact_int(self.minor, kind="money")
+        minor = self.minor
+        if type(minor) is int and -MAX_MINOR_UNITS <= minor <= MAX_MINOR_UNITS and type(self.currency) is Currency:
+            return  # the common case, checked at once (a bool or an int subclass takes the full checks below)
+        minor = require_exact_int(minor, kind="money")
         if abs(minor) > MAX_MINOR_UNITS:
             raise InvalidValueError(kind="money", reason="the amount is beyond what codeflux can store exactly")
         if not isinstance(self.currency, Currency):

@@ -157,7 +157,16 @@ MODEL_CAPABILITIES: Final[tuple[ModelCapabilities, ...]] = (
 
 def capabilities_of(provider: ProviderName, model: str) -> ModelCapabilities | None:
     """The row of ``model`` (its id or a dated alias, exactly), or None for a model codeflux does not know."""
-    return next((row for row in MODEL_CAPABILITIES if row.provider is provider and row.matches(model)), None)
+    row = _ROW_OF_NAME.get((provider, model))
+    return row if row is not None and row.provider is provider else None
+
+
+# (provider, model id or alias) -> its row, the first row naming it (every model call looks its model up)
+_ROW_OF_NAME: Final[dict[tuple[ProviderName, str], ModelCapabilities]] = {}
+for _row in MODEL_CAPABILITIES:
+    for _name in (_row.model, *_row.aliases):
+        _ROW_OF_NAME.setdefault((_row.provider, _name), _row)
+del _row, _name
 
 
 def context_window_of(provider: ProviderName, model: str) -> int:

@@ -19,6 +19,7 @@ non-default endpoint only after the user approved that exact normalized URL.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -59,7 +60,21 @@ def is_loopback_host(host: str) -> bool:
 
 
 def normalize_base_url(provider: ProviderName, text: str) -> str:
-    """The canonical form of base URL ``text`` for ``provider``, or :class:`EndpointRefusedError`."""
+    """The canonical form of base URL ``text`` for ``provider``, or :class:`EndpointRefusedError`.
+
+    A pure function of its arguments, so an accepted URL's form is remembered (the gateway normalizes its route's
+    endpoint on every model call); a refusal is raised again each time, never remembered."""
+    if type(text) is str and type(provider) is ProviderName:
+        return _normalized(provider, text)
+    return _normalize(provider, text)
+
+
+@functools.lru_cache(maxsize=64)
+def _normalized(provider: ProviderName, text: str) -> str:
+    return _normalize(provider, text)
+
+
+def _normalize(provider: ProviderName, text: str) -> str:
     problem = _text_problem(text)
     if problem is None:
         try:

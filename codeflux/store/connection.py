@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
@@ -30,30 +29,48 @@ __all__ = [
     "map_sqlite_errors",
     "open_connection",
     "restrict_database_file_modes",
+    "sqlite_store_error",
 ]
 
 BUSY_TIMEOUT_MS = 5000
 _SIDE_FILES = ("", "-wal", "-shm")
 
 
-@contextlib.contextmanager
-def map_sqlite_errors(operation: str) -> Iterator[None]:
-    """Translate apsw exceptions raised inside the block into codeflux store errors.
+def map_sqlite_errors(operation: str) -> _SqliteErrorMap:
+    """A context manager that translates apsw exceptions raised inside its block into codeflux store errors.
 
-    Messages name the operation and the kind of failure only: never SQL, paths or row contents.
+    Messages name the operation and the kind of failure only: never SQL, paths or row contents. (A class, not a
+    generator: every statement runs inside one, and entering a generator-based manager costs ≈ 4× as much.)
     """
-    try:
-        yield
-    except (apsw.BusyError, apsw.LockedError) as err:
-        raise StoreBusyError(f"{operation}: the database is busy (another writer held it too long)") from err
-    except (apsw.CorruptError, apsw.NotADBError) as err:
-        raise StoreCorruptError(f"{operation}: the database file is corrupt or not a database") from err
-    except apsw.FullError as err:
-        raise StoreUnavailableError(f"{operation}: the disk is full; free some space and try again") from err
-    except (apsw.CantOpenError, apsw.IOError, apsw.ReadOnlyError, apsw.PermissionsError, apsw.AuthError) as err:
-        raise StoreUnavailableError(f"{operation}: the database cannot be opened, read or written") from err
-    except apsw.Error as err:
-        raise StoreError(f"{operation}: the database refused the operation ({type(err).__name__})") from err
+    return _SqliteErrorMap(operation)
+
+
+class _SqliteErrorMap:
+    __slots__ = ("_operation",)
+
+    def __init__(self, operation: str) -> None:
+        self._operation = operation
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, err: BaseException | None, traceback: object) -> None:
+        if isinstance(err, apsw.Error):
+            raise sqlite_store_error(self._operation, err) from err
+
+
+def sqlite_store_error(operation: str, err: apsw.Error) -> StoreError:
+    """The codeflux store error for the apsw error ``err`` raised by ``operation`` (what :func:`map_sqlite_errors`
+    raises; for a hot path that catches ``apsw.Error`` itself)."""
+    if isinstance(err, apsw.BusyError | apsw.LockedError):
+        return StoreBusyError(f"{operation}: the database is busy (another writer held it too long)")
+    if isinstance(err, apsw.CorruptError | apsw.NotADBError):
+        return StoreCorruptError(f"{operation}: the database file is corrupt or not a database")
+    if isinstance(err, apsw.FullError):
+        return StoreUnavailableError(f"{operation}: the disk is full; free some space and try again")
+    if isinstance(err, apsw.CantOpenError | apsw.IOError | apsw.ReadOnlyError | apsw.PermissionsError | apsw.AuthError):
+        return StoreUnavailableError(f"{operation}: the database cannot be opened, read or written")
+    return StoreError(f"{operation}: the database refused the operation ({type(err).__name__})")
 
 
 def restrict_database_file_modes(path: Path) -> None:

@@ -34,6 +34,7 @@ from codeflux.store.connection import (
     map_sqlite_errors,
     open_connection,
     restrict_database_file_modes,
+    sqlite_store_error,
 )
 
 __all__ = ["WRITE_PATIENCE_S", "WRITE_PATIENCE_VARIABLE", "Database", "ReadView", "Row", "Transaction", "now_us",
@@ -78,14 +79,21 @@ def now_us() -> int:
 class ReadView:
     """Read access to one connection. Only store modules use it; SQL never leaves the store."""
 
-    __slots__ = ("_conn",)
+    __slots__ = ("_conn", "_cursor")
 
     def __init__(self, conn: apsw.Connection) -> None:
         self._conn = conn
+        # One cursor for the view's statements, which run one after another, each read to its end: a cursor per
+        # statement (``Connection.execute``) costs ≈ 2 µs more each, and a model call runs ≈ 25 statements.
+        self._cursor = conn.cursor()
 
     def query_all(self, sql: str, params: Sequence[SqlValue] = ()) -> list[Row]:
-        with map_sqlite_errors("read"):
-            return list(self._conn.execute(sql, tuple(params)))
+        # try/except rather than ``with map_sqlite_errors(...)``: the same mapping, and no context manager entered
+        # on every statement (each model call runs ≈ 25)
+        try:
+            return list(self._cursor.execute(sql, tuple(params)))
+        except apsw.Error as err:
+            raise sqlite_store_error("read", err) from err
 
     def query_one(self, sql: str, params: Sequence[SqlValue] = ()) -> Row | None:
         rows = self.query_all(sql, params)
@@ -102,12 +110,14 @@ class Transaction(ReadView):
         self._after_commit: list[Callable[[], None]] = []
 
     def execute(self, sql: str, params: Sequence[SqlValue] = ()) -> list[Row]:
-        with map_sqlite_errors("write"):
-            return list(self._conn.execute(sql, tuple(params)))
+        try:
+            return list(self._cursor.execute(sql, tuple(params)))
+        except apsw.Error as err:
+            raise sqlite_store_error("write", err) from err
 
     def execute_many(self, sql: str, rows: Iterable[Sequence[SqlValue]]) -> None:
         with map_sqlite_errors("write"):
-            self._conn.executemany(sql, [tuple(r) for r in rows])
+            self._cursor.executemany(sql, [tuple(r) for r in rows])
 
     def changes(self) -> int:
         return int(self._conn.changes())
@@ -190,7 +200,7 @@ class Database:
                 conn.set_busy_timeout(busy_timeout_ms)
             try:
                 with map_sqlite_errors("begin transaction"):
-                    conn.execute("BEGIN IMMEDIATE")
+                    tx._cursor.execute("BEGIN IMMEDIATE")
             except StoreBusyError as busy:
                 if patient and conn.get_autocommit():
                     raise _BusyAtBegin() from busy  # nothing began and ``work`` has not run: try again
@@ -207,7 +217,7 @@ class Database:
                 raise
             with map_sqlite_errors("commit"):
                 try:
-                    conn.execute("COMMIT")
+                    tx._cursor.execute("COMMIT")
                 except apsw.Error:
                     if not conn.get_autocommit():
                         conn.execute("ROLLBACK")
@@ -241,14 +251,15 @@ class Database:
             if self._reader is None:
                 self._reader = open_connection(self.path)
             conn = self._reader
+            view = ReadView(conn)
             with map_sqlite_errors("begin read"):
-                conn.execute("BEGIN")
+                view._cursor.execute("BEGIN")
             try:
-                return work(ReadView(conn))
+                return work(view)
             finally:
                 with map_sqlite_errors("end read"):
                     if not conn.get_autocommit():
-                        conn.execute("COMMIT")
+                        view._cursor.execute("COMMIT")
 
     def checkpoint_wal(self) -> bool:
         """Try a TRUNCATE checkpoint; returns False (never raises) when readers keep the WAL busy."""

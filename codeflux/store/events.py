@@ -17,6 +17,7 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, chain
+from typing import Final
 
 from codeflux.domain.errors import NotFoundError, UsageError
 from codeflux.domain.events import DecodedEvent, EventPayload, UnknownEvent, decode_event
@@ -41,8 +42,12 @@ MAX_PAGE = 1000
 MAX_COLUMN_PAGE = 8192
 
 
+# what ``json.dumps(..., sort_keys=True, separators=(",", ":"), ensure_ascii=False)`` builds on every call, built once
+_CANONICAL: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _json_text(payload: Mapping[str, object]) -> str:
-    return json.dumps(dict(payload), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(dict(payload))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

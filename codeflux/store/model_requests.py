@@ -178,15 +178,16 @@ def mark_model_request_in_flight(tx: Transaction, *, request_id: str, at_us: int
         raise NotFoundError(kind="planned model request", entity_id=request_id)
 
 
-def record_model_request_end(tx: Transaction, *, request_id: str, end: ModelRequestEnd, at_us: int) -> ModelRequestRow:
-    """Store how the request ended; the forward-only trigger refuses a second end."""
+def record_model_request_end(tx: Transaction, *, request_id: str, end: ModelRequestEnd, at_us: int) -> None:
+    """Store how the request ended; the forward-only trigger refuses a second end. Nothing is read back (every
+    model call ends here, and no caller needs the row: :func:`read_model_request` reads it)."""
     usage = end.usage
     rows = tx.execute(
-        "UPDATE model_requests SET state = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,"  # noqa: S608
+        "UPDATE model_requests SET state = ?, input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,"
         " cache_write_tokens = ?, cache_write_1h_tokens = ?, reasoning_tokens = ?, cost_minor = ?, cost_known = ?,"
         " cost_reason = ?, stop_reason = ?, provider_request_id = ?, error_kind = ?, error_message = ?,"
         " finished_at_us = max(?, planned_at_us, coalesce(started_at_us, 0))"
-        f" WHERE id = ? RETURNING {_REQUEST}",
+        " WHERE id = ? RETURNING id",
         (end.state.value, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
          usage.cache_write_1h_tokens, usage.reasoning_tokens, end.cost_minor, int(end.cost_minor is not None),
          end.cost_reason, end.stop_reason, end.provider_request_id,
@@ -194,7 +195,6 @@ def record_model_request_end(tx: Transaction, *, request_id: str, end: ModelRequ
     )
     if not rows:
         raise NotFoundError(kind="model request", entity_id=request_id)
-    return _request_row(rows[0])
 
 
 def unfinished_model_requests(view: ReadView) -> list[ModelRequestRow]:

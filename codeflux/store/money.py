@@ -43,11 +43,12 @@ _ENTRY_OF_REQUEST = ("e.id, e.task_id, e.request_id, e.kind, e.amount_minor, e.c
 
 
 def _int(value: object) -> int:
-    return int(str(value))
+    # an INTEGER column's value as it is (every model call decodes ≈ 35); anything else through its text
+    return value if type(value) is int else int(str(value))
 
 
 def _maybe_int(value: object) -> int | None:
-    return None if value is None else int(str(value))
+    return None if value is None else _int(value)
 
 
 def _maybe_text(value: object) -> str | None:

@@ -30,6 +30,7 @@ from codeflux.domain.budget import (
     resume_refusal,
     summarize_budget,
 )
+from codeflux.domain.budget import _text_tokens as remembered_text_tokens
 from codeflux.domain.ids import TaskId
 from codeflux.domain.models import Message, ModelRequest
 from codeflux.domain.money import EUR, USD, Cost, Money, UnknownCost
@@ -134,6 +135,28 @@ def test_the_reservation_bound_is_never_below_any_usage_the_estimate_covers(
         assert caching.minor >= exact
         if split[2] == 0:
             assert plain.minor >= exact
+
+
+@given(text=st.one_of(st.text(max_size=63), st.text(min_size=64, max_size=300)))
+def test_a_remembered_estimate_is_the_estimate_of_the_text(text: str) -> None:
+    # the short and the long texts each have a cache; asked twice (the second answer from the cache), the same
+    assert remembered_text_tokens(text) == remembered_text_tokens(text) == estimate_text_tokens(text)
+
+
+@given(input_tokens=st.integers(0, 10**7), max_output=st.integers(1, 10**6), writes_cache=st.booleans(),
+       rates=st.tuples(*(st.fractions(min_value=0, max_value=100, max_denominator=10**6),) * 4))
+def test_the_reservation_bound_is_the_exact_dearest_cost_rounded_up_to_the_minor_unit(
+    input_tokens: int, max_output: int, writes_cache: bool, rates: tuple[Fraction, Fraction, Fraction, Fraction]
+) -> None:
+    price = Price(currency=USD, input_minor_per_token=rates[0], output_minor_per_token=rates[1],
+                  cache_read_minor_per_token=rates[2], cache_write_minor_per_token=rates[3])
+    bound = reservation_bound(price, input_tokens=input_tokens, max_output_tokens=max_output, model="m",
+                              writes_cache=writes_cache)
+
+    input_rate = max(rates[0], rates[2], *((rates[3],) if writes_cache else ()))
+    exact = input_tokens * input_rate + max_output * rates[1]
+    assert isinstance(bound, Money) and bound.currency == USD
+    assert exact <= bound.minor < exact + 1  # rounded up, by less than one minor unit
 
 
 def test_a_call_that_writes_no_cache_is_not_reserved_at_the_cache_write_rate() -> None:

@@ -46,10 +46,11 @@ def test_a_request_reads_back_with_its_state_and_error_kind(db: Database, tmp_pa
     db.write(lambda tx: rows.mark_model_request_in_flight(tx, request_id=planned.request_id, at_us=2))
     end = rows.ModelRequestEnd(state=ModelRequestState.OUTCOME_UNKNOWN, usage=TokenUsage(), cost_minor=None,
                                cost_reason="may be billed", error_kind=ModelCallErrorKind.INTERRUPTED)
-    ended = db.write(lambda tx: rows.record_model_request_end(tx, request_id=planned.request_id, end=end, at_us=3))
+    db.write(lambda tx: rows.record_model_request_end(tx, request_id=planned.request_id, end=end, at_us=3))
     stored = db.read(lambda view: rows.read_model_request(view, planned.request_id))
 
-    assert stored == ended and stored.state is ModelRequestState.OUTCOME_UNKNOWN
+    assert stored.state is ModelRequestState.OUTCOME_UNKNOWN and stored.end == end
+    assert (stored.plan, stored.planned_at_us, stored.started_at_us, stored.finished_at_us) == (planned.plan, 1, 2, 3)
     assert stored.end is not None and stored.end.error_kind is ModelCallErrorKind.INTERRUPTED
 
 
