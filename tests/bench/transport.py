@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from operator import itemgetter
 from pathlib import Path
 
@@ -158,6 +159,7 @@ async def live_latencies(ws_url: str, session: BrowserSession, db: Database) -> 
 
 _SERVE_SNIPPET = """
 import asyncio, sys
+from collections.abc import Iterator
 from pathlib import Path
 from codeflux.server.launch import LaunchTokens
 from codeflux.server.serve import serve_coordinator
@@ -233,6 +235,35 @@ def cold_start_seconds(folder: Path, *, use_cli: bool, env: dict[str, str]) -> f
             process.stdout.close()
 
 
+@contextlib.contextmanager
+def coordinator_process(data: Path, env: dict[str, str]) -> Iterator[tuple[str, BrowserSession]]:
+    """``codeflux start --no-browser`` serving the data directory ``data`` in its own process (as a person runs it:
+    the browser, or another Python client, is a different process); yields its WebSocket URL and a signed-in
+    session, and stops it after."""
+    argv = [sys.executable, "-m", "codeflux.cli.main", "start", "--data-dir", str(data), "--address", "127.0.0.1:0",
+            "--no-browser"]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO,
+                               start_new_session=True)
+    try:
+        assert process.stdout is not None
+        url = next((found.group(1) for line in process.stdout
+                    if (found := re.search(r"open: (http://\S+/launch\?token=\S+)", line))), None)
+        if url is None:
+            raise RuntimeError(f"`codeflux start` exited {process.wait()} without printing its URL")
+        host_port = url.split("/")[2]
+        yield f"ws://{host_port}/ws", redeem_launch(url)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
 def bare_interpreter_seconds(env: dict[str, str]) -> float:
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], check=True, env=env, cwd=REPO, timeout=60)
@@ -242,6 +273,8 @@ def bare_interpreter_seconds(env: dict[str, str]) -> float:
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="cf-bench-") as scratch:
         folder = Path(scratch)
+        env = dict(os.environ, HOME=str(folder / "home"), PYTHONPATH=str(REPO))
+        (folder / "home").mkdir()
         location = DataLocation(directory=folder / "data")
         db = open_store(location, create=True, migrate=True)
         app = CoordinatorApp(db=db, location=location, models=_NoModelCalls(), version="bench")
@@ -255,14 +288,19 @@ def main() -> int:
                     bare.append(bare_read_seconds(location.database))
                     replay.append(asyncio.run(replay_seconds(server.ws_url, signed_in)))
                     batched.append(asyncio.run(replay_seconds(server.ws_url, signed_in, batched=True)))
+                # The same batched replay from `codeflux start` in its own process, as the browser meets it (above,
+                # the coordinator shares this process, and its interpreter lock, with the client).
+                own_process, bare_beside = [], []
+                with coordinator_process(location.directory, env) as (own_url, own_session):
+                    for _ in range(ROUNDS):
+                        bare_beside.append(bare_read_seconds(location.database))
+                        own_process.append(asyncio.run(replay_seconds(own_url, own_session, batched=True)))
                 latencies = asyncio.run(live_latencies(server.ws_url, signed_in, db))
             finally:
                 server.stop()
         finally:
             db.close()
 
-        env = dict(os.environ, HOME=str(folder / "home"), PYTHONPATH=str(REPO))
-        (folder / "home").mkdir()
         use_cli = _cli_has_start(env)
         cold, bare_start = [], []
         for _ in range(COLD_ROUNDS):
@@ -281,6 +319,10 @@ def main() -> int:
     print(f"  batched replay to the client    {batched_rate:12.0f} events/s   "
           f"({statistics.median(batched) * 1000:.0f} ms)")
     print(f"  batched ratio (WebSocket / bare) {batched_rate / bare_rate:10.3f}x   (target >= 0.5x)")
+    own_rate, beside_rate = EVENTS / statistics.median(own_process), EVENTS / statistics.median(bare_beside)
+    print(f"  batched, `codeflux start` in its own process: {own_rate:.0f} events/s "
+          f"({statistics.median(own_process) * 1000:.0f} ms); bare read beside it {beside_rate:.0f} events/s; "
+          f"ratio {own_rate / beside_rate:.3f}x")
     print(f"  live commit-to-client           p50 {_percentile(latencies, 0.50) * 1000:6.2f} ms"
           f"   p99 {_percentile(latencies, 0.99) * 1000:6.2f} ms")
     what = "codeflux start --no-browser" if use_cli else "python -c serve_coordinator (no `codeflux start` yet)"

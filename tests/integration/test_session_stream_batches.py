@@ -7,8 +7,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from codeflux.api.v1 import product_pb2
 from codeflux.server.client import EnvelopeClient, frame_events
+from codeflux.services import session as session_service
+from codeflux.services.app import CoordinatorApp
 from codeflux.services.session import BATCH_EVENTS, BATCH_PAYLOAD_BYTES, PAGE_SIZE
 from codeflux.store.events import SYSTEM_SESSION_ID
 from tests.fixtures.transport_servers import SUBSCRIBE, commit_events, transport_harness
@@ -62,3 +66,38 @@ def test_replay_comes_in_bounded_batches_then_live(tmp_path: Path) -> None:
     # The control, after the three live events: unbatched is one event per frame.
     assert single == [[sequence] for sequence in range(1, 616)]
     assert single_boundary == 615
+
+
+def test_replay_reads_the_next_page_while_this_one_is_sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page after a batch is being read (in a worker thread) by the time the batch is handed to the transport;
+    a stream closed mid-replay drops the page it read ahead, and the journal serves the next subscriber as before."""
+    reads: list[int] = []
+    real_page = session_service._page
+
+    def recorded_page(app: CoordinatorApp, session_id: str, after: int, through: int | None,
+                      batched: bool) -> object:
+        reads.append(after)
+        return real_page(app, session_id, after, through, batched)
+
+    monkeypatch.setattr(session_service, "_page", recorded_page)
+    with transport_harness(tmp_path / "data") as harness:
+        commit_events(harness.db, 8, pad=400_000)  # ~3.2 MB: more than three batches' worth of payload
+        subscribe = next(m for m in session_service.methods(harness.app) if m.name.endswith("/Subscribe"))
+        request = product_pb2.SubscribeRequest(session_id=SYSTEM_SESSION_ID, batched=True)
+
+        async def first_batch_then_close() -> tuple[list[int], list[int]]:
+            stream = subscribe.handler(None, request)  # type: ignore[arg-type]
+            first = frame_events(await anext(stream))
+            for _ in range(500):  # the read ahead runs in a worker thread; it starts before the batch is handed over
+                if len(reads) >= 2:
+                    break
+                await asyncio.sleep(0.01)
+            seen = list(reads)
+            await stream.aclose()  # the client left mid-replay
+            return [e.sequence for e in first], seen
+
+        first, seen = asyncio.run(first_batch_then_close())
+        again = asyncio.run(first_batch_then_close())
+    assert first[0] == 1
+    assert seen[:2] == [0, first[-1]]  # the second page was asked for while the first was still being sent
+    assert again[0] == first  # the next subscriber is served the same first page

@@ -6,7 +6,14 @@ import pytest
 from google.protobuf import any_pb2
 
 from codeflux.api.v1 import envelope_pb2, product_pb2
-from codeflux.server.envelope import JSON_SUBPROTOCOL, PROTO_SUBPROTOCOL, FrameError, decode_frame, encode_frame
+from codeflux.server.envelope import (
+    JSON_SUBPROTOCOL,
+    PROTO_SUBPROTOCOL,
+    FrameError,
+    decode_frame,
+    encode_frame,
+    reply_frame_bytes,
+)
 from codeflux.server.limits import TransportLimits, UpgradeRate
 
 
@@ -19,6 +26,23 @@ def a_frame() -> envelope_pb2.Frame:
 @pytest.mark.parametrize("subprotocol", [PROTO_SUBPROTOCOL, JSON_SUBPROTOCOL])
 def test_frames_round_trip(subprotocol: str) -> None:
     assert decode_frame(encode_frame(a_frame(), subprotocol), subprotocol) == a_frame()
+
+
+@pytest.mark.parametrize("reply", [
+    product_pb2.SessionHead(session_id="ses_system", through_sequence=2**40),
+    product_pb2.SessionHead(),  # empty: the Any's value is left out, as the encoder leaves out an empty field
+    product_pb2.SessionFrame(batch={  # lengths of two and three varint bytes
+        "session_id": "ses_x", "first_sequence": 1, "kinds": ["agent-message"] * 300, "created_at_us": [2**52] * 300,
+        "payloads_json": ['{"text":"é' + "x" * 500 + '"}'] * 300, "event_kinds": [1] * 300}),
+])
+@pytest.mark.parametrize("stream_id", [1, 200, 2**31])
+def test_a_reply_frame_built_around_the_serialized_reply_is_the_encoders_frame(reply: product_pb2.SessionHead,
+                                                                               stream_id: int) -> None:
+    packed = any_pb2.Any()
+    packed.Pack(reply)
+    expected = envelope_pb2.Frame(stream_id=stream_id, message=packed)
+    assert reply_frame_bytes(stream_id, reply) == expected.SerializeToString()
+    assert decode_frame(reply_frame_bytes(stream_id, reply), PROTO_SUBPROTOCOL) == expected
 
 
 def test_json_keeps_int64_as_a_string() -> None:
