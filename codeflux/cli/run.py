@@ -108,6 +108,7 @@ from codeflux.domain.tools import ToolName
 from codeflux.domain.user_config import UserConfig
 from codeflux.gitwork.diff import diff_against_base
 from codeflux.gitwork.repository import RepositorySnapshot, open_repository
+from codeflux.providers.endpoints import is_default_endpoint
 from codeflux.providers.registry import build_model_adapter, build_scripted_adapter
 from codeflux.providers.scripted import SCRIPTED_DISPLAY_NAME, ScriptedTurn
 from codeflux.services.views import plan_view
@@ -206,7 +207,8 @@ def add_provider_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capable-model", default=None, metavar="MODEL",
                         help="the ladder's capable model (providers; default: the cheap one)")
     parser.add_argument("--base-url", default=None, metavar="URL",
-                        help="the endpoint of an openai-compatible server (a non-default URL must be approved)")
+                        help="the endpoint: an openai-compatible server's, or a proxy speaking the Anthropic or "
+                             "OpenAI API (a non-default URL must be approved: `codeflux provider approve-endpoint`)")
     parser.add_argument("--no-key", action="store_true", help="the openai-compatible server takes no key")
 
 
@@ -341,9 +343,12 @@ def pin_of_args(args: argparse.Namespace, source: ChoiceSource) -> PinnedChoice:
     if args.provider == SCRIPTED:
         return PinnedChoice(choice=ProviderChoice(provider=SCRIPTED), source=source)
     compatible = args.provider == ProviderName.OPENAI_COMPATIBLE.value
+    base_url = args.base_url or ""
+    if base_url and not compatible and is_default_endpoint(ProviderName.parse(args.provider), base_url):
+        base_url = ""  # the provider's own endpoint: pinned as the default it is
     choice = ProviderChoice.normalized(
         provider=args.provider, cheap_model=args.cheap_model or "", capable_model=args.capable_model or "",
-        base_url=(args.base_url or "") if compatible else "", uses_key=not (compatible and args.no_key))
+        base_url=base_url, uses_key=not (compatible and args.no_key))
     return PinnedChoice(choice=choice, source=source)
 
 

@@ -63,7 +63,7 @@ from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_runn
 from codeflux.coordinator.user_config import load_user_config
 from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, EndpointRefusedError, UsageError
 from codeflux.domain.providers import ProviderName
-from codeflux.providers.endpoints import normalize_base_url
+from codeflux.providers.endpoints import is_default_endpoint, normalize_base_url
 from codeflux.server.client import call_unary, unix_channel
 from codeflux.server.launch import LaunchTokens
 from codeflux.server.serve import LOOPBACK_HOSTS, ServingInfo, serve_coordinator, url_host
@@ -206,11 +206,13 @@ class CliModelAccess:
         if args.provider == SCRIPTED:
             return SCRIPTED_DEMO_LABEL
         shown = f"{args.provider} ({args.cheap_model})" if args.cheap_model else str(args.provider)
-        if args.provider == ProviderName.OPENAI_COMPATIBLE.value and args.base_url:  # as a task's pin shows it
+        if args.base_url:  # as a task's pin shows it (a provider's own default endpoint is not named)
+            provider = ProviderName.parse(str(args.provider))
             try:
-                return f"{shown} at {normalize_base_url(ProviderName.OPENAI_COMPATIBLE, args.base_url)}"
+                url = normalize_base_url(provider, args.base_url)
             except EndpointRefusedError:  # refused when a gateway is built, with its reason; never echoed
                 return shown
+            return shown if is_default_endpoint(provider, url) else f"{shown} at {url}"
         return shown
 
     @property

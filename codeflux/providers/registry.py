@@ -34,10 +34,12 @@ def build_model_adapter(provider: str, *, base_url: str | None = None, uses_key:
     def policy(endpoint: str) -> HttpPolicy:
         return network_policy(None, network, endpoint=endpoint, environ=environ or {})
 
-    if provider == "anthropic":
-        return AnthropicAdapter(key_loader=key_loader, policy=policy(DEFAULT_BASE_URLS[ProviderName.ANTHROPIC]))
+    if provider == "anthropic":  # a base URL: a proxy speaking the provider's API (approved before the first call)
+        endpoint = base_url or DEFAULT_BASE_URLS[ProviderName.ANTHROPIC]
+        return AnthropicAdapter(base_url=endpoint, key_loader=key_loader, policy=policy(endpoint))
     if provider == "openai":
-        return OpenAIAdapter(key_loader=key_loader, policy=policy(DEFAULT_BASE_URLS[ProviderName.OPENAI]))
+        endpoint = base_url or DEFAULT_BASE_URLS[ProviderName.OPENAI]
+        return OpenAIAdapter(base_url=endpoint, key_loader=key_loader, policy=policy(endpoint))
     if provider == "openai-compatible":
         if not base_url:
             raise UsageError("the openai-compatible provider needs a base URL (--base-url)")

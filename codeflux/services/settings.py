@@ -172,6 +172,10 @@ def methods(app: CoordinatorApp) -> list[UnaryMethod[Message, Message] | StreamM
 
     def set_choice(ctx: CallContext, request: pb.SetProviderChoiceRequest) -> pb.SettingsView:
         mutation_of(ctx, "SetProviderChoice", request.control)
+        if request.base_url.strip() and request.provider.strip() != ProviderName.OPENAI_COMPATIBLE.value:
+            raise InvalidValueError(kind="provider choice",
+                                    reason="a base URL is stored here for the openai-compatible provider only "
+                                    "(anthropic or openai through a proxy: `codeflux start --base-url`)")
         choice = ProviderChoice.normalized(provider=request.provider.strip(), cheap_model=request.cheap_model.strip(),
                                            capable_model=request.capable_model.strip(),
                                            base_url=request.base_url.strip(), uses_key=not request.no_key)

@@ -191,6 +191,19 @@ def _cli_has_start(env: dict[str, str]) -> bool:
     return done.returncode == 0
 
 
+def _stop(process: subprocess.Popen[str]) -> None:
+    """Stop a coordinator started in its own session: SIGTERM to its group, SIGKILL after 60 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
 def cold_start_seconds(folder: Path, *, use_cli: bool, env: dict[str, str]) -> float:
     data = folder / f"data-{time.monotonic_ns()}"
     if use_cli:
@@ -224,15 +237,7 @@ def cold_start_seconds(folder: Path, *, use_cli: bool, env: dict[str, str]) -> f
             raise RuntimeError(f"the first page was {response.status}")
         return elapsed
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        _stop(process)
 
 
 @contextlib.contextmanager
@@ -253,15 +258,7 @@ def coordinator_process(data: Path, env: dict[str, str]) -> Iterator[tuple[str, 
         host_port = url.split("/")[2]
         yield f"ws://{host_port}/ws", redeem_launch(url)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        _stop(process)
 
 
 def bare_interpreter_seconds(env: dict[str, str]) -> float:

@@ -21,15 +21,22 @@ import pytest
 
 from codeflux.cli.demo import DEMO_TEST_COMMAND
 from codeflux.cli.run import build_gateway, with_configured_provider
+from codeflux.coordinator import provider_keys
 from codeflux.coordinator.runs.configured import check_settings_in_force, configured_thresholds
 from codeflux.coordinator.spending.budget import BudgetService
 from codeflux.coordinator.spending.gateway import ModelGateway, ModelRoute
 from codeflux.coordinator.spending.model_approvals import approve_model_endpoint
 from codeflux.coordinator.spending.prices import PriceCatalog
 from codeflux.coordinator.user_config import load_user_config, resolve_defaults
+from codeflux.credentials import HeldKeys, environment_keys
 from codeflux.credentials.secret import Secret
 from codeflux.domain.budget import bound_input_tokens
-from codeflux.domain.errors import ContextTooLongError, ContextWindowFullError, InvalidValueError
+from codeflux.domain.errors import (
+    ContextTooLongError,
+    ContextWindowFullError,
+    EndpointApprovalRequiredError,
+    InvalidValueError,
+)
 from codeflux.domain.ids import TaskId
 from codeflux.domain.ladder import DEFAULT_LADDER, Ladder, LadderPosition
 from codeflux.domain.models import Message, ModelRequest
@@ -196,6 +203,45 @@ def test_build_gateway_carries_the_configured_ladder_and_stall_threshold(db: Dat
     gateway = build_gateway(db, args, phases=("plan",))[0]
     assert gateway.ladder == Ladder.parse(["cheap:high", "capable:high", "capable:max"])
     assert gateway.start_position() == LadderPosition.start(gateway.ladder, stall_threshold=2)
+
+
+@pytest.mark.parametrize("route", [("anthropic", "claude-haiku-4-5", "/v1/messages"),
+                                   ("openai", "gpt-5-mini", "/v1/chat/completions")])
+def test_a_base_url_for_anthropic_or_openai_is_where_the_calls_go_once_approved(
+        db: Database, tmp_path: Path, server: ProviderServer, monkeypatch: pytest.MonkeyPatch,
+        route: tuple[str, str, str]) -> None:
+    """`--base-url` (a proxy speaking the provider's API) was used by openai-compatible only: an anthropic or openai
+    gateway called the provider's default endpoint whatever the flag said, while Settings asked to approve the
+    flag's endpoint."""
+    provider, model, path = route
+    for name, value in write_config(tmp_path, "").items():
+        monkeypatch.setenv(name, value)
+    # the keys this process would hold had it started with the provider's variable set (read once per process)
+    found, ignored = environment_keys({f"{provider.upper()}_API_KEY": a_test_key()})
+    monkeypatch.setattr(provider_keys, "_process_keys", HeldKeys(found, ignored=ignored))
+    base_url = server.base_url + ("/v1" if provider == "openai" else "")
+    args = argparse.Namespace(provider=provider, cheap_model=model, capable_model=None, base_url=base_url,
+                              script=None, no_key=False)
+    task_id = _task(db, tmp_path)
+    gateway = build_gateway(db, args, phases=("plan",))[0]
+    with pytest.raises(EndpointApprovalRequiredError):  # the proxy is refused until approved; nothing is sent
+        gateway.call(task_id, REQUEST, position=LadderPosition.start(), idempotency_key="call-1")
+    gateway.close()
+    assert server.requests == []
+    approve_model_endpoint(db, provider=ProviderName(provider), base_url=base_url)
+    server.enqueue(json_reply(
+        anthropic_message(content=[{"type": "text", "text": "ok"}], model=model,
+                          usage={"input_tokens": 10, "output_tokens": 2}) if provider == "anthropic"
+        else openai_completion(content="ok", usage=USAGE, model=model)))
+
+    approved = build_gateway(db, args, phases=("plan",))[0]
+    try:
+        approved.call(task_id, REQUEST, position=LadderPosition.start(), idempotency_key="call-2")
+    finally:
+        approved.close()
+
+    (request,) = server.requests
+    assert request.path == path
 
 
 def _cli(data: Path, environ: dict[str, str], *args: str) -> CliRun:

@@ -329,6 +329,36 @@ def test_an_openai_compatible_choice_keeps_its_base_url_and_no_key_setting_and_i
     assert _create(c, "After.").provider_label == SCRIPTED_DEMO_LABEL  # control: the new choice for new tasks
 
 
+def test_a_task_created_under_a_start_base_url_flag_keeps_that_endpoint_for_anthropic_too(
+        coordinator: Coordinator) -> None:
+    """`codeflux start --provider anthropic --base-url <proxy>`: the task pinned anthropic and its models but not
+    the endpoint (the pins kept a base URL for openai-compatible only), so its drafts and runs went to the provider's
+    default endpoint — not the proxy codeflux was started with — and the task showed no endpoint card."""
+    c = coordinator
+    flags = ("--provider", "anthropic", "--cheap-model", "claude-haiku-4-5", "--base-url", _PROXY + "/")
+    c.app.models = start.CliModelAccess(c.app.db, _start_args(*flags))
+    task = _create(c)
+    pin = read_task_pin(c.app.db, TaskId.parse(task.task_id))
+    assert pin is not None and (pin.choice.provider, pin.choice.base_url, pin.source) == (
+        "anthropic", _PROXY, ChoiceSource.FLAG)
+    assert task.provider_label == f"anthropic (claude-haiku-4-5) at {_PROXY}"
+    assert _card(task.endpoint_approval) == ("anthropic", _PROXY)
+    c.app.models = start.CliModelAccess(c.app.db, _start_args())  # `start` again without the flag
+    service_call(c, "TaskService/SetBudget", pb.SetBudgetRequest(control=service_control(), task_id=task.task_id,
+                                                                 choice="set", hard_limit="1.00", currency="USD"))
+
+    refused = failure(c, "TaskService/DraftPlan", pb.DraftPlanRequest(control=service_control(), task_id=task.task_id))
+
+    # the task's draft goes to the proxy it was created under (refused until that endpoint is approved)
+    assert _PROXY in refused.safe_message and "not been approved" in refused.safe_message
+    assert _card(_task(c, task.task_id).endpoint_approval) == ("anthropic", _PROXY)
+    c.app.models = start.CliModelAccess(c.app.db, _start_args(*flags[:4], "--base-url", "https://api.anthropic.com"))
+    default = _create(c, "Created at the default endpoint.")  # control: the provider's own endpoint pins ''
+    kept = read_task_pin(c.app.db, TaskId.parse(default.task_id))
+    assert kept is not None and kept.choice.base_url == "" and not default.HasField("endpoint_approval")
+    assert default.provider_label == "anthropic (claude-haiku-4-5)"
+
+
 @pytest.mark.parametrize(("refused", "says"), [
     (("openai-compatible", "http://192.0.2.7:4000/v1", False), "http is allowed only for a loopback host"),
     (("openai-compatible", "ftp://127.0.0.1/v1", False), "the scheme must be https"),

@@ -37,10 +37,12 @@ _MODEL: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderChoice:
-    """A provider and, for a real one, the ladder's cheap and capable models (capable defaults to cheap); for
-    ``openai-compatible`` its base URL (normalized: :func:`codeflux.providers.endpoints.normalize_base_url`, so an
-    http URL names a loopback host, and a non-default endpoint still needs its approval before a call) and whether
-    the server takes no key (``uses_key=False``)."""
+    """A provider and, for a real one, the ladder's cheap and capable models (capable defaults to cheap) and the
+    base URL it is called at — required for ``openai-compatible``; for ``anthropic``/``openai`` a ``--base-url``
+    flag's endpoint (a proxy), empty for the provider's default — normalized
+    (:func:`codeflux.providers.endpoints.normalize_base_url`, so an http URL names a loopback host, and a non-default
+    endpoint still needs its approval before a call); and whether an ``openai-compatible`` server takes no key
+    (``uses_key=False``)."""
 
     provider: str
     cheap_model: str = ""
@@ -55,14 +57,15 @@ class ProviderChoice:
                 raise InvalidValueError(kind="provider choice", reason=f"{self.provider} needs a model")
         elif self.cheap_model or self.capable_model:
             raise InvalidValueError(kind="provider choice", reason="the scripted provider takes no model")
-        if self.provider == ProviderName.OPENAI_COMPATIBLE.value:
-            if not self.base_url:
-                raise InvalidValueError(kind="provider choice", reason="openai-compatible needs a base URL")
-            if normalize_base_url(name, self.base_url) != self.base_url:  # refused with its reason, else normalized
-                raise InvalidValueError(kind="provider choice", reason="the base URL is not in its normalized form")
-        elif self.base_url or not self.uses_key:
+        compatible = self.provider == ProviderName.OPENAI_COMPATIBLE.value
+        if compatible and not self.base_url:
+            raise InvalidValueError(kind="provider choice", reason="openai-compatible needs a base URL")
+        if self.base_url and (self.scripted or normalize_base_url(name, self.base_url) != self.base_url):
+            # refused with its reason, else normalized; the scripted provider calls no endpoint
+            raise InvalidValueError(kind="provider choice", reason="the base URL is not in its normalized form")
+        if not self.uses_key and not compatible:
             raise InvalidValueError(kind="provider choice",
-                                    reason="a base URL and \"no key\" are for the openai-compatible provider only")
+                                    reason="\"no key\" is for the openai-compatible provider only")
         for model in (self.cheap_model, self.capable_model):
             if model and not _MODEL.fullmatch(model):
                 raise InvalidValueError(kind="model name", reason="letters, digits and . _ : / @ - only (≤ 128)")
@@ -79,14 +82,14 @@ class ProviderChoice:
     def normalized(cls, *, provider: str, cheap_model: str = "", capable_model: str = "", base_url: str = "",
                    uses_key: bool = True) -> ProviderChoice:
         """The choice with its base URL normalized (:class:`EndpointRefusedError` says why one is refused)."""
-        if base_url and provider == ProviderName.OPENAI_COMPATIBLE.value:
-            base_url = normalize_base_url(ProviderName.OPENAI_COMPATIBLE, base_url)
+        if base_url and provider != SCRIPTED_PROVIDER:
+            base_url = normalize_base_url(ProviderName.parse(provider), base_url)
         return cls(provider=provider, cheap_model=cheap_model, capable_model=capable_model, base_url=base_url,
                    uses_key=uses_key)
 
     @property
     def label(self) -> str:
-        """How a person reads the choice: the provider and its model, and the endpoint of an openai-compatible one."""
+        """How a person reads the choice: the provider and its model, and the endpoint when it is not the default."""
         if self.scripted:
             return SCRIPTED_PROVIDER
         shown = f"{self.provider} ({self.cheap_model})"
