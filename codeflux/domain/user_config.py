@@ -9,7 +9,8 @@ codeflux; it holds no secrets (a key in it is refused: keys live in the OS crede
     name = "anthropic"                 # scripted | anthropic | openai | openai-compatible
     cheap_model = "claude-haiku-4-5"   # the ladder's cheap model (needed for a real provider)
     capable_model = "claude-sonnet-4-5"  # optional; default: the cheap one
-    base_url = "http://127.0.0.1:4000/v1"  # openai-compatible only (a non-default URL is still approved per run)
+    base_url = "http://127.0.0.1:4000/v1"  # needed by openai-compatible; for anthropic/openai a proxy speaking
+                                       # their API (a non-default URL is still approved before its first call)
 
     [network]                          # provider calls only (nothing else codeflux does uses the network)
     proxy = "environment"              # "environment": HTTPS_PROXY/HTTP_PROXY and NO_PROXY; or "http://proxy:3128"
@@ -197,8 +198,6 @@ def _provider(table: object) -> ConfiguredProvider:
         raise _refuse("[provider]", "the scripted provider (not an AI model) takes no model and no base_url")
     if name != "scripted" and not provider.cheap_model:
         raise _refuse("[provider] cheap_model", f"{name} needs the ladder's cheap model")
-    if provider.base_url and name != "openai-compatible":
-        raise _refuse("[provider] base_url", "only an openai-compatible server takes a base_url")
     return provider
 
 

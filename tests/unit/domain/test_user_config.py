@@ -15,6 +15,10 @@ def test_a_provider_table_is_read_and_an_empty_file_sets_nothing() -> None:
     compatible = parse_user_config('[provider]\nname = "openai-compatible"\ncheap_model = "m"\n'
                                    'base_url = "http://127.0.0.1:4000/v1"\n').provider
     assert compatible is not None and compatible.base_url == "http://127.0.0.1:4000/v1"
+    # anthropic or openai through a proxy speaking their API (the file refused it while their adapters ignored it)
+    proxied = parse_user_config('[provider]\nname = "anthropic"\ncheap_model = "m"\n'
+                                'base_url = "https://gateway.example.com"\n').provider
+    assert proxied is not None and proxied.base_url == "https://gateway.example.com"
 
 
 @pytest.mark.parametrize(("text", "named"), [
@@ -24,7 +28,7 @@ def test_a_provider_table_is_read_and_an_empty_file_sets_nothing() -> None:
     ('[provider]\nname = "anthropic"\n', "[provider] cheap_model"),  # a real provider needs its model
     ('[provider]\nname = "anthropic"\ncheap_model = 3\n', "[provider] cheap_model"),
     ('[provider]\nname = "scripted"\ncheap_model = "x"\n', "[provider]"),
-    ('[provider]\nname = "openai"\ncheap_model = "m"\nbase_url = "http://x"\n', "[provider] base_url"),
+    ('[provider]\nname = "openai"\ncheap_model = "m"\nbase_url = 3\n', "[provider] base_url"),
     ('[provider]\nname = "anthropic"\ncheap_model = "m"\napi_key = "sk-ant-x"\n', "[provider] api_key"),
     ('provider = "anthropic"\n', "[provider]"),
     ("[provider\n", "syntax"),
