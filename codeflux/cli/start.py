@@ -61,9 +61,9 @@ from codeflux.coordinator.spending.provider_choice import (
 )
 from codeflux.coordinator.tasks.recovery import recover_interrupted, shared_running_lock
 from codeflux.coordinator.user_config import load_user_config
-from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, EndpointRefusedError, UsageError
+from codeflux.domain.errors import CodefluxError, CoordinatorRunningError, UsageError
 from codeflux.domain.providers import ProviderName
-from codeflux.providers.endpoints import is_default_endpoint, normalize_base_url
+from codeflux.providers.endpoints import normalize_base_url
 from codeflux.server.client import call_unary, unix_channel
 from codeflux.server.launch import LaunchTokens
 from codeflux.server.serve import LOOPBACK_HOSTS, ServingInfo, serve_coordinator, url_host
@@ -202,18 +202,13 @@ class CliModelAccess:
 
     @property
     def label(self) -> str:
-        args = self._chosen()[0]
+        args, source = self._chosen()
         if args.provider == SCRIPTED:
             return SCRIPTED_DEMO_LABEL
-        shown = f"{args.provider} ({args.cheap_model})" if args.cheap_model else str(args.provider)
-        if args.base_url:  # as a task's pin shows it (a provider's own default endpoint is not named)
-            provider = ProviderName.parse(str(args.provider))
-            try:
-                url = normalize_base_url(provider, args.base_url)
-            except EndpointRefusedError:  # refused when a gateway is built, with its reason; never echoed
-                return shown
-            return shown if is_default_endpoint(provider, url) else f"{shown} at {url}"
-        return shown
+        try:
+            return pin_of_args(args, source).choice.label  # as a task created now shows it
+        except CodefluxError:  # a refused URL or no model: a gateway build says why; the URL is never echoed
+            return f"{args.provider} ({args.cheap_model})" if args.cheap_model else str(args.provider)
 
     @property
     def endpoint(self) -> tuple[str, str] | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import apsw
 import pytest
 
 from codeflux.domain.errors import StoreError
@@ -19,16 +18,9 @@ from codeflux.store.location import DataLocation
 from codeflux.store.migrations import load_shipped_migrations, migrate_database
 from codeflux.store.opening import open_store
 from codeflux.store.tasks import insert_task
+from tests.integration.test_migration_tool_request_sources import rows
 
 _NAME = "pin_source_environment"
-
-
-def rows(location: DataLocation, sql: str) -> list[tuple[object, ...]]:
-    conn = apsw.Connection(str(location.database), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        return list(conn.execute(sql))
-    finally:
-        conn.close()
 
 
 def test_pins_survive_the_rebuild_and_the_environment_becomes_a_source(data_location: DataLocation) -> None:
